@@ -1,0 +1,105 @@
+//! Dispatch from parsed arguments to experiments and reports, and the mapping
+//! of every outcome to one line on stderr and an exit code.
+
+use crate::cli::{Cli, Command, RespondArgs};
+use crate::error::{Error, Result};
+use crate::experiment::{roundtrip, suite};
+use crate::progress::Bar;
+use crate::report;
+use crate::transport::{self, ResponderArgs};
+use clap::Parser;
+
+/// Runs the command line; returns the exit code.
+pub fn main() -> i32 {
+    let cli = match Cli::try_parse() {
+        Ok(c) => c,
+        Err(e) => return clap_error(e),
+    };
+    match dispatch(cli) {
+        Ok(()) => 0,
+        Err(e) => {
+            if !matches!(e, Error::Interrupted) {
+                eprintln!("xferbench: error: {e}");
+            } else {
+                eprintln!("xferbench: interrupted");
+            }
+            e.exit_code()
+        }
+    }
+}
+
+/// Prints clap's message as one line (help and version go to stdout as usual).
+fn clap_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            0
+        }
+        _ => {
+            let text = e.render().to_string();
+            let first = text
+                .lines()
+                .find(|l| !l.trim().is_empty())
+                .unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ");
+            eprintln!("xferbench: error: {first} (see --help)");
+            2
+        }
+    }
+}
+
+fn dispatch(cli: Cli) -> Result<()> {
+    match cli.command {
+        None => default_suite(cli.quiet),
+        Some(Command::List(a)) => crate::list::run(&a),
+        Some(Command::Respond(a)) => respond(a),
+        Some(Command::Roundtrip(a)) => {
+            let stop = crate::interrupt::install();
+            let bar = Bar::new(cli.quiet);
+            let (run, err) = roundtrip::run(&a, &stop, &bar)?;
+            let text = report::render(&run, a.common.effective_format(), &a.common.stats, a.unit)?;
+            report::emit(&text, a.common.output.as_deref())?;
+            err.map_or(Ok(()), Err)
+        }
+    }
+}
+
+fn default_suite(quiet: bool) -> Result<()> {
+    let stop = crate::interrupt::install();
+    let bar = Bar::new(quiet);
+    if !quiet {
+        eprintln!(
+            "xferbench: default suite: round trips 64 B..16 KiB on every local transport (about 20 s); `xferbench --help` for more"
+        );
+    }
+    let (run, err, path) = suite::run(&stop, &bar)?;
+    let args = suite::args();
+    report::emit(
+        &report::table::render(&run, &args.common.stats, args.unit),
+        None,
+    )?;
+    eprintln!("xferbench: results written to {}", path.display());
+    err.map_or(Ok(()), Err)
+}
+
+/// The child side of a process transport: pin, then serve until told to stop.
+fn respond(a: RespondArgs) -> Result<()> {
+    let spec = a
+        .spec
+        .0
+        .into_iter()
+        .next()
+        .ok_or_else(|| Error::usage("__respond needs --spec"))?;
+    if let Some(c) = a.cpu {
+        crate::placement::pin_current(c)?;
+    }
+    let t = transport::find(&spec.name)?;
+    t.respond(&ResponderArgs {
+        spec,
+        completion: a.completion,
+        cpu: a.cpu,
+    })
+}

@@ -1,0 +1,221 @@
+//! Command-line definitions. Values are parsed into typed options here, so a
+//! malformed size or duration is a usage error before anything runs.
+
+use crate::stats::Stat;
+use crate::transport::{BufferMode, CompletionMode, Spec};
+use crate::units::{self, Unit};
+use clap::{Args, Parser, Subcommand, ValueEnum};
+use serde::{Serialize, Serializer};
+use std::path::PathBuf;
+use std::time::Duration;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xferbench",
+    version,
+    about = "Measures how fast data moves: round-trip latency, one-way latency, bandwidth and request rate between two endpoints.",
+    long_about = "Measures how fast data moves between two endpoints: threads, processes, pipes, sockets.\n\nWith no command, runs a short round-trip matrix on every local transport, prints the tables and writes the JSON to xferbench-results/."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// No progress bar on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Round-trip latency matrix: requests of each --in size, replies of each --out size.
+    Roundtrip(RoundtripArgs),
+    /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
+    List(ListArgs),
+    /// Runs a responder (started by xferbench itself; not for direct use).
+    #[command(name = "__respond", hide = true)]
+    Respond(RespondArgs),
+}
+
+fn ser_secs<S: Serializer>(d: &Duration, s: S) -> Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn ser_opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_specs<S: Serializer>(v: &[SpecList], s: S) -> Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().flat_map(|l| l.0.iter()).map(|sp| sp.to_string()))
+}
+
+/// A parsed list of sizes (one flag value).
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct Sizes(pub Vec<u64>);
+
+/// The transports one `-t` value names.
+#[derive(Clone, Debug)]
+pub struct SpecList(pub Vec<Spec>);
+
+/// `--cpus`: None = no pinning.
+#[derive(Clone, Debug)]
+pub struct CpuList(pub Option<Vec<usize>>);
+
+fn size_list(s: &str) -> Result<Sizes, String> {
+    units::parse_size_list(s)
+        .map(Sizes)
+        .map_err(|e| e.to_string())
+}
+
+fn duration(s: &str) -> Result<Duration, String> {
+    units::parse_duration(s).map_err(|e| e.to_string())
+}
+
+fn specs(s: &str) -> Result<SpecList, String> {
+    crate::transport::parse_specs(s)
+        .map(SpecList)
+        .map_err(|e| e.to_string())
+}
+
+fn cpus(s: &str) -> Result<CpuList, String> {
+    if s.is_empty() {
+        return Ok(CpuList(Some(Vec::new())));
+    }
+    units::parse_cpu_list(s)
+        .map(CpuList)
+        .map_err(|e| e.to_string())
+}
+
+fn count(s: &str) -> Result<u64, String> {
+    let v = units::parse_size(s)
+        .map_err(|_| format!("malformed count '{s}': expected a whole number like 1000 or 10k"))?;
+    if v > 1_000_000_000 {
+        return Err(format!("count {v} is absurdly large (limit 1e9)"));
+    }
+    Ok(v)
+}
+
+/// What to write and where.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Format {
+    /// Tables shaped like the seed documents'.
+    Table,
+    /// The lossless result, and nothing else, on stdout.
+    Json,
+    Csv,
+}
+
+/// Options every measuring experiment shares.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct CommonArgs {
+    /// Transports to measure, with options: thread, shm, pipe, unix, unix-dgram, tcp, udp; e.g. `-t thread:completion=block -t tcp:nodelay=0`.
+    #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
+    #[serde(rename = "transports", serialize_with = "ser_specs")]
+    pub transports: Vec<SpecList>,
+    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell).
+    #[arg(long, value_delimiter = ',', default_value = "user")]
+    pub buffers: Vec<BufferMode>,
+    /// Completion modes, comma-separated: poll (spin) or block (sleep). Default: each transport's own.
+    #[arg(long, value_delimiter = ',')]
+    pub completion: Vec<CompletionMode>,
+    /// CPUs for initiator and responder, e.g. 0,1; `none` disables pinning. Default: the first two available.
+    #[arg(long, value_parser = cpus, default_value = "")]
+    #[serde(skip)]
+    pub cpus: CpuList,
+    /// Untimed round trips before each point.
+    #[arg(long, value_parser = count, default_value = "1000")]
+    pub warmup: u64,
+    /// Timed round trips per point.
+    #[arg(long, value_parser = count, conflicts_with = "duration")]
+    pub samples: Option<u64>,
+    /// Timed time per point instead of a sample count, e.g. 2s or 250ms.
+    #[arg(long, value_parser = duration)]
+    #[serde(serialize_with = "ser_opt_secs", rename = "duration_s")]
+    pub duration: Option<Duration>,
+    /// The responder busy-waits this long before replying: a known delay to check accuracy against (e.g. 20us).
+    #[arg(long, value_parser = duration, default_value = "0s")]
+    #[serde(serialize_with = "ser_secs", rename = "responder_delay_s")]
+    pub responder_delay: Duration,
+    /// Give up on a responder that has not answered for this long.
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
+    pub timeout: Duration,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write the output to this file instead of stdout (format from --format, or from the extension .json/.csv).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Statistics to tabulate: count, mean, stddev, min, p50, p90, p99, p999, p9999, max.
+    #[arg(long, value_delimiter = ',', default_value = "mean,p99")]
+    pub stats: Vec<Stat>,
+}
+
+impl CommonArgs {
+    pub fn specs(&self) -> Vec<Spec> {
+        self.transports
+            .iter()
+            .flat_map(|l| l.0.iter())
+            .cloned()
+            .collect()
+    }
+
+    /// The format to write: `--format`, unless left at its default and the
+    /// output file's extension says otherwise.
+    pub fn effective_format(&self) -> Format {
+        if self.format != Format::Table {
+            return self.format;
+        }
+        match self
+            .output
+            .as_ref()
+            .and_then(|p| p.extension())
+            .and_then(|e| e.to_str())
+        {
+            Some("json") => Format::Json,
+            Some("csv") => Format::Csv,
+            _ => Format::Table,
+        }
+    }
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct RoundtripArgs {
+    /// Request sizes: a list and/or ranges, e.g. 32..8192 (powers of two), 64,1k,1M.
+    #[arg(long = "in", value_name = "SIZES", value_parser = size_list, default_value = "64..16k")]
+    #[serde(rename = "in")]
+    pub in_sizes: Sizes,
+    /// Reply sizes, as for --in.
+    #[arg(long = "out", value_name = "SIZES", value_parser = size_list, default_value = "64..16k")]
+    #[serde(rename = "out")]
+    pub out_sizes: Sizes,
+    /// What the sizes count: bytes, bf16 values (2 bytes) or f32 values (4 bytes).
+    #[arg(long, value_enum, default_value = "bytes")]
+    pub unit: Unit,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonArgs,
+}
+
+#[derive(Args, Debug)]
+pub struct ListArgs {
+    /// Print JSON instead of a table.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Skip the check that each transport really works here (faster).
+    #[arg(long)]
+    pub no_probe: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct RespondArgs {
+    #[arg(long, value_parser = specs)]
+    pub spec: SpecList,
+    #[arg(long, value_enum)]
+    pub completion: CompletionMode,
+    #[arg(long)]
+    pub cpu: Option<usize>,
+}

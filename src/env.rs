@@ -1,0 +1,220 @@
+//! The environment every result is recorded with: what machine, what kernel,
+//! whether it is virtual (a VM inflates tails), what clock and what it costs.
+
+use serde::{Deserialize, Serialize};
+use std::time::Instant;
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Env {
+    pub tool: String,
+    pub version: String,
+    pub timestamp: String,
+    pub hostname: String,
+    pub kernel: String,
+    pub arch: String,
+    pub cpu_model: String,
+    pub cpus_online: usize,
+    pub cpus_allowed: usize,
+    pub virtualization: Virtualization,
+    pub clock: Clock,
+    /// CPU frequency governor of cpu0, where the kernel exposes one.
+    pub governor: Option<String>,
+    /// The exact command line that produced this run.
+    pub command: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Virtualization {
+    /// The CPU says it runs under a hypervisor.
+    pub virtual_machine: bool,
+    /// The hypervisor's name from CPUID, when it gives one (KVM, Hyper-V…).
+    pub hypervisor: Option<String>,
+    /// Container runtime, when one is detected (docker, podman, lxc, kubernetes).
+    pub container: Option<String>,
+}
+
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct Clock {
+    /// The clock the samples are read from.
+    pub source: String,
+    /// The kernel's clocksource behind it (tsc, kvm-clock, hpet…).
+    pub kernel_clocksource: Option<String>,
+    /// Cost of one clock read: the median gap between back-to-back reads.
+    /// Every sample includes about one of these.
+    pub overhead_ns: f64,
+    /// The smallest nonzero gap seen between back-to-back reads.
+    pub min_step_ns: u64,
+    /// clock_getres(CLOCK_MONOTONIC).
+    pub resolution_ns: u64,
+}
+
+fn read(path: &str) -> Option<String> {
+    std::fs::read_to_string(path)
+        .ok()
+        .map(|s| s.trim().to_string())
+        .filter(|s| !s.is_empty())
+}
+
+impl Env {
+    pub fn capture() -> Env {
+        let uts = uname();
+        Env {
+            tool: env!("CARGO_PKG_NAME").into(),
+            version: env!("CARGO_PKG_VERSION").into(),
+            timestamp: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
+            hostname: uts.1,
+            kernel: uts.0,
+            arch: std::env::consts::ARCH.into(),
+            cpu_model: cpu_model(),
+            cpus_online: std::fs::read_to_string("/sys/devices/system/cpu/online")
+                .ok()
+                .and_then(|s| crate::units::parse_cpu_list(s.trim()).ok().flatten())
+                .map_or(0, |v| v.len()),
+            cpus_allowed: crate::placement::allowed_cpus().len(),
+            virtualization: virtualization(),
+            clock: Clock::calibrate(),
+            governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
+            command: std::env::args().collect(),
+        }
+    }
+
+    /// Warnings that apply to every figure taken in this environment.
+    pub fn warnings(&self) -> Vec<String> {
+        let mut w = Vec::new();
+        if self.virtualization.virtual_machine {
+            w.push(format!(
+                "running in a virtual machine ({}): vCPU scheduling inflates tails (p99 and beyond) and can shift means",
+                self.virtualization.hypervisor.as_deref().unwrap_or("hypervisor unknown")
+            ));
+        }
+        if self.cpus_allowed < 2 {
+            w.push("only one CPU is available: initiator and responder share it, and polling measures the scheduler".into());
+        }
+        if let Some(g) = &self.governor {
+            if g != "performance" {
+                w.push(format!("cpu frequency governor is '{g}', not 'performance': latency varies with clock speed"));
+            }
+        }
+        w
+    }
+}
+
+impl Clock {
+    /// Reads the clock back to back many times; the median gap is the cost one
+    /// sample carries.
+    pub fn calibrate() -> Clock {
+        const N: usize = 10_001;
+        let mut gaps = vec![0u64; N - 1];
+        // Warm the vDSO page and the branch predictors.
+        for _ in 0..1000 {
+            std::hint::black_box(Instant::now());
+        }
+        let mut prev = Instant::now();
+        for g in gaps.iter_mut() {
+            let now = Instant::now();
+            *g = (now - prev).as_nanos() as u64;
+            prev = now;
+        }
+        gaps.sort_unstable();
+        let mut ts = libc::timespec {
+            tv_sec: 0,
+            tv_nsec: 0,
+        };
+        // SAFETY: clock_getres fills a timespec we own.
+        unsafe { libc::clock_getres(libc::CLOCK_MONOTONIC, &mut ts) };
+        Clock {
+            source: "CLOCK_MONOTONIC (std::time::Instant)".into(),
+            kernel_clocksource: read(
+                "/sys/devices/system/clocksource/clocksource0/current_clocksource",
+            ),
+            overhead_ns: gaps[gaps.len() / 2] as f64,
+            min_step_ns: gaps.iter().copied().find(|&g| g > 0).unwrap_or(0),
+            resolution_ns: ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+        }
+    }
+}
+
+fn uname() -> (String, String) {
+    // SAFETY: uname fills a struct we own with NUL-terminated strings.
+    let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    if unsafe { libc::uname(&mut u) } != 0 {
+        return ("unknown".into(), "unknown".into());
+    }
+    let s = |f: &[libc::c_char]| {
+        unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
+            .to_string_lossy()
+            .into_owned()
+    };
+    (
+        format!("{} {}", s(&u.sysname), s(&u.release)),
+        s(&u.nodename),
+    )
+}
+
+fn cpu_model() -> String {
+    let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    for key in ["model name", "Model", "cpu model", "Hardware"] {
+        if let Some(v) = info
+            .lines()
+            .find(|l| l.split(':').next().is_some_and(|k| k.trim() == key))
+            .and_then(|l| l.split_once(':'))
+        {
+            return v.1.trim().to_string();
+        }
+    }
+    "unknown".into()
+}
+
+fn virtualization() -> Virtualization {
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let vm = flags
+        .lines()
+        .any(|l| l.starts_with("flags") && l.split_whitespace().any(|f| f == "hypervisor"));
+    let container = if std::path::Path::new("/.dockerenv").exists() {
+        Some("docker".to_string())
+    } else if std::path::Path::new("/run/.containerenv").exists() {
+        Some("podman".to_string())
+    } else {
+        let cg = std::fs::read_to_string("/proc/1/cgroup").unwrap_or_default();
+        ["kubepods", "docker", "lxc", "containerd"]
+            .iter()
+            .find(|k| cg.contains(*k))
+            .map(|k| k.to_string())
+    };
+    Virtualization {
+        virtual_machine: vm,
+        hypervisor: if vm { hypervisor_name() } else { None },
+        container,
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+fn hypervisor_name() -> Option<String> {
+    // CPUID leaf 0x40000000: the hypervisor's vendor signature in ebx, ecx, edx.
+    let r = std::arch::x86_64::__cpuid(0x4000_0000);
+    let mut b = Vec::with_capacity(12);
+    for w in [r.ebx, r.ecx, r.edx] {
+        b.extend_from_slice(&w.to_le_bytes());
+    }
+    let sig = String::from_utf8_lossy(&b)
+        .trim_matches(char::from(0))
+        .trim()
+        .to_string();
+    let name = match sig.as_str() {
+        "KVMKVMKVM" => "KVM",
+        "Microsoft Hv" => "Hyper-V",
+        "VMwareVMware" => "VMware",
+        "XenVMMXenVMM" => "Xen",
+        "TCGTCGTCGTCG" => "QEMU TCG",
+        " lrpepyh  vr" | "lrpepyh  vr" => "Parallels",
+        "ACRNACRNACRN" => "ACRN",
+        "" => return None,
+        other => other,
+    };
+    Some(name.to_string())
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn hypervisor_name() -> Option<String> {
+    None
+}

@@ -1,0 +1,58 @@
+//! One error type for the whole tool. The split between usage and run errors is
+//! what decides the exit code (2 vs 1), so every error is built as one or the other
+//! at the place that knows which it is.
+
+use std::fmt;
+
+/// An error with a single-line, user-facing message.
+#[derive(Debug)]
+pub enum Error {
+    /// The user asked for something invalid: bad flag value, unknown transport,
+    /// a mode the transport lacks, a core that does not exist. Exit code 2.
+    Usage(String),
+    /// The measurement could not be carried out: responder died or hung, a
+    /// syscall failed, a file could not be written. Exit code 1.
+    Run(String),
+    /// The user pressed Ctrl-C; partial results were already written. Exit 130.
+    Interrupted,
+}
+
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+impl Error {
+    pub fn usage(msg: impl Into<String>) -> Self {
+        Error::Usage(msg.into())
+    }
+
+    pub fn run(msg: impl Into<String>) -> Self {
+        Error::Run(msg.into())
+    }
+
+    /// A failed syscall, with what we were doing when it failed.
+    pub fn os(what: impl fmt::Display) -> Self {
+        Error::Run(format!("{what}: {}", std::io::Error::last_os_error()))
+    }
+
+    pub fn io(what: impl fmt::Display, e: std::io::Error) -> Self {
+        Error::Run(format!("{what}: {e}"))
+    }
+
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Usage(_) => 2,
+            Error::Run(_) => 1,
+            Error::Interrupted => 130,
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Usage(m) | Error::Run(m) => f.write_str(m),
+            Error::Interrupted => f.write_str("interrupted"),
+        }
+    }
+}
+
+impl std::error::Error for Error {}

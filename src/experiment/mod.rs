@@ -1,0 +1,151 @@
+//! Experiments: each turns options into points, runs them through the sampler
+//! and returns one `Run`. They know nothing of sockets or shared memory.
+
+pub mod roundtrip;
+pub mod suite;
+
+use crate::cli::CommonArgs;
+use crate::error::{Error, Result};
+use crate::placement::Placement;
+use crate::sample::Measured;
+use crate::stats::Stat;
+use crate::transport::{self, BufferMode, CompletionMode, LinkConfig, Spec};
+
+/// One transport configuration to measure: a spec with its modes resolved.
+#[derive(Clone, Debug)]
+pub struct Config {
+    pub transport: &'static dyn transport::Transport,
+    pub spec: Spec,
+    pub buffers: BufferMode,
+    pub completion: CompletionMode,
+}
+
+fn parse_mode<T: clap::ValueEnum>(spec: &Spec, key: &str) -> Result<Option<T>> {
+    spec.get(key)
+        .map(|v| {
+            T::from_str(v, false).map_err(|_| {
+                let valid: Vec<String> = T::value_variants()
+                    .iter()
+                    .filter_map(|x| x.to_possible_value())
+                    .map(|p| p.get_name().to_string())
+                    .collect();
+                Error::usage(format!(
+                    "{}: {key}={v} is not one of {}",
+                    spec.name,
+                    valid.join(", ")
+                ))
+            })
+        })
+        .transpose()
+}
+
+impl std::fmt::Debug for dyn transport::Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// Expands specs × buffer modes × completion modes; a spec's own options
+/// override the global flags.
+pub fn configs(common: &CommonArgs) -> Result<Vec<Config>> {
+    let mut out = Vec::new();
+    for spec in common.specs() {
+        let t = transport::find(&spec.name)?;
+        let buffers = match parse_mode::<BufferMode>(&spec, "buffers")? {
+            Some(b) => vec![b],
+            None => common.buffers.clone(),
+        };
+        let completions = match parse_mode::<CompletionMode>(&spec, "completion")? {
+            Some(c) => vec![c],
+            None if common.completion.is_empty() => vec![t.capabilities().default_completion],
+            None => common.completion.clone(),
+        };
+        for &b in &buffers {
+            for &c in &completions {
+                out.push(Config {
+                    transport: t,
+                    spec: spec.clone(),
+                    buffers: b,
+                    completion: c,
+                });
+            }
+        }
+    }
+    Ok(out)
+}
+
+/// The link configuration for one transport configuration.
+pub fn link_config(
+    c: &Config,
+    common: &CommonArgs,
+    placement: &Placement,
+    max_request: u64,
+    max_reply: u64,
+) -> Result<LinkConfig> {
+    let exe = std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?;
+    Ok(LinkConfig {
+        spec: c.spec.clone(),
+        buffers: c.buffers,
+        completion: c.completion,
+        max_request: max_request as usize,
+        max_reply: max_reply as usize,
+        responder_cpu: placement.responder_cpu,
+        timeout: common.timeout,
+        exe,
+    })
+}
+
+/// Caveats on one point's figures: too few samples for a quantile, drift
+/// between halves, a tail heavier than the mean.
+pub fn point_warnings(m: &Measured) -> Vec<String> {
+    let s = m.all.summary();
+    let mut w = Vec::new();
+    let thin: Vec<&str> = [Stat::P99, Stat::P999, Stat::P9999]
+        .into_iter()
+        .filter(|q| s.count < q.min_samples())
+        .map(|q| q.name())
+        .collect();
+    if !thin.is_empty() {
+        w.push(format!(
+            "{} rest on fewer than 10 samples beyond them (n={})",
+            thin.join(", "),
+            s.count
+        ));
+    }
+    let (a, b) = (
+        m.halves[0].quantile(0.5) as f64,
+        m.halves[1].quantile(0.5) as f64,
+    );
+    if a > 0.0 && b > 0.0 {
+        let d = (a - b).abs() / a.min(b);
+        if d > 0.10 {
+            w.push(format!("medians of the first and second halves differ by {:.0}%: the figure drifted (noise)", d * 100.0));
+        }
+    }
+    if s.count > 1 && s.stddev_ns > s.mean_ns {
+        w.push("stddev exceeds the mean: heavy tail or interference".into());
+    }
+    if m.all.saturated() > 0 {
+        w.push(format!(
+            "{} samples exceeded the histogram's 600 s ceiling",
+            m.all.saturated()
+        ));
+    }
+    w
+}
+
+/// Caveats from the placement.
+pub fn placement_warnings(p: &Placement) -> Vec<String> {
+    let mut w = Vec::new();
+    if !p.pinned {
+        w.push("initiator and responder are not pinned (--cpus none): the scheduler may move them mid-run".into());
+    } else if p.same_core {
+        w.push(
+            "initiator and responder share one core: poll completion then measures the scheduler"
+                .into(),
+        );
+    } else if p.smt_siblings {
+        w.push("initiator and responder are hyperthreads of one core: they share caches and execution units".into());
+    }
+    w
+}

@@ -1,0 +1,176 @@
+//! `xferbench roundtrip`: the in-size × out-size matrix of round-trip latency
+//! (the Vollo IO round trip), for every transport and mode asked for.
+
+use super::{Config, configs, link_config, placement_warnings, point_warnings};
+use crate::cli::{CommonArgs, RoundtripArgs};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::placement::{self, Placement};
+use crate::run::{Point, Run};
+use crate::sample::{self, Budget, Outcome};
+use crate::transport;
+use std::sync::atomic::{AtomicBool, Ordering};
+
+/// Checks the sizes and every configuration before anything starts, so a bad
+/// option fails at once rather than halfway through a sweep.
+fn validate(args: &RoundtripArgs) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
+    let scale = args.unit.bytes();
+    let bytes = |v: &[u64], flag: &str| -> Result<Vec<u64>> {
+        if v.is_empty() {
+            return Err(Error::usage(format!("{flag} needs at least one size")));
+        }
+        if v.contains(&0) {
+            return Err(Error::usage(format!(
+                "{flag} size 0 is not allowed: a round trip needs at least one byte each way"
+            )));
+        }
+        let b: Vec<u64> = v.iter().map(|x| x.saturating_mul(scale)).collect();
+        if let Some(&big) = b.iter().find(|&&x| x > crate::units::MAX_SIZE) {
+            return Err(Error::usage(format!(
+                "{flag} size of {big} bytes is over the 1 GiB limit"
+            )));
+        }
+        Ok(b)
+    };
+    let ins = bytes(&args.in_sizes.0, "--in")?;
+    let outs = bytes(&args.out_sizes.0, "--out")?;
+    let cfgs = configs(&args.common)?;
+    let (mi, mo) = (
+        *ins.iter().max().expect("non-empty"),
+        *outs.iter().max().expect("non-empty"),
+    );
+    let probe = Placement::unpinned();
+    for c in &cfgs {
+        transport::check(c.transport, &link_config(c, &args.common, &probe, mi, mo)?)?;
+    }
+    if args.common.stats.is_empty() {
+        return Err(Error::usage("--stats needs at least one statistic"));
+    }
+    if args.common.samples == Some(0) {
+        return Err(Error::usage("--samples must be at least 1"));
+    }
+    if args.common.duration.is_some_and(|d| d.is_zero()) {
+        return Err(Error::usage("--duration must be longer than zero"));
+    }
+    if args.common.responder_delay >= args.common.timeout {
+        return Err(Error::usage(
+            "--responder-delay must be shorter than --timeout",
+        ));
+    }
+    Ok((ins, outs, cfgs))
+}
+
+/// Hooks for progress reporting, so the experiment stays free of terminal code.
+pub trait Progress {
+    fn start(&self, total: u64);
+    fn point(&self, label: &str);
+    fn finish(&self);
+}
+
+/// Runs the matrix. Always returns the run (possibly incomplete); the error,
+/// if any, says why it stopped early.
+pub fn run(
+    args: &RoundtripArgs,
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<(Run, Option<Error>)> {
+    let (ins, outs, cfgs) = validate(args)?;
+    let common: &CommonArgs = &args.common;
+    let placement = placement::choose(common.cpus.0.as_deref())?;
+    if let Some(c) = placement.initiator_cpu {
+        placement::pin_current(c)?;
+    }
+    let env = Env::capture();
+    let mut warnings = env.warnings();
+    warnings.extend(placement_warnings(&placement));
+    let budget = Budget {
+        warmup: common.warmup,
+        samples: match (common.samples, common.duration) {
+            (None, None) => Some(10_000),
+            (s, _) => s,
+        },
+        duration: common.duration,
+    };
+    let mut options =
+        serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
+    options["samples"] = serde_json::json!(budget.samples);
+    let mut run = Run {
+        experiment: "roundtrip",
+        complete: false,
+        stopped_by: None,
+        env,
+        options,
+        placement: placement.clone(),
+        points: Vec::new(),
+        warnings,
+    };
+    progress.start((cfgs.len() * ins.len() * outs.len()) as u64);
+    let (mi, mo) = (
+        *ins.iter().max().expect("validated"),
+        *outs.iter().max().expect("validated"),
+    );
+    let delay_ns = common.responder_delay.as_nanos() as u64;
+    let result = (|| -> Result<()> {
+        for c in &cfgs {
+            let lc = link_config(c, common, &placement, mi, mo)?;
+            let mut link = c.transport.open(&lc)?;
+            // A recognisable pattern, written once: the payload is not the point.
+            for (i, b) in link.request_buf().iter_mut().enumerate() {
+                *b = i as u8;
+            }
+            for &o in &outs {
+                for &i in &ins {
+                    progress.point(&format!(
+                        "{} {}/{} in {} out {}",
+                        c.spec,
+                        c.buffers.name(),
+                        c.completion.name(),
+                        i,
+                        o
+                    ));
+                    let m = match sample::measure(
+                        link.as_mut(),
+                        i as usize,
+                        o as usize,
+                        delay_ns,
+                        &budget,
+                        stop,
+                    )? {
+                        Outcome::Done(m) => m,
+                        Outcome::Interrupted => return Err(Error::Interrupted),
+                    };
+                    run.points.push(Point {
+                        transport: c.transport.name().to_string(),
+                        spec: c.spec.to_string(),
+                        buffers: c.buffers,
+                        completion: c.completion,
+                        in_bytes: i,
+                        out_bytes: o,
+                        responder_delay_ns: delay_ns,
+                        warmup: m.warmup,
+                        timed_s: m.timed_s,
+                        summary: m.all.summary(),
+                        half_p50_ns: [m.halves[0].quantile(0.5), m.halves[1].quantile(0.5)],
+                        warnings: point_warnings(&m),
+                    });
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
+                }
+            }
+            link.close()?;
+        }
+        Ok(())
+    })();
+    progress.finish();
+    match result {
+        Ok(()) => {
+            run.complete = true;
+            Ok((run, None))
+        }
+        Err(e) => {
+            run.stopped_by = Some(e.to_string());
+            Ok((run, Some(e)))
+        }
+    }
+}

@@ -1,0 +1,20 @@
+//! xferbench: measures how fast data moves between two endpoints.
+//!
+//! Layout follows the design: `transport/` moves bytes, `experiment/` owns the
+//! sweeps, `sample` and `stats` measure, `report/` renders a `Run`.
+
+pub mod app;
+pub mod cli;
+pub mod env;
+pub mod error;
+pub mod experiment;
+pub mod interrupt;
+pub mod list;
+pub mod placement;
+pub mod progress;
+pub mod report;
+pub mod run;
+pub mod sample;
+pub mod stats;
+pub mod transport;
+pub mod units;

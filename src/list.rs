@@ -1,0 +1,164 @@
+//! `xferbench list`: every transport, what it can do, and whether it really
+//! works on this machine (one small round trip each).
+
+use crate::cli::{Format, ListArgs};
+use crate::error::{Error, Result};
+use crate::report::table::markdown;
+use crate::transport::{self, LinkConfig, ReplyShape};
+use serde::Serialize;
+use std::time::Duration;
+
+#[derive(Serialize)]
+struct Entry {
+    name: &'static str,
+    summary: &'static str,
+    capabilities: transport::Capabilities,
+    /// "ok", "not checked", or why it does not work here.
+    status: String,
+}
+
+/// Opens a link, runs a few round trips, closes it.
+fn probe(t: &dyn transport::Transport) -> Result<()> {
+    let caps = t.capabilities();
+    let cfg = LinkConfig {
+        spec: transport::Spec {
+            name: t.name().into(),
+            options: Vec::new(),
+        },
+        buffers: caps.buffers[0],
+        completion: caps.default_completion,
+        max_request: 64,
+        max_reply: 64,
+        responder_cpu: None,
+        timeout: Duration::from_secs(5),
+        exe: std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?,
+    };
+    let mut link = t.open(&cfg)?;
+    link.configure(&ReplyShape {
+        request_len: 64,
+        reply_len: 64,
+        delay_ns: 0,
+        exchanges: 3,
+    })?;
+    for _ in 0..3 {
+        link.exchange()?;
+    }
+    link.close()
+}
+
+pub fn run(args: &ListArgs) -> Result<()> {
+    let entries: Vec<Entry> = transport::all()
+        .iter()
+        .map(|t| Entry {
+            name: t.name(),
+            summary: t.summary(),
+            capabilities: t.capabilities(),
+            status: if args.no_probe {
+                "not checked".into()
+            } else {
+                match probe(*t) {
+                    Ok(()) => "ok".into(),
+                    Err(e) => format!("not available ({e})"),
+                }
+            },
+        })
+        .collect();
+    let text = match args.format {
+        Format::Json => {
+            serde_json::to_string_pretty(&entries)
+                .map_err(|e| Error::run(format!("encoding JSON: {e}")))?
+                + "\n"
+        }
+        Format::Csv => {
+            let mut s = String::from(
+                "transport,responder,buffers,completion,default_completion,max_message,max_inline,status\n",
+            );
+            for e in &entries {
+                let c = &e.capabilities;
+                s += &format!(
+                    "{},{},{},{},{},{},{},\"{}\"\n",
+                    e.name,
+                    c.responder,
+                    names(c.buffers.iter().map(|b| b.name()), "|"),
+                    names(c.completions.iter().map(|b| b.name()), "|"),
+                    c.default_completion.name(),
+                    c.max_message,
+                    c.max_inline.map_or(String::new(), |v| v.to_string()),
+                    e.status.replace('"', "\"\"")
+                );
+            }
+            s
+        }
+        Format::Table => {
+            let header: Vec<String> = [
+                "transport",
+                "responder",
+                "buffers",
+                "completion",
+                "max message",
+                "options",
+                "works here",
+            ]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+            let rows: Vec<Vec<String>> = entries
+                .iter()
+                .map(|e| {
+                    let c = &e.capabilities;
+                    let comp: Vec<String> = c
+                        .completions
+                        .iter()
+                        .map(|m| {
+                            if *m == c.default_completion {
+                                format!("{}*", m.name())
+                            } else {
+                                m.name().to_string()
+                            }
+                        })
+                        .collect();
+                    vec![
+                        e.name.to_string(),
+                        c.responder.to_string(),
+                        names(c.buffers.iter().map(|b| b.name()), ","),
+                        comp.join(","),
+                        match c.max_inline {
+                            Some(i) => format!("{} (inline {})", human(c.max_message), human(i)),
+                            None => human(c.max_message),
+                        },
+                        names(c.options.iter().map(|(k, _)| *k), ","),
+                        e.status.clone(),
+                    ]
+                })
+                .collect();
+            let mut s = markdown(&header, &rows);
+            s += "\n* default completion. Buffers: user = caller's buffer copied in and out; raw = transport-owned memory, zero copy; inline = payload in the doorbell cache lines (MMIO analogue).\n";
+            for e in &entries {
+                s += &format!("- {}: {}\n", e.name, e.summary);
+                for (k, v) in e.capabilities.options {
+                    s += &format!("  - option {k}: {v}\n");
+                }
+            }
+            s
+        }
+    };
+    crate::report::emit(&text, None)
+}
+
+fn names<'a>(it: impl Iterator<Item = &'a str>, sep: &str) -> String {
+    let v: Vec<&str> = it.collect();
+    if v.is_empty() {
+        "—".into()
+    } else {
+        v.join(sep)
+    }
+}
+
+fn human(b: u64) -> String {
+    match b {
+        b if b >= 1 << 30 && b % (1 << 30) == 0 => format!("{} GiB", b >> 30),
+        b if b >= 1 << 20 && b % (1 << 20) == 0 => format!("{} MiB", b >> 20),
+        b if b >= 1 << 10 && b % (1 << 10) == 0 => format!("{} KiB", b >> 10),
+        b => format!("{b} B"),
+    }
+}

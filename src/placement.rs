@@ -1,0 +1,147 @@
+//! Where the initiator and responder run. Pinning both to distinct cores is the
+//! default (rules of measurement); the chosen placement is recorded with every
+//! run, including when it had to share a core.
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Placement {
+    pub pinned: bool,
+    pub initiator_cpu: Option<usize>,
+    pub responder_cpu: Option<usize>,
+    /// Both ends on one core: polling then measures the scheduler, not the link.
+    pub same_core: bool,
+    /// The two cores are hyperthreads of one physical core.
+    pub smt_siblings: bool,
+    /// CPUs this process may run on.
+    pub allowed_cpus: Vec<usize>,
+}
+
+impl Placement {
+    /// No pinning at all (used to check configurations before choosing cores).
+    pub fn unpinned() -> Placement {
+        Placement {
+            pinned: false,
+            initiator_cpu: None,
+            responder_cpu: None,
+            same_core: false,
+            smt_siblings: false,
+            allowed_cpus: Vec::new(),
+        }
+    }
+}
+
+/// CPUs in this process's affinity mask.
+pub fn allowed_cpus() -> Vec<usize> {
+    // SAFETY: sched_getaffinity fills a cpu_set_t we own.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    let ok =
+        unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
+            == 0;
+    if !ok {
+        let n = std::thread::available_parallelism().map_or(1, |n| n.get());
+        return (0..n).collect();
+    }
+    (0..libc::CPU_SETSIZE as usize)
+        .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
+        .collect()
+}
+
+/// Chooses the placement from `--cpus` (None = "none": no pinning; empty = default).
+pub fn choose(requested: Option<&[usize]>) -> Result<Placement> {
+    let allowed = allowed_cpus();
+    let (ini, rsp) = match requested {
+        None => (None, None),
+        Some([]) => match allowed.as_slice() {
+            [a, b, ..] => (Some(*a), Some(*b)),
+            [a] => (Some(*a), Some(*a)),
+            [] => (None, None),
+        },
+        Some([a]) => (Some(*a), Some(*a)),
+        Some([a, b]) => (Some(*a), Some(*b)),
+        Some(more) => {
+            return Err(Error::usage(format!(
+                "--cpus takes two cpus (initiator, responder), not {}",
+                more.len()
+            )));
+        }
+    };
+    for c in [ini, rsp].into_iter().flatten() {
+        if !allowed.contains(&c) {
+            return Err(Error::usage(format!(
+                "cpu {c} does not exist or is not available to this process (available: {}); pick others with --cpus",
+                compact(&allowed)
+            )));
+        }
+    }
+    let smt = match (ini, rsp) {
+        (Some(a), Some(b)) if a != b => siblings(a).contains(&b),
+        _ => false,
+    };
+    Ok(Placement {
+        pinned: ini.is_some(),
+        initiator_cpu: ini,
+        responder_cpu: rsp,
+        same_core: ini.is_some() && ini == rsp,
+        smt_siblings: smt,
+        allowed_cpus: allowed,
+    })
+}
+
+/// Pins the calling thread to one CPU.
+pub fn pin_current(cpu: usize) -> Result<()> {
+    if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
+        Ok(())
+    } else {
+        Err(Error::run(format!(
+            "cannot pin to cpu {cpu}: {}",
+            std::io::Error::last_os_error()
+        )))
+    }
+}
+
+fn siblings(cpu: usize) -> Vec<usize> {
+    let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
+    std::fs::read_to_string(path)
+        .ok()
+        .and_then(|s| crate::units::parse_cpu_list(s.trim()).ok().flatten())
+        .unwrap_or_default()
+}
+
+/// `0-3,6` from a sorted list.
+pub fn compact(cpus: &[usize]) -> String {
+    let mut out: Vec<String> = Vec::new();
+    let mut i = 0;
+    while i < cpus.len() {
+        let mut j = i;
+        while j + 1 < cpus.len() && cpus[j + 1] == cpus[j] + 1 {
+            j += 1;
+        }
+        out.push(if i == j {
+            cpus[i].to_string()
+        } else {
+            format!("{}-{}", cpus[i], cpus[j])
+        });
+        i = j + 1;
+    }
+    out.join(",")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn compacting() {
+        assert_eq!(compact(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
+        assert_eq!(compact(&[]), "");
+    }
+
+    #[test]
+    fn rejects_missing_cpu() {
+        let e = choose(Some(&[0, 100_000])).unwrap_err();
+        assert!(e.to_string().contains("cpu 100000 does not exist"), "{e}");
+        assert!(choose(Some(&[0, 1, 2])).is_err());
+    }
+}

@@ -1,0 +1,45 @@
+//! The progress bar on stderr for long sweeps: hidden when stderr is not a
+//! terminal or with --quiet. Updated only between points, never in a timed loop.
+
+use crate::experiment::roundtrip::Progress;
+use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
+use std::io::IsTerminal;
+
+pub struct Bar(ProgressBar);
+
+impl Bar {
+    pub fn new(quiet: bool) -> Bar {
+        let pb = ProgressBar::hidden();
+        if !quiet && std::io::stderr().is_terminal() {
+            pb.set_draw_target(ProgressDrawTarget::stderr());
+        }
+        pb.set_style(
+            ProgressStyle::with_template(
+                "{bar:30} {pos}/{len} points, {elapsed} elapsed, ~{eta} left  {msg}",
+            )
+            .expect("static template")
+            .progress_chars("=> "),
+        );
+        Bar(pb)
+    }
+}
+
+impl Progress for Bar {
+    fn start(&self, total: u64) {
+        self.0.set_length(total);
+        self.0.set_position(0);
+    }
+
+    fn point(&self, label: &str) {
+        if self.0.message() != label {
+            if !self.0.message().is_empty() {
+                self.0.inc(1);
+            }
+            self.0.set_message(label.to_string());
+        }
+    }
+
+    fn finish(&self) {
+        self.0.finish_and_clear();
+    }
+}

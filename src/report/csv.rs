@@ -1,0 +1,47 @@
+//! CSV: one row per point, every summary field, for spreadsheets and pandas.
+
+use crate::run::Run;
+use std::fmt::Write;
+
+pub const HEADER: &str = "transport,spec,buffers,completion,in_bytes,out_bytes,responder_delay_ns,warmup,count,mean_ns,stddev_ns,min_ns,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,complete";
+
+/// Quotes a field if it holds a comma, quote or newline (RFC 4180).
+fn field(s: &str) -> String {
+    if s.contains([',', '"', '\n']) {
+        format!("\"{}\"", s.replace('"', "\"\""))
+    } else {
+        s.to_string()
+    }
+}
+
+pub fn render(run: &Run) -> String {
+    let mut out = String::from(HEADER);
+    out.push('\n');
+    for p in &run.points {
+        let s = &p.summary;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{:.1},{:.1},{},{},{},{},{},{},{},{}",
+            field(&p.transport),
+            field(&p.spec),
+            p.buffers.name(),
+            p.completion.name(),
+            p.in_bytes,
+            p.out_bytes,
+            p.responder_delay_ns,
+            p.warmup,
+            s.count,
+            s.mean_ns,
+            s.stddev_ns,
+            s.min_ns,
+            s.p50_ns,
+            s.p90_ns,
+            s.p99_ns,
+            s.p999_ns,
+            s.p9999_ns,
+            s.max_ns,
+            run.complete
+        );
+    }
+    out
+}

@@ -1,0 +1,36 @@
+//! Renderers from a `Run`, one file per format. Reports read only `Run`.
+
+pub mod csv;
+pub mod json;
+pub mod table;
+
+use crate::cli::Format;
+use crate::error::{Error, Result};
+use crate::run::Run;
+use crate::stats::Stat;
+use crate::units::Unit;
+use std::io::Write;
+use std::path::Path;
+
+/// Renders `run` in `format` (tables show `stats`, sizes counted in `unit`).
+pub fn render(run: &Run, format: Format, stats: &[Stat], unit: Unit) -> Result<String> {
+    match format {
+        Format::Table => Ok(table::render(run, stats, unit)),
+        Format::Json => json::render(run),
+        Format::Csv => Ok(csv::render(run)),
+    }
+}
+
+/// Writes the rendered text to `path`, or to stdout.
+pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
+    match path {
+        Some(p) => std::fs::write(p, text)
+            .map_err(|e| Error::io(format!("cannot write {}", p.display()), e)),
+        None => {
+            let mut out = std::io::stdout().lock();
+            // A closed stdout (e.g. `| head`) is not worth a panic.
+            let _ = out.write_all(text.as_bytes()).and_then(|_| out.flush());
+            Ok(())
+        }
+    }
+}

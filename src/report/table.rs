@@ -1,0 +1,226 @@
+//! Tables for people, shaped like the Vollo round-trip tables: one per
+//! statistic, rows `out\in`, values in µs; then the conditions and caveats.
+
+use crate::run::{Point, Run};
+use crate::stats::Stat;
+use crate::units::{Unit, format_size};
+use std::fmt::Write;
+
+/// µs with as many decimals as a sub-µs figure needs.
+pub fn format_us(ns: f64) -> String {
+    let us = ns / 1000.0;
+    match us {
+        u if u < 1.0 => format!("{u:.3}"),
+        u if u < 10.0 => format!("{u:.2}"),
+        u if u < 100.0 => format!("{u:.1}"),
+        u => format!("{u:.0}"),
+    }
+}
+
+fn label(bytes: u64, unit: Unit) -> String {
+    format_size(bytes / unit.bytes())
+}
+
+/// Lays out rows of cells as a Markdown table, right-aligned.
+pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
+    let cols = header.len();
+    let mut w = vec![0usize; cols];
+    for r in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
+        for (i, c) in r.iter().enumerate() {
+            w[i] = w[i].max(c.chars().count());
+        }
+    }
+    let line = |cells: &[String]| {
+        let mut s = String::from("|");
+        for (i, c) in cells.iter().enumerate() {
+            let _ = write!(s, " {:>width$} |", c, width = w[i]);
+        }
+        s.push('\n');
+        s
+    };
+    let mut out = line(header);
+    out.push('|');
+    for wi in &w {
+        let _ = write!(out, "{}:|", "-".repeat(wi + 1));
+    }
+    out.push('\n');
+    for r in rows {
+        out.push_str(&line(r));
+    }
+    out
+}
+
+pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
+    let mut out = String::new();
+    let unit_note = match unit {
+        Unit::Bytes => "sizes in bytes".to_string(),
+        u => format!(
+            "sizes in {} values of {} bytes",
+            serde_json::to_value(u)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            u.bytes()
+        ),
+    };
+    for (spec, buffers, completion) in run.configs() {
+        let pts: Vec<&Point> = run
+            .points
+            .iter()
+            .filter(|p| p.spec == spec && p.buffers == buffers && p.completion == completion)
+            .collect();
+        let mut ins: Vec<u64> = pts.iter().map(|p| p.in_bytes).collect();
+        let mut outs: Vec<u64> = pts.iter().map(|p| p.out_bytes).collect();
+        ins.sort_unstable();
+        ins.dedup();
+        outs.sort_unstable();
+        outs.dedup();
+        let _ = writeln!(
+            out,
+            "## {spec} — {} buffers, {} completion\n\nRound trip in µs ({unit_note}; rows: out, columns: in).\n",
+            buffers.name(),
+            completion.name()
+        );
+        for &stat in stats {
+            let _ = writeln!(
+                out,
+                "**{}**{}:\n",
+                stat.name(),
+                if stat == Stat::Count {
+                    " (samples)"
+                } else {
+                    ""
+                }
+            );
+            let mut header = vec!["out\\in".to_string()];
+            header.extend(ins.iter().map(|&i| label(i, unit)));
+            let rows: Vec<Vec<String>> = outs
+                .iter()
+                .map(|&o| {
+                    let mut r = vec![format!("**{}**", label(o, unit))];
+                    r.extend(ins.iter().map(|&i| {
+                        pts.iter()
+                            .find(|p| p.in_bytes == i && p.out_bytes == o)
+                            .map_or("—".into(), |p| {
+                                let v = stat.of(&p.summary);
+                                if stat == Stat::Count {
+                                    format!("{v:.0}")
+                                } else {
+                                    format_us(v)
+                                }
+                            })
+                    }));
+                    r
+                })
+                .collect();
+            out.push_str(&markdown(&header, &rows));
+            out.push('\n');
+        }
+    }
+    out.push_str(&conditions(run));
+    out
+}
+
+/// The footer: samples, clock, placement, environment, caveats.
+fn conditions(run: &Run) -> String {
+    let mut out = String::new();
+    let e = &run.env;
+    let counts: Vec<u64> = run.points.iter().map(|p| p.summary.count).collect();
+    let (lo, hi) = (
+        counts.iter().min().copied().unwrap_or(0),
+        counts.iter().max().copied().unwrap_or(0),
+    );
+    let warm = run.points.first().map_or(0, |p| p.warmup);
+    let _ = writeln!(
+        out,
+        "Samples per point: {}{} after {} warm-up round trips (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
+        lo,
+        if hi != lo {
+            format!("–{hi}")
+        } else {
+            String::new()
+        },
+        warm,
+        e.clock.source,
+        e.clock.overhead_ns
+    );
+    let p = &run.placement;
+    let place = match (p.initiator_cpu, p.responder_cpu) {
+        (Some(a), Some(b)) => format!("initiator on cpu {a}, responder on cpu {b}"),
+        _ => "not pinned".into(),
+    };
+    let virt = match (
+        &e.virtualization.hypervisor,
+        e.virtualization.virtual_machine,
+    ) {
+        (Some(h), _) => format!(", virtual machine ({h})"),
+        (None, true) => ", virtual machine".into(),
+        _ => String::new(),
+    };
+    let _ = writeln!(
+        out,
+        "Placement: {place}. Machine: {} ({} cpus{virt}), {}; xferbench {}, {}.",
+        e.cpu_model, e.cpus_online, e.kernel, e.version, e.timestamp
+    );
+    if !run.complete {
+        let _ = writeln!(
+            out,
+            "\nINCOMPLETE: {} — only the {} points above finished.",
+            run.stopped_by.as_deref().unwrap_or("stopped early"),
+            run.points.len()
+        );
+    }
+    let mut caveats: Vec<String> = run.warnings.clone();
+    for pt in &run.points {
+        for w in &pt.warnings {
+            caveats.push(format!(
+                "{} {}/{} in {} out {}: {w}",
+                pt.spec,
+                pt.buffers.name(),
+                pt.completion.name(),
+                pt.in_bytes,
+                pt.out_bytes
+            ));
+        }
+    }
+    if !caveats.is_empty() {
+        out.push_str("\nWarnings:\n");
+        const SHOWN: usize = 12;
+        for c in caveats.iter().take(SHOWN) {
+            let _ = writeln!(out, "- {c}");
+        }
+        if caveats.len() > SHOWN {
+            let _ = writeln!(
+                out,
+                "- … and {} more in the JSON output",
+                caveats.len() - SHOWN
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn microseconds() {
+        assert_eq!(format_us(213.0), "0.213");
+        assert_eq!(format_us(1850.0), "1.85");
+        assert_eq!(format_us(35_900.0), "35.9");
+        assert_eq!(format_us(123_456.0), "123");
+    }
+
+    #[test]
+    fn markdown_shape() {
+        let t = markdown(
+            &["out\\in".into(), "32".into()],
+            &[vec!["**32**".into(), "1.8".into()]],
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines.len(), 3);
+        assert!(lines[1].starts_with("|-") && lines[1].ends_with(":|"));
+        assert!(lines[2].contains("**32**") && lines[2].contains("1.8"));
+    }
+}

@@ -1,0 +1,63 @@
+//! The result of one experiment: the canonical, lossless form every report is
+//! rendered from, and what `--format json` prints.
+
+use crate::env::Env;
+use crate::placement::Placement;
+use crate::stats::Summary;
+use crate::transport::{BufferMode, CompletionMode};
+use serde::Serialize;
+
+#[derive(Clone, Debug, Serialize)]
+pub struct Run {
+    pub experiment: &'static str,
+    /// False when the run was interrupted or failed part-way: `points` holds
+    /// only the points that finished.
+    pub complete: bool,
+    /// Why the run is incomplete, if it is.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub stopped_by: Option<String>,
+    pub env: Env,
+    /// Every option in force, defaults included.
+    pub options: serde_json::Value,
+    pub placement: Placement,
+    pub points: Vec<Point>,
+    /// Caveats that apply to the whole run (virtual machine, shared core…).
+    pub warnings: Vec<String>,
+}
+
+/// One measured configuration: a transport, its modes, and one size pair.
+#[derive(Clone, Debug, Serialize)]
+pub struct Point {
+    pub transport: String,
+    /// The transport spec as given, options included.
+    pub spec: String,
+    pub buffers: BufferMode,
+    pub completion: CompletionMode,
+    pub in_bytes: u64,
+    pub out_bytes: u64,
+    /// Added responder delay, ns.
+    pub responder_delay_ns: u64,
+    /// Round trips run before timing and not recorded.
+    pub warmup: u64,
+    /// Time spent in the timed loop, seconds.
+    pub timed_s: f64,
+    pub summary: Summary,
+    /// Median of the first and second halves of the samples: they should agree.
+    pub half_p50_ns: [u64; 2],
+    /// Caveats on this point's figures.
+    pub warnings: Vec<String>,
+}
+
+impl Run {
+    /// The distinct (spec, buffers, completion) configurations, in run order.
+    pub fn configs(&self) -> Vec<(String, BufferMode, CompletionMode)> {
+        let mut out: Vec<(String, BufferMode, CompletionMode)> = Vec::new();
+        for p in &self.points {
+            let k = (p.spec.clone(), p.buffers, p.completion);
+            if !out.contains(&k) {
+                out.push(k);
+            }
+        }
+        out
+    }
+}

@@ -1,0 +1,142 @@
+//! The sampler: warm-up, then timed round trips, each timed on the monotonic
+//! clock from just before the request is sent to just after the whole reply
+//! was seen (as the Vollo benchmark times its jobs). The timed loop allocates
+//! nothing, locks nothing and logs nothing; it checks one atomic flag for
+//! Ctrl-C per sample.
+
+use crate::error::Result;
+use crate::stats::Recorder;
+use crate::transport::{Link, ReplyShape};
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How much to measure at one point.
+#[derive(Clone, Copy, Debug)]
+pub struct Budget {
+    pub warmup: u64,
+    /// Exactly this many timed samples…
+    pub samples: Option<u64>,
+    /// …or as many as fit in this much timed time.
+    pub duration: Option<Duration>,
+}
+
+/// The most round trips one control frame announces in `--duration` mode.
+const MAX_BATCH: u64 = 1 << 20;
+
+/// One point's measurement.
+pub struct Measured {
+    pub all: Recorder,
+    /// The first and second halves, kept apart to see drift within the point.
+    pub halves: [Recorder; 2],
+    pub warmup: u64,
+    /// Time spent in timed loops, seconds.
+    pub timed_s: f64,
+}
+
+pub enum Outcome {
+    Done(Measured),
+    /// Ctrl-C arrived mid-point; the link is out of step and must be dropped.
+    Interrupted,
+}
+
+/// Times `n` round trips into `rec`; returns how many ran before a stop request.
+#[inline(never)]
+fn timed(link: &mut dyn Link, n: u64, rec: &mut Recorder, stop: &AtomicBool) -> Result<u64> {
+    for i in 0..n {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(i);
+        }
+        let t0 = Instant::now();
+        link.exchange()?;
+        let t1 = Instant::now();
+        rec.record((t1 - t0).as_nanos() as u64);
+    }
+    Ok(n)
+}
+
+fn untimed(link: &mut dyn Link, n: u64, stop: &AtomicBool) -> Result<u64> {
+    for i in 0..n {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(i);
+        }
+        link.exchange()?;
+    }
+    Ok(n)
+}
+
+/// Measures one (request, reply) shape over an open link.
+pub fn measure(
+    link: &mut dyn Link,
+    request_len: usize,
+    reply_len: usize,
+    delay_ns: u64,
+    budget: &Budget,
+    stop: &AtomicBool,
+) -> Result<Outcome> {
+    let shape = |exchanges| ReplyShape {
+        request_len,
+        reply_len,
+        delay_ns,
+        exchanges,
+    };
+    let mut m = Measured {
+        all: Recorder::new(),
+        halves: [Recorder::new(), Recorder::new()],
+        warmup: 0,
+        timed_s: 0.0,
+    };
+    match (budget.samples, budget.duration) {
+        (Some(n), _) => {
+            link.configure(&shape(budget.warmup + n))?;
+            if untimed(link, budget.warmup, stop)? < budget.warmup {
+                return Ok(Outcome::Interrupted);
+            }
+            m.warmup = budget.warmup;
+            let start = Instant::now();
+            let first = n / 2;
+            let [h0, h1] = &mut m.halves;
+            if timed(link, first, h0, stop)? < first
+                || timed(link, n - first, h1, stop)? < n - first
+            {
+                return Ok(Outcome::Interrupted);
+            }
+            m.timed_s = start.elapsed().as_secs_f64();
+        }
+        (None, duration) => {
+            let duration = duration.unwrap_or(Duration::from_secs(1));
+            // The warm-up also tells how long one round trip takes, to size batches.
+            let warm = budget.warmup.max(16);
+            link.configure(&shape(warm))?;
+            let t = Instant::now();
+            if untimed(link, warm, stop)? < warm {
+                return Ok(Outcome::Interrupted);
+            }
+            m.warmup = warm;
+            let mut per = t.elapsed().as_secs_f64() / warm as f64;
+            let total = duration.as_secs_f64();
+            while m.timed_s < total {
+                // Aim at the half-way mark first, so both halves get samples.
+                let left = if m.timed_s < total / 2.0 {
+                    total / 2.0 - m.timed_s
+                } else {
+                    total - m.timed_s
+                };
+                let batch = ((left / per.max(1e-9)).ceil() as u64).clamp(1, MAX_BATCH);
+                link.configure(&shape(batch))?;
+                let half = usize::from(m.timed_s >= total / 2.0);
+                let start = Instant::now();
+                let done = timed(link, batch, &mut m.halves[half], stop)?;
+                let took = start.elapsed().as_secs_f64();
+                m.timed_s += took;
+                if done < batch {
+                    return Ok(Outcome::Interrupted);
+                }
+                per = took / batch as f64;
+            }
+        }
+    }
+    let [h0, h1] = &m.halves;
+    m.all.merge(h0);
+    m.all.merge(h1);
+    Ok(Outcome::Done(m))
+}

@@ -1,0 +1,345 @@
+//! Transports: how bytes move between the initiator and its responder.
+//!
+//! Each transport is one file filling in [`Transport`], as a fio engine fills in
+//! `ioengine_ops`. Experiments see only [`Link`]; transports know nothing of
+//! sweeps or statistics.
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::path::PathBuf;
+use std::time::{Duration, Instant};
+
+mod fd;
+mod peer;
+mod pipe;
+mod shm;
+mod slots;
+mod tcp;
+mod thread;
+mod udp;
+mod unix;
+mod unix_dgram;
+
+pub use peer::Fault;
+
+/// Where the caller's payload lives (the Vollo runtime's three buffer kinds).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum BufferMode {
+    /// The caller's own buffer, copied into the transport's memory per message.
+    User,
+    /// The caller fills transport-owned memory directly: zero copy.
+    Raw,
+    /// The payload is written straight into the doorbell cache lines (the MMIO
+    /// analogue): no separate buffer, no copy.
+    Inline,
+}
+
+/// How a waiter learns that its message arrived.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum CompletionMode {
+    /// Spin on a flag or a non-blocking call.
+    Poll,
+    /// Sleep until the kernel wakes us: futex, blocking syscalls.
+    Block,
+}
+
+impl BufferMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            BufferMode::User => "user",
+            BufferMode::Raw => "raw",
+            BufferMode::Inline => "inline",
+        }
+    }
+}
+
+impl CompletionMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            CompletionMode::Poll => "poll",
+            CompletionMode::Block => "block",
+        }
+    }
+}
+
+/// What a transport can do; `xferbench list` prints this.
+#[derive(Clone, Debug, Serialize)]
+pub struct Capabilities {
+    pub buffers: &'static [BufferMode],
+    pub completions: &'static [CompletionMode],
+    pub default_completion: CompletionMode,
+    /// Largest message either way, in bytes.
+    pub max_message: u64,
+    /// Largest payload `inline` buffers carry, if the transport has them.
+    pub max_inline: Option<u64>,
+    /// Where the responder runs: "thread" or "process".
+    pub responder: &'static str,
+    /// Transport-specific spec options: (key, what it does).
+    pub options: &'static [(&'static str, &'static str)],
+}
+
+/// A transport as the user named it: `tcp`, `thread:completion=block`.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Spec {
+    pub name: String,
+    pub options: Vec<(String, String)>,
+}
+
+impl Spec {
+    pub fn get(&self, key: &str) -> Option<&str> {
+        self.options
+            .iter()
+            .rev()
+            .find(|(k, _)| k == key)
+            .map(|(_, v)| v.as_str())
+    }
+
+    /// A transport-specific boolean option (`1/0`, `on/off`, `true/false`).
+    pub fn flag(&self, key: &str, default: bool) -> Result<bool> {
+        match self.get(key) {
+            None => Ok(default),
+            Some("1" | "on" | "true" | "yes") => Ok(true),
+            Some("0" | "off" | "false" | "no") => Ok(false),
+            Some(v) => Err(Error::usage(format!(
+                "{}: option {key}={v} is not a boolean; use {key}=1 or {key}=0",
+                self.name
+            ))),
+        }
+    }
+}
+
+impl std::fmt::Display for Spec {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.name)?;
+        for (i, (k, v)) in self.options.iter().enumerate() {
+            write!(f, "{}{k}={v}", if i == 0 { ':' } else { ',' })?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses `-t` values: specs separated by commas, options after a colon.
+/// An item holding `=` continues the options of the spec before it, so
+/// `thread:completion=block,buffers=raw,tcp` is two transports.
+pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
+    let mut specs: Vec<Spec> = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(Error::usage(format!(
+                "malformed transport list '{s}': empty item"
+            )));
+        }
+        let (head, opts) = match item.split_once(':') {
+            Some((h, o)) => (h, Some(o)),
+            None if item.contains('=') => ("", Some(item)),
+            None => (item, None),
+        };
+        if !head.is_empty() {
+            specs.push(Spec {
+                name: head.to_string(),
+                options: Vec::new(),
+            });
+        }
+        let Some(opts) = opts else { continue };
+        let Some(spec) = specs.last_mut() else {
+            return Err(Error::usage(format!(
+                "malformed transport '{item}': options must follow a transport name, as in tcp:nodelay=0"
+            )));
+        };
+        for kv in opts.split(':') {
+            let Some((k, v)) = kv.split_once('=') else {
+                return Err(Error::usage(format!(
+                    "malformed transport option '{kv}' in '{s}': expected key=value, as in tcp:nodelay=0"
+                )));
+            };
+            spec.options
+                .push((k.trim().to_string(), v.trim().to_string()));
+        }
+    }
+    for spec in &specs {
+        let t = find(&spec.name)?;
+        let caps = t.capabilities();
+        for (k, _) in &spec.options {
+            let known = ["buffers", "completion"].contains(&k.as_str())
+                || caps.options.iter().any(|(o, _)| o == k);
+            if !known {
+                let mut valid: Vec<&str> = vec!["buffers", "completion"];
+                valid.extend(caps.options.iter().map(|(o, _)| *o));
+                return Err(Error::usage(format!(
+                    "{}: unknown option '{k}' (valid: {})",
+                    spec.name,
+                    valid.join(", ")
+                )));
+            }
+        }
+    }
+    Ok(specs)
+}
+
+/// Everything a transport needs to open a link.
+#[derive(Clone, Debug)]
+pub struct LinkConfig {
+    pub spec: Spec,
+    pub buffers: BufferMode,
+    pub completion: CompletionMode,
+    /// Largest request and reply this link will carry (buffers are sized to these).
+    pub max_request: usize,
+    pub max_reply: usize,
+    /// CPU for the initiator (already pinned by the caller) and for the responder.
+    pub responder_cpu: Option<usize>,
+    /// Every wait gives up after this long without progress.
+    pub timeout: Duration,
+    /// The binary that child-process responders re-execute.
+    pub exe: PathBuf,
+}
+
+/// What the responder does for the next `exchanges` requests: wait for the last
+/// of `request_len` bytes, busy-wait `delay_ns`, then send `reply_len` bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct ReplyShape {
+    pub request_len: usize,
+    pub reply_len: usize,
+    pub delay_ns: u64,
+    pub exchanges: u64,
+}
+
+/// The initiator's end of a link. The timed loop calls only `exchange`.
+pub trait Link {
+    /// Where the caller writes the request payload (at least `max_request` long).
+    /// In `user` mode this is the caller's own memory; in `raw` and `inline`
+    /// modes it is the transport's.
+    fn request_buf(&mut self) -> &mut [u8];
+    /// The last reply's payload (`reply_len` bytes).
+    fn reply(&self) -> &[u8];
+    /// Untimed control path: sets the shape of the next `exchanges` round trips
+    /// and waits for the responder to acknowledge.
+    fn configure(&mut self, shape: &ReplyShape) -> Result<()>;
+    /// One round trip: send the request, wait for the whole reply.
+    fn exchange(&mut self) -> Result<()>;
+    /// Stops the responder and reports whether it ended cleanly.
+    fn close(self: Box<Self>) -> Result<()>;
+}
+
+/// Arguments of the hidden `__respond` subcommand that child responders run.
+#[derive(Clone, Debug)]
+pub struct ResponderArgs {
+    pub spec: Spec,
+    pub completion: CompletionMode,
+    pub cpu: Option<usize>,
+}
+
+/// One transport module. `open` starts the responder; `respond` is the
+/// responder's side when it runs in a child process.
+pub trait Transport: Sync {
+    fn name(&self) -> &'static str;
+    fn summary(&self) -> &'static str;
+    fn capabilities(&self) -> Capabilities;
+    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>>;
+    fn respond(&self, args: &ResponderArgs) -> Result<()> {
+        let _ = args;
+        Err(Error::usage(format!(
+            "{} has no child-process responder",
+            self.name()
+        )))
+    }
+}
+
+static REGISTRY: &[&dyn Transport] = &[
+    &thread::Thread,
+    &shm::Shm,
+    &pipe::Pipe,
+    &unix::Unix,
+    &unix_dgram::UnixDgram,
+    &tcp::Tcp,
+    &udp::Udp,
+];
+
+/// Every transport, in the order `list` prints them.
+pub fn all() -> &'static [&'static dyn Transport] {
+    REGISTRY
+}
+
+pub fn find(name: &str) -> Result<&'static dyn Transport> {
+    REGISTRY
+        .iter()
+        .copied()
+        .find(|t| t.name() == name)
+        .ok_or_else(|| {
+            let names: Vec<&str> = REGISTRY.iter().map(|t| t.name()).collect();
+            Error::usage(format!(
+                "unknown transport '{name}' (known: {}; see 'xferbench list')",
+                names.join(", ")
+            ))
+        })
+}
+
+/// Checks that the transport can carry these modes and sizes, before anything starts.
+pub fn check(t: &dyn Transport, cfg: &LinkConfig) -> Result<()> {
+    let caps = t.capabilities();
+    let name = t.name();
+    if !caps.buffers.contains(&cfg.buffers) {
+        let have: Vec<&str> = caps.buffers.iter().map(|b| b.name()).collect();
+        return Err(Error::usage(format!(
+            "{name} does not support {} buffers (it supports: {})",
+            cfg.buffers.name(),
+            have.join(", ")
+        )));
+    }
+    if !caps.completions.contains(&cfg.completion) {
+        let have: Vec<&str> = caps.completions.iter().map(|b| b.name()).collect();
+        return Err(Error::usage(format!(
+            "{name} does not support {} completion (it supports: {})",
+            cfg.completion.name(),
+            have.join(", ")
+        )));
+    }
+    let largest = cfg.max_request.max(cfg.max_reply) as u64;
+    let limit = match (cfg.buffers, caps.max_inline) {
+        (BufferMode::Inline, Some(inl)) => inl.min(caps.max_message),
+        _ => caps.max_message,
+    };
+    if largest > limit {
+        return Err(Error::usage(format!(
+            "{name} with {} buffers carries at most {} bytes per message; {largest} was asked for",
+            cfg.buffers.name(),
+            limit
+        )));
+    }
+    Ok(())
+}
+
+/// Busy-waits `ns` nanoseconds from `from`: the responder's added delay. A
+/// sleep would be late by the scheduler's granularity; the delay must be exact.
+#[inline]
+pub(crate) fn spin_until(from: Instant, ns: u64) {
+    if ns == 0 {
+        return;
+    }
+    let d = Duration::from_nanos(ns);
+    while from.elapsed() < d {
+        std::hint::spin_loop();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn spec_parsing() {
+        let s = parse_specs("thread:completion=block,buffers=raw,tcp:nodelay=0").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].name, "thread");
+        assert_eq!(s[0].get("completion"), Some("block"));
+        assert_eq!(s[0].get("buffers"), Some("raw"));
+        assert_eq!(s[1].get("nodelay"), Some("0"));
+        assert_eq!(s[0].to_string(), "thread:completion=block,buffers=raw");
+        assert!(parse_specs("nosuch").is_err());
+        assert!(parse_specs("tcp:bogus=1").is_err());
+        assert!(parse_specs("tcp:nodelay").is_err());
+        assert!(parse_specs("completion=poll").is_err());
+        assert!(parse_specs("tcp,,udp").is_err());
+    }
+}

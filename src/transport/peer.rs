@@ -1,0 +1,356 @@
+//! A responder running as a child process: started by re-executing this binary
+//! with the hidden `__respond` subcommand, with its end of the link inherited as
+//! fds 3 and 4. A watchdog thread notices when the child exits (pidfd) and kills
+//! it when the initiator has waited on it longer than the timeout, so no wait in
+//! any transport can hang forever.
+
+use super::LinkConfig;
+use crate::error::{Error, Result};
+use std::io::Read;
+use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
+use std::os::unix::process::CommandExt;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+/// First fd number the child finds its end of the link at.
+pub(crate) const CHILD_FD: RawFd = 3;
+
+#[derive(Default)]
+pub(crate) struct Shared {
+    /// The child has exited or was killed.
+    pub gone: AtomicBool,
+    /// The watchdog killed the child for not answering.
+    pub timed_out: AtomicBool,
+    /// Odd while the initiator waits on the child; bumped on every entry and exit.
+    pub progress: AtomicU64,
+}
+
+pub(crate) struct Peer {
+    child: Child,
+    shared: Arc<Shared>,
+    watchdog: Option<JoinHandle<()>>,
+    stop: OwnedFd,
+    timeout: Duration,
+    finished: bool,
+}
+
+impl Peer {
+    /// Starts the responder with `fds` as its fds 3, 4, …
+    pub fn spawn(cfg: &LinkConfig, fds: &[RawFd]) -> Result<Peer> {
+        assert!(fds.len() <= 4);
+        let mut cmd = Command::new(&cfg.exe);
+        cmd.arg("__respond")
+            .arg("--spec")
+            .arg(cfg.spec.to_string())
+            .arg("--completion")
+            .arg(cfg.completion.name());
+        if let Some(cpu) = cfg.responder_cpu {
+            cmd.arg("--cpu").arg(cpu.to_string());
+        }
+        // Its own process group: Ctrl-C reaches only the initiator, which then
+        // writes partial results and stops the responder itself.
+        cmd.stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped())
+            .process_group(0);
+        let mut src = [-1 as RawFd; 4];
+        src[..fds.len()].copy_from_slice(fds);
+        let n = fds.len();
+        let parent = unsafe { libc::getpid() };
+        // SAFETY: only async-signal-safe calls between fork and exec.
+        unsafe {
+            cmd.pre_exec(move || {
+                let mut tmp = [-1 as RawFd; 4];
+                for i in 0..n {
+                    tmp[i] = libc::fcntl(src[i], libc::F_DUPFD, 64);
+                    if tmp[i] < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                }
+                for i in 0..n {
+                    if libc::dup2(tmp[i], CHILD_FD + i as RawFd) < 0 {
+                        return Err(std::io::Error::last_os_error());
+                    }
+                    libc::close(tmp[i]);
+                }
+                // Die with the initiator, whatever kills it.
+                libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
+                if libc::getppid() != parent {
+                    return Err(std::io::Error::other("initiator exited"));
+                }
+                Ok(())
+            });
+        }
+        let child = cmd.spawn().map_err(|e| {
+            Error::run(format!(
+                "cannot start the responder {}: {e}",
+                cfg.exe.display()
+            ))
+        })?;
+        let shared = Arc::new(Shared::default());
+        let stop = eventfd()?;
+        let pid = child.id() as libc::pid_t;
+        let watchdog = {
+            let shared = shared.clone();
+            let stop_fd = stop.as_raw_fd();
+            let timeout = cfg.timeout;
+            std::thread::Builder::new()
+                .name("xb-watchdog".into())
+                .spawn(move || watch(pid, stop_fd, &shared, timeout))
+                .map_err(|e| Error::run(format!("cannot start the watchdog thread: {e}")))?
+        };
+        Ok(Peer {
+            child,
+            shared,
+            watchdog: Some(watchdog),
+            stop,
+            timeout: cfg.timeout,
+            finished: false,
+        })
+    }
+
+    pub fn shared(&self) -> &Arc<Shared> {
+        &self.shared
+    }
+
+    pub fn timeout(&self) -> Duration {
+        self.timeout
+    }
+
+    /// Marks the start of a wait on the child (the watchdog times only these).
+    #[inline]
+    pub fn enter(&self) {
+        self.shared.progress.fetch_add(1, Ordering::Relaxed);
+    }
+
+    #[inline]
+    pub fn leave(&self) {
+        self.shared.progress.fetch_add(1, Ordering::Relaxed);
+    }
+
+    /// Turns a failed wait into the most useful explanation: the watchdog's
+    /// timeout, the child's exit status and last words, or the error itself.
+    pub fn failure(&mut self, what: &str, err: impl std::fmt::Display) -> Error {
+        // The child may be dying right now; give it a moment to be seen dead.
+        let until = Instant::now() + Duration::from_millis(500);
+        let status = loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => break Some(st),
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(5)),
+                _ => break None,
+            }
+        };
+        if self.shared.timed_out.load(Ordering::Relaxed) {
+            return Error::run(format!(
+                "responder did not answer within {:.1}s and was killed; raise --timeout if it is just slow",
+                self.timeout.as_secs_f64()
+            ));
+        }
+        match status {
+            Some(st) => {
+                self.finished = true;
+                let words = self.last_words();
+                Error::run(format!(
+                    "responder exited unexpectedly ({st}){}",
+                    if words.is_empty() {
+                        String::new()
+                    } else {
+                        format!(": {words}")
+                    }
+                ))
+            }
+            None => Error::run(format!("{what}: {err}")),
+        }
+    }
+
+    fn last_words(&mut self) -> String {
+        let mut s = String::new();
+        if let Some(err) = self.child.stderr.as_mut() {
+            let _ = err.take(4096).read_to_string(&mut s);
+        }
+        s.lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or("")
+            .trim()
+            .to_string()
+    }
+
+    /// Waits for the child to exit after it was told to stop.
+    pub fn finish(mut self) -> Result<()> {
+        let until =
+            Instant::now() + Duration::from_secs(2).max(self.timeout.min(Duration::from_secs(10)));
+        loop {
+            match self.child.try_wait() {
+                Ok(Some(st)) => {
+                    self.finished = true;
+                    if st.success() {
+                        return Ok(());
+                    }
+                    let words = self.last_words();
+                    return Err(Error::run(format!(
+                        "responder ended with {st}{}",
+                        if words.is_empty() {
+                            String::new()
+                        } else {
+                            format!(": {words}")
+                        }
+                    )));
+                }
+                Ok(None) if Instant::now() < until => std::thread::sleep(Duration::from_millis(1)),
+                Ok(None) => {
+                    return Err(Error::run("responder did not stop when told to; killed it"));
+                }
+                Err(e) => return Err(Error::io("waiting for the responder", e)),
+            }
+        }
+    }
+}
+
+impl Drop for Peer {
+    fn drop(&mut self) {
+        if !self.finished {
+            let _ = self.child.kill();
+            let _ = self.child.wait();
+        }
+        let one: u64 = 1;
+        // SAFETY: writing 8 bytes to our own eventfd.
+        unsafe { libc::write(self.stop.as_raw_fd(), (&one as *const u64).cast(), 8) };
+        if let Some(w) = self.watchdog.take() {
+            let _ = w.join();
+        }
+    }
+}
+
+fn eventfd() -> Result<OwnedFd> {
+    // SAFETY: plain syscall; the fd is owned from here on.
+    let fd = unsafe { libc::eventfd(0, libc::EFD_CLOEXEC) };
+    if fd < 0 {
+        return Err(Error::os("eventfd"));
+    }
+    Ok(unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
+    // SAFETY: plain syscall; the fd is owned from here on.
+    let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
+}
+
+fn exited(pid: libc::pid_t) -> bool {
+    // WNOWAIT: look without reaping, so `Child` can still collect the status.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    let r = unsafe {
+        libc::waitid(
+            libc::P_PID,
+            pid as libc::id_t,
+            &mut info,
+            libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
+        )
+    };
+    r != 0 || unsafe { info.si_pid() } == pid
+}
+
+fn watch(pid: libc::pid_t, stop: RawFd, shared: &Shared, timeout: Duration) {
+    let pidfd = pidfd_open(pid);
+    // Without a pidfd we must look for the child's exit ourselves, so tick often.
+    let tick = if pidfd.is_some() {
+        (timeout / 4).clamp(Duration::from_millis(50), Duration::from_millis(2500))
+    } else {
+        Duration::from_millis(100)
+    };
+    let mut last = shared.progress.load(Ordering::Relaxed);
+    let mut stuck = Duration::ZERO;
+    loop {
+        let mut fds = [
+            libc::pollfd {
+                fd: stop,
+                events: libc::POLLIN,
+                revents: 0,
+            },
+            libc::pollfd {
+                fd: pidfd.as_ref().map_or(-1, |f| f.as_raw_fd()),
+                events: libc::POLLIN,
+                revents: 0,
+            },
+        ];
+        // SAFETY: fds is a valid array of two pollfds.
+        let r = unsafe { libc::poll(fds.as_mut_ptr(), 2, tick.as_millis() as i32) };
+        if r > 0 && fds[0].revents != 0 {
+            return;
+        }
+        if (r > 0 && fds[1].revents != 0) || (pidfd.is_none() && exited(pid)) {
+            shared.gone.store(true, Ordering::Relaxed);
+            return;
+        }
+        let now = shared.progress.load(Ordering::Relaxed);
+        if now % 2 == 1 && now == last {
+            stuck += tick;
+            if stuck >= timeout {
+                shared.timed_out.store(true, Ordering::Relaxed);
+                // SAFETY: the child is ours and not yet reaped (Drop reaps).
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+                shared.gone.store(true, Ordering::Relaxed);
+                return;
+            }
+        } else {
+            stuck = Duration::ZERO;
+        }
+        last = now;
+    }
+}
+
+/// Test hook: `XFERBENCH_RESPONDER_FAULT=exit-after:N` or `hang-after:N` makes
+/// a responder die or stop answering after N requests, so the initiator's
+/// handling of a dead or hung peer can be tested end to end.
+pub struct Fault {
+    exit_after: u64,
+    hang_after: u64,
+    served: u64,
+}
+
+impl Fault {
+    pub fn from_env() -> Fault {
+        let mut f = Fault {
+            exit_after: u64::MAX,
+            hang_after: u64::MAX,
+            served: 0,
+        };
+        if let Ok(v) = std::env::var("XFERBENCH_RESPONDER_FAULT") {
+            if let Some((kind, n)) = v.split_once(':') {
+                let n = n.parse().unwrap_or(u64::MAX);
+                match kind {
+                    "exit-after" => f.exit_after = n,
+                    "hang-after" => f.hang_after = n,
+                    _ => {}
+                }
+            }
+        }
+        f
+    }
+
+    /// Called after each request served; true when the responder must stop now
+    /// (a child process exits with status 3, a thread just returns).
+    #[inline]
+    pub fn tick(&mut self) -> bool {
+        self.served += 1;
+        if self.served >= self.hang_after {
+            loop {
+                std::thread::sleep(Duration::from_secs(3600));
+            }
+        }
+        self.served >= self.exit_after
+    }
+}
+
+/// Ends a child responder the way an injected fault asks for.
+pub(crate) fn fault_exit(served: &Fault) -> ! {
+    eprintln!(
+        "responder: injected fault: exiting after {} requests",
+        served.served
+    );
+    std::process::exit(3);
+}

@@ -1,0 +1,252 @@
+//! Parsing of the quantities users type: sizes, size lists and ranges, durations,
+//! CPU lists. Sizes are binary (k = 1024), as in fio.
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::time::Duration;
+
+/// The largest single message any experiment accepts; anything above is a typo.
+pub const MAX_SIZE: u64 = 1 << 30;
+
+/// How the numbers in `--in`/`--out` are counted.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Unit {
+    Bytes,
+    /// 2-byte values, as the Vollo tables count them.
+    Bf16,
+    F32,
+}
+
+impl Unit {
+    pub fn bytes(self) -> u64 {
+        match self {
+            Unit::Bytes => 1,
+            Unit::Bf16 => 2,
+            Unit::F32 => 4,
+        }
+    }
+}
+
+/// Parses one size: `64`, `4k`, `4KiB`, `1M`, `2G`. Suffixes are binary.
+pub fn parse_size(s: &str) -> Result<u64> {
+    let t = s.trim();
+    let split = t.find(|c: char| !c.is_ascii_digit()).unwrap_or(t.len());
+    let (num, suffix) = t.split_at(split);
+    let bad = || {
+        Error::usage(format!(
+            "malformed size '{s}': expected a whole number with an optional suffix k, M or G (e.g. 64, 4k, 1M)"
+        ))
+    };
+    if num.is_empty() {
+        return Err(bad());
+    }
+    let n: u64 = num.parse().map_err(|_| bad())?;
+    let mult: u64 = match suffix.trim() {
+        "" | "b" | "B" => 1,
+        "k" | "K" | "kb" | "KB" | "KiB" | "kib" => 1 << 10,
+        "m" | "M" | "MB" | "MiB" | "mib" => 1 << 20,
+        "g" | "G" | "GB" | "GiB" | "gib" => 1 << 30,
+        _ => return Err(bad()),
+    };
+    n.checked_mul(mult)
+        .ok_or_else(|| Error::usage(format!("size '{s}' is too large")))
+}
+
+/// Parses a list of sizes: comma-separated items, each a size or a range.
+/// `A..B` doubles from A up to B (0 stays as a point of its own, then 1, 2, 4…);
+/// `A..B+S` steps linearly by S. The result is sorted and deduplicated.
+pub fn parse_size_list(s: &str) -> Result<Vec<u64>> {
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        if item.is_empty() {
+            return Err(Error::usage(format!(
+                "malformed size list '{s}': empty item"
+            )));
+        }
+        if let Some((lo, rest)) = item.split_once("..") {
+            let (hi, step) = match rest.split_once('+') {
+                Some((hi, step)) => (hi, Some(parse_size(step)?)),
+                None => (rest, None),
+            };
+            let (lo, hi) = (parse_size(lo)?, parse_size(hi)?);
+            if lo > hi {
+                return Err(Error::usage(format!(
+                    "malformed range '{item}': the start is larger than the end"
+                )));
+            }
+            if hi > MAX_SIZE {
+                return Err(too_large(hi));
+            }
+            match step {
+                Some(0) => {
+                    return Err(Error::usage(format!("malformed range '{item}': step is 0")));
+                }
+                Some(st) => out.extend((lo..=hi).step_by(st as usize)),
+                None => {
+                    if lo == 0 {
+                        out.push(0);
+                    }
+                    let mut v = lo.max(1);
+                    while v <= hi {
+                        out.push(v);
+                        v *= 2;
+                    }
+                }
+            }
+        } else {
+            let v = parse_size(item)?;
+            if v > MAX_SIZE {
+                return Err(too_large(v));
+            }
+            out.push(v);
+        }
+    }
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
+}
+
+fn too_large(v: u64) -> Error {
+    Error::usage(format!(
+        "size {v} is larger than the 1 GiB limit on one message; use a smaller size"
+    ))
+}
+
+/// Parses a duration with a unit: `20us`, `1.5ms`, `2s`, `100ns`, `1m`.
+/// A bare number is taken as seconds.
+pub fn parse_duration(s: &str) -> Result<Duration> {
+    let t = s.trim();
+    let split = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = t.split_at(split);
+    let bad = || {
+        Error::usage(format!(
+            "malformed duration '{s}': expected a number with a unit ns, us, ms, s or m (e.g. 20us, 2s)"
+        ))
+    };
+    let n: f64 = num.parse().map_err(|_| bad())?;
+    let scale = match unit.trim() {
+        "ns" => 1e-9,
+        "us" | "µs" => 1e-6,
+        "ms" => 1e-3,
+        "" | "s" => 1.0,
+        "m" | "min" => 60.0,
+        _ => return Err(bad()),
+    };
+    let secs = n * scale;
+    if !secs.is_finite() || secs > 86_400.0 {
+        return Err(Error::usage(format!("duration '{s}' is longer than a day")));
+    }
+    Ok(Duration::from_secs_f64(secs))
+}
+
+/// Parses a list of CPU numbers: `0,1`, `2-5`, or `none`.
+pub fn parse_cpu_list(s: &str) -> Result<Option<Vec<usize>>> {
+    if s.trim() == "none" {
+        return Ok(None);
+    }
+    let mut out = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let bad = || {
+            Error::usage(format!(
+                "malformed cpu list '{s}': expected numbers like 0,1 or 2-3, or 'none'"
+            ))
+        };
+        match item.split_once('-') {
+            Some((a, b)) => {
+                let (a, b): (usize, usize) =
+                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
+                if a > b {
+                    return Err(bad());
+                }
+                out.extend(a..=b);
+            }
+            None => out.push(item.parse().map_err(|_| bad())?),
+        }
+    }
+    Ok(Some(out))
+}
+
+/// Formats a byte count the way people write it: 64, 4k, 1M (exact multiples only).
+pub fn format_size(v: u64) -> String {
+    match v {
+        0 => "0".into(),
+        v if v % (1 << 30) == 0 => format!("{}G", v >> 30),
+        v if v % (1 << 20) == 0 => format!("{}M", v >> 20),
+        v if v % (1 << 10) == 0 => format!("{}k", v >> 10),
+        v => v.to_string(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn sizes() {
+        assert_eq!(parse_size("64").unwrap(), 64);
+        assert_eq!(parse_size("4k").unwrap(), 4096);
+        assert_eq!(parse_size("4KiB").unwrap(), 4096);
+        assert_eq!(parse_size("1M").unwrap(), 1 << 20);
+        assert_eq!(parse_size("2G").unwrap(), 2 << 30);
+        for bad in ["", "k", "12q", "-1", "1.5k", "0x10", "99999999999999999999"] {
+            assert!(parse_size(bad).is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn lists_and_ranges() {
+        assert_eq!(
+            parse_size_list("32..8192").unwrap(),
+            vec![32, 64, 128, 256, 512, 1024, 2048, 4096, 8192]
+        );
+        assert_eq!(
+            parse_size_list("64,1k,1M").unwrap(),
+            vec![64, 1024, 1 << 20]
+        );
+        assert_eq!(parse_size_list("0..4").unwrap(), vec![0, 1, 2, 4]);
+        assert_eq!(parse_size_list("48..100").unwrap(), vec![48, 96]);
+        assert_eq!(
+            parse_size_list("64..256+64").unwrap(),
+            vec![64, 128, 192, 256]
+        );
+        assert_eq!(parse_size_list("1k,64,1k").unwrap(), vec![64, 1024]);
+        for bad in ["", "64,", "8..4", "1..2G", "4G", "1..8+0", "a..b"] {
+            assert!(parse_size_list(bad).is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("20us").unwrap(), Duration::from_micros(20));
+        assert_eq!(
+            parse_duration("1.5ms").unwrap(),
+            Duration::from_micros(1500)
+        );
+        assert_eq!(parse_duration("2s").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("2").unwrap(), Duration::from_secs(2));
+        assert_eq!(parse_duration("100ns").unwrap(), Duration::from_nanos(100));
+        for bad in ["", "us", "5 parsecs", "1e400s", "-3s"] {
+            assert!(parse_duration(bad).is_err(), "{bad} should fail");
+        }
+    }
+
+    #[test]
+    fn cpus() {
+        assert_eq!(parse_cpu_list("0,1").unwrap(), Some(vec![0, 1]));
+        assert_eq!(parse_cpu_list("2-4").unwrap(), Some(vec![2, 3, 4]));
+        assert_eq!(parse_cpu_list("none").unwrap(), None);
+        assert!(parse_cpu_list("a").is_err());
+        assert!(parse_cpu_list("3-1").is_err());
+    }
+
+    #[test]
+    fn formatting() {
+        assert_eq!(format_size(64), "64");
+        assert_eq!(format_size(4096), "4k");
+        assert_eq!(format_size(3 << 20), "3M");
+        assert_eq!(format_size(1000), "1000");
+    }
+}
