@@ -97,11 +97,12 @@ pub fn link_config(
 
 /// Caveats on one point's figures: too few samples for a quantile, drift
 /// between halves, a tail heavier than the mean.
-pub fn point_warnings(m: &Measured) -> Vec<String> {
+/// Only the quantiles in `shown` are checked for thin samples.
+pub fn point_warnings(m: &Measured, shown: &[Stat]) -> Vec<String> {
     let s = m.all.summary();
     let mut w = Vec::new();
-    let thin: Vec<&str> = [Stat::P99, Stat::P999, Stat::P9999]
-        .into_iter()
+    let thin: Vec<&str> = shown
+        .iter()
         .filter(|q| s.count < q.min_samples())
         .map(|q| q.name())
         .collect();

@@ -77,10 +77,11 @@ pub fn run(
     let (ins, outs, cfgs) = validate(args)?;
     let common: &CommonArgs = &args.common;
     let placement = placement::choose(common.cpus.0.as_deref())?;
+    // Before pinning: the environment records the CPUs the process may use.
+    let env = Env::capture();
     if let Some(c) = placement.initiator_cpu {
         placement::pin_current(c)?;
     }
-    let env = Env::capture();
     let mut warnings = env.warnings();
     warnings.extend(placement_warnings(&placement));
     let budget = Budget {
@@ -151,7 +152,7 @@ pub fn run(
                         timed_s: m.timed_s,
                         summary: m.all.summary(),
                         half_p50_ns: [m.halves[0].quantile(0.5), m.halves[1].quantile(0.5)],
-                        warnings: point_warnings(&m),
+                        warnings: point_warnings(&m, &common.stats),
                     });
                     if stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
