@@ -202,11 +202,12 @@ fn decode(b: &[u8; CTRL_LEN]) -> Option<(u32, ReplyShape)> {
 /// The initiator's end over fds, with its responder process.
 pub(crate) struct FdLink {
     chan: Chan,
-    _fds: Vec<OwnedFd>,
     req: Vec<u8>,
     rep: Vec<u8>,
     shape: ReplyShape,
+    // Dropped before the fds: the watchdog, which may shut them down, stops first.
     peer: Peer,
+    _fds: Vec<OwnedFd>,
 }
 
 impl FdLink {
@@ -223,6 +224,7 @@ impl FdLink {
         drop(child_fds);
         let rx = own[0].as_raw_fd();
         let tx = own.get(1).map_or(rx, |f| f.as_raw_fd());
+        peer.wake_on_gone(&[rx, tx]);
         let chan = Chan {
             rx,
             tx,
@@ -298,6 +300,7 @@ impl Link for FdLink {
         };
         self.control(CTRL_QUIT, &quit)?;
         let FdLink { peer, _fds, .. } = *self;
+        peer.forget_fds();
         drop(_fds);
         peer.finish()
     }

@@ -10,7 +10,7 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -26,6 +26,21 @@ pub(crate) struct Shared {
     pub timed_out: AtomicBool,
     /// Odd while the initiator waits on the child; bumped on every entry and exit.
     pub progress: AtomicU64,
+    /// Sockets to shut down when the child dies or is killed: a datagram
+    /// socket sees no end of file when its peer goes, so a blocked receive
+    /// must be woken by hand. Emptied before the fds are closed.
+    wake: Mutex<Vec<RawFd>>,
+}
+
+impl Shared {
+    /// Wakes any receive blocked on the link's sockets (they then read as closed).
+    fn wake_waiters(&self) {
+        let fds = self.wake.lock().unwrap_or_else(|e| e.into_inner());
+        for &fd in fds.iter() {
+            // SAFETY: the fds stay open while listed; ENOTSOCK on pipes is harmless.
+            unsafe { libc::shutdown(fd, libc::SHUT_RDWR) };
+        }
+    }
 }
 
 pub(crate) struct Peer {
@@ -110,6 +125,20 @@ impl Peer {
             timeout: cfg.timeout,
             finished: false,
         })
+    }
+
+    /// Lists the initiator's fds for the watchdog to wake when the child goes.
+    pub fn wake_on_gone(&self, fds: &[RawFd]) {
+        *self.shared.wake.lock().unwrap_or_else(|e| e.into_inner()) = fds.to_vec();
+    }
+
+    /// Must be called before the listed fds are closed.
+    pub fn forget_fds(&self) {
+        self.shared
+            .wake
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
     }
 
     pub fn shared(&self) -> &Arc<Shared> {
@@ -284,6 +313,7 @@ fn watch(pid: libc::pid_t, stop: RawFd, shared: &Shared, timeout: Duration) {
         }
         if (r > 0 && fds[1].revents != 0) || (pidfd.is_none() && exited(pid)) {
             shared.gone.store(true, Ordering::Relaxed);
+            shared.wake_waiters();
             return;
         }
         let now = shared.progress.load(Ordering::Relaxed);
@@ -294,6 +324,7 @@ fn watch(pid: libc::pid_t, stop: RawFd, shared: &Shared, timeout: Duration) {
                 // SAFETY: the child is ours and not yet reaped (Drop reaps).
                 unsafe { libc::kill(pid, libc::SIGKILL) };
                 shared.gone.store(true, Ordering::Relaxed);
+                shared.wake_waiters();
                 return;
             }
         } else {

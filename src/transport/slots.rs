@@ -217,7 +217,7 @@ impl Bell {
         }
     }
 
-    /// Waits until the sequence moves past `last`; returns (kind, len).
+    /// Waits until the sequence moves away from `last`; returns (seq, kind, len).
     /// No clock is read while the message arrives within ~4096 spins.
     #[inline]
     pub fn wait(
@@ -226,14 +226,15 @@ impl Bell {
         mode: CompletionMode,
         gone: &AtomicBool,
         timeout: Option<Duration>,
-    ) -> Result<(u32, usize), WaitError> {
+    ) -> Result<(u32, u32, usize), WaitError> {
         match mode {
             CompletionMode::Poll => {
                 let mut spins: u32 = 0;
                 let mut start: Option<Instant> = None;
                 loop {
-                    if self.hdr.seq.load(Ordering::Acquire) != last {
-                        return Ok(self.message());
+                    let seq = self.hdr.seq.load(Ordering::Acquire);
+                    if seq != last {
+                        return Ok(self.message(seq));
                     }
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
@@ -245,16 +246,18 @@ impl Bell {
             CompletionMode::Block => {
                 let start = Instant::now();
                 loop {
-                    if self.hdr.seq.load(Ordering::Acquire) != last {
-                        return Ok(self.message());
+                    let seq = self.hdr.seq.load(Ordering::Acquire);
+                    if seq != last {
+                        return Ok(self.message(seq));
                     }
                     self.hdr.waiters.fetch_add(1, Ordering::SeqCst);
                     if self.hdr.seq.load(Ordering::SeqCst) == last {
                         futex_wait(&self.hdr.seq, last, Duration::from_millis(100));
                     }
                     self.hdr.waiters.fetch_sub(1, Ordering::SeqCst);
-                    if self.hdr.seq.load(Ordering::Acquire) != last {
-                        return Ok(self.message());
+                    let seq = self.hdr.seq.load(Ordering::Acquire);
+                    if seq != last {
+                        return Ok(self.message(seq));
                     }
                     check(gone, timeout, &start)?;
                 }
@@ -263,8 +266,9 @@ impl Bell {
     }
 
     #[inline]
-    fn message(&self) -> (u32, usize) {
+    fn message(&self, seq: u32) -> (u32, u32, usize) {
         (
+            seq,
             self.hdr.kind.load(Ordering::Relaxed),
             self.hdr.len.load(Ordering::Relaxed) as usize,
         )
@@ -338,6 +342,10 @@ pub(crate) struct Initiator {
     buffers: BufferMode,
     completion: CompletionMode,
     seq: u32,
+    /// The last sequence seen on the reply bell.
+    reply_seen: u32,
+    /// A wait has failed: the responder may be hung.
+    failed: bool,
     shape: ReplyShape,
     /// The caller's own buffers in `user` mode.
     user_req: Vec<u8>,
@@ -364,6 +372,8 @@ impl Initiator {
             buffers,
             completion,
             seq: 0,
+            reply_seen: 0,
+            failed: false,
             shape: ReplyShape {
                 request_len: 0,
                 reply_len: 0,
@@ -408,14 +418,22 @@ impl Initiator {
         gone: &AtomicBool,
         timeout: Option<Duration>,
     ) -> Result<(u32, usize), WaitError> {
-        // Each request gets exactly one reply, so the reply bell's sequence
-        // equals ours before this call: no need to read the responder's line.
-        let last = self.seq;
+        // The responder answers each request with the request's own sequence,
+        // so a late answer to a request that already timed out is told apart
+        // from the answer to this one and skipped.
         self.seq = self.seq.wrapping_add(1);
         self.region.request_bell().ring(self.seq, kind, len);
-        self.region
-            .reply_bell()
-            .wait(last, self.completion, gone, timeout)
+        loop {
+            let (seq, kind, len) = self
+                .region
+                .reply_bell()
+                .wait(self.reply_seen, self.completion, gone, timeout)
+                .inspect_err(|_| self.failed = true)?;
+            self.reply_seen = seq;
+            if seq == self.seq {
+                return Ok((kind, len));
+            }
+        }
     }
 
     pub fn configure(&mut self, shape: &ReplyShape, gone: &AtomicBool) -> Result<(), WaitError> {
@@ -448,14 +466,16 @@ impl Initiator {
         Ok(())
     }
 
+    /// Asks the responder to stop. After a failed wait the responder is likely
+    /// hung, so it gets a short grace period rather than a second full timeout.
     pub fn quit(&mut self, gone: &AtomicBool) -> Result<(), WaitError> {
-        self.call(
-            KIND_QUIT,
-            0,
-            gone,
-            Some(Duration::from_secs(2).min(self.timeout)),
-        )
-        .map(|_| ())
+        let grace = if self.failed {
+            Duration::from_millis(100)
+        } else {
+            Duration::from_secs(2)
+        };
+        self.call(KIND_QUIT, 0, gone, Some(grace.min(self.timeout)))
+            .map(|_| ())
     }
 }
 
@@ -478,15 +498,13 @@ pub(crate) fn respond(
         exchanges: 0,
     };
     let mut last = 0u32;
-    let mut seq = 0u32;
     loop {
         // No timeout: the initiator may be busy elsewhere for as long as it likes.
-        let (kind, len) = match req.wait(last, completion, gone, None) {
+        let (seq, kind, len) = match req.wait(last, completion, gone, None) {
             Ok(m) => m,
             Err(_) => return Ok(false),
         };
-        last = last.wrapping_add(1);
-        seq = seq.wrapping_add(1);
+        last = seq;
         match kind {
             KIND_DATA => {
                 let t = (shape.delay_ns != 0).then(Instant::now);
