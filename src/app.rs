@@ -67,6 +67,17 @@ fn dispatch(cli: Cli) -> Result<()> {
             let (run, err) = roundtrip::run(&a, &stop, &bar)?;
             let text = report::render(&run, a.common.effective_format(), &a.common.stats, a.unit)?;
             report::emit(&text, a.common.output.as_deref())?;
+            if err.is_some() {
+                let to = a
+                    .common
+                    .output
+                    .as_ref()
+                    .map_or("stdout".to_string(), |p| p.display().to_string());
+                eprintln!(
+                    "xferbench: partial results ({} points, marked incomplete) written to {to}",
+                    run.points.len()
+                );
+            }
             err.map_or(Ok(()), Err)
         }
     }

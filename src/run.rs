@@ -11,7 +11,8 @@ use serde::Serialize;
 pub struct Run {
     pub experiment: &'static str,
     /// False when the run was interrupted or failed part-way: `points` holds
-    /// only the points that finished.
+    /// the points that finished, and the one under way if it had samples
+    /// (marked `partial`).
     pub complete: bool,
     /// Why the run is incomplete, if it is.
     #[serde(skip_serializing_if = "Option::is_none")]
@@ -41,6 +42,9 @@ pub struct Point {
     pub warmup: u64,
     /// Time spent in the timed loop, seconds.
     pub timed_s: f64,
+    /// The run was stopped while this point was measured: it holds fewer
+    /// samples than asked for.
+    pub partial: bool,
     pub summary: Summary,
     /// Median of the first and second halves of the samples: they should agree.
     pub half_p50_ns: [u64; 2],

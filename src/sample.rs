@@ -36,7 +36,23 @@ pub struct Measured {
 pub enum Outcome {
     Done(Measured),
     /// Ctrl-C arrived mid-point; the link is out of step and must be dropped.
-    Interrupted,
+    /// Carries the samples timed before the stop, if any.
+    Interrupted(Option<Measured>),
+}
+
+impl Measured {
+    /// Wraps what was timed before a stop request.
+    fn interrupted(mut self, timed_s: f64) -> Outcome {
+        let [h0, h1] = &self.halves;
+        self.all.merge(h0);
+        self.all.merge(h1);
+        self.timed_s = timed_s;
+        if self.all.count() == 0 {
+            Outcome::Interrupted(None)
+        } else {
+            Outcome::Interrupted(Some(self))
+        }
+    }
 }
 
 /// Times `n` round trips into `rec`; returns how many ran before a stop request.
@@ -89,7 +105,7 @@ pub fn measure(
         (Some(n), _) => {
             link.configure(&shape(budget.warmup + n))?;
             if untimed(link, budget.warmup, stop)? < budget.warmup {
-                return Ok(Outcome::Interrupted);
+                return Ok(Outcome::Interrupted(None));
             }
             m.warmup = budget.warmup;
             let start = Instant::now();
@@ -98,7 +114,7 @@ pub fn measure(
             if timed(link, first, h0, stop)? < first
                 || timed(link, n - first, h1, stop)? < n - first
             {
-                return Ok(Outcome::Interrupted);
+                return Ok(m.interrupted(start.elapsed().as_secs_f64()));
             }
             m.timed_s = start.elapsed().as_secs_f64();
         }
@@ -109,7 +125,7 @@ pub fn measure(
             link.configure(&shape(warm))?;
             let t = Instant::now();
             if untimed(link, warm, stop)? < warm {
-                return Ok(Outcome::Interrupted);
+                return Ok(Outcome::Interrupted(None));
             }
             m.warmup = warm;
             let mut per = t.elapsed().as_secs_f64() / warm as f64;
@@ -129,7 +145,8 @@ pub fn measure(
                 let took = start.elapsed().as_secs_f64();
                 m.timed_s += took;
                 if done < batch {
-                    return Ok(Outcome::Interrupted);
+                    let t = m.timed_s;
+                    return Ok(m.interrupted(t));
                 }
                 per = took / batch as f64;
             }

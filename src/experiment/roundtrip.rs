@@ -129,7 +129,7 @@ pub fn run(
                         i,
                         o
                     ));
-                    let m = match sample::measure(
+                    let (m, partial) = match sample::measure(
                         link.as_mut(),
                         i as usize,
                         o as usize,
@@ -137,9 +137,20 @@ pub fn run(
                         &budget,
                         stop,
                     )? {
-                        Outcome::Done(m) => m,
-                        Outcome::Interrupted => return Err(Error::Interrupted),
+                        Outcome::Done(m) => (m, false),
+                        Outcome::Interrupted(Some(m)) => (m, true),
+                        Outcome::Interrupted(None) => return Err(Error::Interrupted),
                     };
+                    let mut warnings = point_warnings(&m, &common.stats);
+                    if partial {
+                        warnings.insert(
+                            0,
+                            format!(
+                                "partial: interrupted after {} samples",
+                                m.all.count()
+                            ),
+                        );
+                    }
                     run.points.push(Point {
                         transport: c.transport.name().to_string(),
                         spec: c.spec.to_string(),
@@ -150,9 +161,10 @@ pub fn run(
                         responder_delay_ns: delay_ns,
                         warmup: m.warmup,
                         timed_s: m.timed_s,
+                        partial,
                         summary: m.all.summary(),
                         half_p50_ns: [m.halves[0].quantile(0.5), m.halves[1].quantile(0.5)],
-                        warnings: point_warnings(&m, &common.stats),
+                        warnings,
                     });
                     if stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);

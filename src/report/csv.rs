@@ -3,7 +3,7 @@
 use crate::run::Run;
 use std::fmt::Write;
 
-pub const HEADER: &str = "transport,spec,buffers,completion,in_bytes,out_bytes,responder_delay_ns,warmup,count,mean_ns,stddev_ns,min_ns,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,complete";
+pub const HEADER: &str = "transport,spec,buffers,completion,in_bytes,out_bytes,responder_delay_ns,warmup,count,mean_ns,stddev_ns,min_ns,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,complete,partial";
 
 /// Quotes a field if it holds a comma, quote or newline (RFC 4180).
 fn field(s: &str) -> String {
@@ -21,7 +21,7 @@ pub fn render(run: &Run) -> String {
         let s = &p.summary;
         let _ = writeln!(
             out,
-            "{},{},{},{},{},{},{},{},{},{:.1},{:.1},{},{},{},{},{},{},{},{}",
+            "{},{},{},{},{},{},{},{},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{}",
             field(&p.transport),
             field(&p.spec),
             p.buffers.name(),
@@ -40,7 +40,8 @@ pub fn render(run: &Run) -> String {
             s.p999_ns,
             s.p9999_ns,
             s.max_ns,
-            run.complete
+            run.complete,
+            p.partial
         );
     }
     out

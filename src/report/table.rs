@@ -163,11 +163,17 @@ fn conditions(run: &Run) -> String {
         e.cpu_model, e.cpus_online, e.kernel, e.version, e.timestamp
     );
     if !run.complete {
+        let partial = run.points.iter().filter(|p| p.partial).count();
         let _ = writeln!(
             out,
-            "\nINCOMPLETE: {} — only the {} points above finished.",
+            "\nINCOMPLETE: {} — {} point(s) above{}.",
             run.stopped_by.as_deref().unwrap_or("stopped early"),
-            run.points.len()
+            run.points.len(),
+            if partial > 0 {
+                ", the last with fewer samples than asked (partial)".to_string()
+            } else {
+                String::new()
+            }
         );
     }
     let mut caveats: Vec<String> = run.warnings.clone();
