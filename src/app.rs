@@ -62,9 +62,14 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::List(a)) => crate::list::run(&a),
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Roundtrip(a)) => {
+            report::check_writable(a.common.output.as_deref())?;
             let stop = crate::interrupt::install();
             let bar = Bar::new(cli.quiet);
             let (run, err) = roundtrip::run(&a, &stop, &bar)?;
+            // A usage error found on opening a link is not a result worth writing.
+            if let Some(e @ Error::Usage(_)) = err {
+                return Err(e);
+            }
             let text = report::render(&run, a.common.effective_format(), &a.common.stats, a.unit)?;
             report::emit(&text, a.common.output.as_deref())?;
             if err.is_some() {

@@ -20,24 +20,6 @@ pub struct Config {
     pub completion: CompletionMode,
 }
 
-fn parse_mode<T: clap::ValueEnum>(spec: &Spec, key: &str) -> Result<Option<T>> {
-    spec.get(key)
-        .map(|v| {
-            T::from_str(v, false).map_err(|_| {
-                let valid: Vec<String> = T::value_variants()
-                    .iter()
-                    .filter_map(|x| x.to_possible_value())
-                    .map(|p| p.get_name().to_string())
-                    .collect();
-                Error::usage(format!(
-                    "{}: {key}={v} is not one of {}",
-                    spec.name,
-                    valid.join(", ")
-                ))
-            })
-        })
-        .transpose()
-}
 
 impl std::fmt::Debug for dyn transport::Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
@@ -51,11 +33,11 @@ pub fn configs(common: &CommonArgs) -> Result<Vec<Config>> {
     let mut out = Vec::new();
     for spec in common.specs() {
         let t = transport::find(&spec.name)?;
-        let buffers = match parse_mode::<BufferMode>(&spec, "buffers")? {
+        let buffers = match spec.mode::<BufferMode>("buffers")? {
             Some(b) => vec![b],
             None => common.buffers.clone(),
         };
-        let completions = match parse_mode::<CompletionMode>(&spec, "completion")? {
+        let completions = match spec.mode::<CompletionMode>("completion")? {
             Some(c) => vec![c],
             None if common.completion.is_empty() => vec![t.capabilities().default_completion],
             None => common.completion.clone(),

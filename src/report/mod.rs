@@ -22,6 +22,27 @@ pub fn render(run: &Run, format: Format, stats: &[Stat], unit: Unit) -> Result<S
 }
 
 /// Writes the rendered text to `path`, or to stdout.
+/// Fails before a run, not after it, when the output file cannot be written.
+/// Leaves no file behind that was not there before.
+pub fn check_writable(path: Option<&Path>) -> Result<()> {
+    let Some(p) = path else { return Ok(()) };
+    let existed = p.exists();
+    std::fs::OpenOptions::new()
+        .append(true)
+        .create(true)
+        .open(p)
+        .map_err(|e| {
+            Error::usage(format!(
+                "cannot write {}: {e}; pick a writable path with -o",
+                p.display()
+            ))
+        })?;
+    if !existed {
+        let _ = std::fs::remove_file(p);
+    }
+    Ok(())
+}
+
 pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
     match path {
         Some(p) => std::fs::write(p, text)

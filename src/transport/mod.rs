@@ -96,6 +96,26 @@ impl Spec {
             .map(|(_, v)| v.as_str())
     }
 
+    /// A mode option (`buffers=raw`, `completion=block`), if given.
+    pub fn mode<T: clap::ValueEnum>(&self, key: &str) -> Result<Option<T>> {
+        self.get(key)
+            .map(|v| {
+                T::from_str(v, false).map_err(|_| {
+                    let valid: Vec<String> = T::value_variants()
+                        .iter()
+                        .filter_map(|x| x.to_possible_value())
+                        .map(|p| p.get_name().to_string())
+                        .collect();
+                    Error::usage(format!(
+                        "{}: {key}={v} is not one of {}",
+                        self.name,
+                        valid.join(", ")
+                    ))
+                })
+            })
+            .transpose()
+    }
+
     /// A transport-specific boolean option (`1/0`, `on/off`, `true/false`).
     pub fn flag(&self, key: &str, default: bool) -> Result<bool> {
         match self.get(key) {
@@ -174,6 +194,9 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
                 )));
             }
         }
+        spec.mode::<BufferMode>("buffers")?;
+        spec.mode::<CompletionMode>("completion")?;
+        t.check_options(spec)?;
     }
     Ok(specs)
 }
@@ -237,6 +260,11 @@ pub trait Transport: Sync {
     fn summary(&self) -> &'static str;
     fn capabilities(&self) -> Capabilities;
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>>;
+    /// Checks the values of this transport's own spec options, so a bad one
+    /// is a usage error before anything runs.
+    fn check_options(&self, _spec: &Spec) -> Result<()> {
+        Ok(())
+    }
     fn respond(&self, args: &ResponderArgs) -> Result<()> {
         let _ = args;
         Err(Error::usage(format!(

@@ -4,7 +4,7 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport};
+use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Spec, Transport};
 use crate::error::{Error, Result};
 use std::net::{TcpListener, TcpStream};
 
@@ -29,6 +29,10 @@ impl Transport for Tcp {
             responder: "process",
             options: &[("nodelay", "TCP_NODELAY on both ends: 1 (default) or 0")],
         }
+    }
+
+    fn check_options(&self, spec: &Spec) -> Result<()> {
+        spec.flag("nodelay", true).map(|_| ())
     }
 
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
