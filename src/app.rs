@@ -46,9 +46,14 @@ fn clap_error(e: clap::Error) -> i32 {
                 .unwrap_or("invalid arguments");
             let first = first.trim_start_matches("error: ");
             // Keep clap's list of valid values: it is the fix.
-            let valid = text.lines().find_map(|l| l.trim().strip_prefix("[possible values: ")).map(|v| v.trim_end_matches(']'));
+            let valid = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("[possible values: "))
+                .map(|v| v.trim_end_matches(']'));
             match valid {
-                Some(v) if !first.contains("possible values") => eprintln!("xferbench: error: {first} (valid: {v})"),
+                Some(v) if !first.contains("possible values") => {
+                    eprintln!("xferbench: error: {first} (valid: {v})")
+                }
                 _ => eprintln!("xferbench: error: {first} (see --help)"),
             }
             2

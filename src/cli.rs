@@ -27,7 +27,7 @@ pub struct Cli {
 #[derive(Subcommand, Debug)]
 pub enum Command {
     /// Round-trip latency matrix: requests of each --in size, replies of each --out size.
-    Roundtrip(RoundtripArgs),
+    Roundtrip(Box<RoundtripArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
     List(ListArgs),
     /// Runs a responder (started by xferbench itself; not for direct use).

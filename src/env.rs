@@ -90,10 +90,10 @@ impl Env {
         if self.cpus_allowed < 2 {
             w.push("only one CPU is available: initiator and responder share it, and polling measures the scheduler".into());
         }
-        if let Some(g) = &self.governor {
-            if g != "performance" {
-                w.push(format!("cpu frequency governor is '{g}', not 'performance': latency varies with clock speed"));
-            }
+        if let Some(g) = &self.governor
+            && g != "performance"
+        {
+            w.push(format!("cpu frequency governor is '{g}', not 'performance': latency varies with clock speed"));
         }
         w
     }

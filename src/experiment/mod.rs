@@ -20,7 +20,6 @@ pub struct Config {
     pub completion: CompletionMode,
 }
 
-
 impl std::fmt::Debug for dyn transport::Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(self.name())

@@ -145,10 +145,7 @@ pub fn run(
                     if partial {
                         warnings.insert(
                             0,
-                            format!(
-                                "partial: interrupted after {} samples",
-                                m.all.count()
-                            ),
+                            format!("partial: interrupted after {} samples", m.all.count()),
                         );
                     }
                     run.points.push(Point {

@@ -4,10 +4,12 @@
 //! the syscall. Each batch of round trips is announced by a control frame that
 //! the responder acknowledges, so sizes change outside the timed loop.
 
-use super::peer::{CHILD_FD, Fault, Peer, fault_exit};
+use super::peer::{CHILD_FD, Fault, Peer, Shared, fault_exit};
 use super::{CompletionMode, Link, LinkConfig, ReplyShape, spin_until};
 use crate::error::{Error, Result};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -50,12 +52,14 @@ impl std::fmt::Display for IoError {
 }
 
 /// One end's fds and how to use them.
-#[derive(Clone, Copy)]
 pub(crate) struct Chan {
     pub rx: RawFd,
     pub tx: RawFd,
     pub framing: Framing,
     pub poll: bool,
+    /// The initiator's view of its child: a non-blocking datagram receive
+    /// never sees its peer go, so the poll loop looks at this now and then.
+    pub peer: Option<Arc<Shared>>,
 }
 
 impl Chan {
@@ -81,6 +85,7 @@ impl Chan {
     pub fn send(&self, buf: &[u8]) -> Result<(), IoError> {
         match self.framing {
             Framing::Stream => {
+                let mut spins = 0u32;
                 let mut done = 0;
                 while done < buf.len() {
                     // SAFETY: writing from a live slice.
@@ -90,26 +95,29 @@ impl Chan {
                     if r >= 0 {
                         done += r as usize;
                     } else {
-                        retry_or_fail()?;
+                        self.retry_or_fail(&mut spins)?;
                     }
                 }
                 Ok(())
             }
-            Framing::Datagram => loop {
-                // SAFETY: as above.
-                let r = unsafe { libc::send(self.tx, buf.as_ptr().cast(), buf.len(), 0) };
-                if r >= 0 {
-                    return if r as usize == buf.len() {
-                        Ok(())
-                    } else {
-                        Err(IoError::Size {
-                            got: r as usize,
-                            want: buf.len(),
-                        })
-                    };
+            Framing::Datagram => {
+                let mut spins = 0u32;
+                loop {
+                    // SAFETY: as above.
+                    let r = unsafe { libc::send(self.tx, buf.as_ptr().cast(), buf.len(), 0) };
+                    if r >= 0 {
+                        return if r as usize == buf.len() {
+                            Ok(())
+                        } else {
+                            Err(IoError::Size {
+                                got: r as usize,
+                                want: buf.len(),
+                            })
+                        };
+                    }
+                    self.retry_or_fail(&mut spins)?;
                 }
-                retry_or_fail()?;
-            },
+            }
         }
     }
 
@@ -118,6 +126,7 @@ impl Chan {
     pub fn recv(&self, buf: &mut [u8]) -> Result<(), IoError> {
         match self.framing {
             Framing::Stream => {
+                let mut spins = 0u32;
                 let mut done = 0;
                 while done < buf.len() {
                     // SAFETY: reading into a live slice.
@@ -129,42 +138,65 @@ impl Chan {
                     } else if r == 0 {
                         return Err(IoError::Eof);
                     } else {
-                        retry_or_fail()?;
+                        self.retry_or_fail(&mut spins)?;
                     }
                 }
                 Ok(())
             }
-            Framing::Datagram => loop {
-                // MSG_TRUNC: the return value is the datagram's real length,
-                // so an oversized one is caught rather than silently cut.
-                // SAFETY: as above.
-                let r = unsafe {
-                    libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC)
-                };
-                if r >= 0 {
-                    return if r as usize == buf.len() {
-                        Ok(())
-                    } else {
-                        Err(IoError::Size {
-                            got: r as usize,
-                            want: buf.len(),
-                        })
+            Framing::Datagram => {
+                let mut spins = 0u32;
+                loop {
+                    // MSG_TRUNC: the return value is the datagram's real length,
+                    // so an oversized one is caught rather than silently cut.
+                    // SAFETY: as above.
+                    let r = unsafe {
+                        libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC)
                     };
+                    if r >= 0 {
+                        return if r as usize == buf.len() {
+                            Ok(())
+                        } else {
+                            Err(IoError::Size {
+                                got: r as usize,
+                                want: buf.len(),
+                            })
+                        };
+                    }
+                    self.retry_or_fail(&mut spins)?;
                 }
-                retry_or_fail()?;
-            },
+            }
         }
     }
 }
 
-#[inline]
-fn retry_or_fail() -> Result<(), IoError> {
-    let e = std::io::Error::last_os_error();
-    match e.raw_os_error() {
-        Some(libc::EAGAIN) => {
+/// Polls between looks at whether the peer is gone.
+const SPINS_PER_CHECK: u32 = 1024;
+
+impl Chan {
+    /// After a failed call: Ok to try again, or why not.
+    #[inline]
+    fn retry_or_fail(&self, spins: &mut u32) -> Result<(), IoError> {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EAGAIN) {
             std::hint::spin_loop();
-            Ok(())
+            *spins = spins.wrapping_add(1);
+            if (*spins).is_multiple_of(SPINS_PER_CHECK)
+                && self
+                    .peer
+                    .as_ref()
+                    .is_some_and(|p| p.gone.load(Ordering::Relaxed))
+            {
+                return Err(IoError::Eof);
+            }
+            return Ok(());
         }
+        classify(e)
+    }
+}
+
+#[inline]
+fn classify(e: std::io::Error) -> Result<(), IoError> {
+    match e.raw_os_error() {
         Some(libc::EINTR) => Ok(()),
         Some(libc::EPIPE | libc::ECONNRESET | libc::ECONNREFUSED) => Err(IoError::Eof),
         _ => Err(IoError::Os(e)),
@@ -230,6 +262,7 @@ impl FdLink {
             tx,
             framing,
             poll: cfg.completion == CompletionMode::Poll,
+            peer: Some(peer.shared().clone()),
         };
         chan.set_mode()?;
         Ok(Box::new(FdLink {
@@ -313,6 +346,7 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
         tx,
         framing,
         poll: completion == CompletionMode::Poll,
+        peer: None,
     };
     chan.set_mode()?;
     let mut fault = Fault::from_env();

@@ -10,8 +10,8 @@ use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;
 use std::process::{Child, Command, Stdio};
-use std::sync::{Arc, Mutex};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -85,11 +85,11 @@ impl Peer {
                         return Err(std::io::Error::last_os_error());
                     }
                 }
-                for i in 0..n {
-                    if libc::dup2(tmp[i], CHILD_FD + i as RawFd) < 0 {
+                for (i, &fd) in tmp.iter().enumerate().take(n) {
+                    if libc::dup2(fd, CHILD_FD + i as RawFd) < 0 {
                         return Err(std::io::Error::last_os_error());
                     }
-                    libc::close(tmp[i]);
+                    libc::close(fd);
                 }
                 // Die with the initiator, whatever kills it.
                 libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGKILL);
@@ -350,14 +350,14 @@ impl Fault {
             hang_after: u64::MAX,
             served: 0,
         };
-        if let Ok(v) = std::env::var("XFERBENCH_RESPONDER_FAULT") {
-            if let Some((kind, n)) = v.split_once(':') {
-                let n = n.parse().unwrap_or(u64::MAX);
-                match kind {
-                    "exit-after" => f.exit_after = n,
-                    "hang-after" => f.hang_after = n,
-                    _ => {}
-                }
+        if let Ok(v) = std::env::var("XFERBENCH_RESPONDER_FAULT")
+            && let Some((kind, n)) = v.split_once(':')
+        {
+            let n = n.parse().unwrap_or(u64::MAX);
+            match kind {
+                "exit-after" => f.exit_after = n,
+                "hang-after" => f.hang_after = n,
+                _ => {}
             }
         }
         f

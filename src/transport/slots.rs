@@ -238,7 +238,7 @@ impl Bell {
                     }
                     std::hint::spin_loop();
                     spins = spins.wrapping_add(1);
-                    if spins % 4096 == 0 {
+                    if spins.is_multiple_of(4096) {
                         check(gone, timeout, start.get_or_insert_with(Instant::now))?;
                     }
                 }
@@ -547,6 +547,9 @@ pub(crate) fn respond(
     }
 }
 
+const _: () = assert!(std::mem::size_of::<BellHdr>() == BELL_HDR);
+const _: () = assert!(std::mem::size_of::<Header>() <= LINE);
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -570,6 +573,3 @@ mod tests {
         }
     }
 }
-
-const _: () = assert!(std::mem::size_of::<BellHdr>() == BELL_HDR);
-const _: () = assert!(std::mem::size_of::<Header>() <= LINE);

@@ -4,7 +4,9 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Spec, Transport};
+use super::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Spec, Transport,
+};
 use crate::error::{Error, Result};
 use std::net::{TcpListener, TcpStream};
 
