@@ -204,16 +204,23 @@ pub(crate) enum WaitError {
 }
 
 impl Bell {
-    /// Publishes a message whose payload is already in place.
+    /// Publishes a message whose payload is already in place. Both sides use
+    /// the same completion mode, so with `poll` nobody ever sleeps on the bell.
     #[inline]
-    pub fn ring(&self, seq: u32, kind: u32, len: usize) {
+    pub fn ring(&self, seq: u32, kind: u32, len: usize, mode: CompletionMode) {
         self.hdr.kind.store(kind, Ordering::Relaxed);
         self.hdr.len.store(len as u32, Ordering::Relaxed);
-        // SeqCst pairs with the waiter's SeqCst increment of `waiters`: either
-        // we see the waiter, or it sees the new sequence before sleeping.
-        self.hdr.seq.store(seq, Ordering::SeqCst);
-        if self.hdr.waiters.load(Ordering::SeqCst) != 0 {
-            futex_wake(&self.hdr.seq);
+        match mode {
+            // A plain release store: no fence on the hot path.
+            CompletionMode::Poll => self.hdr.seq.store(seq, Ordering::Release),
+            CompletionMode::Block => {
+                // SeqCst pairs with the waiter's SeqCst increment of `waiters`:
+                // either we see the waiter, or it sees the new sequence first.
+                self.hdr.seq.store(seq, Ordering::SeqCst);
+                if self.hdr.waiters.load(Ordering::SeqCst) != 0 {
+                    futex_wake(&self.hdr.seq);
+                }
+            }
         }
     }
 
@@ -422,7 +429,9 @@ impl Initiator {
         // so a late answer to a request that already timed out is told apart
         // from the answer to this one and skipped.
         self.seq = self.seq.wrapping_add(1);
-        self.region.request_bell().ring(self.seq, kind, len);
+        self.region
+            .request_bell()
+            .ring(self.seq, kind, len, self.completion);
         loop {
             let (seq, kind, len) = self
                 .region
@@ -518,7 +527,7 @@ pub(crate) fn respond(
                 unsafe {
                     std::ptr::copy_nonoverlapping(device.as_ptr(), rep_area, shape.reply_len)
                 };
-                rep.ring(seq, KIND_DATA, shape.reply_len);
+                rep.ring(seq, KIND_DATA, shape.reply_len, completion);
                 if fault.tick() {
                     return Ok(true);
                 }
@@ -532,10 +541,10 @@ pub(crate) fn respond(
                     ));
                 }
                 device.resize(shape.request_len.max(shape.reply_len), 0xa5);
-                rep.ring(seq, KIND_ACK, 0);
+                rep.ring(seq, KIND_ACK, 0, completion);
             }
             KIND_QUIT => {
-                rep.ring(seq, KIND_ACK, 0);
+                rep.ring(seq, KIND_ACK, 0, completion);
                 return Ok(false);
             }
             k => {
