@@ -106,14 +106,7 @@ impl Chan {
                     // SAFETY: as above.
                     let r = unsafe { libc::send(self.tx, buf.as_ptr().cast(), buf.len(), 0) };
                     if r >= 0 {
-                        return if r as usize == buf.len() {
-                            Ok(())
-                        } else {
-                            Err(IoError::Size {
-                                got: r as usize,
-                                want: buf.len(),
-                            })
-                        };
+                        return whole_datagram(r as usize, buf.len());
                     }
                     self.retry_or_fail(&mut spins)?;
                 }
@@ -153,19 +146,22 @@ impl Chan {
                         libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC)
                     };
                     if r >= 0 {
-                        return if r as usize == buf.len() {
-                            Ok(())
-                        } else {
-                            Err(IoError::Size {
-                                got: r as usize,
-                                want: buf.len(),
-                            })
-                        };
+                        return whole_datagram(r as usize, buf.len());
                     }
                     self.retry_or_fail(&mut spins)?;
                 }
             }
         }
+    }
+}
+
+/// A datagram moves whole or not at all: any other length is an error.
+#[inline]
+fn whole_datagram(got: usize, want: usize) -> Result<(), IoError> {
+    if got == want {
+        Ok(())
+    } else {
+        Err(IoError::Size { got, want })
     }
 }
 
