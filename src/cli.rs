@@ -125,9 +125,9 @@ pub struct CommonArgs {
     #[arg(long, value_parser = cpus, default_value = "")]
     #[serde(skip)]
     pub cpus: CpuList,
-    /// Untimed round trips before each point.
-    #[arg(long, value_parser = count, default_value = "1000")]
-    pub warmup: u64,
+    /// Untimed round trips before each point. Default: up to 1000 within 0.5 s.
+    #[arg(long, value_parser = count)]
+    pub warmup: Option<u64>,
     /// Timed round trips per point.
     #[arg(long, value_parser = count, conflicts_with = "duration")]
     pub samples: Option<u64>,

@@ -13,12 +13,18 @@ use std::time::{Duration, Instant};
 /// How much to measure at one point.
 #[derive(Clone, Copy, Debug)]
 pub struct Budget {
-    pub warmup: u64,
+    /// Exactly this many untimed round trips first, or `None`: up to
+    /// [`AUTO_WARMUP`] of them within [`AUTO_WARMUP_TIME`], so a gigabyte
+    /// message is not warmed up a thousand times.
+    pub warmup: Option<u64>,
     /// Exactly this many timed samples…
     pub samples: Option<u64>,
     /// …or as many as fit in this much timed time.
     pub duration: Option<Duration>,
 }
+
+pub const AUTO_WARMUP: u64 = 1000;
+pub const AUTO_WARMUP_TIME: Duration = Duration::from_millis(500);
 
 /// The most round trips one control frame announces in `--duration` mode.
 const MAX_BATCH: u64 = 1 << 20;
@@ -101,13 +107,37 @@ pub fn measure(
         warmup: 0,
         timed_s: 0.0,
     };
-    match (budget.samples, budget.duration) {
-        (Some(n), _) => {
-            link.configure(&shape(budget.warmup + n))?;
-            if untimed(link, budget.warmup, stop)? < budget.warmup {
+    // Warm-up, in its own batches; it also tells how long one round trip takes.
+    let t = Instant::now();
+    let first = budget.warmup.unwrap_or(1);
+    link.configure(&shape(first))?;
+    if untimed(link, first, stop)? < first {
+        return Ok(Outcome::Interrupted(None));
+    }
+    let mut per = t.elapsed().as_secs_f64() / first.max(1) as f64;
+    m.warmup = first;
+    if budget.warmup.is_none() {
+        // Doubling batches: the first round trips are the slow ones, so one
+        // of them alone would underestimate how many fit in the time.
+        let mut batch = 1u64;
+        let started = Instant::now();
+        while m.warmup < AUTO_WARMUP && started.elapsed() < AUTO_WARMUP_TIME {
+            let left = (AUTO_WARMUP_TIME.saturating_sub(started.elapsed())).as_secs_f64();
+            batch = (batch * 2)
+                .min(AUTO_WARMUP - m.warmup)
+                .min(((left / per.max(1e-9)) as u64).max(1));
+            let t = Instant::now();
+            link.configure(&shape(batch))?;
+            if untimed(link, batch, stop)? < batch {
                 return Ok(Outcome::Interrupted(None));
             }
-            m.warmup = budget.warmup;
+            per = t.elapsed().as_secs_f64() / batch as f64;
+            m.warmup += batch;
+        }
+    }
+    match (budget.samples, budget.duration) {
+        (Some(n), _) => {
+            link.configure(&shape(n))?;
             let start = Instant::now();
             let first = n / 2;
             let [h0, h1] = &mut m.halves;
@@ -120,15 +150,6 @@ pub fn measure(
         }
         (None, duration) => {
             let duration = duration.unwrap_or(Duration::from_secs(1));
-            // The warm-up also tells how long one round trip takes, to size batches.
-            let warm = budget.warmup.max(16);
-            link.configure(&shape(warm))?;
-            let t = Instant::now();
-            if untimed(link, warm, stop)? < warm {
-                return Ok(Outcome::Interrupted(None));
-            }
-            m.warmup = warm;
-            let mut per = t.elapsed().as_secs_f64() / warm as f64;
             let total = duration.as_secs_f64();
             while m.timed_s < total {
                 // Aim at the half-way mark first, so both halves get samples.

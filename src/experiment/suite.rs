@@ -32,7 +32,7 @@ pub fn args() -> RoundtripArgs {
             buffers: vec![BufferMode::User],
             completion: Vec::new(),
             cpus: CpuList(Some(Vec::new())),
-            warmup: 200,
+            warmup: Some(200),
             samples: None,
             duration: Some(Duration::from_millis(200)),
             responder_delay: Duration::ZERO,

@@ -130,7 +130,12 @@ fn conditions(run: &Run) -> String {
         counts.iter().min().copied().unwrap_or(0),
         counts.iter().max().copied().unwrap_or(0),
     );
-    let warm = run.points.first().map_or(0, |p| p.warmup);
+    let warms: Vec<u64> = run.points.iter().map(|p| p.warmup).collect();
+    let warm = match (warms.iter().min(), warms.iter().max()) {
+        (Some(a), Some(b)) if a != b => format!("{a}–{b}"),
+        (Some(a), _) => a.to_string(),
+        _ => "0".to_string(),
+    };
     let _ = writeln!(
         out,
         "Samples per point: {}{} after {} warm-up round trips (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
