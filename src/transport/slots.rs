@@ -197,6 +197,13 @@ pub(crate) struct Bell {
     pub payload: *mut u8,
 }
 
+/// What a bell's single writer last stored in it (a fresh bell is all zero).
+#[derive(Default)]
+pub(crate) struct Sent {
+    kind: u32,
+    len: u32,
+}
+
 /// Why a wait ended without a message.
 pub(crate) enum WaitError {
     Gone,
@@ -206,10 +213,19 @@ pub(crate) enum WaitError {
 impl Bell {
     /// Publishes a message whose payload is already in place. Both sides use
     /// the same completion mode, so with `poll` nobody ever sleeps on the bell.
+    /// Kind and length are stored only when they change: every store is a
+    /// chance for the spinning reader to pull the line away mid-message, so
+    /// the steady state writes just the payload and the sequence.
     #[inline]
-    pub fn ring(&self, seq: u32, kind: u32, len: usize, mode: CompletionMode) {
-        self.hdr.kind.store(kind, Ordering::Relaxed);
-        self.hdr.len.store(len as u32, Ordering::Relaxed);
+    pub fn ring(&self, seq: u32, kind: u32, len: usize, mode: CompletionMode, sent: &mut Sent) {
+        if sent.kind != kind {
+            self.hdr.kind.store(kind, Ordering::Relaxed);
+            sent.kind = kind;
+        }
+        if sent.len != len as u32 {
+            self.hdr.len.store(len as u32, Ordering::Relaxed);
+            sent.len = len as u32;
+        }
         match mode {
             // A plain release store: no fence on the hot path.
             CompletionMode::Poll => self.hdr.seq.store(seq, Ordering::Release),
@@ -353,6 +369,7 @@ pub(crate) struct Initiator {
     reply_seen: u32,
     /// A wait has failed: the responder may be hung.
     failed: bool,
+    sent: Sent,
     shape: ReplyShape,
     /// The caller's own buffers in `user` mode.
     user_req: Vec<u8>,
@@ -381,6 +398,7 @@ impl Initiator {
             seq: 0,
             reply_seen: 0,
             failed: false,
+            sent: Sent::default(),
             shape: ReplyShape {
                 request_len: 0,
                 reply_len: 0,
@@ -431,7 +449,7 @@ impl Initiator {
         self.seq = self.seq.wrapping_add(1);
         self.region
             .request_bell()
-            .ring(self.seq, kind, len, self.completion);
+            .ring(self.seq, kind, len, self.completion, &mut self.sent);
         loop {
             let (seq, kind, len) = self
                 .region
@@ -507,6 +525,7 @@ pub(crate) fn respond(
         exchanges: 0,
     };
     let mut last = 0u32;
+    let mut sent = Sent::default();
     loop {
         // No timeout: the initiator may be busy elsewhere for as long as it likes.
         let (seq, kind, len) = match req.wait(last, completion, gone, None) {
@@ -527,7 +546,7 @@ pub(crate) fn respond(
                 unsafe {
                     std::ptr::copy_nonoverlapping(device.as_ptr(), rep_area, shape.reply_len)
                 };
-                rep.ring(seq, KIND_DATA, shape.reply_len, completion);
+                rep.ring(seq, KIND_DATA, shape.reply_len, completion, &mut sent);
                 if fault.tick() {
                     return Ok(true);
                 }
@@ -541,10 +560,10 @@ pub(crate) fn respond(
                     ));
                 }
                 device.resize(shape.request_len.max(shape.reply_len), 0xa5);
-                rep.ring(seq, KIND_ACK, 0, completion);
+                rep.ring(seq, KIND_ACK, 0, completion, &mut sent);
             }
             KIND_QUIT => {
-                rep.ring(seq, KIND_ACK, 0, completion);
+                rep.ring(seq, KIND_ACK, 0, completion, &mut sent);
                 return Ok(false);
             }
             k => {
