@@ -10,6 +10,7 @@ pub mod error;
 pub mod experiment;
 pub mod interrupt;
 pub mod list;
+pub mod payload;
 pub mod placement;
 pub mod progress;
 pub mod report;

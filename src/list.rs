@@ -34,12 +34,7 @@ fn probe(t: &dyn transport::Transport) -> Result<()> {
         exe: std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?,
     };
     let mut link = t.open(&cfg)?;
-    link.configure(&ReplyShape {
-        request_len: 64,
-        reply_len: 64,
-        delay_ns: 0,
-        exchanges: 3,
-    })?;
+    link.configure(&ReplyShape::pingpong(64, 64, 0, 3))?;
     for _ in 0..3 {
         link.exchange()?;
     }

@@ -4,7 +4,8 @@
 //! nothing, locks nothing and logs nothing; it checks one atomic flag for
 //! Ctrl-C per sample.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
+use crate::payload::{self, Direction};
 use crate::stats::Recorder;
 use crate::transport::{Link, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -76,73 +77,105 @@ fn timed(link: &mut dyn Link, n: u64, rec: &mut Recorder, stop: &AtomicBool) -> 
     Ok(n)
 }
 
-fn untimed(link: &mut dyn Link, n: u64, stop: &AtomicBool) -> Result<u64> {
+/// `timed` with BIP's "real usage": every request filled with fresh values
+/// before it goes, every reply value checked when it is back, both inside
+/// the timed span. Message numbers restart at each configure, as the
+/// responder's do.
+#[inline(never)]
+fn timed_checked(
+    link: &mut dyn Link,
+    n: u64,
+    rec: &mut Recorder,
+    stop: &AtomicBool,
+    shape: &ReplyShape,
+    seed: u64,
+) -> Result<u64> {
     for i in 0..n {
         if stop.load(Ordering::Relaxed) {
             return Ok(i);
         }
+        let t0 = Instant::now();
+        payload::fill(
+            &mut link.request_buf()[..shape.request_len],
+            seed,
+            i,
+            Direction::Request,
+        );
         link.exchange()?;
+        payload::check(link.reply(), seed, i, Direction::Reply)
+            .map_err(|m| Error::run(format!("{m} (reply from the responder)")))?;
+        let t1 = Instant::now();
+        rec.record((t1 - t0).as_nanos() as u64);
     }
     Ok(n)
 }
 
-/// Measures one (request, reply) shape over an open link.
+/// Runs one configured batch of `n` exchanges, timed into `rec` or not.
+fn batch(
+    link: &mut dyn Link,
+    shape: &ReplyShape,
+    n: u64,
+    rec: Option<&mut Recorder>,
+    stop: &AtomicBool,
+) -> Result<u64> {
+    link.configure(&ReplyShape {
+        exchanges: n,
+        ..*shape
+    })?;
+    let mut scratch = Recorder::new();
+    let rec = rec.unwrap_or(&mut scratch);
+    match shape.check {
+        Some(seed) => timed_checked(link, n, rec, stop, shape, seed),
+        None => timed(link, n, rec, stop),
+    }
+}
+
+/// Measures one shape (`exchanges` is set per batch) over an open link.
 pub fn measure(
     link: &mut dyn Link,
-    request_len: usize,
-    reply_len: usize,
-    delay_ns: u64,
+    shape: &ReplyShape,
     budget: &Budget,
     stop: &AtomicBool,
 ) -> Result<Outcome> {
-    let shape = |exchanges| ReplyShape {
-        request_len,
-        reply_len,
-        delay_ns,
-        exchanges,
-    };
     let mut m = Measured {
         all: Recorder::new(),
         halves: [Recorder::new(), Recorder::new()],
         warmup: 0,
         timed_s: 0.0,
     };
-    // Warm-up, in its own batches; it also tells how long one round trip takes.
+    // Warm-up, in its own batches; it also tells how long one exchange takes.
     let t = Instant::now();
     let first = budget.warmup.unwrap_or(1);
-    link.configure(&shape(first))?;
-    if untimed(link, first, stop)? < first {
+    if batch(link, shape, first, None, stop)? < first {
         return Ok(Outcome::Interrupted(None));
     }
     let mut per = t.elapsed().as_secs_f64() / first.max(1) as f64;
     m.warmup = first;
     if budget.warmup.is_none() {
-        // Doubling batches: the first round trips are the slow ones, so one
+        // Doubling batches: the first exchanges are the slow ones, so one
         // of them alone would underestimate how many fit in the time.
-        let mut batch = 1u64;
+        let mut size = 1u64;
         let started = Instant::now();
         while m.warmup < AUTO_WARMUP && started.elapsed() < AUTO_WARMUP_TIME {
             let left = (AUTO_WARMUP_TIME.saturating_sub(started.elapsed())).as_secs_f64();
-            batch = (batch * 2)
+            size = (size * 2)
                 .min(AUTO_WARMUP - m.warmup)
                 .min(((left / per.max(1e-9)) as u64).max(1));
             let t = Instant::now();
-            link.configure(&shape(batch))?;
-            if untimed(link, batch, stop)? < batch {
+            if batch(link, shape, size, None, stop)? < size {
                 return Ok(Outcome::Interrupted(None));
             }
-            per = t.elapsed().as_secs_f64() / batch as f64;
-            m.warmup += batch;
+            per = t.elapsed().as_secs_f64() / size as f64;
+            m.warmup += size;
         }
     }
     match (budget.samples, budget.duration) {
         (Some(n), _) => {
-            link.configure(&shape(n))?;
             let start = Instant::now();
             let first = n / 2;
             let [h0, h1] = &mut m.halves;
-            if timed(link, first, h0, stop)? < first
-                || timed(link, n - first, h1, stop)? < n - first
+            if batch(link, shape, first, Some(h0), stop)? < first
+                || batch(link, shape, n - first, Some(h1), stop)? < n - first
             {
                 return Ok(m.interrupted(start.elapsed().as_secs_f64()));
             }
@@ -158,18 +191,17 @@ pub fn measure(
                 } else {
                     total - m.timed_s
                 };
-                let batch = ((left / per.max(1e-9)).ceil() as u64).clamp(1, MAX_BATCH);
-                link.configure(&shape(batch))?;
+                let size = ((left / per.max(1e-9)).ceil() as u64).clamp(1, MAX_BATCH);
                 let half = usize::from(m.timed_s >= total / 2.0);
                 let start = Instant::now();
-                let done = timed(link, batch, &mut m.halves[half], stop)?;
+                let done = batch(link, shape, size, Some(&mut m.halves[half]), stop)?;
                 let took = start.elapsed().as_secs_f64();
                 m.timed_s += took;
-                if done < batch {
+                if done < size {
                     let t = m.timed_s;
                     return Ok(m.interrupted(t));
                 }
-                per = took / batch as f64;
+                per = took / size as f64;
             }
         }
     }

@@ -8,7 +8,7 @@ use crate::error::{Error, Result};
 use crate::placement::{self, Placement};
 use crate::run::{Point, Run};
 use crate::sample::{self, Budget, Outcome};
-use crate::transport;
+use crate::transport::{self, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Checks the sizes and every configuration before anything starts, so a bad
@@ -129,14 +129,9 @@ pub fn run(
                         i,
                         o
                     ));
-                    let (m, partial) = match sample::measure(
-                        link.as_mut(),
-                        i as usize,
-                        o as usize,
-                        delay_ns,
-                        &budget,
-                        stop,
-                    )? {
+                    let shape = ReplyShape::pingpong(i as usize, o as usize, delay_ns, 0);
+                    let (m, partial) = match sample::measure(link.as_mut(), &shape, &budget, stop)?
+                    {
                         Outcome::Done(m) => (m, false),
                         Outcome::Interrupted(Some(m)) => (m, true),
                         Outcome::Interrupted(None) => return Err(Error::Interrupted),

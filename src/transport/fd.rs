@@ -5,8 +5,9 @@
 //! the responder acknowledges, so sizes change outside the timed loop.
 
 use super::peer::{CHILD_FD, Fault, Peer, Shared, fault_exit};
-use super::{CompletionMode, Link, LinkConfig, ReplyShape, spin_until};
+use super::{CompletionMode, Link, LinkConfig, Pattern, ReplyShape, spin_until};
 use crate::error::{Error, Result};
+use crate::payload::{self, Direction};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
@@ -23,7 +24,7 @@ pub(crate) enum Framing {
 const CTRL_MAGIC: u32 = 0x5842_4331; // "XBC1"
 const CTRL_CONFIGURE: u32 = 1;
 const CTRL_QUIT: u32 = 2;
-const CTRL_LEN: usize = 40;
+const CTRL_LEN: usize = 8 + ReplyShape::WIRE_LEN;
 const ACK: [u8; 8] = *b"XBACK001";
 
 /// Why an fd operation failed.
@@ -65,10 +66,17 @@ pub(crate) struct Chan {
 impl Chan {
     /// Puts both fds in the mode the completion asks for.
     pub fn set_mode(&self) -> Result<()> {
+        self.set_mode_for(Pattern::Pingpong)
+    }
+
+    /// Bidirectional exchanges need non-blocking fds whatever the completion:
+    /// `duplex` must never sit in one call while the other way is stuck.
+    pub fn set_mode_for(&self, pattern: Pattern) -> Result<()> {
+        let nonblock = self.poll || pattern == Pattern::Bidir;
         for fd in [self.rx, self.tx] {
             // SAFETY: fcntl on fds we hold.
             let fl = unsafe { libc::fcntl(fd, libc::F_GETFL) };
-            let fl = if self.poll {
+            let fl = if nonblock {
                 fl | libc::O_NONBLOCK
             } else {
                 fl & !libc::O_NONBLOCK
@@ -203,28 +211,168 @@ fn encode(kind: u32, s: &ReplyShape) -> [u8; CTRL_LEN] {
     let mut b = [0u8; CTRL_LEN];
     b[0..4].copy_from_slice(&CTRL_MAGIC.to_le_bytes());
     b[4..8].copy_from_slice(&kind.to_le_bytes());
-    b[8..16].copy_from_slice(&(s.request_len as u64).to_le_bytes());
-    b[16..24].copy_from_slice(&(s.reply_len as u64).to_le_bytes());
-    b[24..32].copy_from_slice(&s.delay_ns.to_le_bytes());
-    b[32..40].copy_from_slice(&s.exchanges.to_le_bytes());
+    b[8..].copy_from_slice(&s.encode());
     b
 }
 
 fn decode(b: &[u8; CTRL_LEN]) -> Option<(u32, ReplyShape)> {
-    let w = |i: usize| u64::from_le_bytes(b[i..i + 8].try_into().expect("8 bytes"));
-    let magic = u32::from_le_bytes(b[0..4].try_into().expect("4 bytes"));
-    let kind = u32::from_le_bytes(b[4..8].try_into().expect("4 bytes"));
-    (magic == CTRL_MAGIC).then(|| {
-        (
-            kind,
-            ReplyShape {
-                request_len: w(8) as usize,
-                reply_len: w(16) as usize,
-                delay_ns: w(24),
-                exchanges: w(32),
-            },
-        )
-    })
+    let magic = u32::from_le_bytes(b[0..4].try_into().ok()?);
+    let kind = u32::from_le_bytes(b[4..8].try_into().ok()?);
+    let body: &[u8; ReplyShape::WIRE_LEN] = b[8..].try_into().ok()?;
+    (magic == CTRL_MAGIC).then_some(())?;
+    Some((kind, ReplyShape::decode(body)?))
+}
+
+impl Chan {
+    /// Sends one message as packets of `packet` bytes, each its own write or
+    /// datagram. An empty message is an empty datagram (nothing on a stream).
+    #[inline]
+    fn send_msg(&self, buf: &[u8], packet: usize) -> Result<(), IoError> {
+        if buf.is_empty() || packet >= buf.len() {
+            return self.send(buf);
+        }
+        buf.chunks(packet).try_for_each(|p| self.send(p))
+    }
+
+    /// Receives one message sent by `send_msg` with the same packet size.
+    #[inline]
+    fn recv_msg(&self, buf: &mut [u8], packet: usize) -> Result<(), IoError> {
+        if buf.is_empty() || packet >= buf.len() {
+            return self.recv(buf);
+        }
+        buf.chunks_mut(packet).try_for_each(|p| self.recv(p))
+    }
+
+    /// Sends `count` messages from `out` while receiving `count` into `inp`,
+    /// interleaving non-blocking calls so neither side's full buffer stalls
+    /// the other (both ends of a bidirectional stream run this). Blocking
+    /// completion sleeps in poll(2) when neither way can move.
+    fn duplex(&self, out: &[u8], inp: &mut [u8], count: u64, packet: usize) -> Result<(), IoError> {
+        let (opk, ipk) = (packet.min(out.len()).max(1), packet.min(inp.len()).max(1));
+        let (mut sent, mut s_off) = (0u64, 0usize);
+        let (mut got, mut r_off) = (0u64, 0usize);
+        let mut spins = 0u32;
+        while sent < count || got < count {
+            let mut moved = false;
+            if sent < count {
+                let end = if self.framing == Framing::Datagram {
+                    (s_off + opk).min(out.len())
+                } else {
+                    out.len()
+                };
+                let want = &out[s_off..end];
+                let r = unsafe {
+                    libc::send(
+                        self.tx,
+                        want.as_ptr().cast(),
+                        want.len(),
+                        libc::MSG_DONTWAIT,
+                    )
+                };
+                let r = if r < 0 && errno() == libc::ENOTSOCK {
+                    unsafe { libc::write(self.tx, want.as_ptr().cast(), want.len()) }
+                } else {
+                    r
+                };
+                if r >= 0 {
+                    if self.framing == Framing::Datagram {
+                        whole_datagram(r as usize, want.len())?;
+                    }
+                    s_off += r as usize;
+                    if s_off >= out.len() {
+                        sent += 1;
+                        s_off = 0;
+                    }
+                    moved = true;
+                } else {
+                    let e = std::io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EAGAIN) {
+                        classify(e)?;
+                    }
+                }
+            }
+            if got < count {
+                let end = if self.framing == Framing::Datagram {
+                    (r_off + ipk).min(inp.len())
+                } else {
+                    inp.len()
+                };
+                let room = &mut inp[r_off..end];
+                let flags = libc::MSG_DONTWAIT
+                    | if self.framing == Framing::Datagram {
+                        libc::MSG_TRUNC
+                    } else {
+                        0
+                    };
+                let r = unsafe { libc::recv(self.rx, room.as_mut_ptr().cast(), room.len(), flags) };
+                let r = if r < 0 && errno() == libc::ENOTSOCK {
+                    unsafe { libc::read(self.rx, room.as_mut_ptr().cast(), room.len()) }
+                } else {
+                    r
+                };
+                if r > 0 || (r == 0 && self.framing == Framing::Datagram) {
+                    if self.framing == Framing::Datagram {
+                        whole_datagram(r as usize, room.len())?;
+                    }
+                    r_off += r as usize;
+                    if r_off >= inp.len() {
+                        got += 1;
+                        r_off = 0;
+                    }
+                    moved = true;
+                } else if r == 0 {
+                    return Err(IoError::Eof);
+                } else {
+                    let e = std::io::Error::last_os_error();
+                    if e.raw_os_error() != Some(libc::EAGAIN) {
+                        classify(e)?;
+                    }
+                }
+            }
+            if moved {
+                continue;
+            }
+            if self.poll {
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(SPINS_PER_CHECK)
+                    && self
+                        .peer
+                        .as_ref()
+                        .is_some_and(|p| p.gone.load(Ordering::Relaxed))
+                {
+                    return Err(IoError::Eof);
+                }
+                std::hint::spin_loop();
+            } else {
+                let mut fds = [
+                    libc::pollfd {
+                        fd: self.tx,
+                        events: if sent < count { libc::POLLOUT } else { 0 },
+                        revents: 0,
+                    },
+                    libc::pollfd {
+                        fd: self.rx,
+                        events: if got < count { libc::POLLIN } else { 0 },
+                        revents: 0,
+                    },
+                ];
+                // 100 ms at a time: the watchdog's verdict is looked at in between.
+                unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
+                if self
+                    .peer
+                    .as_ref()
+                    .is_some_and(|p| p.gone.load(Ordering::Relaxed))
+                {
+                    return Err(IoError::Eof);
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+fn errno() -> i32 {
+    std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
 }
 
 /// The initiator's end over fds, with its responder process.
@@ -266,12 +414,7 @@ impl FdLink {
             _fds: own,
             req: vec![0u8; cfg.max_request],
             rep: vec![0u8; cfg.max_reply.max(CTRL_LEN)],
-            shape: ReplyShape {
-                request_len: 0,
-                reply_len: 0,
-                delay_ns: 0,
-                exchanges: 0,
-            },
+            shape: ReplyShape::default(),
             peer,
         }))
     }
@@ -304,30 +447,39 @@ impl Link for FdLink {
     }
 
     fn configure(&mut self, shape: &ReplyShape) -> Result<()> {
+        if shape.pattern == Pattern::Bidir && self.rep.len() < shape.reply_len {
+            self.rep.resize(shape.reply_len, 0);
+        }
         self.control(CTRL_CONFIGURE, shape)?;
+        // Control frames always travel in the completion's own mode.
+        self.chan.set_mode_for(shape.pattern)?;
         self.shape = *shape;
         Ok(())
     }
 
     #[inline]
     fn exchange(&mut self) -> Result<()> {
+        let sh = &self.shape;
+        let (req, rep) = (&self.req[..sh.request_len], &mut self.rep[..sh.reply_len]);
         self.peer.enter();
-        let r = match self.chan.send(&self.req[..self.shape.request_len]) {
-            Ok(()) => self.chan.recv(&mut self.rep[..self.shape.reply_len]),
-            Err(e) => Err(e),
+        let r = match sh.pattern {
+            Pattern::Pingpong => self
+                .chan
+                .send_msg(req, sh.packet(req.len()))
+                .and_then(|_| self.chan.recv_msg(rep, sh.packet(rep.len()))),
+            Pattern::Stream => (0..sh.messages())
+                .try_for_each(|_| self.chan.send_msg(req, sh.packet(req.len())))
+                .and_then(|_| self.chan.recv_msg(rep, sh.packet(rep.len()))),
+            Pattern::Bidir => self
+                .chan
+                .duplex(req, rep, sh.messages(), sh.packet(req.len())),
         };
         self.peer.leave();
-        r.map_err(|e| self.peer.failure("round trip", e))
+        r.map_err(|e| self.peer.failure("exchange", e))
     }
 
     fn close(mut self: Box<Self>) -> Result<()> {
-        let quit = ReplyShape {
-            request_len: 0,
-            reply_len: 0,
-            delay_ns: 0,
-            exchanges: 0,
-        };
-        self.control(CTRL_QUIT, &quit)?;
+        self.control(CTRL_QUIT, &ReplyShape::default())?;
         let FdLink { peer, _fds, .. } = *self;
         peer.forget_fds();
         drop(_fds);
@@ -366,23 +518,75 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
         };
         let io = |e: IoError| Error::run(format!("responder: {e}"));
         if kind == CTRL_CONFIGURE {
-            device.resize(shape.request_len.max(shape.reply_len), 0x5a);
+            let need = match shape.pattern {
+                Pattern::Bidir => shape.request_len + shape.reply_len,
+                _ => shape.request_len.max(shape.reply_len),
+            };
+            device.resize(need, 0x5a);
+            chan.set_mode_for(shape.pattern)?;
         }
         chan.send(&ACK).map_err(io)?;
         if kind == CTRL_QUIT {
             return Ok(());
         }
+        let (n, m) = (shape.request_len, shape.reply_len);
+        let mut message = 0u64;
         for _ in 0..shape.exchanges {
-            chan.recv(&mut device[..shape.request_len]).map_err(io)?;
-            if shape.delay_ns != 0 {
-                spin_until(Instant::now(), shape.delay_ns);
+            match shape.pattern {
+                Pattern::Pingpong => {
+                    chan.recv_msg(&mut device[..n], shape.packet(n))
+                        .map_err(io)?;
+                    reply_prep(&shape, &mut device, message, &mut fault)?;
+                    chan.send_msg(&device[..m], shape.packet(m)).map_err(io)?;
+                }
+                Pattern::Stream => {
+                    for _ in 0..shape.messages() {
+                        chan.recv_msg(&mut device[..n], shape.packet(n))
+                            .map_err(io)?;
+                    }
+                    chan.send_msg(&device[..m], shape.packet(m)).map_err(io)?;
+                }
+                Pattern::Bidir => {
+                    let (inp, out) = device.split_at_mut(n);
+                    chan.duplex(&out[..m], inp, shape.messages(), shape.packet(m))
+                        .map_err(io)?;
+                }
             }
-            chan.send(&device[..shape.reply_len]).map_err(io)?;
+            message += 1;
             if fault.tick() {
                 fault_exit(&fault);
             }
         }
     }
+}
+
+/// Between receiving a request in `device` and sending the reply from it:
+/// check the request's values, wait the added delay, fill the reply.
+fn reply_prep(
+    shape: &ReplyShape,
+    device: &mut [u8],
+    message: u64,
+    fault: &mut Fault,
+) -> Result<()> {
+    let t = Instant::now();
+    if let Some(seed) = shape.check {
+        payload::check(
+            &device[..shape.request_len],
+            seed,
+            message,
+            Direction::Request,
+        )
+        .map_err(|m| Error::run(format!("responder: {m}")))?;
+    }
+    if shape.delay_ns != 0 {
+        spin_until(t, shape.delay_ns);
+    }
+    let reply = &mut device[..shape.reply_len];
+    if let Some(seed) = shape.check {
+        payload::fill(reply, seed, message, Direction::Reply);
+    }
+    fault.corrupt(reply);
+    Ok(())
 }
 
 /// Sets an integer socket option.

@@ -218,14 +218,121 @@ pub struct LinkConfig {
     pub exe: PathBuf,
 }
 
-/// What the responder does for the next `exchanges` requests: wait for the last
-/// of `request_len` bytes, busy-wait `delay_ns`, then send `reply_len` bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// How one exchange moves messages.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Pattern {
+    /// One request, one reply.
+    #[default]
+    Pingpong,
+    /// `window` requests back to back one way, then one short acknowledgement.
+    Stream,
+    /// `window` messages each way at the same time.
+    Bidir,
+}
+
+impl Pattern {
+    pub fn name(self) -> &'static str {
+        match self {
+            Pattern::Pingpong => "pingpong",
+            Pattern::Stream => "stream",
+            Pattern::Bidir => "bidir",
+        }
+    }
+}
+
+/// What the responder does for the next `exchanges` exchanges: wait for the
+/// last of `request_len` bytes, busy-wait `delay_ns`, then send `reply_len`
+/// bytes (in `pingpong`; see [`Pattern`] for the others).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplyShape {
     pub request_len: usize,
     pub reply_len: usize,
     pub delay_ns: u64,
     pub exchanges: u64,
+    pub pattern: Pattern,
+    /// Messages per exchange in `stream` and `bidir`.
+    pub window: u32,
+    /// Messages travel as packets of this many bytes sent back to back; 0 = whole.
+    pub chunk: usize,
+    /// Fill-check seed: the responder checks every request value and fills
+    /// every reply (see `payload`).
+    pub check: Option<u64>,
+}
+
+impl ReplyShape {
+    /// A plain request/reply shape.
+    pub fn pingpong(request_len: usize, reply_len: usize, delay_ns: u64, exchanges: u64) -> Self {
+        ReplyShape {
+            request_len,
+            reply_len,
+            delay_ns,
+            exchanges,
+            ..ReplyShape::default()
+        }
+    }
+
+    /// Messages one exchange carries each way it goes.
+    pub fn messages(&self) -> u64 {
+        match self.pattern {
+            Pattern::Pingpong => 1,
+            _ => u64::from(self.window.max(1)),
+        }
+    }
+
+    /// The packet size for a message of `len` bytes.
+    pub fn packet(&self, len: usize) -> usize {
+        if self.chunk == 0 {
+            len
+        } else {
+            self.chunk.min(len)
+        }
+    }
+
+    pub const WIRE_LEN: usize = 64;
+
+    /// The control frame's body, shared by every transport's protocol.
+    pub fn encode(&self) -> [u8; Self::WIRE_LEN] {
+        let words = [
+            self.request_len as u64,
+            self.reply_len as u64,
+            self.delay_ns,
+            self.exchanges,
+            self.pattern as u64 | (u64::from(self.window) << 8),
+            self.chunk as u64,
+            u64::from(self.check.is_some()),
+            self.check.unwrap_or(0),
+        ];
+        let mut b = [0u8; Self::WIRE_LEN];
+        for (i, w) in words.iter().enumerate() {
+            b[i * 8..i * 8 + 8].copy_from_slice(&w.to_le_bytes());
+        }
+        b
+    }
+
+    pub fn decode(b: &[u8; Self::WIRE_LEN]) -> Option<ReplyShape> {
+        let w = |i: usize| {
+            let mut a = [0u8; 8];
+            a.copy_from_slice(&b[i * 8..i * 8 + 8]);
+            u64::from_le_bytes(a)
+        };
+        let pattern = match w(4) & 0xff {
+            0 => Pattern::Pingpong,
+            1 => Pattern::Stream,
+            2 => Pattern::Bidir,
+            _ => return None,
+        };
+        Some(ReplyShape {
+            request_len: usize::try_from(w(0)).ok()?,
+            reply_len: usize::try_from(w(1)).ok()?,
+            delay_ns: w(2),
+            exchanges: w(3),
+            pattern,
+            window: u32::try_from(w(4) >> 8).ok()?,
+            chunk: usize::try_from(w(5)).ok()?,
+            check: (w(6) != 0).then(|| w(7)),
+        })
+    }
 }
 
 /// The initiator's end of a link. The timed loop calls only `exchange`.

@@ -336,10 +336,13 @@ fn watch(pid: libc::pid_t, stop: RawFd, shared: &Shared, timeout: Duration) {
 
 /// Test hook: `XFERBENCH_RESPONDER_FAULT=exit-after:N` or `hang-after:N` makes
 /// a responder die or stop answering after N requests, so the initiator's
-/// handling of a dead or hung peer can be tested end to end.
+/// handling of a dead or hung peer can be tested end to end; `flip-bit:N`
+/// flips one bit in the middle of its Nth reply (counting from 1), the
+/// corruption fill-check must catch.
 pub struct Fault {
     exit_after: u64,
     hang_after: u64,
+    flip_at: u64,
     served: u64,
 }
 
@@ -348,6 +351,7 @@ impl Fault {
         let mut f = Fault {
             exit_after: u64::MAX,
             hang_after: u64::MAX,
+            flip_at: u64::MAX,
             served: 0,
         };
         if let Ok(v) = std::env::var("XFERBENCH_RESPONDER_FAULT")
@@ -361,6 +365,14 @@ impl Fault {
             }
         }
         f
+    }
+
+    /// Called on each reply before it is sent (`tick` counts it afterwards).
+    #[inline]
+    pub fn corrupt(&self, reply: &mut [u8]) {
+        if self.served + 1 == self.flip_at && !reply.is_empty() {
+            reply[reply.len() / 2] ^= 1;
+        }
     }
 
     /// Called after each request served; true when the responder must stop now

@@ -6,8 +6,9 @@
 //! Region layout (all offsets multiples of 128, data areas page-aligned):
 //! `[header][request bell][reply bell][request data][reply data]`.
 
-use super::{BufferMode, CompletionMode, Fault, ReplyShape, spin_until};
+use super::{BufferMode, CompletionMode, Fault, Pattern, ReplyShape, spin_until};
 use crate::error::{Error, Result};
+use crate::payload::{self, Direction};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -16,7 +17,7 @@ pub(crate) const LINE: usize = 128;
 const PAGE: usize = 4096;
 const MAGIC: u64 = 0x5842_534c_4f54_5331; // "XBSLOTS1"
 /// Bytes before the inline payload in a doorbell.
-const BELL_HDR: usize = 16;
+const BELL_HDR: usize = 32;
 /// Largest inline payload: the 16 KiB of the Vollo MMIO tables, and more.
 pub(crate) const MAX_INLINE: usize = 64 << 10;
 
@@ -43,6 +44,13 @@ struct BellHdr {
     waiters: AtomicU32,
     kind: AtomicU32,
     len: AtomicU32,
+    /// Bytes of packetized messages published so far (all messages, ever):
+    /// the receiver takes each packet as soon as this passes its end.
+    progress: AtomicU64,
+    /// In `bidir`: how many messages of the *other* bell this bell's writer
+    /// has consumed, so the other side knows its data area is free again.
+    consumed: AtomicU32,
+    _pad: u32,
 }
 
 /// Where things are in a region. Both sides read it from the region's header.
@@ -335,28 +343,100 @@ fn futex_wake(word: &AtomicU32) {
 
 /// The control frame carried in the request bell's payload.
 fn write_shape(bell: &Bell, s: &ReplyShape) {
-    let words = [
-        s.request_len as u64,
-        s.reply_len as u64,
-        s.delay_ns,
-        s.exchanges,
-    ];
-    // SAFETY: every bell has room for at least LINE - BELL_HDR = 112 bytes.
-    unsafe { std::ptr::copy_nonoverlapping(words.as_ptr() as *const u8, bell.payload, 32) };
+    let b = s.encode();
+    // SAFETY: every bell has room for LINE - BELL_HDR = 96 ≥ WIRE_LEN bytes.
+    unsafe { std::ptr::copy_nonoverlapping(b.as_ptr(), bell.payload, b.len()) };
 }
 
-fn read_shape(bell: &Bell) -> ReplyShape {
-    let mut w = [0u64; 4];
+fn read_shape(bell: &Bell) -> Option<ReplyShape> {
+    let mut b = [0u8; ReplyShape::WIRE_LEN];
     // SAFETY: as above.
-    unsafe {
-        std::ptr::copy_nonoverlapping(bell.payload as *const u8, w.as_mut_ptr() as *mut u8, 32)
-    };
-    ReplyShape {
-        request_len: w[0] as usize,
-        reply_len: w[1] as usize,
-        delay_ns: w[2],
-        exchanges: w[3],
+    unsafe { std::ptr::copy_nonoverlapping(bell.payload as *const u8, b.as_mut_ptr(), b.len()) };
+    ReplyShape::decode(&b)
+}
+
+const _: () = assert!(ReplyShape::WIRE_LEN <= LINE - BELL_HDR);
+
+impl Bell {
+    /// Publishes that packets up to `to` (cumulative bytes) are in place.
+    #[inline]
+    fn publish(&self, to: u64) {
+        self.hdr.progress.store(to, Ordering::Release);
     }
+
+    /// Spins until the writer has published up to `to`. Packets are always
+    /// polled: they follow each other too closely for a sleep to pay.
+    #[inline]
+    fn wait_progress(
+        &self,
+        to: u64,
+        gone: &AtomicBool,
+        timeout: Option<Duration>,
+    ) -> Result<(), WaitError> {
+        let mut spins: u32 = 0;
+        let mut start: Option<Instant> = None;
+        while self.hdr.progress.load(Ordering::Acquire) < to {
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) {
+                check(gone, timeout, start.get_or_insert_with(Instant::now))?;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// Copies `len` bytes from `src` to `dst` as the packets of a message: after
+/// each packet the writer publishes it on `bell`, so the reader can take it
+/// while the next one is written. `None` source: the bytes are already in
+/// place (raw buffers), only the publishing remains.
+#[inline]
+fn send_packets(
+    bell: &Bell,
+    src: Option<*const u8>,
+    dst: *mut u8,
+    len: usize,
+    packet: usize,
+    progress: &mut u64,
+) {
+    let mut off = 0;
+    while off < len {
+        let n = packet.min(len - off);
+        if let Some(src) = src {
+            // SAFETY: callers pass areas of at least `len` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(off), dst.add(off), n) };
+        }
+        off += n;
+        *progress += n as u64;
+        bell.publish(*progress);
+    }
+}
+
+/// The reader's side of `send_packets`: takes each packet as it is published.
+#[inline]
+#[allow(clippy::too_many_arguments)]
+fn recv_packets(
+    bell: &Bell,
+    src: *const u8,
+    dst: Option<*mut u8>,
+    len: usize,
+    packet: usize,
+    progress: &mut u64,
+    gone: &AtomicBool,
+    timeout: Option<Duration>,
+) -> Result<(), WaitError> {
+    let mut off = 0;
+    while off < len {
+        let n = packet.min(len - off);
+        bell.wait_progress(*progress + n as u64, gone, timeout)?;
+        if let Some(dst) = dst {
+            // SAFETY: callers pass areas of at least `len` bytes.
+            unsafe { std::ptr::copy_nonoverlapping(src.add(off), dst.add(off), n) };
+        }
+        off += n;
+        *progress += n as u64;
+    }
+    Ok(())
 }
 
 /// The initiator's side of the protocol, shared by `thread` and `shm`.
@@ -370,6 +450,9 @@ pub(crate) struct Initiator {
     /// A wait has failed: the responder may be hung.
     failed: bool,
     sent: Sent,
+    /// Packet bytes published on the request bell / taken from the reply bell.
+    req_progress: u64,
+    rep_progress: u64,
     shape: ReplyShape,
     /// The caller's own buffers in `user` mode.
     user_req: Vec<u8>,
@@ -399,12 +482,9 @@ impl Initiator {
             reply_seen: 0,
             failed: false,
             sent: Sent::default(),
-            shape: ReplyShape {
-                request_len: 0,
-                reply_len: 0,
-                delay_ns: 0,
-                exchanges: 0,
-            },
+            req_progress: 0,
+            rep_progress: 0,
+            shape: ReplyShape::default(),
             user_req: ureq,
             user_rep: urep,
             timeout,
@@ -434,22 +514,24 @@ impl Initiator {
         }
     }
 
-    /// Sends one message and waits for the answer; `Err` explains a wait that failed.
+    /// Rings the request bell for the next message.
     #[inline]
-    fn call(
-        &mut self,
-        kind: u32,
-        len: usize,
-        gone: &AtomicBool,
-        timeout: Option<Duration>,
-    ) -> Result<(u32, usize), WaitError> {
-        // The responder answers each request with the request's own sequence,
-        // so a late answer to a request that already timed out is told apart
-        // from the answer to this one and skipped.
+    fn ring(&mut self, kind: u32, len: usize) {
         self.seq = self.seq.wrapping_add(1);
         self.region
             .request_bell()
             .ring(self.seq, kind, len, self.completion, &mut self.sent);
+    }
+
+    /// Waits for the answer to the last request rung. The responder answers
+    /// each request with the request's own sequence, so a late answer to a
+    /// request that already timed out is told apart from this one and skipped.
+    #[inline]
+    fn answer(
+        &mut self,
+        gone: &AtomicBool,
+        timeout: Option<Duration>,
+    ) -> Result<(u32, usize), WaitError> {
         loop {
             let (seq, kind, len) = self
                 .region
@@ -463,32 +545,163 @@ impl Initiator {
         }
     }
 
+    /// Sends one message and waits for the answer; `Err` explains a wait that failed.
+    #[inline]
+    fn call(
+        &mut self,
+        kind: u32,
+        len: usize,
+        gone: &AtomicBool,
+        timeout: Option<Duration>,
+    ) -> Result<(u32, usize), WaitError> {
+        self.ring(kind, len);
+        self.answer(gone, timeout)
+    }
+
     pub fn configure(&mut self, shape: &ReplyShape, gone: &AtomicBool) -> Result<(), WaitError> {
         write_shape(&self.region.request_bell(), shape);
-        self.call(KIND_CONFIG, 32, gone, Some(self.timeout))?;
+        self.call(KIND_CONFIG, ReplyShape::WIRE_LEN, gone, Some(self.timeout))?;
+        if shape.pattern == Pattern::Bidir {
+            // Every reply so far is consumed.
+            self.region
+                .request_bell()
+                .hdr
+                .consumed
+                .store(self.reply_seen, Ordering::Release);
+        }
         self.shape = *shape;
         Ok(())
+    }
+
+    /// Sends the request: copied in (user buffers) and published whole, or
+    /// packet by packet after ringing so the responder can start on the first.
+    #[inline]
+    fn send_request(&mut self, len: usize) {
+        let area = self.region.request_area();
+        let user = (self.buffers == BufferMode::User).then_some(self.user_req.as_ptr());
+        if self.shape.chunk == 0 || len == 0 {
+            if let Some(src) = user {
+                // SAFETY: len ≤ max_request, checked when the link was opened.
+                unsafe { std::ptr::copy_nonoverlapping(src, area, len) };
+            }
+            self.ring(KIND_DATA, len);
+        } else {
+            self.ring(KIND_DATA, len);
+            let bell = self.region.request_bell();
+            send_packets(
+                &bell,
+                user,
+                area,
+                len,
+                self.shape.packet(len),
+                &mut self.req_progress,
+            );
+        }
+    }
+
+    /// Takes the reply of `len` bytes after its bell rang.
+    #[inline]
+    fn take_reply(&mut self, len: usize, gone: &AtomicBool) -> Result<(), WaitError> {
+        let area = self.region.reply_area();
+        let user = (self.buffers == BufferMode::User).then_some(self.user_rep.as_mut_ptr());
+        if self.shape.chunk == 0 || len == 0 {
+            if let Some(dst) = user {
+                // SAFETY: len ≤ max_reply.
+                unsafe { std::ptr::copy_nonoverlapping(area, dst, len) };
+            }
+            Ok(())
+        } else {
+            let bell = self.region.reply_bell();
+            let packet = self.shape.packet(len);
+            recv_packets(
+                &bell,
+                area,
+                user,
+                len,
+                packet,
+                &mut self.rep_progress,
+                gone,
+                Some(self.timeout),
+            )
+            .inspect_err(|_| self.failed = true)
+        }
     }
 
     #[inline]
     pub fn exchange(&mut self, gone: &AtomicBool) -> Result<(), WaitError> {
         let (n, m) = (self.shape.request_len, self.shape.reply_len);
-        if self.buffers == BufferMode::User {
-            // SAFETY: n ≤ max_request, checked when the link was opened.
-            unsafe {
-                std::ptr::copy_nonoverlapping(self.user_req.as_ptr(), self.region.request_area(), n)
-            };
+        match self.shape.pattern {
+            Pattern::Pingpong => {
+                self.send_request(n);
+                self.answer(gone, Some(self.timeout))?;
+                self.take_reply(m, gone)
+            }
+            // Each message is acknowledged as soon as the responder has taken
+            // it (one data area); the last acknowledgement ends the exchange.
+            Pattern::Stream => {
+                for _ in 0..self.shape.messages() {
+                    self.send_request(n);
+                    self.answer(gone, Some(self.timeout))?;
+                }
+                Ok(())
+            }
+            Pattern::Bidir => self.bidir(gone),
         }
-        self.call(KIND_DATA, n, gone, Some(self.timeout))?;
-        if self.buffers == BufferMode::User {
-            // SAFETY: m ≤ max_reply.
-            unsafe {
-                std::ptr::copy_nonoverlapping(
-                    self.region.reply_area(),
-                    self.user_rep.as_mut_ptr(),
-                    m,
+    }
+
+    /// Both ways at once: send whenever the responder has consumed our last
+    /// message, take each of its messages as it comes, until both are done.
+    fn bidir(&mut self, gone: &AtomicBool) -> Result<(), WaitError> {
+        let (n, m, w) = (
+            self.shape.request_len,
+            self.shape.reply_len,
+            self.shape.messages(),
+        );
+        let (rq, rp) = (self.region.request_bell(), self.region.reply_bell());
+        let (req_area, rep_area) = (self.region.request_area(), self.region.reply_area());
+        let (mut sent, mut got) = (0u64, 0u64);
+        let mut spins = 0u32;
+        let mut idle_since: Option<Instant> = None;
+        while sent < w || got < w {
+            let mut moved = false;
+            if sent < w && rp.hdr.consumed.load(Ordering::Acquire) == self.seq {
+                if self.buffers == BufferMode::User {
+                    // SAFETY: n ≤ max_request.
+                    unsafe { std::ptr::copy_nonoverlapping(self.user_req.as_ptr(), req_area, n) };
+                }
+                self.ring(KIND_DATA, n);
+                sent += 1;
+                moved = true;
+            }
+            if got < w {
+                let seq = rp.hdr.seq.load(Ordering::Acquire);
+                if seq != self.reply_seen {
+                    if self.buffers == BufferMode::User {
+                        // SAFETY: m ≤ max_reply.
+                        unsafe {
+                            std::ptr::copy_nonoverlapping(rep_area, self.user_rep.as_mut_ptr(), m)
+                        };
+                    }
+                    self.reply_seen = seq;
+                    rq.hdr.consumed.store(seq, Ordering::Release);
+                    got += 1;
+                    moved = true;
+                }
+            }
+            if moved {
+                idle_since = None;
+                continue;
+            }
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) {
+                check(
+                    gone,
+                    Some(self.timeout),
+                    idle_since.get_or_insert_with(Instant::now),
                 )
-            };
+                .inspect_err(|_| self.failed = true)?;
+            }
         }
         Ok(())
     }
@@ -518,49 +731,120 @@ pub(crate) fn respond(
     let rep = region.reply_bell();
     let (req_area, rep_area) = (region.request_area(), region.reply_area());
     let mut device: Vec<u8> = Vec::new();
-    let mut shape = ReplyShape {
-        request_len: 0,
-        reply_len: 0,
-        delay_ns: 0,
-        exchanges: 0,
-    };
+    let mut shape = ReplyShape::default();
     let mut last = 0u32;
     let mut sent = Sent::default();
+    let (mut req_progress, mut rep_progress) = (0u64, 0u64);
+    // Messages since the last configure: fill-check numbers them.
+    let mut message = 0u64;
+    // The last sequence rung on the reply bell.
+    let mut rseq = 0u32;
     loop {
         // No timeout: the initiator may be busy elsewhere for as long as it likes.
+        let prev = last;
         let (seq, kind, len) = match req.wait(last, completion, gone, None) {
             Ok(m) => m,
             Err(_) => return Ok(false),
         };
         last = seq;
         match kind {
+            KIND_DATA if shape.pattern == Pattern::Bidir => {
+                match respond_bidir(
+                    &region,
+                    &shape,
+                    &mut device,
+                    prev,
+                    &mut rseq,
+                    &mut sent,
+                    gone,
+                ) {
+                    Some(l) => last = l,
+                    None => return Ok(false),
+                }
+                if fault.tick() {
+                    return Ok(true);
+                }
+            }
             KIND_DATA => {
                 let t = (shape.delay_ns != 0).then(Instant::now);
-                // SAFETY: len ≤ request_len ≤ max_request and device holds both lengths.
-                unsafe {
-                    std::ptr::copy_nonoverlapping(req_area as *const u8, device.as_mut_ptr(), len)
-                };
-                if let Some(t) = t {
-                    spin_until(t, shape.delay_ns);
+                if shape.chunk == 0 || len == 0 {
+                    // SAFETY: len ≤ request_len ≤ max_request and device holds both lengths.
+                    unsafe {
+                        std::ptr::copy_nonoverlapping(
+                            req_area as *const u8,
+                            device.as_mut_ptr(),
+                            len,
+                        )
+                    };
+                } else if recv_packets(
+                    &req,
+                    req_area,
+                    Some(device.as_mut_ptr()),
+                    len,
+                    shape.packet(len),
+                    &mut req_progress,
+                    gone,
+                    None,
+                )
+                .is_err()
+                {
+                    return Ok(false);
                 }
-                unsafe {
-                    std::ptr::copy_nonoverlapping(device.as_ptr(), rep_area, shape.reply_len)
-                };
-                rep.ring(seq, KIND_DATA, shape.reply_len, completion, &mut sent);
+                if shape.pattern == Pattern::Stream {
+                    rep.ring(seq, KIND_ACK, 0, completion, &mut sent);
+                } else {
+                    if let Some(seed) = shape.check {
+                        payload::check(&device[..len], seed, message, Direction::Request)
+                            .map_err(|m| Error::run(format!("responder: {m}")))?;
+                    }
+                    if let Some(t) = t {
+                        spin_until(t, shape.delay_ns);
+                    }
+                    let m = shape.reply_len;
+                    if let Some(seed) = shape.check {
+                        payload::fill(&mut device[..m], seed, message, Direction::Reply);
+                    }
+                    fault.corrupt(&mut device[..m]);
+                    if shape.chunk == 0 || m == 0 {
+                        // SAFETY: m ≤ max_reply.
+                        unsafe { std::ptr::copy_nonoverlapping(device.as_ptr(), rep_area, m) };
+                        rep.ring(seq, KIND_DATA, m, completion, &mut sent);
+                    } else {
+                        rep.ring(seq, KIND_DATA, m, completion, &mut sent);
+                        send_packets(
+                            &rep,
+                            Some(device.as_ptr()),
+                            rep_area,
+                            m,
+                            shape.packet(m),
+                            &mut rep_progress,
+                        );
+                    }
+                }
+                rseq = seq;
+                message += 1;
                 if fault.tick() {
                     return Ok(true);
                 }
             }
             KIND_CONFIG => {
-                shape = read_shape(&req);
+                shape = read_shape(&req).ok_or_else(|| {
+                    Error::run("responder: malformed control frame in shared region")
+                })?;
                 let l = region.layout();
                 if shape.request_len > l.max_request || shape.reply_len > l.max_reply {
                     return Err(Error::run(
                         "responder: configured size exceeds the shared region",
                     ));
                 }
-                device.resize(shape.request_len.max(shape.reply_len), 0xa5);
+                device.resize(shape.request_len + shape.reply_len, 0xa5);
+                message = 0;
+                if shape.pattern == Pattern::Bidir {
+                    // Every request so far is consumed.
+                    rep.hdr.consumed.store(seq, Ordering::Release);
+                }
                 rep.ring(seq, KIND_ACK, 0, completion, &mut sent);
+                rseq = seq;
             }
             KIND_QUIT => {
                 rep.ring(seq, KIND_ACK, 0, completion, &mut sent);
@@ -573,6 +857,58 @@ pub(crate) fn respond(
             }
         }
     }
+}
+
+/// The responder's half of a `bidir` exchange, entered when the first
+/// request has arrived (its sequence is past `prev`). Returns the last request
+/// sequence consumed, or `None` when the initiator is gone.
+fn respond_bidir(
+    region: &Region,
+    shape: &ReplyShape,
+    device: &mut [u8],
+    prev: u32,
+    rseq: &mut u32,
+    sent_cache: &mut Sent,
+    gone: &AtomicBool,
+) -> Option<u32> {
+    let (req, rep) = (region.request_bell(), region.reply_bell());
+    let (req_area, rep_area) = (region.request_area(), region.reply_area());
+    let (n, m, w) = (shape.request_len, shape.reply_len, shape.messages());
+    let (inp, out) = device.split_at_mut(n);
+    let (mut got, mut sent, mut seen) = (0u64, 0u64, prev);
+    let mut spins = 0u32;
+    while got < w || sent < w {
+        let mut moved = false;
+        if got < w {
+            let s = req.hdr.seq.load(Ordering::Acquire);
+            if s != seen {
+                // SAFETY: n ≤ max_request; inp is n long.
+                unsafe {
+                    std::ptr::copy_nonoverlapping(req_area as *const u8, inp.as_mut_ptr(), n)
+                };
+                seen = s;
+                rep.hdr.consumed.store(s, Ordering::Release);
+                got += 1;
+                moved = true;
+            }
+        }
+        if sent < w && req.hdr.consumed.load(Ordering::Acquire) == *rseq {
+            // SAFETY: m ≤ max_reply; out is m long.
+            unsafe { std::ptr::copy_nonoverlapping(out.as_ptr(), rep_area, m) };
+            *rseq = rseq.wrapping_add(1);
+            rep.ring(*rseq, KIND_DATA, m, CompletionMode::Poll, sent_cache);
+            sent += 1;
+            moved = true;
+        }
+        if !moved {
+            std::hint::spin_loop();
+            spins = spins.wrapping_add(1);
+            if spins.is_multiple_of(4096) && gone.load(Ordering::Relaxed) {
+                return None;
+            }
+        }
+    }
+    Some(seen)
 }
 
 const _: () = assert!(std::mem::size_of::<BellHdr>() == BELL_HDR);
