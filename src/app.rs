@@ -1,9 +1,10 @@
 //! Dispatch from parsed arguments to experiments and reports, and the mapping
 //! of every outcome to one line on stderr and an exit code.
 
+use crate::cli::Format;
 use crate::cli::{Cli, Command, RespondArgs};
 use crate::error::{Error, Result};
-use crate::experiment::{roundtrip, suite};
+use crate::experiment::{curve, roundtrip, suite};
 use crate::progress::Bar;
 use crate::report;
 use crate::transport::{self, ResponderArgs};
@@ -66,6 +67,21 @@ fn dispatch(cli: Cli) -> Result<()> {
         None => default_suite(cli.quiet),
         Some(Command::List(a)) => crate::list::run(&a),
         Some(Command::Respond(a)) => respond(a),
+        Some(Command::Curve(a)) => {
+            report::check_writable(a.common.output.as_deref())?;
+            let stop = crate::interrupt::install();
+            let bar = Bar::new(cli.quiet);
+            let (run, err) = curve::run(&a, &stop, &bar)?;
+            if let Some(e @ Error::Usage(_)) = err {
+                return Err(e);
+            }
+            let text = match a.common.effective_format() {
+                Format::Table => report::curve::render(&run),
+                Format::Json => report::json::render(&run)?,
+                Format::Csv => report::curve::csv(&run),
+            };
+            emit_run(&text, a.common.output.as_deref(), run.points.len(), err)
+        }
         Some(Command::Roundtrip(a)) => {
             report::check_writable(a.common.output.as_deref())?;
             let stop = crate::interrupt::install();
@@ -76,21 +92,26 @@ fn dispatch(cli: Cli) -> Result<()> {
                 return Err(e);
             }
             let text = report::render(&run, a.common.effective_format(), &a.common.stats, a.unit)?;
-            report::emit(&text, a.common.output.as_deref())?;
-            if err.is_some() {
-                let to = a
-                    .common
-                    .output
-                    .as_ref()
-                    .map_or("stdout".to_string(), |p| p.display().to_string());
-                eprintln!(
-                    "xferbench: partial results ({} points, marked incomplete) written to {to}",
-                    run.points.len()
-                );
-            }
-            err.map_or(Ok(()), Err)
+            emit_run(&text, a.common.output.as_deref(), run.points.len(), err)
         }
     }
+}
+
+/// Writes a run's output, saying where partial results went if it stopped early.
+fn emit_run(
+    text: &str,
+    output: Option<&std::path::Path>,
+    points: usize,
+    err: Option<Error>,
+) -> Result<()> {
+    report::emit(text, output)?;
+    if err.is_some() {
+        let to = output.map_or("stdout".to_string(), |p| p.display().to_string());
+        eprintln!(
+            "xferbench: partial results ({points} points, marked incomplete) written to {to}"
+        );
+    }
+    err.map_or(Ok(()), Err)
 }
 
 fn default_suite(quiet: bool) -> Result<()> {

@@ -28,6 +28,8 @@ pub struct Cli {
 pub enum Command {
     /// Round-trip latency matrix: requests of each --in size, replies of each --out size.
     Roundtrip(Box<RoundtripArgs>),
+    /// Latency and bandwidth over message size (BIP, NetPIPE, OSU): one-way time, MB/s, a model fit.
+    Curve(Box<CurveArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
     List(ListArgs),
     /// Runs a responder (started by xferbench itself; not for direct use).
@@ -115,8 +117,8 @@ pub struct CommonArgs {
     #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
     #[serde(rename = "transports", serialize_with = "ser_specs")]
     pub transports: Vec<SpecList>,
-    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell).
-    #[arg(long, value_delimiter = ',', default_value = "user")]
+    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell). Default: user for roundtrip; for curve, raw where the transport has it.
+    #[arg(long, value_delimiter = ',')]
     pub buffers: Vec<BufferMode>,
     /// Completion modes, comma-separated: poll (spin) or block (sleep). Default: each transport's own.
     #[arg(long, value_delimiter = ',')]
@@ -132,7 +134,7 @@ pub struct CommonArgs {
     #[arg(long, value_parser = count, conflicts_with = "duration")]
     pub samples: Option<u64>,
     /// Timed time per point instead of a sample count, e.g. 2s or 250ms.
-    #[arg(long, value_parser = duration)]
+    #[arg(long, value_parser = duration, visible_alias = "point-time")]
     #[serde(serialize_with = "ser_opt_secs", rename = "duration_s")]
     pub duration: Option<Duration>,
     /// The responder busy-waits this long before replying: a known delay to check accuracy against (e.g. 20us).
@@ -195,6 +197,117 @@ pub struct RoundtripArgs {
     /// What the sizes count: bytes, bf16 values (2 bytes) or f32 values (4 bytes).
     #[arg(long, value_enum, default_value = "bytes")]
     pub unit: Unit,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonArgs,
+}
+
+/// How messages are cut into packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chunk {
+    /// Each message in one piece.
+    Whole,
+    /// Packets of this many bytes.
+    Size(u64),
+    /// A packet size chosen per message length by a rule derived from
+    /// measurements of the transport.
+    Adaptive,
+}
+
+impl Chunk {
+    pub fn name(self) -> String {
+        match self {
+            Chunk::Whole => "whole".into(),
+            Chunk::Size(n) => units::format_size(n),
+            Chunk::Adaptive => "adaptive".into(),
+        }
+    }
+}
+
+impl Serialize for Chunk {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            Chunk::Size(n) => s.serialize_u64(*n),
+            c => s.serialize_str(&c.name()),
+        }
+    }
+}
+
+fn chunk(s: &str) -> Result<Chunk, String> {
+    match s.trim() {
+        "adaptive" => Ok(Chunk::Adaptive),
+        "whole" | "none" | "0" => Ok(Chunk::Whole),
+        v => units::parse_size(v).map(Chunk::Size).map_err(|_| {
+            format!("malformed chunk '{v}': expected a size like 4k, 'adaptive' or 'whole'")
+        }),
+    }
+}
+
+/// What a message carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ValueEnum)]
+#[serde(rename_all = "kebab-case")]
+pub enum PayloadMode {
+    /// Whatever is in the buffer: the transfer alone is timed.
+    Raw,
+    /// The sender fills every message with pseudo-random values and the
+    /// receiver checks every one, inside the timed span (BIP's "real usage").
+    FillCheck,
+}
+
+/// Where the two-segment fit splits the curve.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum BreakpointArg {
+    None,
+    Auto,
+    Size(u64),
+}
+
+impl Serialize for BreakpointArg {
+    fn serialize<S: Serializer>(&self, s: S) -> Result<S::Ok, S::Error> {
+        match self {
+            BreakpointArg::None => s.serialize_str("none"),
+            BreakpointArg::Auto => s.serialize_str("auto"),
+            BreakpointArg::Size(n) => s.serialize_u64(*n),
+        }
+    }
+}
+
+fn breakpoint(s: &str) -> Result<BreakpointArg, String> {
+    match s.trim() {
+        "auto" => Ok(BreakpointArg::Auto),
+        "none" => Ok(BreakpointArg::None),
+        v => units::parse_size(v).map(BreakpointArg::Size).map_err(|_| {
+            format!("malformed breakpoint '{v}': expected auto, none or a size like 64k")
+        }),
+    }
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct CurveArgs {
+    /// Message sizes: lists and ranges as for roundtrip; 0..8M = 0 and every power of two to 8 MiB.
+    #[arg(long, value_name = "SIZES", value_parser = size_list, default_value = "0..8M")]
+    pub sizes: Sizes,
+    /// Also measure each size N bytes below and above it (NetPIPE's perturbation, to expose alignment effects).
+    #[arg(long, value_name = "N", value_parser = count, default_value = "0")]
+    pub perturb: u64,
+    /// pingpong: one-way = half the round trip; stream: a window of messages one way, then an acknowledgement (osu_bw); bidir: a window each way at once.
+    #[arg(long, value_enum, default_value = "pingpong")]
+    pub mode: crate::transport::Pattern,
+    /// Messages in flight per exchange in stream and bidir modes.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = "64")]
+    pub window: u32,
+    /// raw: time the transfer; fill-check: fill every message with values and check every value received.
+    #[arg(long, value_enum, default_value = "raw")]
+    pub payload: PayloadMode,
+    /// Cut messages into packets sent back to back: a size (e.g. 4k), whole, or adaptive.
+    #[arg(long, value_parser = chunk, default_value = "whole")]
+    pub chunk: Chunk,
+    /// Measure the curve once per packetization strategy and tabulate bandwidth side by side, e.g. 256,4096,adaptive.
+    #[arg(long, value_delimiter = ',', value_parser = chunk)]
+    pub compare_chunks: Vec<Chunk>,
+    /// Fit two segments of t(n) = t0 + n/r∞, split where the protocol changes: auto, none, or a size.
+    #[arg(long, value_parser = breakpoint, default_value = "auto")]
+    pub breakpoint: BreakpointArg,
     #[command(flatten)]
     #[serde(flatten)]
     pub common: CommonArgs,

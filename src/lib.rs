@@ -8,6 +8,7 @@ pub mod cli;
 pub mod env;
 pub mod error;
 pub mod experiment;
+pub mod fit;
 pub mod interrupt;
 pub mod list;
 pub mod payload;

@@ -1,7 +1,7 @@
 //! The progress bar on stderr for long sweeps: hidden when stderr is not a
 //! terminal or with --quiet. Updated only between points, never in a timed loop.
 
-use crate::experiment::roundtrip::Progress;
+use crate::experiment::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 

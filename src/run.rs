@@ -7,8 +7,22 @@ use crate::stats::Summary;
 use crate::transport::{BufferMode, CompletionMode};
 use serde::Serialize;
 
+/// What every experiment's points tell the shared report footer.
+pub trait PointMeta {
+    fn count(&self) -> u64;
+    fn warmup(&self) -> u64;
+    fn partial(&self) -> bool;
+    fn warnings(&self) -> &[String];
+    /// Names the point in a warning line.
+    fn label(&self) -> String;
+}
+
+/// An experiment that adds nothing at the top level.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct NoExtra {}
+
 #[derive(Clone, Debug, Serialize)]
-pub struct Run {
+pub struct Run<P = Point, X = NoExtra> {
     pub experiment: &'static str,
     /// False when the run was interrupted or failed part-way: `points` holds
     /// the points that finished, and the one under way if it had samples
@@ -21,7 +35,10 @@ pub struct Run {
     /// Every option in force, defaults included.
     pub options: serde_json::Value,
     pub placement: Placement,
-    pub points: Vec<Point>,
+    pub points: Vec<P>,
+    /// Experiment-specific results beside the points (a curve's fits).
+    #[serde(flatten)]
+    pub extra: X,
     /// Caveats that apply to the whole run (virtual machine, shared core…).
     pub warnings: Vec<String>,
 }
@@ -50,6 +67,31 @@ pub struct Point {
     pub half_p50_ns: [u64; 2],
     /// Caveats on this point's figures.
     pub warnings: Vec<String>,
+}
+
+impl PointMeta for Point {
+    fn count(&self) -> u64 {
+        self.summary.count
+    }
+    fn warmup(&self) -> u64 {
+        self.warmup
+    }
+    fn partial(&self) -> bool {
+        self.partial
+    }
+    fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+    fn label(&self) -> String {
+        format!(
+            "{} {}/{} in {} out {}",
+            self.spec,
+            self.buffers.name(),
+            self.completion.name(),
+            self.in_bytes,
+            self.out_bytes
+        )
+    }
 }
 
 impl Run {

@@ -1,15 +1,25 @@
 //! Experiments: each turns options into points, runs them through the sampler
 //! and returns one `Run`. They know nothing of sockets or shared memory.
 
+pub mod curve;
 pub mod roundtrip;
 pub mod suite;
 
 use crate::cli::CommonArgs;
+use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::placement::Placement;
+use crate::run::Run;
 use crate::sample::Measured;
 use crate::stats::Stat;
 use crate::transport::{self, BufferMode, CompletionMode, LinkConfig, Spec};
+
+/// Hooks for progress reporting, so the experiment stays free of terminal code.
+pub trait Progress {
+    fn start(&self, total: u64);
+    fn point(&self, label: &str);
+    fn finish(&self);
+}
 
 /// One transport configuration to measure: a spec with its modes resolved.
 #[derive(Clone, Debug)]
@@ -28,12 +38,18 @@ impl std::fmt::Debug for dyn transport::Transport {
 
 /// Expands specs × buffer modes × completion modes; a spec's own options
 /// override the global flags.
-pub fn configs(common: &CommonArgs) -> Result<Vec<Config>> {
+/// `default_buffers` picks the mode for a transport when neither the spec
+/// nor `--buffers` names one.
+pub fn configs(
+    common: &CommonArgs,
+    default_buffers: fn(&transport::Capabilities) -> BufferMode,
+) -> Result<Vec<Config>> {
     let mut out = Vec::new();
     for spec in common.specs() {
         let t = transport::find(&spec.name)?;
         let buffers = match spec.mode::<BufferMode>("buffers")? {
             Some(b) => vec![b],
+            None if common.buffers.is_empty() => vec![default_buffers(&t.capabilities())],
             None => common.buffers.clone(),
         };
         let completions = match spec.mode::<CompletionMode>("completion")? {
@@ -114,6 +130,52 @@ pub fn point_warnings(m: &Measured, shown: &[Stat]) -> Vec<String> {
         ));
     }
     w
+}
+
+/// Everything before the first point: CPUs chosen and this thread pinned,
+/// the environment captured (before pinning, so it records the CPUs the
+/// process may use), run-wide warnings, the options recorded.
+pub fn begin<P, X: Default>(
+    experiment: &'static str,
+    common: &CommonArgs,
+    options: serde_json::Value,
+) -> Result<(Run<P, X>, Placement)> {
+    let placement = crate::placement::choose(common.cpus.0.as_deref())?;
+    let env = Env::capture();
+    if let Some(c) = placement.initiator_cpu {
+        crate::placement::pin_current(c)?;
+    }
+    let mut warnings = env.warnings();
+    warnings.extend(placement_warnings(&placement));
+    Ok((
+        Run {
+            experiment,
+            complete: false,
+            stopped_by: None,
+            env,
+            options,
+            placement: placement.clone(),
+            points: Vec::new(),
+            extra: X::default(),
+            warnings,
+        },
+        placement,
+    ))
+}
+
+/// Marks the run complete, or records why it stopped; the error goes back
+/// to the caller beside the (partial) run.
+pub fn finish<P, X>(mut run: Run<P, X>, result: Result<()>) -> (Run<P, X>, Option<Error>) {
+    match result {
+        Ok(()) => {
+            run.complete = true;
+            (run, None)
+        }
+        Err(e) => {
+            run.stopped_by = Some(e.to_string());
+            (run, Some(e))
+        }
+    }
 }
 
 /// Caveats from the placement.

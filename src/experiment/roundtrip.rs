@@ -1,14 +1,13 @@
 //! `xferbench roundtrip`: the in-size × out-size matrix of round-trip latency
 //! (the Vollo IO round trip), for every transport and mode asked for.
 
-use super::{Config, configs, link_config, placement_warnings, point_warnings};
+use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
 use crate::cli::{CommonArgs, RoundtripArgs};
-use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::placement::{self, Placement};
-use crate::run::{Point, Run};
+use crate::placement::Placement;
+use crate::run::{NoExtra, Point, Run};
 use crate::sample::{self, Budget, Outcome};
-use crate::transport::{self, ReplyShape};
+use crate::transport::{self, BufferMode, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Checks the sizes and every configuration before anything starts, so a bad
@@ -34,7 +33,7 @@ fn validate(args: &RoundtripArgs) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
     };
     let ins = bytes(&args.in_sizes.0, "--in")?;
     let outs = bytes(&args.out_sizes.0, "--out")?;
-    let cfgs = configs(&args.common)?;
+    let cfgs = configs(&args.common, |_| BufferMode::User)?;
     let (mi, mo) = (
         *ins.iter().max().expect("non-empty"),
         *outs.iter().max().expect("non-empty"),
@@ -60,13 +59,6 @@ fn validate(args: &RoundtripArgs) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
     Ok((ins, outs, cfgs))
 }
 
-/// Hooks for progress reporting, so the experiment stays free of terminal code.
-pub trait Progress {
-    fn start(&self, total: u64);
-    fn point(&self, label: &str);
-    fn finish(&self);
-}
-
 /// Runs the matrix. Always returns the run (possibly incomplete); the error,
 /// if any, says why it stopped early.
 pub fn run(
@@ -76,14 +68,6 @@ pub fn run(
 ) -> Result<(Run, Option<Error>)> {
     let (ins, outs, cfgs) = validate(args)?;
     let common: &CommonArgs = &args.common;
-    let placement = placement::choose(common.cpus.0.as_deref())?;
-    // Before pinning: the environment records the CPUs the process may use.
-    let env = Env::capture();
-    if let Some(c) = placement.initiator_cpu {
-        placement::pin_current(c)?;
-    }
-    let mut warnings = env.warnings();
-    warnings.extend(placement_warnings(&placement));
     let budget = Budget {
         warmup: common.warmup,
         samples: match (common.samples, common.duration) {
@@ -95,16 +79,7 @@ pub fn run(
     let mut options =
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
     options["samples"] = serde_json::json!(budget.samples);
-    let mut run = Run {
-        experiment: "roundtrip",
-        complete: false,
-        stopped_by: None,
-        env,
-        options,
-        placement: placement.clone(),
-        points: Vec::new(),
-        warnings,
-    };
+    let (mut run, placement) = begin::<Point, NoExtra>("roundtrip", common, options)?;
     progress.start((cfgs.len() * ins.len() * outs.len()) as u64);
     let (mi, mo) = (
         *ins.iter().max().expect("validated"),
@@ -168,14 +143,5 @@ pub fn run(
         Ok(())
     })();
     progress.finish();
-    match result {
-        Ok(()) => {
-            run.complete = true;
-            Ok((run, None))
-        }
-        Err(e) => {
-            run.stopped_by = Some(e.to_string());
-            Ok((run, Some(e)))
-        }
-    }
+    Ok(finish(run, result))
 }

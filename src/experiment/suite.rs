@@ -2,7 +2,8 @@
 //! matrix on every local transport, tables on stdout, JSON in
 //! `xferbench-results/`. Sized to finish well under a minute on 2 cores.
 
-use super::roundtrip::{self, Progress};
+use super::Progress;
+use super::roundtrip;
 use crate::cli::{CommonArgs, CpuList, Format, RoundtripArgs, Sizes, SpecList};
 use crate::error::{Error, Result};
 use crate::run::Run;

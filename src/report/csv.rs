@@ -6,7 +6,7 @@ use std::fmt::Write;
 pub const HEADER: &str = "transport,spec,buffers,completion,in_bytes,out_bytes,responder_delay_ns,warmup,count,mean_ns,stddev_ns,min_ns,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,complete,partial";
 
 /// Quotes a field if it holds a comma, quote or newline (RFC 4180).
-fn field(s: &str) -> String {
+pub fn field(s: &str) -> String {
     if s.contains([',', '"', '\n']) {
         format!("\"{}\"", s.replace('"', "\"\""))
     } else {

@@ -1,9 +1,8 @@
 //! JSON: the canonical, lossless form of a run.
 
 use crate::error::{Error, Result};
-use crate::run::Run;
 
-pub fn render(run: &Run) -> Result<String> {
+pub fn render<T: serde::Serialize>(run: &T) -> Result<String> {
     let mut s =
         serde_json::to_string_pretty(run).map_err(|e| Error::run(format!("encoding JSON: {e}")))?;
     s.push('\n');

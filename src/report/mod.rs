@@ -1,6 +1,7 @@
 //! Renderers from a `Run`, one file per format. Reports read only `Run`.
 
 pub mod csv;
+pub mod curve;
 pub mod json;
 pub mod table;
 

@@ -1,7 +1,7 @@
 //! Tables for people, shaped like the Vollo round-trip tables: one per
 //! statistic, rows `out\in`, values in µs; then the conditions and caveats.
 
-use crate::run::{Point, Run};
+use crate::run::{Point, PointMeta, Run};
 use crate::stats::Stat;
 use crate::units::{Unit, format_size};
 use std::fmt::Write;
@@ -122,15 +122,15 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
 }
 
 /// The footer: samples, clock, placement, environment, caveats.
-fn conditions(run: &Run) -> String {
+pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
     let mut out = String::new();
     let e = &run.env;
-    let counts: Vec<u64> = run.points.iter().map(|p| p.summary.count).collect();
+    let counts: Vec<u64> = run.points.iter().map(|p| p.count()).collect();
     let (lo, hi) = (
         counts.iter().min().copied().unwrap_or(0),
         counts.iter().max().copied().unwrap_or(0),
     );
-    let warms: Vec<u64> = run.points.iter().map(|p| p.warmup).collect();
+    let warms: Vec<u64> = run.points.iter().map(|p| p.warmup()).collect();
     let warm = match (warms.iter().min(), warms.iter().max()) {
         (Some(a), Some(b)) if a != b => format!("{a}–{b}"),
         (Some(a), _) => a.to_string(),
@@ -168,7 +168,7 @@ fn conditions(run: &Run) -> String {
         e.cpu_model, e.cpus_online, e.kernel, e.version, e.timestamp
     );
     if !run.complete {
-        let partial = run.points.iter().filter(|p| p.partial).count();
+        let partial = run.points.iter().filter(|p| p.partial()).count();
         let _ = writeln!(
             out,
             "\nINCOMPLETE: {} — {} point(s) above{}.",
@@ -183,15 +183,8 @@ fn conditions(run: &Run) -> String {
     }
     let mut caveats: Vec<String> = run.warnings.clone();
     for pt in &run.points {
-        for w in &pt.warnings {
-            caveats.push(format!(
-                "{} {}/{} in {} out {}: {w}",
-                pt.spec,
-                pt.buffers.name(),
-                pt.completion.name(),
-                pt.in_bytes,
-                pt.out_bytes
-            ));
+        for w in pt.warnings() {
+            caveats.push(format!("{}: {w}", pt.label()));
         }
     }
     if !caveats.is_empty() {

@@ -78,6 +78,63 @@ pub struct Capabilities {
     pub responder: &'static str,
     /// Transport-specific spec options: (key, what it does).
     pub options: &'static [(&'static str, &'static str)],
+    /// Can carry a 0-byte message (a byte stream cannot: nothing arrives).
+    pub empty_messages: bool,
+    /// A fast sender cannot overrun the receiver (false: UDP drops datagrams).
+    pub flow_control: bool,
+}
+
+/// Why `caps` cannot carry one message of `len` bytes the way `shape` sends
+/// it (buffers, packets, window), if it cannot: a sweep skips that size.
+pub fn cannot_carry(
+    caps: &Capabilities,
+    buffers: BufferMode,
+    len: u64,
+    shape: &ReplyShape,
+) -> Option<String> {
+    if len == 0 && !caps.empty_messages {
+        return Some("a byte stream cannot carry an empty message".into());
+    }
+    if buffers == BufferMode::Inline && caps.max_inline.is_some_and(|m| len > m) {
+        return Some(format!(
+            "over the {} inline limit",
+            crate::units::format_size(caps.max_inline.unwrap_or(0))
+        ));
+    }
+    let packet = if shape.chunk == 0 {
+        len
+    } else {
+        (shape.chunk as u64).min(len)
+    };
+    if packet > caps.max_message {
+        return Some(format!(
+            "over the {}-byte message limit{}",
+            caps.max_message,
+            if shape.chunk == 0 {
+                " (--chunk cuts messages into packets that fit)"
+            } else {
+                ""
+            }
+        ));
+    }
+    if !caps.flow_control && shape.pattern != Pattern::Pingpong {
+        // What the kernel lets a receive buffer hold, with room for each
+        // datagram's bookkeeping: beyond it datagrams are dropped, not delayed.
+        let rmem = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
+            .ok()
+            .and_then(|v| v.trim().parse::<u64>().ok())
+            .unwrap_or(212_992)
+            .min(1 << 20);
+        let packets = len.div_ceil(packet.max(1)).max(1);
+        let need = u64::from(shape.window.max(1)) * packets * (packet + 1024);
+        if need > rmem {
+            return Some(format!(
+                "no flow control: {} messages in flight need about {need} bytes of receive buffer, over the {rmem} the kernel allows (net.core.rmem_max); lower --window",
+                shape.window.max(1)
+            ));
+        }
+    }
+    None
 }
 
 /// A transport as the user named it: `tcp`, `thread:completion=block`.

@@ -32,6 +32,8 @@ impl Transport for Shm {
             max_inline: Some(slots::MAX_INLINE as u64),
             responder: "process",
             options: &[],
+            empty_messages: true,
+            flow_control: true,
         }
     }
 

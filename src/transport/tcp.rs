@@ -30,6 +30,8 @@ impl Transport for Tcp {
             max_inline: None,
             responder: "process",
             options: &[("nodelay", "TCP_NODELAY on both ends: 1 (default) or 0")],
+            empty_messages: false,
+            flow_control: true,
         }
     }
 

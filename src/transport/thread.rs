@@ -32,6 +32,8 @@ impl Transport for Thread {
             max_inline: Some(slots::MAX_INLINE as u64),
             responder: "thread",
             options: &[],
+            empty_messages: true,
+            flow_control: true,
         }
     }
 

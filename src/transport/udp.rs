@@ -32,6 +32,8 @@ impl Transport for Udp {
             max_inline: None,
             responder: "process",
             options: &[],
+            empty_messages: true,
+            flow_control: false,
         }
     }
 

@@ -26,6 +26,8 @@ impl Transport for Unix {
             max_inline: None,
             responder: "process",
             options: &[],
+            empty_messages: false,
+            flow_control: true,
         }
     }
 

@@ -39,6 +39,8 @@ impl Transport for UnixDgram {
             max_inline: None,
             responder: "process",
             options: &[],
+            empty_messages: true,
+            flow_control: true,
         }
     }
 

@@ -1,0 +1,545 @@
+//! `xferbench curve`: one-way latency and bandwidth over message size, the
+//! picture BIP, NetPIPE and OSU draw, with tails, packetization strategies,
+//! BIP's fill-and-check "real usage", and Hockney's model fitted to it.
+
+use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
+use crate::cli::{BreakpointArg, Chunk, CurveArgs, PayloadMode};
+use crate::error::{Error, Result};
+use crate::fit::{self, Breakpoint, Fit, TwoSegment};
+use crate::placement::Placement;
+use crate::run::{PointMeta, Run};
+use crate::sample::{self, Budget, Measured, Outcome};
+use crate::stats::Summary;
+use crate::transport::{self, BufferMode, Link, Pattern, ReplyShape};
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::Duration;
+
+/// One size on one curve.
+#[derive(Clone, Debug, Serialize)]
+pub struct CurvePoint {
+    pub transport: String,
+    pub spec: String,
+    pub buffers: BufferMode,
+    pub completion: transport::CompletionMode,
+    pub mode: Pattern,
+    /// Messages per exchange (1 in pingpong).
+    pub window: u32,
+    /// The packetization strategy this curve uses, and the packet size it
+    /// gave this message (the message length when whole).
+    pub chunk: Chunk,
+    pub packet_bytes: u64,
+    pub payload: PayloadMode,
+    pub size_bytes: u64,
+    pub warmup: u64,
+    pub timed_s: f64,
+    pub partial: bool,
+    /// Raw times of one exchange (a round trip, or a whole window), ns.
+    pub exchange: Summary,
+    /// One message's one-way time, ns: half a round trip in pingpong, an
+    /// exchange over the window in stream and bidir. `p50_ns` is the median.
+    pub oneway: Summary,
+    /// Decimal MB/s (10^6 bytes/s) from the median one-way time; in bidir the
+    /// sum of both directions.
+    #[serde(rename = "bandwidth_MBps")]
+    pub bandwidth_mbps: f64,
+    pub warnings: Vec<String>,
+}
+
+impl PointMeta for CurvePoint {
+    fn count(&self) -> u64 {
+        self.exchange.count
+    }
+    fn warmup(&self) -> u64 {
+        self.warmup
+    }
+    fn partial(&self) -> bool {
+        self.partial
+    }
+    fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+    fn label(&self) -> String {
+        format!(
+            "{} {} {}",
+            curve_label(&self.spec, self.mode, self.chunk),
+            self.buffers.name(),
+            self.size_bytes
+        )
+    }
+}
+
+/// Names one curve in tables and warnings.
+pub fn curve_label(spec: &str, mode: Pattern, chunk: Chunk) -> String {
+    match chunk {
+        Chunk::Whole => format!("{spec} {}", mode.name()),
+        c => format!("{spec} {} chunk {}", mode.name(), c.name()),
+    }
+}
+
+/// A size a transport could not carry, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct Skipped {
+    pub spec: String,
+    pub size_bytes: u64,
+    pub reason: String,
+}
+
+/// The adaptive packet rule derived for one transport configuration.
+#[derive(Clone, Debug, Serialize)]
+pub struct ChunkRule {
+    pub spec: String,
+    pub buffers: BufferMode,
+    /// Cost of one packet: the one-way time of a small message, ns.
+    pub packet_cost_ns: f64,
+    /// Bandwidth of a large unpacketized message, MB/s.
+    #[serde(rename = "bandwidth_MBps")]
+    pub bandwidth_mbps: f64,
+    pub min_packet_bytes: u64,
+    pub rule: String,
+}
+
+impl ChunkRule {
+    /// Pipelining n bytes in packets of c costs about (n/c)·o + n/r + c/r
+    /// (per-packet cost o, bandwidth r): least at c = √(n·o·r). Rounded down
+    /// to a power of two, never below the minimum or above n.
+    pub fn packet(&self, n: u64) -> u64 {
+        let r = self.bandwidth_mbps * 1e-3; // bytes per ns
+        let c = ((n as f64) * self.packet_cost_ns * r).sqrt().max(1.0) as u64;
+        let c = if c.is_power_of_two() {
+            c
+        } else {
+            c.next_power_of_two() / 2
+        };
+        c.max(self.min_packet_bytes).min(n.max(1))
+    }
+}
+
+/// The fits of one curve.
+#[derive(Clone, Debug, Serialize)]
+pub struct CurveFit {
+    pub spec: String,
+    pub buffers: BufferMode,
+    pub completion: transport::CompletionMode,
+    pub mode: Pattern,
+    pub chunk: Chunk,
+    pub fit: Option<Fit>,
+    pub two_segment: Option<TwoSegment>,
+}
+
+/// What a curve run adds beside its points.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct CurveExtra {
+    /// The first curve's single-segment fit (the common one-curve case).
+    pub fit: Option<Fit>,
+    pub fits: Vec<CurveFit>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub chunk_rules: Vec<ChunkRule>,
+    pub skipped: Vec<Skipped>,
+}
+
+pub type CurveRun = Run<CurvePoint, CurveExtra>;
+
+/// The sizes to measure: each asked-for size, and with --perturb N also N
+/// bytes either side (NetPIPE's three points per size).
+pub fn sizes(args: &CurveArgs) -> Vec<u64> {
+    let p = args.perturb;
+    let mut v: Vec<u64> = Vec::new();
+    for &s in &args.sizes.0 {
+        v.push(s);
+        if p > 0 {
+            if s >= p {
+                v.push(s - p);
+            }
+            if s + p <= crate::units::MAX_SIZE {
+                v.push(s + p);
+            }
+        }
+    }
+    v.sort_unstable();
+    v.dedup();
+    v
+}
+
+fn strategies(args: &CurveArgs) -> Vec<Chunk> {
+    if args.compare_chunks.is_empty() {
+        vec![args.chunk]
+    } else {
+        let mut v = args.compare_chunks.clone();
+        v.dedup();
+        v
+    }
+}
+
+fn validate(args: &CurveArgs) -> Result<(Vec<u64>, Vec<Config>)> {
+    let sizes = sizes(args);
+    if sizes.is_empty() {
+        return Err(Error::usage("--sizes needs at least one size"));
+    }
+    let cfgs = configs(&args.common, |caps| {
+        if caps.buffers.contains(&BufferMode::Raw) {
+            BufferMode::Raw
+        } else {
+            BufferMode::User
+        }
+    })?;
+    if args.payload == PayloadMode::FillCheck && args.mode != Pattern::Pingpong {
+        return Err(Error::usage(
+            "--payload fill-check checks each message of a round trip: use it with --mode pingpong",
+        ));
+    }
+    let strat = strategies(args);
+    if args.mode == Pattern::Bidir && strat.iter().any(|c| *c != Chunk::Whole) {
+        return Err(Error::usage(
+            "packetization (--chunk, --compare-chunks) is measured in pingpong and stream modes, not bidir",
+        ));
+    }
+    if strat.contains(&Chunk::Size(0)) {
+        return Err(Error::usage(
+            "a packet of 0 bytes carries nothing: use --chunk whole",
+        ));
+    }
+    if args.common.samples == Some(0) {
+        return Err(Error::usage("--samples must be at least 1"));
+    }
+    if args.common.duration.is_some_and(|d| d.is_zero()) {
+        return Err(Error::usage("--point-time must be longer than zero"));
+    }
+    let probe = Placement::unpinned();
+    for c in &cfgs {
+        // Modes only: sizes a transport cannot carry are skipped, not refused.
+        transport::check(c.transport, &link_config(c, &args.common, &probe, 1, 1)?)?;
+        if args.mode == Pattern::Bidir
+            && c.completion == transport::CompletionMode::Block
+            && matches!(c.transport.name(), "thread" | "shm")
+        {
+            return Err(Error::usage(format!(
+                "{}: bidir over shared memory spins on both sides; use completion=poll",
+                c.spec
+            )));
+        }
+    }
+    Ok((sizes, cfgs))
+}
+
+/// The shape of one exchange of `len`-byte messages.
+fn shape(args: &CurveArgs, len: u64, packet: u64, seed: Option<u64>) -> ReplyShape {
+    let n = len as usize;
+    ReplyShape {
+        request_len: n,
+        reply_len: match args.mode {
+            Pattern::Pingpong | Pattern::Bidir => n,
+            // The acknowledgement: one byte says the window arrived.
+            Pattern::Stream => 1,
+        },
+        delay_ns: 0,
+        exchanges: 0,
+        pattern: args.mode,
+        window: if args.mode == Pattern::Pingpong {
+            1
+        } else {
+            args.window
+        },
+        chunk: if packet >= len { 0 } else { packet as usize },
+        check: seed,
+    }
+}
+
+/// Derives the adaptive rule from two quick measurements on an open link:
+/// a small message's one-way time and a large one's bandwidth.
+fn calibrate(
+    link: &mut dyn Link,
+    cfg: &Config,
+    largest: u64,
+    stop: &AtomicBool,
+) -> Result<Option<ChunkRule>> {
+    let budget = Budget {
+        warmup: None,
+        samples: None,
+        duration: Some(Duration::from_millis(100)),
+    };
+    let caps = cfg.transport.capabilities();
+    let small = 64u64.min(largest).max(1);
+    let big = (1u64 << 20).min(largest).min(caps.max_message);
+    if big <= small {
+        return Ok(None);
+    }
+    let mut oneway = |len: u64| -> Result<Option<f64>> {
+        let sh = ReplyShape::pingpong(len as usize, len as usize, 0, 0);
+        Ok(match sample::measure(link, &sh, &budget, stop)? {
+            Outcome::Done(m) => Some(m.all.quantile(0.5) as f64 / 2.0),
+            Outcome::Interrupted(_) => None,
+        })
+    };
+    let (Some(t_small), Some(t_big)) = (oneway(small)?, oneway(big)?) else {
+        return Err(Error::Interrupted);
+    };
+    let per_byte = ((t_big - t_small) / (big - small) as f64).max(1e-6);
+    let mbps = 1e3 / per_byte;
+    let min_packet = 1024u64.min(caps.max_message);
+    Ok(Some(ChunkRule {
+        spec: cfg.spec.to_string(),
+        buffers: cfg.buffers,
+        packet_cost_ns: t_small,
+        bandwidth_mbps: mbps,
+        min_packet_bytes: min_packet,
+        rule: format!(
+            "packet = √(n × {} × {:.0} MB/s), rounded down to a power of two, between {} and n{}",
+            crate::report::table::format_us(t_small) + " µs",
+            mbps,
+            crate::units::format_size(min_packet),
+            if caps.max_message < crate::units::MAX_SIZE {
+                format!(" (at most {} B per datagram)", caps.max_message)
+            } else {
+                String::new()
+            }
+        ),
+    }))
+}
+
+/// Divides every time of an exchange summary by `by` messages (2 for the two
+/// halves of a round trip): the one-way time of one message.
+fn per_message(s: &Summary, by: f64) -> Summary {
+    let d = |v: u64| (v as f64 / by).round() as u64;
+    Summary {
+        count: s.count,
+        mean_ns: s.mean_ns / by,
+        stddev_ns: s.stddev_ns / by,
+        min_ns: d(s.min_ns),
+        p50_ns: d(s.p50_ns),
+        p90_ns: d(s.p90_ns),
+        p99_ns: d(s.p99_ns),
+        p999_ns: d(s.p999_ns),
+        p9999_ns: d(s.p9999_ns),
+        max_ns: d(s.max_ns),
+    }
+}
+
+fn point(
+    args: &CurveArgs,
+    c: &Config,
+    chunk: Chunk,
+    len: u64,
+    packet: u64,
+    m: &Measured,
+    partial: bool,
+) -> CurvePoint {
+    let exchange = m.all.summary();
+    let (by, ways) = match args.mode {
+        Pattern::Pingpong => (2.0, 1.0),
+        Pattern::Stream => (f64::from(args.window), 1.0),
+        Pattern::Bidir => (f64::from(args.window), 2.0),
+    };
+    let oneway = per_message(&exchange, by);
+    // Unrounded median: a sub-ns rounding must not move small-size bandwidth.
+    let median_ns = m.all.quantile(0.5) as f64 / by;
+    let mut warnings = point_warnings(m, &[crate::stats::Stat::P50, crate::stats::Stat::P99]);
+    if partial {
+        warnings.insert(
+            0,
+            format!("partial: interrupted after {} samples", m.all.count()),
+        );
+    }
+    CurvePoint {
+        transport: c.transport.name().to_string(),
+        spec: c.spec.to_string(),
+        buffers: c.buffers,
+        completion: c.completion,
+        mode: args.mode,
+        window: if args.mode == Pattern::Pingpong {
+            1
+        } else {
+            args.window
+        },
+        chunk,
+        packet_bytes: packet,
+        payload: args.payload,
+        size_bytes: len,
+        warmup: m.warmup,
+        timed_s: m.timed_s,
+        partial,
+        exchange,
+        oneway,
+        bandwidth_mbps: if median_ns > 0.0 {
+            ways * len as f64 * 1e3 / median_ns
+        } else {
+            0.0
+        },
+        warnings,
+    }
+}
+
+/// Runs every curve. Always returns the run (possibly incomplete); the
+/// error, if any, says why it stopped early.
+pub fn run(
+    args: &CurveArgs,
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<(CurveRun, Option<Error>)> {
+    let (sizes, cfgs) = validate(args)?;
+    let common = &args.common;
+    let budget = Budget {
+        warmup: common.warmup,
+        samples: common.samples,
+        duration: match (common.samples, common.duration) {
+            (None, None) => Some(Duration::from_millis(250)),
+            (_, d) => d,
+        },
+    };
+    let mut options =
+        serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
+    options["duration_s"] = serde_json::json!(budget.duration.map(|d| d.as_secs_f64()));
+    let (mut run, placement) = begin::<CurvePoint, CurveExtra>("curve", common, options)?;
+    let strat = strategies(args);
+    progress.start((cfgs.len() * strat.len() * sizes.len()) as u64);
+    let seed = (args.payload == PayloadMode::FillCheck).then(|| {
+        // Fresh values each run, recorded so a failure can be replayed.
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0x5eed, |d| d.as_nanos() as u64)
+    });
+    let result = (|| -> Result<()> {
+        for c in &cfgs {
+            let caps = c.transport.capabilities();
+            // Sizes this transport carries at all (packets aside: checked per strategy).
+            let largest = *sizes.iter().max().expect("validated");
+            let lc = link_config(c, common, &placement, largest.max(1), largest.max(1))?;
+            let mut link = c.transport.open(&lc)?;
+            let rule = if strat.contains(&Chunk::Adaptive) {
+                let r = calibrate(link.as_mut(), c, largest, stop)?;
+                if let Some(r) = &r {
+                    run.extra.chunk_rules.push(r.clone());
+                }
+                r
+            } else {
+                None
+            };
+            for &chunk in &strat {
+                let mut curve: Vec<(u64, f64)> = Vec::new();
+                for &len in &sizes {
+                    progress.point(&format!(
+                        "{} {} B",
+                        curve_label(&c.spec.to_string(), args.mode, chunk),
+                        len
+                    ));
+                    let packet = match (chunk, &rule) {
+                        (Chunk::Whole, _) => len,
+                        (Chunk::Size(p), _) => p.min(len.max(1)),
+                        (Chunk::Adaptive, Some(r)) => r.packet(len),
+                        (Chunk::Adaptive, None) => len,
+                    };
+                    let sh = shape(args, len, packet, seed);
+                    if let Some(reason) = transport::cannot_carry(&caps, c.buffers, len, &sh) {
+                        run.extra.skipped.push(Skipped {
+                            spec: c.spec.to_string(),
+                            size_bytes: len,
+                            reason,
+                        });
+                        continue;
+                    }
+                    let (m, partial) = match sample::measure(link.as_mut(), &sh, &budget, stop)? {
+                        Outcome::Done(m) => (m, false),
+                        Outcome::Interrupted(Some(m)) => (m, true),
+                        Outcome::Interrupted(None) => return Err(Error::Interrupted),
+                    };
+                    let p = point(args, c, chunk, len, packet, &m, partial);
+                    curve.push((len, p.oneway.p50_ns as f64));
+                    run.points.push(p);
+                    if stop.load(Ordering::Relaxed) {
+                        return Err(Error::Interrupted);
+                    }
+                }
+                let f = fit::hockney(&curve);
+                let bp = match args.breakpoint {
+                    BreakpointArg::None => Breakpoint::None,
+                    BreakpointArg::Auto => Breakpoint::Auto,
+                    BreakpointArg::Size(s) => Breakpoint::Size(s),
+                };
+                if run.extra.fits.is_empty() {
+                    run.extra.fit = f.clone();
+                }
+                run.extra.fits.push(CurveFit {
+                    spec: c.spec.to_string(),
+                    buffers: c.buffers,
+                    completion: c.completion,
+                    mode: args.mode,
+                    chunk,
+                    fit: f,
+                    two_segment: fit::two_segment(&curve, bp),
+                });
+            }
+            link.close()?;
+        }
+        Ok(())
+    })();
+    progress.finish();
+    Ok(finish(run, result))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::Parser;
+
+    fn args(extra: &[&str]) -> CurveArgs {
+        let mut v = vec!["xferbench", "curve"];
+        v.extend_from_slice(extra);
+        match crate::cli::Cli::try_parse_from(v).expect("parses").command {
+            Some(crate::cli::Command::Curve(a)) => *a,
+            _ => unreachable!(),
+        }
+    }
+
+    #[test]
+    fn default_sizes_are_zero_and_powers_of_two_to_8m() {
+        let s = sizes(&args(&[]));
+        assert_eq!(s[0], 0);
+        assert_eq!(s[1], 1);
+        assert_eq!(*s.last().unwrap(), 8 << 20);
+        assert_eq!(s.len(), 2 + 23);
+        assert!(s[1..].iter().all(|v| v.is_power_of_two()));
+    }
+
+    #[test]
+    fn perturbation_adds_both_neighbours() {
+        let s = sizes(&args(&["--sizes", "0,1,16,1k", "--perturb", "3"]));
+        assert_eq!(s, vec![0, 1, 3, 4, 13, 16, 19, 1021, 1024, 1027]);
+    }
+
+    #[test]
+    fn adaptive_rule_is_the_pipelining_optimum() {
+        let r = ChunkRule {
+            spec: "x".into(),
+            buffers: BufferMode::User,
+            packet_cost_ns: 1000.0,
+            bandwidth_mbps: 1000.0, // 1 byte/ns
+            min_packet_bytes: 1024,
+            rule: String::new(),
+        };
+        // √(1 MiB × 1000 ns × 1 B/ns) = 32381 → 16 KiB.
+        assert_eq!(r.packet(1 << 20), 16 << 10);
+        // √(4 MiB × 1000) = 64763 → 32 KiB.
+        assert_eq!(r.packet(4 << 20), 32 << 10);
+        assert_eq!(r.packet(2000), 1024);
+        assert_eq!(r.packet(100), 100);
+    }
+
+    #[test]
+    fn one_way_divides_every_statistic() {
+        let s = Summary {
+            count: 10,
+            mean_ns: 200.0,
+            stddev_ns: 20.0,
+            min_ns: 100,
+            p50_ns: 200,
+            p90_ns: 300,
+            p99_ns: 400,
+            p999_ns: 500,
+            p9999_ns: 600,
+            max_ns: 700,
+        };
+        let o = per_message(&s, 2.0);
+        assert_eq!((o.count, o.min_ns, o.p50_ns, o.max_ns), (10, 50, 100, 350));
+        assert_eq!(o.mean_ns, 100.0);
+    }
+}

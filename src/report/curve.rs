@@ -1,0 +1,231 @@
+//! A curve run for people (BIP's "Results table": size, one-way time,
+//! bandwidth, plus the spread and tail), and as CSV.
+
+use super::csv::field;
+use super::table::{conditions, format_us, markdown};
+use crate::cli::Chunk;
+use crate::experiment::curve::{CurvePoint, CurveRun, curve_label};
+use crate::fit;
+use crate::units::format_size;
+use std::fmt::Write;
+
+fn mbps(v: f64) -> String {
+    match v {
+        v if v < 10.0 => format!("{v:.3}"),
+        v if v < 1000.0 => format!("{v:.2}"),
+        v => format!("{v:.0}"),
+    }
+}
+
+/// The curves in the order they were measured, by (spec, buffers, completion, chunk).
+fn curves(run: &CurveRun) -> Vec<Vec<&CurvePoint>> {
+    let mut out: Vec<Vec<&CurvePoint>> = Vec::new();
+    for p in &run.points {
+        match out.iter_mut().find(|c| {
+            let q = c[0];
+            q.spec == p.spec
+                && q.buffers == p.buffers
+                && q.completion == p.completion
+                && q.chunk == p.chunk
+        }) {
+            Some(c) => c.push(p),
+            None => out.push(vec![p]),
+        }
+    }
+    out
+}
+
+pub fn render(run: &CurveRun) -> String {
+    let mut out = String::new();
+    for pts in curves(run) {
+        let p0 = pts[0];
+        let what = match p0.mode {
+            crate::transport::Pattern::Pingpong => "one-way = half the round trip".to_string(),
+            crate::transport::Pattern::Stream => format!(
+                "one-way = time for a window of {} messages and its acknowledgement, over {}",
+                p0.window, p0.window
+            ),
+            crate::transport::Pattern::Bidir => format!(
+                "{} messages each way at once; one-way = exchange time over {}; MB/s counts both directions",
+                p0.window, p0.window
+            ),
+        };
+        let _ = writeln!(
+            out,
+            "## {} — {} buffers, {} completion, {} payload\n\nMessage size in bytes; times in µs ({what}); bandwidth in MB/s (decimal, 10^6 bytes/s) from the median.\n",
+            curve_label(&p0.spec, p0.mode, p0.chunk),
+            p0.buffers.name(),
+            p0.completion.name(),
+            serde_json::to_value(p0.payload)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+        );
+        let packets = p0.chunk != Chunk::Whole;
+        let mut header: Vec<String> = ["size", "one-way µs", "min", "max", "p99", "MB/s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        if packets {
+            header.push("packet".into());
+        }
+        let rows: Vec<Vec<String>> = pts
+            .iter()
+            .map(|p| {
+                let mut r = vec![
+                    p.size_bytes.to_string(),
+                    format_us(p.oneway.p50_ns as f64),
+                    format_us(p.oneway.min_ns as f64),
+                    format_us(p.oneway.max_ns as f64),
+                    format_us(p.oneway.p99_ns as f64),
+                    mbps(p.bandwidth_mbps),
+                ];
+                if packets {
+                    r.push(format_size(p.packet_bytes));
+                }
+                r
+            })
+            .collect();
+        out.push_str(&markdown(&header, &rows));
+        if let Some(f) = run.extra.fits.iter().find(|f| {
+            f.spec == p0.spec
+                && f.buffers == p0.buffers
+                && f.completion == p0.completion
+                && f.chunk == p0.chunk
+        }) {
+            match &f.fit {
+                Some(fit) => {
+                    let _ = writeln!(out, "\nFit (Hockney): {}", fit::describe(fit));
+                }
+                None => out.push_str(
+                    "\nFit (Hockney): not enough distinct sizes with a visible bandwidth limit.\n",
+                ),
+            }
+            if let Some(two) = &f.two_segment {
+                let _ = writeln!(
+                    out,
+                    "Two segments, split at {}:\n- below: {}\n- above: {}",
+                    format_size(two.breakpoint_bytes),
+                    fit::describe(&two.below),
+                    fit::describe(&two.above)
+                );
+            }
+        }
+        out.push('\n');
+    }
+    out.push_str(&strategy_table(run));
+    for r in &run.extra.chunk_rules {
+        let _ = writeln!(
+            out,
+            "Adaptive packets for {} ({} buffers): {}",
+            r.spec,
+            r.buffers.name(),
+            r.rule
+        );
+    }
+    if !run.extra.skipped.is_empty() {
+        out.push_str("\nSkipped:\n");
+        for s in &run.extra.skipped {
+            let _ = writeln!(out, "- {} {} B: {}", s.spec, s.size_bytes, s.reason);
+        }
+    }
+    out.push_str(&conditions(run));
+    out
+}
+
+/// BIP's strategy comparison: bandwidth per size (rows) per packetization
+/// strategy (columns), one block per transport configuration.
+fn strategy_table(run: &CurveRun) -> String {
+    let all = curves(run);
+    let mut out = String::new();
+    let mut done: Vec<(String, String, String)> = Vec::new();
+    for c in &all {
+        let p0 = c[0];
+        let key = (
+            p0.spec.clone(),
+            p0.buffers.name().to_string(),
+            p0.completion.name().to_string(),
+        );
+        if done.contains(&key) {
+            continue;
+        }
+        let same: Vec<&Vec<&CurvePoint>> = all
+            .iter()
+            .filter(|d| {
+                d[0].spec == p0.spec
+                    && d[0].buffers == p0.buffers
+                    && d[0].completion == p0.completion
+            })
+            .collect();
+        done.push(key);
+        if same.len() < 2 {
+            continue;
+        }
+        let _ = writeln!(
+            out,
+            "## {} {} — packetization strategies\n\nBandwidth in MB/s (decimal) per message size and strategy.\n",
+            p0.spec,
+            p0.mode.name()
+        );
+        let mut sizes: Vec<u64> = same
+            .iter()
+            .flat_map(|d| d.iter().map(|p| p.size_bytes))
+            .collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let mut header = vec!["size".to_string()];
+        header.extend(same.iter().map(|d| d[0].chunk.name()));
+        let rows: Vec<Vec<String>> = sizes
+            .iter()
+            .map(|&s| {
+                let mut r = vec![s.to_string()];
+                r.extend(same.iter().map(|d| {
+                    d.iter()
+                        .find(|p| p.size_bytes == s)
+                        .map_or("—".into(), |p| mbps(p.bandwidth_mbps))
+                }));
+                r
+            })
+            .collect();
+        out.push_str(&markdown(&header, &rows));
+        out.push('\n');
+    }
+    out
+}
+
+pub const CSV_HEADER: &str = "transport,spec,buffers,completion,mode,window,chunk,packet_bytes,payload,size_bytes,count,oneway_median_ns,oneway_min_ns,oneway_max_ns,oneway_mean_ns,oneway_p99_ns,bandwidth_MBps,complete,partial";
+
+pub fn csv(run: &CurveRun) -> String {
+    let mut out = String::from(CSV_HEADER);
+    out.push('\n');
+    for p in &run.points {
+        let o = &p.oneway;
+        let _ = writeln!(
+            out,
+            "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{:.3},{},{}",
+            field(&p.transport),
+            field(&p.spec),
+            p.buffers.name(),
+            p.completion.name(),
+            p.mode.name(),
+            p.window,
+            field(&p.chunk.name()),
+            p.packet_bytes,
+            serde_json::to_value(p.payload)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default(),
+            p.size_bytes,
+            o.count,
+            o.p50_ns,
+            o.min_ns,
+            o.max_ns,
+            o.mean_ns,
+            o.p99_ns,
+            p.bandwidth_mbps,
+            run.complete,
+            p.partial
+        );
+    }
+    out
+}
