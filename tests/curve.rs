@@ -106,12 +106,15 @@ fn pingpong_sweep_to_8m_on_every_transport() {
         }
         assert!(sizes.contains(&64));
         pts.iter().for_each(check_point);
-        assert!(
-            d["fit"]["t0_ns"].is_number(),
-            "{t}: fit in JSON: {}",
-            d["fit"]
-        );
-        assert!(d["fit"]["r_inf_MBps"].as_f64().unwrap() > 0.0);
+        // A fit is null only when times do not grow with size, which noise
+        // can do to a short curve (udp stops at 64 KiB); a curve to 8 MiB
+        // always grows.
+        if d["fit"].is_null() {
+            assert!(!sizes.contains(&(8 << 20)), "{t}: no fit to an 8 MiB curve");
+        } else {
+            assert!(d["fit"]["t0_ns"].is_number(), "{t}: {}", d["fit"]);
+            assert!(d["fit"]["r_inf_MBps"].as_f64().unwrap() > 0.0);
+        }
     }
 }
 
@@ -267,7 +270,7 @@ fn packetization_strategies_compare_in_one_table() {
         assert!(text.contains("packetization strategies"), "{text}");
         let header = text
             .lines()
-            .find(|l| l.contains("| size") && l.contains("adaptive"))
+            .find(|l| l.starts_with('|') && l.contains(" size ") && l.contains("adaptive"))
             .unwrap_or_else(|| panic!("{t}: no strategy table header in\n{text}"));
         assert!(header.contains("256") && header.contains("4k"), "{header}");
         assert!(

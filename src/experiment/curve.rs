@@ -81,6 +81,8 @@ pub fn curve_label(spec: &str, mode: Pattern, chunk: Chunk) -> String {
 #[derive(Clone, Debug, Serialize)]
 pub struct Skipped {
     pub spec: String,
+    /// The curve it belongs to: spec, mode and packet strategy.
+    pub curve: String,
     pub size_bytes: u64,
     pub reason: String,
 }
@@ -96,6 +98,10 @@ pub struct ChunkRule {
     #[serde(rename = "bandwidth_MBps")]
     pub bandwidth_mbps: f64,
     pub min_packet_bytes: u64,
+    /// The largest power of two a datagram can carry, on a transport with a
+    /// message limit.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_packet_bytes: Option<u64>,
     pub rule: String,
 }
 
@@ -111,7 +117,9 @@ impl ChunkRule {
         } else {
             c.next_power_of_two() / 2
         };
-        c.max(self.min_packet_bytes).min(n.max(1))
+        c.min(self.max_packet_bytes.unwrap_or(u64::MAX))
+            .max(self.min_packet_bytes)
+            .min(n.max(1))
     }
 }
 
@@ -277,21 +285,32 @@ fn calibrate(
     let per_byte = ((t_big - t_small) / (big - small) as f64).max(1e-6);
     let mbps = 1e3 / per_byte;
     let min_packet = 1024u64.min(caps.max_message);
+    let max_packet = (caps.max_message < crate::units::MAX_SIZE).then(|| {
+        if caps.max_message.is_power_of_two() {
+            caps.max_message
+        } else {
+            caps.max_message.next_power_of_two() / 2
+        }
+    });
     Ok(Some(ChunkRule {
         spec: cfg.spec.to_string(),
         buffers: cfg.buffers,
         packet_cost_ns: t_small,
         bandwidth_mbps: mbps,
         min_packet_bytes: min_packet,
+        max_packet_bytes: max_packet,
         rule: format!(
-            "packet = √(n × {} × {:.0} MB/s), rounded down to a power of two, between {} and n{}",
+            "packet = √(n × {} × {:.0} MB/s), rounded down to a power of two, between {} and {}",
             crate::report::table::format_us(t_small) + " µs",
             mbps,
             crate::units::format_size(min_packet),
-            if caps.max_message < crate::units::MAX_SIZE {
-                format!(" (at most {} B per datagram)", caps.max_message)
-            } else {
-                String::new()
+            match max_packet {
+                Some(m) => format!(
+                    "the smaller of n and {} (a datagram holds at most {} B)",
+                    crate::units::format_size(m),
+                    caps.max_message
+                ),
+                None => "n".to_string(),
             }
         ),
     }))
@@ -432,6 +451,7 @@ pub fn run(
                     if let Some(reason) = transport::cannot_carry(&caps, c.buffers, len, &sh) {
                         run.extra.skipped.push(Skipped {
                             spec: c.spec.to_string(),
+                            curve: curve_label(&c.spec.to_string(), args.mode, chunk),
                             size_bytes: len,
                             reason,
                         });
@@ -508,18 +528,23 @@ mod tests {
 
     #[test]
     fn adaptive_rule_is_the_pipelining_optimum() {
-        let r = ChunkRule {
+        let mut r = ChunkRule {
             spec: "x".into(),
             buffers: BufferMode::User,
             packet_cost_ns: 1000.0,
             bandwidth_mbps: 1000.0, // 1 byte/ns
             min_packet_bytes: 1024,
+            max_packet_bytes: None,
             rule: String::new(),
         };
         // √(1 MiB × 1000 ns × 1 B/ns) = 32381 → 16 KiB.
         assert_eq!(r.packet(1 << 20), 16 << 10);
         // √(4 MiB × 1000) = 64763 → 32 KiB.
         assert_eq!(r.packet(4 << 20), 32 << 10);
+        // √(64 MiB × 1000) = 259k → 128 KiB, unless a datagram limit caps it.
+        assert_eq!(r.packet(64 << 20), 128 << 10);
+        r.max_packet_bytes = Some(32 << 10);
+        assert_eq!(r.packet(64 << 20), 32 << 10);
         assert_eq!(r.packet(2000), 1024);
         assert_eq!(r.packet(100), 100);
     }

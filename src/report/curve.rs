@@ -126,7 +126,7 @@ pub fn render(run: &CurveRun) -> String {
     if !run.extra.skipped.is_empty() {
         out.push_str("\nSkipped:\n");
         for s in &run.extra.skipped {
-            let _ = writeln!(out, "- {} {} B: {}", s.spec, s.size_bytes, s.reason);
+            let _ = writeln!(out, "- {} {} B: {}", s.curve, s.size_bytes, s.reason);
         }
     }
     out.push_str(&conditions(run));

@@ -395,8 +395,29 @@ impl FdLink {
         child_fds: Vec<OwnedFd>,
         framing: Framing,
     ) -> Result<Box<dyn Link>> {
+        Self::open_with(cfg, own, child_fds, framing, false)
+    }
+
+    /// As `open`, for a transport that may drop datagrams (UDP): a timeout is
+    /// then explained as a probable loss, not only as a slow responder.
+    pub fn open_lossy(
+        cfg: &LinkConfig,
+        own: Vec<OwnedFd>,
+        child_fds: Vec<OwnedFd>,
+    ) -> Result<Box<dyn Link>> {
+        Self::open_with(cfg, own, child_fds, Framing::Datagram, true)
+    }
+
+    fn open_with(
+        cfg: &LinkConfig,
+        own: Vec<OwnedFd>,
+        child_fds: Vec<OwnedFd>,
+        framing: Framing,
+        lossy: bool,
+    ) -> Result<Box<dyn Link>> {
         let raw: Vec<RawFd> = child_fds.iter().map(|f| f.as_raw_fd()).collect();
-        let peer = Peer::spawn(cfg, &raw)?;
+        let mut peer = Peer::spawn(cfg, &raw)?;
+        peer.lossy = lossy;
         drop(child_fds);
         let rx = own[0].as_raw_fd();
         let tx = own.get(1).map_or(rx, |f| f.as_raw_fd());

@@ -84,6 +84,10 @@ pub struct Capabilities {
     pub flow_control: bool,
 }
 
+/// What a UDP socket asks for as SO_SNDBUF and SO_RCVBUF: enough for a
+/// packetized megabyte or a window of small messages in flight.
+pub(crate) const DATAGRAM_BUFFER: u64 = 4 << 20;
+
 /// Why `caps` cannot carry one message of `len` bytes the way `shape` sends
 /// it (buffers, packets, window), if it cannot: a sweep skips that size.
 pub fn cannot_carry(
@@ -117,24 +121,67 @@ pub fn cannot_carry(
             }
         ));
     }
-    if !caps.flow_control && shape.pattern != Pattern::Pingpong {
-        // What the kernel lets a receive buffer hold, with room for each
-        // datagram's bookkeeping: beyond it datagrams are dropped, not delayed.
-        let rmem = std::fs::read_to_string("/proc/sys/net/core/rmem_max")
-            .ok()
-            .and_then(|v| v.trim().parse::<u64>().ok())
-            .unwrap_or(212_992)
-            .min(1 << 20);
+    if !caps.flow_control {
         let packets = len.div_ceil(packet.max(1)).max(1);
-        let need = u64::from(shape.window.max(1)) * packets * (packet + 1024);
-        if need > rmem {
-            return Some(format!(
-                "no flow control: {} messages in flight need about {need} bytes of receive buffer, over the {rmem} the kernel allows (net.core.rmem_max); lower --window",
-                shape.window.max(1)
-            ));
-        }
+        let messages = match shape.pattern {
+            Pattern::Pingpong => 1,
+            _ => u64::from(shape.window.max(1)),
+        };
+        return datagrams_would_drop(messages, packets, packet);
     }
     None
+}
+
+/// Reads a number from a sysctl file.
+fn sysctl(path: &str) -> Option<u64> {
+    std::fs::read_to_string(path).ok()?.trim().parse().ok()
+}
+
+/// What the kernel charges a socket for one loopback datagram of `packet`
+/// bytes (its skb truesize): up to about 16 KiB the datagram sits in one
+/// kmalloc'ed buffer, rounded up to a power of two, with its headers and
+/// shared info; above, in whole pages behind a small head.
+fn datagram_truesize(packet: u64) -> u64 {
+    const HEAD: u64 = 28 + 14 + 320; // IPv4 + UDP + link header, skb_shared_info
+    if packet + HEAD <= 16 << 10 {
+        (packet + HEAD).next_power_of_two() + 256
+    } else {
+        packet.div_ceil(4096) * 4096 + 1024 + 256
+    }
+}
+
+/// Without flow control, `messages × packets` datagrams sent back to back
+/// must all fit in the receiver's socket buffer and, on loopback, in the
+/// per-CPU backlog (net.core.netdev_max_backlog packets) or some are dropped
+/// and the exchange never completes. Both are checked with a margin, since
+/// a receiver that is not scheduled drains nothing.
+fn datagrams_would_drop(messages: u64, packets: u64, packet: u64) -> Option<String> {
+    let count = messages * packets;
+    if count <= 1 {
+        return None; // one datagram always fits: the socket asks for room
+    }
+    // The socket asks for DATAGRAM_BUFFER; the kernel caps that at
+    // net.core.rmem_max and doubles it for bookkeeping.
+    let rmem_max = sysctl("/proc/sys/net/core/rmem_max").unwrap_or(212_992);
+    let room = 2 * rmem_max.min(DATAGRAM_BUFFER) * 3 / 4;
+    let need = count * datagram_truesize(packet);
+    let backlog = sysctl("/proc/sys/net/core/netdev_max_backlog").unwrap_or(1000) / 2;
+    let fix = if messages == 1 {
+        "use larger packets (--chunk) or tcp"
+    } else {
+        "lower --window or use tcp"
+    };
+    if need > room {
+        Some(format!(
+            "no flow control: {count} datagrams in flight need about {need} bytes of socket buffer, over the {room} usable here (raise net.core.rmem_max, up to {DATAGRAM_BUFFER}); {fix}"
+        ))
+    } else if count > backlog {
+        Some(format!(
+            "no flow control: {count} datagrams in flight could overrun the loopback backlog (half of net.core.netdev_max_backlog = {backlog}); {fix}"
+        ))
+    } else {
+        None
+    }
 }
 
 /// A transport as the user named it: `tcp`, `thread:completion=block`.
@@ -518,6 +565,26 @@ pub(crate) fn spin_until(from: Instant, ns: u64) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn datagram_accounting() {
+        // Small datagrams round up to a power-of-two buffer, large ones to pages.
+        assert_eq!(datagram_truesize(256), 1024 + 256);
+        assert_eq!(datagram_truesize(4096), 8192 + 256);
+        assert_eq!(datagram_truesize(32 << 10), (32 << 10) + 1280);
+        assert!(datagram_truesize(65_507) >= 65_507);
+        // One datagram always goes; a flood never does, whatever the sysctls.
+        assert_eq!(datagrams_would_drop(1, 1, 65_507), None);
+        let r = datagrams_would_drop(1, 1 << 20, 1024).unwrap();
+        assert!(r.contains("use larger packets"), "{r}");
+        let r = datagrams_would_drop(1 << 16, 1, 60_000).unwrap();
+        assert!(r.contains("lower --window"), "{r}");
+        // Windows and packets both count toward what is in flight.
+        assert_eq!(
+            datagrams_would_drop(4, 8, 4096).is_some(),
+            datagrams_would_drop(1, 32, 4096).is_some()
+        );
+    }
 
     #[test]
     fn spec_parsing() {

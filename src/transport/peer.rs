@@ -50,6 +50,9 @@ pub(crate) struct Peer {
     stop: OwnedFd,
     timeout: Duration,
     finished: bool,
+    /// The link may drop messages (UDP): a timeout then most likely means a
+    /// lost datagram, and the error says so.
+    pub lossy: bool,
 }
 
 impl Peer {
@@ -124,6 +127,7 @@ impl Peer {
             stop,
             timeout: cfg.timeout,
             finished: false,
+            lossy: false,
         })
     }
 
@@ -173,10 +177,17 @@ impl Peer {
             }
         };
         if self.shared.timed_out.load(Ordering::Relaxed) {
-            return Error::run(format!(
-                "responder did not answer within {:.1}s and was killed; raise --timeout if it is just slow",
-                self.timeout.as_secs_f64()
-            ));
+            return Error::run(if self.lossy {
+                format!(
+                    "responder did not answer within {:.1}s and was killed ({what}); over UDP a lost datagram is the likely cause (no flow control: datagrams sent faster than the receiver drains them are dropped), so use fewer or larger packets, a smaller --window, or tcp; else raise --timeout if it is just slow",
+                    self.timeout.as_secs_f64()
+                )
+            } else {
+                format!(
+                    "responder did not answer within {:.1}s and was killed; raise --timeout if it is just slow",
+                    self.timeout.as_secs_f64()
+                )
+            });
         }
         match status {
             Some(st) => {
@@ -361,6 +372,7 @@ impl Fault {
             match kind {
                 "exit-after" => f.exit_after = n,
                 "hang-after" => f.hang_after = n,
+                "flip-bit" => f.flip_at = n,
                 _ => {}
             }
         }

@@ -662,7 +662,9 @@ impl Initiator {
         let (mut sent, mut got) = (0u64, 0u64);
         let mut spins = 0u32;
         let mut idle_since: Option<Instant> = None;
-        while sent < w || got < w {
+        // Done when our last message is consumed too: a configure rung before
+        // would be taken by the responder for one more message.
+        while sent < w || got < w || rp.hdr.consumed.load(Ordering::Acquire) != self.seq {
             let mut moved = false;
             if sent < w && rp.hdr.consumed.load(Ordering::Acquire) == self.seq {
                 if self.buffers == BufferMode::User {

@@ -4,7 +4,10 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport};
+use super::{
+    BufferMode, Capabilities, CompletionMode, DATAGRAM_BUFFER, Link, LinkConfig, ResponderArgs,
+    Transport,
+};
 use crate::error::{Error, Result};
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
@@ -50,10 +53,15 @@ impl Transport for Udp {
         // Room for a whole datagram of the largest size either way.
         for s in [&a, &b] {
             for opt in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
-                fd::setsockopt(s.as_raw_fd(), libc::SOL_SOCKET, opt, 1 << 20)?;
+                fd::setsockopt(
+                    s.as_raw_fd(),
+                    libc::SOL_SOCKET,
+                    opt,
+                    DATAGRAM_BUFFER as libc::c_int,
+                )?;
             }
         }
-        FdLink::open(cfg, vec![a.into()], vec![b.into()], Framing::Datagram)
+        FdLink::open_lossy(cfg, vec![a.into()], vec![b.into()])
     }
 
     fn respond(&self, args: &ResponderArgs) -> Result<()> {
