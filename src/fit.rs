@@ -152,7 +152,7 @@ fn fit_sorted(sorted: &[(u64, f64)]) -> Option<(Fit, f64)> {
     let line = solve(sorted)?;
     // Time that does not grow with size shows no bandwidth limit: r∞ would
     // be infinite or negative, which no report should print as a number.
-    if !(line.slope > 0.0) {
+    if line.slope <= 0.0 {
         return None;
     }
     let r_bytes_per_ns = 1.0 / line.slope;

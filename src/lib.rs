@@ -4,6 +4,7 @@
 //! sweeps, `sample` and `stats` measure, `report/` renders a `Run`.
 
 pub mod app;
+pub mod buffer;
 pub mod cli;
 pub mod env;
 pub mod error;

@@ -6,6 +6,7 @@
 
 use super::peer::{CHILD_FD, Fault, Peer, Shared, fault_exit};
 use super::{CompletionMode, Link, LinkConfig, Pattern, ReplyShape, spin_until};
+use crate::buffer::{PageBuf, page_round};
 use crate::error::{Error, Result};
 use crate::payload::{self, Direction};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
@@ -378,8 +379,8 @@ fn errno() -> i32 {
 /// The initiator's end over fds, with its responder process.
 pub(crate) struct FdLink {
     chan: Chan,
-    req: Vec<u8>,
-    rep: Vec<u8>,
+    req: PageBuf,
+    rep: PageBuf,
     shape: ReplyShape,
     // Dropped before the fds: the watchdog, which may shut them down, stops first.
     peer: Peer,
@@ -433,8 +434,8 @@ impl FdLink {
         Ok(Box::new(FdLink {
             chan,
             _fds: own,
-            req: vec![0u8; cfg.max_request],
-            rep: vec![0u8; cfg.max_reply.max(CTRL_LEN)],
+            req: PageBuf::zeroed(cfg.max_request),
+            rep: PageBuf::zeroed(cfg.max_reply.max(CTRL_LEN)),
             shape: ReplyShape::default(),
             peer,
         }))
@@ -469,7 +470,7 @@ impl Link for FdLink {
 
     fn configure(&mut self, shape: &ReplyShape) -> Result<()> {
         if shape.pattern == Pattern::Bidir && self.rep.len() < shape.reply_len {
-            self.rep.resize(shape.reply_len, 0);
+            self.rep.grow(shape.reply_len, 0);
         }
         self.control(CTRL_CONFIGURE, shape)?;
         // Control frames always travel in the completion's own mode.
@@ -519,7 +520,7 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
     };
     chan.set_mode()?;
     let mut fault = Fault::from_env();
-    let mut device: Vec<u8> = Vec::new();
+    let mut device = PageBuf::zeroed(0);
     loop {
         let mut frame = [0u8; CTRL_LEN];
         match chan.recv(&mut frame) {
@@ -540,10 +541,10 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
         let io = |e: IoError| Error::run(format!("responder: {e}"));
         if kind == CTRL_CONFIGURE {
             let need = match shape.pattern {
-                Pattern::Bidir => shape.request_len + shape.reply_len,
+                Pattern::Bidir => page_round(shape.request_len) + shape.reply_len,
                 _ => shape.request_len.max(shape.reply_len),
             };
-            device.resize(need, 0x5a);
+            device.grow(need, 0x5a);
             chan.set_mode_for(shape.pattern)?;
         }
         chan.send(&ACK).map_err(io)?;
@@ -551,8 +552,8 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
             return Ok(());
         }
         let (n, m) = (shape.request_len, shape.reply_len);
-        let mut message = 0u64;
-        for _ in 0..shape.exchanges {
+        // Message numbers restart at each configure, as the initiator's do.
+        for message in 0..shape.exchanges {
             match shape.pattern {
                 Pattern::Pingpong => {
                     chan.recv_msg(&mut device[..n], shape.packet(n))
@@ -568,12 +569,11 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
                     chan.send_msg(&device[..m], shape.packet(m)).map_err(io)?;
                 }
                 Pattern::Bidir => {
-                    let (inp, out) = device.split_at_mut(n);
-                    chan.duplex(&out[..m], inp, shape.messages(), shape.packet(m))
+                    let (inp, out) = device.split_at_mut(page_round(n));
+                    chan.duplex(&out[..m], &mut inp[..n], shape.messages(), shape.packet(m))
                         .map_err(io)?;
                 }
             }
-            message += 1;
             if fault.tick() {
                 fault_exit(&fault);
             }

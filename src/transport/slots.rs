@@ -7,6 +7,7 @@
 //! `[header][request bell][reply bell][request data][reply data]`.
 
 use super::{BufferMode, CompletionMode, Fault, Pattern, ReplyShape, spin_until};
+use crate::buffer::{PageBuf, page_round};
 use crate::error::{Error, Result};
 use crate::payload::{self, Direction};
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
@@ -455,8 +456,8 @@ pub(crate) struct Initiator {
     rep_progress: u64,
     shape: ReplyShape,
     /// The caller's own buffers in `user` mode.
-    user_req: Vec<u8>,
-    user_rep: Vec<u8>,
+    user_req: PageBuf,
+    user_rep: PageBuf,
     timeout: Duration,
 }
 
@@ -469,10 +470,10 @@ impl Initiator {
     ) -> Self {
         let (ureq, urep) = match buffers {
             BufferMode::User => (
-                vec![0u8; region.layout.max_request],
-                vec![0u8; region.layout.max_reply],
+                PageBuf::zeroed(region.layout.max_request),
+                PageBuf::zeroed(region.layout.max_reply),
             ),
-            _ => (Vec::new(), Vec::new()),
+            _ => (PageBuf::zeroed(0), PageBuf::zeroed(0)),
         };
         Initiator {
             region,
@@ -732,7 +733,7 @@ pub(crate) fn respond(
     let req = region.request_bell();
     let rep = region.reply_bell();
     let (req_area, rep_area) = (region.request_area(), region.reply_area());
-    let mut device: Vec<u8> = Vec::new();
+    let mut device = PageBuf::zeroed(0);
     let mut shape = ReplyShape::default();
     let mut last = 0u32;
     let mut sent = Sent::default();
@@ -839,7 +840,7 @@ pub(crate) fn respond(
                         "responder: configured size exceeds the shared region",
                     ));
                 }
-                device.resize(shape.request_len + shape.reply_len, 0xa5);
+                device.grow(page_round(shape.request_len) + shape.reply_len, 0xa5);
                 message = 0;
                 if shape.pattern == Pattern::Bidir {
                     // Every request so far is consumed.
@@ -876,7 +877,7 @@ fn respond_bidir(
     let (req, rep) = (region.request_bell(), region.reply_bell());
     let (req_area, rep_area) = (region.request_area(), region.reply_area());
     let (n, m, w) = (shape.request_len, shape.reply_len, shape.messages());
-    let (inp, out) = device.split_at_mut(n);
+    let (inp, out) = device.split_at_mut(page_round(n));
     let (mut got, mut sent, mut seen) = (0u64, 0u64, prev);
     let mut spins = 0u32;
     while got < w || sent < w {
@@ -884,7 +885,7 @@ fn respond_bidir(
         if got < w {
             let s = req.hdr.seq.load(Ordering::Acquire);
             if s != seen {
-                // SAFETY: n ≤ max_request; inp is n long.
+                // SAFETY: n ≤ max_request; inp is at least n long.
                 unsafe {
                     std::ptr::copy_nonoverlapping(req_area as *const u8, inp.as_mut_ptr(), n)
                 };
