@@ -194,6 +194,23 @@ impl Region {
         }
     }
 
+    /// Where the reply of `shape` goes. A ping-pong's reply reuses the
+    /// request's data area when it fits: the request is consumed before the
+    /// reply is written, and one shared area instead of two keeps the working
+    /// set at memcpy's (source and destination). With a third 8 MiB buffer a
+    /// round trip ran at half the bandwidth here, on a 32 MiB L3. Bidir
+    /// traffic needs both areas at once; inline payloads have their own bells.
+    pub fn reply_area_for(&self, shape: &ReplyShape) -> *mut u8 {
+        if !self.layout.inline
+            && shape.pattern == Pattern::Pingpong
+            && shape.reply_len <= self.layout.max_request
+        {
+            self.request_area()
+        } else {
+            self.reply_area()
+        }
+    }
+
     pub fn layout(&self) -> &Layout {
         &self.layout
     }
@@ -510,7 +527,10 @@ impl Initiator {
             BufferMode::User => &self.user_rep[..self.shape.reply_len],
             // SAFETY: the responder finished writing before it rang the bell.
             _ => unsafe {
-                std::slice::from_raw_parts(self.region.reply_area(), self.shape.reply_len)
+                std::slice::from_raw_parts(
+                    self.region.reply_area_for(&self.shape),
+                    self.shape.reply_len,
+                )
             },
         }
     }
@@ -603,7 +623,7 @@ impl Initiator {
     /// Takes the reply of `len` bytes after its bell rang.
     #[inline]
     fn take_reply(&mut self, len: usize, gone: &AtomicBool) -> Result<(), WaitError> {
-        let area = self.region.reply_area();
+        let area = self.region.reply_area_for(&self.shape);
         let user = (self.buffers == BufferMode::User).then_some(self.user_rep.as_mut_ptr());
         if self.shape.chunk == 0 || len == 0 {
             if let Some(dst) = user {
@@ -732,7 +752,8 @@ pub(crate) fn respond(
 ) -> Result<bool> {
     let req = region.request_bell();
     let rep = region.reply_bell();
-    let (req_area, rep_area) = (region.request_area(), region.reply_area());
+    let req_area = region.request_area();
+    let mut rep_area = region.reply_area();
     let mut device = PageBuf::zeroed(0);
     let mut shape = ReplyShape::default();
     let mut last = 0u32;
@@ -841,6 +862,7 @@ pub(crate) fn respond(
                     ));
                 }
                 device.grow(page_round(shape.request_len) + shape.reply_len, 0xa5);
+                rep_area = region.reply_area_for(&shape);
                 message = 0;
                 if shape.pattern == Pattern::Bidir {
                     // Every request so far is consumed.
