@@ -26,14 +26,10 @@ set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 ROOT=$(dirname "$HERE")
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
 
-CPUS=${XB_CPUS:-0,1}
-CPU_A=$(cut -d, -f1 <<<"$CPUS")
-CPU_B=$(cut -d, -f2 <<<"$CPUS")
-if ! [[ $CPU_A =~ ^[0-9]+$ && $CPU_B =~ ^[0-9]+$ ]] || [[ $CPU_A == "$CPU_B" ]]; then
-    echo "XB_CPUS must name two different cpus, e.g. 0,1 (got '$CPUS')" >&2
-    exit 2
-fi
+parse_cpus "${XB_CPUS:-0,1}"
 CPUS="$CPU_A,$CPU_B"
 ROUNDS=${XB_ROUNDS:-2}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "XB_ROUNDS must be a positive integer" >&2; exit 2; }
@@ -57,9 +53,6 @@ else
     TCP_DUR=5s
     TCP_SECS=5
 fi
-
-ERRORS=()
-error() { echo "ERROR: $*" >&2; ERRORS+=("$*"); }
 
 TMP=$(mktemp -d "${TMPDIR:-/tmp}/roundtrip-peers.XXXXXX")
 SERVER_PID=
@@ -94,18 +87,10 @@ print(s["p50_ns"], s["mean_ns"], p.get("transport", "?"), p.get("buffers", "?"),
     fi
 }
 
-# min A B: the lower of two numbers; an empty argument is ignored.
-min() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "") print b; else if (b == "") print a; else print (a + 0 <= b + 0 ? a : b) }'; }
-# ratio A B: A / B with 3 decimals, empty if either is missing.
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0) print ""; else printf "%.3f", a / b }'; }
-# shown RATIO: "-" when missing.
-shown() { echo "${1:--}"; }
 # fmt SCALE X: X / SCALE with 2 decimals, "-" when missing.
 fmt() { awk -v s="$1" -v x="$2" 'BEGIN { if (x == "") print "-"; else if (s == 1) printf "%.1f", x; else printf "%.2f", x / s }'; }
 # Units of the section being run: ns for thread, us for tcp.
 SCALE=1 UNIT=ns
-# verdict RATIO TARGET
-verdict() { awk -v r="$1" -v t="$2" 'BEGIN { if (r == "") print "ERROR"; else if (t == "") print "info"; else print (r + 0 <= t + 0 ? "PASS" : "FAIL") }'; }
 
 # run_xb NAME SPEC SIZE DURATION: runs xferbench; sets XB_P50 / XB_MEAN (ns).
 run_xb() {
@@ -139,28 +124,7 @@ echo "   durations: thread $THREAD_DUR, tcp $TCP_DUR (sockperf -t $TCP_SECS)"
 # ---------------------------------------------------------------- sockperf
 
 HAVE_SOCKPERF=1
-if ! command -v sockperf >/dev/null; then
-    echo "-- sockperf not found; installing the Debian package 'sockperf'"
-    SUDO=
-    if [[ $(id -u) -ne 0 ]]; then
-        if command -v sudo >/dev/null && sudo -n true 2>/dev/null; then
-            SUDO="sudo -n"
-        else
-            SUDO=none
-        fi
-    fi
-    if [[ $SUDO == none ]] || ! command -v apt-get >/dev/null; then
-        echo "   cannot install sockperf: need root (or passwordless sudo) and apt-get." >&2
-        echo "   Install it yourself (apt-get install sockperf) and re-run; part (b) is skipped." >&2
-        HAVE_SOCKPERF=0
-    elif ! { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q sockperf >"$TMP/apt.log" 2>&1 ||
-             { $SUDO env DEBIAN_FRONTEND=noninteractive apt-get update -q >>"$TMP/apt.log" 2>&1 &&
-               $SUDO env DEBIAN_FRONTEND=noninteractive apt-get install -y -q sockperf >>"$TMP/apt.log" 2>&1; }; }; then
-        tail -n 5 "$TMP/apt.log" >&2
-        echo "   apt-get install sockperf failed; part (b) is skipped." >&2
-        HAVE_SOCKPERF=0
-    fi
-fi
+install_deb sockperf sockperf || HAVE_SOCKPERF=0
 if [[ $HAVE_SOCKPERF == 1 ]]; then
     echo "   sockperf: $(sockperf --version 2>&1 | grep -m1 -o 'version [^ ]*' || echo '?')"
 else
@@ -170,18 +134,7 @@ fi
 # ---------------------------------------------------------------- build
 
 echo "-- building"
-XB=
-if [[ -n ${XB_BIN:-} ]]; then
-    if [[ -x $XB_BIN ]]; then XB=$XB_BIN; else error "XB_BIN=$XB_BIN is not an executable"; fi
-else
-    if (cd "$ROOT" && cargo build --release --quiet); then
-        XB="${CARGO_TARGET_DIR:-$ROOT/target}/release/xferbench"
-        [[ -x $XB ]] || { error "built, but $XB is missing"; XB=; }
-    else
-        error "cargo build --release failed"
-    fi
-fi
-if [[ -n $XB ]]; then echo "   xferbench: $XB"; fi
+build_xb "$ROOT"
 PINGPONG=
 if ${CC:-cc} -O2 -pthread -o "$TMP/pingpong" "$HERE/pingpong.c"; then
     PINGPONG="$TMP/pingpong"
@@ -223,7 +176,6 @@ for ((r = 1; r <= ROUNDS; r++)); do
         [[ -n $p50 ]] && US_PAIRED+=("$(ratio "$XB_P50" "$p50")")
     fi
 done
-median() { printf '%s\n' "$@" | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 IN_PAIRED_MED=$(median "${IN_PAIRED[@]}")
 US_PAIRED_MED=$(median "${US_PAIRED[@]}")
 echo "  paired (each round against its own pingpong run), median p50 ratio:" \
@@ -242,8 +194,7 @@ echo "== (b) tcp over loopback, 64-byte messages, vs sockperf ping-pong --tcp"
 SCALE=1000 UNIT=us
 SP_P50= TB_P50= TB_MEAN= TP_P50= TP_MEAN=
 if [[ $HAVE_SOCKPERF == 1 ]]; then
-    PORT=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])' 2>/dev/null ||
-           echo $(( 20000 + RANDOM % 20000 )))
+    PORT=$(free_port)
     taskset -c "$CPU_B" sockperf server --tcp -i 127.0.0.1 -p "$PORT" >"$TMP/sockperf-server.log" 2>&1 &
     SERVER_PID=$!
     for _ in $(seq 50); do
@@ -320,9 +271,4 @@ row "tcp block p50 / sockperf" "$TB_P50" "$SP_P50" 1.1 1000 us
 row "tcp poll p50 / sockperf (info)" "$TP_P50" "$SP_P50" "" 1000 us
 echo "(PASS/FAIL is informational. pingpong loop mean, no per-iteration clock reads: $(fmt 1 "$PP_LOOP") ns)"
 
-if ((${#ERRORS[@]})); then
-    echo
-    echo "${#ERRORS[@]} step(s) failed to run:" >&2
-    printf '  - %s\n' "${ERRORS[@]}" >&2
-    exit 1
-fi
+report_errors
