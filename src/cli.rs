@@ -299,11 +299,11 @@ pub struct CurveArgs {
     /// raw: time the transfer; fill-check: fill every message with values and check every value received.
     #[arg(long, value_enum, default_value = "raw")]
     pub payload: PayloadMode,
-    /// Cut messages into packets sent back to back: a size (e.g. 4k), whole, or adaptive.
+    /// Cut messages into packets sent back to back: a size (e.g. 4k), whole (or 0), or adaptive.
     #[arg(long, value_parser = chunk, default_value = "whole")]
     pub chunk: Chunk,
     /// Measure the curve once per packetization strategy and tabulate bandwidth side by side, e.g. 256,4096,adaptive.
-    #[arg(long, value_delimiter = ',', value_parser = chunk)]
+    #[arg(long, value_delimiter = ',', value_parser = chunk, conflicts_with = "chunk")]
     pub compare_chunks: Vec<Chunk>,
     /// Fit two segments of t(n) = t0 + n/r∞, split where the protocol changes: auto, none, or a size.
     #[arg(long, value_parser = breakpoint, default_value = "auto")]

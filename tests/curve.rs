@@ -364,6 +364,10 @@ fn bad_curve_options_are_usage_errors() {
         ),
         (vec!["curve", "--window", "0"], "window"),
         (
+            vec!["curve", "--chunk", "4k", "--compare-chunks", "256"],
+            "cannot be used with",
+        ),
+        (
             vec!["curve", "-t", "thread:completion=block", "--mode", "bidir"],
             "completion=poll",
         ),
