@@ -7,7 +7,7 @@
 use crate::error::{Error, Result};
 use crate::payload::{self, Direction};
 use crate::stats::Recorder;
-use crate::transport::{Link, ReplyShape};
+use crate::transport::{Link, Pattern, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
@@ -125,8 +125,13 @@ fn batch(
     let mut scratch = Recorder::new();
     let rec = rec.unwrap_or(&mut scratch);
     match shape.check {
-        Some(seed) => timed_checked(link, n, rec, stop, shape, seed),
-        None => timed(link, n, rec, stop),
+        // A round trip's request and reply are filled and checked here; a
+        // stream's messages are filled by the link, one by one, and checked
+        // by the responder.
+        Some(seed) if shape.pattern == Pattern::Pingpong => {
+            timed_checked(link, n, rec, stop, shape, seed)
+        }
+        _ => timed(link, n, rec, stop),
     }
 }
 

@@ -242,6 +242,57 @@ fn fill_check_passes_clean_and_catches_a_flipped_bit() {
 }
 
 #[test]
+fn fill_check_in_stream_mode_checks_every_message_of_the_window() {
+    for t in ["thread", "shm:buffers=user", "tcp", "udp"] {
+        let base = [
+            "curve",
+            "-q",
+            "-t",
+            t,
+            "--mode",
+            "stream",
+            "--window",
+            "8",
+            "--payload",
+            "fill-check",
+        ];
+        // Clean, whole and in packets (reassembled byte-exact).
+        let clean = xb(
+            &[
+                &base[..],
+                &[
+                    "--sizes",
+                    "1,999,10000",
+                    "--chunk",
+                    "1000",
+                    "--point-time",
+                    "20ms",
+                ],
+            ]
+            .concat(),
+            None,
+        );
+        let err = String::from_utf8_lossy(&clean.stderr);
+        assert!(clean.status.success(), "{t}: {err}");
+        // The 50th window arrives damaged: the responder's check stops the run.
+        let bad = xb(
+            &[
+                &base[..],
+                &["--sizes", "4k", "--samples", "200", "--warmup", "10"],
+            ]
+            .concat(),
+            Some("flip-bit:50"),
+        );
+        let err = String::from_utf8_lossy(&bad.stderr);
+        assert_eq!(bad.status.code(), Some(1), "{t}: {err}");
+        assert!(
+            err.contains("responder: fill-check mismatch in a 4096-byte message at offset 2048"),
+            "{t}: {err}"
+        );
+    }
+}
+
+#[test]
 fn packetization_strategies_compare_in_one_table() {
     for t in ["thread:buffers=user", "tcp", "udp"] {
         let o = xb(
@@ -353,8 +404,8 @@ fn csv_and_table_outputs() {
 fn bad_curve_options_are_usage_errors() {
     for (args, needle) in [
         (
-            vec!["curve", "--mode", "stream", "--payload", "fill-check"],
-            "pingpong",
+            vec!["curve", "--mode", "bidir", "--payload", "fill-check"],
+            "not bidir",
         ),
         (vec!["curve", "--mode", "bidir", "--chunk", "4k"], "bidir"),
         (vec!["curve", "--chunk", "lots"], "malformed chunk"),

@@ -191,9 +191,9 @@ fn validate(args: &CurveArgs) -> Result<(Vec<u64>, Vec<Config>)> {
             BufferMode::User
         }
     })?;
-    if args.payload == PayloadMode::FillCheck && args.mode != Pattern::Pingpong {
+    if args.payload == PayloadMode::FillCheck && args.mode == Pattern::Bidir {
         return Err(Error::usage(
-            "--payload fill-check checks each message of a round trip: use it with --mode pingpong",
+            "--payload fill-check works with --mode pingpong or stream, not bidir yet",
         ));
     }
     let strat = strategies(args);

@@ -382,6 +382,8 @@ pub(crate) struct FdLink {
     req: PageBuf,
     rep: PageBuf,
     shape: ReplyShape,
+    /// Stream messages sent since the last configure: their fill-check number.
+    stream_seq: u64,
     // Dropped before the fds: the watchdog, which may shut them down, stops first.
     peer: Peer,
     _fds: Vec<OwnedFd>,
@@ -437,6 +439,7 @@ impl FdLink {
             req: PageBuf::zeroed(cfg.max_request),
             rep: PageBuf::zeroed(cfg.max_reply.max(CTRL_LEN)),
             shape: ReplyShape::default(),
+            stream_seq: 0,
             peer,
         }))
     }
@@ -476,25 +479,48 @@ impl Link for FdLink {
         // Control frames always travel in the completion's own mode.
         self.chan.set_mode_for(shape.pattern)?;
         self.shape = *shape;
+        self.stream_seq = 0;
         Ok(())
     }
 
     #[inline]
     fn exchange(&mut self) -> Result<()> {
-        let sh = &self.shape;
-        let (req, rep) = (&self.req[..sh.request_len], &mut self.rep[..sh.reply_len]);
+        let sh = self.shape;
+        let n = sh.request_len;
         self.peer.enter();
         let r = match sh.pattern {
             Pattern::Pingpong => self
                 .chan
-                .send_msg(req, sh.packet(req.len()))
-                .and_then(|_| self.chan.recv_msg(rep, sh.packet(rep.len()))),
+                .send_msg(&self.req[..n], sh.packet(n))
+                .and_then(|_| {
+                    self.chan
+                        .recv_msg(&mut self.rep[..sh.reply_len], sh.packet(sh.reply_len))
+                }),
+            // With fill-check every message of the window gets its own values
+            // (numbered from the configure), filled inside the timed span.
             Pattern::Stream => (0..sh.messages())
-                .try_for_each(|_| self.chan.send_msg(req, sh.packet(req.len())))
-                .and_then(|_| self.chan.recv_msg(rep, sh.packet(rep.len()))),
-            Pattern::Bidir => self
-                .chan
-                .duplex(req, rep, sh.messages(), sh.packet(req.len())),
+                .try_for_each(|_| {
+                    if let Some(seed) = sh.check {
+                        payload::fill(
+                            &mut self.req[..n],
+                            seed,
+                            self.stream_seq,
+                            Direction::Request,
+                        );
+                        self.stream_seq += 1;
+                    }
+                    self.chan.send_msg(&self.req[..n], sh.packet(n))
+                })
+                .and_then(|_| {
+                    self.chan
+                        .recv_msg(&mut self.rep[..sh.reply_len], sh.packet(sh.reply_len))
+                }),
+            Pattern::Bidir => self.chan.duplex(
+                &self.req[..n],
+                &mut self.rep[..sh.reply_len],
+                sh.messages(),
+                sh.packet(n),
+            ),
         };
         self.peer.leave();
         r.map_err(|e| self.peer.failure("exchange", e))
@@ -562,9 +588,15 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
                     chan.send_msg(&device[..m], shape.packet(m)).map_err(io)?;
                 }
                 Pattern::Stream => {
-                    for _ in 0..shape.messages() {
+                    for k in 0..shape.messages() {
                         chan.recv_msg(&mut device[..n], shape.packet(n))
                             .map_err(io)?;
+                        if let Some(seed) = shape.check {
+                            fault.corrupt(&mut device[..n]);
+                            let seq = message * shape.messages() + k;
+                            payload::check(&device[..n], seed, seq, Direction::Request)
+                                .map_err(|m| Error::run(format!("responder: {m}")))?;
+                        }
                     }
                     chan.send_msg(&device[..m], shape.packet(m)).map_err(io)?;
                 }

@@ -379,7 +379,9 @@ impl Fault {
         f
     }
 
-    /// Called on each reply before it is sent (`tick` counts it afterwards).
+    /// Called on each reply before it is sent, and in stream mode on each
+    /// request before it is checked: flip-bit:N damages the N-th exchange's
+    /// data in transit (`tick` counts exchanges afterwards).
     #[inline]
     pub fn corrupt(&self, reply: &mut [u8]) {
         if self.served + 1 == self.flip_at && !reply.is_empty() {

@@ -472,6 +472,8 @@ pub(crate) struct Initiator {
     req_progress: u64,
     rep_progress: u64,
     shape: ReplyShape,
+    /// Stream messages sent since the last configure: their fill-check number.
+    stream_seq: u64,
     /// The caller's own buffers in `user` mode.
     user_req: PageBuf,
     user_rep: PageBuf,
@@ -505,6 +507,7 @@ impl Initiator {
             shape: ReplyShape::default(),
             user_req: ureq,
             user_rep: urep,
+            stream_seq: 0,
             timeout,
         }
     }
@@ -591,6 +594,7 @@ impl Initiator {
                 .store(self.reply_seen, Ordering::Release);
         }
         self.shape = *shape;
+        self.stream_seq = 0;
         Ok(())
     }
 
@@ -661,6 +665,13 @@ impl Initiator {
             // it (one data area); the last acknowledgement ends the exchange.
             Pattern::Stream => {
                 for _ in 0..self.shape.messages() {
+                    // With fill-check every message of the window gets its
+                    // own values, filled inside the timed span.
+                    if let Some(seed) = self.shape.check {
+                        let seq = self.stream_seq;
+                        payload::fill(&mut self.request_buf()[..n], seed, seq, Direction::Request);
+                        self.stream_seq += 1;
+                    }
                     self.send_request(n);
                     self.answer(gone, Some(self.timeout))?;
                 }
@@ -815,6 +826,11 @@ pub(crate) fn respond(
                     return Ok(false);
                 }
                 if shape.pattern == Pattern::Stream {
+                    if let Some(seed) = shape.check {
+                        fault.corrupt(&mut device[..len]);
+                        payload::check(&device[..len], seed, message, Direction::Request)
+                            .map_err(|m| Error::run(format!("responder: {m}")))?;
+                    }
                     rep.ring(seq, KIND_ACK, 0, completion, &mut sent);
                 } else {
                     if let Some(seed) = shape.check {
