@@ -4,7 +4,7 @@
 use crate::cli::Format;
 use crate::cli::{Cli, Command, RespondArgs};
 use crate::error::{Error, Result};
-use crate::experiment::{curve, roundtrip, suite};
+use crate::experiment::{curve, roundtrip, stream, suite};
 use crate::progress::Bar;
 use crate::report;
 use crate::transport::{self, ResponderArgs};
@@ -81,6 +81,26 @@ fn dispatch(cli: Cli) -> Result<()> {
                 Format::Csv => report::curve::csv(&run),
             };
             emit_run(&text, a.common.output.as_deref(), run.points.len(), err)
+        }
+        Some(Command::Stream(a)) => {
+            report::check_writable(a.output.as_deref())?;
+            let stop = crate::interrupt::install();
+            let bar = Bar::new(cli.quiet);
+            let (run, err) = stream::run(&a, &stop, &bar)?;
+            if let Some(e @ Error::Usage(_)) = err {
+                return Err(e);
+            }
+            for w in &run.warnings {
+                if !cli.quiet {
+                    eprintln!("xferbench: warning: {w}");
+                }
+            }
+            let text = match a.effective_format() {
+                Format::Table => report::stream::render(&run),
+                Format::Json => report::stream::json(&run)?,
+                Format::Csv => report::stream::csv(&run),
+            };
+            emit_run(&text, a.output.as_deref(), run.points.len(), err)
         }
         Some(Command::Roundtrip(a)) => {
             report::check_writable(a.common.output.as_deref())?;

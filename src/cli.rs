@@ -30,6 +30,8 @@ pub enum Command {
     Roundtrip(Box<RoundtripArgs>),
     /// Latency and bandwidth over message size (BIP, NetPIPE, OSU): one-way time, MB/s, a model fit.
     Curve(Box<CurveArgs>),
+    /// Throughput of fio-style jobs: workers on files, block and character devices (DMA channels) or transports; fio job files, verify, poll vs interrupt, block-size sweeps.
+    Stream(Box<StreamArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
     List(ListArgs),
     /// Runs a responder (started by xferbench itself; not for direct use).
@@ -165,22 +167,21 @@ impl CommonArgs {
             .collect()
     }
 
-    /// The format to write: `--format`, unless left at its default and the
-    /// output file's extension says otherwise.
     pub fn effective_format(&self) -> Format {
-        if self.format != Format::Table {
-            return self.format;
-        }
-        match self
-            .output
-            .as_ref()
-            .and_then(|p| p.extension())
-            .and_then(|e| e.to_str())
-        {
-            Some("json") => Format::Json,
-            Some("csv") => Format::Csv,
-            _ => Format::Table,
-        }
+        format_for(self.format, self.output.as_deref())
+    }
+}
+
+/// The format to write: `--format`, unless left at its default and the
+/// output file's extension says otherwise.
+fn format_for(format: Format, output: Option<&std::path::Path>) -> Format {
+    if format != Format::Table {
+        return format;
+    }
+    match output.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
+        Some("json") => Format::Json,
+        Some("csv") => Format::Csv,
+        _ => Format::Table,
     }
 }
 
@@ -331,4 +332,155 @@ pub struct RespondArgs {
     pub completion: CompletionMode,
     #[arg(long)]
     pub cpu: Option<usize>,
+}
+
+fn map_pair(s: &str) -> Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+            Ok((a.trim().to_string(), b.trim().to_string()))
+        }
+        _ => Err(format!(
+            "malformed map '{s}': expected OLD=NEW, as in /dev/xdma0_h2c_0=/tmp/card0"
+        )),
+    }
+}
+
+fn set_pair(s: &str) -> Result<(String, Option<String>), String> {
+    let (k, v) = match s.split_once('=') {
+        Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
+        None => (s.trim(), None),
+    };
+    if k.is_empty() || k.contains(char::is_whitespace) {
+        return Err(format!(
+            "malformed option '{s}': expected KEY=VALUE (a fio option), as in size=64m"
+        ));
+    }
+    Ok((k.to_string(), v))
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct StreamArgs {
+    /// A fio job file to run ([global] and job sections, fio's options).
+    #[arg(long, value_name = "FILE.fio")]
+    pub job: Option<PathBuf>,
+    /// Rewrite a filename before opening it, so a device job runs on ordinary files: --map /dev/xdma0_h2c_0=/tmp/card (repeatable).
+    #[arg(long, value_name = "OLD=NEW", value_parser = map_pair)]
+    pub map: Vec<(String, String)>,
+    /// Set a fio option on every job, after the job file's own: --set size=64m (repeatable).
+    #[arg(long = "set", value_name = "KEY=VALUE", value_parser = set_pair)]
+    pub set: Vec<(String, Option<String>)>,
+    /// Options xferbench does not support are errors instead of warnings.
+    #[arg(long)]
+    pub strict: bool,
+    /// Job name for a job given by flags.
+    #[arg(long)]
+    pub name: Option<String>,
+    /// Target: a file, a block or character device, or xfer:TRANSPORT (e.g. xfer:tcp) for a one-way stream.
+    #[arg(long)]
+    pub filename: Option<String>,
+    /// read, write, randread, randwrite, rw, randrw.
+    #[arg(long)]
+    pub rw: Option<String>,
+    /// Block size, or several to sweep (4k..2m doubles, or a list 4k,64k,1m): one table row per size.
+    #[arg(long, value_name = "SIZE|SIZES")]
+    pub bs: Option<String>,
+    /// Bytes per job (fio suffixes: k, m, g, t are powers of 1024).
+    #[arg(long)]
+    pub size: Option<String>,
+    #[arg(long)]
+    pub offset: Option<String>,
+    /// Size of the target when it reports none (character devices) or is created.
+    #[arg(long)]
+    pub filesize: Option<String>,
+    #[arg(long)]
+    pub numjobs: Option<String>,
+    /// I/Os in flight per job (io_uring; psync and mmap do one at a time).
+    #[arg(long)]
+    pub iodepth: Option<String>,
+    /// psync, io_uring, mmap (libaio runs as io_uring).
+    #[arg(long)]
+    pub ioengine: Option<String>,
+    /// Buffers: malloc, mmap, mmaphuge.
+    #[arg(long)]
+    pub iomem: Option<String>,
+    /// O_DIRECT (1) or buffered (0).
+    #[arg(long, value_name = "0|1")]
+    pub direct: Option<String>,
+    /// Write a header and checksum into every block and check them on read: xxhash or crc32c.
+    #[arg(long)]
+    pub verify: Option<String>,
+    /// interrupt (sleep until woken) or poll (spin; io_uring hipri/sqthread_poll add kernel polling).
+    #[arg(long)]
+    pub completion: Option<String>,
+    /// Stop each job after this long (fio's runtime; with --time-based, run exactly this long).
+    #[arg(long)]
+    pub runtime: Option<String>,
+    /// Loop over the region until --runtime has passed.
+    #[arg(long)]
+    pub time_based: bool,
+    /// Cap each job's bandwidth (bytes per second, e.g. 100m).
+    #[arg(long)]
+    pub rate: Option<String>,
+    /// Give up on an I/O that has not completed for this long.
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
+    pub timeout: Duration,
+    /// Output format.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write the output to this file instead of stdout (format from --format, or the extension .json/.csv).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+impl StreamArgs {
+    /// The flags given, as fio options applied to every job (after the job
+    /// file's own), then the `--set` ones. `--bs` is left to [`Self::bs_list`].
+    pub fn overrides(&self) -> Vec<(String, Option<String>)> {
+        let mut o: Vec<(String, Option<String>)> = Vec::new();
+        let flags: [(&str, &Option<String>); 14] = [
+            ("filename", &self.filename),
+            ("rw", &self.rw),
+            ("size", &self.size),
+            ("offset", &self.offset),
+            ("filesize", &self.filesize),
+            ("numjobs", &self.numjobs),
+            ("iodepth", &self.iodepth),
+            ("ioengine", &self.ioengine),
+            ("iomem", &self.iomem),
+            ("direct", &self.direct),
+            ("verify", &self.verify),
+            ("completion", &self.completion),
+            ("runtime", &self.runtime),
+            ("rate", &self.rate),
+        ];
+        for (k, v) in flags {
+            if let Some(v) = v {
+                o.push((k.to_string(), Some(v.clone())));
+            }
+        }
+        if self.time_based {
+            o.push(("time_based".into(), None));
+        }
+        o.extend(self.set.iter().cloned());
+        o
+    }
+
+    /// Block sizes to sweep (empty: no --bs, the jobs' own).
+    pub fn bs_list(&self) -> crate::error::Result<Vec<u64>> {
+        let Some(b) = &self.bs else {
+            return Ok(Vec::new());
+        };
+        if b.contains("..") || b.contains(',') {
+            units::parse_size_list(b)
+        } else {
+            Ok(vec![crate::jobfile::parse_fio_size(b).map_err(|e| {
+                crate::error::Error::usage(format!("--bs {b}: {e}"))
+            })?])
+        }
+    }
+
+    pub fn effective_format(&self) -> Format {
+        format_for(self.format, self.output.as_deref())
+    }
 }

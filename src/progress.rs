@@ -25,6 +25,26 @@ impl Bar {
 }
 
 impl Progress for Bar {
+    fn start_bytes(&self, total: u64, label: &str) {
+        let template = if total > 0 {
+            "{bar:30} {bytes}/{total_bytes} {binary_bytes_per_sec}, {elapsed} elapsed, ~{eta} left  {msg}"
+        } else {
+            "{spinner} {bytes} {binary_bytes_per_sec}, {elapsed} elapsed  {msg}"
+        };
+        self.0.set_style(
+            ProgressStyle::with_template(template)
+                .expect("static template")
+                .progress_chars("=> "),
+        );
+        self.0.set_length(total);
+        self.0.set_position(0);
+        self.0.set_message(label.to_string());
+    }
+
+    fn at(&self, done: u64) {
+        self.0.set_position(done);
+    }
+
     fn start(&self, total: u64) {
         self.0.set_length(total);
         self.0.set_position(0);

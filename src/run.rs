@@ -15,6 +15,10 @@ pub trait PointMeta {
     fn warnings(&self) -> &[String];
     /// Names the point in a warning line.
     fn label(&self) -> String;
+    /// What one sample is, for the footer.
+    fn sample_noun(&self) -> &'static str {
+        "round trips"
+    }
 }
 
 /// An experiment that adds nothing at the top level.

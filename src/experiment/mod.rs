@@ -3,6 +3,7 @@
 
 pub mod curve;
 pub mod roundtrip;
+pub mod stream;
 pub mod suite;
 
 use crate::cli::CommonArgs;
@@ -19,6 +20,9 @@ pub trait Progress {
     fn start(&self, total: u64);
     fn point(&self, label: &str);
     fn finish(&self);
+    /// Byte progress (`stream`): `total` 0 when unknown (time-based jobs).
+    fn start_bytes(&self, _total: u64, _label: &str) {}
+    fn at(&self, _done: u64) {}
 }
 
 /// One transport configuration to measure: a spec with its modes resolved.

@@ -3,6 +3,7 @@
 pub mod csv;
 pub mod curve;
 pub mod json;
+pub mod stream;
 pub mod table;
 
 use crate::cli::Format;

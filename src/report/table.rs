@@ -138,7 +138,7 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
     };
     let _ = writeln!(
         out,
-        "Samples per point: {}{} after {} warm-up round trips (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
+        "Samples per point: {}{} after {} warm-up {} (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
         lo,
         if hi != lo {
             format!("–{hi}")
@@ -146,6 +146,7 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
             String::new()
         },
         warm,
+        run.points.first().map_or("round trips", |p| p.sample_noun()),
         e.clock.source,
         e.clock.overhead_ns
     );

@@ -1,0 +1,153 @@
+//! The `transport` engine: a one-way stream over one of xferbench's own
+//! transports (`filename=xfer:tcp`, `xfer:shm`, `xfer:pipe`…). Each window of
+//! `iodepth` blocks goes back to back to the responder, which acknowledges the
+//! window — curve's `stream` pattern. The bytes sent are the link's own
+//! buffer: the stream measures the transport, not a file's contents.
+
+use super::{Done, Engine, Op};
+use crate::error::{Error, Result};
+use crate::job::{Completion, Job};
+use crate::transport::{self, BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec};
+use std::path::PathBuf;
+use std::time::Duration;
+
+/// Prefix of a filename that names a transport instead of a file.
+pub const PREFIX: &str = "xfer:";
+
+pub struct LinkEngine {
+    link: Option<Box<dyn Link>>,
+    shape: ReplyShape,
+    queued: Vec<Op>,
+    detail: String,
+}
+
+/// The transport a `xfer:` filename names.
+pub fn spec_of(filename: &str) -> Option<Result<Spec>> {
+    let rest = filename.strip_prefix(PREFIX)?;
+    Some(transport::parse_specs(rest).and_then(|mut v| {
+        if v.len() != 1 {
+            return Err(Error::usage(format!(
+                "filename={filename}: name one transport, as in xfer:tcp or xfer:shm:completion=block"
+            )));
+        }
+        Ok(v.remove(0))
+    }))
+}
+
+impl LinkEngine {
+    pub fn open(job: &Job, spec: Spec, depth: usize, timeout: Duration, exe: PathBuf) -> Result<LinkEngine> {
+        let t = transport::find(&spec.name)?;
+        let caps = t.capabilities();
+        if job.rw != crate::job::Rw::Write {
+            return Err(Error::usage(format!(
+                "job {}: a transport stream goes one way, initiator to responder: use rw=write (got rw={})",
+                job.name,
+                job.rw.name()
+            )));
+        }
+        if job.verify.is_some() {
+            return Err(Error::usage(format!(
+                "job {}: verify checks blocks stored in a target; a transport stream stores nothing (use curve --payload fill-check to check a transport's data)",
+                job.name
+            )));
+        }
+        if !caps.flow_control {
+            return Err(Error::usage(format!(
+                "job {}: {} has no flow control, so a stream would drop datagrams; use tcp, unix, pipe or shm",
+                job.name, spec.name
+            )));
+        }
+        let completion = match spec.mode::<CompletionMode>("completion")? {
+            Some(c) => c,
+            None => match job.completion {
+                Some(Completion::Poll) => CompletionMode::Poll,
+                Some(Completion::Interrupt) => CompletionMode::Block,
+                None => caps.default_completion,
+            },
+        };
+        let buffers = match spec.mode::<BufferMode>("buffers")? {
+            Some(b) => b,
+            None if caps.buffers.contains(&BufferMode::Raw) => BufferMode::Raw,
+            None => BufferMode::User,
+        };
+        let cfg = LinkConfig {
+            spec: spec.clone(),
+            buffers,
+            completion,
+            max_request: job.bs as usize,
+            max_reply: 1,
+            responder_cpu: None,
+            timeout,
+            exe,
+        };
+        transport::check(t, &cfg)?;
+        let mut link = t.open(&cfg)?;
+        let shape = ReplyShape {
+            request_len: job.bs as usize,
+            reply_len: 1,
+            pattern: Pattern::Stream,
+            window: depth as u32,
+            ..ReplyShape::default()
+        };
+        link.configure(&shape)?;
+        Ok(LinkEngine {
+            link: Some(link),
+            shape,
+            queued: Vec::with_capacity(depth),
+            detail: format!(
+                "{spec} stream, {} buffers, {} completion, window of {depth} blocks per acknowledgement",
+                buffers.name(),
+                completion.name()
+            ),
+        })
+    }
+
+    fn link(&mut self) -> Result<&mut Box<dyn Link>> {
+        self.link
+            .as_mut()
+            .ok_or_else(|| Error::run("transport link already closed"))
+    }
+}
+
+impl Engine for LinkEngine {
+    fn queue(&mut self, op: Op) -> Result<()> {
+        self.queued.push(op);
+        Ok(())
+    }
+
+    fn reap(&mut self, _min: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+        if self.queued.is_empty() {
+            return Ok(());
+        }
+        let n = self.queued.len() as u32;
+        if n != self.shape.window {
+            // The tail of a job: a shorter window (untimed reconfiguration
+            // is not possible mid-measurement, but it costs one round trip).
+            self.shape.window = n;
+            let shape = self.shape;
+            self.link()?.configure(&shape)?;
+        }
+        self.link()?.exchange()?;
+        out.extend(self.queued.drain(..).map(|op| Done {
+            slot: op.slot,
+            res: Ok(op.len),
+        }));
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn completion_detail(&self) -> String {
+        self.detail.clone()
+    }
+}
+
+impl Drop for LinkEngine {
+    fn drop(&mut self) {
+        if let Some(l) = self.link.take() {
+            let _ = l.close();
+        }
+    }
+}

@@ -1,0 +1,100 @@
+//! `mmap`: the job's region mapped shared, I/O as memcpy to and from it, as
+//! fio's mmap engine. `fsync` is msync.
+
+use super::{Dir, Done, Engine, Op, Target};
+use crate::error::{Error, Result};
+use crate::job::Job;
+use std::collections::VecDeque;
+use std::time::Duration;
+
+pub struct Mmap {
+    base: *mut u8,
+    len: usize,
+    /// Target offset of `base` (page-aligned at or below the job's offset).
+    start: u64,
+    done: VecDeque<Done>,
+}
+
+impl Mmap {
+    pub fn new(target: &Target, job: &Job) -> Result<Mmap> {
+        let page = 4096u64;
+        let start = target.offset / page * page;
+        let len = usize::try_from(target.offset + target.size - start)
+            .map_err(|_| Error::usage("region too large to map"))?;
+        let prot = if job.rw.writes() {
+            libc::PROT_READ | libc::PROT_WRITE
+        } else {
+            libc::PROT_READ
+        };
+        // SAFETY: maps the target's region; unmapped in Drop.
+        let p = unsafe {
+            libc::mmap(
+                std::ptr::null_mut(),
+                len,
+                prot,
+                libc::MAP_SHARED,
+                target.fd(),
+                start as libc::off_t,
+            )
+        };
+        if p == libc::MAP_FAILED {
+            let e = std::io::Error::last_os_error();
+            return Err(Error::run(format!(
+                "job {}: cannot mmap {} ({e}); this target may not support mapping (use ioengine=psync)",
+                job.name,
+                target.path.display()
+            )));
+        }
+        Ok(Mmap {
+            base: p.cast(),
+            len,
+            start,
+            done: VecDeque::with_capacity(1),
+        })
+    }
+}
+
+impl Engine for Mmap {
+    fn queue(&mut self, op: Op) -> Result<()> {
+        let at = (op.offset - self.start) as usize;
+        debug_assert!(at + op.len <= self.len);
+        // SAFETY: the op lies inside the mapped region (the worker draws
+        // offsets from the target's region) and inside the slot buffer.
+        unsafe {
+            let m = self.base.add(at);
+            match op.dir {
+                Dir::Read => std::ptr::copy_nonoverlapping(m, op.buf, op.len),
+                Dir::Write => std::ptr::copy_nonoverlapping(op.buf, m, op.len),
+            }
+        }
+        self.done.push_back(Done {
+            slot: op.slot,
+            res: Ok(op.len),
+        });
+        Ok(())
+    }
+
+    fn reap(&mut self, _min: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+        out.extend(self.done.drain(..));
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        // SAFETY: msync over our own mapping.
+        if unsafe { libc::msync(self.base.cast(), self.len, libc::MS_SYNC) } < 0 {
+            return Err(Error::os("msync"));
+        }
+        Ok(())
+    }
+
+    fn completion_detail(&self) -> String {
+        "mmap, memcpy to/from a shared mapping (no completion to wait for)".into()
+    }
+}
+
+impl Drop for Mmap {
+    fn drop(&mut self) {
+        // SAFETY: mapped in `new` with this length.
+        unsafe { libc::munmap(self.base.cast(), self.len) };
+    }
+}

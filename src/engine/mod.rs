@@ -1,0 +1,77 @@
+//! I/O engines for `stream`: each fills in [`Engine`], as each of fio's
+//! engines fills in `ioengine_ops` — queue an I/O, reap completions. The
+//! worker loop in `experiment::stream` knows nothing of syscalls or rings.
+
+mod link;
+mod memory;
+mod mmap;
+mod psync;
+mod target;
+mod uring;
+
+pub use link::{LinkEngine, PREFIX as TRANSPORT_PREFIX, spec_of as transport_spec};
+pub use memory::IoMemory;
+pub use target::{Target, TargetKind};
+
+use crate::error::Result;
+use crate::job::{Completion, IoEngine, Job};
+use std::time::Duration;
+
+/// Which way an I/O moves data.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Dir {
+    Read,
+    Write,
+}
+
+/// One I/O: `len` bytes between buffer slot `slot` and the target at `offset`.
+#[derive(Clone, Copy, Debug)]
+pub struct Op {
+    pub dir: Dir,
+    pub offset: u64,
+    pub len: usize,
+    pub slot: usize,
+    /// Start of the slot's buffer (owned by the worker's [`IoMemory`], which
+    /// outlives the engine's use of it).
+    pub buf: *mut u8,
+}
+
+/// A finished I/O: bytes moved, or the errno it failed with.
+#[derive(Clone, Copy, Debug)]
+pub struct Done {
+    pub slot: usize,
+    pub res: std::result::Result<usize, i32>,
+}
+
+/// The narrow table every engine fills in.
+pub trait Engine {
+    /// Starts `op` (an engine without a queue performs it at once).
+    fn queue(&mut self, op: Op) -> Result<()>;
+    /// Waits until at least `min` I/Os have finished, or `timeout` passes
+    /// with none finishing (an error naming the hang), and appends them.
+    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()>;
+    /// Makes written data durable (fsync / msync).
+    fn sync(&mut self) -> Result<()>;
+    /// How completions are awaited, for the report.
+    fn completion_detail(&self) -> String;
+}
+
+/// Opens the engine `job` names on `target`, for `depth` I/Os in flight.
+pub fn open(job: &Job, target: &Target, depth: usize) -> Result<Box<dyn Engine>> {
+    let poll = job.completion() == Completion::Poll;
+    Ok(match job.ioengine {
+        IoEngine::Psync => Box::new(psync::Psync::new(target, poll)),
+        IoEngine::IoUring => Box::new(uring::Uring::new(target, job, depth)?),
+        IoEngine::Mmap => Box::new(mmap::Mmap::new(target, job)?),
+        IoEngine::Transport => {
+            return Err(crate::error::Error::usage(
+                "the transport engine streams through a link, not a file",
+            ));
+        }
+    })
+}
+
+/// errno as text, for messages.
+pub fn errno_text(e: i32) -> String {
+    std::io::Error::from_raw_os_error(e).to_string()
+}

@@ -1,0 +1,236 @@
+//! Opening a job's target — a regular file, a block device, or a character
+//! device such as XDMA's `h2c`/`c2h` channels, which report size 0 — and
+//! working out the region the job may touch.
+
+use crate::error::{Error, Result};
+use crate::job::{Completion, IoEngine, Job};
+use std::fs::{File, OpenOptions};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+use std::os::unix::io::AsRawFd;
+use std::path::{Path, PathBuf};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum TargetKind {
+    File,
+    Block,
+    Char,
+}
+
+/// An open target and the region `[offset, offset + size)` the job covers.
+pub struct Target {
+    pub file: File,
+    pub path: PathBuf,
+    pub kind: TargetKind,
+    pub offset: u64,
+    pub size: u64,
+    /// What happened to the file before the job ran (created, extended, laid out).
+    pub prepared: Option<String>,
+}
+
+/// Whether the job ever reads its target (a verifying writer reads back).
+pub fn job_reads(job: &Job) -> bool {
+    job.rw.reads() || (job.verify.is_some() && job.do_verify)
+}
+
+impl Target {
+    /// Opens `path` (the job's filename after `--map`) for `job`.
+    pub fn open(job: &Job, path: &Path) -> Result<Target> {
+        // Jobs sharing a file open it at once; one at a time, so one that
+        // creates or extends it never truncates what another just extended.
+        static PREPARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
+        let _one = PREPARE.lock().unwrap_or_else(|e| e.into_inner());
+        let name = &job.name;
+        let shown = path.display();
+        let meta = match std::fs::metadata(path) {
+            Ok(m) => Some(m),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
+            Err(e) => return Err(open_error(name, path, e)),
+        };
+        let kind = match &meta {
+            None => TargetKind::File,
+            Some(m) if m.file_type().is_block_device() => TargetKind::Block,
+            Some(m) if m.file_type().is_char_device() => TargetKind::Char,
+            Some(m) if m.is_file() => TargetKind::File,
+            Some(m) if m.is_dir() => {
+                return Err(Error::usage(format!(
+                    "job {name}: {shown} is a directory; name a file or a device"
+                )));
+            }
+            Some(_) => {
+                return Err(Error::usage(format!(
+                    "job {name}: {shown} is not a file, block or character device (a FIFO or socket? stream over a transport with filename=xfer:pipe)"
+                )));
+            }
+        };
+        if meta.is_none() && !job.allow_file_create {
+            return Err(Error::usage(format!(
+                "job {name}: {shown} does not exist and allow_file_create=0; create it, fix the name, or map it with --map {shown}=FILE"
+            )));
+        }
+        let reads = job_reads(job);
+        let writes = job.rw.writes();
+        let mut oo = OpenOptions::new();
+        oo.read(reads || !writes).write(writes);
+        let mut flags = libc::O_CLOEXEC;
+        if job.direct {
+            flags |= libc::O_DIRECT;
+        }
+        if job.ioengine == IoEngine::Psync && job.completion() == Completion::Poll {
+            flags |= libc::O_NONBLOCK;
+        }
+        oo.custom_flags(flags);
+        if meta.is_none() {
+            // A file this job creates must be written before it can be read.
+            oo.write(true).create(true);
+        }
+        let file = oo.open(path).map_err(|e| {
+            if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
+                Error::usage(format!(
+                    "job {name}: {shown} does not support O_DIRECT (tmpfs and some filesystems do not); use direct=0 or a file on another filesystem"
+                ))
+            } else {
+                open_error(name, path, e)
+            }
+        })?;
+        let mut prepared = meta.is_none().then(|| "created".to_string());
+        let current = match kind {
+            TargetKind::File => file.metadata().map(|m| m.len()).unwrap_or(0),
+            TargetKind::Block => block_size(&file).map_err(|e| {
+                Error::run(format!("job {name}: cannot read the size of {shown}: {e}"))
+            })?,
+            TargetKind::Char => 0,
+        };
+        // The space the job may address: a device's own size, or for a char
+        // device that reports none, the job's filesize; a file grows to fit.
+        let limit = match kind {
+            TargetKind::Block => Some(current),
+            TargetKind::Char => job.filesize,
+            TargetKind::File => None,
+        };
+        let avail = match kind {
+            TargetKind::File => current.max(job.filesize.unwrap_or(0)),
+            _ => limit.unwrap_or(0),
+        };
+        let offset = job.offset;
+        let size = match job.size {
+            Some(s) => s,
+            None if avail > offset => avail - offset,
+            None if kind == TargetKind::Char => {
+                return Err(Error::usage(format!(
+                    "job {name}: {shown} is a character device and reports no size; set size= or filesize="
+                )));
+            }
+            None => {
+                return Err(Error::usage(format!(
+                    "job {name}: {shown} holds nothing past offset {offset}; set size= (and filesize=) for the job"
+                )));
+            }
+        };
+        let size = size - size % job.bs;
+        if size == 0 {
+            return Err(Error::usage(format!(
+                "job {name}: size is smaller than one block (bs={}); raise size= or lower bs=",
+                job.bs
+            )));
+        }
+        let end = offset
+            .checked_add(size)
+            .ok_or_else(|| Error::usage(format!("job {name}: offset + size overflows")))?;
+        if let Some(l) = limit
+            && end > l
+        {
+            return Err(Error::usage(format!(
+                "job {name}: region {offset}..{end} lies beyond the end of {shown} ({l} bytes{}); lower size=/offset= or raise filesize=",
+                if kind == TargetKind::Char {
+                    ", from filesize="
+                } else {
+                    ""
+                }
+            )));
+        }
+        if job.direct && (offset % 512 != 0 || job.bs % 512 != 0) {
+            return Err(Error::usage(format!(
+                "job {name}: direct=1 needs offset and bs in multiples of 512 (offset {offset}, bs {}); align them or use direct=0",
+                job.bs
+            )));
+        }
+        if kind == TargetKind::File && end > current {
+            let step = if job.rw.reads() {
+                lay_out(path, current, end).map_err(|e| {
+                    Error::run(format!("job {name}: cannot lay out {shown} to {end} bytes: {e}"))
+                })?;
+                format!("laid out to {end} bytes (zeros) for reading")
+            } else {
+                file.set_len(end).map_err(|e| {
+                    Error::run(format!("job {name}: cannot extend {shown} to {end} bytes: {e}"))
+                })?;
+                format!("extended to {end} bytes")
+            };
+            prepared = Some(match prepared {
+                Some(p) => format!("{p}, {step}"),
+                None => step,
+            });
+        }
+        Ok(Target {
+            file,
+            path: path.to_path_buf(),
+            kind,
+            offset,
+            size,
+            prepared,
+        })
+    }
+
+    pub fn fd(&self) -> i32 {
+        self.file.as_raw_fd()
+    }
+}
+
+/// One line naming what went wrong opening a target, and the fix.
+fn open_error(job: &str, path: &Path, e: std::io::Error) -> Error {
+    let p = path.display();
+    let hint = match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM) => {
+            "permission denied; run as a user that may open it (DMA character devices usually need root)"
+        }
+        Some(libc::EBUSY) => "device or resource busy; another process holds it — stop that one and retry",
+        Some(libc::ENOENT) => "its directory does not exist; fix the path",
+        Some(libc::ENXIO | libc::ENODEV) => "no such device behind this node (driver not loaded?)",
+        Some(libc::EROFS) => "read-only filesystem; a write job needs a writable target",
+        _ => "check the path and permissions",
+    };
+    let msg = format!("job {job}: cannot open {p}: {e}: {hint}");
+    match e.raw_os_error() {
+        Some(libc::EACCES | libc::EPERM | libc::ENOENT | libc::EROFS) => Error::usage(msg),
+        _ => Error::run(msg),
+    }
+}
+
+/// A block device's size in bytes (BLKGETSIZE64).
+fn block_size(f: &File) -> std::io::Result<u64> {
+    const BLKGETSIZE64: libc::c_ulong = 0x8008_1272;
+    let mut n: u64 = 0;
+    // SAFETY: the ioctl writes one u64.
+    let r = unsafe { libc::ioctl(f.as_raw_fd(), BLKGETSIZE64 as _, &mut n) };
+    if r < 0 {
+        return Err(std::io::Error::last_os_error());
+    }
+    Ok(n)
+}
+
+/// Writes zeros from `from` to `to` so reads find real blocks, as fio lays
+/// out a file before a read job (untimed).
+fn lay_out(path: &Path, from: u64, to: u64) -> std::io::Result<()> {
+    use std::os::unix::fs::FileExt;
+    // A handle of its own: the job's may be read-only or O_DIRECT.
+    let f = OpenOptions::new().write(true).open(path)?;
+    let chunk = vec![0u8; 1 << 20];
+    let mut at = from;
+    while at < to {
+        let n = (to - at).min(chunk.len() as u64) as usize;
+        f.write_all_at(&chunk[..n], at)?;
+        at += n as u64;
+    }
+    Ok(())
+}

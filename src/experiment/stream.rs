@@ -1,0 +1,1203 @@
+//! `stream`: fio-style throughput jobs — N workers, each on its own target and
+//! region, through an I/O engine, with verify, completion modes, groups and
+//! block-size sweeps. The worker loop knows engines only through
+//! [`engine::Engine`]; jobs come from [`jobfile`] whether they were written
+//! in a job file or typed as flags.
+
+use crate::cli::StreamArgs;
+use crate::engine::{self, Dir, Done, Engine, IoMemory, Op, Target, TargetKind};
+use crate::env::Env;
+use crate::error::{Error, Result};
+use crate::job::{Completion, IoEngine, Job, Rw};
+use crate::jobfile;
+use crate::placement::Placement;
+use super::Progress as Bar;
+use crate::run::{PointMeta, Run};
+use crate::stats::Recorder;
+use crate::verify;
+use serde::Serialize;
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, Condvar, Mutex};
+use std::time::{Duration, Instant};
+
+/// fio's default percentile list, the keys of `clat_ns.percentile`.
+const PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
+/// Completion latency in fio's JSON shape.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Clat {
+    pub min: u64,
+    pub max: u64,
+    pub mean: f64,
+    pub stddev: f64,
+    #[serde(rename = "N")]
+    pub n: u64,
+    pub percentile: BTreeMap<String, u64>,
+}
+
+impl Clat {
+    fn of(r: &Recorder) -> Clat {
+        let s = r.summary();
+        Clat {
+            min: s.min_ns,
+            max: s.max_ns,
+            mean: s.mean_ns,
+            stddev: s.stddev_ns,
+            n: s.count,
+            percentile: if s.count == 0 {
+                BTreeMap::new()
+            } else {
+                PERCENTILES
+                    .iter()
+                    .map(|p| (format!("{p:.6}"), r.quantile(p / 100.0)))
+                    .collect()
+            },
+        }
+    }
+
+    /// The value at percentile `p` (one of fio's list).
+    pub fn at(&self, p: f64) -> u64 {
+        self.percentile
+            .get(&format!("{p:.6}"))
+            .copied()
+            .unwrap_or(0)
+    }
+}
+
+/// One direction's figures, in fio's JSON shape (`bw` in KiB/s, `runtime`
+/// in ms) plus exact nanoseconds.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct DirStats {
+    pub io_bytes: u64,
+    pub io_kbytes: u64,
+    pub bw_bytes: u64,
+    pub bw: u64,
+    pub iops: f64,
+    pub runtime: u64,
+    pub total_ios: u64,
+    pub runtime_ns: u64,
+    pub clat_ns: Clat,
+}
+
+impl DirStats {
+    fn of(rec: &Recorder, bytes: u64, runtime_ns: u64) -> DirStats {
+        let secs = runtime_ns as f64 / 1e9;
+        let rate = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
+        DirStats {
+            io_bytes: bytes,
+            io_kbytes: bytes / 1024,
+            bw_bytes: rate(bytes as f64) as u64,
+            bw: (rate(bytes as f64) / 1024.0) as u64,
+            iops: rate(rec.count() as f64),
+            runtime: runtime_ns.div_ceil(1_000_000),
+            total_ios: rec.count(),
+            runtime_ns,
+            clat_ns: Clat::of(rec),
+        }
+    }
+}
+
+/// What a verify pass found.
+#[derive(Clone, Debug, Serialize)]
+pub struct VerifyReport {
+    pub kind: &'static str,
+    /// Blocks checked; `bad` of them failed.
+    pub blocks: u64,
+    pub bad: u64,
+    /// The first bad block, described.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub first_bad: Option<String>,
+    /// Seconds the separate read-back pass of a writer took (not in its bandwidth).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub readback_s: Option<f64>,
+    /// Files `verify_dump` wrote.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub dumped: Vec<String>,
+}
+
+/// One job's result; serialises into fio's `jobs[]` shape plus xferbench's detail.
+#[derive(Clone, Debug, Serialize)]
+pub struct JobResult {
+    pub jobname: String,
+    pub groupid: u32,
+    /// 0, or 1 when the job failed (fio's `error`); `error_text` says why.
+    pub error: i32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error_text: Option<String>,
+    pub read: DirStats,
+    pub write: DirStats,
+    /// Sweep block size this job ran at, when `--bs` gave several.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_bs: Option<u64>,
+    pub clone: u32,
+    pub filename: String,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapped_from: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub target: Option<TargetKind>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<String>,
+    pub rw: Rw,
+    pub bs: u64,
+    pub offset: u64,
+    pub size: u64,
+    pub ioengine: IoEngine,
+    pub iodepth: u32,
+    pub direct: bool,
+    pub iomem: crate::job::IoMem,
+    pub completion: Completion,
+    pub completion_detail: String,
+    /// Start and end of the timed span, ns from the start of the run.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    /// I/Os done during `ramp_time`, not recorded.
+    pub ramp_ios: u64,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub verify: Option<VerifyReport>,
+    pub partial: bool,
+    pub group_reporting: bool,
+    pub warnings: Vec<String>,
+}
+
+impl JobResult {
+    pub fn total_ios(&self) -> u64 {
+        self.read.total_ios + self.write.total_ios
+    }
+}
+
+impl PointMeta for JobResult {
+    fn count(&self) -> u64 {
+        self.total_ios()
+    }
+    fn warmup(&self) -> u64 {
+        self.ramp_ios
+    }
+    fn partial(&self) -> bool {
+        self.partial
+    }
+    fn warnings(&self) -> &[String] {
+        &self.warnings
+    }
+    fn label(&self) -> String {
+        format!("job {} ({})", self.jobname, self.filename)
+    }
+    fn sample_noun(&self) -> &'static str {
+        "I/Os"
+    }
+}
+
+/// A reporting group's aggregate, as fio's "Run status group" line.
+#[derive(Clone, Debug, Serialize)]
+pub struct GroupResult {
+    pub groupid: u32,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub sweep_bs: Option<u64>,
+    /// Name of the group's first job (fio names a merged entry so).
+    pub jobname: String,
+    pub jobs: u32,
+    pub group_reporting: bool,
+    pub error: i32,
+    pub read: GroupDir,
+    pub write: GroupDir,
+}
+
+/// One direction of a group: aggregate bandwidth is all bytes over the
+/// longest runtime; min and max are the jobs' own.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct GroupDir {
+    #[serde(flatten)]
+    pub agg: DirStats,
+    pub min_bw_bytes: u64,
+    pub max_bw_bytes: u64,
+    pub min_runtime: u64,
+    pub max_runtime: u64,
+}
+
+/// One row of a block-size sweep: every job of that block size together.
+#[derive(Clone, Debug, Serialize)]
+pub struct SweepRow {
+    pub bs: u64,
+    pub jobs: u32,
+    pub io_bytes: u64,
+    pub ios: u64,
+    /// From the first job's start to the last one's end.
+    pub wall_ns: u64,
+    pub bw_bytes: f64,
+    pub iops: f64,
+    pub clat_p50_ns: u64,
+    pub clat_p99_ns: u64,
+    pub errors: u32,
+}
+
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct StreamExtra {
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub job_file: Option<String>,
+    pub groups: Vec<GroupResult>,
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sweep: Vec<SweepRow>,
+}
+
+pub type StreamRun = Run<JobResult, StreamExtra>;
+
+/// A job ready to run: options final, target resolved.
+#[derive(Clone, Debug)]
+struct Prepared {
+    job: Job,
+    /// The filename to open (after `--map`).
+    path: String,
+    mapped_from: Option<String>,
+    transport: Option<crate::transport::Spec>,
+    /// Indices (into this sweep point's jobs) that must finish first.
+    after: Vec<usize>,
+}
+
+/// Runs the jobs; returns the run (partial if stopped) and the error that
+/// stopped or failed it.
+pub fn run(
+    args: &StreamArgs,
+    stop: &Arc<AtomicBool>,
+    bar: &dyn Bar,
+) -> Result<(StreamRun, Option<Error>)> {
+    let points = plan(args)?;
+    let env = Env::capture();
+    let mut warnings = env.warnings();
+    warnings.extend(points.warnings.iter().cloned());
+    let mut run = StreamRun {
+        experiment: "stream",
+        complete: false,
+        stopped_by: None,
+        env,
+        options: serde_json::to_value(args).unwrap_or_default(),
+        placement: Placement::unpinned(),
+        points: Vec::new(),
+        extra: StreamExtra {
+            job_file: args.job.as_ref().map(|p| p.display().to_string()),
+            ..StreamExtra::default()
+        },
+        warnings,
+    };
+    let t0 = Instant::now();
+    let exe = std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?;
+    let ctx = Ctx {
+        timeout: args.timeout,
+        exe,
+        t0,
+    };
+    let sweeping = points.sets.len() > 1;
+    let mut first_err: Option<Error> = None;
+    for (bs, jobs) in &points.sets {
+        if stop.load(Ordering::Relaxed) {
+            break;
+        }
+        let label = match bs {
+            Some(b) if sweeping => format!("bs={}", crate::units::format_size(*b)),
+            _ => String::new(),
+        };
+        let (mut results, recs, err) = run_set(jobs, &ctx, stop, bar, &label);
+        for r in &mut results {
+            r.sweep_bs = bs.filter(|_| sweeping);
+        }
+        run.extra
+            .groups
+            .extend(groups(&results, &recs, bs.filter(|_| sweeping)));
+        if let Some(b) = bs.filter(|_| sweeping) {
+            run.extra.sweep.push(sweep_row(b, &results, &recs));
+        }
+        run.points.extend(results);
+        if let Some(e) = err {
+            let fatal = matches!(e, Error::Interrupted | Error::Usage(_));
+            first_err.get_or_insert(e);
+            if fatal {
+                break;
+            }
+        }
+    }
+    bar.finish();
+    Ok(super::finish(run, first_err.map_or(Ok(()), Err)))
+}
+
+/// The job sets to run: one per swept block size (or one).
+struct Plan {
+    sets: Vec<(Option<u64>, Vec<Prepared>)>,
+    warnings: Vec<String>,
+}
+
+/// Reads the job file or the flags into jobs, applies `--map`, checks every
+/// job before anything runs.
+fn plan(args: &StreamArgs) -> Result<Plan> {
+    let mut overrides = args.overrides();
+    let sizes = args.bs_list()?;
+    let env = |k: &str| std::env::var(k).ok();
+    let mut sets = Vec::new();
+    let mut warnings = Vec::new();
+    let bs_points: Vec<Option<u64>> = if sizes.is_empty() {
+        vec![None]
+    } else {
+        sizes.iter().map(|b| Some(*b)).collect()
+    };
+    for bs in bs_points {
+        if let Some(b) = bs {
+            overrides.retain(|(k, _)| k != "bs");
+            overrides.push(("bs".into(), Some(b.to_string())));
+        }
+        let file = match &args.job {
+            Some(p) => jobfile::load(p, &overrides)?,
+            None => {
+                if args.filename.is_none() && !overrides.iter().any(|(k, _)| k == "filename") {
+                    return Err(Error::usage(
+                        "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
+                    ));
+                }
+                let name = args.name.clone().unwrap_or_else(|| "stream".into());
+                if name.contains(['[', ']']) || name.trim().is_empty() {
+                    return Err(Error::usage(format!(
+                        "--name '{name}': a job name cannot be empty or hold brackets"
+                    )));
+                }
+                jobfile::parse(&format!("[{name}]\n"), "command line", &env, &overrides)?
+            }
+        };
+        if sets.is_empty() {
+            if args.strict && !file.warnings.is_empty() {
+                return Err(Error::usage(format!(
+                    "{} (--strict makes unsupported options errors; drop --strict to run with a warning)",
+                    file.warnings[0]
+                )));
+            }
+            warnings.extend(file.warnings.iter().cloned());
+        }
+        let prepared = prepare(file.jobs, &args.map)?;
+        sets.push((bs, prepared));
+    }
+    if let Some((_, first)) = sets.first() {
+        for (old, _) in &args.map {
+            if !first.iter().any(|p| p.mapped_from.as_deref() == Some(old)) {
+                warnings.push(format!("--map {old}=…: no job uses {old}"));
+            }
+        }
+    }
+    Ok(Plan { sets, warnings })
+}
+
+/// Resolves filenames, dependencies and option combinations.
+fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
+    let mut out: Vec<Prepared> = Vec::with_capacity(jobs.len());
+    for (i, mut job) in jobs.into_iter().enumerate() {
+        let name = job.name.clone();
+        let Some(file) = job.filename.clone() else {
+            return Err(Error::usage(format!(
+                "job {name}: no filename; set filename= in the job or --filename"
+            )));
+        };
+        let (path, mapped_from) = match map.iter().rev().find(|(old, _)| *old == file) {
+            Some((_, new)) => (new.clone(), Some(file.clone())),
+            None => (file.clone(), None),
+        };
+        let transport = match engine::transport_spec(&path) {
+            Some(spec) => {
+                job.ioengine = IoEngine::Transport;
+                Some(spec?)
+            }
+            None if job.ioengine == IoEngine::Transport => {
+                return Err(Error::usage(format!(
+                    "job {name}: the transport engine needs filename=xfer:NAME (e.g. xfer:tcp)"
+                )));
+            }
+            None => None,
+        };
+        if job.time_based && job.runtime.is_none() {
+            return Err(Error::usage(format!(
+                "job {name}: time_based needs runtime= (how long to run)"
+            )));
+        }
+        if let Some(kind) = job.verify {
+            if matches!(job.rw, Rw::ReadWrite | Rw::RandRw) {
+                return Err(Error::usage(format!(
+                    "job {name}: verify needs a job that only writes or only reads (rw=write, randwrite, read or randread), not rw={}",
+                    job.rw.name()
+                )));
+            }
+            if (job.bs as usize) < verify::HEADER_LEN {
+                return Err(Error::usage(format!(
+                    "job {name}: verify={} needs bs of at least {} bytes (the block header)",
+                    verify::kind_name(kind),
+                    verify::HEADER_LEN
+                )));
+            }
+        }
+        if job.bs > (1 << 30) {
+            return Err(Error::usage(format!(
+                "job {name}: bs={} is larger than the 1 GiB limit",
+                job.bs
+            )));
+        }
+        if job.hipri && job.ioengine != IoEngine::IoUring {
+            return Err(Error::usage(format!(
+                "job {name}: hipri (IOPOLL) is an io_uring option; set ioengine=io_uring or use completion=poll"
+            )));
+        }
+        if job.sqthread_poll && job.ioengine != IoEngine::IoUring {
+            return Err(Error::usage(format!(
+                "job {name}: sqthread_poll is an io_uring option; set ioengine=io_uring"
+            )));
+        }
+        let mut after = Vec::new();
+        if job.stonewall && i > 0 {
+            after.extend(0..i);
+        }
+        if let Some(w) = &job.wait_for {
+            let named: Vec<usize> = out
+                .iter()
+                .enumerate()
+                .filter(|(_, p)| &p.job.name == w)
+                .map(|(j, _)| j)
+                .collect();
+            if named.is_empty() {
+                return Err(Error::usage(format!(
+                    "job {name}: wait_for={w} names no earlier job"
+                )));
+            }
+            after.extend(named);
+        }
+        after.sort_unstable();
+        after.dedup();
+        out.push(Prepared {
+            job,
+            path,
+            mapped_from,
+            transport,
+            after,
+        });
+    }
+    Ok(out)
+}
+
+/// What every worker shares.
+struct Ctx {
+    timeout: Duration,
+    exe: PathBuf,
+    t0: Instant,
+}
+
+/// A job's progress, read by the coordinator (its own cache line: the
+/// worker writes it on every completion).
+#[repr(align(128))]
+#[derive(Default)]
+struct JobProgress {
+    bytes: AtomicU64,
+    /// ns since t0 of the last completion, to tell a hung job from a slow one.
+    last_ns: AtomicU64,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum State {
+    Waiting,
+    Running,
+    Done,
+}
+
+/// A worker's output: its result and its latency recorders (for groups).
+struct Outcome {
+    result: JobResult,
+    recs: [Recorder; 2],
+}
+
+/// Runs one set of jobs concurrently, honouring stonewall and wait_for;
+/// returns results in job order.
+fn run_set(
+    jobs: &[Prepared],
+    ctx: &Ctx,
+    stop: &Arc<AtomicBool>,
+    bar: &dyn Bar,
+    label: &str,
+) -> (Vec<JobResult>, Vec<[Recorder; 2]>, Option<Error>) {
+    let states = Arc::new((Mutex::new(vec![State::Waiting; jobs.len()]), Condvar::new()));
+    let progress: Vec<Arc<JobProgress>> = jobs.iter().map(|_| Arc::default()).collect();
+    let total: u64 = jobs
+        .iter()
+        .map(|p| if p.job.time_based { 0 } else { p.job.size.unwrap_or(0) })
+        .sum();
+    bar.start_bytes(total, label);
+    let mut outcomes: Vec<Option<Result<Outcome>>> = (0..jobs.len()).map(|_| None).collect();
+    std::thread::scope(|s| {
+        let handles: Vec<_> = jobs
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let states = Arc::clone(&states);
+                let prog = Arc::clone(&progress[i]);
+                let stop = Arc::clone(stop);
+                s.spawn(move || {
+                    let (lock, cv) = &*states;
+                    {
+                        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+                        while !p.after.iter().all(|&j| st[j] == State::Done)
+                            && !stop.load(Ordering::Relaxed)
+                        {
+                            st = cv
+                                .wait_timeout(st, Duration::from_millis(50))
+                                .unwrap_or_else(|e| e.into_inner())
+                                .0;
+                        }
+                        st[i] = State::Running;
+                    }
+                    let out = if stop.load(Ordering::Relaxed) {
+                        Err(Error::Interrupted)
+                    } else {
+                        run_job(p, ctx, &prog, &stop)
+                    };
+                    lock.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
+                    cv.notify_all();
+                    out
+                })
+            })
+            .collect();
+        // Watch for hangs and draw progress; a worker stuck in a syscall past
+        // the timeout stops the run (the process exits after reporting).
+        loop {
+            std::thread::sleep(Duration::from_millis(100));
+            let done_bytes: u64 = progress.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
+            bar.at(done_bytes);
+            if handles.iter().all(|h| h.is_finished()) {
+                break;
+            }
+            let now = ctx.t0.elapsed().as_nanos() as u64;
+            let st = states.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+            for (i, p) in progress.iter().enumerate() {
+                let last = p.last_ns.load(Ordering::Relaxed);
+                if st[i] == State::Running
+                    && last > 0
+                    && now.saturating_sub(last) > ctx.timeout.as_nanos() as u64 * 2
+                {
+                    eprintln!(
+                        "xferbench: error: job {} made no progress for {} (stuck in the kernel on {}); giving up",
+                        jobs[i].job.name,
+                        humantime::format_duration(ctx.timeout * 2),
+                        jobs[i].path
+                    );
+                    std::process::exit(1);
+                }
+            }
+        }
+        for (i, h) in handles.into_iter().enumerate() {
+            outcomes[i] = Some(
+                h.join()
+                    .unwrap_or_else(|_| Err(Error::run("a worker thread panicked"))),
+            );
+        }
+    });
+    let mut results = Vec::new();
+    let mut recs = Vec::new();
+    let mut err = None;
+    for (i, o) in outcomes.into_iter().enumerate() {
+        match o.unwrap_or(Err(Error::Interrupted)) {
+            Ok(o) => {
+                if let (Some(t), None) = (&o.result.error_text, &err) {
+                    err = Some(Error::run(t.clone()));
+                }
+                if o.result.partial && err.is_none() {
+                    err = Some(Error::Interrupted);
+                }
+                results.push(o.result);
+                recs.push(o.recs);
+            }
+            Err(e) => {
+                // Jobs that never started (interrupted, bad target) are
+                // reported by the error alone.
+                let _ = i;
+                if err.is_none() || matches!(err, Some(Error::Interrupted)) {
+                    err = Some(e);
+                }
+            }
+        }
+    }
+    (results, recs, err)
+}
+
+/// Order of blocks in a pass: sequential, or a full-period permutation so a
+/// random job touches every block exactly once per pass (fio's random map).
+struct Order {
+    n: u64,
+    mult: u64,
+    add: u64,
+}
+
+impl Order {
+    fn new(random: bool, n: u64, seed: u64) -> Order {
+        if !random || n < 2 {
+            return Order { n, mult: 1, add: 0 };
+        }
+        let mut s = seed | 1;
+        let mut mult = (splitmix(&mut s) % n) | 1;
+        while gcd(mult, n) != 1 {
+            mult = (mult + 2) % n;
+            if mult == 0 {
+                mult = 1;
+            }
+        }
+        Order {
+            n,
+            mult,
+            add: splitmix(&mut s) % n,
+        }
+    }
+
+    #[inline]
+    fn at(&self, i: u64) -> u64 {
+        ((u128::from(i % self.n) * u128::from(self.mult) + u128::from(self.add))
+            % u128::from(self.n)) as u64
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+#[inline]
+fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+/// An I/O in flight.
+#[derive(Clone, Copy)]
+struct Flight {
+    dir: Dir,
+    offset: u64,
+    block: u64,
+    t0: Instant,
+}
+
+/// One worker: opens its target, runs the job, then the verify read-back.
+fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Result<Outcome> {
+    let job = &p.job;
+    if let Some(cpus) = &job.cpus_allowed {
+        pin_to(cpus).map_err(|e| Error::usage(format!("job {}: cpus_allowed: {e}", job.name)))?;
+    }
+    let sync_engine = matches!(job.ioengine, IoEngine::Psync | IoEngine::Mmap);
+    let depth = if sync_engine {
+        1
+    } else {
+        job.iodepth.max(1) as usize
+    };
+    let bs = job.bs as usize;
+    let (target, mut eng): (Option<Target>, Box<dyn Engine>) = match &p.transport {
+        Some(spec) => (
+            None,
+            Box::new(engine::LinkEngine::open(
+                job,
+                spec.clone(),
+                depth,
+                ctx.timeout,
+                ctx.exe.clone(),
+            )?),
+        ),
+        None => {
+            let t = Target::open(job, Path::new(&p.path))?;
+            let e = engine::open(job, &t, depth)?;
+            (Some(t), e)
+        }
+    };
+    let (region_off, region_size) = match &target {
+        Some(t) => (t.offset, t.size),
+        None => {
+            let size = job.size.unwrap_or(0);
+            if size == 0 && !job.time_based {
+                return Err(Error::usage(format!(
+                    "job {}: a transport stream needs size= (bytes to send) or time_based with runtime=",
+                    job.name
+                )));
+            }
+            (0, (size / job.bs).max(1) * job.bs)
+        }
+    };
+    let mut mem = IoMemory::new(job.iomem, depth, bs)?;
+    if job.rw.writes() && job.verify.is_none() {
+        // fio's default: buffers filled with random bytes once.
+        for s in 0..depth {
+            crate::payload::fill(
+                mem.slot(s, bs),
+                job.randseed,
+                s as u64,
+                crate::payload::Direction::Request,
+            );
+        }
+    }
+    let nblocks = region_size / job.bs;
+    let order = Order::new(job.rw.random(), nblocks, job.randseed ^ u64::from(job.clone));
+    let check_reads = job.verify.is_some() && job.do_verify && job.rw.reads();
+    let mut verify_state = job.verify.map(|k| VerifyReport {
+        kind: verify::kind_name(k),
+        blocks: 0,
+        bad: 0,
+        first_bad: None,
+        readback_s: None,
+        dumped: Vec::new(),
+    });
+    let mut recs = [Recorder::new(), Recorder::new()];
+    let mut bytes = [0u64; 2];
+    let mut free: Vec<usize> = (0..depth).rev().collect();
+    let mut flights: Vec<Option<Flight>> = vec![None; depth];
+    let mut done: Vec<Done> = Vec::with_capacity(depth);
+    let mut rng = job.randseed ^ 0xa5a5 ^ u64::from(job.clone);
+    let total_ios = if job.time_based { u64::MAX } else { nblocks };
+    let mut issued = 0u64;
+    let mut writes_issued = 0u64;
+    let mut inflight = 0usize;
+    let mut since_fsync = 0u32;
+    let mut want_sync = false;
+    let mut stopping = false;
+    let mut partial = false;
+    let mut failure: Option<String> = None;
+    let start = Instant::now();
+    let mut ramping = job.ramp_time.is_some_and(|r| !r.is_zero());
+    let ramp_end = start + job.ramp_time.unwrap_or_default();
+    let mut measure_start = start;
+    let mut ramp_ios = 0u64;
+    let mut deadline = job.runtime.map(|r| ramp_end + r);
+    let mut window = (start, 0u64);
+    let block = |i: u64| order.at(i);
+    prog.last_ns
+        .store(ctx.t0.elapsed().as_nanos() as u64 | 1, Ordering::Relaxed);
+    loop {
+        while inflight < depth && issued < total_ios && !stopping && !want_sync {
+            let blk = block(issued);
+            issued += 1;
+            let dir = match job.rw {
+                Rw::ReadWrite | Rw::RandRw => {
+                    if splitmix(&mut rng) % 100 < u64::from(job.rwmixread) {
+                        Dir::Read
+                    } else {
+                        Dir::Write
+                    }
+                }
+                rw if rw.reads() => Dir::Read,
+                _ => Dir::Write,
+            };
+            let Some(slot) = free.pop() else { break };
+            let offset = region_off + blk * job.bs;
+            if dir == Dir::Write {
+                writes_issued += 1;
+                if let Some(kind) = job.verify {
+                    verify::fill(mem.slot(slot, bs), kind, offset, blk, job.randseed);
+                }
+            }
+            let buf = mem.slot_ptr(slot);
+            flights[slot] = Some(Flight {
+                dir,
+                offset,
+                block: blk,
+                t0: Instant::now(),
+            });
+            eng.queue(Op {
+                dir,
+                offset,
+                len: bs,
+                slot,
+                buf,
+            })?;
+            inflight += 1;
+        }
+        if inflight == 0 {
+            if want_sync {
+                eng.sync()?;
+                want_sync = false;
+                continue;
+            }
+            break;
+        }
+        eng.reap(1, ctx.timeout, &mut done)?;
+        let now = Instant::now();
+        for d in done.drain(..) {
+            inflight -= 1;
+            free.push(d.slot);
+            let Some(f) = flights[d.slot].take() else {
+                continue;
+            };
+            let what = if f.dir == Dir::Read { "read" } else { "write" };
+            match d.res {
+                Err(e) => {
+                    failure.get_or_insert_with(|| {
+                        format!(
+                            "job {}: {what} of {bs} bytes at offset {} of {} failed: {}",
+                            job.name,
+                            f.offset,
+                            p.path,
+                            engine::errno_text(e)
+                        )
+                    });
+                    stopping = true;
+                    continue;
+                }
+                Ok(n) if n < bs => {
+                    failure.get_or_insert_with(|| {
+                        format!(
+                            "job {}: short {what} at offset {} of {}: {n} of {bs} bytes (end of the device or file? check size=/offset=)",
+                            job.name, f.offset, p.path
+                        )
+                    });
+                    stopping = true;
+                    continue;
+                }
+                Ok(_) => {}
+            }
+            let di = f.dir as usize;
+            if ramping {
+                ramp_ios += 1;
+            } else {
+                recs[di].record(now.duration_since(f.t0).as_nanos() as u64);
+                bytes[di] += job.bs;
+            }
+            prog.bytes.fetch_add(job.bs, Ordering::Relaxed);
+            if f.dir == Dir::Read
+                && check_reads
+                && let (Some(kind), Some(vs)) = (job.verify, verify_state.as_mut())
+            {
+                vs.blocks += 1;
+                let data = mem.slot(d.slot, bs);
+                if let Err(bad) = verify::check(data, kind, f.offset, f.block, job.randseed) {
+                    note_bad(vs, &bad, job, &p.path, data);
+                    if job.verify_fatal {
+                        stopping = true;
+                    }
+                }
+            }
+            if f.dir == Dir::Write && job.fsync > 0 {
+                since_fsync += 1;
+                if since_fsync >= job.fsync {
+                    since_fsync = 0;
+                    want_sync = true;
+                }
+            }
+        }
+        prog.last_ns
+            .store(ctx.t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        if ramping && now >= ramp_end {
+            ramping = false;
+            measure_start = now;
+            recs = [Recorder::new(), Recorder::new()];
+            bytes = [0; 2];
+            window = (now, 0);
+            if job.runtime.is_some() {
+                deadline = job.runtime.map(|r| now + r);
+            }
+        }
+        if deadline.is_some_and(|d| now >= d) {
+            stopping = true;
+        }
+        if stop.load(Ordering::Relaxed) && !stopping {
+            stopping = true;
+            partial = true;
+        }
+        if ramping {
+            continue;
+        }
+        let moved = bytes[0] + bytes[1];
+        if let Some(rate) = job.rate.filter(|r| *r > 0) {
+            let due = measure_start + Duration::from_secs_f64(moved as f64 / rate as f64);
+            if due > now {
+                std::thread::sleep(due - now);
+            }
+        }
+        if let Some(min) = job.ratemin.filter(|r| *r > 0) {
+            let span = now.duration_since(window.0);
+            if span >= Duration::from_secs(1) {
+                let bw = (moved - window.1) as f64 / span.as_secs_f64();
+                if bw < min as f64 {
+                    failure.get_or_insert_with(|| {
+                        format!(
+                            "job {}: bandwidth fell to {:.0} B/s over {:.1} s, below ratemin={min} B/s",
+                            job.name,
+                            bw,
+                            span.as_secs_f64()
+                        )
+                    });
+                    stopping = true;
+                }
+                window = (now, moved);
+            }
+        }
+    }
+    if job.end_fsync && job.rw.writes() && failure.is_none() {
+        eng.sync()?;
+    }
+    let end = Instant::now();
+    let runtime_ns = end.duration_since(measure_start).as_nanos() as u64;
+    // The writer's read-back pass: every block it wrote, checked.
+    if job.rw.writes()
+        && job.do_verify
+        && failure.is_none()
+        && !partial
+        && let (Some(kind), Some(vs)) = (job.verify, verify_state.as_mut())
+    {
+        let t = Instant::now();
+        let count = writes_issued.min(nblocks);
+        let mut i = 0u64;
+        while i < count && !stop.load(Ordering::Relaxed) {
+            let blk = block(i);
+            let offset = region_off + blk * job.bs;
+            let buf = mem.slot_ptr(0);
+            eng.queue(Op {
+                dir: Dir::Read,
+                offset,
+                len: bs,
+                slot: 0,
+                buf,
+            })?;
+            done.clear();
+            while done.is_empty() {
+                eng.reap(1, ctx.timeout, &mut done)?;
+            }
+            match done[0].res {
+                Ok(n) if n == bs => {}
+                Ok(n) => {
+                    failure = Some(format!(
+                        "job {}: short read-back at offset {offset} of {}: {n} of {bs} bytes",
+                        job.name, p.path
+                    ));
+                    break;
+                }
+                Err(e) => {
+                    failure = Some(format!(
+                        "job {}: read-back at offset {offset} of {} failed: {} (a write-only device? verify by reading through its read channel in a later job, as do_verify=0 writers do)",
+                        job.name,
+                        p.path,
+                        engine::errno_text(e)
+                    ));
+                    break;
+                }
+            }
+            vs.blocks += 1;
+            let data = mem.slot(0, bs);
+            if let Err(bad) = verify::check(data, kind, offset, blk, job.randseed) {
+                note_bad(vs, &bad, job, &p.path, data);
+                if job.verify_fatal {
+                    break;
+                }
+            }
+            i += 1;
+            prog.last_ns
+                .store(ctx.t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        }
+        vs.readback_s = Some(t.elapsed().as_secs_f64());
+    }
+    if let Some(vs) = &verify_state
+        && vs.bad > 0
+    {
+        failure.get_or_insert_with(|| {
+            format!(
+                "job {}: verify failed on {}: {} bad block{} of {} checked; first: {}{}",
+                job.name,
+                p.path,
+                vs.bad,
+                if vs.bad == 1 { "" } else { "s" },
+                vs.blocks,
+                vs.first_bad.as_deref().unwrap_or("?"),
+                if vs.dumped.is_empty() {
+                    String::new()
+                } else {
+                    format!(" (dumped to {})", vs.dumped.join(" and "))
+                }
+            )
+        });
+    }
+    let mut warnings = Vec::new();
+    if sync_engine && job.iodepth > 1 {
+        warnings.push(format!(
+            "iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",
+            job.iodepth,
+            job.ioengine.name()
+        ));
+    }
+    let n = recs[0].count() + recs[1].count();
+    if n < 100 && !partial && failure.is_none() {
+        warnings.push(format!(
+            "only {n} I/Os: too few for stable bandwidth or tail latency; raise size= or use time_based with runtime="
+        ));
+    } else if runtime_ns < 100_000_000 && failure.is_none() {
+        warnings.push(format!(
+            "ran for {:.1} ms: startup and timer noise matter at this length; raise size= or use time_based",
+            runtime_ns as f64 / 1e6
+        ));
+    }
+    let result = JobResult {
+        jobname: job.name.clone(),
+        groupid: job.group,
+        error: i32::from(failure.is_some()),
+        error_text: failure,
+        read: DirStats::of(&recs[0], bytes[0], runtime_ns),
+        write: DirStats::of(&recs[1], bytes[1], runtime_ns),
+        sweep_bs: None,
+        clone: job.clone,
+        filename: p.path.clone(),
+        mapped_from: p.mapped_from.clone(),
+        target: target.as_ref().map(|t| t.kind),
+        prepared: target.as_ref().and_then(|t| t.prepared.clone()),
+        rw: job.rw,
+        bs: job.bs,
+        offset: region_off,
+        size: region_size,
+        ioengine: job.ioengine,
+        iodepth: depth as u32,
+        direct: job.direct,
+        iomem: mem.kind(),
+        completion: job.completion(),
+        completion_detail: eng.completion_detail(),
+        start_ns: measure_start.duration_since(ctx.t0).as_nanos() as u64,
+        end_ns: end.duration_since(ctx.t0).as_nanos() as u64,
+        ramp_ios,
+        verify: verify_state,
+        partial,
+        group_reporting: job.group_reporting,
+        warnings,
+    };
+    Ok(Outcome { result, recs })
+}
+
+/// Records a bad block: the first is described (and dumped if asked).
+fn note_bad(vs: &mut VerifyReport, bad: &verify::BadBlock, job: &Job, path: &str, data: &[u8]) {
+    vs.bad += 1;
+    if vs.first_bad.is_some() {
+        return;
+    }
+    vs.first_bad = Some(bad.to_string());
+    if job.verify_dump {
+        let base = Path::new(path)
+            .file_name()
+            .map_or_else(|| "target".into(), |s| s.to_string_lossy().into_owned());
+        for (suffix, bytes) in [("received", data), ("expected", &bad.expected_block[..])] {
+            let name = format!("{base}.{}.{suffix}", bad.offset);
+            match std::fs::write(&name, bytes) {
+                Ok(()) => vs.dumped.push(name),
+                Err(e) => eprintln!("xferbench: warning: verify_dump: cannot write {name}: {e}"),
+            }
+        }
+    }
+}
+
+/// Restricts this thread to `cpus`.
+fn pin_to(cpus: &[usize]) -> std::result::Result<(), String> {
+    // SAFETY: a zeroed cpu_set_t is a valid empty set; CPU_SET bounds-checks.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus {
+        if c >= libc::CPU_SETSIZE as usize {
+            return Err(format!("cpu {c} is out of range"));
+        }
+        // SAFETY: c < CPU_SETSIZE.
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    // SAFETY: set is a valid cpu_set_t for this thread.
+    let r = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if r != 0 {
+        return Err(format!(
+            "{} (allowed here: {})",
+            std::io::Error::last_os_error(),
+            crate::placement::compact(&crate::placement::allowed_cpus())
+        ));
+    }
+    Ok(())
+}
+
+/// Groups' aggregates, in group order.
+fn groups(results: &[JobResult], recs: &[[Recorder; 2]], sweep_bs: Option<u64>) -> Vec<GroupResult> {
+    let mut ids: Vec<u32> = results.iter().map(|r| r.groupid).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .map(|g| {
+            let members: Vec<usize> = (0..results.len())
+                .filter(|&i| results[i].groupid == g)
+                .collect();
+            let first = &results[members[0]];
+            let dir = |d: usize| {
+                let mut merged = Recorder::new();
+                let mut bytes = 0;
+                let mut bws = Vec::new();
+                let mut runs = Vec::new();
+                for &i in &members {
+                    let s = if d == 0 { &results[i].read } else { &results[i].write };
+                    if s.total_ios == 0 {
+                        continue;
+                    }
+                    merged.merge(&recs[i][d]);
+                    bytes += s.io_bytes;
+                    bws.push(s.bw_bytes);
+                    runs.push(s.runtime_ns);
+                }
+                let longest = runs.iter().copied().max().unwrap_or(0);
+                GroupDir {
+                    agg: DirStats::of(&merged, bytes, longest),
+                    min_bw_bytes: bws.iter().copied().min().unwrap_or(0),
+                    max_bw_bytes: bws.iter().copied().max().unwrap_or(0),
+                    min_runtime: runs.iter().copied().min().unwrap_or(0).div_ceil(1_000_000),
+                    max_runtime: longest.div_ceil(1_000_000),
+                }
+            };
+            GroupResult {
+                groupid: g,
+                sweep_bs,
+                jobname: first.jobname.clone(),
+                jobs: members.len() as u32,
+                group_reporting: members.iter().any(|&i| results[i].group_reporting),
+                error: members.iter().map(|&i| results[i].error).max().unwrap_or(0),
+                read: dir(0),
+                write: dir(1),
+            }
+        })
+        .collect()
+}
+
+/// One sweep row: all jobs of a block size.
+fn sweep_row(bs: u64, results: &[JobResult], recs: &[[Recorder; 2]]) -> SweepRow {
+    let mut merged = Recorder::new();
+    for r in recs {
+        merged.merge(&r[0]);
+        merged.merge(&r[1]);
+    }
+    let io_bytes: u64 = results.iter().map(|r| r.read.io_bytes + r.write.io_bytes).sum();
+    let ios: u64 = results.iter().map(|r| r.total_ios()).sum();
+    let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
+    let end = results.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    let wall_ns = end.saturating_sub(start);
+    let secs = wall_ns as f64 / 1e9;
+    SweepRow {
+        bs,
+        jobs: results.len() as u32,
+        io_bytes,
+        ios,
+        wall_ns,
+        bw_bytes: if secs > 0.0 { io_bytes as f64 / secs } else { 0.0 },
+        iops: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
+        clat_p50_ns: merged.quantile(0.5),
+        clat_p99_ns: merged.quantile(0.99),
+        errors: results.iter().filter(|r| r.error != 0).count() as u32,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn random_order_is_a_permutation() {
+        for n in [1u64, 2, 3, 7, 64, 1000, 4096] {
+            let o = Order::new(true, n, 42);
+            let mut seen: Vec<u64> = (0..n).map(|i| o.at(i)).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n={n}");
+        }
+        let o = Order::new(true, 1000, 42);
+        assert!((0..10).any(|i| o.at(i) != i), "not shuffled");
+        let s = Order::new(false, 5, 1);
+        assert_eq!((0..5).map(|i| s.at(i)).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+    }
+}

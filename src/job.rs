@@ -1,0 +1,693 @@
+//! One `stream` job: the typed options of a fio job section, whether they came
+//! from a job file or from command-line flags. Both paths set options through
+//! [`Job::set`], so a flag and a job-file line can never mean different things.
+
+use crate::error::{Error, Result};
+use crate::jobfile::parse_fio_size;
+use serde::Serialize;
+use std::time::Duration;
+
+/// fio's `rw=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    Read,
+    Write,
+    RandRead,
+    RandWrite,
+    /// `rw` / `readwrite`: sequential, mixed by `rwmixread`.
+    ReadWrite,
+    /// `randrw`.
+    RandRw,
+}
+
+impl Rw {
+    pub fn reads(self) -> bool {
+        !matches!(self, Rw::Write | Rw::RandWrite)
+    }
+    pub fn writes(self) -> bool {
+        !matches!(self, Rw::Read | Rw::RandRead)
+    }
+    pub fn random(self) -> bool {
+        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+    }
+    pub fn name(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::ReadWrite => "rw",
+            Rw::RandRw => "randrw",
+        }
+    }
+}
+
+/// fio's `ioengine=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// pread/pwrite, one block per call.
+    Psync,
+    /// io_uring with `iodepth` requests in flight (`libaio` maps here).
+    IoUring,
+    /// memcpy to and from a shared mapping of the target.
+    Mmap,
+    /// One-way stream over an xferbench transport (`filename=xfer:tcp`).
+    Transport,
+}
+
+impl IoEngine {
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::Psync => "psync",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Mmap => "mmap",
+            IoEngine::Transport => "transport",
+        }
+    }
+}
+
+/// fio's `iomem=` / `mem=`: where I/O buffers come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoMem {
+    Malloc,
+    /// Anonymous mmap (fio's `mmap`, also `mmapshared`, `shm`).
+    Mmap,
+    /// Anonymous mmap with MAP_HUGETLB (fio's `mmaphuge`, `shmhuge`).
+    MmapHuge,
+}
+
+/// fio's `verify=`, the checksums xferbench writes and checks.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum VerifyKind {
+    Xxhash,
+    /// `crc32c` and `crc32c-intel`.
+    Crc32c,
+}
+
+/// How a worker learns an I/O finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Completion {
+    /// Sleep in the kernel until woken: blocking syscalls, io_uring wait.
+    Interrupt,
+    /// Spin: io_uring IOPOLL (`hipri`) and/or SQPOLL, non-blocking syscalls.
+    Poll,
+}
+
+/// One job after `[global]` inheritance, `numjobs` expansion and environment
+/// substitution. Sizes are bytes, rates bytes per second.
+#[derive(Clone, Debug, Serialize)]
+pub struct Job {
+    /// The section name (`numjobs` clones keep it, as fio's do).
+    pub name: String,
+    /// Line of the section header in the job file; 0 for command-line jobs.
+    pub line: usize,
+    /// Which `numjobs` clone this is (0-based).
+    pub clone: u32,
+    /// Reporting group: starts at 0, +1 at every `new_group` or `stonewall`.
+    pub group: u32,
+    pub filename: Option<String>,
+    /// `filesize=`: the target's size, used when the target reports none
+    /// (a character device) or when a file is created.
+    pub filesize: Option<u64>,
+    /// `size=`: bytes this job transfers; default: the target's size minus offset.
+    pub size: Option<u64>,
+    pub offset: u64,
+    /// `offset_increment=`: added to `offset` for each `numjobs` clone.
+    pub offset_increment: u64,
+    /// `bs=` / `blocksize=`.
+    pub bs: u64,
+    pub rw: Rw,
+    /// `rwmixread=` percentage for `rw`/`randrw`.
+    pub rwmixread: u32,
+    pub numjobs: u32,
+    pub iodepth: u32,
+    pub ioengine: IoEngine,
+    pub iomem: IoMem,
+    pub direct: bool,
+    pub verify: Option<VerifyKind>,
+    /// `do_verify=` (default true): a write job with `verify` reads its
+    /// region back and checks it after writing; a read job checks as it reads.
+    pub do_verify: bool,
+    pub verify_fatal: bool,
+    pub verify_dump: bool,
+    /// Seed written into every block header; `randseed=`, default fixed.
+    pub randseed: u64,
+    /// `ratemin=`: fail the job when its bandwidth falls below this.
+    pub ratemin: Option<u64>,
+    /// `rate=`: cap the job's bandwidth at this.
+    pub rate: Option<u64>,
+    pub new_group: bool,
+    pub stonewall: bool,
+    /// `wait_for=`: the name of a job this one starts after.
+    pub wait_for: Option<String>,
+    pub group_reporting: bool,
+    pub allow_file_create: bool,
+    /// `fsync=N`: fsync after every N writes; 0 = never.
+    pub fsync: u32,
+    pub end_fsync: bool,
+    pub runtime: Option<Duration>,
+    pub time_based: bool,
+    /// `ramp_time=`: run this long before timing starts.
+    pub ramp_time: Option<Duration>,
+    /// `hipri` (io_uring IOPOLL).
+    pub hipri: bool,
+    /// `sqthread_poll` (io_uring SQPOLL).
+    pub sqthread_poll: bool,
+    /// xferbench's `completion=interrupt|poll`; None = from hipri/sqthread_poll.
+    pub completion: Option<Completion>,
+    /// `cpus_allowed=`: CPUs this job's worker may run on.
+    pub cpus_allowed: Option<Vec<usize>>,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            name: "job".to_string(),
+            line: 0,
+            clone: 0,
+            group: 0,
+            filename: None,
+            filesize: None,
+            size: None,
+            offset: 0,
+            offset_increment: 0,
+            bs: 4096,
+            rw: Rw::Read,
+            rwmixread: 50,
+            numjobs: 1,
+            iodepth: 1,
+            ioengine: IoEngine::Psync,
+            iomem: IoMem::Malloc,
+            direct: false,
+            verify: None,
+            do_verify: true,
+            verify_fatal: false,
+            verify_dump: false,
+            randseed: 0x5eed_f10e_5eed_f10e,
+            ratemin: None,
+            rate: None,
+            new_group: false,
+            stonewall: false,
+            wait_for: None,
+            group_reporting: false,
+            allow_file_create: true,
+            fsync: 0,
+            end_fsync: false,
+            runtime: None,
+            time_based: false,
+            ramp_time: None,
+            hipri: false,
+            sqthread_poll: false,
+            completion: None,
+            cpus_allowed: None,
+        }
+    }
+}
+
+impl Job {
+    /// The completion mode in force.
+    pub fn completion(&self) -> Completion {
+        self.completion
+            .unwrap_or(if self.hipri || self.sqthread_poll {
+                Completion::Poll
+            } else {
+                Completion::Interrupt
+            })
+    }
+}
+
+/// What [`Job::set`] did with an option.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetOutcome {
+    Applied,
+    /// Ignored, or applied differently from fio. The text names the option so
+    /// the caller can warn, or refuse under `--strict`.
+    Unsupported(String),
+}
+
+impl Job {
+    /// Applies one fio option; `value` is None for a bare flag (`stonewall`).
+    /// Errors name the option and its value; the caller adds where it came from.
+    pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<SetOutcome> {
+        let o = Opt {
+            key,
+            value: value.map(str::trim),
+        };
+        match key {
+            "name" => self.name = o.value()?.to_string(),
+            "filename" => self.filename = Some(o.filename()?),
+            "filesize" => self.filesize = Some(o.size()?),
+            "size" | "io_size" | "io_limit" => self.size = Some(o.size()?),
+            "offset" => self.offset = o.size()?,
+            "offset_increment" => self.offset_increment = o.size()?,
+            "bs" | "blocksize" => match o.pair("block size")? {
+                0 => return Err(o.bad("the block size must be at least 1 byte")),
+                bs => self.bs = bs,
+            },
+            "rw" | "readwrite" => self.rw = o.rw()?,
+            "rwmixread" => self.rwmixread = o.int(0, 100)?,
+            "rwmixwrite" => self.rwmixread = 100 - o.int(0, 100)?,
+            "numjobs" => self.numjobs = o.int(1, 4096)?,
+            "iodepth" => self.iodepth = o.int(1, 65536)?,
+            "ioengine" => return self.set_engine(&o),
+            "iomem" | "mem" => self.iomem = o.iomem()?,
+            "direct" => self.direct = o.bool()?,
+            "buffered" => self.direct = !o.bool()?,
+            "verify" => self.verify = o.verify()?,
+            "do_verify" => self.do_verify = o.bool()?,
+            "verify_fatal" => self.verify_fatal = o.bool()?,
+            "verify_dump" => self.verify_dump = o.bool()?,
+            "randseed" => {
+                self.randseed = o
+                    .value()?
+                    .parse()
+                    .map_err(|_| o.bad("expected a whole number"))?
+            }
+            // fio: 0 means no limit.
+            "ratemin" => self.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0),
+            "rate" => self.rate = Some(o.pair("rate")?).filter(|&r| r > 0),
+            "new_group" => self.new_group = o.bool()?,
+            "stonewall" | "wait_for_previous" => self.stonewall = o.bool()?,
+            "wait_for" => self.wait_for = Some(o.value()?.to_string()),
+            "group_reporting" => self.group_reporting = o.bool()?,
+            "allow_file_create" => self.allow_file_create = o.bool()?,
+            "fsync" => self.fsync = o.int(0, u32::MAX.into())?,
+            "end_fsync" => self.end_fsync = o.bool()?,
+            "runtime" | "timeout" => self.runtime = o.duration()?,
+            "time_based" => self.time_based = o.bool()?,
+            "ramp_time" => self.ramp_time = o.duration()?,
+            "hipri" => self.hipri = o.bool()?,
+            "sqthread_poll" => self.sqthread_poll = o.bool()?,
+            "completion" => {
+                self.completion = Some(match o.value()? {
+                    "interrupt" => Completion::Interrupt,
+                    "poll" => Completion::Poll,
+                    _ => return Err(o.bad("unknown completion mode; use interrupt or poll")),
+                })
+            }
+            "cpus_allowed" => {
+                self.cpus_allowed = crate::units::parse_cpu_list(o.value()?).map_err(|_| {
+                    o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
+                })?
+            }
+            // fio options whose setting here is what xferbench always does:
+            // workers are threads, random orders come from a fixed seed.
+            "thread" | "randrepeat" if o.bool()? => {}
+            "loops" if o.value == Some("1") => {}
+            "loops" => {
+                return Ok(ignored(
+                    key,
+                    "; each job runs once (use time_based with runtime= to run longer)",
+                ));
+            }
+            // Ignoring kb_base=1000 would silently change every size.
+            "kb_base" if o.value == Some("1024") => {}
+            "kb_base" => {
+                return Err(o.bad("xferbench sizes are binary (k = 1024); drop kb_base and write sizes in bytes or with k/m/g"));
+            }
+            "cpumask" | "numa_cpu_nodes" => return Ok(ignored(key, "; use cpus_allowed")),
+            // Everything else, including fio options that change nothing this
+            // tool measures (logs, percentiles, description, invalidate,
+            // io_uring fixedbufs/registerfiles...): named, so a typo shows.
+            _ => return Ok(ignored(key, "")),
+        }
+        Ok(SetOutcome::Applied)
+    }
+
+    fn set_engine(&mut self, o: &Opt) -> Result<SetOutcome> {
+        let (engine, note) = match o.value()? {
+            "psync" | "pvsync" => (IoEngine::Psync, None),
+            "sync" => (
+                IoEngine::Psync,
+                Some("ioengine=sync runs as psync (pread/pwrite at explicit offsets)"),
+            ),
+            "libaio" => (IoEngine::IoUring, Some("ioengine=libaio runs as io_uring")),
+            "io_uring" => (IoEngine::IoUring, None),
+            "mmap" => (IoEngine::Mmap, None),
+            "transport" => (IoEngine::Transport, None),
+            _ => {
+                return Err(o.bad(
+                    "unknown engine; use psync, io_uring, mmap or transport (sync, pvsync and libaio are accepted too)",
+                ));
+            }
+        };
+        self.ioengine = engine;
+        Ok(note.map_or(SetOutcome::Applied, |n| SetOutcome::Unsupported(n.into())))
+    }
+}
+
+fn ignored(key: &str, hint: &str) -> SetOutcome {
+    SetOutcome::Unsupported(format!(
+        "option '{key}' is not supported by xferbench and was ignored{hint}"
+    ))
+}
+
+/// One option being parsed: knows how to word errors about itself.
+struct Opt<'a> {
+    key: &'a str,
+    value: Option<&'a str>,
+}
+
+impl<'a> Opt<'a> {
+    fn bad(&self, why: &str) -> Error {
+        match self.value {
+            Some(v) => Error::usage(format!("{}={v}: {why}", self.key)),
+            None => Error::usage(format!("{}: {why}", self.key)),
+        }
+    }
+
+    fn value(&self) -> Result<&'a str> {
+        self.value.filter(|v| !v.is_empty()).ok_or_else(|| {
+            Error::usage(format!("{k} needs a value, as in {k}=VALUE", k = self.key))
+        })
+    }
+
+    /// A bare flag means true, as in fio.
+    fn bool(&self) -> Result<bool> {
+        let Some(v) = self.value else { return Ok(true) };
+        match v.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err(self.bad("expected a boolean: 1/0, true/false, yes/no or on/off")),
+        }
+    }
+
+    fn int(&self, lo: u32, hi: u64) -> Result<u32> {
+        self.value()?
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (lo..).contains(n) && u64::from(*n) <= hi)
+            .ok_or_else(|| self.bad(&format!("expected a whole number from {lo} to {hi}")))
+    }
+
+    fn size(&self) -> Result<u64> {
+        self.parse_size(self.value()?)
+    }
+
+    fn parse_size(&self, s: &str) -> Result<u64> {
+        if s.ends_with('%') {
+            return Err(Error::usage(format!(
+                "{}={s} (percentage of the target) is not supported; give a size",
+                self.key
+            )));
+        }
+        parse_fio_size(s).map_err(|e| self.bad(&e.to_string()))
+    }
+
+    /// fio's `read,write[,trim]` triples: xferbench jobs take one value, so
+    /// the sides must agree. Rates may leave a side empty (no limit there);
+    /// the limit given then applies to the whole job.
+    fn pair(&self, what: &str) -> Result<u64> {
+        let parts: Vec<&str> = self.value()?.split(',').map(str::trim).collect();
+        let given: Vec<u64> = parts
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| self.parse_size(p))
+            .collect::<Result<_>>()?;
+        let first = *given
+            .first()
+            .ok_or_else(|| self.bad("expected a size, as in 4k or 1m"))?;
+        let empty_ok = what == "rate";
+        if given.iter().any(|&g| g != first) || (!empty_ok && given.len() != parts.len()) {
+            return Err(self.bad(&format!(
+                "different read and write {what}s are not supported; give one value, as in {}={}",
+                self.key, parts[0]
+            )));
+        }
+        Ok(first)
+    }
+
+    /// fio reads a bare number as seconds; 0 means no limit.
+    fn duration(&self) -> Result<Option<Duration>> {
+        let v = self.value()?;
+        let bad = || {
+            self.bad("malformed duration (expected seconds, or a number with a unit us, ms, s, m or h, as in 30 or 500ms)")
+        };
+        let end = v
+            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+            .unwrap_or(v.len());
+        let n: f64 = v[..end].parse().map_err(|_| bad())?;
+        let scale = match v[end..].trim().to_ascii_lowercase().as_str() {
+            "us" | "usec" => 1e-6,
+            "ms" | "msec" => 1e-3,
+            "" | "s" | "sec" => 1.0,
+            "m" | "min" => 60.0,
+            "h" | "hour" => 3600.0,
+            _ => return Err(bad()),
+        };
+        let d = Duration::try_from_secs_f64(n * scale).map_err(|_| bad())?;
+        Ok(Some(d).filter(|d| !d.is_zero()))
+    }
+
+    /// fio separates several files with ':' (`\:` is a literal colon); a
+    /// transport name (`xfer:shm:completion=poll`) keeps its colons.
+    fn filename(&self) -> Result<String> {
+        let v = self.value()?;
+        if v.starts_with(crate::engine::TRANSPORT_PREFIX) {
+            return Ok(v.to_string());
+        }
+        let mut out = String::with_capacity(v.len());
+        let mut chars = v.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&':') => out.push(chars.next().unwrap()),
+                ':' => {
+                    return Err(
+                        self.bad("multiple files per job are not supported; use one job per file")
+                    );
+                }
+                c => out.push(c),
+            }
+        }
+        Ok(out)
+    }
+
+    fn rw(&self) -> Result<Rw> {
+        Ok(match self.value()? {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "rw" | "readwrite" => Rw::ReadWrite,
+            "randrw" => Rw::RandRw,
+            "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
+                return Err(self.bad("trim workloads are not supported; use read, write, randread, randwrite, rw or randrw"));
+            }
+            v if v.contains(':') => {
+                return Err(self.bad("the ':N' offset modifier is not supported; drop it"));
+            }
+            _ => {
+                return Err(self.bad("unknown workload; use read, write, randread, randwrite, rw (readwrite) or randrw"));
+            }
+        })
+    }
+
+    fn iomem(&self) -> Result<IoMem> {
+        Ok(match self.value()? {
+            "malloc" => IoMem::Malloc,
+            "mmap" | "mmapshared" | "shm" => IoMem::Mmap,
+            "mmaphuge" | "shmhuge" => IoMem::MmapHuge,
+            v if v.contains(':') => {
+                return Err(self.bad("file-backed buffers are not supported; drop the ':PATH' (anonymous memory is used)"));
+            }
+            _ => {
+                return Err(self.bad(
+                    "unknown buffer type; use malloc, mmap, mmapshared, shm, mmaphuge or shmhuge",
+                ));
+            }
+        })
+    }
+
+    fn verify(&self) -> Result<Option<VerifyKind>> {
+        if self.value.is_none() {
+            self.value()?;
+        }
+        Ok(match self.value.unwrap_or_default() {
+            "" | "0" | "none" => None,
+            "xxhash" => Some(VerifyKind::Xxhash),
+            "crc32c" | "crc32c-intel" => Some(VerifyKind::Crc32c),
+            v => {
+                return Err(Error::usage(format!(
+                    "verify={v} is not supported; use verify=xxhash or verify=crc32c"
+                )));
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(job: &mut Job, key: &str, value: Option<&str>) -> Result<SetOutcome> {
+        job.set(key, value)
+    }
+
+    fn err(key: &str, value: Option<&str>) -> String {
+        Job::default().set(key, value).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bool_spellings() {
+        let mut j = Job::default();
+        for (v, want) in [
+            (None, true),
+            (Some("1"), true),
+            (Some("0"), false),
+            (Some("true"), true),
+            (Some("false"), false),
+            (Some("yes"), true),
+            (Some("no"), false),
+            (Some("on"), true),
+            (Some("OFF"), false),
+        ] {
+            set(&mut j, "direct", v).unwrap();
+            assert_eq!(j.direct, want, "direct={v:?}");
+            set(&mut j, "buffered", v).unwrap();
+            assert_eq!(j.direct, !want, "buffered={v:?}");
+        }
+        set(&mut j, "stonewall", None).unwrap();
+        set(&mut j, "wait_for_previous", Some("0")).unwrap();
+        assert!(!j.stonewall);
+        assert!(err("direct", Some("maybe")).starts_with("direct=maybe: expected a boolean"));
+    }
+
+    #[test]
+    fn sizes_and_pairs() {
+        let mut j = Job::default();
+        set(&mut j, "bs", Some("4k,4k")).unwrap();
+        assert_eq!(j.bs, 4096);
+        set(&mut j, "blocksize", Some(" 1m ")).unwrap();
+        assert_eq!(j.bs, 1 << 20);
+        set(&mut j, "io_size", Some("16g")).unwrap();
+        assert_eq!(j.size, Some(16 << 30));
+        set(&mut j, "rate", Some(",2m")).unwrap();
+        assert_eq!(j.rate, Some(2 << 20));
+        set(&mut j, "rate", Some("0")).unwrap();
+        assert_eq!(j.rate, None);
+        assert!(err("bs", Some("4k,8k")).starts_with("bs=4k,8k: different read and write"));
+        assert!(err("bs", Some("0")).contains("at least 1 byte"));
+        assert!(err("rate", Some("1m,2m")).contains("different read and write rates"));
+        assert_eq!(
+            err("bs", Some("4q")),
+            "bs=4q: malformed size (expected a number with an optional k/m/g/t suffix, as in 4k or 1m)"
+        );
+        assert_eq!(
+            err("size", Some("50%")),
+            "size=50% (percentage of the target) is not supported; give a size"
+        );
+        assert!(err("size", None).contains("size needs a value"));
+    }
+
+    #[test]
+    fn enums() {
+        let mut j = Job::default();
+        set(&mut j, "readwrite", Some("randrw")).unwrap();
+        assert_eq!(j.rw, Rw::RandRw);
+        set(&mut j, "rwmixwrite", Some("30")).unwrap();
+        assert_eq!(j.rwmixread, 70);
+        assert!(err("rw", Some("trim")).contains("trim workloads are not supported"));
+        assert!(err("rw", Some("randread:8")).contains("offset modifier"));
+        assert!(err("rwmixread", Some("101")).contains("from 0 to 100"));
+
+        assert_eq!(
+            set(&mut j, "ioengine", Some("pvsync")).unwrap(),
+            SetOutcome::Applied
+        );
+        assert_eq!(j.ioengine, IoEngine::Psync);
+        let SetOutcome::Unsupported(w) = set(&mut j, "ioengine", Some("libaio")).unwrap() else {
+            panic!("libaio should warn")
+        };
+        assert_eq!(
+            (w.as_str(), j.ioengine),
+            ("ioengine=libaio runs as io_uring", IoEngine::IoUring)
+        );
+        assert!(
+            matches!(set(&mut j, "ioengine", Some("sync")), Ok(SetOutcome::Unsupported(w)) if w.contains("psync"))
+        );
+        assert!(err("ioengine", Some("posixaio")).contains("use psync, io_uring, mmap"));
+
+        set(&mut j, "mem", Some("shmhuge")).unwrap();
+        assert_eq!(j.iomem, IoMem::MmapHuge);
+        assert!(err("iomem", Some("mmaphuge:/hugetlbfs/x")).contains("file-backed"));
+
+        set(&mut j, "verify", Some("crc32c-intel")).unwrap();
+        assert_eq!(j.verify, Some(VerifyKind::Crc32c));
+        set(&mut j, "verify", Some("")).unwrap();
+        assert_eq!(j.verify, None);
+        assert_eq!(
+            err("verify", Some("md5")),
+            "verify=md5 is not supported; use verify=xxhash or verify=crc32c"
+        );
+        set(&mut j, "completion", Some("poll")).unwrap();
+        assert_eq!(j.completion(), Completion::Poll);
+    }
+
+    #[test]
+    fn filenames() {
+        let mut j = Job::default();
+        set(&mut j, "filename", Some(" /dev/xdma0_h2c_0 ")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("/dev/xdma0_h2c_0"));
+        set(&mut j, "filename", Some(r"/mnt/a\:b")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("/mnt/a:b"));
+        set(&mut j, "filename", Some("xfer:shm:completion=poll")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("xfer:shm:completion=poll"));
+        assert_eq!(
+            err("filename", Some("/dev/a:/dev/b")),
+            "filename=/dev/a:/dev/b: multiple files per job are not supported; use one job per file"
+        );
+    }
+
+    #[test]
+    fn numbers_durations_cpus() {
+        let mut j = Job::default();
+        set(&mut j, "runtime", Some("30")).unwrap();
+        assert_eq!(j.runtime, Some(Duration::from_secs(30)));
+        set(&mut j, "timeout", Some("2h")).unwrap();
+        assert_eq!(j.runtime, Some(Duration::from_secs(7200)));
+        set(&mut j, "ramp_time", Some("500ms")).unwrap();
+        assert_eq!(j.ramp_time, Some(Duration::from_millis(500)));
+        set(&mut j, "runtime", Some("0")).unwrap();
+        assert_eq!(j.runtime, None);
+        assert!(err("runtime", Some("5q")).starts_with("runtime=5q: malformed duration"));
+        set(&mut j, "cpus_allowed", Some("0-3,6")).unwrap();
+        assert_eq!(j.cpus_allowed, Some(vec![0, 1, 2, 3, 6]));
+        set(&mut j, "randseed", Some("42")).unwrap();
+        assert_eq!(j.randseed, 42);
+        assert!(err("numjobs", Some("0")).contains("from 1 to 4096"));
+        assert!(err("iodepth", Some("65537")).contains("from 1 to 65536"));
+    }
+
+    #[test]
+    fn ignored_options_are_named() {
+        let mut j = Job::default();
+        assert_eq!(
+            set(&mut j, "norandommap", None).unwrap(),
+            SetOutcome::Unsupported(
+                "option 'norandommap' is not supported by xferbench and was ignored".into()
+            )
+        );
+        assert!(
+            matches!(set(&mut j, "cpumask", Some("3")), Ok(SetOutcome::Unsupported(w)) if w.contains("cpus_allowed"))
+        );
+        assert!(matches!(
+            set(&mut j, "loops", Some("3")),
+            Ok(SetOutcome::Unsupported(_))
+        ));
+        // Settings xferbench already follows are not worth a warning.
+        for (k, v) in [
+            ("thread", None),
+            ("randrepeat", Some("1")),
+            ("kb_base", Some("1024")),
+            ("loops", Some("1")),
+        ] {
+            assert_eq!(set(&mut j, k, v).unwrap(), SetOutcome::Applied, "{k}");
+        }
+        assert!(err("kb_base", Some("1000")).contains("binary"));
+    }
+}

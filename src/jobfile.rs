@@ -1,0 +1,553 @@
+//! fio job files: INI sections of `key=value` options with `[global]`
+//! defaults, turned into [`Job`]s with `numjobs` clones and reporting groups.
+//! Every option goes through [`Job::set`], so the file and the flags agree.
+
+use crate::error::{Error, Result};
+use crate::job::{Job, SetOutcome};
+use std::path::Path;
+
+/// A parsed job file: the jobs in order (clones expanded) and one warning per
+/// option that was ignored or taken differently from fio.
+#[derive(Debug)]
+pub struct JobFile {
+    pub jobs: Vec<Job>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads and parses a job file, looking variables up in the environment.
+pub fn load(path: &Path, overrides: &[(String, Option<String>)]) -> Result<JobFile> {
+    let shown = path.display().to_string();
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| Error::usage(format!("cannot read job file {shown}: {e}; check the path")))?;
+    parse(&text, &shown, &|k| std::env::var(k).ok(), overrides)
+}
+
+/// A job section being read, with where its `wait_for` was set: the check
+/// that it names an earlier job can only run once the section is complete.
+#[derive(Clone, Default)]
+struct Section {
+    job: Job,
+    wait_at: String,
+}
+
+/// Parses job-file text. `path` is used only in messages; `env` looks up
+/// variables; `overrides` (command-line `--set`) apply to every job last.
+pub fn parse(
+    text: &str,
+    path: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    overrides: &[(String, Option<String>)],
+) -> Result<JobFile> {
+    let mut warnings = Vec::new();
+    // fio copies the globals into a job when its section starts, so a later
+    // [global] only affects later jobs.
+    let mut global = Section::default();
+    let mut in_global = false;
+    let mut cur: Option<Section> = None;
+    let mut done: Vec<Job> = Vec::new();
+    for (raw, n) in text.lines().zip(1..) {
+        let at = format!("{path}:{n}");
+        let line = strip_comment(raw).trim();
+        if line.is_empty() {
+            continue;
+        }
+        let malformed = || {
+            Error::usage(format!(
+                "{at}: malformed line '{}': expected [section], key=value or a comment",
+                raw.trim()
+            ))
+        };
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest
+                .strip_suffix(']')
+                .map(str::trim)
+                .filter(|s| !s.is_empty() && !s.contains(['[', ']']))
+                .ok_or_else(malformed)?;
+            if let Some(s) = cur.take() {
+                done.push(finish(s, &done, overrides, &mut warnings)?);
+            }
+            in_global = name == "global";
+            if !in_global {
+                let mut s = global.clone();
+                s.job.name = name.to_string();
+                s.job.line = n;
+                cur = Some(s);
+            }
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (line, None),
+        };
+        if key.is_empty()
+            || !key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+        {
+            if line.starts_with("include ") {
+                return Err(Error::usage(format!(
+                    "{at}: include is not supported; paste the included file in its place"
+                )));
+            }
+            return Err(malformed());
+        }
+        let sec = match &mut cur {
+            Some(s) => s,
+            None if in_global => &mut global,
+            None => {
+                return Err(Error::usage(format!(
+                    "{at}: option '{key}' outside any [section]; put it under [global] or a job section"
+                )));
+            }
+        };
+        let value = value
+            .map(|v| expand(v, env))
+            .transpose()
+            .map_err(|m| Error::usage(format!("{at}: {m}")))?;
+        apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings)?;
+        if key == "wait_for" {
+            sec.wait_at = at;
+        }
+    }
+    if let Some(s) = cur.take() {
+        done.push(finish(s, &done, overrides, &mut warnings)?);
+    }
+    if done.is_empty() {
+        return Err(Error::usage(format!(
+            "{path}: no jobs defined (only [global]?); add a [name] section for each job"
+        )));
+    }
+
+    let mut jobs = Vec::new();
+    let mut group = 0;
+    for (i, job) in done.into_iter().enumerate() {
+        if i > 0 && (job.new_group || job.stonewall) {
+            group += 1;
+        }
+        for c in 0..job.numjobs {
+            let mut j = job.clone();
+            (j.clone, j.group) = (c, group);
+            // The clones run alongside the first, in its group.
+            if c > 0 {
+                (j.new_group, j.stonewall) = (false, false);
+            }
+            j.offset = u64::from(c)
+                .checked_mul(job.offset_increment)
+                .and_then(|d| d.checked_add(job.offset))
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "{path}:{}: offset + numjobs x offset_increment is past 2^64; use a smaller offset_increment",
+                        job.line
+                    ))
+                })?;
+            jobs.push(j);
+        }
+    }
+    Ok(JobFile { jobs, warnings })
+}
+
+/// Sets one option, prefixing errors and warnings with `at`. A [global] line
+/// reaches many jobs but warns once.
+fn apply(
+    job: &mut Job,
+    key: &str,
+    value: Option<&str>,
+    at: &str,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let outcome = job
+        .set(key, value)
+        .map_err(|e| Error::usage(format!("{at}: {e}")))?;
+    if let SetOutcome::Unsupported(w) = outcome {
+        let w = format!("{at}: {w}");
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    Ok(())
+}
+
+/// Applies the overrides and checks `wait_for` against the jobs before it.
+fn finish(
+    mut s: Section,
+    earlier: &[Job],
+    overrides: &[(String, Option<String>)],
+    warnings: &mut Vec<String>,
+) -> Result<Job> {
+    for (k, v) in overrides {
+        apply(&mut s.job, k, v.as_deref(), "--set", warnings)?;
+        if k == "wait_for" {
+            s.wait_at = "--set".into();
+        }
+    }
+    if let Some(w) = &s.job.wait_for
+        && !earlier.iter().any(|j| &j.name == w)
+    {
+        return Err(Error::usage(format!(
+            "{}: wait_for={w} names no earlier job; name a job section above this one",
+            s.wait_at
+        )));
+    }
+    Ok(s.job)
+}
+
+/// Drops `#`/`;` comments: whole lines, and (as fio does) trailing ones that
+/// follow whitespace, so `#` inside a value such as a path survives.
+fn strip_comment(line: &str) -> &str {
+    if line.trim_start().starts_with(['#', ';']) {
+        return "";
+    }
+    let b = line.as_bytes();
+    match (1..b.len()).find(|&i| matches!(b[i], b'#' | b';') && b[i - 1].is_ascii_whitespace()) {
+        Some(i) => &line[..i],
+        None => line,
+    }
+}
+
+/// Replaces `$NAME` and `${NAME}`: fio's built-ins first, then `env`.
+fn expand(v: &str, env: &dyn Fn(&str) -> Option<String>) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(v.len());
+    let mut rest = v;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + 1..];
+        let (name, after) = if let Some(r) = rest.strip_prefix('{') {
+            let end = r
+                .find('}')
+                .ok_or_else(|| format!("unterminated '${{' in '{v}'; close it with '}}'"))?;
+            (&r[..end], &r[end + 1..])
+        } else if rest.starts_with('(') {
+            return Err(format!(
+                "arithmetic $(...) in '{v}' is not supported; write the value out"
+            ));
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if end == 0 {
+                // A lone '$' is just a character.
+                out.push('$');
+                continue;
+            }
+            rest.split_at(end)
+        };
+        let value = builtin(name).or_else(|| env(name)).ok_or_else(|| {
+            format!("environment variable {name} is not set; set it or write the value in the file")
+        })?;
+        out.push_str(&value);
+        rest = after;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// fio's `$pagesize`, `$ncpus` and `$mb_memory`.
+fn builtin(name: &str) -> Option<String> {
+    // SAFETY: sysconf only reads system configuration.
+    let conf = |c| u64::try_from(unsafe { libc::sysconf(c) }).ok();
+    match name {
+        "pagesize" => conf(libc::_SC_PAGESIZE),
+        "ncpus" => std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u64),
+        "mb_memory" => Some((conf(libc::_SC_PHYS_PAGES)? * conf(libc::_SC_PAGESIZE)?) >> 20),
+        _ => None,
+    }
+    .map(|n| n.to_string())
+}
+
+/// Parses a fio size: `4096`, `4k`, `1.5m`, `64GiB`, `0x1000`. Suffixes are
+/// binary however spelled (`kb`, `KiB`), as under fio's default kb_base=1024.
+/// The message names no value: callers say which option it was.
+pub fn parse_fio_size(s: &str) -> Result<u64> {
+    let bad = || {
+        Error::usage(
+            "malformed size (expected a number with an optional k/m/g/t suffix, as in 4k or 1m)",
+        )
+    };
+    let t = s.trim();
+    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
+        return u64::from_str_radix(hex, 16).map_err(|_| bad());
+    }
+    let end = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, suffix) = t.split_at(end);
+    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
+        "" | "b" => 0,
+        "k" | "kb" | "kib" => 10,
+        "m" | "mb" | "mib" => 20,
+        "g" | "gb" | "gib" => 30,
+        "t" | "tb" | "tib" => 40,
+        "p" | "pb" | "pib" => 50,
+        _ => return Err(bad()),
+    };
+    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
+    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
+    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
+        return Err(bad());
+    }
+    let too_large = || Error::usage("size too large (the limit is 16 EiB)");
+    if int.trim_start_matches('0').len() > 20 {
+        return Err(too_large());
+    }
+    // Exact integer arithmetic (20 digits << 50 fits a u128), so 1.5k is
+    // 1536; fractions of a byte drop.
+    let frac = &frac[..frac.len().min(20)];
+    let n = |d: &str| d.parse::<u128>().unwrap_or(0);
+    let v = (n(int) << shift) + (n(frac) << shift) / 10u128.pow(frac.len() as u32);
+    u64::try_from(v).map_err(|_| too_large())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{IoEngine, IoMem, Rw, VerifyKind};
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn ok(text: &str) -> JobFile {
+        parse(text, "t.fio", &no_env, &[]).unwrap()
+    }
+
+    fn err(text: &str) -> String {
+        parse(text, "t.fio", &no_env, &[]).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn fio_sizes() {
+        for (s, want) in [
+            ("4096", 4096),
+            ("4k", 4096),
+            ("4K", 4096),
+            ("1m", 1 << 20),
+            ("16g", 16 << 30),
+            ("64g", 64 << 30),
+            ("1t", 1 << 40),
+            ("0x1000", 4096),
+            ("4KiB", 4096),
+            ("1MB", 1 << 20),
+            ("1.5k", 1536),
+            ("512b", 512),
+            ("0", 0),
+        ] {
+            assert_eq!(parse_fio_size(s).unwrap(), want, "{s}");
+        }
+        for bad in ["", "k", "4q", "-1", "1.2.3k", "0x", "0xg", "4 kk", "."] {
+            assert!(parse_fio_size(bad).is_err(), "{bad} should fail");
+        }
+        assert!(
+            parse_fio_size("16384p")
+                .unwrap_err()
+                .to_string()
+                .contains("too large")
+        );
+        assert!(
+            parse_fio_size("999999999999999999999999")
+                .unwrap_err()
+                .to_string()
+                .contains("too large")
+        );
+    }
+
+    const AWS: &str = "[global] \nallow_file_create=0\nioengine=psync\niomem=mmap\nfilesize=64g\nsize=16g\nbs=1m \nratemin=1m\nverify=xxhash\nverify_fatal=1\nverify_dump=1\n\n[write-phase-0] \noffset=0\nrw=write\nfilename=/dev/xdma0_h2c_0\ndo_verify=0\n\n[verify-phase-0] \nnew_group\nwait_for=write-phase-0\noffset=0\nrw=read\nfilename=/dev/xdma0_c2h_0\ndo_verify=1\n";
+
+    #[test]
+    fn aws_fpga_style() {
+        let f = ok(AWS);
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        let [w, v] = &f.jobs[..] else {
+            panic!("want 2 jobs, got {}", f.jobs.len())
+        };
+        assert_eq!(
+            (w.name.as_str(), w.group, w.rw, w.do_verify),
+            ("write-phase-0", 0, Rw::Write, false)
+        );
+        assert_eq!(w.filename.as_deref(), Some("/dev/xdma0_h2c_0"));
+        assert_eq!(
+            (v.name.as_str(), v.line, v.group, v.rw),
+            ("verify-phase-0", 19, 1, Rw::Read)
+        );
+        assert_eq!(v.wait_for.as_deref(), Some("write-phase-0"));
+        assert_eq!(
+            (v.filesize, v.size, v.bs),
+            (Some(64 << 30), Some(16 << 30), 1 << 20)
+        );
+        assert_eq!(
+            (v.verify, v.iomem, v.ioengine),
+            (Some(VerifyKind::Xxhash), IoMem::Mmap, IoEngine::Psync)
+        );
+        assert!(!v.allow_file_create && v.verify_fatal && v.verify_dump && v.do_verify);
+        assert_eq!(v.ratemin, Some(1 << 20));
+    }
+
+    #[test]
+    fn later_global_affects_later_jobs_only() {
+        let f = ok("[global]\nbs=8k\n[a]\n[global]\niodepth=4\n[ 4KB ]\nbs=4k\n[4KB]\n");
+        let d: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| (j.name.as_str(), j.bs, j.iodepth))
+            .collect();
+        assert_eq!(d, [("a", 8192, 1), ("4KB", 4096, 4), ("4KB", 8192, 4)]);
+    }
+
+    #[test]
+    fn comments_and_values() {
+        let f = ok(
+            "; top\n  # indented\n[j] # job\nfilename=/tmp/a#b ; inline\nname = x=y\ndirect\t;c\n",
+        );
+        let j = &f.jobs[0];
+        assert_eq!(
+            (j.filename.as_deref(), j.name.as_str(), j.direct),
+            (Some("/tmp/a#b"), "x=y", true)
+        );
+    }
+
+    #[test]
+    fn env_substitution() {
+        let env = |k: &str| (k == "DEV").then(|| "/dev/nvme0n1".to_string());
+        let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\n", "t.fio", &env, &[]);
+        assert_eq!(
+            f.unwrap_err().to_string(),
+            "t.fio:3: environment variable SZ is not set; set it or write the value in the file"
+        );
+        let f = parse(
+            "[j]\nfilename=${DEV}p1\nbs=$pagesize\nnumjobs=$ncpus\ndescription=cost $\n",
+            "t.fio",
+            &env,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(f.jobs[0].filename.as_deref(), Some("/dev/nvme0n1p1"));
+        assert_eq!(f.jobs[0].bs, 4096);
+        let ncpus = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(f.jobs.len(), ncpus);
+        let e = parse("[global]\n\n[j]\nfilename=$NOPE/x\n", "t.fio", &env, &[]).unwrap_err();
+        assert!(
+            e.to_string()
+                .starts_with("t.fio:4: environment variable NOPE is not set"),
+            "{e}"
+        );
+        assert!(err("[j]\nsize=$(1+2)\n").contains("arithmetic"));
+    }
+
+    #[test]
+    fn malformed_lines() {
+        let msg = |l: &str| {
+            format!("t.fio:2: malformed line '{l}': expected [section], key=value or a comment")
+        };
+        for l in ["[unterminated", "=value", "bs 4k", "[]", "[a]b"] {
+            assert_eq!(err(&format!("[j]\n{l}\n")), msg(l));
+        }
+        assert_eq!(
+            err("\nbs=4k\n[j]\n"),
+            "t.fio:2: option 'bs' outside any [section]; put it under [global] or a job section"
+        );
+        assert!(err("[global]\nbs=4k\n").starts_with("t.fio: no jobs defined (only [global]?)"));
+        assert!(err("[j]\ninclude other.fio\n").contains("include is not supported"));
+    }
+
+    #[test]
+    fn errors_and_warnings_carry_lines() {
+        assert_eq!(
+            err("[j]\n\nverify=md5\n"),
+            "t.fio:3: verify=md5 is not supported; use verify=xxhash or verify=crc32c"
+        );
+        assert!(
+            err("[j]\nbs=4k,8k\n")
+                .starts_with("t.fio:2: bs=4k,8k: different read and write block sizes")
+        );
+        // A [global] line reaching three jobs warns once; job lines each warn.
+        let f = ok("[global]\nthread\nnorandommap\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
+        assert_eq!(
+            f.warnings,
+            [
+                "t.fio:3: option 'norandommap' is not supported by xferbench and was ignored",
+                "t.fio:7: option 'gtod_reduce' is not supported by xferbench and was ignored",
+            ]
+        );
+    }
+
+    #[test]
+    fn numjobs_expansion() {
+        let f = ok("[a]\nnumjobs=3\noffset=1m\noffset_increment=1g\nstonewall\n[b]\n");
+        let d: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| (j.name.as_str(), j.clone, j.group, j.offset, j.stonewall))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                ("a", 0, 0, 1 << 20, true),
+                ("a", 1, 0, (1 << 20) + (1 << 30), false),
+                ("a", 2, 0, (1 << 20) + (2 << 30), false),
+                ("b", 0, 0, 0, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn groups() {
+        let f = ok("[a]\n[b]\n[c]\nstonewall\n[d]\nnew_group=1\n[e]\nwait_for_previous=0\n");
+        let g: Vec<u32> = f.jobs.iter().map(|j| j.group).collect();
+        assert_eq!(g, [0, 0, 1, 2, 2]);
+        // stonewall in [global] reaches every job: each its own group.
+        let f = ok("[global]\nstonewall\n[a]\n[b]\n[c]\n");
+        let g: Vec<u32> = f.jobs.iter().map(|j| j.group).collect();
+        assert_eq!(g, [0, 1, 2]);
+    }
+
+    #[test]
+    fn wait_for_names_an_earlier_job() {
+        let f = ok("[a]\n[b]\nwait_for=a\n");
+        assert_eq!(f.jobs[1].wait_for.as_deref(), Some("a"));
+        assert_eq!(
+            err("[a]\nwait_for=b\n[b]\n"),
+            "t.fio:2: wait_for=b names no earlier job; name a job section above this one"
+        );
+        assert!(err("[a]\n[b]\nwait_for=zzz\n").starts_with("t.fio:3: wait_for=zzz"));
+    }
+
+    #[test]
+    fn overrides_apply_to_every_job() {
+        let o = vec![
+            ("bs".to_string(), Some("64k".to_string())),
+            ("direct".to_string(), None),
+            ("fancy".to_string(), Some("1".to_string())),
+        ];
+        let f = parse("[a]\nbs=4k\n[b]\n", "t.fio", &no_env, &o).unwrap();
+        assert!(f.jobs.iter().all(|j| j.bs == 65536 && j.direct));
+        assert_eq!(
+            f.warnings,
+            ["--set: option 'fancy' is not supported by xferbench and was ignored"]
+        );
+        let o = vec![("iodepth".to_string(), Some("0".to_string()))];
+        let e = parse("[a]\n", "t.fio", &no_env, &o)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("--set: iodepth=0: expected a whole number from 1 to 65536"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn load_reports_unreadable_files() {
+        let e = load(Path::new("/nonexistent/x.fio"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("cannot read job file /nonexistent/x.fio: ")
+                && e.ends_with("; check the path"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.fio");
+        std::fs::write(&p, AWS).unwrap();
+        assert_eq!(load(&p, &[]).unwrap().jobs.len(), 2);
+    }
+}

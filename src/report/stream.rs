@@ -1,0 +1,400 @@
+//! `stream` results as fio users read them: per-job blocks and "Run status
+//! group" lines with fio's number formatting, a block-size sweep table (the
+//! aws-fpga "4-X" shape), CSV, and JSON in fio's `jobs[]` shape.
+
+use super::table::markdown;
+use crate::error::Result;
+use crate::experiment::stream::{DirStats, GroupDir, GroupResult, JobResult, StreamRun};
+use std::fmt::Write;
+
+/// fio's num2str with 4 digits: the smallest unit that keeps the integer part
+/// within 4 digits, decimals to fill 4 characters (`2727MiB`, `10.7GiB`).
+pub fn fio_num(v: f64, binary: bool, unit: &str) -> String {
+    let (base, names): (f64, [&str; 6]) = if binary {
+        (1024.0, ["", "Ki", "Mi", "Gi", "Ti", "Pi"])
+    } else {
+        (1000.0, ["", "k", "M", "G", "T", "P"])
+    };
+    let mut x = v.max(0.0);
+    let mut i = 0;
+    while x.round() > 9999.0 && i < names.len() - 1 {
+        x /= base;
+        i += 1;
+    }
+    let int_len = format!("{}", x.trunc() as u64).len();
+    let decimals = if i == 0 { 0 } else { 3usize.saturating_sub(int_len) };
+    format!("{x:.decimals$}{}{unit}", names[i])
+}
+
+fn bw_pair(bytes_per_s: u64) -> (String, String) {
+    let v = bytes_per_s as f64;
+    (fio_num(v, true, "B/s"), fio_num(v, false, "B/s"))
+}
+
+fn usec(ns: f64) -> String {
+    format!("{:.2}", ns / 1e3)
+}
+
+fn dir_lines(out: &mut String, what: &str, d: &DirStats) {
+    if d.total_ios == 0 {
+        return;
+    }
+    let (bi, bd) = bw_pair(d.bw_bytes);
+    let _ = writeln!(
+        out,
+        "  {what}: IOPS={}, BW={bi} ({bd})({}/{}msec)",
+        fio_num(d.iops, false, ""),
+        fio_num(d.io_bytes as f64, true, "B"),
+        d.runtime
+    );
+    let c = &d.clat_ns;
+    let _ = writeln!(
+        out,
+        "    clat (usec): min={}, max={}, avg={}, stdev={}",
+        usec(c.min as f64),
+        usec(c.max as f64),
+        usec(c.mean),
+        usec(c.stddev)
+    );
+    let _ = writeln!(
+        out,
+        "     percentiles (usec): p50={}, p90={}, p99={}, p99.9={}, p99.99={}",
+        usec(c.at(50.0) as f64),
+        usec(c.at(90.0) as f64),
+        usec(c.at(99.0) as f64),
+        usec(c.at(99.9) as f64),
+        usec(c.at(99.99) as f64)
+    );
+}
+
+fn job_block(out: &mut String, r: &JobResult) {
+    let _ = writeln!(
+        out,
+        "{}: (groupid={}, jobs=1): err={:2}: rw={}, bs={}, ioengine={}, iodepth={}, direct={}, iomem={}",
+        r.jobname,
+        r.groupid,
+        r.error,
+        r.rw.name(),
+        fio_num(r.bs as f64, true, "B"),
+        r.ioengine.name(),
+        r.iodepth,
+        u8::from(r.direct),
+        serde_json::to_value(r.iomem)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default()
+    );
+    let _ = writeln!(
+        out,
+        "  file: {}{}{}, region {}..{}{}",
+        r.filename,
+        r.mapped_from
+            .as_ref()
+            .map_or(String::new(), |m| format!(" (--map from {m})")),
+        r.target
+            .map_or(String::new(), |t| format!(
+                " [{}]",
+                serde_json::to_value(t)
+                    .ok()
+                    .and_then(|v| v.as_str().map(String::from))
+                    .unwrap_or_default()
+            )),
+        r.offset,
+        r.offset + r.size,
+        r.prepared
+            .as_ref()
+            .map_or(String::new(), |p| format!("; {p}"))
+    );
+    let _ = writeln!(
+        out,
+        "  completion: {} ({})",
+        serde_json::to_value(r.completion)
+            .ok()
+            .and_then(|v| v.as_str().map(String::from))
+            .unwrap_or_default(),
+        r.completion_detail
+    );
+    dir_lines(out, "read", &r.read);
+    dir_lines(out, "write", &r.write);
+    if let Some(v) = &r.verify {
+        let _ = writeln!(
+            out,
+            "  verify: {}, {} blocks checked, {} bad{}",
+            v.kind,
+            v.blocks,
+            v.bad,
+            v.readback_s
+                .map_or(String::new(), |s| format!(", read-back pass {s:.2} s (not in the bandwidth above)"))
+        );
+    }
+    if let Some(e) = &r.error_text {
+        let _ = writeln!(out, "  error: {e}");
+    }
+    if r.partial {
+        let _ = writeln!(out, "  (interrupted: figures cover the I/Os done before the stop)");
+    }
+}
+
+fn group_block(out: &mut String, g: &GroupResult, results: &[&JobResult]) {
+    let merged = g.group_reporting && g.jobs > 1;
+    if merged {
+        let first = results[0];
+        let _ = writeln!(
+            out,
+            "{}: (groupid={}, jobs={}): err={:2}: rw={}, bs={}, ioengine={}, iodepth={}",
+            g.jobname,
+            g.groupid,
+            g.jobs,
+            g.error,
+            first.rw.name(),
+            fio_num(first.bs as f64, true, "B"),
+            first.ioengine.name(),
+            first.iodepth
+        );
+        dir_lines(out, "read", &g.read.agg);
+        dir_lines(out, "write", &g.write.agg);
+        for r in results.iter().filter(|r| r.error_text.is_some()) {
+            let _ = writeln!(out, "  error: {}", r.error_text.as_deref().unwrap_or(""));
+        }
+    } else {
+        for r in results {
+            job_block(out, r);
+        }
+    }
+}
+
+fn status_line(out: &mut String, what: &str, d: &GroupDir) {
+    if d.agg.total_ios == 0 {
+        return;
+    }
+    let (ai, ad) = bw_pair(d.agg.bw_bytes);
+    let (mini, mind) = bw_pair(d.min_bw_bytes);
+    let (maxi, maxd) = bw_pair(d.max_bw_bytes);
+    let _ = writeln!(
+        out,
+        "  {what}: bw={ai} ({ad}), {mini}-{maxi} ({mind}-{maxd}), io={} ({}), run={}-{}msec",
+        fio_num(d.agg.io_bytes as f64, true, "B"),
+        fio_num(d.agg.io_bytes as f64, false, "B"),
+        d.min_runtime,
+        d.max_runtime
+    );
+}
+
+/// The people's report.
+pub fn render(run: &StreamRun) -> String {
+    let mut out = String::new();
+    for g in &run.extra.groups {
+        let members: Vec<&JobResult> = run
+            .points
+            .iter()
+            .filter(|r| r.groupid == g.groupid && r.sweep_bs == g.sweep_bs)
+            .collect();
+        if members.is_empty() {
+            continue;
+        }
+        group_block(&mut out, g, &members);
+        out.push('\n');
+    }
+    for g in &run.extra.groups {
+        let _ = writeln!(
+            out,
+            "Run status group {}{} (all jobs):",
+            g.groupid,
+            g.sweep_bs
+                .map_or(String::new(), |b| format!(" at bs={}", fio_num(b as f64, true, "B")))
+        );
+        status_line(&mut out, "READ", &g.read);
+        status_line(&mut out, "WRITE", &g.write);
+    }
+    if run.extra.groups.len() > 1 && run.extra.sweep.is_empty() {
+        out.push('\n');
+        out.push_str(&groups_table(run));
+    }
+    if !run.extra.sweep.is_empty() {
+        out.push('\n');
+        out.push_str(&sweep_table(run));
+    }
+    out.push('\n');
+    out.push_str(&super::table::conditions(run));
+    out
+}
+
+/// One row per group: what the aws-fpga "4-X" files put in stonewalled groups.
+fn groups_table(run: &StreamRun) -> String {
+    let header: Vec<String> = ["group", "jobs", "first job", "rw", "bs", "MB/s", "MiB/s", "IOPS", "clat p50 µs", "clat p99 µs"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows = run
+        .extra
+        .groups
+        .iter()
+        .map(|g| {
+            let first = run.points.iter().find(|r| r.groupid == g.groupid);
+            let d = if g.write.agg.total_ios > 0 && g.read.agg.total_ios == 0 {
+                &g.write.agg
+            } else if g.read.agg.total_ios > 0 && g.write.agg.total_ios == 0 {
+                &g.read.agg
+            } else {
+                &g.write.agg
+            };
+            let bw = (g.read.agg.bw_bytes + g.write.agg.bw_bytes) as f64;
+            vec![
+                g.groupid.to_string(),
+                g.jobs.to_string(),
+                g.jobname.clone(),
+                first.map_or("?".into(), |r| r.rw.name().to_string()),
+                first.map_or("?".into(), |r| fio_num(r.bs as f64, true, "B")),
+                format!("{:.0}", bw / 1e6),
+                format!("{:.0}", bw / 1048576.0),
+                format!("{:.0}", g.read.agg.iops + g.write.agg.iops),
+                usec(d.clat_ns.at(50.0) as f64),
+                usec(d.clat_ns.at(99.0) as f64),
+            ]
+        })
+        .collect::<Vec<_>>();
+    markdown(&header, &rows)
+}
+
+/// The block-size sweep: per size, all jobs together.
+fn sweep_table(run: &StreamRun) -> String {
+    let header: Vec<String> = ["bs", "jobs", "MB/s", "MiB/s", "IOPS", "clat p50 µs", "clat p99 µs", "io", "wall s", "errors"]
+        .iter()
+        .map(|s| s.to_string())
+        .collect();
+    let rows = run
+        .extra
+        .sweep
+        .iter()
+        .map(|r| {
+            vec![
+                fio_num(r.bs as f64, true, "B"),
+                r.jobs.to_string(),
+                format!("{:.0}", r.bw_bytes / 1e6),
+                format!("{:.0}", r.bw_bytes / 1048576.0),
+                format!("{:.0}", r.iops),
+                usec(r.clat_p50_ns as f64),
+                usec(r.clat_p99_ns as f64),
+                fio_num(r.io_bytes as f64, true, "B"),
+                format!("{:.2}", r.wall_ns as f64 / 1e9),
+                r.errors.to_string(),
+            ]
+        })
+        .collect::<Vec<_>>();
+    format!(
+        "Block-size sweep (all jobs together; MB/s = 10^6 B/s over the span from the first job's start to the last one's end)\n\n{}",
+        markdown(&header, &rows)
+    )
+}
+
+/// JSON in fio's shape: `jobs[]` with `jobname`, `groupid`, `error`,
+/// `read`/`write` {io_bytes, bw_bytes, bw (KiB/s), iops, runtime (ms),
+/// clat_ns{…, percentile}}; groups with `group_reporting` appear merged as
+/// fio merges them, their members under `per_job`. Everything else of the
+/// run (environment, options, groups, sweep) rides alongside.
+pub fn json(run: &StreamRun) -> Result<String> {
+    let mut v = serde_json::to_value(run)
+        .map_err(|e| crate::error::Error::run(format!("cannot encode results: {e}")))?;
+    let obj = v.as_object_mut().expect("a run is an object");
+    let points = obj.remove("points").unwrap_or_default();
+    let merged_any = run.extra.groups.iter().any(|g| g.group_reporting && g.jobs > 1);
+    let jobs: Vec<serde_json::Value> = if merged_any {
+        let mut jobs = Vec::new();
+        for g in &run.extra.groups {
+            let members: Vec<&JobResult> = run
+                .points
+                .iter()
+                .filter(|r| r.groupid == g.groupid && r.sweep_bs == g.sweep_bs)
+                .collect();
+            if g.group_reporting && g.jobs > 1 {
+                jobs.push(serde_json::json!({
+                    "jobname": g.jobname,
+                    "groupid": g.groupid,
+                    "error": g.error,
+                    "jobs": g.jobs,
+                    "sweep_bs": g.sweep_bs,
+                    "read": g.read.agg,
+                    "write": g.write.agg,
+                }));
+            } else {
+                jobs.extend(members.iter().filter_map(|r| serde_json::to_value(r).ok()));
+            }
+        }
+        obj.insert("per_job".into(), points);
+        jobs
+    } else {
+        points.as_array().cloned().unwrap_or_default()
+    };
+    let mut out = serde_json::Map::new();
+    out.insert(
+        "fio version".into(),
+        format!("xferbench-{}", env!("CARGO_PKG_VERSION")).into(),
+    );
+    out.insert(
+        "timestamp".into(),
+        std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_secs())
+            .into(),
+    );
+    out.insert("jobs".into(), jobs.into());
+    for (k, val) in std::mem::take(obj) {
+        out.insert(k, val);
+    }
+    super::json::render(&serde_json::Value::Object(out))
+}
+
+/// One CSV row per job.
+pub fn csv(run: &StreamRun) -> String {
+    let mut out = String::from(
+        "sweep_bs,groupid,jobname,clone,filename,rw,bs,iodepth,ioengine,completion,dir,io_bytes,bw_bytes,iops,runtime_ns,clat_mean_ns,clat_p50_ns,clat_p99_ns,clat_p999_ns,error\n",
+    );
+    for r in &run.points {
+        for (dir, d) in [("read", &r.read), ("write", &r.write)] {
+            if d.total_ios == 0 {
+                continue;
+            }
+            let c = &d.clat_ns;
+            let _ = writeln!(
+                out,
+                "{},{},{},{},{},{},{},{},{},{:?},{dir},{},{},{:.1},{},{:.1},{},{},{},{}",
+                r.sweep_bs.map_or(String::new(), |b| b.to_string()),
+                r.groupid,
+                super::csv::field(&r.jobname),
+                r.clone,
+                super::csv::field(&r.filename),
+                r.rw.name(),
+                r.bs,
+                r.iodepth,
+                r.ioengine.name(),
+                r.completion,
+                d.io_bytes,
+                d.bw_bytes,
+                d.iops,
+                d.runtime_ns,
+                c.mean,
+                c.at(50.0),
+                c.at(99.0),
+                c.at(99.9),
+                super::csv::field(r.error_text.as_deref().unwrap_or(""))
+            );
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::fio_num;
+
+    #[test]
+    fn fio_number_format() {
+        let gib = 1024.0 * 1024.0 * 1024.0;
+        assert_eq!(fio_num(2727.0 * 1048576.0, true, "B/s"), "2727MiB/s");
+        assert_eq!(fio_num(10.7 * gib, true, "B/s"), "10.7GiB/s");
+        assert_eq!(fio_num(64.0 * gib, true, "B"), "64.0GiB");
+        assert_eq!(fio_num(68.7e9, false, "B"), "68.7GB");
+        assert_eq!(fio_num(4096.0 * 1048576.0, true, "B"), "4096MiB");
+        assert_eq!(fio_num(512.0, true, "B"), "512B");
+    }
+}

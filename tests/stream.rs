@@ -1,0 +1,332 @@
+//! End-to-end tests of `xferbench stream`: the aws-fpga XDMA job files mapped
+//! onto ordinary files, verify catching a flipped byte at its offset, a
+//! 4-worker job whose blocks land at the right offsets, both engines, the
+//! sweep table, fio-shaped JSON, and bad input. Times are never asserted.
+
+use serde_json::Value;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+fn xb_in(dir: &Path, args: &[&str]) -> Output {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
+    c.args(args)
+        .current_dir(dir)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let mut child = c.spawn().expect("spawn xferbench");
+    let start = Instant::now();
+    // A hang guard, not a time assertion.
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            panic!("xferbench {args:?} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+fn json(o: &Output) -> Value {
+    assert!(o.status.success(), "failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
+
+/// The aws-fpga XDMA files' shape: four channels, 16g regions at 0/16g/32g/48g.
+fn xdma_file(kind: &str) -> String {
+    let mut s = String::from(
+        "[global]\nallow_file_create=0\nioengine=psync\niomem=mmap\nfilesize=64g\nbs=1m\nratemin=1m\n",
+    );
+    match kind {
+        "verify" => {
+            s.push_str("size=16g\nverify=xxhash\nverify_fatal=1\nverify_dump=1\n\n");
+            for n in 0..4 {
+                s.push_str(&format!(
+                    "[write-phase-{n}] \noffset={o}g\nrw=write\nfilename=/dev/xdma0_h2c_{n}\ndo_verify=0\n\n\
+                     [verify-phase-{n}] \nnew_group\nwait_for=write-phase-{n}\noffset={o}g\nrw=read\nfilename=/dev/xdma0_c2h_{n}\ndo_verify=1\n\n",
+                    o = n * 16
+                ));
+            }
+        }
+        rw => {
+            for n in 0..4 {
+                let dev = if rw == "write" { "h2c" } else { "c2h" };
+                s.push_str(&format!(
+                    "[w{}] \nsize=16g\noffset={}g\nrw={rw}\nfilename=/dev/xdma0_{dev}_{n} \n\n",
+                    n + 1,
+                    n * 16
+                ));
+            }
+        }
+    }
+    s
+}
+
+/// Maps all eight channels onto one "card" file, shrinking the job so it fits.
+fn card_args(card: &Path, job: &Path) -> Vec<String> {
+    let mut a: Vec<String> = vec![
+        "--quiet".into(),
+        "stream".into(),
+        "--job".into(),
+        job.display().to_string(),
+        "--format".into(),
+        "json".into(),
+        // The jobs' 16g regions at 16g strides, scaled down: the offsets are
+        // the file's, so the whole "card" is sized, and regions shrunk.
+        "--set".into(),
+        "size=1m".into(),
+        "--set".into(),
+        "ratemin=0".into(),
+    ];
+    for n in 0..4 {
+        for dev in ["h2c", "c2h"] {
+            a.push("--map".into());
+            a.push(format!("/dev/xdma0_{dev}_{n}={}", card.display()));
+        }
+    }
+    a
+}
+
+fn sparse_card(dir: &Path) -> PathBuf {
+    let card = dir.join("card");
+    let f = std::fs::File::create(&card).unwrap();
+    f.set_len(49 << 30).unwrap(); // sparse: 48g + a region
+    card
+}
+
+fn args<'a>(v: &'a [String]) -> Vec<&'a str> {
+    v.iter().map(String::as_str).collect()
+}
+
+#[test]
+fn xdma_job_files_run_mapped_onto_a_file() {
+    let dir = tempfile::tempdir().unwrap();
+    let card = sparse_card(dir.path());
+    for kind in ["write", "read", "verify"] {
+        let job = dir.path().join(format!("xdma_4-ch_4-1M_{kind}.fio"));
+        std::fs::write(&job, xdma_file(kind)).unwrap();
+        let o = xb_in(dir.path(), &args(&card_args(&card, &job)));
+        let d = json(&o);
+        let jobs = d["jobs"].as_array().expect("jobs[]");
+        assert_eq!(jobs.len(), if kind == "verify" { 8 } else { 4 }, "{kind}");
+        for j in jobs {
+            assert_eq!(j["error"], 0, "{j}");
+            let name = j["jobname"].as_str().unwrap();
+            let dir_ = if kind == "read" || name.starts_with("verify") {
+                "read"
+            } else {
+                "write"
+            };
+            assert_eq!(j[dir_]["io_bytes"], 1 << 20, "{kind} {name}");
+            assert!(j[dir_]["bw_bytes"].as_u64().unwrap() > 0);
+            assert!(j[dir_]["clat_ns"]["percentile"]["99.000000"].as_u64().is_some());
+            if name.starts_with("verify") {
+                assert_eq!(j["verify"]["blocks"], 1, "{j}");
+                assert_eq!(j["verify"]["bad"], 0, "{j}");
+            }
+        }
+        if kind == "verify" {
+            // wait_for: each reader started after its writer ended.
+            for n in 0..4 {
+                let find = |p: &str| {
+                    jobs.iter()
+                        .find(|j| j["jobname"] == format!("{p}-phase-{n}"))
+                        .unwrap()
+                        .clone()
+                };
+                let (w, v) = (find("write"), find("verify"));
+                assert!(v["start_ns"].as_u64() >= w["end_ns"].as_u64(), "{w} {v}");
+                assert_eq!(v["groupid"].as_u64().unwrap(), n + 1);
+            }
+        }
+    }
+    // The card got exactly the four mapped regions, at 16g strides.
+    let meta = std::fs::metadata(&card).unwrap();
+    assert_eq!(meta.len(), 49 << 30, "the target was not resized");
+}
+
+#[test]
+fn verify_catches_a_flipped_byte_at_its_offset() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    let fs = f.display().to_string();
+    for kind in ["xxhash", "crc32c"] {
+        let w = xb_in(
+            dir.path(),
+            &["--quiet", "stream", "--filename", &fs, "--rw", "write", "--bs", "4k", "--size", "256k", "--verify", kind, "--set", "do_verify=0", "--format", "json"],
+        );
+        json(&w);
+        // Flip one byte inside block 5's payload.
+        let at = 5 * 4096 + 1234;
+        let mut data = std::fs::read(&f).unwrap();
+        data[at] ^= 0x40;
+        std::fs::write(&f, &data).unwrap();
+        let r = xb_in(
+            dir.path(),
+            &["--quiet", "stream", "--filename", &fs, "--rw", "read", "--bs", "4k", "--size", "256k", "--verify", kind, "--set", "verify_fatal=1", "--set", "verify_dump=1"],
+        );
+        assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
+        let e = stderr(&r);
+        assert!(e.contains(&format!("offset {at}")), "{e}");
+        assert!(e.contains("bad block at offset 20480"), "{e}");
+        assert!(e.contains("expected header"), "{e}");
+        // verify_dump wrote the bad block beside where we ran, and nothing else.
+        let got = std::fs::read(dir.path().join("data.20480.received")).unwrap();
+        let want = std::fs::read(dir.path().join("data.20480.expected")).unwrap();
+        assert_eq!(got.len(), 4096);
+        let diff: Vec<usize> = (0..4096).filter(|&i| got[i] != want[i]).collect();
+        assert_eq!(diff, vec![1234]);
+        // The table still came out, marked with the error.
+        let out = String::from_utf8_lossy(&r.stdout);
+        assert!(out.contains("err= 1"), "{out}");
+        std::fs::remove_file(dir.path().join("data.20480.received")).unwrap();
+        std::fs::remove_file(dir.path().join("data.20480.expected")).unwrap();
+        std::fs::remove_file(&f).unwrap();
+    }
+}
+
+#[test]
+fn four_workers_write_their_own_regions_with_both_engines() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("four");
+    let job = dir.path().join("four.fio");
+    for (writer, reader) in [("io_uring", "psync"), ("psync", "io_uring")] {
+        let _ = std::fs::remove_file(&f);
+        let text = format!(
+            "; four workers, one region each\n[global]\nfilename={}\nbs=8k\nsize=128k\nverify=crc32c\nioengine=$ENGINE\niodepth=4\n\n[w]\nrw=write\ndo_verify=0\nnumjobs=4\noffset_increment=128k\n\n[r]\nstonewall\nrw=read\noffset=0\nsize=512k\n",
+            f.display()
+        );
+        std::fs::write(&job, text).unwrap();
+        let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
+        let o = c
+            .args(["--quiet", "stream", "--job", job.to_str().unwrap(), "--format", "json"])
+            .env("ENGINE", writer)
+            .args(["--set", &format!("ioengine={writer}")])
+            .stdin(Stdio::null())
+            .output()
+            .unwrap();
+        let d = json(&o);
+        let jobs = d["jobs"].as_array().unwrap();
+        assert_eq!(jobs.len(), 5);
+        let mut offs: Vec<u64> = jobs[..4].iter().map(|j| j["offset"].as_u64().unwrap()).collect();
+        offs.sort_unstable();
+        assert_eq!(offs, vec![0, 128 << 10, 256 << 10, 384 << 10]);
+        assert_eq!(jobs[4]["verify"]["blocks"], 64);
+        assert_eq!(jobs[4]["verify"]["bad"], 0);
+        // Every block's header names the offset it sits at.
+        let data = std::fs::read(&f).unwrap();
+        assert_eq!(data.len(), 512 << 10);
+        for (i, b) in data.chunks(8192).enumerate() {
+            assert_eq!(&b[0..4], b"XBVF");
+            let off = u64::from_le_bytes(b[16..24].try_into().unwrap());
+            assert_eq!(off, (i * 8192) as u64);
+        }
+        // And the other engine reads them back clean.
+        let o = xb_in(
+            dir.path(),
+            &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "randread", "--bs", "8k", "--verify", "crc32c", "--ioengine", reader, "--iodepth", "8", "--format", "json"],
+        );
+        let d = json(&o);
+        assert_eq!(d["jobs"][0]["verify"]["blocks"], 64);
+        assert_eq!(d["jobs"][0]["read"]["total_ios"], 64);
+    }
+}
+
+#[test]
+fn block_size_sweep_table_and_group_reporting() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sweep");
+    let o = xb_in(
+        dir.path(),
+        &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "write", "--bs", "4k..16k", "--size", "1m", "--numjobs", "2", "--set", "group_reporting=1"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("Block-size sweep"), "{out}");
+    for bs in ["| 4KiB", "| 8KiB", "| 16KiB"] {
+        assert!(out.contains(bs), "{bs} in {out}");
+    }
+    assert!(out.contains("Run status group 0 at bs=4KiB"), "{out}");
+    assert!(out.contains("WRITE: bw="), "{out}");
+    // JSON: merged per group as fio does with group_reporting, members kept.
+    let o = xb_in(
+        dir.path(),
+        &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "write", "--bs", "4k,8k", "--size", "1m", "--numjobs", "2", "--set", "group_reporting=1", "--format", "json"],
+    );
+    let d = json(&o);
+    assert_eq!(d["jobs"].as_array().unwrap().len(), 2);
+    assert_eq!(d["jobs"][0]["write"]["io_bytes"], 2 << 20);
+    assert_eq!(d["per_job"].as_array().unwrap().len(), 4);
+    assert_eq!(d["sweep"].as_array().unwrap().len(), 2);
+}
+
+#[test]
+fn devices_mmap_and_transports() {
+    let dir = tempfile::tempdir().unwrap();
+    // A character device reports size 0: the job's size is used.
+    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", "/dev/zero", "--rw", "read", "--bs", "64k", "--size", "4m", "--format", "json"]);
+    let d = json(&o);
+    assert_eq!(d["jobs"][0]["target"], "char");
+    assert_eq!(d["jobs"][0]["read"]["io_bytes"], 4 << 20);
+    // …and without one it says what to set.
+    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", "/dev/zero", "--rw", "read"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("set size= or filesize="), "{}", stderr(&o));
+    // A region beyond filesize on a char device.
+    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", "/dev/zero", "--rw", "read", "--size", "2m", "--filesize", "1m"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("beyond the end"), "{}", stderr(&o));
+    // mmap engine round trip with verify.
+    let f = dir.path().join("m");
+    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "write", "--bs", "4k", "--size", "256k", "--ioengine", "mmap", "--verify", "xxhash", "--format", "json"]);
+    let d = json(&o);
+    assert_eq!(d["jobs"][0]["verify"]["blocks"], 64, "{d}");
+    // A transport as a one-way stream.
+    for t in ["xfer:pipe", "xfer:shm"] {
+        let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", t, "--rw", "write", "--bs", "64k", "--size", "8m", "--iodepth", "4", "--format", "json"]);
+        let d = json(&o);
+        assert_eq!(d["jobs"][0]["write"]["io_bytes"], 8 << 20, "{t}");
+        assert_eq!(d["jobs"][0]["ioengine"], "transport");
+    }
+}
+
+#[test]
+fn bad_input_is_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let run = |a: &[&str]| xb_in(dir.path(), a);
+    let job = dir.path().join("bad.fio");
+    std::fs::write(&job, "[global]\nbs=4k\n\n[j]\nrw=write\nfilename=/nonexistent-dir/x\nsize 4k\n").unwrap();
+    let o = run(&["stream", "--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains(":7:"), "{}", stderr(&o));
+    // Missing file with allow_file_create=0: nothing is created.
+    let missing = dir.path().join("missing");
+    std::fs::write(&job, format!("[j]\nallow_file_create=0\nrw=write\nsize=4k\nfilename={}\n", missing.display())).unwrap();
+    let o = run(&["stream", "--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("allow_file_create=0"), "{}", stderr(&o));
+    assert!(!missing.exists());
+    // Unsupported option: a warning, an error under --strict.
+    let f = dir.path().join("w");
+    std::fs::write(&job, format!("[j]\nrw=write\nsize=64k\nfilename={}\nfancy_option=3\n", f.display())).unwrap();
+    let o = run(&["stream", "--job", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(stderr(&o).contains("fancy_option"), "{}", stderr(&o));
+    let o = run(&["stream", "--job", job.to_str().unwrap(), "--strict"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("fancy_option"), "{}", stderr(&o));
+    // Unreadable job file, no target at all.
+    let o = run(&["stream", "--job", "/nonexistent.fio"]);
+    assert_eq!(o.status.code(), Some(2));
+    let o = run(&["stream"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("--job"), "{}", stderr(&o));
+    for o in [run(&["stream", "--job", "/nonexistent.fio"]), run(&["stream"])] {
+        assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
+    }
+}
