@@ -6,8 +6,8 @@
 pub mod app;
 pub mod buffer;
 pub mod cli;
-pub mod env;
 pub mod engine;
+pub mod env;
 pub mod error;
 pub mod experiment;
 pub mod fit;

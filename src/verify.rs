@@ -182,8 +182,19 @@ pub fn check(
     // Slow path: say exactly what is wrong.
     let seed_used = found.map_or(seed, |h| h.seed);
     let mut want = vec![0u8; block.len()];
-    fill(&mut want, kind, offset, found.map_or(seq, |h| h.seq), seed_used);
-    let expected = Header::decode(&want[..n]).unwrap_or(Header {
+    fill(
+        &mut want,
+        kind,
+        offset,
+        found.map_or(seq, |h| h.seq),
+        seed_used,
+    );
+    let decoded = if n == HEADER_LEN {
+        Header::decode(&want[..n]).ok()
+    } else {
+        None
+    };
+    let expected = decoded.unwrap_or(Header {
         kind,
         block_len: block.len() as u32,
         offset,

@@ -99,7 +99,7 @@ fn sparse_card(dir: &Path) -> PathBuf {
     card
 }
 
-fn args<'a>(v: &'a [String]) -> Vec<&'a str> {
+fn args(v: &[String]) -> Vec<&str> {
     v.iter().map(String::as_str).collect()
 }
 
@@ -124,7 +124,11 @@ fn xdma_job_files_run_mapped_onto_a_file() {
             };
             assert_eq!(j[dir_]["io_bytes"], 1 << 20, "{kind} {name}");
             assert!(j[dir_]["bw_bytes"].as_u64().unwrap() > 0);
-            assert!(j[dir_]["clat_ns"]["percentile"]["99.000000"].as_u64().is_some());
+            assert!(
+                j[dir_]["clat_ns"]["percentile"]["99.000000"]
+                    .as_u64()
+                    .is_some()
+            );
             if name.starts_with("verify") {
                 assert_eq!(j["verify"]["blocks"], 1, "{j}");
                 assert_eq!(j["verify"]["bad"], 0, "{j}");
@@ -158,7 +162,24 @@ fn verify_catches_a_flipped_byte_at_its_offset() {
     for kind in ["xxhash", "crc32c"] {
         let w = xb_in(
             dir.path(),
-            &["--quiet", "stream", "--filename", &fs, "--rw", "write", "--bs", "4k", "--size", "256k", "--verify", kind, "--set", "do_verify=0", "--format", "json"],
+            &[
+                "--quiet",
+                "stream",
+                "--filename",
+                &fs,
+                "--rw",
+                "write",
+                "--bs",
+                "4k",
+                "--size",
+                "256k",
+                "--verify",
+                kind,
+                "--set",
+                "do_verify=0",
+                "--format",
+                "json",
+            ],
         );
         json(&w);
         // Flip one byte inside block 5's payload.
@@ -168,7 +189,24 @@ fn verify_catches_a_flipped_byte_at_its_offset() {
         std::fs::write(&f, &data).unwrap();
         let r = xb_in(
             dir.path(),
-            &["--quiet", "stream", "--filename", &fs, "--rw", "read", "--bs", "4k", "--size", "256k", "--verify", kind, "--set", "verify_fatal=1", "--set", "verify_dump=1"],
+            &[
+                "--quiet",
+                "stream",
+                "--filename",
+                &fs,
+                "--rw",
+                "read",
+                "--bs",
+                "4k",
+                "--size",
+                "256k",
+                "--verify",
+                kind,
+                "--set",
+                "verify_fatal=1",
+                "--set",
+                "verify_dump=1",
+            ],
         );
         assert_eq!(r.status.code(), Some(1), "{}", stderr(&r));
         let e = stderr(&r);
@@ -204,7 +242,14 @@ fn four_workers_write_their_own_regions_with_both_engines() {
         std::fs::write(&job, text).unwrap();
         let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
         let o = c
-            .args(["--quiet", "stream", "--job", job.to_str().unwrap(), "--format", "json"])
+            .args([
+                "--quiet",
+                "stream",
+                "--job",
+                job.to_str().unwrap(),
+                "--format",
+                "json",
+            ])
             .env("ENGINE", writer)
             .args(["--set", &format!("ioengine={writer}")])
             .stdin(Stdio::null())
@@ -213,7 +258,10 @@ fn four_workers_write_their_own_regions_with_both_engines() {
         let d = json(&o);
         let jobs = d["jobs"].as_array().unwrap();
         assert_eq!(jobs.len(), 5);
-        let mut offs: Vec<u64> = jobs[..4].iter().map(|j| j["offset"].as_u64().unwrap()).collect();
+        let mut offs: Vec<u64> = jobs[..4]
+            .iter()
+            .map(|j| j["offset"].as_u64().unwrap())
+            .collect();
         offs.sort_unstable();
         assert_eq!(offs, vec![0, 128 << 10, 256 << 10, 384 << 10]);
         assert_eq!(jobs[4]["verify"]["blocks"], 64);
@@ -229,7 +277,24 @@ fn four_workers_write_their_own_regions_with_both_engines() {
         // And the other engine reads them back clean.
         let o = xb_in(
             dir.path(),
-            &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "randread", "--bs", "8k", "--verify", "crc32c", "--ioengine", reader, "--iodepth", "8", "--format", "json"],
+            &[
+                "--quiet",
+                "stream",
+                "--filename",
+                f.to_str().unwrap(),
+                "--rw",
+                "randread",
+                "--bs",
+                "8k",
+                "--verify",
+                "crc32c",
+                "--ioengine",
+                reader,
+                "--iodepth",
+                "8",
+                "--format",
+                "json",
+            ],
         );
         let d = json(&o);
         assert_eq!(d["jobs"][0]["verify"]["blocks"], 64);
@@ -243,20 +308,52 @@ fn block_size_sweep_table_and_group_reporting() {
     let f = dir.path().join("sweep");
     let o = xb_in(
         dir.path(),
-        &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "write", "--bs", "4k..16k", "--size", "1m", "--numjobs", "2", "--set", "group_reporting=1"],
+        &[
+            "--quiet",
+            "stream",
+            "--filename",
+            f.to_str().unwrap(),
+            "--rw",
+            "write",
+            "--bs",
+            "4k..16k",
+            "--size",
+            "1m",
+            "--numjobs",
+            "2",
+            "--set",
+            "group_reporting=1",
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("Block-size sweep"), "{out}");
-    for bs in ["| 4KiB", "| 8KiB", "| 16KiB"] {
+    for bs in [" 4k |", " 8k |", " 16k |"] {
         assert!(out.contains(bs), "{bs} in {out}");
     }
-    assert!(out.contains("Run status group 0 at bs=4KiB"), "{out}");
+    assert!(out.contains("Run status group 0 at bs=4k"), "{out}");
     assert!(out.contains("WRITE: bw="), "{out}");
     // JSON: merged per group as fio does with group_reporting, members kept.
     let o = xb_in(
         dir.path(),
-        &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "write", "--bs", "4k,8k", "--size", "1m", "--numjobs", "2", "--set", "group_reporting=1", "--format", "json"],
+        &[
+            "--quiet",
+            "stream",
+            "--filename",
+            f.to_str().unwrap(),
+            "--rw",
+            "write",
+            "--bs",
+            "4k,8k",
+            "--size",
+            "1m",
+            "--numjobs",
+            "2",
+            "--set",
+            "group_reporting=1",
+            "--format",
+            "json",
+        ],
     );
     let d = json(&o);
     assert_eq!(d["jobs"].as_array().unwrap().len(), 2);
@@ -269,26 +366,108 @@ fn block_size_sweep_table_and_group_reporting() {
 fn devices_mmap_and_transports() {
     let dir = tempfile::tempdir().unwrap();
     // A character device reports size 0: the job's size is used.
-    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", "/dev/zero", "--rw", "read", "--bs", "64k", "--size", "4m", "--format", "json"]);
+    let o = xb_in(
+        dir.path(),
+        &[
+            "--quiet",
+            "stream",
+            "--filename",
+            "/dev/zero",
+            "--rw",
+            "read",
+            "--bs",
+            "64k",
+            "--size",
+            "4m",
+            "--format",
+            "json",
+        ],
+    );
     let d = json(&o);
     assert_eq!(d["jobs"][0]["target"], "char");
     assert_eq!(d["jobs"][0]["read"]["io_bytes"], 4 << 20);
     // …and without one it says what to set.
-    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", "/dev/zero", "--rw", "read"]);
+    let o = xb_in(
+        dir.path(),
+        &[
+            "--quiet",
+            "stream",
+            "--filename",
+            "/dev/zero",
+            "--rw",
+            "read",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("set size= or filesize="), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("set size= or filesize="),
+        "{}",
+        stderr(&o)
+    );
     // A region beyond filesize on a char device.
-    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", "/dev/zero", "--rw", "read", "--size", "2m", "--filesize", "1m"]);
+    let o = xb_in(
+        dir.path(),
+        &[
+            "--quiet",
+            "stream",
+            "--filename",
+            "/dev/zero",
+            "--rw",
+            "read",
+            "--size",
+            "2m",
+            "--filesize",
+            "1m",
+        ],
+    );
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("beyond the end"), "{}", stderr(&o));
     // mmap engine round trip with verify.
     let f = dir.path().join("m");
-    let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", f.to_str().unwrap(), "--rw", "write", "--bs", "4k", "--size", "256k", "--ioengine", "mmap", "--verify", "xxhash", "--format", "json"]);
+    let o = xb_in(
+        dir.path(),
+        &[
+            "--quiet",
+            "stream",
+            "--filename",
+            f.to_str().unwrap(),
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "256k",
+            "--ioengine",
+            "mmap",
+            "--verify",
+            "xxhash",
+            "--format",
+            "json",
+        ],
+    );
     let d = json(&o);
     assert_eq!(d["jobs"][0]["verify"]["blocks"], 64, "{d}");
     // A transport as a one-way stream.
     for t in ["xfer:pipe", "xfer:shm"] {
-        let o = xb_in(dir.path(), &["--quiet", "stream", "--filename", t, "--rw", "write", "--bs", "64k", "--size", "8m", "--iodepth", "4", "--format", "json"]);
+        let o = xb_in(
+            dir.path(),
+            &[
+                "--quiet",
+                "stream",
+                "--filename",
+                t,
+                "--rw",
+                "write",
+                "--bs",
+                "64k",
+                "--size",
+                "8m",
+                "--iodepth",
+                "4",
+                "--format",
+                "json",
+            ],
+        );
         let d = json(&o);
         assert_eq!(d["jobs"][0]["write"]["io_bytes"], 8 << 20, "{t}");
         assert_eq!(d["jobs"][0]["ioengine"], "transport");
@@ -300,20 +479,38 @@ fn bad_input_is_one_clear_line() {
     let dir = tempfile::tempdir().unwrap();
     let run = |a: &[&str]| xb_in(dir.path(), a);
     let job = dir.path().join("bad.fio");
-    std::fs::write(&job, "[global]\nbs=4k\n\n[j]\nrw=write\nfilename=/nonexistent-dir/x\nsize 4k\n").unwrap();
+    std::fs::write(
+        &job,
+        "[global]\nbs=4k\n\n[j]\nrw=write\nfilename=/nonexistent-dir/x\nsize 4k\n",
+    )
+    .unwrap();
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains(":7:"), "{}", stderr(&o));
     // Missing file with allow_file_create=0: nothing is created.
     let missing = dir.path().join("missing");
-    std::fs::write(&job, format!("[j]\nallow_file_create=0\nrw=write\nsize=4k\nfilename={}\n", missing.display())).unwrap();
+    std::fs::write(
+        &job,
+        format!(
+            "[j]\nallow_file_create=0\nrw=write\nsize=4k\nfilename={}\n",
+            missing.display()
+        ),
+    )
+    .unwrap();
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("allow_file_create=0"), "{}", stderr(&o));
     assert!(!missing.exists());
     // Unsupported option: a warning, an error under --strict.
     let f = dir.path().join("w");
-    std::fs::write(&job, format!("[j]\nrw=write\nsize=64k\nfilename={}\nfancy_option=3\n", f.display())).unwrap();
+    std::fs::write(
+        &job,
+        format!(
+            "[j]\nrw=write\nsize=64k\nfilename={}\nfancy_option=3\n",
+            f.display()
+        ),
+    )
+    .unwrap();
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(stderr(&o).contains("fancy_option"), "{}", stderr(&o));
@@ -326,7 +523,10 @@ fn bad_input_is_one_clear_line() {
     let o = run(&["stream"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("--job"), "{}", stderr(&o));
-    for o in [run(&["stream", "--job", "/nonexistent.fio"]), run(&["stream"])] {
+    for o in [
+        run(&["stream", "--job", "/nonexistent.fio"]),
+        run(&["stream"]),
+    ] {
         assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     }
 }

@@ -7,7 +7,9 @@
 use super::{Done, Engine, Op};
 use crate::error::{Error, Result};
 use crate::job::{Completion, Job};
-use crate::transport::{self, BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec};
+use crate::transport::{
+    self, BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
+};
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -17,6 +19,10 @@ pub const PREFIX: &str = "xfer:";
 pub struct LinkEngine {
     link: Option<Box<dyn Link>>,
     shape: ReplyShape,
+    /// Exchanges left in the configured batch (the responder counts them).
+    batch_left: u64,
+    /// Blocks the job still has to send, when it is size-based.
+    blocks_left: Option<u64>,
     queued: Vec<Op>,
     detail: String,
 }
@@ -35,7 +41,15 @@ pub fn spec_of(filename: &str) -> Option<Result<Spec>> {
 }
 
 impl LinkEngine {
-    pub fn open(job: &Job, spec: Spec, depth: usize, timeout: Duration, exe: PathBuf) -> Result<LinkEngine> {
+    /// `blocks`: how many blocks the job sends, if known (not time-based).
+    pub fn open(
+        job: &Job,
+        spec: Spec,
+        depth: usize,
+        blocks: Option<u64>,
+        timeout: Duration,
+        exe: PathBuf,
+    ) -> Result<LinkEngine> {
         let t = transport::find(&spec.name)?;
         let caps = t.capabilities();
         if job.rw != crate::job::Rw::Write {
@@ -81,7 +95,7 @@ impl LinkEngine {
             exe,
         };
         transport::check(t, &cfg)?;
-        let mut link = t.open(&cfg)?;
+        let link = t.open(&cfg)?;
         let shape = ReplyShape {
             request_len: job.bs as usize,
             reply_len: 1,
@@ -89,10 +103,11 @@ impl LinkEngine {
             window: depth as u32,
             ..ReplyShape::default()
         };
-        link.configure(&shape)?;
         Ok(LinkEngine {
             link: Some(link),
             shape,
+            batch_left: 0,
+            blocks_left: blocks,
             queued: Vec::with_capacity(depth),
             detail: format!(
                 "{spec} stream, {} buffers, {} completion, window of {depth} blocks per acknowledgement",
@@ -109,6 +124,17 @@ impl LinkEngine {
     }
 }
 
+impl LinkEngine {
+    /// Runs the exchanges the responder still expects in this batch.
+    fn finish_batch(&mut self) -> Result<()> {
+        while self.batch_left > 0 {
+            self.link()?.exchange()?;
+            self.batch_left -= 1;
+        }
+        Ok(())
+    }
+}
+
 impl Engine for LinkEngine {
     fn queue(&mut self, op: Op) -> Result<()> {
         self.queued.push(op);
@@ -120,14 +146,27 @@ impl Engine for LinkEngine {
             return Ok(());
         }
         let n = self.queued.len() as u32;
-        if n != self.shape.window {
-            // The tail of a job: a shorter window (untimed reconfiguration
-            // is not possible mid-measurement, but it costs one round trip).
+        if n != self.shape.window && self.batch_left > 0 {
+            self.finish_batch()?;
+        }
+        if self.batch_left == 0 {
+            // Size-based jobs are planned exactly: all full windows in one
+            // batch, then the tail's shorter window; a time-based job goes
+            // in batches and finishes the last one after its timed span.
             self.shape.window = n;
+            self.shape.exchanges = match self.blocks_left {
+                Some(b) => (b / u64::from(n)).max(1),
+                None => 1024,
+            };
+            self.batch_left = self.shape.exchanges;
             let shape = self.shape;
             self.link()?.configure(&shape)?;
         }
         self.link()?.exchange()?;
+        self.batch_left -= 1;
+        if let Some(b) = &mut self.blocks_left {
+            *b = b.saturating_sub(u64::from(n));
+        }
         out.extend(self.queued.drain(..).map(|op| Done {
             slot: op.slot,
             res: Ok(op.len),
@@ -146,6 +185,9 @@ impl Engine for LinkEngine {
 
 impl Drop for LinkEngine {
     fn drop(&mut self) {
+        if self.finish_batch().is_err() {
+            return;
+        }
         if let Some(l) = self.link.take() {
             let _ = l.close();
         }

@@ -149,7 +149,7 @@ impl Target {
                 }
             )));
         }
-        if job.direct && (offset % 512 != 0 || job.bs % 512 != 0) {
+        if job.direct && (!offset.is_multiple_of(512) || !job.bs.is_multiple_of(512)) {
             return Err(Error::usage(format!(
                 "job {name}: direct=1 needs offset and bs in multiples of 512 (offset {offset}, bs {}); align them or use direct=0",
                 job.bs
@@ -158,12 +158,16 @@ impl Target {
         if kind == TargetKind::File && end > current {
             let step = if job.rw.reads() {
                 lay_out(path, current, end).map_err(|e| {
-                    Error::run(format!("job {name}: cannot lay out {shown} to {end} bytes: {e}"))
+                    Error::run(format!(
+                        "job {name}: cannot lay out {shown} to {end} bytes: {e}"
+                    ))
                 })?;
                 format!("laid out to {end} bytes (zeros) for reading")
             } else {
                 file.set_len(end).map_err(|e| {
-                    Error::run(format!("job {name}: cannot extend {shown} to {end} bytes: {e}"))
+                    Error::run(format!(
+                        "job {name}: cannot extend {shown} to {end} bytes: {e}"
+                    ))
                 })?;
                 format!("extended to {end} bytes")
             };
@@ -194,7 +198,9 @@ fn open_error(job: &str, path: &Path, e: std::io::Error) -> Error {
         Some(libc::EACCES | libc::EPERM) => {
             "permission denied; run as a user that may open it (DMA character devices usually need root)"
         }
-        Some(libc::EBUSY) => "device or resource busy; another process holds it — stop that one and retry",
+        Some(libc::EBUSY) => {
+            "device or resource busy; another process holds it — stop that one and retry"
+        }
         Some(libc::ENOENT) => "its directory does not exist; fix the path",
         Some(libc::ENXIO | libc::ENODEV) => "no such device behind this node (driver not loaded?)",
         Some(libc::EROFS) => "read-only filesystem; a write job needs a writable target",

@@ -4,6 +4,7 @@
 //! [`engine::Engine`]; jobs come from [`jobfile`] whether they were written
 //! in a job file or typed as flags.
 
+use super::Progress as Bar;
 use crate::cli::StreamArgs;
 use crate::engine::{self, Dir, Done, Engine, IoMemory, Op, Target, TargetKind};
 use crate::env::Env;
@@ -11,7 +12,6 @@ use crate::error::{Error, Result};
 use crate::job::{Completion, IoEngine, Job, Rw};
 use crate::jobfile;
 use crate::placement::Placement;
-use super::Progress as Bar;
 use crate::run::{PointMeta, Run};
 use crate::stats::Recorder;
 use crate::verify;
@@ -521,7 +521,13 @@ fn run_set(
     let progress: Vec<Arc<JobProgress>> = jobs.iter().map(|_| Arc::default()).collect();
     let total: u64 = jobs
         .iter()
-        .map(|p| if p.job.time_based { 0 } else { p.job.size.unwrap_or(0) })
+        .map(|p| {
+            if p.job.time_based {
+                0
+            } else {
+                p.job.size.unwrap_or(0)
+            }
+        })
         .sum();
     bar.start_bytes(total, label);
     let mut outcomes: Vec<Option<Result<Outcome>>> = (0..jobs.len()).map(|_| None).collect();
@@ -562,7 +568,10 @@ fn run_set(
         // the timeout stops the run (the process exits after reporting).
         loop {
             std::thread::sleep(Duration::from_millis(100));
-            let done_bytes: u64 = progress.iter().map(|p| p.bytes.load(Ordering::Relaxed)).sum();
+            let done_bytes: u64 = progress
+                .iter()
+                .map(|p| p.bytes.load(Ordering::Relaxed))
+                .sum();
             bar.at(done_bytes);
             if handles.iter().all(|h| h.is_finished()) {
                 break;
@@ -691,16 +700,25 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     };
     let bs = job.bs as usize;
     let (target, mut eng): (Option<Target>, Box<dyn Engine>) = match &p.transport {
-        Some(spec) => (
-            None,
-            Box::new(engine::LinkEngine::open(
+        Some(spec) => {
+            let size = job.size.unwrap_or(0);
+            if size < job.bs && !job.time_based {
+                return Err(Error::usage(format!(
+                    "job {}: a transport stream needs size= (bytes to send, at least one block) or time_based with runtime=",
+                    job.name
+                )));
+            }
+            let blocks = (!job.time_based).then_some(size / job.bs);
+            let e = engine::LinkEngine::open(
                 job,
                 spec.clone(),
                 depth,
+                blocks,
                 ctx.timeout,
                 ctx.exe.clone(),
-            )?),
-        ),
+            )?;
+            (None, Box::new(e))
+        }
         None => {
             let t = Target::open(job, Path::new(&p.path))?;
             let e = engine::open(job, &t, depth)?;
@@ -709,16 +727,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     };
     let (region_off, region_size) = match &target {
         Some(t) => (t.offset, t.size),
-        None => {
-            let size = job.size.unwrap_or(0);
-            if size == 0 && !job.time_based {
-                return Err(Error::usage(format!(
-                    "job {}: a transport stream needs size= (bytes to send) or time_based with runtime=",
-                    job.name
-                )));
-            }
-            (0, (size / job.bs).max(1) * job.bs)
-        }
+        None => (0, (job.size.unwrap_or(0) / job.bs).max(1) * job.bs),
     };
     let mut mem = IoMemory::new(job.iomem, depth, bs)?;
     if job.rw.writes() && job.verify.is_none() {
@@ -733,7 +742,11 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         }
     }
     let nblocks = region_size / job.bs;
-    let order = Order::new(job.rw.random(), nblocks, job.randseed ^ u64::from(job.clone));
+    let order = Order::new(
+        job.rw.random(),
+        nblocks,
+        job.randseed ^ u64::from(job.clone),
+    );
     let check_reads = job.verify.is_some() && job.do_verify && job.rw.reads();
     let mut verify_state = job.verify.map(|k| VerifyReport {
         kind: verify::kind_name(k),
@@ -1108,7 +1121,11 @@ fn pin_to(cpus: &[usize]) -> std::result::Result<(), String> {
 }
 
 /// Groups' aggregates, in group order.
-fn groups(results: &[JobResult], recs: &[[Recorder; 2]], sweep_bs: Option<u64>) -> Vec<GroupResult> {
+fn groups(
+    results: &[JobResult],
+    recs: &[[Recorder; 2]],
+    sweep_bs: Option<u64>,
+) -> Vec<GroupResult> {
     let mut ids: Vec<u32> = results.iter().map(|r| r.groupid).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -1124,7 +1141,11 @@ fn groups(results: &[JobResult], recs: &[[Recorder; 2]], sweep_bs: Option<u64>) 
                 let mut bws = Vec::new();
                 let mut runs = Vec::new();
                 for &i in &members {
-                    let s = if d == 0 { &results[i].read } else { &results[i].write };
+                    let s = if d == 0 {
+                        &results[i].read
+                    } else {
+                        &results[i].write
+                    };
                     if s.total_ios == 0 {
                         continue;
                     }
@@ -1163,7 +1184,10 @@ fn sweep_row(bs: u64, results: &[JobResult], recs: &[[Recorder; 2]]) -> SweepRow
         merged.merge(&r[0]);
         merged.merge(&r[1]);
     }
-    let io_bytes: u64 = results.iter().map(|r| r.read.io_bytes + r.write.io_bytes).sum();
+    let io_bytes: u64 = results
+        .iter()
+        .map(|r| r.read.io_bytes + r.write.io_bytes)
+        .sum();
     let ios: u64 = results.iter().map(|r| r.total_ios()).sum();
     let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
     let end = results.iter().map(|r| r.end_ns).max().unwrap_or(0);
@@ -1175,7 +1199,11 @@ fn sweep_row(bs: u64, results: &[JobResult], recs: &[[Recorder; 2]]) -> SweepRow
         io_bytes,
         ios,
         wall_ns,
-        bw_bytes: if secs > 0.0 { io_bytes as f64 / secs } else { 0.0 },
+        bw_bytes: if secs > 0.0 {
+            io_bytes as f64 / secs
+        } else {
+            0.0
+        },
         iops: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
         clat_p50_ns: merged.quantile(0.5),
         clat_p99_ns: merged.quantile(0.99),
@@ -1198,6 +1226,9 @@ mod tests {
         let o = Order::new(true, 1000, 42);
         assert!((0..10).any(|i| o.at(i) != i), "not shuffled");
         let s = Order::new(false, 5, 1);
-        assert_eq!((0..5).map(|i| s.at(i)).collect::<Vec<_>>(), vec![0, 1, 2, 3, 4]);
+        assert_eq!(
+            (0..5).map(|i| s.at(i)).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 4]
+        );
     }
 }

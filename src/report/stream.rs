@@ -5,6 +5,7 @@
 use super::table::markdown;
 use crate::error::Result;
 use crate::experiment::stream::{DirStats, GroupDir, GroupResult, JobResult, StreamRun};
+use crate::units::format_size;
 use std::fmt::Write;
 
 /// fio's num2str with 4 digits: the smallest unit that keeps the integer part
@@ -22,7 +23,11 @@ pub fn fio_num(v: f64, binary: bool, unit: &str) -> String {
         i += 1;
     }
     let int_len = format!("{}", x.trunc() as u64).len();
-    let decimals = if i == 0 { 0 } else { 3usize.saturating_sub(int_len) };
+    let decimals = if i == 0 {
+        0
+    } else {
+        3usize.saturating_sub(int_len)
+    };
     format!("{x:.decimals$}{}{unit}", names[i])
 }
 
@@ -86,21 +91,21 @@ fn job_block(out: &mut String, r: &JobResult) {
     );
     let _ = writeln!(
         out,
-        "  file: {}{}{}, region {}..{}{}",
+        "  file: {}{}{}, region {}..{} ({}){}",
         r.filename,
         r.mapped_from
             .as_ref()
             .map_or(String::new(), |m| format!(" (--map from {m})")),
-        r.target
-            .map_or(String::new(), |t| format!(
-                " [{}]",
-                serde_json::to_value(t)
-                    .ok()
-                    .and_then(|v| v.as_str().map(String::from))
-                    .unwrap_or_default()
-            )),
-        r.offset,
-        r.offset + r.size,
+        r.target.map_or(String::new(), |t| format!(
+            " [{}]",
+            serde_json::to_value(t)
+                .ok()
+                .and_then(|v| v.as_str().map(String::from))
+                .unwrap_or_default()
+        )),
+        format_size(r.offset),
+        format_size(r.offset + r.size),
+        fio_num(r.size as f64, true, "B"),
         r.prepared
             .as_ref()
             .map_or(String::new(), |p| format!("; {p}"))
@@ -123,15 +128,19 @@ fn job_block(out: &mut String, r: &JobResult) {
             v.kind,
             v.blocks,
             v.bad,
-            v.readback_s
-                .map_or(String::new(), |s| format!(", read-back pass {s:.2} s (not in the bandwidth above)"))
+            v.readback_s.map_or(String::new(), |s| format!(
+                ", read-back pass {s:.2} s (not in the bandwidth above)"
+            ))
         );
     }
     if let Some(e) = &r.error_text {
         let _ = writeln!(out, "  error: {e}");
     }
     if r.partial {
-        let _ = writeln!(out, "  (interrupted: figures cover the I/Os done before the stop)");
+        let _ = writeln!(
+            out,
+            "  (interrupted: figures cover the I/Os done before the stop)"
+        );
     }
 }
 
@@ -201,7 +210,7 @@ pub fn render(run: &StreamRun) -> String {
             "Run status group {}{} (all jobs):",
             g.groupid,
             g.sweep_bs
-                .map_or(String::new(), |b| format!(" at bs={}", fio_num(b as f64, true, "B")))
+                .map_or(String::new(), |b| format!(" at bs={}", format_size(b)))
         );
         status_line(&mut out, "READ", &g.read);
         status_line(&mut out, "WRITE", &g.write);
@@ -221,10 +230,21 @@ pub fn render(run: &StreamRun) -> String {
 
 /// One row per group: what the aws-fpga "4-X" files put in stonewalled groups.
 fn groups_table(run: &StreamRun) -> String {
-    let header: Vec<String> = ["group", "jobs", "first job", "rw", "bs", "MB/s", "MiB/s", "IOPS", "clat p50 µs", "clat p99 µs"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let header: Vec<String> = [
+        "group",
+        "jobs",
+        "first job",
+        "rw",
+        "bs",
+        "MB/s",
+        "MiB/s",
+        "IOPS",
+        "clat p50 µs",
+        "clat p99 µs",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let rows = run
         .extra
         .groups
@@ -244,7 +264,7 @@ fn groups_table(run: &StreamRun) -> String {
                 g.jobs.to_string(),
                 g.jobname.clone(),
                 first.map_or("?".into(), |r| r.rw.name().to_string()),
-                first.map_or("?".into(), |r| fio_num(r.bs as f64, true, "B")),
+                first.map_or("?".into(), |r| format_size(r.bs)),
                 format!("{:.0}", bw / 1e6),
                 format!("{:.0}", bw / 1048576.0),
                 format!("{:.0}", g.read.agg.iops + g.write.agg.iops),
@@ -258,17 +278,28 @@ fn groups_table(run: &StreamRun) -> String {
 
 /// The block-size sweep: per size, all jobs together.
 fn sweep_table(run: &StreamRun) -> String {
-    let header: Vec<String> = ["bs", "jobs", "MB/s", "MiB/s", "IOPS", "clat p50 µs", "clat p99 µs", "io", "wall s", "errors"]
-        .iter()
-        .map(|s| s.to_string())
-        .collect();
+    let header: Vec<String> = [
+        "bs",
+        "jobs",
+        "MB/s",
+        "MiB/s",
+        "IOPS",
+        "clat p50 µs",
+        "clat p99 µs",
+        "io",
+        "wall ms",
+        "errors",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect();
     let rows = run
         .extra
         .sweep
         .iter()
         .map(|r| {
             vec![
-                fio_num(r.bs as f64, true, "B"),
+                format_size(r.bs),
                 r.jobs.to_string(),
                 format!("{:.0}", r.bw_bytes / 1e6),
                 format!("{:.0}", r.bw_bytes / 1048576.0),
@@ -276,7 +307,7 @@ fn sweep_table(run: &StreamRun) -> String {
                 usec(r.clat_p50_ns as f64),
                 usec(r.clat_p99_ns as f64),
                 fio_num(r.io_bytes as f64, true, "B"),
-                format!("{:.2}", r.wall_ns as f64 / 1e9),
+                format!("{:.1}", r.wall_ns as f64 / 1e6),
                 r.errors.to_string(),
             ]
         })
@@ -297,7 +328,11 @@ pub fn json(run: &StreamRun) -> Result<String> {
         .map_err(|e| crate::error::Error::run(format!("cannot encode results: {e}")))?;
     let obj = v.as_object_mut().expect("a run is an object");
     let points = obj.remove("points").unwrap_or_default();
-    let merged_any = run.extra.groups.iter().any(|g| g.group_reporting && g.jobs > 1);
+    let merged_any = run
+        .extra
+        .groups
+        .iter()
+        .any(|g| g.group_reporting && g.jobs > 1);
     let jobs: Vec<serde_json::Value> = if merged_any {
         let mut jobs = Vec::new();
         for g in &run.extra.groups {

@@ -146,7 +146,9 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
             String::new()
         },
         warm,
-        run.points.first().map_or("round trips", |p| p.sample_noun()),
+        run.points
+            .first()
+            .map_or("round trips", |p| p.sample_noun()),
         e.clock.source,
         e.clock.overhead_ns
     );
