@@ -175,9 +175,9 @@ fn finish(
     warnings: &mut Vec<String>,
 ) -> Result<Job> {
     for (k, v) in overrides {
-        apply(&mut s.job, k, v.as_deref(), "--set", warnings)?;
+        apply(&mut s.job, k, v.as_deref(), "command line", warnings)?;
         if k == "wait_for" {
-            s.wait_at = "--set".into();
+            s.wait_at = "command line".into();
         }
     }
     if let Some(w) = &s.job.wait_for
@@ -523,14 +523,14 @@ mod tests {
         assert!(f.jobs.iter().all(|j| j.bs == 65536 && j.direct));
         assert_eq!(
             f.warnings,
-            ["--set: option 'fancy' is not supported by xferbench and was ignored"]
+            ["command line: option 'fancy' is not supported by xferbench and was ignored"]
         );
         let o = vec![("iodepth".to_string(), Some("0".to_string()))];
         let e = parse("[a]\n", "t.fio", &no_env, &o)
             .unwrap_err()
             .to_string();
         assert!(
-            e.starts_with("--set: iodepth=0: expected a whole number from 1 to 65536"),
+            e.starts_with("command line: iodepth=0: expected a whole number from 1 to 65536"),
             "{e}"
         );
     }

@@ -2,42 +2,21 @@
 //! catching a flipped bit, packetization, the fit, and the outputs. Times are
 //! never asserted: these are small noisy VMs.
 
+mod common;
+
+use common::json;
 use serde_json::Value;
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 const TRANSPORTS: [&str; 7] = ["thread", "shm", "pipe", "unix", "unix-dgram", "tcp", "udp"];
 
 fn xb(args: &[&str], fault: Option<&str>) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
-    c.args(args)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    c.env_remove("XFERBENCH_RESPONDER_FAULT");
+    let mut c = common::xferbench();
+    c.args(args);
     if let Some(f) = fault {
         c.env("XFERBENCH_RESPONDER_FAULT", f);
     }
-    let mut child = c.spawn().expect("spawn xferbench");
-    let start = Instant::now();
-    // A hang guard, not a time assertion: only a hang gets near it.
-    while child.try_wait().expect("try_wait").is_none() {
-        if start.elapsed() > Duration::from_secs(240) {
-            let _ = child.kill();
-            panic!("xferbench {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn json(o: &Output) -> Value {
-    assert!(
-        o.status.success(),
-        "failed: {}",
-        String::from_utf8_lossy(&o.stderr)
-    );
-    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+    common::finish(c)
 }
 
 fn points(d: &Value) -> &Vec<Value> {

@@ -3,38 +3,16 @@
 //! 4-worker job whose blocks land at the right offsets, both engines, the
 //! sweep table, fio-shaped JSON, and bad input. Times are never asserted.
 
-use serde_json::Value;
+mod common;
+
+use common::{json, stderr};
 use std::path::{Path, PathBuf};
-use std::process::{Command, Output, Stdio};
-use std::time::{Duration, Instant};
+use std::process::Output;
 
 fn xb_in(dir: &Path, args: &[&str]) -> Output {
-    let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
-    c.args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped());
-    let mut child = c.spawn().expect("spawn xferbench");
-    let start = Instant::now();
-    // A hang guard, not a time assertion.
-    while child.try_wait().expect("try_wait").is_none() {
-        if start.elapsed() > Duration::from_secs(240) {
-            let _ = child.kill();
-            panic!("xferbench {args:?} hung");
-        }
-        std::thread::sleep(Duration::from_millis(20));
-    }
-    child.wait_with_output().expect("output")
-}
-
-fn stderr(o: &Output) -> String {
-    String::from_utf8_lossy(&o.stderr).into_owned()
-}
-
-fn json(o: &Output) -> Value {
-    assert!(o.status.success(), "failed: {}", stderr(o));
-    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+    let mut c = common::xferbench();
+    c.args(args).current_dir(dir);
+    common::finish(c)
 }
 
 /// The aws-fpga XDMA files' shape: four channels, 16g regions at 0/16g/32g/48g.
@@ -240,22 +218,18 @@ fn four_workers_write_their_own_regions_with_both_engines() {
             f.display()
         );
         std::fs::write(&job, text).unwrap();
-        let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
-        let o = c
-            .args([
-                "--quiet",
-                "stream",
-                "--job",
-                job.to_str().unwrap(),
-                "--format",
-                "json",
-            ])
-            .env("ENGINE", writer)
-            .args(["--set", &format!("ioengine={writer}")])
-            .stdin(Stdio::null())
-            .output()
-            .unwrap();
-        let d = json(&o);
+        let mut c = common::xferbench();
+        c.args([
+            "--quiet",
+            "stream",
+            "--job",
+            job.to_str().unwrap(),
+            "--format",
+            "json",
+        ])
+        .env("ENGINE", writer)
+        .args(["--set", &format!("ioengine={writer}")]);
+        let d = json(&common::finish(c));
         let jobs = d["jobs"].as_array().unwrap();
         assert_eq!(jobs.len(), 5);
         let mut offs: Vec<u64> = jobs[..4]
@@ -447,6 +421,44 @@ fn devices_mmap_and_transports() {
     );
     let d = json(&o);
     assert_eq!(d["jobs"][0]["verify"]["blocks"], 64, "{d}");
+    // Polled completion, reported per job.
+    for engine in ["psync", "io_uring"] {
+        let o = xb_in(
+            dir.path(),
+            &[
+                "--quiet",
+                "stream",
+                "--filename",
+                f.to_str().unwrap(),
+                "--rw",
+                "read",
+                "--bs",
+                "4k",
+                "--size",
+                "256k",
+                "--ioengine",
+                engine,
+                "--iodepth",
+                "4",
+                "--completion",
+                "poll",
+                "--verify",
+                "xxhash",
+                "--format",
+                "json",
+            ],
+        );
+        let d = json(&o);
+        assert_eq!(d["jobs"][0]["completion"], "poll", "{engine}");
+        assert!(
+            d["jobs"][0]["completion_detail"]
+                .as_str()
+                .unwrap()
+                .contains(engine),
+            "{d}"
+        );
+        assert_eq!(d["jobs"][0]["verify"]["bad"], 0);
+    }
     // A transport as a one-way stream.
     for t in ["xfer:pipe", "xfer:shm"] {
         let o = xb_in(

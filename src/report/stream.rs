@@ -228,9 +228,13 @@ pub fn render(run: &StreamRun) -> String {
     out
 }
 
+fn columns(names: &[&str]) -> Vec<String> {
+    names.iter().map(|s| s.to_string()).collect()
+}
+
 /// One row per group: what the aws-fpga "4-X" files put in stonewalled groups.
 fn groups_table(run: &StreamRun) -> String {
-    let header: Vec<String> = [
+    let header = columns(&[
         "group",
         "jobs",
         "first job",
@@ -241,10 +245,7 @@ fn groups_table(run: &StreamRun) -> String {
         "IOPS",
         "clat p50 µs",
         "clat p99 µs",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let rows = run
         .extra
         .groups
@@ -278,7 +279,7 @@ fn groups_table(run: &StreamRun) -> String {
 
 /// The block-size sweep: per size, all jobs together.
 fn sweep_table(run: &StreamRun) -> String {
-    let header: Vec<String> = [
+    let header = columns(&[
         "bs",
         "jobs",
         "MB/s",
@@ -289,10 +290,7 @@ fn sweep_table(run: &StreamRun) -> String {
         "io",
         "wall ms",
         "errors",
-    ]
-    .iter()
-    .map(|s| s.to_string())
-    .collect();
+    ]);
     let rows = run
         .extra
         .sweep

@@ -1,0 +1,41 @@
+//! What the end-to-end tests share: running the binary with a hang guard and
+//! reading its output.
+#![allow(dead_code)]
+
+use serde_json::Value;
+use std::process::{Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+/// Runs the prepared command to completion; a hang guard, not a time assertion.
+pub fn finish(mut c: Command) -> Output {
+    c.stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let what = format!("{c:?}");
+    let mut child = c.spawn().expect("spawn xferbench");
+    let start = Instant::now();
+    while child.try_wait().expect("try_wait").is_none() {
+        if start.elapsed() > Duration::from_secs(240) {
+            let _ = child.kill();
+            panic!("{what} hung");
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    child.wait_with_output().expect("output")
+}
+
+pub fn xferbench() -> Command {
+    let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
+    c.env_remove("XFERBENCH_RESPONDER_FAULT");
+    c
+}
+
+pub fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+/// stdout as JSON, after checking the run succeeded.
+pub fn json(o: &Output) -> Value {
+    assert!(o.status.success(), "failed: {}", stderr(o));
+    serde_json::from_slice(&o.stdout).expect("stdout is JSON")
+}
