@@ -209,6 +209,15 @@ impl Default for Job {
     }
 }
 
+impl Completion {
+    pub fn name(self) -> &'static str {
+        match self {
+            Completion::Interrupt => "interrupt",
+            Completion::Poll => "poll",
+        }
+    }
+}
+
 impl Job {
     /// The completion mode in force.
     pub fn completion(&self) -> Completion {

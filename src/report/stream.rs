@@ -113,10 +113,7 @@ fn job_block(out: &mut String, r: &JobResult) {
     let _ = writeln!(
         out,
         "  completion: {} ({})",
-        serde_json::to_value(r.completion)
-            .ok()
-            .and_then(|v| v.as_str().map(String::from))
-            .unwrap_or_default(),
+        r.completion.name(),
         r.completion_detail
     );
     dir_lines(out, "read", &r.read);
@@ -390,7 +387,7 @@ pub fn csv(run: &StreamRun) -> String {
             let c = &d.clat_ns;
             let _ = writeln!(
                 out,
-                "{},{},{},{},{},{},{},{},{},{:?},{dir},{},{},{:.1},{},{:.1},{},{},{},{}",
+                "{},{},{},{},{},{},{},{},{},{},{dir},{},{},{:.1},{},{:.1},{},{},{},{}",
                 r.sweep_bs.map_or(String::new(), |b| b.to_string()),
                 r.groupid,
                 super::csv::field(&r.jobname),
@@ -400,7 +397,7 @@ pub fn csv(run: &StreamRun) -> String {
                 r.bs,
                 r.iodepth,
                 r.ioengine.name(),
-                r.completion,
+                r.completion.name(),
                 d.io_bytes,
                 d.bw_bytes,
                 d.iops,
