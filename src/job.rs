@@ -433,23 +433,9 @@ impl<'a> Opt<'a> {
 
     /// fio reads a bare number as seconds; 0 means no limit.
     fn duration(&self) -> Result<Option<Duration>> {
-        let v = self.value()?;
-        let bad = || {
+        let d = crate::units::parse_duration(self.value()?).map_err(|_| {
             self.bad("malformed duration (expected seconds, or a number with a unit us, ms, s, m or h, as in 30 or 500ms)")
-        };
-        let end = v
-            .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-            .unwrap_or(v.len());
-        let n: f64 = v[..end].parse().map_err(|_| bad())?;
-        let scale = match v[end..].trim().to_ascii_lowercase().as_str() {
-            "us" | "usec" => 1e-6,
-            "ms" | "msec" => 1e-3,
-            "" | "s" | "sec" => 1.0,
-            "m" | "min" => 60.0,
-            "h" | "hour" => 3600.0,
-            _ => return Err(bad()),
-        };
-        let d = Duration::try_from_secs_f64(n * scale).map_err(|_| bad())?;
+        })?;
         Ok(Some(d).filter(|d| !d.is_zero()))
     }
 

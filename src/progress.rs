@@ -1,5 +1,5 @@
 //! The progress bar on stderr for long sweeps: hidden when stderr is not a
-//! terminal or with --quiet. Updated only between points, never in a timed loop.
+//! terminal or with --quiet. Updated between points, or for `stream` by the coordinating thread — never inside a timed loop.
 
 use crate::experiment::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};

@@ -123,21 +123,24 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     let (num, unit) = t.split_at(split);
     let bad = || {
         Error::usage(format!(
-            "malformed duration '{s}': expected a number with a unit ns, us, ms, s or m (e.g. 20us, 2s)"
+            "malformed duration '{s}': expected a number with a unit ns, us, ms, s, m or h (e.g. 20us, 2s)"
         ))
     };
     let n: f64 = num.parse().map_err(|_| bad())?;
-    let scale = match unit.trim() {
-        "ns" => 1e-9,
-        "us" | "µs" => 1e-6,
-        "ms" => 1e-3,
-        "" | "s" => 1.0,
+    let scale = match unit.trim().to_ascii_lowercase().as_str() {
+        "ns" | "nsec" => 1e-9,
+        "us" | "µs" | "usec" => 1e-6,
+        "ms" | "msec" => 1e-3,
+        "" | "s" | "sec" => 1.0,
         "m" | "min" => 60.0,
+        "h" | "hour" => 3600.0,
         _ => return Err(bad()),
     };
     let secs = n * scale;
-    if !secs.is_finite() || secs > 86_400.0 {
-        return Err(Error::usage(format!("duration '{s}' is longer than a day")));
+    if !secs.is_finite() || secs > 30.0 * 86_400.0 {
+        return Err(Error::usage(format!(
+            "duration '{s}' is longer than 30 days"
+        )));
     }
     Ok(Duration::from_secs_f64(secs))
 }
