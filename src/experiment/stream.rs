@@ -892,8 +892,11 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 }
             }
         }
-        prog.last_ns
-            .store(ctx.t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+        // The clock was just read: no second read on the hot path.
+        prog.last_ns.store(
+            now.duration_since(ctx.t0).as_nanos() as u64,
+            Ordering::Relaxed,
+        );
         if ramping && now >= ramp_end {
             ramping = false;
             measure_start = now;

@@ -186,15 +186,19 @@ fn status_line(out: &mut String, what: &str, d: &GroupDir) {
     );
 }
 
+/// The jobs of group `g` (of its sweep point).
+fn members<'a>(run: &'a StreamRun, g: &GroupResult) -> Vec<&'a JobResult> {
+    run.points
+        .iter()
+        .filter(|r| r.groupid == g.groupid && r.sweep_bs == g.sweep_bs)
+        .collect()
+}
+
 /// The people's report.
 pub fn render(run: &StreamRun) -> String {
     let mut out = String::new();
     for g in &run.extra.groups {
-        let members: Vec<&JobResult> = run
-            .points
-            .iter()
-            .filter(|r| r.groupid == g.groupid && r.sweep_bs == g.sweep_bs)
-            .collect();
+        let members = members(run, g);
         if members.is_empty() {
             continue;
         }
@@ -331,11 +335,7 @@ pub fn json(run: &StreamRun) -> Result<String> {
     let jobs: Vec<serde_json::Value> = if merged_any {
         let mut jobs = Vec::new();
         for g in &run.extra.groups {
-            let members: Vec<&JobResult> = run
-                .points
-                .iter()
-                .filter(|r| r.groupid == g.groupid && r.sweep_bs == g.sweep_bs)
-                .collect();
+            let members = members(run, g);
             if g.group_reporting && g.jobs > 1 {
                 jobs.push(serde_json::json!({
                     "jobname": g.jobname,
