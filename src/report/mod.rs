@@ -47,8 +47,20 @@ pub fn check_writable(path: Option<&Path>) -> Result<()> {
 
 pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
     match path {
-        Some(p) => std::fs::write(p, text)
-            .map_err(|e| Error::io(format!("cannot write {}", p.display()), e)),
+        Some(p) => {
+            // Written beside the target, then renamed over it: an interrupted
+            // run never leaves a half-written results file.
+            let mut tmp = p.as_os_str().to_owned();
+            tmp.push(format!(".tmp-{}", std::process::id()));
+            let tmp = std::path::PathBuf::from(tmp);
+            let fail = |e| Error::io(format!("cannot write {}", p.display()), e);
+            std::fs::write(&tmp, text)
+                .and_then(|()| std::fs::rename(&tmp, p))
+                .map_err(|e| {
+                    let _ = std::fs::remove_file(&tmp);
+                    fail(e)
+                })
+        }
         None => {
             let mut out = std::io::stdout().lock();
             // A closed stdout (e.g. `| head`) is not worth a panic.
