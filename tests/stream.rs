@@ -15,6 +15,13 @@ fn xb_in(dir: &Path, args: &[&str]) -> Output {
     common::finish(c)
 }
 
+/// `xferbench --quiet stream ARGS…` run in `dir`.
+fn stream(dir: &Path, args: &[&str]) -> Output {
+    let mut a = vec!["--quiet", "stream"];
+    a.extend_from_slice(args);
+    xb_in(dir, &a)
+}
+
 /// The aws-fpga XDMA files' shape: four channels, 16g regions at 0/16g/32g/48g.
 fn xdma_file(kind: &str) -> String {
     let mut s = String::from(
@@ -138,11 +145,9 @@ fn verify_catches_a_flipped_byte_at_its_offset() {
     let f = dir.path().join("data");
     let fs = f.display().to_string();
     for kind in ["xxhash", "crc32c"] {
-        let w = xb_in(
+        let w = stream(
             dir.path(),
             &[
-                "--quiet",
-                "stream",
                 "--filename",
                 &fs,
                 "--rw",
@@ -165,11 +170,9 @@ fn verify_catches_a_flipped_byte_at_its_offset() {
         let mut data = std::fs::read(&f).unwrap();
         data[at] ^= 0x40;
         std::fs::write(&f, &data).unwrap();
-        let r = xb_in(
+        let r = stream(
             dir.path(),
             &[
-                "--quiet",
-                "stream",
                 "--filename",
                 &fs,
                 "--rw",
@@ -249,11 +252,9 @@ fn four_workers_write_their_own_regions_with_both_engines() {
             assert_eq!(off, (i * 8192) as u64);
         }
         // And the other engine reads them back clean.
-        let o = xb_in(
+        let o = stream(
             dir.path(),
             &[
-                "--quiet",
-                "stream",
                 "--filename",
                 f.to_str().unwrap(),
                 "--rw",
@@ -280,11 +281,9 @@ fn four_workers_write_their_own_regions_with_both_engines() {
 fn block_size_sweep_table_and_group_reporting() {
     let dir = tempfile::tempdir().unwrap();
     let f = dir.path().join("sweep");
-    let o = xb_in(
+    let o = stream(
         dir.path(),
         &[
-            "--quiet",
-            "stream",
             "--filename",
             f.to_str().unwrap(),
             "--rw",
@@ -308,11 +307,9 @@ fn block_size_sweep_table_and_group_reporting() {
     assert!(out.contains("Run status group 0 at bs=4k"), "{out}");
     assert!(out.contains("WRITE: bw="), "{out}");
     // JSON: merged per group as fio does with group_reporting, members kept.
-    let o = xb_in(
+    let o = stream(
         dir.path(),
         &[
-            "--quiet",
-            "stream",
             "--filename",
             f.to_str().unwrap(),
             "--rw",
@@ -340,11 +337,9 @@ fn block_size_sweep_table_and_group_reporting() {
 fn devices_mmap_and_transports() {
     let dir = tempfile::tempdir().unwrap();
     // A character device reports size 0: the job's size is used.
-    let o = xb_in(
+    let o = stream(
         dir.path(),
         &[
-            "--quiet",
-            "stream",
             "--filename",
             "/dev/zero",
             "--rw",
@@ -361,17 +356,7 @@ fn devices_mmap_and_transports() {
     assert_eq!(d["jobs"][0]["target"], "char");
     assert_eq!(d["jobs"][0]["read"]["io_bytes"], 4 << 20);
     // …and without one it says what to set.
-    let o = xb_in(
-        dir.path(),
-        &[
-            "--quiet",
-            "stream",
-            "--filename",
-            "/dev/zero",
-            "--rw",
-            "read",
-        ],
-    );
+    let o = stream(dir.path(), &["--filename", "/dev/zero", "--rw", "read"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
         stderr(&o).contains("set size= or filesize="),
@@ -379,11 +364,9 @@ fn devices_mmap_and_transports() {
         stderr(&o)
     );
     // A region beyond filesize on a char device.
-    let o = xb_in(
+    let o = stream(
         dir.path(),
         &[
-            "--quiet",
-            "stream",
             "--filename",
             "/dev/zero",
             "--rw",
@@ -398,11 +381,9 @@ fn devices_mmap_and_transports() {
     assert!(stderr(&o).contains("beyond the end"), "{}", stderr(&o));
     // mmap engine round trip with verify.
     let f = dir.path().join("m");
-    let o = xb_in(
+    let o = stream(
         dir.path(),
         &[
-            "--quiet",
-            "stream",
             "--filename",
             f.to_str().unwrap(),
             "--rw",
@@ -423,11 +404,9 @@ fn devices_mmap_and_transports() {
     assert_eq!(d["jobs"][0]["verify"]["blocks"], 64, "{d}");
     // Polled completion, reported per job.
     for engine in ["psync", "io_uring"] {
-        let o = xb_in(
+        let o = stream(
             dir.path(),
             &[
-                "--quiet",
-                "stream",
                 "--filename",
                 f.to_str().unwrap(),
                 "--rw",
@@ -461,11 +440,9 @@ fn devices_mmap_and_transports() {
     }
     // A transport as a one-way stream.
     for t in ["xfer:pipe", "xfer:shm"] {
-        let o = xb_in(
+        let o = stream(
             dir.path(),
             &[
-                "--quiet",
-                "stream",
                 "--filename",
                 t,
                 "--rw",

@@ -72,13 +72,12 @@ fn dir_lines(out: &mut String, what: &str, d: &DirStats) {
     );
 }
 
-fn job_block(out: &mut String, r: &JobResult) {
+/// fio's first line of a job (or merged group): name, group, error, and the
+/// options of `r` (the group's first job).
+fn head_line(out: &mut String, name: &str, groupid: u32, jobs: u32, error: i32, r: &JobResult) {
     let _ = writeln!(
         out,
-        "{}: (groupid={}, jobs=1): err={:2}: rw={}, bs={}, ioengine={}, iodepth={}, direct={}, iomem={}",
-        r.jobname,
-        r.groupid,
-        r.error,
+        "{name}: (groupid={groupid}, jobs={jobs}): err={error:2}: rw={}, bs={}, ioengine={}, iodepth={}, direct={}, iomem={}",
         r.rw.name(),
         fio_num(r.bs as f64, true, "B"),
         r.ioengine.name(),
@@ -89,6 +88,10 @@ fn job_block(out: &mut String, r: &JobResult) {
             .and_then(|v| v.as_str().map(String::from))
             .unwrap_or_default()
     );
+}
+
+fn job_block(out: &mut String, r: &JobResult) {
+    head_line(out, &r.jobname, r.groupid, 1, r.error, r);
     let _ = writeln!(
         out,
         "  file: {}{}{}, region {}..{} ({}){}",
@@ -144,19 +147,7 @@ fn job_block(out: &mut String, r: &JobResult) {
 fn group_block(out: &mut String, g: &GroupResult, results: &[&JobResult]) {
     let merged = g.group_reporting && g.jobs > 1;
     if merged {
-        let first = results[0];
-        let _ = writeln!(
-            out,
-            "{}: (groupid={}, jobs={}): err={:2}: rw={}, bs={}, ioengine={}, iodepth={}",
-            g.jobname,
-            g.groupid,
-            g.jobs,
-            g.error,
-            first.rw.name(),
-            fio_num(first.bs as f64, true, "B"),
-            first.ioengine.name(),
-            first.iodepth
-        );
+        head_line(out, &g.jobname, g.groupid, g.jobs, g.error, results[0]);
         dir_lines(out, "read", &g.read.agg);
         dir_lines(out, "write", &g.write.agg);
         for r in results.iter().filter(|r| r.error_text.is_some()) {
