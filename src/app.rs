@@ -63,9 +63,16 @@ fn clap_error(e: clap::Error) -> i32 {
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
+    if cli.command.is_some() && (cli.quick || cli.out.is_some()) {
+        return Err(Error::usage(
+            "--quick and --out apply to the default suite (xferbench with no command); put them without a command",
+        ));
+    }
     match cli.command {
-        None => default_suite(cli.quiet),
+        None => default_suite(&cli),
         Some(Command::List(a)) => crate::list::run(&a),
+        Some(Command::Reference(a)) => crate::reference::run(&a),
+        Some(Command::Report(a)) => report_cmd(&a),
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Curve(a)) => {
             report::check_writable(a.common.output.as_deref())?;
@@ -117,6 +124,38 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
 }
 
+/// `xferbench report`: saved runs to HTML, SVG, or tables on stdout.
+fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
+    let refs = a
+        .compare
+        .iter()
+        .map(|n| crate::reference::find(n))
+        .collect::<Result<Vec<_>>>()?;
+    let runs = a
+        .runs
+        .iter()
+        .map(|p| report::saved::SavedRun::load(p))
+        .collect::<Result<Vec<_>>>()?;
+    let r = report::bundle::Report::new(runs, &refs);
+    if a.html.is_none() && a.svg.is_none() {
+        return report::emit(&r.text(), None);
+    }
+    if let Some(dir) = &a.svg {
+        let files = r.write_svgs(dir)?;
+        eprintln!(
+            "xferbench: {} SVG files written to {}",
+            files.len(),
+            dir.display()
+        );
+    }
+    if let Some(dir) = &a.html {
+        let argv: Vec<String> = std::env::args().skip(1).collect();
+        let path = r.write_html(dir, &a.title, format!("xferbench {}", argv.join(" ")))?;
+        eprintln!("xferbench: report written to {}", path.display());
+    }
+    Ok(())
+}
+
 /// Writes a run's output, saying where partial results went if it stopped early.
 fn emit_run(
     text: &str,
@@ -134,21 +173,33 @@ fn emit_run(
     err.map_or(Ok(()), Err)
 }
 
-fn default_suite(quiet: bool) -> Result<()> {
+fn default_suite(cli: &Cli) -> Result<()> {
     let stop = crate::interrupt::install();
-    let bar = Bar::new(quiet);
+    let bar = Bar::new(cli.quiet);
+    let opts = suite::Options {
+        quick: cli.quick,
+        out: cli.out.clone().unwrap_or_else(|| suite::REPORT_DIR.into()),
+    };
+    let quiet = cli.quiet;
     if !quiet {
         eprintln!(
-            "xferbench: default suite: round trips 64 B..16 KiB on every local transport (about 20 s); `xferbench --help` for more"
+            "xferbench: default suite: round trips, latency/bandwidth curves and a file stream on every local transport (about {} s); `xferbench --help` for more",
+            if opts.quick { 20 } else { 45 }
         );
     }
-    let (run, err, path) = suite::run(&stop, &bar)?;
-    let args = suite::args();
-    report::emit(
-        &report::table::render(&run, &args.common.stats, args.unit),
-        None,
-    )?;
-    eprintln!("xferbench: results written to {}", path.display());
+    let note = |line: &str| {
+        if !quiet {
+            eprintln!("xferbench: {line}");
+        }
+    };
+    let (outcome, err) = suite::run(&opts, &stop, &bar, &note)?;
+    report::emit(&suite::summary(&outcome), None)?;
+    if err.is_some() {
+        eprintln!(
+            "xferbench: partial results (marked incomplete) written to {}",
+            opts.out.display()
+        );
+    }
     err.map_or(Ok(()), Err)
 }
 

@@ -14,7 +14,7 @@ use std::time::Duration;
     name = "xferbench",
     version,
     about = "Measures how fast data moves: round-trip latency, one-way latency, bandwidth and request rate between two endpoints.",
-    long_about = "Measures how fast data moves between two endpoints: threads, processes, pipes, sockets.\n\nWith no command, runs a short round-trip matrix on every local transport, prints the tables and writes the JSON to xferbench-results/."
+    long_about = "Measures how fast data moves between two endpoints: threads, processes, pipes, sockets.\n\nWith no command, runs the default suite: the round-trip matrix and latency/bandwidth curve on every local transport and a short stream on a temporary file; prints a one-screen summary and writes xferbench-report/index.html with the JSON beside it (--quick: half the time; --out DIR: elsewhere)."
 )]
 pub struct Cli {
     #[command(subcommand)]
@@ -22,6 +22,12 @@ pub struct Cli {
     /// No progress bar on stderr.
     #[arg(short, long, global = true)]
     pub quiet: bool,
+    /// Default suite: half the sizes and time.
+    #[arg(long)]
+    pub quick: bool,
+    /// Default suite: folder for the report and JSON files.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 #[derive(Subcommand, Debug)]
@@ -32,8 +38,12 @@ pub enum Command {
     Curve(Box<CurveArgs>),
     /// Throughput of fio-style jobs: workers on files, block and character devices (DMA channels) or transports; fio job files, verify, poll vs interrupt, block-size sweeps.
     Stream(Box<StreamArgs>),
+    /// Re-renders saved results (JSON) as an HTML report, SVG plots or tables, optionally beside published figures (--compare).
+    Report(ReportArgs),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
     List(ListArgs),
+    /// Published figures from the seed documents (Vollo, BIP, rk11perf, XDMA, qsdr), for --compare.
+    Reference(ReferenceArgs),
     /// Runs a responder (started by xferbench itself; not for direct use).
     #[command(name = "__respond", hide = true)]
     Respond(RespondArgs),
@@ -322,6 +332,47 @@ pub struct ListArgs {
     /// Skip the check that each transport really works here (faster).
     #[arg(long)]
     pub no_probe: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ReportArgs {
+    /// Results files written with --format json (or -o FILE.json).
+    #[arg(required = true, value_name = "RUN.json")]
+    pub runs: Vec<PathBuf>,
+    /// Write a self-contained DIR/index.html (inline SVG, no network).
+    #[arg(long, value_name = "DIR")]
+    pub html: Option<PathBuf>,
+    /// Write one SVG per figure into DIR.
+    #[arg(long, value_name = "DIR")]
+    pub svg: Option<PathBuf>,
+    /// Put a published dataset beside the measurement (names: `xferbench reference list`); repeatable or comma-separated.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub compare: Vec<String>,
+    /// Title of the HTML page.
+    #[arg(long, default_value = "xferbench report")]
+    pub title: String,
+}
+
+#[derive(Args, Debug)]
+pub struct ReferenceArgs {
+    #[command(subcommand)]
+    pub action: ReferenceAction,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum ReferenceAction {
+    /// Lists the reference datasets: name, experiment it compares with, size, source.
+    List {
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
+    /// Prints one dataset, shaped as its source document's table.
+    Show {
+        /// A name from `xferbench reference list`.
+        name: String,
+        #[arg(long, value_enum, default_value = "table")]
+        format: Format,
+    },
 }
 
 #[derive(Args, Debug)]

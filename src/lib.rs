@@ -18,6 +18,7 @@ pub mod list;
 pub mod payload;
 pub mod placement;
 pub mod progress;
+pub mod reference;
 pub mod report;
 pub mod run;
 pub mod sample;

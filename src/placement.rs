@@ -101,6 +101,23 @@ pub fn pin_current(cpu: usize) -> Result<()> {
     }
 }
 
+/// Sets the calling thread's affinity to `cpus`: how a caller that ran an
+/// experiment in this thread (which pins its initiator here) gets its
+/// earlier mask back.
+pub fn set_allowed(cpus: &[usize]) -> Result<()> {
+    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within CPU_SETSIZE.
+    let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+        unsafe { libc::CPU_SET(c, &mut set) };
+    }
+    let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
+    if rc == 0 {
+        Ok(())
+    } else {
+        Err(Error::os("restoring the CPU affinity"))
+    }
+}
+
 fn siblings(cpu: usize) -> Vec<usize> {
     let path = format!("/sys/devices/system/cpu/cpu{cpu}/topology/thread_siblings_list");
     std::fs::read_to_string(path)

@@ -610,20 +610,46 @@ fn interrupt_writes_partial_results_and_exits_130() {
 }
 
 #[test]
-fn default_suite_runs_and_writes_json() {
+fn default_suite_writes_the_report_and_every_part() {
     let dir = tempfile::tempdir().unwrap();
-    let o = run(xb().arg("--quiet").current_dir(dir.path()));
+    let out = dir.path().join("rep");
+    let scratch = dir.path().join("tmp");
+    std::fs::create_dir(&scratch).unwrap();
+    let o = run(xb()
+        .args(["--quiet", "--quick", "--out"])
+        .arg(&out)
+        .env("TMPDIR", &scratch)
+        .current_dir(dir.path()));
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
-    assert!(text.contains("out\\in"), "{text}");
-    let results: Vec<_> = std::fs::read_dir(dir.path().join("xferbench-results"))
-        .expect("xferbench-results/ written")
-        .map(|e| e.unwrap().path())
-        .collect();
-    assert_eq!(results.len(), 1);
-    let d = read_json(&results[0]);
-    assert_eq!(d["complete"], true);
-    let mut transports: Vec<&str> = d["points"]
+    assert!(text.contains("round trip 64 B mean"), "{text}");
+    assert!(
+        text.contains(&format!("Report: {}", out.join("index.html").display())),
+        "{text}"
+    );
+    let html = std::fs::read_to_string(out.join("index.html")).expect("index.html written");
+    for part in ["roundtrip", "curve", "stream"] {
+        let d = read_json(&out.join(format!("{part}.json")));
+        assert_eq!(d["complete"], true, "{part}");
+        assert_eq!(d["experiment"], part);
+        // The command recorded is the one that reruns this part alone.
+        let cmd: Vec<&str> = d["env"]["command"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|v| v.as_str().unwrap())
+            .collect();
+        assert_eq!(cmd[..2], ["xferbench", part]);
+        assert!(html.contains(&cmd[..2].join(" ")), "{part} command missing");
+        // Each part starts from the whole machine: an earlier part's pinning
+        // must not leak into the next.
+        assert_eq!(
+            d["env"]["cpus_allowed"], d["env"]["cpus_online"],
+            "{part} ran with a narrowed CPU mask"
+        );
+    }
+    let rt = read_json(&out.join("roundtrip.json"));
+    let mut transports: Vec<&str> = rt["points"]
         .as_array()
         .unwrap()
         .iter()
@@ -632,5 +658,16 @@ fn default_suite_runs_and_writes_json() {
     transports.dedup();
     for t in TRANSPORTS {
         assert!(transports.contains(&t), "default suite skips {t}");
+        assert!(text.contains(t), "summary skips {t}");
     }
+    // The stream part's scratch file is gone.
+    let left: Vec<_> = std::fs::read_dir(&scratch).unwrap().collect();
+    assert!(left.is_empty(), "scratch files left: {left:?}");
+}
+
+#[test]
+fn suite_flags_with_a_command_are_usage_errors() {
+    let o = run(xb().args(["--quick", "list", "--no-probe"]));
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("default suite"), "{}", stderr(&o));
 }

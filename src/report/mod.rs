@@ -1,9 +1,17 @@
 //! Renderers from a `Run`, one file per format. Reports read only `Run`.
 
+pub mod bundle;
+pub mod compare;
 pub mod csv;
 pub mod curve;
+pub mod figure;
+pub mod figures;
+pub mod headline;
+pub mod html;
 pub mod json;
+pub mod saved;
 pub mod stream;
+pub mod svg;
 pub mod table;
 
 use crate::cli::Format;

@@ -1,0 +1,104 @@
+//! A report over saved runs: their figures, the comparisons asked for, and
+//! the three ways out — an HTML page, SVG files, or tables on stdout.
+
+use super::compare::{self, Comparison};
+use super::figure::Figure;
+use super::saved::SavedRun;
+use super::{figures, html, svg, table::markdown};
+use crate::error::{Error, Result};
+use crate::reference::Dataset;
+use std::fmt::Write;
+use std::path::{Path, PathBuf};
+
+pub struct Report {
+    pub runs: Vec<SavedRun>,
+    pub figures: Vec<Figure>,
+    pub comparisons: Vec<Comparison>,
+}
+
+impl Report {
+    pub fn new(runs: Vec<SavedRun>, compare: &[Dataset]) -> Report {
+        let mut figs = figures::all(&runs);
+        let mut comparisons = Vec::new();
+        for d in compare {
+            comparisons.extend(compare::apply(&mut figs, d));
+        }
+        Report {
+            runs,
+            figures: figs,
+            comparisons,
+        }
+    }
+
+    /// Each figure drawn as SVG, beside the figure.
+    pub fn drawn(&self) -> Result<Vec<(Figure, String)>> {
+        self.figures
+            .iter()
+            .map(|f| Ok((f.clone(), svg::render(f)?)))
+            .collect()
+    }
+
+    /// Writes `DIR/index.html`; returns its path.
+    pub fn write_html(&self, dir: &Path, title: &str, rerender: String) -> Result<PathBuf> {
+        make_dir(dir)?;
+        let drawn = self.drawn()?;
+        let page = html::render(&html::Page {
+            title,
+            runs: &self.runs,
+            figures: &drawn,
+            comparisons: &self.comparisons,
+            rerender,
+        });
+        let path = dir.join("index.html");
+        super::emit(&page, Some(&path))?;
+        Ok(path)
+    }
+
+    /// Writes one `ID.svg` per figure into `dir`; returns their paths.
+    pub fn write_svgs(&self, dir: &Path) -> Result<Vec<PathBuf>> {
+        make_dir(dir)?;
+        let mut out = Vec::new();
+        for (f, s) in self.drawn()? {
+            let path = dir.join(format!("{}.svg", f.id));
+            super::emit(&s, Some(&path))?;
+            out.push(path);
+        }
+        Ok(out)
+    }
+
+    /// The figures' numbers and the comparisons as Markdown tables.
+    pub fn text(&self) -> String {
+        let mut o = String::new();
+        for f in &self.figures {
+            let _ = writeln!(o, "## {}\n", f.title);
+            let (h, rows) = f.table();
+            o.push_str(&markdown(&h, &rows));
+            let _ = writeln!(o, "\n{}\n", f.caption);
+        }
+        o.push_str(&self.comparison_text());
+        o
+    }
+
+    /// Only the comparisons, for an experiment's own table output.
+    pub fn comparison_text(&self) -> String {
+        let mut o = String::new();
+        for c in &self.comparisons {
+            let _ = writeln!(o, "## {}\n", c.title);
+            if !c.rows.is_empty() {
+                o.push_str(&markdown(&c.header, &c.rows));
+                o.push('\n');
+            }
+            let _ = writeln!(o, "{}\n", c.note);
+        }
+        o
+    }
+}
+
+fn make_dir(dir: &Path) -> Result<()> {
+    std::fs::create_dir_all(dir).map_err(|e| {
+        Error::usage(format!(
+            "cannot create {}: {e}; pick a writable directory",
+            dir.display()
+        ))
+    })
+}

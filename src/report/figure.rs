@@ -1,0 +1,319 @@
+//! What a plot shows, apart from how it is drawn: the series of a line plot
+//! or the cells of a heat map, with axis names and units. The same figure
+//! gives the SVG, the table printed under it, and the comparison overlays,
+//! so a picture and its numbers can never disagree.
+
+use crate::units::format_size;
+
+/// How a value on an axis is written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Scale {
+    /// Byte counts: 64, 4k, 1M.
+    Bytes,
+    /// Plain numbers with SI prefixes where they are large (1.2k, 3.4M, 5G).
+    Number,
+    /// Small integers (cores, blocks).
+    Count,
+}
+
+#[derive(Clone, Debug)]
+pub struct Axis {
+    /// Name with its unit, as printed beside the axis: "one-way latency (µs)".
+    pub label: String,
+    pub log: bool,
+    pub scale: Scale,
+}
+
+impl Axis {
+    pub fn new(label: impl Into<String>, log: bool, scale: Scale) -> Axis {
+        Axis {
+            label: label.into(),
+            log,
+            scale,
+        }
+    }
+
+    /// A tick label: as `format`, without trailing zeros (10k, 0.1, 2.5).
+    pub fn tick(&self, v: f64) -> String {
+        let s = self.format(v);
+        match s.find('.') {
+            Some(dot) => {
+                let end = s[dot..]
+                    .find(|c: char| !c.is_ascii_digit() && c != '.')
+                    .map_or(s.len(), |i| dot + i);
+                let (num, unit) = s.split_at(end);
+                let num = num.trim_end_matches('0').trim_end_matches('.');
+                format!("{num}{unit}")
+            }
+            None => s,
+        }
+    }
+
+    pub fn format(&self, v: f64) -> String {
+        match self.scale {
+            Scale::Bytes if v >= 0.0 && v.fract() == 0.0 => format_size(v as u64),
+            Scale::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            _ => si(v),
+        }
+    }
+}
+
+/// A number with an SI prefix and three significant digits: 0.123, 45.6,
+/// 7.89k, 1.23G.
+pub fn si(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".into();
+    }
+    let a = v.abs();
+    let (d, p) = match a {
+        a if a >= 1e12 => (1e12, "T"),
+        a if a >= 1e9 => (1e9, "G"),
+        a if a >= 1e6 => (1e6, "M"),
+        a if a >= 1e4 => (1e3, "k"),
+        _ => (1.0, ""),
+    };
+    let x = v / d;
+    let digits = match x.abs() {
+        x if x == 0.0 || x >= 100.0 => 0,
+        x if x >= 10.0 => 1,
+        x if x >= 1.0 => 2,
+        _ => 3,
+    };
+    format!("{x:.digits$}{p}")
+}
+
+/// What a series is: how it is drawn and whether it belongs in the table.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Role {
+    /// Measured here: solid line with markers.
+    Measured,
+    /// A model fitted to a measured series: dashed, in that series' colour.
+    Model,
+    /// Published figures (`--compare`): dashed, hollow markers.
+    Reference,
+    /// A theoretical bound: dashed grey, no markers.
+    Bound,
+}
+
+#[derive(Clone, Debug)]
+pub struct Series {
+    pub name: String,
+    pub role: Role,
+    /// For a model: the index of the series it was fitted to (shares its colour).
+    pub of: Option<usize>,
+    /// What a reference series may be compared with: a measured series and a
+    /// reference series are paired when their keys are equal or either has
+    /// none (e.g. "read" vs "write" streams).
+    pub key: Option<String>,
+    pub points: Vec<(f64, f64)>,
+}
+
+impl Series {
+    pub fn new(name: impl Into<String>, role: Role, points: Vec<(f64, f64)>) -> Series {
+        Series {
+            name: name.into(),
+            role,
+            of: None,
+            key: None,
+            points,
+        }
+    }
+
+    pub fn keyed(mut self, key: impl Into<String>) -> Series {
+        self.key = Some(key.into());
+        self
+    }
+
+    /// Pairs a measured series with a reference one (see `key`).
+    pub fn pairs_with(&self, other: &Series) -> bool {
+        match (&self.key, &other.key) {
+            (Some(a), Some(b)) => a == b,
+            _ => true,
+        }
+    }
+}
+
+#[derive(Clone, Debug)]
+pub struct Lines {
+    pub x: Axis,
+    pub y: Axis,
+    pub series: Vec<Series>,
+}
+
+/// A matrix of values over two size axes (the round-trip in × out table).
+#[derive(Clone, Debug)]
+pub struct Heatmap {
+    pub x: Axis,
+    pub y: Axis,
+    pub xs: Vec<f64>,
+    pub ys: Vec<f64>,
+    /// `cells[row][col]`: row = index into `ys`, col = index into `xs`.
+    pub cells: Vec<Vec<Option<f64>>>,
+    /// What a cell holds, with its unit: "mean round trip (µs)".
+    pub value: String,
+    /// A second statistic shown beside each cell in the table only
+    /// ("mean (p99)"), with its name.
+    pub second: Option<(String, Vec<Vec<Option<f64>>>)>,
+}
+
+#[derive(Clone, Debug)]
+pub enum Plot {
+    Lines(Lines),
+    Heatmap(Heatmap),
+}
+
+/// What a figure shows, so comparisons know which reference column belongs
+/// on it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// A round-trip matrix of one configuration.
+    RoundTrip,
+    /// The ratio of a round-trip matrix to a reference one.
+    RoundTripRatio,
+    CurveLatency,
+    CurveBandwidth,
+    StreamBandwidth,
+    LoadRate,
+    LoadKbps,
+    LoadLatency,
+    /// Samples/s vs blocks for this many cores.
+    Flowgraph {
+        cores: u64,
+    },
+}
+
+#[derive(Clone, Debug)]
+pub struct Figure {
+    pub kind: Kind,
+    /// File stem of its SVG, unique within a report: "curve-1-latency".
+    pub id: String,
+    pub title: String,
+    /// One or two sentences under the figure: what is plotted and how.
+    pub caption: String,
+    pub plot: Plot,
+}
+
+impl Figure {
+    /// The numbers behind the figure as a table: for lines, one row per x and
+    /// one column per measured or reference series; for a heat map, the matrix
+    /// with rows `y` and columns `x`, as the Vollo tables.
+    pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        match &self.plot {
+            Plot::Lines(l) => {
+                let shown: Vec<&Series> = l
+                    .series
+                    .iter()
+                    .filter(|s| matches!(s.role, Role::Measured | Role::Reference))
+                    .collect();
+                let mut xs: Vec<f64> = shown
+                    .iter()
+                    .flat_map(|s| s.points.iter().map(|p| p.0))
+                    .collect();
+                xs.sort_by(f64::total_cmp);
+                xs.dedup();
+                let mut header = vec![l.x.label.clone()];
+                header.extend(shown.iter().map(|s| s.name.clone()));
+                let rows = xs
+                    .iter()
+                    .map(|&x| {
+                        let mut r = vec![l.x.format(x)];
+                        r.extend(shown.iter().map(|s| {
+                            s.points
+                                .iter()
+                                .find(|p| p.0 == x)
+                                .map_or("—".into(), |p| si(p.1))
+                        }));
+                        r
+                    })
+                    .collect();
+                (header, rows)
+            }
+            Plot::Heatmap(h) => {
+                let mut corner = format!("{}\\{}", short(&h.y.label), short(&h.x.label));
+                if let Some((name, _)) = &h.second {
+                    corner = format!("{corner}: {} ({name})", short(&h.value));
+                }
+                let mut header = vec![corner];
+                header.extend(h.xs.iter().map(|&x| h.x.format(x)));
+                let rows =
+                    h.ys.iter()
+                        .zip(&h.cells)
+                        .enumerate()
+                        .map(|(j, (&y, row))| {
+                            let mut r = vec![h.y.format(y)];
+                            r.extend(row.iter().enumerate().map(|(i, c)| {
+                                let second = h.second.as_ref().and_then(|(_, m)| m[j][i]);
+                                match (c, second) {
+                                    (Some(v), Some(w)) => format!("{} ({})", si(*v), si(w)),
+                                    (Some(v), None) => si(*v),
+                                    (None, _) => "—".into(),
+                                }
+                            }));
+                            r
+                        })
+                        .collect();
+                (header, rows)
+            }
+        }
+    }
+
+    /// Names of the series drawn, legend order.
+    pub fn series_names(&self) -> Vec<&str> {
+        match &self.plot {
+            Plot::Lines(l) => l.series.iter().map(|s| s.name.as_str()).collect(),
+            Plot::Heatmap(_) => Vec::new(),
+        }
+    }
+}
+
+/// The first word of an axis label ("out (bytes)" → "out").
+fn short(label: &str) -> &str {
+    label.split_whitespace().next().unwrap_or(label)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn si_prefixes() {
+        assert_eq!(si(0.0), "0");
+        assert_eq!(si(0.1234), "0.123");
+        assert_eq!(si(5.0), "5.00");
+        assert_eq!(si(45.61), "45.6");
+        assert_eq!(si(999.0), "999");
+        assert_eq!(si(9999.0), "9999");
+        assert_eq!(si(12_345.0), "12.3k");
+        assert_eq!(si(1.5e9), "1.50G");
+        assert_eq!(si(f64::NAN), "—");
+        let a = Axis::new("x", true, Scale::Number);
+        assert_eq!(a.tick(10_000.0), "10k");
+        assert_eq!(a.tick(0.1), "0.1");
+        assert_eq!(a.tick(2.5e6), "2.5M");
+        assert_eq!(a.tick(100.0), "100");
+        let b = Axis::new("x", true, Scale::Bytes);
+        assert_eq!(b.tick(4096.0), "4k");
+    }
+
+    #[test]
+    fn line_table_has_one_row_per_x_and_skips_models() {
+        let f = Figure {
+            kind: Kind::CurveLatency,
+            id: "t".into(),
+            title: "t".into(),
+            caption: String::new(),
+            plot: Plot::Lines(Lines {
+                x: Axis::new("size (bytes)", true, Scale::Bytes),
+                y: Axis::new("µs", true, Scale::Number),
+                series: vec![
+                    Series::new("a", Role::Measured, vec![(1.0, 2.0), (1024.0, 3.0)]),
+                    Series::new("a fit", Role::Model, vec![(1.0, 2.1), (1024.0, 2.9)]),
+                    Series::new("ref", Role::Reference, vec![(1024.0, 5.0)]),
+                ],
+            }),
+        };
+        let (h, rows) = f.table();
+        assert_eq!(h, ["size (bytes)", "a", "ref"]);
+        assert_eq!(rows, [["1", "2.00", "—"], ["1k", "3.00", "5.00"]]);
+    }
+}

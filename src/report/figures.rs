@@ -1,0 +1,468 @@
+//! From saved runs to figures, one function per experiment. Runs of the same
+//! experiment share their line plots (several transports or machines
+//! overlaid); round-trip matrices get one heat map per configuration.
+
+use super::figure::{Axis, Figure, Heatmap, Kind, Lines, Plot, Role, Scale, Series};
+use super::saved::SavedRun;
+use serde_json::Value;
+
+fn num(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(Value::as_f64)
+}
+
+fn text<'a>(v: &'a Value, k: &str) -> &'a str {
+    v.get(k).and_then(Value::as_str).unwrap_or("")
+}
+
+/// Nanoseconds at `path` ("summary.mean_ns") in µs.
+fn us(v: &Value, obj: &str, k: &str) -> Option<f64> {
+    v.get(obj).and_then(|o| num(o, k)).map(|ns| ns / 1000.0)
+}
+
+/// Every figure the runs give, in the order the report shows them.
+pub fn all(runs: &[SavedRun]) -> Vec<Figure> {
+    let of = |e: &str| -> Vec<&SavedRun> { runs.iter().filter(|r| r.experiment == e).collect() };
+    let mut out = Vec::new();
+    out.extend(roundtrip(&of("roundtrip")));
+    out.extend(curve(&of("curve")));
+    out.extend(stream(&of("stream")));
+    out.extend(load(&of("load")));
+    out.extend(flowgraph(&of("flowgraph")));
+    out
+}
+
+/// Adds the run's label to series names that several runs share, so
+/// overlaid runs stay apart in the legend.
+fn name_runs(per_run: Vec<(&SavedRun, Vec<Series>)>) -> Vec<Series> {
+    let mut names: Vec<(String, usize)> = Vec::new();
+    for (_, ss) in &per_run {
+        let mut seen: Vec<&str> = Vec::new();
+        for s in ss {
+            if seen.contains(&s.name.as_str()) {
+                continue;
+            }
+            seen.push(&s.name);
+            match names.iter_mut().find(|(n, _)| *n == s.name) {
+                Some((_, c)) => *c += 1,
+                None => names.push((s.name.clone(), 1)),
+            }
+        }
+    }
+    let mut out = Vec::new();
+    for (run, ss) in per_run {
+        let base = out.len();
+        for mut s in ss {
+            if names.iter().any(|(n, c)| *n == s.name && *c > 1) {
+                s.name = format!("{} · {}", s.name, run.label);
+            }
+            s.of = s.of.map(|i| i + base);
+            out.push(s);
+        }
+    }
+    out
+}
+
+/// Index of the series called `name`, created empty if new.
+fn series_index(list: &mut Vec<Series>, name: &str, role: Role) -> usize {
+    match list.iter().position(|s| s.name == name && s.role == role) {
+        Some(i) => i,
+        None => {
+            list.push(Series::new(name, role, Vec::new()));
+            list.len() - 1
+        }
+    }
+}
+
+pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
+    let mut out = Vec::new();
+    for run in runs {
+        let pts = run.entries();
+        let mut configs: Vec<String> = Vec::new();
+        for p in pts {
+            let c = config_name(p);
+            if !configs.contains(&c) {
+                configs.push(c);
+            }
+        }
+        for c in configs {
+            let mine: Vec<&Value> = pts.iter().filter(|p| config_name(p) == c).collect();
+            let axis = |k: &str| {
+                let mut v: Vec<f64> = mine.iter().filter_map(|p| num(p, k)).collect();
+                v.sort_by(f64::total_cmp);
+                v.dedup();
+                v
+            };
+            let (xs, ys) = (axis("in_bytes"), axis("out_bytes"));
+            let matrix = |stat: &str| -> Vec<Vec<Option<f64>>> {
+                ys.iter()
+                    .map(|&y| {
+                        xs.iter()
+                            .map(|&x| {
+                                mine.iter()
+                                    .find(|p| {
+                                        num(p, "in_bytes") == Some(x)
+                                            && num(p, "out_bytes") == Some(y)
+                                    })
+                                    .and_then(|p| us(p, "summary", stat))
+                            })
+                            .collect()
+                    })
+                    .collect()
+            };
+            let n = out.len() + 1;
+            out.push(Figure {
+                kind: Kind::RoundTrip,
+                id: format!("roundtrip-{n}"),
+                title: format!("Round trip, {c}"),
+                caption: format!(
+                    "Mean round-trip time in µs for each request (in) and reply (out) size, as the Vollo tables; darker is slower. The table gives mean (p99). Run {}.",
+                    run.label
+                ),
+                plot: Plot::Heatmap(Heatmap {
+                    x: Axis::new("in (bytes)", true, Scale::Bytes),
+                    y: Axis::new("out (bytes)", true, Scale::Bytes),
+                    cells: matrix("mean_ns"),
+                    second: Some(("p99".into(), matrix("p99_ns"))),
+                    xs,
+                    ys,
+                    value: "mean round trip (µs)".into(),
+                }),
+            });
+        }
+    }
+    out
+}
+
+/// "tcp user/block": a round-trip configuration.
+pub fn config_name(p: &Value) -> String {
+    format!(
+        "{} {}/{}",
+        text(p, "spec"),
+        text(p, "buffers"),
+        text(p, "completion")
+    )
+}
+
+/// One curve's name: spec, mode, packet strategy, and buffers/completion.
+fn curve_name(p: &Value) -> String {
+    let mut s = format!("{} {}", text(p, "spec"), text(p, "mode"));
+    let chunk = p.get("chunk").map_or(String::new(), |c| match c {
+        Value::String(s) => s.clone(),
+        other => other.to_string(),
+    });
+    if !chunk.is_empty() && chunk != "whole" {
+        s.push_str(&format!(" chunk {chunk}"));
+    }
+    s.push_str(&format!(
+        " {}/{}",
+        text(p, "buffers"),
+        text(p, "completion")
+    ));
+    s
+}
+
+/// Hockney's t(n) = t0 + n/r∞ over [lo, hi], sampled at the measured sizes.
+fn model(fit: &Value, sizes: &[f64]) -> Vec<(f64, f64)> {
+    let (Some(t0), Some(r)) = (num(fit, "t0_ns"), num(fit, "r_inf_MBps")) else {
+        return Vec::new();
+    };
+    let lo = num(fit, "min_size_bytes").unwrap_or(0.0);
+    let hi = num(fit, "max_size_bytes").unwrap_or(f64::MAX);
+    sizes
+        .iter()
+        .filter(|&&n| n >= lo && n <= hi && r > 0.0)
+        .map(|&n| (n, t0 / 1000.0 + n / r))
+        .collect()
+}
+
+pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let mut lat_runs = Vec::new();
+    let mut bw_runs = Vec::new();
+    for run in runs {
+        let mut lat: Vec<Series> = Vec::new();
+        let mut bw: Vec<Series> = Vec::new();
+        for p in run.entries() {
+            let name = curve_name(p);
+            let Some(x) = num(p, "size_bytes") else {
+                continue;
+            };
+            if let Some(y) = us(p, "oneway", "p50_ns") {
+                let i = series_index(&mut lat, &name, Role::Measured);
+                lat[i].points.push((x, y));
+            }
+            if let Some(y) = num(p, "bandwidth_MBps") {
+                let i = series_index(&mut bw, &name, Role::Measured);
+                bw[i].points.push((x, y));
+            }
+        }
+        // The fitted model, dashed in its curve's colour.
+        let fits = run
+            .value
+            .get("fits")
+            .and_then(Value::as_array)
+            .map_or(&[][..], Vec::as_slice);
+        for f in fits {
+            let name = curve_name(f);
+            let Some(of) = lat.iter().position(|s| s.name == name) else {
+                continue;
+            };
+            let sizes: Vec<f64> = lat[of].points.iter().map(|p| p.0).collect();
+            let segs: Vec<&Value> = match f.get("two_segment") {
+                Some(t) if !t.is_null() => vec![&t["below"], &t["above"]],
+                _ => f.get("fit").filter(|v| !v.is_null()).into_iter().collect(),
+            };
+            for (k, seg) in segs.iter().enumerate() {
+                let pts = model(seg, &sizes);
+                if pts.len() < 2 {
+                    continue;
+                }
+                let label = if segs.len() > 1 {
+                    format!("{name} model ({})", ["below", "above"][k])
+                } else {
+                    format!("{name} model")
+                };
+                let bw_pts = pts.iter().map(|&(n, t)| (n, n / t)).collect();
+                let bw_of = bw.iter().position(|s| s.name == name);
+                let mut m = Series::new(label.clone(), Role::Model, pts);
+                m.of = Some(of);
+                lat.push(m);
+                let mut m = Series::new(label, Role::Model, bw_pts);
+                m.of = bw_of;
+                bw.push(m);
+            }
+        }
+        lat_runs.push((*run, lat));
+        bw_runs.push((*run, bw));
+    }
+    let labels = runs
+        .iter()
+        .map(|r| r.label.as_str())
+        .collect::<Vec<_>>()
+        .join(", ");
+    vec![
+        Figure {
+            kind: Kind::CurveLatency,
+            id: "curve-latency".into(),
+            title: "One-way latency vs message size".into(),
+            caption: format!(
+                "Median one-way time (half a round trip in pingpong) per message size, log-log; dashed: Hockney's model t0 + n/r∞ fitted to each curve. Runs: {labels}."
+            ),
+            plot: Plot::Lines(Lines {
+                x: Axis::new("message size (bytes)", true, Scale::Bytes),
+                y: Axis::new("one-way latency (µs)", true, Scale::Number),
+                series: name_runs(lat_runs),
+            }),
+        },
+        Figure {
+            kind: Kind::CurveBandwidth,
+            id: "curve-bandwidth".into(),
+            title: "Bandwidth vs message size".into(),
+            caption: format!(
+                "Decimal MB/s (10^6 bytes/s) from the median one-way time; dashed: the fitted model. Runs: {labels}."
+            ),
+            plot: Plot::Lines(Lines {
+                x: Axis::new("message size (bytes)", true, Scale::Bytes),
+                y: Axis::new("bandwidth (MB/s)", true, Scale::Number),
+                series: name_runs(bw_runs),
+            }),
+        },
+    ]
+}
+
+/// Which way a fio job moves data: "read", "write" or "rw".
+fn stream_direction(rw: &str) -> &'static str {
+    match rw {
+        "read" | "randread" => "read",
+        "write" | "randwrite" => "write",
+        _ => "rw",
+    }
+}
+
+pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let mut per_run = Vec::new();
+    for run in runs {
+        // Clones of one job run side by side: their bandwidth adds up.
+        let mut ss: Vec<Series> = Vec::new();
+        for j in run.entries() {
+            let dir = stream_direction(text(j, "rw"));
+            let name = format!(
+                "{} {} {}/{}",
+                text(j, "jobname"),
+                text(j, "rw"),
+                text(j, "ioengine"),
+                text(j, "completion")
+            );
+            let Some(bs) = num(j, "sweep_bs").or_else(|| num(j, "bs")) else {
+                continue;
+            };
+            let bw = ["read", "write"]
+                .iter()
+                .filter_map(|d| j.get(*d).and_then(|s| num(s, "bw_bytes")))
+                .sum::<f64>()
+                / 1e6;
+            let i = series_index(&mut ss, &name, Role::Measured);
+            ss[i].key = Some(dir.into());
+            match ss[i].points.iter_mut().find(|p| p.0 == bs) {
+                Some(p) => p.1 += bw,
+                None => ss[i].points.push((bs, bw)),
+            }
+        }
+        for s in &mut ss {
+            s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        }
+        per_run.push((*run, ss));
+    }
+    vec![Figure {
+        kind: Kind::StreamBandwidth,
+        id: "stream-bandwidth".into(),
+        title: "Stream bandwidth vs block size".into(),
+        caption: "Bandwidth of each fio-style job (its clones added up) in decimal MB/s per block size, one series per job, engine and completion mode.".into(),
+        plot: Plot::Lines(Lines {
+            x: Axis::new("block size (bytes)", true, Scale::Bytes),
+            y: Axis::new("bandwidth (MB/s)", true, Scale::Number),
+            series: name_runs(per_run),
+        }),
+    }]
+}
+
+pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let mut rate = Vec::new();
+    let mut kb = Vec::new();
+    let mut lat = Vec::new();
+    for run in runs {
+        let (mut r, mut k, mut l) = (Vec::new(), Vec::new(), Vec::new());
+        for p in run.entries() {
+            if let (Some(x), Some(req)) = (num(p, "size_bytes"), num(p, "req_per_s")) {
+                let key = format!("{} {}", text(p, "load"), text(p, "direction"));
+                let name = match text(p, "transport") {
+                    "" => key.clone(),
+                    t => format!("{t} {key}"),
+                };
+                let i = series_index(&mut r, &name, Role::Measured);
+                r[i].key = Some(key.clone());
+                r[i].points.push((x, req));
+                if let Some(v) = num(p, "kb_per_s") {
+                    let i = series_index(&mut k, &name, Role::Measured);
+                    k[i].key = Some(key);
+                    k[i].points.push((x, v));
+                }
+            } else if let Some(x) = num(p, "offered_per_s") {
+                for stat in ["p50", "p99", "p999"] {
+                    if let Some(y) = us(p, "latency", &format!("{stat}_ns")) {
+                        let i = series_index(&mut l, stat, Role::Measured);
+                        l[i].points.push((x, y));
+                    }
+                }
+            }
+        }
+        rate.push((*run, r));
+        kb.push((*run, k));
+        lat.push((*run, l));
+    }
+    let size = || Axis::new("transfer size (bytes)", true, Scale::Bytes);
+    let mut out = vec![
+        Figure {
+            kind: Kind::LoadRate,
+            id: "load-rate".into(),
+            title: "Request rate vs transfer size under load".into(),
+            caption: "Completed requests per second, closed loop, one series per load mode and direction, as rk11perf's req/s columns.".into(),
+            plot: Plot::Lines(Lines {
+                x: size(),
+                y: Axis::new("requests/s", true, Scale::Number),
+                series: name_runs(rate),
+            }),
+        },
+        Figure {
+            kind: Kind::LoadKbps,
+            id: "load-kbps".into(),
+            title: "Throughput vs transfer size under load".into(),
+            caption: "KB/s (1 KB = 1024 bytes, as rk11perf) = requests/s × size / 1024, one series per load mode and direction.".into(),
+            plot: Plot::Lines(Lines {
+                x: size(),
+                y: Axis::new("KB/s", true, Scale::Number),
+                series: name_runs(kb),
+            }),
+        },
+        Figure {
+            kind: Kind::LoadLatency,
+            id: "load-latency".into(),
+            title: "Open-loop latency vs offered rate".into(),
+            caption: "Latency measured from each request's scheduled send time (no coordinated omission): where it turns up is the knee.".into(),
+            plot: Plot::Lines(Lines {
+                x: Axis::new("offered rate (requests/s)", true, Scale::Number),
+                y: Axis::new("latency (µs)", true, Scale::Number),
+                series: name_runs(lat),
+            }),
+        },
+    ];
+    out.retain(|f| match &f.plot {
+        Plot::Lines(l) => l.series.iter().any(|s| !s.points.is_empty()),
+        Plot::Heatmap(_) => true,
+    });
+    out
+}
+
+pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
+    let mut cores: Vec<u64> = runs
+        .iter()
+        .flat_map(|r| r.entries().iter().filter_map(|p| num(p, "cores")))
+        .map(|c| c as u64)
+        .collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let mut out = Vec::new();
+    for n in cores {
+        let mut per_run = Vec::new();
+        for run in runs {
+            let mut ss: Vec<Series> = Vec::new();
+            let mut bounds: Vec<Series> = Vec::new();
+            for p in run.entries() {
+                if num(p, "cores") != Some(n as f64) {
+                    continue;
+                }
+                let (Some(m), Some(y)) = (num(p, "blocks"), num(p, "samples_per_s")) else {
+                    continue;
+                };
+                let i = series_index(&mut ss, text(p, "scheduler"), Role::Measured);
+                ss[i].points.push((m, y));
+                for (k, name) in [
+                    ("ideal_dynamic_sps", "ideal dynamic (N/M)"),
+                    ("ideal_static_sps", "ideal static (1/⌈M/N⌉)"),
+                ] {
+                    if let Some(b) = num(p, k) {
+                        let i = series_index(&mut bounds, name, Role::Bound);
+                        if !bounds[i].points.iter().any(|q| q.0 == m) {
+                            bounds[i].points.push((m, b));
+                        }
+                    }
+                }
+            }
+            for s in ss.iter_mut().chain(bounds.iter_mut()) {
+                s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
+            }
+            ss.extend(bounds);
+            per_run.push((*run, ss));
+        }
+        out.push(Figure {
+            kind: Kind::Flowgraph { cores: n },
+            id: format!("flowgraph-{n}-cores"),
+            title: format!("Flowgraph throughput on {n} core{}", if n == 1 { "" } else { "s" }),
+            caption: "Samples/s through source → M saxpy → sink per scheduler; dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.".into(),
+            plot: Plot::Lines(Lines {
+                x: Axis::new("saxpy blocks (M)", false, Scale::Count),
+                y: Axis::new("samples/s", false, Scale::Number),
+                series: name_runs(per_run),
+            }),
+        });
+    }
+    out
+}

@@ -1,0 +1,177 @@
+//! A results file read back: the JSON any experiment writes with
+//! `--format json`, kept as JSON so `report` renders every experiment's runs,
+//! old and new, without a typed struct per version.
+
+use crate::env::Env;
+use crate::error::{Error, Result};
+use serde_json::Value;
+use std::path::Path;
+
+#[derive(Clone, Debug)]
+pub struct SavedRun {
+    /// Names the run in legends and headings: the file stem, or the
+    /// experiment for a run made in this process.
+    pub label: String,
+    pub experiment: String,
+    pub value: Value,
+    pub env: Option<Env>,
+    pub complete: bool,
+    pub stopped_by: Option<String>,
+    /// Caveats on the whole run.
+    pub warnings: Vec<String>,
+}
+
+impl SavedRun {
+    pub fn load(path: &Path) -> Result<SavedRun> {
+        let text = std::fs::read_to_string(path).map_err(|e| {
+            Error::usage(format!(
+                "cannot read {}: {e}; give results files written with --format json or -o FILE.json",
+                path.display()
+            ))
+        })?;
+        let value: Value = serde_json::from_str(&text).map_err(|e| {
+            Error::usage(format!(
+                "{} is not JSON ({e}); give results files written with --format json or -o FILE.json",
+                path.display()
+            ))
+        })?;
+        let label = path
+            .file_stem()
+            .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+        SavedRun::from_value(label, value).map_err(|e| {
+            Error::usage(format!(
+                "{}: {e}; give results files written with --format json",
+                path.display()
+            ))
+        })
+    }
+
+    pub fn from_value(label: impl Into<String>, value: Value) -> Result<SavedRun> {
+        let experiment = value
+            .get("experiment")
+            .and_then(Value::as_str)
+            .ok_or_else(|| Error::usage("not an xferbench result (no \"experiment\" field)"))?
+            .to_string();
+        let env = value
+            .get("env")
+            .and_then(|e| serde_json::from_value(e.clone()).ok());
+        let warnings = strings(value.get("warnings"));
+        Ok(SavedRun {
+            label: label.into(),
+            experiment,
+            complete: value
+                .get("complete")
+                .and_then(Value::as_bool)
+                .unwrap_or(true),
+            stopped_by: value
+                .get("stopped_by")
+                .and_then(Value::as_str)
+                .map(str::to_string),
+            env,
+            warnings,
+            value,
+        })
+    }
+
+    /// The measured entries: `points`, or a stream run's `jobs`.
+    pub fn entries(&self) -> &[Value] {
+        let key = if self.experiment == "stream" {
+            "jobs"
+        } else {
+            "points"
+        };
+        self.value
+            .get(key)
+            .and_then(Value::as_array)
+            .map_or(&[], Vec::as_slice)
+    }
+
+    /// Caveats on single points, each with how many points it applies to.
+    pub fn point_warnings(&self) -> Vec<(String, usize)> {
+        let mut out: Vec<(String, usize)> = Vec::new();
+        for p in self.entries() {
+            for w in strings(p.get("warnings")) {
+                match out.iter_mut().find(|(x, _)| *x == w) {
+                    Some((_, n)) => *n += 1,
+                    None => out.push((w, 1)),
+                }
+            }
+        }
+        out
+    }
+
+    /// The command line that produced the run, quoted for a POSIX shell.
+    pub fn command(&self) -> Option<String> {
+        let argv = self.env.as_ref()?.command.as_slice();
+        if argv.is_empty() {
+            return None;
+        }
+        let mut words: Vec<String> = argv.iter().map(|a| shell_quote(a)).collect();
+        // The path the binary was run by says nothing about the run.
+        if let Some(first) = words.first_mut()
+            && first.ends_with("xferbench")
+        {
+            *first = "xferbench".into();
+        }
+        Some(words.join(" "))
+    }
+}
+
+pub fn strings(v: Option<&Value>) -> Vec<String> {
+    v.and_then(Value::as_array)
+        .map(|a| {
+            a.iter()
+                .filter_map(Value::as_str)
+                .map(str::to_string)
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
+fn shell_quote(s: &str) -> String {
+    let safe = |c: char| c.is_ascii_alphanumeric() || "-_./:=,+@%".contains(c);
+    if !s.is_empty() && s.chars().all(safe) {
+        s.to_string()
+    } else {
+        format!("'{}'", s.replace('\'', r"'\''"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    #[test]
+    fn refuses_json_that_is_not_a_result() {
+        let e = SavedRun::from_value("x", json!({"a": 1})).unwrap_err();
+        assert!(e.to_string().contains("experiment"));
+    }
+
+    #[test]
+    fn counts_point_warnings_and_quotes_the_command() {
+        let v = json!({
+            "experiment": "roundtrip",
+            "complete": false,
+            "stopped_by": "interrupted",
+            "env": {"tool":"xferbench","version":"0","timestamp":"t","hostname":"h","kernel":"k",
+                "arch":"a","cpu_model":"c","cpus_online":2,"cpus_allowed":2,
+                "virtualization":{"virtual_machine":true,"hypervisor":null,"container":null},
+                "clock":{"source":"s","kernel_clocksource":null,"overhead_ns":20.0,"min_step_ns":10,"resolution_ns":1},
+                "governor":null,"command":["/x/xferbench","roundtrip","--in","64 k's"]},
+            "points": [{"warnings": ["a", "b"]}, {"warnings": ["a"]}],
+            "warnings": ["vm"],
+        });
+        let r = SavedRun::from_value("x", v).unwrap();
+        assert!(!r.complete);
+        assert_eq!(r.warnings, ["vm"]);
+        assert_eq!(
+            r.point_warnings(),
+            [("a".to_string(), 2), ("b".to_string(), 1)]
+        );
+        assert_eq!(
+            r.command().unwrap(),
+            r"xferbench roundtrip --in '64 k'\''s'"
+        );
+    }
+}
