@@ -76,6 +76,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Curve(a)) => {
             report::check_writable(a.common.output.as_deref())?;
+            let refs = references(&a.common.compare)?;
             let stop = crate::interrupt::install();
             let bar = Bar::new(cli.quiet);
             let (run, err) = curve::run(&a, &stop, &bar)?;
@@ -83,7 +84,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 return Err(e);
             }
             let text = match a.common.effective_format() {
-                Format::Table => report::curve::render(&run),
+                Format::Table => report::curve::render(&run) + &comparison(&run, "curve", &refs)?,
                 Format::Json => report::json::render(&run)?,
                 Format::Csv => report::curve::csv(&run),
             };
@@ -91,6 +92,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Some(Command::Stream(a)) => {
             report::check_writable(a.output.as_deref())?;
+            let refs = references(&a.compare)?;
             let stop = crate::interrupt::install();
             let bar = Bar::new(cli.quiet);
             let (run, err) = stream::run(&a, &stop, &bar)?;
@@ -103,7 +105,12 @@ fn dispatch(cli: Cli) -> Result<()> {
                 }
             }
             let text = match a.effective_format() {
-                Format::Table => report::stream::render(&run),
+                Format::Table => {
+                    let json: serde_json::Value =
+                        serde_json::from_str(&report::stream::json(&run)?)
+                            .map_err(|e| Error::run(format!("encoding JSON: {e}")))?;
+                    report::stream::render(&run) + &comparison(&json, "stream", &refs)?
+                }
                 Format::Json => report::stream::json(&run)?,
                 Format::Csv => report::stream::csv(&run),
             };
@@ -111,6 +118,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         }
         Some(Command::Roundtrip(a)) => {
             report::check_writable(a.common.output.as_deref())?;
+            let refs = references(&a.common.compare)?;
             let stop = crate::interrupt::install();
             let bar = Bar::new(cli.quiet);
             let (run, err) = roundtrip::run(&a, &stop, &bar)?;
@@ -118,10 +126,34 @@ fn dispatch(cli: Cli) -> Result<()> {
             if let Some(e @ Error::Usage(_)) = err {
                 return Err(e);
             }
-            let text = report::render(&run, a.common.effective_format(), &a.common.stats, a.unit)?;
+            let format = a.common.effective_format();
+            let mut text = report::render(&run, format, &a.common.stats, a.unit)?;
+            if format == Format::Table {
+                text += &comparison(&run, "roundtrip", &refs)?;
+            }
             emit_run(&text, a.common.output.as_deref(), run.points.len(), err)
         }
     }
+}
+
+/// The datasets `--compare` names, checked before anything runs.
+fn references(names: &[String]) -> Result<Vec<crate::reference::Dataset>> {
+    names.iter().map(|n| crate::reference::find(n)).collect()
+}
+
+/// The comparison tables for a run's table output (empty without --compare).
+fn comparison<T: serde::Serialize>(
+    run: &T,
+    label: &str,
+    refs: &[crate::reference::Dataset],
+) -> Result<String> {
+    if refs.is_empty() {
+        return Ok(String::new());
+    }
+    let value = serde_json::to_value(run).map_err(|e| Error::run(format!("encoding JSON: {e}")))?;
+    let saved = report::saved::SavedRun::from_value(label, value)?;
+    let r = report::bundle::Report::new(vec![saved], refs);
+    Ok(format!("\n{}", r.comparison_text()))
 }
 
 /// `xferbench report`: saved runs to HTML, SVG, or tables on stdout.

@@ -166,6 +166,9 @@ pub struct CommonArgs {
     /// Statistics to tabulate: count, mean, stddev, min, p50, p90, p99, p999, p9999, max.
     #[arg(long, value_delimiter = ',', default_value = "mean,p99")]
     pub stats: Vec<Stat>,
+    /// Put published figures beside the results in the tables (column and ratio): names from `xferbench reference list`.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub compare: Vec<String>,
 }
 
 impl CommonArgs {
@@ -482,6 +485,9 @@ pub struct StreamArgs {
     /// Write the output to this file instead of stdout (format from --format, or the extension .json/.csv).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
+    /// Put published figures beside the results in the tables (column and ratio), e.g. xdma-aws-f1.
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub compare: Vec<String>,
 }
 
 impl StreamArgs {

@@ -234,10 +234,10 @@ fn roundtrip(figs: &mut Vec<Figure>, d: &Dataset) -> Vec<Comparison> {
                     h.x.format(inb),
                     h.y.format(o),
                     si(ours),
-                    published(theirs),
+                    d.text(r, "mean_us").unwrap_or("—").to_string(),
                     ratio(ours, theirs),
                     si(ours99),
-                    published(theirs99),
+                    d.text(r, "p99_us").unwrap_or("—").to_string(),
                     ratio(ours99, theirs99),
                 ]);
             }
@@ -259,6 +259,7 @@ fn roundtrip(figs: &mut Vec<Figure>, d: &Dataset) -> Vec<Comparison> {
                     cells,
                     value: "ratio of means".into(),
                     second: None,
+                    ratio: true,
                 }),
             };
             figs.insert(k + 1, fig);

@@ -53,6 +53,8 @@ impl Axis {
         match self.scale {
             Scale::Bytes if v >= 0.0 && v.fract() == 0.0 => format_size(v as u64),
             Scale::Count if v.fract() == 0.0 => format!("{v:.0}"),
+            // Cores and blocks come whole: no tick at 1.5 blocks.
+            Scale::Count => String::new(),
             _ => si(v),
         }
     }
@@ -154,6 +156,9 @@ pub struct Heatmap {
     /// A second statistic shown beside each cell in the table only
     /// ("mean (p99)"), with its name.
     pub second: Option<(String, Vec<Vec<Option<f64>>>)>,
+    /// Cells are ratios: coloured apart from 1 (faster one way, slower the
+    /// other) rather than from the smallest cell.
+    pub ratio: bool,
 }
 
 #[derive(Clone, Debug)]

@@ -123,6 +123,7 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
                     y: Axis::new("out (bytes)", true, Scale::Bytes),
                     cells: matrix("mean_ns"),
                     second: Some(("p99".into(), matrix("p99_ns"))),
+                    ratio: false,
                     xs,
                     ys,
                     value: "mean round trip (µs)".into(),
@@ -459,7 +460,7 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
             caption: "Samples/s through source → M saxpy → sink per scheduler; dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.".into(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("saxpy blocks (M)", false, Scale::Count),
-                y: Axis::new("samples/s", false, Scale::Number),
+                y: Axis::new("samples/s", true, Scale::Number),
                 series: name_runs(per_run),
             }),
         });

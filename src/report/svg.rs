@@ -149,6 +149,8 @@ fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Resul
             let mut chart = b.build_cartesian_2d($xr, $yr).map_err(fail(title))?;
             chart
                 .configure_mesh()
+                .x_labels(if l.x.log { 12 } else { 10 })
+                .y_labels(if l.y.log { 6 } else { 8 })
                 .x_desc(l.x.label.as_str())
                 .y_desc(l.y.label.as_str())
                 .x_label_formatter(&fx)
@@ -257,9 +259,11 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines) -> Result<()> {
     Ok(())
 }
 
-/// Cell colour: light (fast) to dark red (slow), on a log scale between the
-/// smallest and largest value.
+/// Cell colour: light (fast) to dark red (slow), on a log scale from the
+/// smallest value over at least a factor of 4, so a 15% spread stays pale
+/// rather than running the whole scale.
 fn heat(v: f64, lo: f64, hi: f64) -> RGBColor {
+    let hi = hi.max(lo * 4.0);
     const STOPS: [(u8, u8, u8); 5] = [
         (255, 255, 204),
         (254, 217, 118),
@@ -278,6 +282,24 @@ fn heat(v: f64, lo: f64, hi: f64) -> RGBColor {
     let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * w).round() as u8;
     let (a, b) = (STOPS[i], STOPS[i + 1]);
     RGBColor(mix(a.0, b.0), mix(a.1, b.1), mix(a.2, b.2))
+}
+
+/// Ratio colour: white at 1, blue below (faster than the reference), red
+/// above, full at a factor of 16 either way.
+fn diverging(v: f64) -> RGBColor {
+    let t = if v > 0.0 {
+        (v.ln() / 16f64.ln()).clamp(-1.0, 1.0)
+    } else {
+        0.0
+    };
+    let to = if t < 0.0 {
+        (33.0, 102.0, 172.0)
+    } else {
+        (178.0, 24.0, 43.0)
+    };
+    let w = t.abs();
+    let mix = |c: f64| (255.0 + (c - 255.0) * w).round() as u8;
+    RGBColor(mix(to.0), mix(to.1), mix(to.2))
 }
 
 fn heatmap(root: &DrawingArea<SVGBackend, Shift>, title: &str, h: &Heatmap) -> Result<()> {
@@ -335,7 +357,11 @@ fn heatmap(root: &DrawingArea<SVGBackend, Shift>, title: &str, h: &Heatmap) -> R
         for (i, cell) in row.iter().enumerate() {
             let i = i as u32;
             let Some(v) = *cell else { continue };
-            let c = heat(v, lo, hi);
+            let c = if h.ratio {
+                diverging(v)
+            } else {
+                heat(v, lo, hi)
+            };
             chart
                 .draw_series(std::iter::once(Rectangle::new(
                     [
@@ -364,6 +390,15 @@ fn heatmap(root: &DrawingArea<SVGBackend, Shift>, title: &str, h: &Heatmap) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn ratio_colours_split_at_one() {
+        assert_eq!(diverging(1.0), RGBColor(255, 255, 255));
+        assert_eq!(diverging(16.0), RGBColor(178, 24, 43));
+        assert_eq!(diverging(1.0 / 16.0), RGBColor(33, 102, 172));
+        let pale = heat(1.15, 1.0, 1.15);
+        assert!(pale.2 > 100, "a 15% spread stays pale: {pale:?}");
+    }
 
     #[test]
     fn heat_runs_light_to_dark() {
