@@ -116,6 +116,24 @@ fn dispatch(cli: Cli) -> Result<()> {
             };
             emit_run(&text, a.output.as_deref(), run.points.len(), err)
         }
+        Some(Command::Flowgraph(a)) => {
+            report::check_writable(a.output.as_deref())?;
+            let refs = references(&a.compare)?;
+            let stop = crate::interrupt::install();
+            let bar = Bar::new(cli.quiet);
+            let (run, err) = crate::experiment::flowgraph::run(&a, &stop, &bar)?;
+            if let Some(e @ Error::Usage(_)) = err {
+                return Err(e);
+            }
+            let text = match a.effective_format() {
+                Format::Table => {
+                    report::flowgraph::render(&run) + &comparison(&run, "flowgraph", &refs)?
+                }
+                Format::Json => report::json::render(&run)?,
+                Format::Csv => report::flowgraph::csv(&run),
+            };
+            emit_run(&text, a.output.as_deref(), run.points.len(), err)
+        }
         Some(Command::Roundtrip(a)) => {
             report::check_writable(a.common.output.as_deref())?;
             let refs = references(&a.common.compare)?;

@@ -40,6 +40,8 @@ pub enum Command {
     Stream(Box<StreamArgs>),
     /// Re-renders saved results (JSON) as an HTML report, SVG plots or tables, optionally beside published figures (--compare).
     Report(ReportArgs),
+    /// Streaming-runtime cost (the SDR runtime benchmark): source → M saxpy blocks → sink on N cores, per scheduler, against the kernel alone.
+    Flowgraph(Box<FlowgraphArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
     List(ListArgs),
     /// Published figures from the seed documents (Vollo, BIP, rk11perf, XDMA, qsdr), for --compare.
@@ -325,6 +327,121 @@ pub struct CurveArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub common: CommonArgs,
+}
+
+/// Whole numbers from one flag value.
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct Counts(pub Vec<usize>);
+
+/// Whole numbers: `1..4` (every value), `2,4,6`, or both mixed.
+fn counts(s: &str) -> Result<Counts, String> {
+    let bad = || format!("malformed list '{s}': expected numbers and ranges like 1..4 or 2,4,6");
+    let mut v = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let num = |t: &str| t.trim().parse::<usize>().map_err(|_| bad());
+        match item.split_once("..") {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b || b - a > 1024 {
+                    return Err(bad());
+                }
+                v.extend(a..=b);
+            }
+            None => v.push(num(item)?),
+        }
+    }
+    if v.contains(&0) {
+        return Err(format!("'{s}': 0 is not a count"));
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(Counts(v))
+}
+
+fn items(s: &str) -> Result<u64, String> {
+    let v = units::parse_size(s).map_err(|_| {
+        format!("malformed item count '{s}': expected a whole number like 100000000 or 64M")
+    })?;
+    if v == 0 || v > 10_000_000_000_000 {
+        return Err(format!("item count {v} out of range (1..1e13)"));
+    }
+    Ok(v)
+}
+
+fn buffer_count(s: &str) -> Result<String, String> {
+    if s == "N+1" || s.parse::<usize>().is_ok_and(|n| (1..=64).contains(&n)) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "--buffers '{s}': expected N+1 or a number from 1 to 64"
+        ))
+    }
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct FlowgraphArgs {
+    /// Core counts N to sweep: 1..2, or a list (default: 1 up to the CPUs available).
+    #[arg(long, value_name = "N", value_parser = counts)]
+    pub cores: Option<Counts>,
+    /// Saxpy blocks M for every N: a range or list (default: N..3N for each N, as the seed).
+    #[arg(long, value_name = "M", value_parser = counts)]
+    pub blocks: Option<Counts>,
+    /// Schedulers (default: every one that applies; seq only on one core).
+    #[arg(long, value_enum, value_delimiter = ',')]
+    pub scheduler: Vec<crate::flowgraph::sched::Scheduler>,
+    /// Bytes each block moves per call, and the size of one ring buffer (the seed's 16 KiB).
+    #[arg(long, value_parser = size_one, default_value = "16k")]
+    pub buffer_size: u64,
+    /// Buffers in each ring: N+1 as in the seed, or a number.
+    #[arg(long, value_parser = buffer_count, default_value = "N+1")]
+    pub buffers: String,
+    /// Measuring time per point, after the warm-up.
+    #[arg(long, value_parser = duration, default_value = "500ms")]
+    #[serde(serialize_with = "ser_secs", rename = "duration_s")]
+    pub duration: Duration,
+    /// Time each point runs before it is measured.
+    #[arg(long, value_parser = duration, default_value = "150ms")]
+    #[serde(serialize_with = "ser_secs", rename = "warmup_s")]
+    pub warmup: Duration,
+    /// Stop each point after the source made this many items, instead of after --duration.
+    #[arg(long, value_parser = items)]
+    pub items: Option<u64>,
+    /// CPUs to use, in order (default: those this process may run on).
+    #[arg(long, value_parser = cpus, default_value = "")]
+    #[serde(skip)]
+    pub cpus: CpuList,
+    /// Buffer sizes of the kernel-only scan (the seed's scan-buffer-size).
+    #[arg(long, value_parser = size_list, default_value = "256..8M")]
+    pub kernel_sizes: Sizes,
+    /// Give up on a scheduler that has not wound down this long after being stopped.
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
+    pub timeout: Duration,
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
+    /// Write the output to this file instead of stdout (format from --format, or the extension).
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Put published figures beside the results (qsdr-kv260, qsdr-kv260-kernel).
+    #[arg(long, value_name = "NAME", value_delimiter = ',')]
+    pub compare: Vec<String>,
+}
+
+impl FlowgraphArgs {
+    pub fn effective_format(&self) -> Format {
+        format_for(self.format, self.output.as_deref())
+    }
+}
+
+fn size_one(s: &str) -> Result<u64, String> {
+    let v = units::parse_size(s).map_err(|e| e.to_string())?;
+    if !(64..=(64 << 20)).contains(&v) || v % 64 != 0 {
+        return Err(format!(
+            "'{s}': the buffer size must be a multiple of 64 bytes from 64 B to 64 MiB"
+        ));
+    }
+    Ok(v)
 }
 
 #[derive(Args, Debug)]

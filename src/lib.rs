@@ -11,6 +11,7 @@ pub mod env;
 pub mod error;
 pub mod experiment;
 pub mod fit;
+pub mod flowgraph;
 pub mod interrupt;
 pub mod job;
 pub mod jobfile;

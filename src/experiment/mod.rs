@@ -2,6 +2,7 @@
 //! and returns one `Run`. They know nothing of sockets or shared memory.
 
 pub mod curve;
+pub mod flowgraph;
 pub mod roundtrip;
 pub mod stream;
 pub mod suite;

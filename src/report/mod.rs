@@ -6,6 +6,7 @@ pub mod csv;
 pub mod curve;
 pub mod figure;
 pub mod figures;
+pub mod flowgraph;
 pub mod headline;
 pub mod html;
 pub mod json;

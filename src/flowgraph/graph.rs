@@ -1,0 +1,250 @@
+//! One flowgraph, built and measured: source → M saxpy → sink over rings of
+//! `buffers × chunk` items, run by a scheduler while the coordinator reads
+//! the sink's count twice, after a warm-up and after the measuring time.
+
+use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
+use super::ring::channel;
+use super::saxpy::Kernel;
+use super::sched::{self, Scheduler};
+use crate::error::{Error, Result};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc;
+use std::time::{Duration, Instant};
+
+/// How one point runs.
+#[derive(Clone, Debug)]
+pub struct Config {
+    /// M, the saxpy blocks.
+    pub blocks: usize,
+    /// The N cores, in order.
+    pub cpus: Vec<usize>,
+    /// Items per work call (the buffer size, in f32).
+    pub chunk: usize,
+    /// Ring capacity in chunks.
+    pub buffers: usize,
+    pub warmup: Duration,
+    pub duration: Duration,
+    /// Stop after the source made this many items, instead of after `duration`.
+    pub items: Option<u64>,
+    /// How long the scheduler may take to wind down once told to stop.
+    pub timeout: Duration,
+}
+
+/// What one point measured.
+#[derive(Clone, Copy, Debug)]
+pub struct Measured {
+    pub samples_per_s: f64,
+    /// Items counted between the two readings, and the seconds between them.
+    pub items: u64,
+    pub seconds: f64,
+}
+
+/// Where ring `k` starts: 1 KiB + 64 B further round each successive ring,
+/// so a block's input and output never sit at the same offset modulo 4 KiB.
+fn start(k: usize) -> usize {
+    k * (1024 + 64) / 4
+}
+
+/// source → `cfg.blocks` saxpy → sink.
+pub fn build(
+    cfg: &Config,
+    kernel: Kernel,
+    notify: bool,
+    stop: Arc<AtomicBool>,
+) -> Result<(Vec<Box<dyn Block>>, Meter)> {
+    let cap = cfg.chunk * cfg.buffers;
+    let (tx, mut rx) = channel(cap, start(0), notify)?;
+    let mut blocks: Vec<Box<dyn Block>> =
+        vec![Box::new(DummySource::new(tx, cfg.chunk, cfg.items, stop))];
+    for k in 1..=cfg.blocks {
+        let (t, r) = channel(cap, start(k), notify)?;
+        blocks.push(Box::new(Saxpy::new(rx, t, kernel, cfg.chunk)));
+        rx = r;
+    }
+    let (sink, meter) = BenchmarkSink::new(rx);
+    blocks.push(Box::new(sink));
+    Ok((blocks, meter))
+}
+
+/// A started flowgraph: the sink's meter, and the call that runs it on its
+/// own threads until stopped.
+pub type Started = (Meter, Box<dyn FnOnce() -> Result<()> + Send>);
+
+/// Something the coordinator can measure, given the stop flag.
+pub type Start = Box<dyn FnOnce(Arc<AtomicBool>) -> Result<Started>>;
+
+/// Measures a flowgraph under `kind`.
+pub fn measure(
+    kind: Scheduler,
+    cfg: &Config,
+    kernel: Kernel,
+    interrupt: &AtomicBool,
+) -> Result<Measured> {
+    let c = cfg.clone();
+    let start: Start = if kind == Scheduler::Ring {
+        Box::new(move |stop| super::reference::ring(&c, kernel, stop))
+    } else {
+        Box::new(move |stop| {
+            let (blocks, meter) = build(&c, kernel, kind.sleeps(), stop)?;
+            let cpus = c.cpus.clone();
+            let run: Box<dyn FnOnce() -> Result<()> + Send> =
+                Box::new(move || sched::run(kind, blocks, &cpus));
+            Ok((meter, run))
+        })
+    };
+    coordinate(start, cfg, kind.name(), interrupt)
+}
+
+/// Runs what `start` makes on a thread of its own; reads the meter after
+/// the warm-up and after the measuring time (or when the run ends by
+/// itself, with `items`); then stops it and waits, within the timeout.
+fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) -> Result<Measured> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let (meter, run) = start(stop.clone())?;
+    let (done_tx, done_rx) = mpsc::channel();
+    std::thread::Builder::new()
+        .name("xb-fg-run".into())
+        .spawn(move || {
+            let _ = done_tx.send(run());
+        })
+        .map_err(|e| Error::run(format!("starting the flowgraph: {e}")))?;
+    // Waits up to `d`, returning early if the run ended or the user stopped it.
+    let wait = |d: Duration| -> Option<Result<()>> {
+        let until = Instant::now() + d;
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || interrupt.load(Ordering::Relaxed) {
+                return None;
+            }
+            match done_rx.recv_timeout(left.min(Duration::from_millis(20))) {
+                Ok(r) => return Some(r),
+                Err(mpsc::RecvTimeoutError::Timeout) => {}
+                Err(mpsc::RecvTimeoutError::Disconnected) => {
+                    return Some(Err(Error::run(format!("the {what} flowgraph thread died"))));
+                }
+            }
+        }
+    };
+    let finished = |r: Result<()>, from: (u64, Instant)| -> Result<Measured> {
+        r?;
+        let (n, t) = (meter.items() - from.0, from.1.elapsed().as_secs_f64());
+        Ok(Measured {
+            samples_per_s: n as f64 / t,
+            items: n,
+            seconds: t,
+        })
+    };
+    let zero = (0, Instant::now());
+    if let Some(r) = wait(cfg.warmup) {
+        // Ended (an --items run) before the warm-up was over: the whole run counts.
+        return finished(r, zero);
+    }
+    let first = (meter.items(), Instant::now());
+    let budget = if cfg.items.is_some() {
+        Duration::from_secs(3600)
+    } else {
+        cfg.duration
+    };
+    if let Some(r) = wait(budget) {
+        return finished(r, first);
+    }
+    let (n, t) = (meter.items() - first.0, first.1.elapsed().as_secs_f64());
+    let interrupted = interrupt.load(Ordering::Relaxed);
+    stop.store(true, Ordering::Relaxed);
+    match done_rx.recv_timeout(cfg.timeout) {
+        Ok(r) => r?,
+        Err(_) => {
+            return Err(Error::run(format!(
+                "the {what} scheduler did not wind down within {:?} of being stopped",
+                cfg.timeout
+            )));
+        }
+    }
+    if interrupted {
+        return Err(Error::Interrupted);
+    }
+    Ok(Measured {
+        samples_per_s: n as f64 / t,
+        items: n,
+        seconds: t,
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn cfg(n: usize, m: usize, items: Option<u64>) -> Config {
+        let cpus = crate::placement::allowed_cpus();
+        Config {
+            blocks: m,
+            cpus: (0..n).map(|i| cpus[i % cpus.len()]).collect(),
+            chunk: 1024,
+            buffers: n + 1,
+            warmup: Duration::from_millis(10),
+            duration: Duration::from_millis(50),
+            items,
+            timeout: Duration::from_secs(20),
+        }
+    }
+
+    /// Every scheduler runs every (N, M) it accepts to the end: the sink
+    /// counts exactly what the source made, and every thread exits.
+    #[test]
+    fn every_scheduler_finishes_every_grid_point_with_every_item() {
+        let (kernel, _) = crate::flowgraph::saxpy::best();
+        for n in 1..=2 {
+            for m in n..=3 * n {
+                for s in Scheduler::ALL
+                    .into_iter()
+                    .filter(|s| s.applies(n) && *s != Scheduler::Ring)
+                {
+                    let c = cfg(n, m, Some(300_000));
+                    let stop = Arc::new(AtomicBool::new(false));
+                    let (blocks, meter) = build(&c, kernel, s.sleeps(), stop).unwrap();
+                    let (tx, rx) = mpsc::channel();
+                    let cpus = c.cpus.clone();
+                    std::thread::spawn(move || {
+                        let _ = tx.send(sched::run(s, blocks, &cpus));
+                    });
+                    rx.recv_timeout(Duration::from_secs(60))
+                        .unwrap_or_else(|_| panic!("{} N={n} M={m} hung", s.name()))
+                        .unwrap();
+                    assert_eq!(meter.items(), 300_000, "{} N={n} M={m}", s.name());
+                }
+            }
+        }
+    }
+
+    /// Stopped by time, each scheduler and the ring wind down and report a rate.
+    #[test]
+    fn measured_points_stop_on_time_and_count_items() {
+        let (kernel, _) = crate::flowgraph::saxpy::best();
+        let none = AtomicBool::new(false);
+        for n in 1..=2 {
+            for s in Scheduler::ALL.into_iter().filter(|s| s.applies(n)) {
+                let got = measure(s, &cfg(n, n + 1, None), kernel, &none).unwrap();
+                assert!(
+                    got.items > 0 && got.samples_per_s > 0.0,
+                    "{} N={n}",
+                    s.name()
+                );
+                assert!(
+                    got.seconds >= 0.04 && got.seconds < 5.0,
+                    "{} N={n}: {}",
+                    s.name(),
+                    got.seconds
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn the_ring_reference_stops_after_its_items() {
+        let (kernel, _) = crate::flowgraph::saxpy::best();
+        let none = AtomicBool::new(false);
+        let got = measure(Scheduler::Ring, &cfg(2, 3, Some(200_000)), kernel, &none).unwrap();
+        assert!(got.items > 0);
+    }
+}

@@ -1,0 +1,193 @@
+//! The references no runtime can beat: the Saxpy kernel alone on one core
+//! over a scan of buffer sizes (the seed's `scan-buffer-size`), and the
+//! multi-kernel ring — N pinned threads passing N+1 buffers around, each
+//! running its static share of the M kernels, with nothing else in the way.
+
+use super::block::Meter;
+use super::graph::Config;
+use super::ring::{PAGE, Padded};
+use super::saxpy::{Kernel, Pair};
+use super::sched::partition;
+use crate::error::{Error, Result};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::time::{Duration, Instant};
+
+/// Samples/s of the kernel alone on `n` floats, best of repeated batches
+/// over about `time`.
+pub fn kernel_rate(kernel: Kernel, n: usize, time: Duration) -> f64 {
+    let mut pair = Pair::new(n);
+    for _ in 0..3 {
+        pair.run(kernel, 1.000_001, 0.5);
+    }
+    // About a million items per batch, at least one call.
+    let reps = (1 << 20) / n.max(1) + 1;
+    let end = Instant::now() + time;
+    let mut best = 0.0f64;
+    loop {
+        let t = Instant::now();
+        for _ in 0..reps {
+            pair.run(kernel, 1.000_001, 0.5);
+        }
+        let dt = t.elapsed().as_secs_f64();
+        best = best.max((reps * n) as f64 / dt);
+        if Instant::now() >= end {
+            return best;
+        }
+    }
+}
+
+/// A single-producer/single-consumer queue of buffer numbers.
+struct IndexQueue {
+    slots: Vec<AtomicUsize>,
+    head: Padded<AtomicUsize>,
+    tail: Padded<AtomicUsize>,
+}
+
+impl IndexQueue {
+    fn new(cap: usize) -> IndexQueue {
+        IndexQueue {
+            slots: (0..cap.next_power_of_two())
+                .map(|_| AtomicUsize::new(0))
+                .collect(),
+            head: Padded(AtomicUsize::new(0)),
+            tail: Padded(AtomicUsize::new(0)),
+        }
+    }
+
+    /// Never overfills: only N+1 buffers exist and the capacity is larger.
+    fn push(&self, v: usize) {
+        let h = self.head.0.load(Ordering::Relaxed);
+        self.slots[h & (self.slots.len() - 1)].store(v, Ordering::Relaxed);
+        self.head.0.store(h + 1, Ordering::Release);
+    }
+
+    fn pop(&self) -> Option<usize> {
+        let t = self.tail.0.load(Ordering::Relaxed);
+        if self.head.0.load(Ordering::Acquire) == t {
+            return None;
+        }
+        let v = self.slots[t & (self.slots.len() - 1)].load(Ordering::Relaxed);
+        self.tail.0.store(t + 1, Ordering::Release);
+        Some(v)
+    }
+}
+
+/// Page-aligned blocks of f32 handed between threads by number.
+struct Buffers {
+    mem: Vec<f32>,
+    base: usize,
+    stride: usize,
+}
+
+// SAFETY: a buffer number is held by one thread at a time (handed over
+// through an IndexQueue with release/acquire); scratch areas are per thread.
+unsafe impl Sync for Buffers {}
+unsafe impl Send for Buffers {}
+
+impl Buffers {
+    /// `count` areas of `n` floats, each starting 1 KiB + 64 B further past a
+    /// page boundary than the one before (no 4 KiB aliasing between them).
+    fn new(count: usize, n: usize) -> Buffers {
+        let page = PAGE / 4;
+        let stride = n.div_ceil(page) * page + page + (1024 + 64) / 4;
+        let mem = vec![0.25f32; page + count * stride];
+        let base = mem.as_ptr().align_offset(PAGE);
+        Buffers { mem, base, stride }
+    }
+
+    fn ptr(&self, i: usize) -> *mut f32 {
+        // SAFETY: within the allocation; see `new`.
+        unsafe { (self.mem.as_ptr() as *mut f32).add(self.base + i * self.stride) }
+    }
+}
+
+/// Starts the ring reference for `cfg` (N = its CPUs, M = its blocks); the
+/// returned closure runs it until `stop`, counting items out of the last
+/// thread.
+pub fn ring(
+    cfg: &Config,
+    kernel: Kernel,
+    stop: Arc<AtomicBool>,
+) -> Result<super::graph::Started> {
+    let n = cfg.cpus.len();
+    if n == 0 {
+        return Err(Error::usage("the ring reference needs at least one core"));
+    }
+    let shares = partition(cfg.blocks, n);
+    let nbuf = cfg.buffers.max(2);
+    let items = cfg.chunk;
+    // Buffers 0..nbuf circulate; nbuf + k is thread k's scratch.
+    let bufs = Arc::new(Buffers::new(nbuf + n, items));
+    let queues: Arc<Vec<IndexQueue>> =
+        Arc::new((0..n).map(|_| IndexQueue::new(nbuf + 1)).collect());
+    for b in 0..nbuf {
+        queues[0].push(b);
+    }
+    let meter = Meter::default();
+    let m2 = meter.clone();
+    let cpus = cfg.cpus.clone();
+    let limit = cfg.items;
+    let run = Box::new(move || -> Result<()> {
+        let handles: Vec<_> = (0..n)
+            .map(|k| {
+                let (bufs, queues, stop, meter) =
+                    (bufs.clone(), queues.clone(), stop.clone(), m2.clone());
+                let (cpu, share) = (cpus[k], shares[k]);
+                std::thread::Builder::new()
+                    .name(format!("xb-ring-{cpu}"))
+                    .spawn(move || -> Result<()> {
+                        crate::placement::pin_current(cpu)?;
+                        let scratch = bufs.ptr(nbuf + k);
+                        let mut count = 0u64;
+                        loop {
+                            let Some(b) = queues[k].pop() else {
+                                if stop.load(Ordering::Relaxed) {
+                                    return Ok(());
+                                }
+                                std::hint::spin_loop();
+                                continue;
+                            };
+                            let mut src = bufs.ptr(b);
+                            let mut dst = scratch;
+                            for _ in 0..share {
+                                // SAFETY: this thread holds buffer b and its own
+                                // scratch; both are `items` long and disjoint.
+                                let (x, y) = unsafe {
+                                    (
+                                        std::slice::from_raw_parts(src, items),
+                                        std::slice::from_raw_parts_mut(dst, items),
+                                    )
+                                };
+                                kernel(1.000_001, 0.5, x, y);
+                                std::mem::swap(&mut src, &mut dst);
+                            }
+                            queues[(k + 1) % n].push(b);
+                            if k == n - 1 {
+                                count += items as u64;
+                                meter.set(count);
+                                if limit.is_some_and(|l| count >= l) {
+                                    stop.store(true, Ordering::Relaxed);
+                                }
+                            }
+                            if stop.load(Ordering::Relaxed) {
+                                return Ok(());
+                            }
+                        }
+                    })
+                    .map_err(|e| Error::run(format!("starting a ring thread: {e}")))
+            })
+            .collect::<Result<Vec<_>>>()?;
+        let mut first = Ok(());
+        for h in handles {
+            let r = h
+                .join()
+                .unwrap_or_else(|_| Err(Error::run("a ring thread panicked")));
+            if first.is_ok() {
+                first = r;
+            }
+        }
+        first
+    });
+    Ok((meter, run))
+}

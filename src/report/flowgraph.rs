@@ -1,0 +1,110 @@
+//! Flowgraph tables: per core count, rows M, a column per scheduler with
+//! samples/s and the share of the static bound, then the bounds; the kernel
+//! scan; the conditions.
+
+use super::csv::field;
+use super::figure::si;
+use super::table::{conditions, markdown};
+use crate::experiment::flowgraph::FlowRun;
+use crate::units::format_size;
+use std::fmt::Write;
+
+pub fn render(run: &FlowRun) -> String {
+    let mut o = String::new();
+    let x = &run.extra;
+    let _ = writeln!(
+        o,
+        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler, and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers; the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around.\n",
+        x.kernel,
+        si(x.kernel_only_sps),
+        format_size(x.kernel_only_buffer_bytes)
+    );
+    let mut cores: Vec<usize> = run.points.iter().map(|p| p.cores).collect();
+    cores.dedup();
+    cores.sort_unstable();
+    cores.dedup();
+    for n in cores {
+        let pts: Vec<_> = run.points.iter().filter(|p| p.cores == n).collect();
+        let mut scheds: Vec<&str> = Vec::new();
+        let mut ms: Vec<usize> = Vec::new();
+        for p in &pts {
+            if !scheds.contains(&p.scheduler) {
+                scheds.push(p.scheduler);
+            }
+            if !ms.contains(&p.blocks) {
+                ms.push(p.blocks);
+            }
+        }
+        let cpus = pts
+            .first()
+            .map_or(String::new(), |p| crate::placement::compact(&p.cpus));
+        let _ = writeln!(o, "### N = {n} (cpus {cpus})\n");
+        let mut header = vec!["M".to_string()];
+        header.extend(scheds.iter().map(|s| s.to_string()));
+        header.push("ideal static".into());
+        header.push("ideal dynamic".into());
+        let rows: Vec<Vec<String>> = ms
+            .iter()
+            .map(|&m| {
+                let mut r = vec![m.to_string()];
+                for s in &scheds {
+                    r.push(
+                        pts.iter()
+                            .find(|p| p.blocks == m && p.scheduler == *s)
+                            .map_or("—".into(), |p| {
+                                format!("{} ({:.0}%)", si(p.samples_per_s), p.efficiency * 100.0)
+                            }),
+                    );
+                }
+                let any = pts.iter().find(|p| p.blocks == m);
+                r.push(any.map_or("—".into(), |p| si(p.ideal_static_sps)));
+                r.push(any.map_or("—".into(), |p| si(p.ideal_dynamic_sps)));
+                r
+            })
+            .collect();
+        o.push_str(&markdown(&header, &rows));
+        o.push('\n');
+    }
+    if !x.kernel_scan.is_empty() {
+        let _ = writeln!(o, "### Kernel alone, one core (scan-buffer-size)\n");
+        let header = vec!["buffer".to_string(), "samples/s".to_string()];
+        let rows: Vec<Vec<String>> = x
+            .kernel_scan
+            .iter()
+            .map(|s| vec![format_size(s.buffer_bytes), si(s.samples_per_s)])
+            .collect();
+        o.push_str(&markdown(&header, &rows));
+        o.push('\n');
+    }
+    o.push_str(&conditions(run));
+    o
+}
+
+pub const CSV_HEADER: &str = "scheduler,cores,blocks,samples_per_s,ideal_dynamic_sps,ideal_static_sps,efficiency,efficiency_dynamic,buffer_bytes,buffers,cpus,items,measured_s,complete";
+
+pub fn csv(run: &FlowRun) -> String {
+    let mut o = String::from(CSV_HEADER);
+    o.push('\n');
+    for p in &run.points {
+        let cpus: Vec<String> = p.cpus.iter().map(|c| c.to_string()).collect();
+        let _ = writeln!(
+            o,
+            "{},{},{},{:.0},{:.0},{:.0},{:.4},{:.4},{},{},{},{},{:.6},{}",
+            p.scheduler,
+            p.cores,
+            p.blocks,
+            p.samples_per_s,
+            p.ideal_dynamic_sps,
+            p.ideal_static_sps,
+            p.efficiency,
+            p.efficiency_dynamic,
+            p.buffer_bytes,
+            p.buffers,
+            field(&cpus.join(" ")),
+            p.items,
+            p.measured_s,
+            run.complete
+        );
+    }
+    o
+}
