@@ -40,7 +40,8 @@ pub struct DummySource {
 }
 
 impl DummySource {
-    pub fn new(out: Producer, chunk: usize, items: Option<u64>, stop: Arc<AtomicBool>) -> Self {
+    pub fn new(mut out: Producer, chunk: usize, items: Option<u64>, stop: Arc<AtomicBool>) -> Self {
+        out.set_want(chunk);
         DummySource {
             out,
             stop,
@@ -97,7 +98,9 @@ pub struct Saxpy {
 }
 
 impl Saxpy {
-    pub fn new(inp: Consumer, out: Producer, kernel: Kernel, chunk: usize) -> Self {
+    pub fn new(mut inp: Consumer, mut out: Producer, kernel: Kernel, chunk: usize) -> Self {
+        inp.set_want(chunk);
+        out.set_want(chunk);
         Saxpy {
             inp,
             out,

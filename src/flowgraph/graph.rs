@@ -175,6 +175,14 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
 mod tests {
     use super::*;
 
+    /// Pinned spinning threads of two tests on one core would starve each
+    /// other's sleeping schedulers: these tests take turns.
+    static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+    fn turn() -> std::sync::MutexGuard<'static, ()> {
+        ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
     fn cfg(n: usize, m: usize, items: Option<u64>) -> Config {
         let cpus = crate::placement::allowed_cpus();
         Config {
@@ -193,6 +201,7 @@ mod tests {
     /// counts exactly what the source made, and every thread exits.
     #[test]
     fn every_scheduler_finishes_every_grid_point_with_every_item() {
+        let _t = turn();
         let (kernel, _) = crate::flowgraph::saxpy::best();
         for n in 1..=2 {
             for m in n..=3 * n {
@@ -220,6 +229,7 @@ mod tests {
     /// Stopped by time, each scheduler and the ring wind down and report a rate.
     #[test]
     fn measured_points_stop_on_time_and_count_items() {
+        let _t = turn();
         let (kernel, _) = crate::flowgraph::saxpy::best();
         let none = AtomicBool::new(false);
         for n in 1..=2 {
@@ -242,6 +252,7 @@ mod tests {
 
     #[test]
     fn the_ring_reference_stops_after_its_items() {
+        let _t = turn();
         let (kernel, _) = crate::flowgraph::saxpy::best();
         let none = AtomicBool::new(false);
         let got = measure(Scheduler::Ring, &cfg(2, 3, Some(200_000)), kernel, &none).unwrap();

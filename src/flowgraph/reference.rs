@@ -105,11 +105,7 @@ impl Buffers {
 /// Starts the ring reference for `cfg` (N = its CPUs, M = its blocks); the
 /// returned closure runs it until `stop`, counting items out of the last
 /// thread.
-pub fn ring(
-    cfg: &Config,
-    kernel: Kernel,
-    stop: Arc<AtomicBool>,
-) -> Result<super::graph::Started> {
+pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<super::graph::Started> {
     let n = cfg.cpus.len();
     if n == 0 {
         return Err(Error::usage("the ring reference needs at least one core"));
@@ -138,29 +134,33 @@ pub fn ring(
                     .name(format!("xb-ring-{cpu}"))
                     .spawn(move || -> Result<()> {
                         crate::placement::pin_current(cpu)?;
-                        let scratch = bufs.ptr(nbuf + k);
+                        // This thread's spare buffer. A kernel reads one buffer and
+                        // writes the other; after an odd number of kernels the result
+                        // is in the spare, so the two swap names and the buffer passed
+                        // on always holds the data just written, as in a real chain
+                        // (whose cost of moving written data between cores the ring
+                        // must pay too).
+                        let mut spare = nbuf + k;
                         let mut count = 0u64;
                         loop {
-                            let Some(b) = queues[k].pop() else {
+                            let Some(mut b) = queues[k].pop() else {
                                 if stop.load(Ordering::Relaxed) {
                                     return Ok(());
                                 }
                                 std::hint::spin_loop();
                                 continue;
                             };
-                            let mut src = bufs.ptr(b);
-                            let mut dst = scratch;
                             for _ in 0..share {
-                                // SAFETY: this thread holds buffer b and its own
-                                // scratch; both are `items` long and disjoint.
+                                // SAFETY: this thread holds buffer b and its spare;
+                                // both are `items` long and disjoint.
                                 let (x, y) = unsafe {
                                     (
-                                        std::slice::from_raw_parts(src, items),
-                                        std::slice::from_raw_parts_mut(dst, items),
+                                        std::slice::from_raw_parts(bufs.ptr(b), items),
+                                        std::slice::from_raw_parts_mut(bufs.ptr(spare), items),
                                     )
                                 };
                                 kernel(1.000_001, 0.5, x, y);
-                                std::mem::swap(&mut src, &mut dst);
+                                std::mem::swap(&mut b, &mut spare);
                             }
                             queues[(k + 1) % n].push(b);
                             if k == n - 1 {

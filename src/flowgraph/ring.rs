@@ -97,16 +97,22 @@ fn map(bytes: usize) -> Result<*mut f32> {
     }
 }
 
-/// The producing end.
+/// The producing end. It keeps the last consumer index it read and reads
+/// the shared one (a cache miss when the consumer runs on another core)
+/// only when the cached one shows less than `want` items free.
 pub struct Producer {
     ring: Arc<Ring>,
     head: usize,
+    tail_seen: usize,
+    want: usize,
 }
 
-/// The consuming end.
+/// The consuming end; caches the producer's index the same way.
 pub struct Consumer {
     ring: Arc<Ring>,
     tail: usize,
+    head_seen: std::cell::Cell<usize>,
+    want: usize,
 }
 
 /// A ring of at least `items` f32 (rounded up to a power of two of whole
@@ -132,8 +138,15 @@ pub fn channel(items: usize, start: usize, notify: bool) -> Result<(Producer, Co
         Producer {
             ring: ring.clone(),
             head: start,
+            tail_seen: start,
+            want: cap,
         },
-        Consumer { ring, tail: start },
+        Consumer {
+            ring,
+            tail: start,
+            head_seen: std::cell::Cell::new(start),
+            want: cap,
+        },
     ))
 }
 
@@ -160,10 +173,19 @@ impl Producer {
         self.ring.cap
     }
 
+    /// Reads the consumer's index only when fewer than `n` items look free
+    /// (default: the whole capacity, i.e. always).
+    pub fn set_want(&mut self, n: usize) {
+        self.want = n.min(self.ring.cap);
+    }
+
     /// The free space, one contiguous slice (empty when full).
     pub fn writable(&mut self) -> &mut [f32] {
         let r = &*self.ring;
-        let free = r.cap - (self.head - r.tail.0.load(Ordering::Acquire));
+        if r.cap - (self.head - self.tail_seen) < self.want {
+            self.tail_seen = r.tail.0.load(Ordering::Acquire);
+        }
+        let free = r.cap - (self.head - self.tail_seen);
         // SAFETY: the consumer never touches [head, tail + cap).
         unsafe { std::slice::from_raw_parts_mut(r.slice(self.head, free), free) }
     }
@@ -202,10 +224,18 @@ impl Drop for Producer {
 }
 
 impl Consumer {
+    /// Reads the producer's index only when fewer than `n` items look ready.
+    pub fn set_want(&mut self, n: usize) {
+        self.want = n.min(self.ring.cap);
+    }
+
     /// The items ready, one contiguous slice (empty when none).
     pub fn readable(&self) -> &[f32] {
         let r = &*self.ring;
-        let ready = r.head.0.load(Ordering::Acquire) - self.tail;
+        if self.head_seen.get() - self.tail < self.want {
+            self.head_seen.set(r.head.0.load(Ordering::Acquire));
+        }
+        let ready = self.head_seen.get() - self.tail;
         // SAFETY: the producer never touches [tail, head).
         unsafe { std::slice::from_raw_parts(r.slice(self.tail, ready), ready) }
     }

@@ -1,0 +1,150 @@
+//! `xferbench flowgraph` end to end: the JSON shape the report and peers
+//! read, the bounds' arithmetic, and one-line usage errors.
+
+mod common;
+
+use common::{finish, json, stderr, xferbench};
+use std::sync::Mutex;
+
+/// Flowgraph runs pin spinning threads: two at once on one core would
+/// starve each other's sleeping schedulers, so these tests take turns.
+static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
+
+fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
+
+fn f(v: &serde_json::Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+#[test]
+fn a_small_sweep_reports_every_point_with_its_bounds() {
+    let _t = turn();
+    let cores = std::thread::available_parallelism()
+        .map_or(1, |n| n.get())
+        .min(2);
+    let mut c = xferbench();
+    c.args([
+        "flowgraph",
+        "--cores",
+        &format!("1..{cores}"),
+        "--duration",
+        "60ms",
+        "--warmup",
+        "20ms",
+        "--kernel-sizes",
+        "1k,16k",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let o = finish(c);
+    let d = json(&o);
+    assert_eq!(d["experiment"], "flowgraph");
+    assert_eq!(d["complete"], true);
+    let k = f(&d, "kernel_only_sps");
+    assert!(k > 0.0);
+    let scan = d["kernel_scan"].as_array().unwrap();
+    assert_eq!(scan.len(), 2);
+    let best = scan
+        .iter()
+        .map(|s| f(s, "samples_per_s"))
+        .fold(0.0, f64::max);
+    assert_eq!(k, best, "the bounds use the best kernel rate of the scan");
+    let pts = d["points"].as_array().unwrap();
+    // N=1: M=1..3 × 6 schedulers; N=2: M=2..6 × 5 (no seq).
+    let want = if cores == 2 { 18 + 25 } else { 18 };
+    assert_eq!(pts.len(), want);
+    for p in pts {
+        let (n, m) = (f(p, "cores"), f(p, "blocks"));
+        assert!(m >= n && m <= 3.0 * n, "{p}");
+        let sps = f(p, "samples_per_s");
+        assert!(sps > 0.0, "{p}");
+        let dynamic = k * n / m;
+        let fixed = k / (m / n).ceil();
+        assert!(
+            (f(p, "ideal_dynamic_sps") - dynamic).abs() <= dynamic * 1e-9,
+            "{p}"
+        );
+        assert!(
+            (f(p, "ideal_static_sps") - fixed).abs() <= fixed * 1e-9,
+            "{p}"
+        );
+        assert!((f(p, "efficiency") - sps / fixed).abs() < 1e-9, "{p}");
+        assert_eq!(p["cpus"].as_array().unwrap().len(), n as usize);
+        if p["scheduler"] == "seq" {
+            assert_eq!(n, 1.0);
+        }
+    }
+    for s in [
+        "seq",
+        "static",
+        "thread-per-block",
+        "tokio",
+        "async-executor",
+        "ring",
+    ] {
+        assert!(pts.iter().any(|p| p["scheduler"] == s), "{s} missing");
+    }
+}
+
+#[test]
+fn table_and_csv_outputs() {
+    let _t = turn();
+    let base = [
+        "flowgraph",
+        "--cores",
+        "1",
+        "--blocks",
+        "1",
+        "--scheduler",
+        "seq,ring",
+        "--duration",
+        "30ms",
+        "--warmup",
+        "10ms",
+        "--kernel-sizes",
+        "4k",
+        "-q",
+    ];
+    let mut c = xferbench();
+    c.args(base);
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let t = String::from_utf8(o.stdout).unwrap();
+    assert!(
+        t.contains("| M |") && t.contains("seq") && t.contains("ring"),
+        "{t}"
+    );
+    assert!(t.contains("Kernel alone"), "{t}");
+    let mut c = xferbench();
+    c.args(base).args(["--format", "csv"]);
+    let o = finish(c);
+    let t = String::from_utf8(o.stdout).unwrap();
+    let lines: Vec<&str> = t.lines().collect();
+    assert!(lines[0].starts_with("scheduler,cores,blocks,samples_per_s"));
+    assert_eq!(lines.len(), 3, "{t}");
+}
+
+#[test]
+fn bad_flowgraph_options_are_one_line_usage_errors() {
+    for (args, want) in [
+        (vec!["--cores", "999"], "CPUs are available"),
+        (vec!["--cores", "0"], "not a count"),
+        (vec!["--blocks", "x"], "malformed list"),
+        (vec!["--buffers", "0"], "--buffers"),
+        (vec!["--buffer-size", "100"], "multiple of 64"),
+        (vec!["--cores", "2", "--scheduler", "seq"], "nothing to run"),
+        (vec!["--scheduler", "gnuradio"], "invalid value"),
+    ] {
+        let mut c = xferbench();
+        c.arg("flowgraph").args(&args);
+        let o = finish(c);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+}
