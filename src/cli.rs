@@ -393,9 +393,12 @@ pub struct FlowgraphArgs {
     /// Bytes each block moves per call, and the size of one ring buffer (the seed's 16 KiB).
     #[arg(long, value_parser = size_one, default_value = "16k")]
     pub buffer_size: u64,
-    /// Buffers in each ring: N+1 as in the seed, or a number.
+    /// Buffers circulating in the ring reference: N+1 as in the seed, or a number.
     #[arg(long, value_parser = buffer_count, default_value = "N+1")]
     pub buffers: String,
+    /// Capacity, in buffers, of a runtime ring between blocks on different threads (one filling while one drains); a ring between blocks on one thread holds one buffer.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), default_value = "2")]
+    pub edge_buffers: u32,
     /// Measuring time per point, after the warm-up.
     #[arg(long, value_parser = duration, default_value = "500ms")]
     #[serde(serialize_with = "ser_secs", rename = "duration_s")]

@@ -230,6 +230,7 @@ pub fn run(
             cpus: allowed[..n].to_vec(),
             chunk,
             buffers,
+            edge_buffers: args.edge_buffers as usize,
             warmup: args.warmup,
             duration: args.duration,
             items: args.items,

@@ -1,5 +1,5 @@
-//! One flowgraph, built and measured: source → M saxpy → sink over rings of
-//! `buffers × chunk` items, run by a scheduler while the coordinator reads
+//! One flowgraph, built and measured: source → M saxpy → sink over rings
+//! of one chunk (same thread) or `edge_buffers` chunks (across threads), run by a scheduler while the coordinator reads
 //! the sink's count twice, after a warm-up and after the measuring time.
 
 use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
@@ -21,8 +21,13 @@ pub struct Config {
     pub cpus: Vec<usize>,
     /// Items per work call (the buffer size, in f32).
     pub chunk: usize,
-    /// Ring capacity in chunks.
+    /// Buffers circulating in the ring reference (the seed's N+1).
     pub buffers: usize,
+    /// Capacity in chunks of a ring between blocks on different threads
+    /// (2: one filling while the other drains). A ring between blocks that
+    /// one thread runs in turn holds one chunk: more would only spread the
+    /// working set over more cache.
+    pub edge_buffers: usize,
     pub warmup: Duration,
     pub duration: Duration,
     /// Stop after the source made this many items, instead of after `duration`.
@@ -46,19 +51,25 @@ fn start(k: usize) -> usize {
     k * (1024 + 64) / 4
 }
 
-/// source → `cfg.blocks` saxpy → sink.
+/// source → `cfg.blocks` saxpy → sink, for scheduler `kind`.
 pub fn build(
     cfg: &Config,
+    kind: Scheduler,
     kernel: Kernel,
-    notify: bool,
     stop: Arc<AtomicBool>,
 ) -> Result<(Vec<Box<dyn Block>>, Meter)> {
-    let cap = cfg.chunk * cfg.buffers;
-    let (tx, mut rx) = channel(cap, start(0), notify)?;
+    let notify = kind.sleeps();
+    let threads = sched::threads(kind, cfg.blocks, cfg.cpus.len());
+    // Ring k joins block k to block k + 1.
+    let cap = |k: usize| match &threads {
+        Some(t) if t[k] == t[k + 1] => cfg.chunk,
+        _ => cfg.chunk * cfg.edge_buffers,
+    };
+    let (tx, mut rx) = channel(cap(0), start(0), notify)?;
     let mut blocks: Vec<Box<dyn Block>> =
         vec![Box::new(DummySource::new(tx, cfg.chunk, cfg.items, stop))];
     for k in 1..=cfg.blocks {
-        let (t, r) = channel(cap, start(k), notify)?;
+        let (t, r) = channel(cap(k), start(k), notify)?;
         blocks.push(Box::new(Saxpy::new(rx, t, kernel, cfg.chunk)));
         rx = r;
     }
@@ -86,7 +97,7 @@ pub fn measure(
         Box::new(move |stop| super::reference::ring(&c, kernel, stop))
     } else {
         Box::new(move |stop| {
-            let (blocks, meter) = build(&c, kernel, kind.sleeps(), stop)?;
+            let (blocks, meter) = build(&c, kind, kernel, stop)?;
             let cpus = c.cpus.clone();
             let run: Box<dyn FnOnce() -> Result<()> + Send> =
                 Box::new(move || sched::run(kind, blocks, &cpus));
@@ -190,6 +201,7 @@ mod tests {
             cpus: (0..n).map(|i| cpus[i % cpus.len()]).collect(),
             chunk: 1024,
             buffers: n + 1,
+            edge_buffers: 2,
             warmup: Duration::from_millis(10),
             duration: Duration::from_millis(50),
             items,
@@ -211,7 +223,7 @@ mod tests {
                 {
                     let c = cfg(n, m, Some(300_000));
                     let stop = Arc::new(AtomicBool::new(false));
-                    let (blocks, meter) = build(&c, kernel, s.sleeps(), stop).unwrap();
+                    let (blocks, meter) = build(&c, s, kernel, stop).unwrap();
                     let (tx, rx) = mpsc::channel();
                     let cpus = c.cpus.clone();
                     std::thread::spawn(move || {

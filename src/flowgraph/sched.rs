@@ -73,6 +73,23 @@ pub fn partition(m: usize, n: usize) -> Vec<usize> {
     (0..n).map(|i| m / n + usize::from(i < m % n)).collect()
 }
 
+/// The thread each block (source, M saxpy, sink) runs on, where the
+/// scheduler fixes it; `None` where blocks move between threads.
+pub fn threads(kind: Scheduler, m: usize, n: usize) -> Option<Vec<usize>> {
+    match kind {
+        Scheduler::Seq => Some(vec![0; m + 2]),
+        Scheduler::Static => {
+            let mut t = vec![0];
+            for (g, &k) in partition(m, n).iter().enumerate() {
+                t.extend(std::iter::repeat_n(g, k));
+            }
+            t.push(n - 1);
+            Some(t)
+        }
+        _ => None,
+    }
+}
+
 /// Runs `blocks` (source, saxpys…, sink, in flowgraph order) to completion
 /// on `cpus` (N of them) with the given scheduler.
 pub fn run(kind: Scheduler, blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
@@ -335,6 +352,13 @@ mod tests {
         assert_eq!(partition(7, 3), [3, 2, 2]);
         assert_eq!(partition(8, 3), [3, 3, 2]);
         assert_eq!(partition(3, 4), [1, 1, 1, 0]);
+        // Source with the first group, sink with the last.
+        assert_eq!(
+            threads(Scheduler::Static, 5, 2).unwrap(),
+            [0, 0, 0, 0, 1, 1, 1]
+        );
+        assert_eq!(threads(Scheduler::Seq, 2, 1).unwrap(), [0; 4]);
+        assert!(threads(Scheduler::Tokio, 2, 2).is_none());
         for n in 1..=4 {
             for m in n..=3 * n {
                 let p = partition(m, n);
