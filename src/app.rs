@@ -233,8 +233,8 @@ fn default_suite(cli: &Cli) -> Result<()> {
     let quiet = cli.quiet;
     if !quiet {
         eprintln!(
-            "xferbench: default suite: round trips, latency/bandwidth curves and a file stream on every local transport (about {} s); `xferbench --help` for more",
-            if opts.quick { 20 } else { 45 }
+            "xferbench: default suite: round trips, latency/bandwidth curves and a file stream on every local transport, and the flowgraph sweep (about {} s); `xferbench --help` for more",
+            if opts.quick { 30 } else { 70 }
         );
     }
     let note = |line: &str| {

@@ -628,7 +628,7 @@ fn default_suite_writes_the_report_and_every_part() {
         "{text}"
     );
     let html = std::fs::read_to_string(out.join("index.html")).expect("index.html written");
-    for part in ["roundtrip", "curve", "stream"] {
+    for part in ["roundtrip", "curve", "stream", "flowgraph"] {
         let d = read_json(&out.join(format!("{part}.json")));
         assert_eq!(d["complete"], true, "{part}");
         assert_eq!(d["experiment"], part);

@@ -1,11 +1,11 @@
 //! The default suite (`xferbench` with no arguments): the round-trip matrix
-//! and the latency/bandwidth curve on every local transport, and a short
-//! stream on a temporary file. Each part is an ordinary command line, parsed
+//! and the latency/bandwidth curve on every local transport, a short
+//! stream on a temporary file, and the flowgraph sweep. Each part is an ordinary command line, parsed
 //! as the user would type it and recorded in its results, so any part can be
 //! rerun alone. Writes the JSON of each part and an HTML report into one
 //! folder. Sized to finish in well under 90 s on 2 cores (`--quick`: half).
 
-use super::{Progress, curve, roundtrip, stream};
+use super::{Progress, curve, flowgraph, roundtrip, stream};
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::report::bundle::Report;
@@ -85,6 +85,14 @@ pub fn parts(quick: bool, job: &Path) -> Vec<Part> {
                 if quick { "4k,1m" } else { "4k,64k,1m" }.into(),
             ],
         },
+        Part {
+            name: "flowgraph",
+            args: words(if quick {
+                "flowgraph --duration 150ms --warmup 50ms --kernel-sizes 1k..64k"
+            } else {
+                "flowgraph --duration 300ms --warmup 100ms"
+            }),
+        },
     ]
 }
 
@@ -120,6 +128,10 @@ fn run_part(
         }
         Some(Command::Curve(a)) => {
             let (run, err) = curve::run(&a, stop, progress)?;
+            (to_value(serde_json::to_value(&run))?, err)
+        }
+        Some(Command::Flowgraph(a)) => {
+            let (run, err) = flowgraph::run(&a, stop, progress)?;
             (to_value(serde_json::to_value(&run))?, err)
         }
         Some(Command::Stream(a)) => {
@@ -377,6 +389,48 @@ pub fn summary(out: &Outcome) -> String {
             .collect();
         s.push_str(&markdown(&header, &rows));
         s.push('\n');
+    }
+    if let Some(r) = run("flowgraph") {
+        let k = num(&r.value, "kernel_only_sps").unwrap_or(0.0);
+        let mut header = vec!["flowgraph (samples/s)".to_string()];
+        let mut scheds: Vec<&str> = Vec::new();
+        let mut grid: Vec<(u64, u64)> = Vec::new();
+        for p in r.entries() {
+            if let Some(sc) = p["scheduler"].as_str()
+                && !scheds.contains(&sc)
+            {
+                scheds.push(sc);
+            }
+            let nm = (
+                p["cores"].as_u64().unwrap_or(0),
+                p["blocks"].as_u64().unwrap_or(0),
+            );
+            // The diagonal M = N: one kernel per core, the fairest case.
+            if nm.0 == nm.1 && !grid.contains(&nm) {
+                grid.push(nm);
+            }
+        }
+        header.extend(scheds.iter().map(|s| s.to_string()));
+        let rows: Vec<Vec<String>> = grid
+            .iter()
+            .map(|&(n, m)| {
+                let mut row = vec![format!("N={n} M={m}")];
+                row.extend(scheds.iter().map(|sc| {
+                    r.entries()
+                        .iter()
+                        .find(|p| p["scheduler"] == *sc && p["cores"] == n && p["blocks"] == m)
+                        .and_then(|p| num(p, "samples_per_s"))
+                        .map_or("—".into(), si)
+                }));
+                row
+            })
+            .collect();
+        s.push_str(&markdown(&header, &rows));
+        let _ = writeln!(
+            s,
+            "Saxpy kernel alone: {} samples/s (the ideal bound for one kernel).\n",
+            si(k)
+        );
     }
     let caveats: usize = out
         .runs
