@@ -144,28 +144,6 @@ mod tests {
     use super::*;
 
     #[test]
-    fn every_dataset_is_well_formed() {
-        let all = all();
-        assert_eq!(all.len(), 13);
-        for d in &all {
-            let std = standard_columns(d.experiment)
-                .unwrap_or_else(|| panic!("{}: unknown experiment {}", d.name, d.experiment));
-            if d.experiment == "flowgraph" {
-                assert!(std.iter().all(|c| d.col(c).is_some()), "{}", d.name);
-            } else {
-                assert_eq!(&d.columns[..std.len()], std, "{}", d.name);
-            }
-            assert!(!d.rows.is_empty(), "{}", d.name);
-            for (i, r) in d.rows.iter().enumerate() {
-                assert_eq!(r.len(), d.columns.len(), "{} row {i}", d.name);
-            }
-            for field in [d.title, d.source, d.notes] {
-                assert!(!field.trim().is_empty(), "{}", d.name);
-            }
-        }
-    }
-
-    #[test]
     fn accessors_reach_cells() {
         let d = find("bip-myrinet").unwrap();
         assert_eq!(d.col("oneway_us"), Some(1));
