@@ -9,9 +9,11 @@
 #
 # on N cores, N = 1..min(2, nproc), M = N..3N. The runs:
 #
-#   xferbench   `xferbench flowgraph --cores 1..N --format json` (all its
-#               schedulers: seq, static, thread-per-block, tokio,
-#               async-executor, ring) plus its kernel-only figure;
+#   xferbench   `xferbench flowgraph --cores N --blocks M --format json` at
+#               each point, right before the peers' runs of that point (all
+#               its schedulers: seq, static, thread-per-block, tokio,
+#               async-executor, ring); its kernel-only figure from one full
+#               buffer-size scan first;
 #   GNU Radio   Debian's gnuradio 3.10 (flowgraph/gnuradio_saxpy.py, run by
 #               /usr/bin/python3), the seed's two placements: "default" (every
 #               block's affinity = CPUs 0..N-1) and "custom" (consecutive
@@ -177,46 +179,12 @@ if [[ $PEERS == *" futuresdr "* ]]; then
 fi
 
 # ---- xferbench --------------------------------------------------------------
-XBJSON=
-if [[ -n ${XB_FLOWGRAPH_JSON:-} ]]; then
-    if [[ -r $XB_FLOWGRAPH_JSON ]]; then
-        XBJSON=$XB_FLOWGRAPH_JSON
-        echo "-- xferbench: the saved run $XBJSON (XB_FLOWGRAPH_JSON)"
-    else
-        error "XB_FLOWGRAPH_JSON=$XB_FLOWGRAPH_JSON is not readable"
-    fi
-else
-    echo "-- xferbench"
-    build_xb "$ROOT"
-    if [[ -n $XB ]]; then
-        if ! "$XB" flowgraph --help >/dev/null 2>&1; then
-            error "this xferbench has no 'flowgraph' subcommand"
-        else
-            xbargs=(flowgraph --cores "$C_LO..$C_HI" --format json -o "$TMP/xb.json" --quiet --duration "$DURATION")
-            [[ -n ${XB_BLOCKS:-} ]] && xbargs+=(--blocks "$XB_BLOCKS")
-            echo "   $XB ${xbargs[*]}"
-            # generous: 6 schedulers x every point x (window + warm-up)
-            npts=0
-            for ((n = C_LO; n <= C_HI; n++)); do npts=$((npts + $(blocks_for "$n" | wc -l))); done
-            lim=$(awk -v d="$DUR_S" -v p="$npts" 'BEGIN { printf "%d", 6 * p * (2 * d + 2) + 120 }')
-            timeout -k 5 "$lim" "$XB" "${xbargs[@]}" 2>"$TMP/xb.err"
-            rc=$?
-            if ((rc == 124 || rc == 137)); then
-                error "xferbench flowgraph timed out after ${lim}s"
-            elif ((rc != 0)); then
-                error "xferbench flowgraph failed (exit $rc): $(tail -n 3 "$TMP/xb.err" | tr '\n' ' ')"
-            else
-                XBJSON=$TMP/xb.json
-            fi
-        fi
-    fi
-fi
-
-# Reads the xferbench JSON into SPS["xb/<scheduler>/N/M"], KERNEL_ONLY and
-# XB_SCHEDS (in the order the file lists them).
+# read_xb FILE: reads an xferbench flowgraph JSON into SPS["xb/<scheduler>/N/M"],
+# KERNEL_ONLY (when the file has one) and XB_SCHEDS (first-seen order).
 KERNEL_ONLY= XB_SCHEDS=()
-if [[ -n $XBJSON ]]; then
-    if lines=$("$PY" - "$XBJSON" 2>"$TMP/json.err" <<'PY'
+read_xb() {
+    local lines kind a b c d
+    if ! lines=$("$PY" - "$1" 2>"$TMP/json.err" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 if d.get("experiment") != "flowgraph":
@@ -227,17 +195,56 @@ for p in d["points"]:
     print("point", p["scheduler"], int(p["cores"]), int(p["blocks"]), p["samples_per_s"])
 PY
     ); then
-        while read -r kind a b c d; do
-            if [[ $kind == kernel ]]; then
-                KERNEL_ONLY=$a
-            else
-                SPS["xb/$a/$b/$c"]=$d
-                [[ " ${XB_SCHEDS[*]} " == *" $a "* ]] || XB_SCHEDS+=("$a")
-            fi
-        done <<<"$lines"
-        echo "   xferbench: ${#XB_SCHEDS[@]} schedulers (${XB_SCHEDS[*]}), kernel_only_sps $(shown "$KERNEL_ONLY")"
+        error "xferbench's JSON $1 is unparsable: $(tail -n 1 "$TMP/json.err")"
+        return 1
+    fi
+    while read -r kind a b c d; do
+        if [[ $kind == kernel ]]; then
+            [[ -n $a && -z $KERNEL_ONLY ]] && KERNEL_ONLY=$a
+        else
+            SPS["xb/$a/$b/$c"]=$d
+            [[ " ${XB_SCHEDS[*]} " == *" $a "* ]] || XB_SCHEDS+=("$a")
+        fi
+    done <<<"$lines"
+}
+
+# xb_run OUT ARGS...: one xferbench flowgraph run under `timeout`.
+xb_run() {
+    local out=$1 lim rc
+    shift
+    lim=$(awk -v d="$DUR_S" 'BEGIN { printf "%d", 6 * 3 * (2 * d + 2) + 120 }')
+    timeout -k 5 "$lim" "$XB" flowgraph "$@" --format json -o "$out" --quiet 2>"$TMP/xb.err"
+    rc=$?
+    if ((rc == 124 || rc == 137)); then
+        error "xferbench flowgraph $* timed out after ${lim}s"
+    elif ((rc != 0)); then
+        error "xferbench flowgraph $* failed (exit $rc): $(tail -n 3 "$TMP/xb.err" | tr '\n' ' ')"
+    fi
+    return $rc
+}
+
+# xferbench runs point by point, right beside the peers at the same (N, M),
+# so a slow minute on this VM hits both sides of a ratio alike. Its
+# kernel-only rate (the full buffer-size scan) is measured once, first.
+XB_PAIRED=
+if [[ -n ${XB_FLOWGRAPH_JSON:-} ]]; then
+    if [[ -r $XB_FLOWGRAPH_JSON ]]; then
+        echo "-- xferbench: the saved run $XB_FLOWGRAPH_JSON (XB_FLOWGRAPH_JSON)"
+        read_xb "$XB_FLOWGRAPH_JSON"
     else
-        error "xferbench's JSON $XBJSON is unparsable: $(tail -n 1 "$TMP/json.err")"
+        error "XB_FLOWGRAPH_JSON=$XB_FLOWGRAPH_JSON is not readable"
+    fi
+else
+    echo "-- xferbench"
+    build_xb "$ROOT"
+    if [[ -n $XB ]]; then
+        if ! "$XB" flowgraph --help >/dev/null 2>&1; then
+            error "this xferbench has no 'flowgraph' subcommand"
+        elif xb_run "$TMP/xb-kernel.json" --cores 1 --blocks 1 --scheduler seq --duration "$DURATION"; then
+            read_xb "$TMP/xb-kernel.json"
+            XB_PAIRED=1
+            echo "   kernel_only_sps $(shown "$KERNEL_ONLY") (scan 256 B..8 MiB, one core)"
+        fi
     fi
 fi
 
@@ -255,6 +262,11 @@ fi
 for ((n = C_LO; n <= C_HI; n++)); do
     cpus="0-$((n - 1))"
     for m in $(blocks_for "$n"); do
+        if [[ -n $XB_PAIRED ]]; then
+            echo "   xferbench N=$n M=$m: every scheduler"
+            xb_run "$TMP/xb-$n-$m.json" --cores "$n" --blocks "$m" --duration "$DURATION" \
+                --kernel-sizes 16k && read_xb "$TMP/xb-$n-$m.json"
+        fi
         if [[ -n $HAVE_GR ]]; then
             for s in default custom; do
                 peer "gr/$s/$n/$m" "GNU Radio $s N=$n M=$m" \
