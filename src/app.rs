@@ -74,84 +74,101 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::Reference(a)) => crate::reference::run(&a),
         Some(Command::Report(a)) => report_cmd(&a),
         Some(Command::Respond(a)) => respond(a),
-        Some(Command::Curve(a)) => {
-            report::check_writable(a.common.output.as_deref())?;
-            let refs = references(&a.common.compare)?;
-            let stop = crate::interrupt::install();
-            let bar = Bar::new(cli.quiet);
-            let (run, err) = curve::run(&a, &stop, &bar)?;
-            if let Some(e @ Error::Usage(_)) = err {
-                return Err(e);
-            }
-            let text = match a.common.effective_format() {
-                Format::Table => report::curve::render(&run) + &comparison(&run, "curve", &refs)?,
-                Format::Json => report::json::render(&run)?,
-                Format::Csv => report::curve::csv(&run),
-            };
-            emit_run(&text, a.common.output.as_deref(), run.points.len(), err)
-        }
-        Some(Command::Stream(a)) => {
-            report::check_writable(a.output.as_deref())?;
-            let refs = references(&a.compare)?;
-            let stop = crate::interrupt::install();
-            let bar = Bar::new(cli.quiet);
-            let (run, err) = stream::run(&a, &stop, &bar)?;
-            if let Some(e @ Error::Usage(_)) = err {
-                return Err(e);
-            }
-            for w in &run.warnings {
+        Some(Command::Curve(a)) => measured(
+            &a.common.out,
+            cli.quiet,
+            |stop, bar| curve::run(&a, stop, bar),
+            |r| r.points.len(),
+            &Renderers {
+                table: &|r| Ok(report::curve::render(r)),
+                json: &|r| report::json::render(r),
+                csv: &|r| report::curve::csv(r),
+            },
+        ),
+        Some(Command::Stream(a)) => measured(
+            &a.out,
+            cli.quiet,
+            |stop, bar| {
+                let (run, err) = stream::run(&a, stop, bar)?;
                 if !cli.quiet {
-                    eprintln!("xferbench: warning: {w}");
+                    for w in &run.warnings {
+                        eprintln!("xferbench: warning: {w}");
+                    }
                 }
-            }
-            let text = match a.effective_format() {
-                Format::Table => {
-                    let json: serde_json::Value =
-                        serde_json::from_str(&report::stream::json(&run)?)
-                            .map_err(|e| Error::run(format!("encoding JSON: {e}")))?;
-                    report::stream::render(&run) + &comparison(&json, "stream", &refs)?
-                }
-                Format::Json => report::stream::json(&run)?,
-                Format::Csv => report::stream::csv(&run),
-            };
-            emit_run(&text, a.output.as_deref(), run.points.len(), err)
-        }
-        Some(Command::Flowgraph(a)) => {
-            report::check_writable(a.output.as_deref())?;
-            let refs = references(&a.compare)?;
-            let stop = crate::interrupt::install();
-            let bar = Bar::new(cli.quiet);
-            let (run, err) = crate::experiment::flowgraph::run(&a, &stop, &bar)?;
-            if let Some(e @ Error::Usage(_)) = err {
-                return Err(e);
-            }
-            let text = match a.effective_format() {
-                Format::Table => {
-                    report::flowgraph::render(&run) + &comparison(&run, "flowgraph", &refs)?
-                }
-                Format::Json => report::json::render(&run)?,
-                Format::Csv => report::flowgraph::csv(&run),
-            };
-            emit_run(&text, a.output.as_deref(), run.points.len(), err)
-        }
-        Some(Command::Roundtrip(a)) => {
-            report::check_writable(a.common.output.as_deref())?;
-            let refs = references(&a.common.compare)?;
-            let stop = crate::interrupt::install();
-            let bar = Bar::new(cli.quiet);
-            let (run, err) = roundtrip::run(&a, &stop, &bar)?;
-            // A usage error found on opening a link is not a result worth writing.
-            if let Some(e @ Error::Usage(_)) = err {
-                return Err(e);
-            }
-            let format = a.common.effective_format();
-            let mut text = report::render(&run, format, &a.common.stats, a.unit)?;
-            if format == Format::Table {
-                text += &comparison(&run, "roundtrip", &refs)?;
-            }
-            emit_run(&text, a.common.output.as_deref(), run.points.len(), err)
-        }
+                Ok((run, err))
+            },
+            |r| r.points.len(),
+            &Renderers {
+                table: &|r| Ok(report::stream::render(r)),
+                json: &|r| report::stream::json(r),
+                csv: &|r| report::stream::csv(r),
+            },
+        ),
+        Some(Command::Flowgraph(a)) => measured(
+            &a.out,
+            cli.quiet,
+            |stop, bar| crate::experiment::flowgraph::run(&a, stop, bar),
+            |r| r.points.len(),
+            &Renderers {
+                table: &|r| Ok(report::flowgraph::render(r)),
+                json: &|r| report::json::render(r),
+                csv: &|r| report::flowgraph::csv(r),
+            },
+        ),
+        Some(Command::Roundtrip(a)) => measured(
+            &a.common.out,
+            cli.quiet,
+            |stop, bar| roundtrip::run(&a, stop, bar),
+            |r| r.points.len(),
+            &Renderers {
+                table: &|r| Ok(report::table::render(r, &a.common.stats, a.unit)),
+                json: &|r| report::json::render(r),
+                csv: &|r| report::csv::render(r),
+            },
+        ),
     }
+}
+
+/// How one experiment's run is written in each format.
+struct Renderers<'a, R> {
+    table: &'a dyn Fn(&R) -> Result<String>,
+    json: &'a dyn Fn(&R) -> Result<String>,
+    csv: &'a dyn Fn(&R) -> String,
+}
+
+/// What every measuring command does around its experiment: checks that
+/// the output can be written and the `--compare` datasets exist before
+/// anything runs; runs with Ctrl-C handling and a progress bar; renders in
+/// the format asked (tables followed by the comparisons); writes, saying
+/// where partial results went.
+fn measured<R>(
+    out: &crate::cli::OutputArgs,
+    quiet: bool,
+    run: impl FnOnce(&std::sync::Arc<std::sync::atomic::AtomicBool>, &Bar) -> Result<(R, Option<Error>)>,
+    points: impl Fn(&R) -> usize,
+    render: &Renderers<R>,
+) -> Result<()> {
+    report::check_writable(out.output.as_deref())?;
+    let refs = references(&out.compare)?;
+    let stop = crate::interrupt::install();
+    let bar = Bar::new(quiet);
+    let (run, err) = run(&stop, &bar)?;
+    // A usage error found on opening a link is not a result worth writing.
+    if let Some(e @ Error::Usage(_)) = err {
+        return Err(e);
+    }
+    let text = match out.effective_format() {
+        Format::Table => {
+            let mut t = (render.table)(&run)?;
+            if !refs.is_empty() {
+                t += &comparison(&(render.json)(&run)?, &refs)?;
+            }
+            t
+        }
+        Format::Json => (render.json)(&run)?,
+        Format::Csv => (render.csv)(&run),
+    };
+    emit_run(&text, out.output.as_deref(), points(&run), err)
 }
 
 /// The datasets `--compare` names, checked before anything runs.
@@ -159,28 +176,18 @@ fn references(names: &[String]) -> Result<Vec<crate::reference::Dataset>> {
     names.iter().map(|n| crate::reference::find(n)).collect()
 }
 
-/// The comparison tables for a run's table output (empty without --compare).
-fn comparison<T: serde::Serialize>(
-    run: &T,
-    label: &str,
-    refs: &[crate::reference::Dataset],
-) -> Result<String> {
-    if refs.is_empty() {
-        return Ok(String::new());
-    }
-    let value = serde_json::to_value(run).map_err(|e| Error::run(format!("encoding JSON: {e}")))?;
-    let saved = report::saved::SavedRun::from_value(label, value)?;
+/// The comparison tables for a run's table output, from its JSON.
+fn comparison(json: &str, refs: &[crate::reference::Dataset]) -> Result<String> {
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| Error::run(format!("reading JSON back: {e}")))?;
+    let saved = report::saved::SavedRun::from_value("this run", value)?;
     let r = report::bundle::Report::new(vec![saved], refs);
     Ok(format!("\n{}", r.comparison_text()))
 }
 
 /// `xferbench report`: saved runs to HTML, SVG, or tables on stdout.
 fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
-    let refs = a
-        .compare
-        .iter()
-        .map(|n| crate::reference::find(n))
-        .collect::<Result<Vec<_>>>()?;
+    let refs = references(&a.compare)?;
     let runs = a
         .runs
         .iter()

@@ -159,18 +159,46 @@ pub struct CommonArgs {
     #[arg(long, value_parser = duration, default_value = "10s")]
     #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
     pub timeout: Duration,
+    /// Statistics to tabulate: count, mean, stddev, min, p50, p90, p99, p999, p9999, max.
+    #[arg(long, value_delimiter = ',', default_value = "mean,p99")]
+    pub stats: Vec<Stat>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub out: OutputArgs,
+}
+
+/// Where a measuring command's results go, and what is set beside them.
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct OutputArgs {
     /// Output format.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
     /// Write the output to this file instead of stdout (format from --format, or from the extension .json/.csv).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
-    /// Statistics to tabulate: count, mean, stddev, min, p50, p90, p99, p999, p9999, max.
-    #[arg(long, value_delimiter = ',', default_value = "mean,p99")]
-    pub stats: Vec<Stat>,
     /// Put published figures beside the results in the tables (column and ratio): names from `xferbench reference list`.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub compare: Vec<String>,
+}
+
+impl OutputArgs {
+    /// The format to write: `--format`, unless left at its default and the
+    /// output file's extension says otherwise.
+    pub fn effective_format(&self) -> Format {
+        if self.format != Format::Table {
+            return self.format;
+        }
+        match self
+            .output
+            .as_deref()
+            .and_then(|p| p.extension())
+            .and_then(|e| e.to_str())
+        {
+            Some("json") => Format::Json,
+            Some("csv") => Format::Csv,
+            _ => Format::Table,
+        }
+    }
 }
 
 impl CommonArgs {
@@ -180,23 +208,6 @@ impl CommonArgs {
             .flat_map(|l| l.0.iter())
             .cloned()
             .collect()
-    }
-
-    pub fn effective_format(&self) -> Format {
-        format_for(self.format, self.output.as_deref())
-    }
-}
-
-/// The format to write: `--format`, unless left at its default and the
-/// output file's extension says otherwise.
-fn format_for(format: Format, output: Option<&std::path::Path>) -> Format {
-    if format != Format::Table {
-        return format;
-    }
-    match output.and_then(|p| p.extension()).and_then(|e| e.to_str()) {
-        Some("json") => Format::Json,
-        Some("csv") => Format::Csv,
-        _ => Format::Table,
     }
 }
 
@@ -421,20 +432,9 @@ pub struct FlowgraphArgs {
     #[arg(long, value_parser = duration, default_value = "10s")]
     #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
     pub timeout: Duration,
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
-    /// Write the output to this file instead of stdout (format from --format, or the extension).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Put published figures beside the results (qsdr-kv260, qsdr-kv260-kernel).
-    #[arg(long, value_name = "NAME", value_delimiter = ',')]
-    pub compare: Vec<String>,
-}
-
-impl FlowgraphArgs {
-    pub fn effective_format(&self) -> Format {
-        format_for(self.format, self.output.as_deref())
-    }
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub out: OutputArgs,
 }
 
 fn size_one(s: &str) -> Result<u64, String> {
@@ -599,15 +599,9 @@ pub struct StreamArgs {
     #[arg(long, value_parser = duration, default_value = "10s")]
     #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
     pub timeout: Duration,
-    /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
-    pub format: Format,
-    /// Write the output to this file instead of stdout (format from --format, or the extension .json/.csv).
-    #[arg(short, long, value_name = "FILE")]
-    pub output: Option<PathBuf>,
-    /// Put published figures beside the results in the tables (column and ratio), e.g. xdma-aws-f1.
-    #[arg(long, value_name = "NAME", value_delimiter = ',')]
-    pub compare: Vec<String>,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub out: OutputArgs,
 }
 
 impl StreamArgs {
@@ -655,9 +649,5 @@ impl StreamArgs {
                 crate::error::Error::usage(format!("--bs {b}: {e}"))
             })?])
         }
-    }
-
-    pub fn effective_format(&self) -> Format {
-        format_for(self.format, self.output.as_deref())
     }
 }

@@ -307,3 +307,46 @@ fn bad_inputs_are_one_line_usage_errors() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
 }
+
+#[test]
+fn experiments_take_compare_too() {
+    let mut c = xferbench();
+    c.args([
+        "roundtrip",
+        "-t",
+        "pipe",
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--duration",
+        "30ms",
+        "-q",
+        "--compare",
+        "vollo-ia420f-user",
+    ]);
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8(o.stdout).unwrap();
+    // The seed's user-buffer 32×32 values (64 B each way): mean 1.8, p99 2.0.
+    let row = text
+        .lines()
+        .map(|l| l.split('|').map(str::trim).collect::<Vec<_>>())
+        .find(|c| c.len() > 9 && c[1] == "pipe user/block")
+        .unwrap_or_else(|| panic!("no comparison row: {text}"));
+    assert_eq!(
+        (row[2], row[3], row[5], row[8]),
+        ("64", "64", "1.8", "2.0"),
+        "{row:?}"
+    );
+    // A wrong name stops the run before it starts.
+    let mut c = xferbench();
+    c.args(["curve", "-t", "thread", "--compare", "nope"]);
+    let o = finish(c);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("unknown reference dataset"),
+        "{}",
+        stderr(&o)
+    );
+}
