@@ -176,6 +176,9 @@ impl Wake for ThreadWaker {
     }
 }
 
+/// Yields before a blocked thread sleeps on its buffer.
+const YIELDS: u32 = 16;
+
 fn thread_per_block(blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
     let cpus = cpus.to_vec();
     let handles = blocks
@@ -187,11 +190,20 @@ fn thread_per_block(blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
                 .spawn(move || -> Result<()> {
                     crate::placement::set_allowed(&cpus)?;
                     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
+                    let mut idle = 0u32;
                     loop {
                         match b.work() {
-                            Step::Worked(_) => {}
+                            Step::Worked(_) => idle = 0,
                             Step::Done => return Ok(()),
+                            // First hand the core to whichever block would
+                            // unblock this one (cheap when it shares the
+                            // core); sleep only if that does not help.
+                            Step::Blocked if idle < YIELDS => {
+                                idle += 1;
+                                std::thread::yield_now();
+                            }
                             Step::Blocked => {
+                                idle = 0;
                                 b.wait(&waker);
                                 match b.work() {
                                     Step::Blocked => {
