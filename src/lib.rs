@@ -16,6 +16,7 @@ pub mod interrupt;
 pub mod job;
 pub mod jobfile;
 pub mod list;
+pub mod loadgen;
 pub mod payload;
 pub mod placement;
 pub mod progress;

@@ -1,0 +1,324 @@
+//! Background load on chosen CPUs while a transfer path is measured, as
+//! rk11perf runs its RK11 requests while the CPU waits, runs a cheap ALU
+//! loop, the slowest instruction, or copies with maximal cache contention.
+//! Each load counts its own operations, so a report can show it really ran.
+
+use crate::error::{Error, Result};
+use serde::Serialize;
+use std::hint::black_box;
+use std::process::{Child, Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum LoadMode {
+    /// Nothing runs.
+    Idle,
+    /// Threads that sleep in a loop (the CPU idles, as on WAIT).
+    Wait,
+    /// A chain of dependent integer adds: busy, cheap, no memory traffic.
+    Alu,
+    /// A chain of dependent integer divisions: the slowest common instruction.
+    Slow,
+    /// Copies between buffers twice the last-level cache: maximal contention
+    /// for caches and memory bandwidth.
+    Memcopy,
+}
+
+impl LoadMode {
+    pub fn name(self) -> &'static str {
+        match self {
+            LoadMode::Idle => "idle",
+            LoadMode::Wait => "wait",
+            LoadMode::Alu => "alu",
+            LoadMode::Slow => "slow",
+            LoadMode::Memcopy => "memcopy",
+        }
+    }
+
+    /// What one counted operation is.
+    pub fn unit(self) -> &'static str {
+        match self {
+            LoadMode::Idle => "none",
+            LoadMode::Wait => "sleeps",
+            LoadMode::Alu => "adds",
+            LoadMode::Slow => "divisions",
+            LoadMode::Memcopy => "bytes copied",
+        }
+    }
+}
+
+/// What a load did while it ran.
+#[derive(Clone, Debug, Serialize)]
+pub struct LoadStats {
+    pub load: String,
+    /// Operations per second over all its threads (`unit` says what one is);
+    /// null for an external command, which xferbench cannot count.
+    pub ops_per_s: Option<f64>,
+    pub unit: &'static str,
+    pub cpus: Vec<usize>,
+    pub seconds: f64,
+}
+
+/// A running load.
+pub struct Background {
+    name: String,
+    mode: Option<LoadMode>,
+    stop: Arc<AtomicBool>,
+    ops: Arc<AtomicU64>,
+    threads: Vec<JoinHandle<Result<()>>>,
+    child: Option<Child>,
+    cpus: Vec<usize>,
+    started: Instant,
+}
+
+/// Bytes of the last-level cache of cpu0, where sysfs says.
+fn llc_bytes() -> Option<usize> {
+    (0..8)
+        .rev()
+        .filter_map(|i| {
+            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size"))
+                .ok()
+        })
+        .find_map(|s| {
+            let s = s.trim();
+            let (num, mul) = match s.strip_suffix('K') {
+                Some(n) => (n, 1 << 10),
+                None => match s.strip_suffix('M') {
+                    Some(n) => (n, 1 << 20),
+                    None => (s, 1),
+                },
+            };
+            num.parse::<usize>().ok().map(|n| n * mul)
+        })
+}
+
+/// Work between two updates of the shared counter.
+const BATCH: u64 = 1 << 16;
+
+fn body(mode: LoadMode, stop: &AtomicBool, ops: &AtomicU64) {
+    match mode {
+        LoadMode::Idle => {}
+        LoadMode::Wait => {
+            while !stop.load(Ordering::Relaxed) {
+                std::thread::sleep(Duration::from_micros(100));
+                ops.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+        LoadMode::Alu => {
+            let (mut x, mut y) = (black_box(1u64), black_box(3u64));
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..BATCH {
+                    x = x.wrapping_add(y);
+                    y = y.wrapping_add(x);
+                }
+                black_box((x, y));
+                ops.fetch_add(2 * BATCH, Ordering::Relaxed);
+            }
+        }
+        LoadMode::Slow => {
+            let d = black_box(7u64);
+            let mut x = black_box(u64::MAX - 12345);
+            while !stop.load(Ordering::Relaxed) {
+                for _ in 0..BATCH / 64 {
+                    // Each division waits for the one before.
+                    x = (x / d) | (1 << 63);
+                }
+                black_box(x);
+                ops.fetch_add(BATCH / 64, Ordering::Relaxed);
+            }
+        }
+        LoadMode::Memcopy => {
+            let half = (2 * llc_bytes().unwrap_or(32 << 20)).max(8 << 20);
+            let mut a = vec![1u8; half];
+            let mut b = vec![2u8; half];
+            let chunk = 1 << 20;
+            while !stop.load(Ordering::Relaxed) {
+                for off in (0..half).step_by(chunk) {
+                    let end = (off + chunk).min(half);
+                    b[off..end].copy_from_slice(&a[off..end]);
+                    ops.fetch_add((end - off) as u64, Ordering::Relaxed);
+                    if stop.load(Ordering::Relaxed) {
+                        break;
+                    }
+                }
+                std::mem::swap(&mut a, &mut b);
+                black_box(&a);
+            }
+        }
+    }
+}
+
+impl Background {
+    /// Starts `mode` with one thread pinned on each of `cpus`.
+    pub fn start(mode: LoadMode, cpus: &[usize]) -> Result<Background> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let ops = Arc::new(AtomicU64::new(0));
+        let mut threads = Vec::new();
+        if mode != LoadMode::Idle {
+            for &cpu in cpus {
+                let (stop, ops) = (stop.clone(), ops.clone());
+                threads.push(
+                    std::thread::Builder::new()
+                        .name(format!("xb-load-{}", mode.name()))
+                        .spawn(move || -> Result<()> {
+                            crate::placement::pin_current(cpu)?;
+                            body(mode, &stop, &ops);
+                            Ok(())
+                        })
+                        .map_err(|e| {
+                            Error::run(format!("starting the {} load: {e}", mode.name()))
+                        })?,
+                );
+            }
+        }
+        Ok(Background {
+            name: mode.name().into(),
+            mode: Some(mode),
+            stop,
+            ops,
+            threads,
+            child: None,
+            cpus: cpus.to_vec(),
+            started: Instant::now(),
+        })
+    }
+
+    /// Starts `sh -c CMD` (e.g. stress-ng) as the load; it is killed on stop.
+    pub fn command(cmd: &str) -> Result<Background> {
+        let child = Command::new("sh")
+            .arg("-c")
+            .arg(cmd)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .map_err(|e| Error::usage(format!("--load-cmd '{cmd}' could not start: {e}")))?;
+        Ok(Background {
+            name: format!("cmd: {cmd}"),
+            mode: None,
+            stop: Arc::new(AtomicBool::new(false)),
+            ops: Arc::new(AtomicU64::new(0)),
+            threads: Vec::new(),
+            child: Some(child),
+            cpus: Vec::new(),
+            started: Instant::now(),
+        })
+    }
+
+    /// Operations so far (0 for a command).
+    pub fn ops(&self) -> u64 {
+        self.ops.load(Ordering::Relaxed)
+    }
+
+    /// Stops the load and reports its rate.
+    pub fn stop(mut self) -> Result<LoadStats> {
+        let seconds = self.started.elapsed().as_secs_f64();
+        let ops = self.ops();
+        self.stop.store(true, Ordering::Relaxed);
+        let mut result = Ok(());
+        for t in self.threads.drain(..) {
+            let r = t
+                .join()
+                .unwrap_or_else(|_| Err(Error::run("a load thread panicked")));
+            if result.is_ok() {
+                result = r;
+            }
+        }
+        let external_died = match self.child.as_mut() {
+            Some(c) => {
+                let early = c.try_wait().ok().flatten();
+                let _ = c.kill();
+                let _ = c.wait();
+                early
+            }
+            None => None,
+        };
+        result?;
+        if let Some(status) = external_died {
+            return Err(Error::run(format!(
+                "the load command ended before the measurement did ({status}); it must run until killed"
+            )));
+        }
+        Ok(LoadStats {
+            load: self.name.clone(),
+            ops_per_s: match self.mode {
+                Some(LoadMode::Idle) | None => None,
+                Some(_) => Some(ops as f64 / seconds),
+            },
+            unit: self.mode.map_or("not counted", LoadMode::unit),
+            cpus: self.cpus.clone(),
+            seconds,
+        })
+    }
+}
+
+impl Drop for Background {
+    fn drop(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(c) = self.child.as_mut() {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// Each mode starts, does work at a measured rate, and stops cleanly.
+    #[test]
+    fn every_mode_runs_counts_and_stops() {
+        let cpu = crate::placement::allowed_cpus()[0];
+        for mode in [
+            LoadMode::Wait,
+            LoadMode::Alu,
+            LoadMode::Slow,
+            LoadMode::Memcopy,
+        ] {
+            let b = Background::start(mode, &[cpu]).unwrap();
+            std::thread::sleep(Duration::from_millis(150));
+            let s = b.stop().unwrap();
+            let rate = s.ops_per_s.unwrap();
+            let floor = match mode {
+                LoadMode::Wait => 100.0, // ~10k sleeps/s when idle
+                LoadMode::Alu => 1e7,
+                LoadMode::Slow => 1e5,
+                _ => 1e7, // bytes/s
+            };
+            assert!(rate > floor, "{}: {rate} {}/s", mode.name(), s.unit);
+        }
+        let s = Background::start(LoadMode::Idle, &[cpu])
+            .unwrap()
+            .stop()
+            .unwrap();
+        assert!(s.ops_per_s.is_none());
+    }
+
+    #[test]
+    fn divisions_are_slower_than_adds() {
+        let cpu = crate::placement::allowed_cpus()[0];
+        let rate = |m| {
+            let b = Background::start(m, &[cpu]).unwrap();
+            std::thread::sleep(Duration::from_millis(100));
+            b.stop().unwrap().ops_per_s.unwrap()
+        };
+        // A loose ratio: a dependent 64-bit division costs well over an add.
+        assert!(rate(LoadMode::Alu) > 3.0 * rate(LoadMode::Slow));
+    }
+
+    #[test]
+    fn an_external_command_runs_until_killed() {
+        let b = Background::command("sleep 30").unwrap();
+        std::thread::sleep(Duration::from_millis(50));
+        let s = b.stop().unwrap();
+        assert!(s.ops_per_s.is_none());
+        let b = Background::command("true").unwrap();
+        std::thread::sleep(Duration::from_millis(100));
+        assert!(b.stop().is_err(), "a command that exits early is an error");
+    }
+}
