@@ -115,6 +115,17 @@ fn dispatch(cli: Cli) -> Result<()> {
                 csv: &|r| report::flowgraph::csv(r),
             },
         ),
+        Some(Command::Load(a)) => measured(
+            &a.common.out,
+            cli.quiet,
+            |stop, bar| crate::experiment::load::run(&a, stop, bar),
+            |r| r.points.len(),
+            &Renderers {
+                table: &|r| Ok(report::load::render(r)),
+                json: &|r| report::json::render(r),
+                csv: &|r| report::load::csv(r),
+            },
+        ),
         Some(Command::Roundtrip(a)) => measured(
             &a.common.out,
             cli.quiet,

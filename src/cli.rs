@@ -40,6 +40,8 @@ pub enum Command {
     Stream(Box<StreamArgs>),
     /// Re-renders saved results (JSON) as an HTML report, SVG plots or tables, optionally beside published figures (--compare).
     Report(ReportArgs),
+    /// Request rate under background CPU and memory load (rk11perf), and open-loop latency at offered rates.
+    Load(Box<LoadArgs>),
     /// Streaming-runtime cost (the SDR runtime benchmark): source → M saxpy blocks → sink on N cores, per scheduler, against the kernel alone.
     Flowgraph(Box<FlowgraphArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
@@ -335,6 +337,92 @@ pub struct CurveArgs {
     /// Fit two segments of t(n) = t0 + n/r∞, split where the protocol changes: auto, none, or a size.
     #[arg(long, value_parser = breakpoint, default_value = "auto")]
     pub breakpoint: BreakpointArg,
+    #[command(flatten)]
+    #[serde(flatten)]
+    pub common: CommonArgs,
+}
+
+/// Rates in requests/s: `1000`, `10k`, `2.5M` (decimal prefixes), comma-separated.
+fn rates(s: &str) -> Result<Rates, String> {
+    let mut v = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let (num, mul) = match item.chars().last() {
+            Some('k' | 'K') => (&item[..item.len() - 1], 1e3),
+            Some('M') => (&item[..item.len() - 1], 1e6),
+            _ => (item, 1.0),
+        };
+        let r = num.parse::<f64>().ok().map(|x| x * mul).filter(|r| r.is_finite() && *r > 0.0 && *r <= 1e8)
+            .ok_or_else(|| format!("malformed rate '{item}': expected requests/s like 1000, 10k or 2.5M (up to 100M)"))?;
+        v.push(r);
+    }
+    Ok(Rates(v))
+}
+
+/// Offered rates, requests/s.
+#[derive(Clone, Debug, Serialize)]
+#[serde(transparent)]
+pub struct Rates(pub Vec<f64>);
+
+/// Which way the data of a load request goes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum DataDirection {
+    /// The responder sends the data (the device writes memory, as an RK11 read).
+    Read,
+    /// The initiator sends the data.
+    Write,
+}
+
+/// When open-loop requests are due.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, ValueEnum)]
+#[serde(rename_all = "lowercase")]
+pub enum Arrival {
+    /// Evenly spaced, 1/R apart.
+    Fixed,
+    /// Exponential gaps with mean 1/R (a Poisson process).
+    Poisson,
+}
+
+#[derive(Args, Debug, Clone, Serialize)]
+pub struct LoadArgs {
+    /// Transfer sizes (rk11perf: 1..32 disk blocks of 512 B).
+    #[arg(long, value_parser = size_list, default_value = "512,1k,2k,4k,8k,16k")]
+    pub sizes: Sizes,
+    /// Background loads, each in turn: idle, wait, alu, slow, memcopy.
+    #[arg(
+        long = "load",
+        value_enum,
+        value_delimiter = ',',
+        default_value = "idle,wait,alu,slow,memcopy"
+    )]
+    #[serde(rename = "loads")]
+    pub loads: Vec<crate::loadgen::LoadMode>,
+    /// read: the responder sends the data; write: the initiator sends it.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "read,write")]
+    pub direction: Vec<DataDirection>,
+    /// Requests in flight in the closed loop: this many clients, each with its own link.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), default_value = "1")]
+    pub inflight: u32,
+    /// Measuring time of each cell (one size under one load).
+    #[arg(long, value_parser = duration, default_value = "1s")]
+    #[serde(serialize_with = "ser_secs", rename = "cell_time_s")]
+    pub cell_time: Duration,
+    /// CPUs for the load threads (default: those the initiator and responder do not use; all of them on a machine that has no others).
+    #[arg(long, value_parser = cpus)]
+    #[serde(skip)]
+    pub load_cpus: Option<CpuList>,
+    /// Run this shell command as the load instead (e.g. "stress-ng --cpu 2"); it is killed after each run.
+    #[arg(long, value_name = "CMD")]
+    pub load_cmd: Option<String>,
+    /// Open loop: offer this many requests/s and time each from when it was due.
+    #[arg(long, value_parser = rates, conflicts_with = "rates")]
+    pub rate: Option<Rates>,
+    /// Open loop over several offered rates (the knee): 1k,10k,100k.
+    #[arg(long, value_parser = rates)]
+    pub rates: Option<Rates>,
+    /// Open-loop arrivals: fixed spacing or Poisson.
+    #[arg(long, value_enum, default_value = "fixed")]
+    pub arrival: Arrival,
     #[command(flatten)]
     #[serde(flatten)]
     pub common: CommonArgs,

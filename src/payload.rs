@@ -33,7 +33,7 @@ impl std::fmt::Display for Mismatch {
 /// splitmix64: one multiply-xorshift step per 8 bytes, fast enough that the
 /// fill costs about what a real application's writes would.
 #[inline]
-fn next(state: &mut u64) -> u64 {
+pub fn next(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);

@@ -3,6 +3,7 @@
 
 pub mod curve;
 pub mod flowgraph;
+pub mod load;
 pub mod roundtrip;
 pub mod stream;
 pub mod suite;

@@ -440,7 +440,7 @@ impl ReplyShape {
 }
 
 /// The initiator's end of a link. The timed loop calls only `exchange`.
-pub trait Link {
+pub trait Link: Send {
     /// Where the caller writes the request payload (at least `max_request` long).
     /// In `user` mode this is the caller's own memory; in `raw` and `inline`
     /// modes it is the transport's.

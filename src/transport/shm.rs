@@ -88,6 +88,11 @@ struct Mapping {
     len: usize,
 }
 
+// SAFETY: the mapping is owned; moving its owner (a link) to another thread
+// moves every access with it. Cross-process sharing goes through the
+// doorbell protocol, not through this handle.
+unsafe impl Send for Mapping {}
+
 impl Mapping {
     fn new(fd: RawFd, len: usize) -> Result<Mapping> {
         // SAFETY: mapping a file we hold; checked for failure below.

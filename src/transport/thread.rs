@@ -85,6 +85,11 @@ struct HeapRegion {
     layout: AllocLayout,
 }
 
+// SAFETY: the region is owned; moving its owner (a link) to another thread
+// moves the initiator's accesses with it. The responder thread's accesses
+// follow the doorbell protocol whichever thread the initiator runs on.
+unsafe impl Send for HeapRegion {}
+
 impl HeapRegion {
     fn new(len: usize) -> Result<HeapRegion> {
         let layout = AllocLayout::from_size_align(len, 4096)

@@ -1,0 +1,568 @@
+//! `xferbench load`: what a transfer path delivers while the CPUs do other
+//! things (rk11perf's table: requests/s and KB/s per size under each CPU
+//! mode), and latency at an offered rate measured from when each request
+//! was due, so a stall is charged to every request queued behind it (no
+//! coordinated omission).
+
+use super::{Progress, begin, configs, finish, link_config, point_warnings};
+use crate::cli::{Arrival, DataDirection, LoadArgs};
+use crate::error::{Error, Result};
+use crate::loadgen::{Background, LoadMode, LoadStats};
+use crate::run::{PointMeta, Run};
+use crate::sample::{self, Budget, Outcome};
+use crate::stats::{Recorder, Stat, Summary};
+use crate::transport::{BufferMode, Link, ReplyShape};
+use serde::Serialize;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// Bytes of the short half of each exchange (the command or the status).
+pub const HEADER_BYTES: u64 = 16;
+
+/// One cell of the closed-loop table.
+#[derive(Clone, Debug, Serialize)]
+pub struct ClosedPoint {
+    pub transport: String,
+    pub spec: String,
+    pub buffers: BufferMode,
+    pub completion: crate::transport::CompletionMode,
+    pub direction: DataDirection,
+    pub size_bytes: u64,
+    pub load: String,
+    pub inflight: u32,
+    pub req_per_s: f64,
+    /// KB = 1024 bytes, as rk11perf: req/s × size / 1024.
+    pub kb_per_s: f64,
+    /// The load's own rate over the cells it ran under (`load_unit` says of
+    /// what); null for idle and external commands.
+    pub load_ops_per_s: Option<f64>,
+    pub load_unit: &'static str,
+    pub requests: u64,
+    pub seconds: f64,
+    /// Round-trip time of the requests, ns.
+    pub latency: Summary,
+    pub partial: bool,
+    pub warnings: Vec<String>,
+}
+
+/// One offered rate in the open loop.
+#[derive(Clone, Debug, Serialize)]
+pub struct OpenPoint {
+    pub transport: String,
+    pub spec: String,
+    pub direction: DataDirection,
+    pub size_bytes: u64,
+    pub load: String,
+    pub arrival: Arrival,
+    pub offered_per_s: f64,
+    pub achieved_per_s: f64,
+    /// Requests due within the cell, sent, and not sent by its end.
+    pub due: u64,
+    pub completed: u64,
+    pub missed: u64,
+    /// Sent more than 10 µs after they were due.
+    pub late: u64,
+    pub seconds: f64,
+    /// From each request's due time to its reply, ns.
+    pub latency: Summary,
+    pub partial: bool,
+    pub warnings: Vec<String>,
+}
+
+#[derive(Clone, Debug, Serialize)]
+#[serde(untagged)]
+pub enum LoadPoint {
+    Closed(ClosedPoint),
+    Open(OpenPoint),
+}
+
+impl PointMeta for LoadPoint {
+    fn count(&self) -> u64 {
+        match self {
+            LoadPoint::Closed(p) => p.requests,
+            LoadPoint::Open(p) => p.completed,
+        }
+    }
+    fn warmup(&self) -> u64 {
+        0
+    }
+    fn partial(&self) -> bool {
+        match self {
+            LoadPoint::Closed(p) => p.partial,
+            LoadPoint::Open(p) => p.partial,
+        }
+    }
+    fn warnings(&self) -> &[String] {
+        match self {
+            LoadPoint::Closed(p) => &p.warnings,
+            LoadPoint::Open(p) => &p.warnings,
+        }
+    }
+    fn label(&self) -> String {
+        match self {
+            LoadPoint::Closed(p) => format!(
+                "{} {} {} B under {}",
+                p.spec,
+                dir_name(p.direction),
+                p.size_bytes,
+                p.load
+            ),
+            LoadPoint::Open(p) => format!(
+                "{} {} {} B at {:.0}/s",
+                p.spec,
+                dir_name(p.direction),
+                p.size_bytes,
+                p.offered_per_s
+            ),
+        }
+    }
+    fn sample_noun(&self) -> &'static str {
+        "requests"
+    }
+}
+
+pub fn dir_name(d: DataDirection) -> &'static str {
+    match d {
+        DataDirection::Read => "read",
+        DataDirection::Write => "write",
+    }
+}
+
+/// What the run adds beside its points: each load's own rate.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct LoadExtra {
+    pub loads: Vec<LoadStats>,
+    pub load_cpus: Vec<usize>,
+}
+
+pub type LoadRun = Run<LoadPoint, LoadExtra>;
+
+/// Request and reply bytes for a transfer of `size` in `dir`.
+fn shape(size: u64, dir: DataDirection, delay_ns: u64) -> ReplyShape {
+    match dir {
+        DataDirection::Read => {
+            ReplyShape::pingpong(HEADER_BYTES as usize, size as usize, delay_ns, 0)
+        }
+        DataDirection::Write => {
+            ReplyShape::pingpong(size as usize, HEADER_BYTES as usize, delay_ns, 0)
+        }
+    }
+}
+
+/// The CPUs the load runs on: as asked, or every allowed CPU the
+/// initiator and responder do not use; on a machine with none spare, all
+/// of them (shared, and said so).
+fn load_cpus(
+    args: &LoadArgs,
+    allowed: &[usize],
+    used: &[usize],
+    warnings: &mut Vec<String>,
+) -> Result<Vec<usize>> {
+    if let Some(list) = &args.load_cpus {
+        let v = list.0.clone().unwrap_or_default();
+        if v.is_empty() {
+            return Err(Error::usage(
+                "--load-cpus needs at least one CPU, e.g. --load-cpus 2,3",
+            ));
+        }
+        if let Some(c) = v.iter().find(|c| !allowed.contains(c)) {
+            return Err(Error::usage(format!(
+                "--load-cpus: cpu {c} is not available (available: {})",
+                crate::placement::compact(allowed)
+            )));
+        }
+        return Ok(v);
+    }
+    let spare: Vec<usize> = allowed
+        .iter()
+        .copied()
+        .filter(|c| !used.contains(c))
+        .collect();
+    if spare.is_empty() {
+        warnings.push(format!(
+            "no CPU is free of the initiator and responder: the load shares cpus {} with them, so it competes for their time as well as for caches",
+            crate::placement::compact(allowed)
+        ));
+        Ok(allowed.to_vec())
+    } else {
+        Ok(spare)
+    }
+}
+
+fn start_load(args: &LoadArgs, mode: LoadMode, cpus: &[usize]) -> Result<Background> {
+    match (&args.load_cmd, mode) {
+        (Some(cmd), m) if m != LoadMode::Idle => Background::command(cmd),
+        _ => Background::start(mode, cpus),
+    }
+}
+
+fn validate(args: &LoadArgs) -> Result<()> {
+    if args.sizes.0.is_empty() || args.sizes.0.contains(&0) {
+        return Err(Error::usage("--sizes needs sizes of at least one byte"));
+    }
+    if args.common.samples.is_some() || args.common.duration.is_some() {
+        return Err(Error::usage(
+            "load times each cell with --cell-time; --samples and --duration do not apply",
+        ));
+    }
+    if args.cell_time.is_zero() {
+        return Err(Error::usage("--cell-time must be longer than zero"));
+    }
+    if args.loads.is_empty() || args.direction.is_empty() {
+        return Err(Error::usage(
+            "--load and --direction need at least one value each",
+        ));
+    }
+    if args.inflight > 1 && (args.rate.is_some() || args.rates.is_some()) {
+        return Err(Error::usage(
+            "the open loop sends one request at a time; drop --inflight or --rate",
+        ));
+    }
+    Ok(())
+}
+
+pub fn run(
+    args: &LoadArgs,
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<(LoadRun, Option<Error>)> {
+    validate(args)?;
+    let cfgs = configs(&args.common, |_| BufferMode::User)?;
+    let max = *args.sizes.0.iter().max().expect("validated");
+    let options =
+        serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
+    let (mut run, placement): (LoadRun, _) = begin("load", &args.common, options)?;
+    let used: Vec<usize> = [placement.initiator_cpu, placement.responder_cpu]
+        .into_iter()
+        .flatten()
+        .collect();
+    // The process's CPUs as they were before the initiator pinned itself.
+    let cpus = load_cpus(args, &placement.allowed_cpus, &used, &mut run.warnings)?;
+    run.extra.load_cpus = cpus.clone();
+    let open: Option<Vec<f64>> = args.rate.clone().or(args.rates.clone()).map(|r| r.0);
+    let cells = match &open {
+        Some(r) => cfgs.len() * args.direction.len() * args.sizes.0.len() * r.len(),
+        None => cfgs.len() * args.direction.len() * args.loads.len() * args.sizes.0.len(),
+    };
+    progress.start(cells as u64);
+    let result = (|| -> Result<()> {
+        for c in &cfgs {
+            let lc = link_config(
+                c,
+                &args.common,
+                &placement,
+                max.max(HEADER_BYTES),
+                max.max(HEADER_BYTES),
+            )?;
+            let mut links: Vec<Box<dyn Link>> = Vec::new();
+            for _ in 0..args.inflight {
+                links.push(c.transport.open(&lc)?);
+            }
+            let outcome = match &open {
+                Some(rates) => open_loop(
+                    args,
+                    c,
+                    &mut links[0],
+                    rates,
+                    &cpus,
+                    stop,
+                    progress,
+                    &mut run,
+                ),
+                None => closed_loop(args, c, &mut links, &cpus, stop, progress, &mut run),
+            };
+            for l in links {
+                let _ = l.close();
+            }
+            outcome?;
+        }
+        Ok(())
+    })();
+    progress.finish();
+    Ok(finish(run, result))
+}
+
+#[allow(clippy::too_many_arguments)]
+fn closed_loop(
+    args: &LoadArgs,
+    c: &super::Config,
+    links: &mut [Box<dyn Link>],
+    cpus: &[usize],
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+    run: &mut LoadRun,
+) -> Result<()> {
+    let delay = args.common.responder_delay.as_nanos() as u64;
+    let budget = Budget {
+        warmup: Some(args.common.warmup.unwrap_or(20)),
+        samples: None,
+        duration: Some(args.cell_time),
+    };
+    for &dir in &args.direction {
+        for &mode in &args.loads {
+            let bg = start_load(args, mode, cpus)?;
+            let first = run.points.len();
+            for &size in &args.sizes.0 {
+                progress.point(&format!(
+                    "{} {} {} under {}",
+                    c.spec,
+                    dir_name(dir),
+                    size,
+                    mode.name()
+                ));
+                let sh = shape(size, dir, delay);
+                // Every link measures the same cell at the same time.
+                let results: Vec<Result<Outcome>> = std::thread::scope(|s| {
+                    let hs: Vec<_> = links
+                        .iter_mut()
+                        .map(|l| s.spawn(move || sample::measure(l.as_mut(), &sh, &budget, stop)))
+                        .collect();
+                    hs.into_iter()
+                        .map(|h| {
+                            h.join()
+                                .unwrap_or_else(|_| Err(Error::run("a load client panicked")))
+                        })
+                        .collect()
+                });
+                let mut all = Recorder::new();
+                let (mut secs, mut partial) = (0.0f64, false);
+                let mut warnings = Vec::new();
+                for r in results {
+                    match r? {
+                        Outcome::Done(m) => {
+                            all.merge(&m.all);
+                            secs = secs.max(m.timed_s);
+                            warnings.extend(point_warnings(&m, &[Stat::Mean, Stat::P99]));
+                        }
+                        Outcome::Interrupted(m) => {
+                            partial = true;
+                            if let Some(m) = m {
+                                all.merge(&m.all);
+                                secs = secs.max(m.timed_s);
+                            }
+                        }
+                    }
+                }
+                warnings.dedup();
+                let n = all.count();
+                if n > 0 {
+                    let rps = n as f64 / secs.max(1e-9);
+                    run.points.push(LoadPoint::Closed(ClosedPoint {
+                        transport: c.transport.name().into(),
+                        spec: c.spec.to_string(),
+                        buffers: c.buffers,
+                        completion: c.completion,
+                        direction: dir,
+                        size_bytes: size,
+                        load: if args.load_cmd.is_some() && mode != LoadMode::Idle {
+                            format!("cmd: {}", args.load_cmd.as_deref().unwrap_or(""))
+                        } else {
+                            mode.name().into()
+                        },
+                        inflight: args.inflight,
+                        req_per_s: rps,
+                        kb_per_s: rps * size as f64 / 1024.0,
+                        load_ops_per_s: None,
+                        load_unit: "",
+                        requests: n,
+                        seconds: secs,
+                        latency: all.summary(),
+                        partial,
+                        warnings,
+                    }));
+                }
+                if partial {
+                    let _ = bg.stop();
+                    return Err(Error::Interrupted);
+                }
+            }
+            let stats = bg.stop()?;
+            for p in &mut run.points[first..] {
+                if let LoadPoint::Closed(p) = p {
+                    p.load_ops_per_s = stats.ops_per_s;
+                    p.load_unit = stats.unit;
+                }
+            }
+            run.extra.loads.push(stats);
+        }
+    }
+    Ok(())
+}
+
+/// Exchanges configured with the responder at a time in the open loop: the
+/// run can stop at any batch boundary when the cell ends.
+const OPEN_BATCH: u64 = 64;
+
+/// Waits until `t`: sleeps while it is far, spins the last stretch.
+fn wait_until(t: Instant) {
+    loop {
+        let now = Instant::now();
+        if now >= t {
+            return;
+        }
+        let left = t - now;
+        if left > Duration::from_micros(200) {
+            std::thread::sleep(left - Duration::from_micros(100));
+        } else {
+            std::hint::spin_loop();
+        }
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+fn open_loop(
+    args: &LoadArgs,
+    c: &super::Config,
+    link: &mut Box<dyn Link>,
+    rates: &[f64],
+    cpus: &[usize],
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+    run: &mut LoadRun,
+) -> Result<()> {
+    let delay = args.common.responder_delay.as_nanos() as u64;
+    let mode = args.loads[0];
+    let bg = start_load(args, mode, cpus)?;
+    let result = (|| -> Result<()> {
+        for &dir in &args.direction {
+            for &size in &args.sizes.0 {
+                // A short warm-up at no particular rate.
+                let warm = sample::measure(
+                    link.as_mut(),
+                    &shape(size, dir, delay),
+                    &Budget {
+                        warmup: Some(50),
+                        samples: Some(50),
+                        duration: None,
+                    },
+                    stop,
+                )?;
+                if matches!(warm, Outcome::Interrupted(_)) {
+                    return Err(Error::Interrupted);
+                }
+                for &rate in rates {
+                    progress.point(&format!(
+                        "{} {} {} at {rate:.0}/s",
+                        c.spec,
+                        dir_name(dir),
+                        size
+                    ));
+                    let p = open_cell(args, link.as_mut(), shape(size, dir, delay), rate, stop)?;
+                    let interrupted = p.partial;
+                    run.points.push(LoadPoint::Open(OpenPoint {
+                        transport: c.transport.name().into(),
+                        spec: c.spec.to_string(),
+                        direction: dir,
+                        size_bytes: size,
+                        load: mode.name().into(),
+                        ..p
+                    }));
+                    if interrupted {
+                        return Err(Error::Interrupted);
+                    }
+                }
+            }
+        }
+        Ok(())
+    })();
+    let stats = bg.stop();
+    result?;
+    run.extra.loads.push(stats?);
+    Ok(())
+}
+
+/// One offered rate for one cell time.
+fn open_cell(
+    args: &LoadArgs,
+    link: &mut dyn Link,
+    mut sh: ReplyShape,
+    rate: f64,
+    stop: &AtomicBool,
+) -> Result<OpenPoint> {
+    let cell = args.cell_time;
+    let cell_s = cell.as_secs_f64();
+    let mut rng = 0x5eed_u64 ^ rate.to_bits();
+    let gap = |rng: &mut u64| -> f64 {
+        match args.arrival {
+            Arrival::Fixed => 1.0 / rate,
+            Arrival::Poisson => {
+                let u = (crate::payload::next(rng) >> 11) as f64 / (1u64 << 53) as f64;
+                -(1.0 - u).ln() / rate
+            }
+        }
+    };
+    let mut rec = Recorder::new();
+    let (mut completed, mut late, mut due_at) = (0u64, 0u64, 0.0f64);
+    let mut partial = false;
+    let start = Instant::now();
+    let end = start + cell;
+    // Exchanges announced to the responder and not yet made.
+    let mut owed = 0u64;
+    loop {
+        // The cell ends at its time, however far behind the schedule is:
+        // what was due and not sent by then is missed. (The nanosecond
+        // keeps a sum of 1/R steps that lands on the end from counting.)
+        if due_at >= cell_s - 1e-9 || Instant::now() >= end {
+            break;
+        }
+        let due = start + Duration::from_secs_f64(due_at);
+        if stop.load(Ordering::Relaxed) {
+            partial = true;
+            break;
+        }
+        if owed == 0 {
+            sh.exchanges = OPEN_BATCH;
+            link.configure(&sh)?;
+            owed = OPEN_BATCH;
+        }
+        wait_until(due);
+        if Instant::now() > due + Duration::from_micros(10) {
+            late += 1;
+        }
+        link.exchange()?;
+        owed -= 1;
+        rec.record((Instant::now() - due).as_nanos() as u64);
+        completed += 1;
+        due_at += gap(&mut rng);
+    }
+    let elapsed = start.elapsed().as_secs_f64().max(1e-9);
+    if !partial {
+        // The rest of the announced batch, untimed, so the link stays in step.
+        for _ in 0..owed {
+            link.exchange()?;
+        }
+    }
+    let seconds = elapsed.min(cell.as_secs_f64());
+    // Every request due before the end of the cell, from the same schedule.
+    let mut rng = 0x5eed_u64 ^ rate.to_bits();
+    let (mut due, mut t) = (0u64, 0.0f64);
+    while t < cell_s - 1e-9 {
+        due += 1;
+        t += gap(&mut rng);
+    }
+    let missed = due.saturating_sub(completed);
+    let mut warnings = Vec::new();
+    if missed > 0 {
+        warnings.push(format!(
+            "{missed} of {due} requests due were never sent: the path is slower than the offered rate, so latency grows with the run's length"
+        ));
+    }
+    Ok(OpenPoint {
+        transport: String::new(),
+        spec: String::new(),
+        direction: DataDirection::Write,
+        size_bytes: 0,
+        load: String::new(),
+        arrival: args.arrival,
+        offered_per_s: rate,
+        achieved_per_s: completed as f64 / elapsed,
+        due,
+        completed,
+        missed,
+        late,
+        seconds,
+        latency: rec.summary(),
+        partial,
+        warnings,
+    })
+}
