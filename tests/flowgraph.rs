@@ -3,22 +3,7 @@
 
 mod common;
 
-use common::{finish, json, stderr, xferbench};
-use std::sync::Mutex;
-
-/// Flowgraph runs pin spinning threads: two at once on one core would
-/// starve each other's sleeping schedulers, so these tests take turns.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn f(v: &serde_json::Value, k: &str) -> f64 {
-    v[k].as_f64()
-        .unwrap_or_else(|| panic!("{k} missing in {v}"))
-}
-
+use common::{finish, json, num as f, stderr, turn, xferbench};
 #[test]
 fn a_small_sweep_reports_every_point_with_its_bounds() {
     let _t = turn();

@@ -4,21 +4,7 @@
 
 mod common;
 
-use common::{finish, json, stderr, xferbench};
-use std::sync::Mutex;
-
-/// The loads busy every CPU: timing tests beside them would measure them.
-static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
-
-fn turn() -> std::sync::MutexGuard<'static, ()> {
-    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
-}
-
-fn f(v: &serde_json::Value, k: &str) -> f64 {
-    v[k].as_f64()
-        .unwrap_or_else(|| panic!("{k} missing in {v}"))
-}
-
+use common::{finish, json, num as f, stderr, turn, xferbench};
 #[test]
 fn every_load_mode_runs_and_reports_its_own_rate() {
     let _t = turn();

@@ -258,18 +258,16 @@ pub fn run(
             for _ in 0..args.inflight {
                 links.push(c.transport.open(&lc)?);
             }
+            let ctx = Ctx {
+                args,
+                c,
+                cpus: &cpus,
+                stop,
+                progress,
+            };
             let outcome = match &open {
-                Some(rates) => open_loop(
-                    args,
-                    c,
-                    &mut links[0],
-                    rates,
-                    &cpus,
-                    stop,
-                    progress,
-                    &mut run,
-                ),
-                None => closed_loop(args, c, &mut links, &cpus, stop, progress, &mut run),
+                Some(rates) => open_loop(&ctx, links[0].as_mut(), rates, &mut run),
+                None => closed_loop(&ctx, &mut links, &mut run),
             };
             for l in links {
                 let _ = l.close();
@@ -282,16 +280,23 @@ pub fn run(
     Ok(finish(run, result))
 }
 
-#[allow(clippy::too_many_arguments)]
-fn closed_loop(
-    args: &LoadArgs,
-    c: &super::Config,
-    links: &mut [Box<dyn Link>],
-    cpus: &[usize],
-    stop: &AtomicBool,
-    progress: &dyn Progress,
-    run: &mut LoadRun,
-) -> Result<()> {
+/// What every cell of one transport configuration shares.
+struct Ctx<'a> {
+    args: &'a LoadArgs,
+    c: &'a super::Config,
+    cpus: &'a [usize],
+    stop: &'a AtomicBool,
+    progress: &'a dyn Progress,
+}
+
+fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Result<()> {
+    let Ctx {
+        args,
+        c,
+        cpus,
+        stop,
+        progress,
+    } = *ctx;
     let delay = args.common.responder_delay.as_nanos() as u64;
     let budget = Budget {
         warmup: Some(args.common.warmup.unwrap_or(20)),
@@ -409,17 +414,14 @@ fn wait_until(t: Instant) {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
-fn open_loop(
-    args: &LoadArgs,
-    c: &super::Config,
-    link: &mut Box<dyn Link>,
-    rates: &[f64],
-    cpus: &[usize],
-    stop: &AtomicBool,
-    progress: &dyn Progress,
-    run: &mut LoadRun,
-) -> Result<()> {
+fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -> Result<()> {
+    let Ctx {
+        args,
+        c,
+        cpus,
+        stop,
+        progress,
+    } = *ctx;
     let delay = args.common.responder_delay.as_nanos() as u64;
     let mode = args.loads[0];
     let bg = start_load(args, mode, cpus)?;
@@ -428,7 +430,7 @@ fn open_loop(
             for &size in &args.sizes.0 {
                 // A short warm-up at no particular rate.
                 let warm = sample::measure(
-                    link.as_mut(),
+                    link,
                     &shape(size, dir, delay),
                     &Budget {
                         warmup: Some(50),
@@ -447,7 +449,7 @@ fn open_loop(
                         dir_name(dir),
                         size
                     ));
-                    let p = open_cell(args, link.as_mut(), shape(size, dir, delay), rate, stop)?;
+                    let p = open_cell(args, link, shape(size, dir, delay), rate, stop)?;
                     let interrupted = p.partial;
                     run.points.push(LoadPoint::Open(OpenPoint {
                         transport: c.transport.name().into(),

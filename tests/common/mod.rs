@@ -39,3 +39,17 @@ pub fn json(o: &Output) -> Value {
     assert!(o.status.success(), "failed: {}", stderr(o));
     serde_json::from_slice(&o.stdout).expect("stdout is JSON")
 }
+
+/// A number in a JSON object, or a panic naming what is missing.
+pub fn num(v: &Value, k: &str) -> f64 {
+    v[k].as_f64()
+        .unwrap_or_else(|| panic!("{k} missing in {v}"))
+}
+
+static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// Serialises the timing tests of one test binary: runs that pin spinning
+/// threads or busy every CPU would otherwise measure each other.
+pub fn turn() -> std::sync::MutexGuard<'static, ()> {
+    ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
+}
