@@ -209,15 +209,10 @@ impl Background {
         })
     }
 
-    /// Operations so far (0 for a command).
-    pub fn ops(&self) -> u64 {
-        self.ops.load(Ordering::Relaxed)
-    }
-
     /// Stops the load and reports its rate.
     pub fn stop(mut self) -> Result<LoadStats> {
         let seconds = self.started.elapsed().as_secs_f64();
-        let ops = self.ops();
+        let ops = self.ops.load(Ordering::Relaxed);
         self.stop.store(true, Ordering::Relaxed);
         let mut result = Ok(());
         for t in self.threads.drain(..) {

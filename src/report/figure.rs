@@ -261,14 +261,6 @@ impl Figure {
             }
         }
     }
-
-    /// Names of the series drawn, legend order.
-    pub fn series_names(&self) -> Vec<&str> {
-        match &self.plot {
-            Plot::Lines(l) => l.series.iter().map(|s| s.name.as_str()).collect(),
-            Plot::Heatmap(_) => Vec::new(),
-        }
-    }
 }
 
 /// The first word of an axis label ("out (bytes)" → "out").
