@@ -73,6 +73,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::List(a)) => crate::list::run(&a),
         Some(Command::Reference(a)) => crate::reference::run(&a),
         Some(Command::Report(a)) => report_cmd(&a),
+        Some(Command::Serve(a)) => crate::serve::run(&a, cli.quiet),
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Curve(a)) => measured(
             &a.common.out,

@@ -46,6 +46,8 @@ pub enum Command {
     Flowgraph(Box<FlowgraphArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
     List(ListArgs),
+    /// Runs the responder for initiators on other machines (-t tcp://HOST:PORT); binds 127.0.0.1 unless told otherwise.
+    Serve(ServeArgs),
     /// Published figures from the seed documents (Vollo, BIP, rk11perf, XDMA, qsdr), for --compare.
     Reference(ReferenceArgs),
     /// Runs a responder (started by xferbench itself; not for direct use).
@@ -543,6 +545,36 @@ pub struct ListArgs {
     /// Skip the check that each transport really works here (faster).
     #[arg(long)]
     pub no_probe: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct ServeArgs {
+    /// Address and port to listen on (0.0.0.0:PORT for every interface).
+    #[arg(long, default_value = "127.0.0.1:5290")]
+    pub listen: String,
+    /// Shared secret clients must present (they set XFERBENCH_TOKEN); also read from XFERBENCH_TOKEN.
+    #[arg(long)]
+    pub token: Option<String>,
+    /// Largest message a client may use; checked before anything is allocated.
+    #[arg(long, value_parser = size_one_message, default_value = "64M")]
+    pub max_message: u64,
+    /// Clients served at once; more are refused as busy.
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024), default_value = "16")]
+    pub max_sessions: u32,
+    /// A client silent this long (mid-frame or between runs) loses its connection.
+    #[arg(long, value_parser = duration, default_value = "30s")]
+    pub idle_timeout: Duration,
+    /// Serve one client, then exit.
+    #[arg(long)]
+    pub once: bool,
+}
+
+fn size_one_message(s: &str) -> Result<u64, String> {
+    let v = units::parse_size(s).map_err(|e| e.to_string())?;
+    if v == 0 || v > units::MAX_SIZE {
+        return Err(format!("--max-message {s}: must be from 1 byte to 1 GiB"));
+    }
+    Ok(v)
 }
 
 #[derive(Args, Debug)]

@@ -24,6 +24,7 @@ pub mod reference;
 pub mod report;
 pub mod run;
 pub mod sample;
+pub mod serve;
 pub mod stats;
 pub mod transport;
 pub mod units;

@@ -62,6 +62,9 @@ pub(crate) struct Chan {
     /// The initiator's view of its child: a non-blocking datagram receive
     /// never sees its peer go, so the poll loop looks at this now and then.
     pub peer: Option<Arc<Shared>>,
+    /// Blocking sockets with SO_RCVTIMEO/SO_SNDTIMEO set (a remote link, or
+    /// `serve`'s end): EAGAIN then means the peer was silent too long.
+    pub timed: bool,
 }
 
 impl Chan {
@@ -182,6 +185,12 @@ impl Chan {
     #[inline]
     fn retry_or_fail(&self, spins: &mut u32) -> Result<(), IoError> {
         let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::EAGAIN) && self.timed {
+            return Err(IoError::Os(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                "the other end was silent for longer than the timeout",
+            )));
+        }
         if e.raw_os_error() == Some(libc::EAGAIN) {
             std::hint::spin_loop();
             *spins = spins.wrapping_add(1);
@@ -385,7 +394,8 @@ pub(crate) struct FdLink {
     /// Stream messages sent since the last configure: their fill-check number.
     stream_seq: u64,
     // Dropped before the fds: the watchdog, which may shut them down, stops first.
-    peer: Peer,
+    // None for a remote link, whose timeouts are the socket's own.
+    peer: Option<Peer>,
     _fds: Vec<OwnedFd>,
 }
 
@@ -431,6 +441,7 @@ impl FdLink {
             framing,
             poll: cfg.completion == CompletionMode::Poll,
             peer: Some(peer.shared().clone()),
+            timed: false,
         };
         chan.set_mode()?;
         Ok(Box::new(FdLink {
@@ -440,12 +451,56 @@ impl FdLink {
             rep: PageBuf::zeroed(cfg.max_reply.max(CTRL_LEN)),
             shape: ReplyShape::default(),
             stream_seq: 0,
-            peer,
+            peer: Some(peer),
         }))
     }
 
+    /// A link over a connected socket to a remote responder (`serve`): no
+    /// child to watch; every wait ends at the socket's own timeouts, which
+    /// the caller has set to the link's.
+    pub fn open_remote(cfg: &LinkConfig, sock: OwnedFd, framing: Framing) -> Result<Box<dyn Link>> {
+        let fd = sock.as_raw_fd();
+        let chan = Chan {
+            rx: fd,
+            tx: fd,
+            framing,
+            poll: false,
+            peer: None,
+            timed: true,
+        };
+        chan.set_mode()?;
+        Ok(Box::new(FdLink {
+            chan,
+            _fds: vec![sock],
+            req: PageBuf::zeroed(cfg.max_request),
+            rep: PageBuf::zeroed(cfg.max_reply.max(CTRL_LEN)),
+            shape: ReplyShape::default(),
+            stream_seq: 0,
+            peer: None,
+        }))
+    }
+
+    fn enter(&self) {
+        if let Some(p) = &self.peer {
+            p.enter();
+        }
+    }
+
+    fn leave(&self) {
+        if let Some(p) = &self.peer {
+            p.leave();
+        }
+    }
+
+    fn failure(&mut self, what: &str, e: IoError) -> Error {
+        match &mut self.peer {
+            Some(p) => p.failure(what, e),
+            None => Error::run(format!("{what} with the remote responder: {e}")),
+        }
+    }
+
     fn control(&mut self, kind: u32, shape: &ReplyShape) -> Result<()> {
-        self.peer.enter();
+        self.enter();
         let r = self.chan.send(&encode(kind, shape)).and_then(|_| {
             let mut ack = [0u8; 8];
             self.chan.recv(&mut ack)?;
@@ -457,8 +512,8 @@ impl FdLink {
                 )))
             }
         });
-        self.peer.leave();
-        r.map_err(|e| self.peer.failure("talking to the responder", e))
+        self.leave();
+        r.map_err(|e| self.failure("talking to the responder", e))
     }
 }
 
@@ -487,7 +542,7 @@ impl Link for FdLink {
     fn exchange(&mut self) -> Result<()> {
         let sh = self.shape;
         let n = sh.request_len;
-        self.peer.enter();
+        self.enter();
         let r = match sh.pattern {
             Pattern::Pingpong => self
                 .chan
@@ -522,16 +577,21 @@ impl Link for FdLink {
                 sh.packet(n),
             ),
         };
-        self.peer.leave();
-        r.map_err(|e| self.peer.failure("exchange", e))
+        self.leave();
+        r.map_err(|e| self.failure("exchange", e))
     }
 
     fn close(mut self: Box<Self>) -> Result<()> {
         self.control(CTRL_QUIT, &ReplyShape::default())?;
         let FdLink { peer, _fds, .. } = *self;
-        peer.forget_fds();
-        drop(_fds);
-        peer.finish()
+        match peer {
+            Some(peer) => {
+                peer.forget_fds();
+                drop(_fds);
+                peer.finish()
+            }
+            None => Ok(()),
+        }
     }
 }
 
@@ -543,9 +603,42 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
         framing,
         poll: completion == CompletionMode::Poll,
         peer: None,
+        timed: false,
     };
     chan.set_mode()?;
-    let mut fault = Fault::from_env();
+    serve_loop(&chan, None)
+}
+
+/// What a responder serving remote clients allows, checked before any
+/// allocation: a client cannot make it reserve or spin more than this.
+#[derive(Clone, Copy, Debug)]
+pub struct Limits {
+    pub max_message: usize,
+    pub max_delay_ns: u64,
+}
+
+/// Serves one remote client over a connected, timed socket (see `Chan::timed`).
+pub(crate) fn serve_socket(fd: RawFd, framing: Framing, limits: &Limits) -> Result<()> {
+    let chan = Chan {
+        rx: fd,
+        tx: fd,
+        framing,
+        poll: false,
+        peer: None,
+        timed: true,
+    };
+    chan.set_mode()?;
+    serve_loop(&chan, Some(limits))
+}
+
+/// The responder's loop: control frames, then the exchanges they announce.
+fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
+    // Test faults apply to local children only, never to a server.
+    let mut fault = if limits.is_some() {
+        Fault::none()
+    } else {
+        Fault::from_env()
+    };
     let mut device = PageBuf::zeroed(0);
     loop {
         let mut frame = [0u8; CTRL_LEN];
@@ -565,6 +658,26 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
             ));
         };
         let io = |e: IoError| Error::run(format!("responder: {e}"));
+        if let (Some(l), CTRL_CONFIGURE) = (limits, kind) {
+            let largest = shape.request_len.max(shape.reply_len);
+            if largest > l.max_message {
+                return Err(Error::run(format!(
+                    "client asked for {largest}-byte messages; this server allows at most {} (--max-message)",
+                    l.max_message
+                )));
+            }
+            if shape.delay_ns > l.max_delay_ns {
+                return Err(Error::run(format!(
+                    "client asked for a {} ns responder delay; this server allows at most {} ns",
+                    shape.delay_ns, l.max_delay_ns
+                )));
+            }
+            if shape.pattern == Pattern::Bidir {
+                return Err(Error::run(
+                    "client asked for bidirectional exchanges, which a server does not run (they need non-blocking sockets without a timeout)",
+                ));
+            }
+        }
         if kind == CTRL_CONFIGURE {
             let need = match shape.pattern {
                 Pattern::Bidir => page_round(shape.request_len) + shape.reply_len,

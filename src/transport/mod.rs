@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 mod fd;
 mod peer;
 mod pipe;
+pub mod remote;
 mod shm;
 mod slots;
 mod tcp;
@@ -254,6 +255,14 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
             return Err(Error::usage(format!(
                 "malformed transport list '{s}': empty item"
             )));
+        }
+        // A remote address holds colons of its own and takes no options.
+        if item.starts_with(remote::SCHEME) {
+            specs.push(Spec {
+                name: item.to_string(),
+                options: Vec::new(),
+            });
+            continue;
         }
         let (head, opts) = match item.split_once(':') {
             Some((h, o)) => (h, Some(o)),
@@ -501,6 +510,9 @@ pub fn all() -> &'static [&'static dyn Transport] {
 }
 
 pub fn find(name: &str) -> Result<&'static dyn Transport> {
+    if name.starts_with(remote::SCHEME) {
+        return Ok(&remote::REMOTE);
+    }
     REGISTRY
         .iter()
         .copied()

@@ -358,13 +358,18 @@ pub struct Fault {
 }
 
 impl Fault {
-    pub fn from_env() -> Fault {
-        let mut f = Fault {
+    /// No fault at all.
+    pub fn none() -> Fault {
+        Fault {
             exit_after: u64::MAX,
             hang_after: u64::MAX,
             flip_at: u64::MAX,
             served: 0,
-        };
+        }
+    }
+
+    pub fn from_env() -> Fault {
+        let mut f = Fault::none();
         if let Ok(v) = std::env::var("XFERBENCH_RESPONDER_FAULT")
             && let Some((kind, n)) = v.split_once(':')
         {

@@ -1,0 +1,265 @@
+//! `tcp://HOST:PORT`: a responder on another machine, run by `xferbench
+//! serve`. Before any measurement the two ends shake hands (see
+//! `docs/protocol.md`): the client says which protocol it speaks, the
+//! largest message it will use and, if the server wants one, the shared
+//! token; the server answers with a status. Then the link speaks the same
+//! control and data protocol as a local `tcp` responder, over a socket
+//! whose every read and write has the link's timeout.
+
+use super::fd::{FdLink, Framing};
+use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
+use crate::error::{Error, Result};
+use std::io::{Read, Write};
+use std::net::{TcpStream, ToSocketAddrs};
+use std::os::fd::OwnedFd;
+use std::time::Duration;
+
+pub const MAGIC: [u8; 4] = *b"XBS1";
+pub const VERSION: u32 = 1;
+/// The longest token either end accepts; checked before it is read.
+pub const MAX_TOKEN: usize = 256;
+pub const HELLO_LEN: usize = 24;
+pub const WELCOME_LEN: usize = 16;
+/// The scheme that names a remote responder in `-t`.
+pub const SCHEME: &str = "tcp://";
+
+/// What the server answers to a hello.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[repr(u32)]
+pub enum Status {
+    Ok = 0,
+    BadVersion = 1,
+    BadToken = 2,
+    TooLarge = 3,
+    Busy = 4,
+}
+
+impl Status {
+    fn from_u32(v: u32) -> Option<Status> {
+        Some(match v {
+            0 => Status::Ok,
+            1 => Status::BadVersion,
+            2 => Status::BadToken,
+            3 => Status::TooLarge,
+            4 => Status::Busy,
+            _ => return None,
+        })
+    }
+
+    pub fn reason(self) -> &'static str {
+        match self {
+            Status::Ok => "accepted",
+            Status::BadVersion => {
+                "the server speaks another protocol version; use the same xferbench version on both ends"
+            }
+            Status::BadToken => {
+                "wrong or missing token; set XFERBENCH_TOKEN to the server's --token"
+            }
+            Status::TooLarge => {
+                "messages this large are over the server's --max-message; use smaller sizes or raise it"
+            }
+            Status::Busy => "the server is at its --max-sessions; try again later",
+        }
+    }
+}
+
+/// The client's first frame: magic, version, largest message, token length,
+/// then the token.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Hello {
+    pub version: u32,
+    pub max_message: u64,
+    pub token: Vec<u8>,
+}
+
+impl Hello {
+    pub fn encode(&self) -> Vec<u8> {
+        let mut b = Vec::with_capacity(HELLO_LEN + self.token.len());
+        b.extend_from_slice(&MAGIC);
+        b.extend_from_slice(&self.version.to_le_bytes());
+        b.extend_from_slice(&self.max_message.to_le_bytes());
+        b.extend_from_slice(&(self.token.len() as u32).to_le_bytes());
+        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&self.token);
+        b
+    }
+
+    /// Parses the fixed header; returns the version, largest message and
+    /// token length, refusing a bad magic or an over-long token before
+    /// anything is allocated.
+    pub fn parse_header(h: &[u8; HELLO_LEN]) -> std::result::Result<(u32, u64, usize), String> {
+        if h[..4] != MAGIC {
+            return Err("not an xferbench client (bad magic)".into());
+        }
+        let word = |i: usize| u32::from_le_bytes([h[i], h[i + 1], h[i + 2], h[i + 3]]);
+        let version = word(4);
+        let max = u64::from_le_bytes(h[8..16].try_into().expect("8 bytes"));
+        let token_len = word(16) as usize;
+        if token_len > MAX_TOKEN {
+            return Err(format!(
+                "token of {token_len} bytes (the limit is {MAX_TOKEN})"
+            ));
+        }
+        Ok((version, max, token_len))
+    }
+
+    /// Reads a hello from `r` (which has a timeout).
+    pub fn read(r: &mut impl Read) -> std::result::Result<Hello, String> {
+        let mut h = [0u8; HELLO_LEN];
+        r.read_exact(&mut h)
+            .map_err(|e| format!("reading the hello: {e}"))?;
+        let (version, max_message, n) = Hello::parse_header(&h)?;
+        let mut token = vec![0u8; n];
+        r.read_exact(&mut token)
+            .map_err(|e| format!("reading the token: {e}"))?;
+        Ok(Hello {
+            version,
+            max_message,
+            token,
+        })
+    }
+}
+
+/// The server's answer: magic, status, and its largest message.
+pub fn welcome(status: Status, max_message: u64) -> [u8; WELCOME_LEN] {
+    let mut b = [0u8; WELCOME_LEN];
+    b[..4].copy_from_slice(&MAGIC);
+    b[4..8].copy_from_slice(&(status as u32).to_le_bytes());
+    b[8..16].copy_from_slice(&max_message.to_le_bytes());
+    b
+}
+
+pub fn parse_welcome(b: &[u8; WELCOME_LEN]) -> Option<(Status, u64)> {
+    if b[..4] != MAGIC {
+        return None;
+    }
+    let status = Status::from_u32(u32::from_le_bytes(b[4..8].try_into().ok()?))?;
+    Some((status, u64::from_le_bytes(b[8..16].try_into().ok()?)))
+}
+
+pub struct Remote;
+
+pub static REMOTE: Remote = Remote;
+
+impl Transport for Remote {
+    fn name(&self) -> &'static str {
+        "tcp://HOST:PORT"
+    }
+
+    fn summary(&self) -> &'static str {
+        "TCP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN)"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            buffers: &[BufferMode::User],
+            completions: &[CompletionMode::Block],
+            default_completion: CompletionMode::Block,
+            max_message: crate::units::MAX_SIZE,
+            max_inline: None,
+            responder: "remote (xferbench serve)",
+            options: &[],
+            empty_messages: false,
+            flow_control: true,
+        }
+    }
+
+    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        let addr_text = cfg.spec.name.strip_prefix(SCHEME).ok_or_else(|| {
+            Error::usage(format!(
+                "'{}' is not a tcp://HOST:PORT address",
+                cfg.spec.name
+            ))
+        })?;
+        let addr = addr_text
+            .to_socket_addrs()
+            .map_err(|e| Error::usage(format!("cannot resolve {addr_text}: {e}; give HOST:PORT")))?
+            .next()
+            .ok_or_else(|| Error::usage(format!("{addr_text} resolves to no address")))?;
+        let timeout = cfg.timeout.max(Duration::from_millis(1));
+        let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
+            Error::run(format!(
+                "cannot connect to {addr}: {e}; is `xferbench serve --listen {addr}` running there?"
+            ))
+        })?;
+        let io = |what: &str, e: std::io::Error| Error::run(format!("{what} {addr}: {e}"));
+        s.set_nodelay(true)
+            .map_err(|e| io("setting TCP_NODELAY to", e))?;
+        s.set_read_timeout(Some(timeout))
+            .map_err(|e| io("setting a timeout on", e))?;
+        s.set_write_timeout(Some(timeout))
+            .map_err(|e| io("setting a timeout on", e))?;
+        let hello = Hello {
+            version: VERSION,
+            max_message: cfg.max_request.max(cfg.max_reply) as u64,
+            token: std::env::var("XFERBENCH_TOKEN")
+                .unwrap_or_default()
+                .into_bytes(),
+        };
+        s.write_all(&hello.encode())
+            .map_err(|e| io("sending the hello to", e))?;
+        let mut w = [0u8; WELCOME_LEN];
+        s.read_exact(&mut w)
+            .map_err(|e| io("reading the answer of", e))?;
+        match parse_welcome(&w) {
+            Some((Status::Ok, _)) => {}
+            Some((st, max)) => {
+                return Err(Error::usage(format!(
+                    "{addr} refused the link: {} (server limit {max} bytes)",
+                    st.reason()
+                )));
+            }
+            None => {
+                return Err(Error::run(format!(
+                    "{addr} is not an xferbench server (bad answer to the hello)"
+                )));
+            }
+        }
+        FdLink::open_remote(cfg, OwnedFd::from(s), Framing::Stream)
+    }
+}
+
+pub use super::fd::Limits;
+
+/// Serves the measurement protocol to one client that has shaken hands,
+/// over its socket (whose reads and writes already have timeouts).
+pub fn serve_connection(s: &TcpStream, limits: &Limits) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    super::fd::serve_socket(s.as_raw_fd(), Framing::Stream, limits)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn hello_and_welcome_round_trip() {
+        let h = Hello {
+            version: VERSION,
+            max_message: 1 << 20,
+            token: b"s3cret".to_vec(),
+        };
+        let b = h.encode();
+        assert_eq!(b.len(), HELLO_LEN + 6);
+        assert_eq!(Hello::read(&mut &b[..]).unwrap(), h);
+        let w = welcome(Status::TooLarge, 4096);
+        assert_eq!(parse_welcome(&w), Some((Status::TooLarge, 4096)));
+    }
+
+    #[test]
+    fn bad_hellos_are_refused_before_allocating() {
+        let mut b = Hello {
+            version: VERSION,
+            max_message: 1,
+            token: Vec::new(),
+        }
+        .encode();
+        b[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+        let e = Hello::read(&mut &b[..]).unwrap_err();
+        assert!(e.contains("token of"), "{e}");
+        let e = Hello::read(&mut &b"GET / HTTP/1.1\r\nHost: x\r\n\r\n"[..]).unwrap_err();
+        assert!(e.contains("bad magic"), "{e}");
+        assert!(Hello::read(&mut &b"XBS1"[..]).is_err(), "short");
+        assert!(parse_welcome(&[0u8; WELCOME_LEN]).is_none());
+    }
+}

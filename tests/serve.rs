@@ -1,0 +1,308 @@
+//! `xferbench serve` on loopback: remote round trips and curves through it,
+//! and clients that misbehave — garbage, oversized lengths, a wrong token, a
+//! stall mid-frame, a burst of them — cannot crash, hang or bloat the
+//! server, and a good client is served right after each.
+
+mod common;
+
+use common::{finish, json, stderr, xferbench};
+use std::io::{BufRead, BufReader, Read, Write};
+use std::net::TcpStream;
+use std::process::{Child, Stdio};
+use std::time::Duration;
+use xferbench::transport::ReplyShape;
+use xferbench::transport::remote::{self, Hello, Status};
+
+/// A running server, killed when dropped.
+struct Server {
+    child: Child,
+    addr: String,
+}
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Server {
+    fn start(extra: &[&str]) -> Server {
+        let mut c = xferbench();
+        c.args([
+            "serve",
+            "--listen",
+            "127.0.0.1:0",
+            "--idle-timeout",
+            "1s",
+            "-q",
+        ])
+        .args(extra)
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+        let mut child = c.spawn().expect("start serve");
+        let mut line = String::new();
+        BufReader::new(child.stderr.take().unwrap())
+            .read_line(&mut line)
+            .unwrap();
+        let addr = line
+            .split("listening on ")
+            .nth(1)
+            .and_then(|r| r.split_whitespace().next())
+            .unwrap_or_else(|| panic!("no address in {line:?}"))
+            .to_string();
+        Server { child, addr }
+    }
+
+    fn alive(&mut self) -> bool {
+        self.child.try_wait().unwrap().is_none()
+    }
+
+    fn rss_kib(&self) -> u64 {
+        let s = std::fs::read_to_string(format!("/proc/{}/status", self.child.id())).unwrap();
+        s.lines()
+            .find_map(|l| l.strip_prefix("VmRSS:"))
+            .and_then(|v| v.split_whitespace().next()?.parse().ok())
+            .unwrap()
+    }
+
+    fn connect(&self) -> TcpStream {
+        let s = TcpStream::connect(&self.addr).unwrap();
+        s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+        s
+    }
+
+    /// A good client: a short remote round trip must work.
+    fn serves_a_good_client(&self) {
+        let mut c = xferbench();
+        c.args([
+            "roundtrip",
+            "-t",
+            &format!("tcp://{}", self.addr),
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "200",
+            "--format",
+            "json",
+            "-q",
+        ]);
+        let d = json(&finish(c));
+        assert_eq!(d["points"][0]["summary"]["count"], 200);
+    }
+}
+
+fn hello(max: u64, token: &[u8]) -> Vec<u8> {
+    Hello {
+        version: remote::VERSION,
+        max_message: max,
+        token: token.to_vec(),
+    }
+    .encode()
+}
+
+fn answer(s: &mut TcpStream) -> Option<Status> {
+    let mut w = [0u8; remote::WELCOME_LEN];
+    s.read_exact(&mut w).ok()?;
+    remote::parse_welcome(&w).map(|(st, _)| st)
+}
+
+/// Whether the server closed the connection (reads end, or error).
+fn closed(s: &mut TcpStream) -> bool {
+    let mut b = [0u8; 64];
+    matches!(s.read(&mut b), Ok(0) | Err(_))
+}
+
+#[test]
+fn remote_roundtrip_and_curve_through_serve() {
+    let srv = Server::start(&[]);
+    let t = format!("tcp://{}", srv.addr);
+    let mut c = xferbench();
+    c.args([
+        "roundtrip",
+        "-t",
+        &t,
+        "--in",
+        "64,4k",
+        "--out",
+        "64,4k",
+        "--samples",
+        "300",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    assert_eq!(d["points"].as_array().unwrap().len(), 4);
+    assert_eq!(d["points"][0]["transport"], "tcp://HOST:PORT");
+    let mut c = xferbench();
+    c.args([
+        "curve",
+        "-t",
+        &t,
+        "--sizes",
+        "1..64k",
+        "--duration",
+        "20ms",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    assert_eq!(d["points"].as_array().unwrap().len(), 17);
+    assert!(d["fits"][0]["fit"]["r_inf_MBps"].as_f64().unwrap() > 0.0);
+}
+
+#[test]
+fn bad_clients_are_refused_and_good_ones_still_served() {
+    let mut srv = Server::start(&["--max-message", "1M", "--token", "sesame"]);
+    // Garbage instead of a hello.
+    let mut s = srv.connect();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n")
+        .unwrap();
+    assert!(closed(&mut s));
+    // A wrong token, a missing one.
+    for tok in [&b"open"[..], &b""[..]] {
+        let mut s = srv.connect();
+        s.write_all(&hello(64, tok)).unwrap();
+        assert_eq!(answer(&mut s), Some(Status::BadToken));
+    }
+    // A claimed message size over --max-message.
+    let mut s = srv.connect();
+    s.write_all(&hello(1 << 30, b"sesame")).unwrap();
+    assert_eq!(answer(&mut s), Some(Status::TooLarge));
+    // An absurd token length: refused before it is read.
+    let mut h = hello(64, b"");
+    h[16..20].copy_from_slice(&u32::MAX.to_le_bytes());
+    let mut s = srv.connect();
+    s.write_all(&h).unwrap();
+    assert!(closed(&mut s));
+    // A stall mid-hello: dropped at the idle timeout (1 s).
+    let mut s = srv.connect();
+    s.write_all(&h[..5]).unwrap();
+    let t = std::time::Instant::now();
+    assert!(closed(&mut s));
+    assert!(
+        t.elapsed() < Duration::from_secs(4),
+        "stalled client kept {:?}",
+        t.elapsed()
+    );
+    // A good handshake, then a configure asking for 1 GiB messages.
+    let mut s = srv.connect();
+    s.write_all(&hello(64, b"sesame")).unwrap();
+    assert_eq!(answer(&mut s), Some(Status::Ok));
+    s.write_all(&configure(1 << 30, 64)).unwrap();
+    assert!(closed(&mut s));
+    assert!(srv.alive());
+    // Through all that, a good client with the token is served.
+    let mut c = xferbench();
+    c.env("XFERBENCH_TOKEN", "sesame").args([
+        "roundtrip",
+        "-t",
+        &format!("tcp://{}", srv.addr),
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--samples",
+        "100",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    assert_eq!(d["points"][0]["summary"]["count"], 100);
+    // Without it, one clear line and exit 2.
+    let mut c = xferbench();
+    c.env_remove("XFERBENCH_TOKEN").args([
+        "roundtrip",
+        "-t",
+        &format!("tcp://{}", srv.addr),
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "-q",
+    ]);
+    let o = finish(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("token"), "{}", stderr(&o));
+}
+
+/// A control frame as the measurement protocol sends it.
+fn configure(request: usize, reply: usize) -> Vec<u8> {
+    let mut b = Vec::new();
+    b.extend_from_slice(&0x5842_4331u32.to_le_bytes());
+    b.extend_from_slice(&1u32.to_le_bytes());
+    b.extend_from_slice(&ReplyShape::pingpong(request, reply, 0, 1).encode());
+    b
+}
+
+#[test]
+fn a_burst_of_bad_clients_leaves_the_server_small_and_serving() {
+    let mut srv = Server::start(&["--max-message", "64M"]);
+    let before = srv.rss_kib();
+    let mut socks = Vec::new();
+    for i in 0..40 {
+        let mut s = srv.connect();
+        match i % 4 {
+            // Oversized configures after a good hello: refused unallocated.
+            0 => {
+                s.write_all(&hello(1 << 20, b"")).unwrap();
+                s.write_all(&configure(1 << 30, 1 << 30)).unwrap();
+            }
+            // Random bytes.
+            1 => s.write_all(&[0xa5; 200]).unwrap(),
+            // Half a hello, then silence (the idle timeout ends it).
+            2 => s.write_all(&hello(64, b"")[..10]).unwrap(),
+            // A configure frame with a bad magic.
+            _ => {
+                s.write_all(&hello(64, b"")).unwrap();
+                s.write_all(&[0xff; 72]).unwrap();
+            }
+        }
+        socks.push(s);
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    assert!(srv.alive());
+    let grown = srv.rss_kib().saturating_sub(before);
+    assert!(
+        grown < 64 * 1024,
+        "server grew by {grown} KiB under bad clients"
+    );
+    srv.serves_a_good_client();
+    drop(socks);
+    srv.serves_a_good_client();
+}
+
+#[test]
+fn sessions_are_bounded() {
+    let srv = Server::start(&["--max-sessions", "1"]);
+    let mut first = srv.connect();
+    first.write_all(&hello(64, b"")).unwrap();
+    assert_eq!(answer(&mut first), Some(Status::Ok));
+    let mut second = srv.connect();
+    assert_eq!(answer(&mut second), Some(Status::Busy));
+    drop(first);
+    std::thread::sleep(Duration::from_millis(200));
+    srv.serves_a_good_client();
+}
+
+#[test]
+fn serve_usage_errors() {
+    for (args, want) in [
+        (vec!["--listen", "nonsense"], "cannot listen"),
+        (vec!["--max-message", "2G"], "1 GiB"),
+        (vec!["--max-sessions", "0"], "0"),
+    ] {
+        let mut c = xferbench();
+        c.arg("serve").args(&args);
+        let o = finish(c);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert!(e.contains(want), "{args:?}: {e}");
+    }
+}
