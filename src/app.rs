@@ -16,7 +16,9 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(e) => return clap_error(e),
     };
-    match dispatch(cli) {
+    let result = dispatch(cli);
+    crate::transport::mpi::shutdown();
+    match result {
         Ok(()) => 0,
         Err(e) => {
             if !matches!(e, Error::Interrupted) {

@@ -306,3 +306,13 @@ fn serve_usage_errors() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
 }
+
+#[cfg(not(feature = "mpi"))]
+#[test]
+fn mpi_without_the_feature_says_how_to_build_it() {
+    let mut c = xferbench();
+    c.args(["curve", "-t", "mpi", "--sizes", "1", "-q"]);
+    let o = finish(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("--features mpi"), "{}", stderr(&o));
+}

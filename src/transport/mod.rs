@@ -10,6 +10,7 @@ use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
 mod fd;
+pub mod mpi;
 mod peer;
 mod pipe;
 pub mod remote;
@@ -512,6 +513,9 @@ pub fn all() -> &'static [&'static dyn Transport] {
 pub fn find(name: &str) -> Result<&'static dyn Transport> {
     if name.starts_with(remote::SCHEME) {
         return Ok(&remote::REMOTE);
+    }
+    if name == "mpi" {
+        return Ok(&mpi::MPI);
     }
     REGISTRY
         .iter()

@@ -1,0 +1,238 @@
+//! `mpi`: ranks 0 and 1 of an MPI job (`mpirun -n 2 xferbench curve -t
+//! mpi`) ping-pong with MPI_Send/MPI_Recv, as OSU and NetPIPE's MPI module
+//! do. Both ranks run the same command line; rank 1 becomes the responder
+//! when the link opens and leaves once rank 0 closes it, so only rank 0
+//! reports. Built with the `mpi` cargo feature (Debian: openmpi-bin,
+//! libopenmpi-dev, libclang); without it the transport says so.
+
+use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
+use crate::error::{Error, Result};
+
+pub struct Mpi;
+
+pub static MPI: Mpi = Mpi;
+
+impl Transport for Mpi {
+    fn name(&self) -> &'static str {
+        "mpi"
+    }
+
+    fn summary(&self) -> &'static str {
+        "MPI ranks 0 and 1 (run under mpirun -n 2; cargo feature `mpi`)"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            buffers: &[BufferMode::User],
+            completions: &[CompletionMode::Block],
+            default_completion: CompletionMode::Block,
+            max_message: crate::units::MAX_SIZE,
+            max_inline: None,
+            responder: "MPI rank 1",
+            options: &[],
+            empty_messages: true,
+            flow_control: true,
+        }
+    }
+
+    #[cfg(not(feature = "mpi"))]
+    fn open(&self, _cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        Err(Error::usage(
+            "this xferbench was built without MPI; rebuild with `cargo build --release --features mpi` (needs Debian's openmpi-bin, libopenmpi-dev and libclang) and run under `mpirun -n 2`",
+        ))
+    }
+
+    #[cfg(feature = "mpi")]
+    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        imp::open(cfg)
+    }
+}
+
+/// At the end of the process: rank 0 releases rank 1 and both finalise MPI.
+/// Does nothing when MPI was never used.
+pub fn shutdown() {
+    #[cfg(feature = "mpi")]
+    imp::shutdown();
+}
+
+#[cfg(feature = "mpi")]
+mod imp {
+    use super::*;
+    use crate::transport::{Pattern, ReplyShape};
+    use mpi::topology::SimpleCommunicator;
+    use mpi::traits::*;
+    use std::cell::RefCell;
+    use std::time::Instant;
+
+    const TAG_CTRL: i32 = 1;
+    const TAG_DATA: i32 = 2;
+    const CTRL_CONFIGURE: u8 = 1;
+    /// One link ends; the responder waits for the next.
+    const CTRL_QUIT: u8 = 2;
+    /// The initiator's process ends; so does the responder's.
+    const CTRL_EXIT: u8 = 3;
+
+    thread_local! {
+        /// MPI is initialised once per process and finalised when the link closes.
+        static UNIVERSE: RefCell<Option<mpi::environment::Universe>> = const { RefCell::new(None) };
+    }
+
+    fn world() -> Result<SimpleCommunicator> {
+        UNIVERSE.with(|u| {
+            let mut u = u.borrow_mut();
+            if u.is_none() {
+                let (univ, _) = mpi::initialize_with_threading(mpi::Threading::Serialized)
+                    .ok_or_else(|| {
+                        Error::run("MPI was already initialised and finalised in this process")
+                    })?;
+                *u = Some(univ);
+            }
+            Ok(u.as_ref().expect("set above").world())
+        })
+    }
+
+    fn finalize() {
+        UNIVERSE.with(|u| drop(u.borrow_mut().take()));
+    }
+
+    pub fn shutdown() {
+        let world = UNIVERSE.with(|u| u.borrow().as_ref().map(|u| u.world()));
+        if let Some(w) = world {
+            if w.size() == 2 && w.rank() == 0 {
+                w.process_at_rank(1)
+                    .send_with_tag(&control(CTRL_EXIT, &ReplyShape::default())[..], TAG_CTRL);
+            }
+            finalize();
+        }
+    }
+
+    struct MpiLink {
+        world: SimpleCommunicator,
+        req: Vec<u8>,
+        rep: Vec<u8>,
+        shape: ReplyShape,
+    }
+
+    // SAFETY: MPI runs at MPI_THREAD_SERIALIZED: one thread at a time may
+    // call it, and a link is used by one thread at a time.
+    unsafe impl Send for MpiLink {}
+
+    pub fn open(cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        let world = world()?;
+        if world.size() != 2 {
+            return Err(Error::usage(format!(
+                "-t mpi needs exactly two ranks; run it as `mpirun -n 2 xferbench …` (this job has {})",
+                world.size()
+            )));
+        }
+        if world.rank() == 1 {
+            if let Some(c) = cfg.responder_cpu {
+                crate::placement::pin_current(c)?;
+            }
+            let r = respond(&world);
+            finalize();
+            // The responder has no results of its own to print.
+            std::process::exit(if r.is_ok() { 0 } else { 1 });
+        }
+        Ok(Box::new(MpiLink {
+            world,
+            req: vec![0; cfg.max_request],
+            rep: vec![0; cfg.max_reply],
+            shape: ReplyShape::default(),
+        }))
+    }
+
+    fn control(kind: u8, s: &ReplyShape) -> [u8; 1 + ReplyShape::WIRE_LEN] {
+        let mut b = [0u8; 1 + ReplyShape::WIRE_LEN];
+        b[0] = kind;
+        b[1..].copy_from_slice(&s.encode());
+        b
+    }
+
+    fn respond(world: &SimpleCommunicator) -> Result<()> {
+        let peer = world.process_at_rank(0);
+        let mut buf: Vec<u8> = Vec::new();
+        loop {
+            let mut frame = [0u8; 1 + ReplyShape::WIRE_LEN];
+            peer.receive_into_with_tag(&mut frame[..], TAG_CTRL);
+            let body: &[u8; ReplyShape::WIRE_LEN] = frame[1..].try_into().expect("sized");
+            let shape = ReplyShape::decode(body)
+                .ok_or_else(|| Error::run("mpi responder: malformed control message"))?;
+            match frame[0] {
+                CTRL_EXIT => return Ok(()),
+                CTRL_QUIT => {
+                    peer.send_with_tag(&[1u8][..], TAG_CTRL);
+                    continue;
+                }
+                _ => peer.send_with_tag(&[1u8][..], TAG_CTRL),
+            }
+            let need = shape.request_len.max(shape.reply_len);
+            if buf.len() < need {
+                buf.resize(need, 0x5a);
+            }
+            for _ in 0..shape.exchanges {
+                for _ in 0..shape.messages() {
+                    peer.receive_into_with_tag(&mut buf[..shape.request_len], TAG_DATA);
+                }
+                if shape.delay_ns != 0 {
+                    let t = Instant::now();
+                    while (t.elapsed().as_nanos() as u64) < shape.delay_ns {
+                        std::hint::spin_loop();
+                    }
+                }
+                peer.send_with_tag(&buf[..shape.reply_len], TAG_DATA);
+            }
+        }
+    }
+
+    impl MpiLink {
+        fn control(&mut self, kind: u8, s: &ReplyShape) {
+            let peer = self.world.process_at_rank(1);
+            peer.send_with_tag(&control(kind, s)[..], TAG_CTRL);
+            let mut ack = [0u8; 1];
+            peer.receive_into_with_tag(&mut ack[..], TAG_CTRL);
+        }
+    }
+
+    impl Link for MpiLink {
+        fn request_buf(&mut self) -> &mut [u8] {
+            &mut self.req
+        }
+
+        fn reply(&self) -> &[u8] {
+            &self.rep[..self.shape.reply_len]
+        }
+
+        fn configure(&mut self, shape: &ReplyShape) -> Result<()> {
+            if shape.pattern == Pattern::Bidir {
+                return Err(Error::usage(
+                    "mpi runs pingpong and stream; bidir is not implemented over MPI",
+                ));
+            }
+            if shape.chunk != 0 || shape.check.is_some() {
+                return Err(Error::usage(
+                    "mpi sends whole messages without fill-check; drop --chunk and --payload check",
+                ));
+            }
+            self.control(CTRL_CONFIGURE, shape);
+            self.shape = *shape;
+            Ok(())
+        }
+
+        #[inline]
+        fn exchange(&mut self) -> Result<()> {
+            let sh = self.shape;
+            let peer = self.world.process_at_rank(1);
+            for _ in 0..sh.messages() {
+                peer.send_with_tag(&self.req[..sh.request_len], TAG_DATA);
+            }
+            peer.receive_into_with_tag(&mut self.rep[..sh.reply_len], TAG_DATA);
+            Ok(())
+        }
+
+        fn close(mut self: Box<Self>) -> Result<()> {
+            self.control(CTRL_QUIT, &ReplyShape::default());
+            Ok(())
+        }
+    }
+}
