@@ -10,7 +10,7 @@ use crate::cli::ServeArgs;
 use crate::error::{Error, Result};
 use crate::transport::remote::{self, Hello, Limits, Status};
 use std::io::Write;
-use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::net::{SocketAddr, TcpListener, TcpStream, UdpSocket};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use subtle::ConstantTimeEq;
@@ -54,6 +54,97 @@ impl Server {
         Status::Ok
     }
 
+    fn limits(&self) -> Limits {
+        Limits {
+            max_message: self.max_message as usize,
+            max_delay_ns: MAX_DELAY_NS,
+        }
+    }
+
+    /// Answers UDP hellos on the listening port. An accepted client gets a
+    /// socket of its own, connected to it, and the welcome comes from that
+    /// socket: the client then talks to the session's port, and this loop
+    /// only ever reads hellos. A welcome is never larger than the hello
+    /// that asked for it, so the server cannot be used to amplify traffic.
+    fn udp(self: Arc<Self>, sock: UdpSocket, once: bool) {
+        let mut buf = [0u8; remote::HELLO_LEN + remote::MAX_TOKEN];
+        let mut id = 0u64;
+        loop {
+            let (n, from) = match sock.recv_from(&mut buf) {
+                Ok(r) => r,
+                Err(e) => {
+                    self.log(&format!("udp: receive failed: {e}"));
+                    continue;
+                }
+            };
+            id += 1;
+            let hello = match Hello::read(&mut &buf[..n]) {
+                Ok(h) if n == remote::HELLO_LEN + h.token.len() => h,
+                Ok(_) => {
+                    self.log(&format!(
+                        "udp hello {id} from {from}: ignored: trailing bytes"
+                    ));
+                    continue;
+                }
+                Err(why) => {
+                    self.log(&format!("udp hello {id} from {from}: ignored: {why}"));
+                    continue;
+                }
+            };
+            let mut status = self.judge(&hello);
+            if status == Status::Ok && hello.max_message > remote_udp_max() {
+                status = Status::TooLarge;
+            }
+            if status == Status::Ok
+                && self.active.fetch_add(1, Ordering::AcqRel) >= self.max_sessions
+            {
+                self.active.fetch_sub(1, Ordering::AcqRel);
+                status = Status::Busy;
+            }
+            if status != Status::Ok {
+                let _ = sock.send_to(&remote::welcome(status, self.max_message), from);
+                self.log(&format!(
+                    "udp session {id} from {from}: refused: {}",
+                    status.reason()
+                ));
+                continue;
+            }
+            let srv = self.clone();
+            let local = sock.local_addr().map(|a| SocketAddr::new(a.ip(), 0));
+            let started = std::thread::Builder::new()
+                .name(format!("xb-serve-udp-{id}"))
+                .spawn(move || {
+                    let r = (|| -> std::result::Result<(), String> {
+                        let at = local.map_err(|e| e.to_string())?;
+                        let s = UdpSocket::bind(at)
+                            .map_err(|e| format!("binding a session socket: {e}"))?;
+                        s.connect(from)
+                            .map_err(|e| format!("connecting to the client: {e}"))?;
+                        s.set_read_timeout(Some(srv.idle))
+                            .and_then(|_| s.set_write_timeout(Some(srv.idle)))
+                            .map_err(|e| format!("setting timeouts: {e}"))?;
+                        s.send(&remote::welcome(Status::Ok, srv.max_message))
+                            .map_err(|e| format!("answering the hello: {e}"))?;
+                        remote::serve_datagrams(&s, &srv.limits()).map_err(|e| e.to_string())
+                    })();
+                    srv.active.fetch_sub(1, Ordering::AcqRel);
+                    match r {
+                        Ok(()) => srv.log(&format!("udp session {id} from {from}: done")),
+                        Err(why) => {
+                            srv.log(&format!("udp session {id} from {from}: closed: {why}"))
+                        }
+                    }
+                    if once {
+                        std::process::exit(0);
+                    }
+                });
+            if let Err(e) = started {
+                self.active.fetch_sub(1, Ordering::AcqRel);
+                self.log(&format!("udp session {id}: cannot start a thread: {e}"));
+            }
+        }
+    }
+
     /// One client, from hello to goodbye; the reason it ended.
     fn session(&self, mut s: TcpStream) -> std::result::Result<String, String> {
         s.set_read_timeout(Some(self.idle))
@@ -67,13 +158,15 @@ impl Server {
         if status != Status::Ok {
             return Err(format!("refused: {}", status.reason()));
         }
-        let limits = Limits {
-            max_message: self.max_message as usize,
-            max_delay_ns: MAX_DELAY_NS,
-        };
-        remote::serve_connection(&s, &limits).map_err(|e| e.to_string())?;
+        remote::serve_connection(&s, &self.limits()).map_err(|e| e.to_string())?;
         Ok("done".into())
     }
+}
+
+/// The largest message a UDP session can carry (one datagram).
+fn remote_udp_max() -> u64 {
+    use crate::transport::Transport;
+    remote::REMOTE_UDP.capabilities().max_message
 }
 
 pub fn run(args: &ServeArgs, quiet: bool) -> Result<()> {
@@ -105,9 +198,23 @@ pub fn run(args: &ServeArgs, quiet: bool) -> Result<()> {
         max_sessions: args.max_sessions as usize,
         quiet,
     });
+    // UDP on the same address and port as TCP.
+    let udp = UdpSocket::bind(local).map_err(|e| {
+        Error::usage(format!(
+            "cannot listen for UDP on {local}: {e}; pick another --listen ADDR:PORT"
+        ))
+    })?;
+    {
+        let srv = server.clone();
+        let once = args.once;
+        std::thread::Builder::new()
+            .name("xb-serve-udp".into())
+            .spawn(move || srv.udp(udp, once))
+            .map_err(|e| Error::run(format!("starting the UDP listener: {e}")))?;
+    }
     // Always said, even with --quiet: scripts read the port from it.
     eprintln!(
-        "xferbench serve: listening on {local} (max message {} bytes, {} sessions, idle timeout {:?}{})",
+        "xferbench serve: listening on {local} (TCP and UDP; max message {} bytes, {} sessions, idle timeout {:?}{})",
         args.max_message,
         args.max_sessions,
         args.idle_timeout,

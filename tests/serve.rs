@@ -316,3 +316,68 @@ fn mpi_without_the_feature_says_how_to_build_it() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--features mpi"), "{}", stderr(&o));
 }
+
+#[test]
+fn remote_udp_through_serve_and_bad_datagrams_ignored() {
+    let mut srv = Server::start(&[]);
+    let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    // Garbage, a short hello, an over-long token length: ignored, no answer.
+    u.send_to(&[0x42; 100], &srv.addr).unwrap();
+    u.send_to(&hello(64, b"")[..10], &srv.addr).unwrap();
+    let mut h = hello(64, b"");
+    h[16..20].copy_from_slice(&4096u32.to_le_bytes());
+    u.send_to(&h, &srv.addr).unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(300)))
+        .unwrap();
+    let mut b = [0u8; 64];
+    assert!(
+        u.recv_from(&mut b).is_err(),
+        "the server answered a bad hello"
+    );
+    // A hello claiming more than a datagram: refused.
+    u.send_to(&hello(1 << 20, b""), &srv.addr).unwrap();
+    u.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
+    let (n, _) = u.recv_from(&mut b).unwrap();
+    assert_eq!(n, remote::WELCOME_LEN);
+    let w: &[u8; remote::WELCOME_LEN] = b[..n].try_into().unwrap();
+    assert_eq!(
+        remote::parse_welcome(w).map(|x| x.0),
+        Some(Status::TooLarge)
+    );
+    assert!(srv.alive());
+    // A real run: a round trip and a curve whose sizes past a datagram are skipped.
+    let t = format!("udp://{}", srv.addr);
+    let mut c = xferbench();
+    c.args([
+        "roundtrip",
+        "-t",
+        &t,
+        "--in",
+        "64,1k",
+        "--out",
+        "64",
+        "--samples",
+        "300",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    assert_eq!(d["points"].as_array().unwrap().len(), 2);
+    let mut c = xferbench();
+    c.args([
+        "curve",
+        "-t",
+        &t,
+        "--sizes",
+        "1k..64k",
+        "--duration",
+        "20ms",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    assert_eq!(d["points"].as_array().unwrap().len(), 6, "1k..32k measured");
+    assert_eq!(d["skipped"].as_array().unwrap().len(), 1, "64k skipped");
+}

@@ -18,7 +18,7 @@ mod shm;
 mod slots;
 mod tcp;
 mod thread;
-mod udp;
+pub(crate) mod udp;
 mod unix;
 mod unix_dgram;
 
@@ -258,7 +258,7 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
             )));
         }
         // A remote address holds colons of its own and takes no options.
-        if item.starts_with(remote::SCHEME) {
+        if item.starts_with(remote::SCHEME) || item.starts_with(remote::UDP_SCHEME) {
             specs.push(Spec {
                 name: item.to_string(),
                 options: Vec::new(),
@@ -513,6 +513,9 @@ pub fn all() -> &'static [&'static dyn Transport] {
 pub fn find(name: &str) -> Result<&'static dyn Transport> {
     if name.starts_with(remote::SCHEME) {
         return Ok(&remote::REMOTE);
+    }
+    if name.starts_with(remote::UDP_SCHEME) {
+        return Ok(&remote::REMOTE_UDP);
     }
     if name == "mpi" {
         return Ok(&mpi::MPI);

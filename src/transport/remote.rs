@@ -10,7 +10,7 @@ use super::fd::{FdLink, Framing};
 use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 use crate::error::{Error, Result};
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs};
+use std::net::{TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
@@ -137,17 +137,74 @@ pub fn parse_welcome(b: &[u8; WELCOME_LEN]) -> Option<(Status, u64)> {
     Some((status, u64::from_le_bytes(b[8..16].try_into().ok()?)))
 }
 
-pub struct Remote;
+/// A remote responder over TCP or UDP.
+pub struct Remote {
+    udp: bool,
+}
 
-pub static REMOTE: Remote = Remote;
+pub static REMOTE: Remote = Remote { udp: false };
+pub static REMOTE_UDP: Remote = Remote { udp: true };
+
+/// The scheme that names a remote responder over UDP.
+pub const UDP_SCHEME: &str = "udp://";
+
+/// Resolves `HOST:PORT` after the scheme.
+fn address(name: &str) -> Result<std::net::SocketAddr> {
+    let text = name
+        .strip_prefix(SCHEME)
+        .or_else(|| name.strip_prefix(UDP_SCHEME))
+        .ok_or_else(|| {
+            Error::usage(format!(
+                "'{name}' is not a tcp:// or udp://HOST:PORT address"
+            ))
+        })?;
+    text.to_socket_addrs()
+        .map_err(|e| Error::usage(format!("cannot resolve {text}: {e}; give HOST:PORT")))?
+        .next()
+        .ok_or_else(|| Error::usage(format!("{text} resolves to no address")))
+}
+
+/// The hello for `cfg`: the largest message it can carry over this
+/// transport (sizes past a datagram are skipped by the experiments).
+fn hello_for(cfg: &LinkConfig, limit: u64) -> Hello {
+    Hello {
+        version: VERSION,
+        max_message: (cfg.max_request.max(cfg.max_reply) as u64).min(limit),
+        token: std::env::var("XFERBENCH_TOKEN")
+            .unwrap_or_default()
+            .into_bytes(),
+    }
+}
+
+/// The server's answer, as a usage error when it refused.
+fn accepted(addr: std::net::SocketAddr, w: &[u8; WELCOME_LEN]) -> Result<()> {
+    match parse_welcome(w) {
+        Some((Status::Ok, _)) => Ok(()),
+        Some((st, max)) => Err(Error::usage(format!(
+            "{addr} refused the link: {} (server limit {max} bytes)",
+            st.reason()
+        ))),
+        None => Err(Error::run(format!(
+            "{addr} is not an xferbench server (bad answer to the hello)"
+        ))),
+    }
+}
 
 impl Transport for Remote {
     fn name(&self) -> &'static str {
-        "tcp://HOST:PORT"
+        if self.udp {
+            "udp://HOST:PORT"
+        } else {
+            "tcp://HOST:PORT"
+        }
     }
 
     fn summary(&self) -> &'static str {
-        "TCP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN)"
+        if self.udp {
+            "UDP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN)"
+        } else {
+            "TCP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN)"
+        }
     }
 
     fn capabilities(&self) -> Capabilities {
@@ -155,66 +212,72 @@ impl Transport for Remote {
             buffers: &[BufferMode::User],
             completions: &[CompletionMode::Block],
             default_completion: CompletionMode::Block,
-            max_message: crate::units::MAX_SIZE,
+            max_message: if self.udp {
+                super::udp::MAX_DATAGRAM
+            } else {
+                crate::units::MAX_SIZE
+            },
             max_inline: None,
             responder: "remote (xferbench serve)",
             options: &[],
             empty_messages: false,
-            flow_control: true,
+            flow_control: !self.udp,
         }
     }
 
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
-        let addr_text = cfg.spec.name.strip_prefix(SCHEME).ok_or_else(|| {
-            Error::usage(format!(
-                "'{}' is not a tcp://HOST:PORT address",
-                cfg.spec.name
-            ))
-        })?;
-        let addr = addr_text
-            .to_socket_addrs()
-            .map_err(|e| Error::usage(format!("cannot resolve {addr_text}: {e}; give HOST:PORT")))?
-            .next()
-            .ok_or_else(|| Error::usage(format!("{addr_text} resolves to no address")))?;
+        let addr = address(&cfg.spec.name)?;
         let timeout = cfg.timeout.max(Duration::from_millis(1));
+        let io = |what: &str, e: std::io::Error| Error::run(format!("{what} {addr}: {e}"));
+        if self.udp {
+            let any = if addr.is_ipv4() {
+                "0.0.0.0:0"
+            } else {
+                "[::]:0"
+            };
+            let s = UdpSocket::bind(any).map_err(|e| io("binding a UDP socket for", e))?;
+            s.set_read_timeout(Some(timeout))
+                .map_err(|e| io("setting a timeout for", e))?;
+            s.set_write_timeout(Some(timeout))
+                .map_err(|e| io("setting a timeout for", e))?;
+            s.send_to(
+                &hello_for(cfg, self.capabilities().max_message).encode(),
+                addr,
+            )
+            .map_err(|e| io("sending the hello to", e))?;
+            let mut w = [0u8; WELCOME_LEN];
+            let (n, from) = s.recv_from(&mut w).map_err(|e| {
+                io(
+                    "no answer (is `xferbench serve` running there, and UDP let through?) from",
+                    e,
+                )
+            })?;
+            if n != WELCOME_LEN {
+                return Err(Error::run(format!("{addr} is not an xferbench server")));
+            }
+            accepted(addr, &w)?;
+            // The session runs on a port of its own, the one that answered.
+            s.connect(from)
+                .map_err(|e| io("connecting to the session of", e))?;
+            return FdLink::open_remote(cfg, OwnedFd::from(s), Framing::Datagram);
+        }
         let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
             Error::run(format!(
                 "cannot connect to {addr}: {e}; is `xferbench serve --listen {addr}` running there?"
             ))
         })?;
-        let io = |what: &str, e: std::io::Error| Error::run(format!("{what} {addr}: {e}"));
         s.set_nodelay(true)
             .map_err(|e| io("setting TCP_NODELAY to", e))?;
         s.set_read_timeout(Some(timeout))
             .map_err(|e| io("setting a timeout on", e))?;
         s.set_write_timeout(Some(timeout))
             .map_err(|e| io("setting a timeout on", e))?;
-        let hello = Hello {
-            version: VERSION,
-            max_message: cfg.max_request.max(cfg.max_reply) as u64,
-            token: std::env::var("XFERBENCH_TOKEN")
-                .unwrap_or_default()
-                .into_bytes(),
-        };
-        s.write_all(&hello.encode())
+        s.write_all(&hello_for(cfg, self.capabilities().max_message).encode())
             .map_err(|e| io("sending the hello to", e))?;
         let mut w = [0u8; WELCOME_LEN];
         s.read_exact(&mut w)
             .map_err(|e| io("reading the answer of", e))?;
-        match parse_welcome(&w) {
-            Some((Status::Ok, _)) => {}
-            Some((st, max)) => {
-                return Err(Error::usage(format!(
-                    "{addr} refused the link: {} (server limit {max} bytes)",
-                    st.reason()
-                )));
-            }
-            None => {
-                return Err(Error::run(format!(
-                    "{addr} is not an xferbench server (bad answer to the hello)"
-                )));
-            }
-        }
+        accepted(addr, &w)?;
         FdLink::open_remote(cfg, OwnedFd::from(s), Framing::Stream)
     }
 }
@@ -226,6 +289,12 @@ pub use super::fd::Limits;
 pub fn serve_connection(s: &TcpStream, limits: &Limits) -> Result<()> {
     use std::os::fd::AsRawFd;
     super::fd::serve_socket(s.as_raw_fd(), Framing::Stream, limits)
+}
+
+/// As `serve_connection`, over a UDP socket connected to the client.
+pub fn serve_datagrams(s: &UdpSocket, limits: &Limits) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    super::fd::serve_socket(s.as_raw_fd(), Framing::Datagram, limits)
 }
 
 #[cfg(test)]
