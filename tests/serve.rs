@@ -381,3 +381,37 @@ fn remote_udp_through_serve_and_bad_datagrams_ignored() {
     assert_eq!(d["points"].as_array().unwrap().len(), 6, "1k..32k measured");
     assert_eq!(d["skipped"].as_array().unwrap().len(), 1, "64k skipped");
 }
+
+/// With `--features mpi`: two ranks under mpirun run a curve; only rank 0
+/// reports. (Skipped with a message when mpirun is not installed.)
+#[cfg(feature = "mpi")]
+#[test]
+fn two_mpi_ranks_run_a_curve() {
+    if std::process::Command::new("mpirun")
+        .arg("--version")
+        .output()
+        .is_err()
+    {
+        eprintln!("mpirun not installed (Debian openmpi-bin): skipped");
+        return;
+    }
+    let mut c = std::process::Command::new("mpirun");
+    c.args(["--allow-run-as-root", "--oversubscribe", "-n", "2"])
+        .arg(env!("CARGO_BIN_EXE_xferbench"))
+        .args([
+            "curve",
+            "-t",
+            "mpi",
+            "--sizes",
+            "1..4k",
+            "--duration",
+            "20ms",
+            "--format",
+            "json",
+            "-q",
+        ]);
+    let o = finish(c);
+    let d = json(&o);
+    assert_eq!(d["points"].as_array().unwrap().len(), 13);
+    assert_eq!(d["points"][0]["transport"], "mpi");
+}
