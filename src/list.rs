@@ -42,7 +42,7 @@ fn probe(t: &dyn transport::Transport) -> Result<()> {
 }
 
 pub fn run(args: &ListArgs) -> Result<()> {
-    let entries: Vec<Entry> = transport::all()
+    let mut entries: Vec<Entry> = transport::all()
         .iter()
         .map(|t| Entry {
             name: t.name(),
@@ -58,6 +58,32 @@ pub fn run(args: &ListArgs) -> Result<()> {
             },
         })
         .collect();
+    // Transports whose other end is not started by xferbench: said, not probed.
+    let remote: [(&'static dyn transport::Transport, String); 3] = [
+        (
+            &transport::remote::REMOTE,
+            "needs `xferbench serve` at HOST:PORT".into(),
+        ),
+        (
+            &transport::remote::REMOTE_UDP,
+            "needs `xferbench serve` at HOST:PORT".into(),
+        ),
+        (
+            &transport::mpi::MPI,
+            if cfg!(feature = "mpi") {
+                "needs `mpirun -n 2`".into()
+            } else {
+                "not available (built without the mpi feature: cargo build --release --features mpi)"
+                    .into()
+            },
+        ),
+    ];
+    entries.extend(remote.into_iter().map(|(t, status)| Entry {
+        name: t.name(),
+        summary: t.summary(),
+        capabilities: t.capabilities(),
+        status,
+    }));
     let text = match args.format {
         Format::Json => {
             serde_json::to_string_pretty(&entries)
