@@ -68,6 +68,21 @@ pub(crate) struct Chan {
 }
 
 impl Chan {
+    /// One blocking socket for both ways whose reads and writes time out
+    /// (SO_RCVTIMEO/SO_SNDTIMEO, set by the caller): a remote link's end.
+    pub fn timed_socket(fd: RawFd, framing: Framing) -> Result<Chan> {
+        let chan = Chan {
+            rx: fd,
+            tx: fd,
+            framing,
+            poll: false,
+            peer: None,
+            timed: true,
+        };
+        chan.set_mode()?;
+        Ok(chan)
+    }
+
     /// Puts both fds in the mode the completion asks for.
     pub fn set_mode(&self) -> Result<()> {
         self.set_mode_for(Pattern::Pingpong)
@@ -459,16 +474,7 @@ impl FdLink {
     /// child to watch; every wait ends at the socket's own timeouts, which
     /// the caller has set to the link's.
     pub fn open_remote(cfg: &LinkConfig, sock: OwnedFd, framing: Framing) -> Result<Box<dyn Link>> {
-        let fd = sock.as_raw_fd();
-        let chan = Chan {
-            rx: fd,
-            tx: fd,
-            framing,
-            poll: false,
-            peer: None,
-            timed: true,
-        };
-        chan.set_mode()?;
+        let chan = Chan::timed_socket(sock.as_raw_fd(), framing)?;
         Ok(Box::new(FdLink {
             chan,
             _fds: vec![sock],
@@ -619,16 +625,7 @@ pub struct Limits {
 
 /// Serves one remote client over a connected, timed socket (see `Chan::timed`).
 pub(crate) fn serve_socket(fd: RawFd, framing: Framing, limits: &Limits) -> Result<()> {
-    let chan = Chan {
-        rx: fd,
-        tx: fd,
-        framing,
-        poll: false,
-        peer: None,
-        timed: true,
-    };
-    chan.set_mode()?;
-    serve_loop(&chan, Some(limits))
+    serve_loop(&Chan::timed_socket(fd, framing)?, Some(limits))
 }
 
 /// The responder's loop: control frames, then the exchanges they announce.
