@@ -43,11 +43,18 @@ fn clap_error(e: clap::Error) -> i32 {
         }
         _ => {
             let text = e.render().to_string();
-            let first = text
-                .lines()
-                .find(|l| !l.trim().is_empty())
-                .unwrap_or("invalid arguments");
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("invalid arguments");
             let first = first.trim_start_matches("error: ");
+            // "…were not provided:" names the arguments on the next line.
+            let joined;
+            let first = match (first.ends_with(':'), lines.next()) {
+                (true, Some(what)) => {
+                    joined = format!("{first} {what}");
+                    joined.as_str()
+                }
+                _ => first,
+            };
             // Keep clap's list of valid values: it is the fix.
             let valid = text
                 .lines()
