@@ -21,6 +21,22 @@ pub struct Env {
     pub governor: Option<String>,
     /// The exact command line that produced this run.
     pub command: Vec<String>,
+    /// GPUs the run used (the cuda transport), as the driver describes them.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub gpus: Vec<Gpu>,
+}
+
+/// A GPU as the CUDA driver describes it.
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
+pub struct Gpu {
+    pub ordinal: i32,
+    pub name: String,
+    /// e.g. "0000:17:00.0".
+    pub pci_bus_id: String,
+    pub compute_capability: String,
+    pub driver_version: String,
+    pub multiprocessors: i32,
+    pub memory_bytes: u64,
 }
 
 #[derive(Clone, Debug, Serialize, Deserialize)]
@@ -75,6 +91,7 @@ impl Env {
             clock: Clock::calibrate(),
             governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             command: std::env::args().collect(),
+            gpus: Vec::new(),
         }
     }
 

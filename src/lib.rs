@@ -6,6 +6,7 @@
 pub mod app;
 pub mod buffer;
 pub mod cli;
+pub mod cuda;
 pub mod engine;
 pub mod env;
 pub mod error;

@@ -48,7 +48,9 @@ pub fn run(args: &ListArgs) -> Result<()> {
             name: t.name(),
             summary: t.summary(),
             capabilities: t.capabilities(),
-            status: if args.no_probe {
+            status: if let Some(why) = t.unavailable() {
+                format!("not available ({why})")
+            } else if args.no_probe {
                 "not checked".into()
             } else {
                 match probe(*t) {

@@ -215,6 +215,11 @@ fn validate(args: &CurveArgs) -> Result<(Vec<u64>, Vec<Config>)> {
     }
     let probe = Placement::unpinned();
     for c in &cfgs {
+        if c.transport.name() == "cuda" && args.mode == Pattern::Bidir {
+            return Err(Error::usage(
+                "cuda: both directions at once are measured by --mode stream (dir=bidir); run curve -t cuda:dir=bidir --mode stream",
+            ));
+        }
         // Modes only: sizes a transport cannot carry are skipped, not refused.
         transport::check(c.transport, &link_config(c, &args.common, &probe, 1, 1)?)?;
         if args.mode == Pattern::Bidir
@@ -318,7 +323,7 @@ fn calibrate(
 
 /// Divides every time of an exchange summary by `by` messages (2 for the two
 /// halves of a round trip): the one-way time of one message.
-fn per_message(s: &Summary, by: f64) -> Summary {
+pub fn per_message(s: &Summary, by: f64) -> Summary {
     let d = |v: u64| (v as f64 / by).round() as u64;
     Summary {
         count: s.count,
@@ -388,6 +393,22 @@ fn point(
     }
 }
 
+fn breakpoint(args: &CurveArgs) -> Breakpoint {
+    match args.breakpoint {
+        BreakpointArg::None => Breakpoint::None,
+        BreakpointArg::Auto => Breakpoint::Auto,
+        BreakpointArg::Size(s) => Breakpoint::Size(s),
+    }
+}
+
+/// The GPU bandwidth curves a `cuda` spec selects, when the curve is a
+/// stream (measured by `cuda::bandwidth`, not through a link).
+fn cuda_stream(args: &CurveArgs, c: &Config) -> Option<crate::cuda::bandwidth::Selection> {
+    (args.mode == Pattern::Stream && c.transport.name() == "cuda")
+        .then(|| crate::cuda::bandwidth::Selection::from_spec(&c.spec).ok())
+        .flatten()
+}
+
 /// Runs every curve. Always returns the run (possibly incomplete); the
 /// error, if any, says why it stopped early.
 pub fn run(
@@ -410,7 +431,14 @@ pub fn run(
     options["duration_s"] = serde_json::json!(budget.duration.map(|d| d.as_secs_f64()));
     let (mut run, placement) = begin::<CurvePoint, CurveExtra>("curve", common, options)?;
     let strat = strategies(args);
-    progress.start((cfgs.len() * strat.len() * sizes.len()) as u64);
+    let total: usize = cfgs
+        .iter()
+        .map(|c| match cuda_stream(args, c) {
+            Some(sel) => sel.curves().len() * sizes.len(),
+            None => strat.len() * sizes.len(),
+        })
+        .sum();
+    progress.start(total as u64);
     let seed = (args.payload == PayloadMode::FillCheck).then(|| {
         // Fresh values each run, recorded so a failure can be replayed.
         std::time::SystemTime::now()
@@ -419,6 +447,34 @@ pub fn run(
     });
     let result = (|| -> Result<()> {
         for c in &cfgs {
+            if cuda_stream(args, c).is_some() {
+                let curves = crate::cuda::bandwidth::run(
+                    args,
+                    &c.spec,
+                    c.completion,
+                    &sizes,
+                    &mut run.points,
+                    &mut run.extra.skipped,
+                    progress,
+                    stop,
+                )?;
+                for (spec, buffers, curve) in curves {
+                    let f = fit::hockney(&curve);
+                    if run.extra.fits.is_empty() {
+                        run.extra.fit = f.clone();
+                    }
+                    run.extra.fits.push(CurveFit {
+                        spec: spec.to_string(),
+                        buffers,
+                        completion: c.completion,
+                        mode: args.mode,
+                        chunk: Chunk::Whole,
+                        fit: f,
+                        two_segment: fit::two_segment(&curve, breakpoint(args)),
+                    });
+                }
+                continue;
+            }
             let caps = c.transport.capabilities();
             // Sizes this transport carries at all (packets aside: checked per strategy).
             let largest = *sizes.iter().max().expect("validated");
@@ -470,11 +526,7 @@ pub fn run(
                     }
                 }
                 let f = fit::hockney(&curve);
-                let bp = match args.breakpoint {
-                    BreakpointArg::None => Breakpoint::None,
-                    BreakpointArg::Auto => Breakpoint::Auto,
-                    BreakpointArg::Size(s) => Breakpoint::Size(s),
-                };
+                let bp = breakpoint(args);
                 if run.extra.fits.is_empty() {
                     run.extra.fit = f.clone();
                 }

@@ -53,6 +53,7 @@ pub fn configs(
     let mut out = Vec::new();
     for spec in common.specs() {
         let t = transport::find(&spec.name)?;
+        t.ensure_available()?;
         let buffers = match spec.mode::<BufferMode>("buffers")? {
             Some(b) => vec![b],
             None if common.buffers.is_empty() => vec![default_buffers(&t.capabilities())],
@@ -172,6 +173,7 @@ pub fn begin<P, X: Default>(
 /// Marks the run complete, or records why it stopped; the error goes back
 /// to the caller beside the (partial) run.
 pub fn finish<P, X>(mut run: Run<P, X>, result: Result<()>) -> (Run<P, X>, Option<Error>) {
+    run.env.gpus = crate::cuda::used_devices();
     match result {
         Ok(()) => {
             run.complete = true;

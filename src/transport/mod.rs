@@ -9,6 +9,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
+mod cuda;
 mod fd;
 pub mod mpi;
 mod peer;
@@ -22,6 +23,7 @@ pub(crate) mod udp;
 mod unix;
 mod unix_dgram;
 
+pub use cuda::ordinal as cuda_ordinal;
 pub use peer::Fault;
 
 /// Where the caller's payload lives (the Vollo runtime's three buffer kinds).
@@ -35,6 +37,12 @@ pub enum BufferMode {
     /// The payload is written straight into the doorbell cache lines (the MMIO
     /// analogue): no separate buffer, no copy.
     Inline,
+    /// An accelerator reads the request from, and writes the reply to, mapped
+    /// host memory itself: no DMA copy, no launch per request (cuda).
+    Mmio,
+    /// The copy–program–copy sequence is recorded once and replayed per
+    /// request (cuda: a CUDA graph).
+    Graph,
 }
 
 /// How a waiter learns that its message arrived.
@@ -53,7 +61,15 @@ impl BufferMode {
             BufferMode::User => "user",
             BufferMode::Raw => "raw",
             BufferMode::Inline => "inline",
+            BufferMode::Mmio => "mmio",
+            BufferMode::Graph => "graph",
         }
+    }
+
+    /// Modes whose payload lives in a doorbell or mapped window with a
+    /// size limit of its own (`Capabilities::max_inline`).
+    pub fn limited(self) -> bool {
+        matches!(self, BufferMode::Inline | BufferMode::Mmio)
     }
 }
 
@@ -74,7 +90,7 @@ pub struct Capabilities {
     pub default_completion: CompletionMode,
     /// Largest message either way, in bytes.
     pub max_message: u64,
-    /// Largest payload `inline` buffers carry, if the transport has them.
+    /// Largest payload `inline` (or `mmio`) buffers carry, if the transport has them.
     pub max_inline: Option<u64>,
     /// Where the responder runs: "thread" or "process".
     pub responder: &'static str,
@@ -101,7 +117,7 @@ pub fn cannot_carry(
     if len == 0 && !caps.empty_messages {
         return Some("a byte stream cannot carry an empty message".into());
     }
-    if buffers == BufferMode::Inline && caps.max_inline.is_some_and(|m| len > m) {
+    if buffers.limited() && caps.max_inline.is_some_and(|m| len > m) {
         return Some(format!(
             "over the {} inline limit",
             crate::units::format_size(caps.max_inline.unwrap_or(0))
@@ -486,6 +502,21 @@ pub trait Transport: Sync {
     fn check_options(&self, _spec: &Spec) -> Result<()> {
         Ok(())
     }
+    /// Why this transport cannot work on this machine at all (no driver,
+    /// no device), before anything is opened; `list` says it as is.
+    fn unavailable(&self) -> Option<String> {
+        None
+    }
+    /// `unavailable` as the error a command stops with, naming the fix.
+    fn ensure_available(&self) -> Result<()> {
+        match self.unavailable() {
+            Some(why) => Err(Error::run(format!(
+                "{}: not available ({why})",
+                self.name()
+            ))),
+            None => Ok(()),
+        }
+    }
     fn respond(&self, args: &ResponderArgs) -> Result<()> {
         let _ = args;
         Err(Error::usage(format!(
@@ -503,6 +534,7 @@ static REGISTRY: &[&dyn Transport] = &[
     &unix_dgram::UnixDgram,
     &tcp::Tcp,
     &udp::Udp,
+    &cuda::Cuda,
 ];
 
 /// Every transport, in the order `list` prints them.
@@ -554,8 +586,8 @@ pub fn check(t: &dyn Transport, cfg: &LinkConfig) -> Result<()> {
         )));
     }
     let largest = cfg.max_request.max(cfg.max_reply) as u64;
-    let limit = match (cfg.buffers, caps.max_inline) {
-        (BufferMode::Inline, Some(inl)) => inl.min(caps.max_message),
+    let limit = match caps.max_inline {
+        Some(inl) if cfg.buffers.limited() => inl.min(caps.max_message),
         _ => caps.max_message,
     };
     if largest > limit {

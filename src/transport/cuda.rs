@@ -1,0 +1,552 @@
+//! `cuda`: the Vollo IO round trip on an NVIDIA GPU. The responder is a
+//! device program with no compute; a round trip is timed on the host clock
+//! from submission to observed completion, as the Vollo runtime does.
+//!
+//! | buffers | per request                                                    |
+//! |---------|----------------------------------------------------------------|
+//! | user    | CPU copy into pinned staging, H2D copy, launch, D2H copy, CPU copy back |
+//! | raw     | the caller fills pinned memory: H2D copy, launch, D2H copy     |
+//! | graph   | the raw sequence captured once as a CUDA graph, one launch     |
+//! | mmio    | a persistent device program polls a doorbell in mapped pinned memory, reads the input through the mapping, writes the output to mapped memory: no copy engine, no launch |
+//!
+//! `completion=poll` makes the context spin (CU_CTX_SCHED_SPIN) and waits
+//! by spinning on cuStreamQuery; `block` makes it sleep on an interrupt
+//! (CU_CTX_SCHED_BLOCKING_SYNC) in cuStreamSynchronize. mmio always spins
+//! on its doorbell: nothing can wake a sleeper when the device writes host
+//! memory.
+
+use super::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
+    Transport,
+};
+use crate::cuda::{self, Ctx, HostMem, arg, ck};
+use crate::error::{Error, Result};
+use cudarc::driver::sys;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::time::{Duration, Instant};
+
+pub struct Cuda;
+
+/// The mmio doorbell packs the lengths into 24 bits each.
+const MMIO_MAX: u64 = (1 << 24) - 1;
+/// Threads of the persistent mmio block.
+const MMIO_THREADS: u32 = 256;
+
+/// The GPU's ordinal from `device=N`.
+pub fn ordinal(spec: &Spec) -> Result<i32> {
+    match spec.get("device") {
+        None => Ok(0),
+        Some(v) => v.parse::<i32>().ok().filter(|d| *d >= 0).ok_or_else(|| {
+            Error::usage(format!(
+                "cuda: device={v} is not a GPU number; use device=0 (see nvidia-smi -L)"
+            ))
+        }),
+    }
+}
+
+impl Transport for Cuda {
+    fn name(&self) -> &'static str {
+        "cuda"
+    }
+
+    fn summary(&self) -> &'static str {
+        "NVIDIA GPU: H2D copy, a no-compute device program, D2H copy (or mapped-memory doorbell)"
+    }
+
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            buffers: &[
+                BufferMode::User,
+                BufferMode::Raw,
+                BufferMode::Mmio,
+                BufferMode::Graph,
+            ],
+            completions: &[CompletionMode::Poll, CompletionMode::Block],
+            default_completion: CompletionMode::Poll,
+            max_message: crate::units::MAX_SIZE,
+            max_inline: Some(MMIO_MAX),
+            responder: "GPU",
+            options: &[
+                ("device", "GPU number (default 0)"),
+                (
+                    "dir",
+                    "curve --mode stream: h2d, d2h, bidir or all (default all)",
+                ),
+                (
+                    "host",
+                    "curve --mode stream: pinned, pageable or all (default all)",
+                ),
+                (
+                    "engine",
+                    "curve --mode stream: ce (copy engine), sm (copy kernel) or all (default all)",
+                ),
+            ],
+            empty_messages: true,
+            flow_control: true,
+        }
+    }
+
+    fn unavailable(&self) -> Option<String> {
+        cuda::unavailable()
+    }
+
+    fn ensure_available(&self) -> Result<()> {
+        cuda::unavailable().map_or(Ok(()), |why| Err(cuda::not_here(&why)))
+    }
+
+    fn check_options(&self, spec: &Spec) -> Result<()> {
+        ordinal(spec)?;
+        cuda::bandwidth::Selection::from_spec(spec)?;
+        Ok(())
+    }
+
+    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        if cfg.buffers == BufferMode::Mmio && cfg.completion == CompletionMode::Block {
+            return Err(Error::usage(
+                "cuda: mmio completes through a flag the GPU writes in host memory, which can only be polled; use completion=poll",
+            ));
+        }
+        Ok(Box::new(CudaLink::open(cfg)?))
+    }
+}
+
+/// The persistent program of the mmio mode and its doorbell.
+struct Mmio {
+    /// `struct Doorbell` of kernels.cu, in mapped pinned memory.
+    db: HostMem,
+    stream: sys::CUstream,
+    /// Last sequence number rung (16 bits, never 0: the program starts at 0).
+    seq: u64,
+    /// The delay the running program was started with.
+    delay_ns: u64,
+    running: bool,
+}
+
+/// Word offsets in `struct Doorbell`.
+const BELL: usize = 0;
+const EXIT: usize = 1;
+const DONE: usize = 8;
+const STOPPED: usize = 9;
+
+impl Mmio {
+    fn word(&self, i: usize) -> &AtomicU64 {
+        // SAFETY: the doorbell is 128 bytes of 8-aligned pinned memory that
+        // host and device access only as whole 8-byte words.
+        unsafe { &*(self.db.ptr as *const AtomicU64).add(i) }
+    }
+}
+
+struct CudaLink {
+    buffers: BufferMode,
+    completion: CompletionMode,
+    timeout: Duration,
+    stream: sys::CUstream,
+    /// Pinned input and output, mapped into the GPU (raw, graph, mmio; user stages here).
+    h_in: HostMem,
+    h_out: HostMem,
+    d_in: sys::CUdeviceptr,
+    d_out: sys::CUdeviceptr,
+    /// The caller's pageable memory in user mode.
+    user_in: Vec<u8>,
+    user_out: Vec<u8>,
+    shape: ReplyShape,
+    graph: Option<(sys::CUgraph, sys::CUgraphExec)>,
+    mmio: Option<Mmio>,
+    /// Declared last so it is dropped last: it owns everything above.
+    ctx: Ctx,
+}
+
+// SAFETY: the raw handles belong to `ctx`, which `enter` makes current on
+// whichever thread uses the link; a link is used by one thread at a time.
+unsafe impl Send for CudaLink {}
+
+impl CudaLink {
+    fn open(cfg: &LinkConfig) -> Result<CudaLink> {
+        let ctx = Ctx::new(ordinal(&cfg.spec)?, cfg.completion)?;
+        let (nin, nout) = (cfg.max_request.max(1), cfg.max_reply.max(1));
+        let stream = ctx.stream()?;
+        let h_in = ctx.host(nin)?;
+        let h_out = ctx.host(nout)?;
+        let (d_in, d_out) = if cfg.buffers == BufferMode::Mmio {
+            (0, 0)
+        } else {
+            (ctx.device(nin)?, ctx.device(nout)?)
+        };
+        let user = cfg.buffers == BufferMode::User;
+        let mmio = if cfg.buffers == BufferMode::Mmio {
+            Some(Mmio {
+                db: ctx.host(128)?,
+                stream: ctx.stream()?,
+                seq: 0,
+                delay_ns: 0,
+                running: false,
+            })
+        } else {
+            None
+        };
+        let mut link = CudaLink {
+            buffers: cfg.buffers,
+            completion: cfg.completion,
+            timeout: cfg.timeout,
+            stream,
+            h_in,
+            h_out,
+            d_in,
+            d_out,
+            user_in: if user { vec![0; nin] } else { Vec::new() },
+            user_out: if user { vec![0; nout] } else { Vec::new() },
+            shape: ReplyShape::default(),
+            graph: None,
+            mmio,
+            ctx,
+        };
+        if link.mmio.is_some() {
+            link.start_mmio(0)?;
+        }
+        Ok(link)
+    }
+
+    /// H2D copy, the echo program, D2H copy: queued, not waited for.
+    fn enqueue(&self) -> Result<()> {
+        let (nin, nout) = (self.shape.request_len, self.shape.reply_len);
+        if nin > 0 {
+            // SAFETY: both buffers hold at least nin bytes (checked at configure).
+            ck(
+                unsafe {
+                    sys::cuMemcpyHtoDAsync_v2(
+                        self.d_in,
+                        self.h_in.ptr as *const _,
+                        nin,
+                        self.stream,
+                    )
+                },
+                "copying the input to the GPU (cuMemcpyHtoDAsync)",
+            )?;
+        }
+        let (mut a, mut b, mut c, mut d, mut e) = (
+            self.d_in,
+            nin as u64,
+            self.d_out,
+            nout as u64,
+            self.shape.delay_ns,
+        );
+        cuda::launch(
+            self.ctx.kernels.echo,
+            1,
+            1,
+            self.stream,
+            &mut [
+                arg(&mut a),
+                arg(&mut b),
+                arg(&mut c),
+                arg(&mut d),
+                arg(&mut e),
+            ],
+        )?;
+        if nout > 0 {
+            // SAFETY: both buffers hold at least nout bytes.
+            ck(
+                unsafe {
+                    sys::cuMemcpyDtoHAsync_v2(
+                        self.h_out.ptr as *mut _,
+                        self.d_out,
+                        nout,
+                        self.stream,
+                    )
+                },
+                "copying the output to the host (cuMemcpyDtoHAsync)",
+            )?;
+        }
+        Ok(())
+    }
+
+    /// Records the sequence once for this shape as a CUDA graph.
+    fn capture(&mut self) -> Result<()> {
+        self.drop_graph();
+        // SAFETY: a live stream of the current context.
+        ck(
+            unsafe {
+                sys::cuStreamBeginCapture_v2(
+                    self.stream,
+                    sys::CUstreamCaptureMode::CU_STREAM_CAPTURE_MODE_THREAD_LOCAL,
+                )
+            },
+            "starting a graph capture (cuStreamBeginCapture)",
+        )?;
+        let queued = self.enqueue();
+        let mut graph = std::ptr::null_mut();
+        // SAFETY: ends the capture begun above, whatever enqueue did.
+        let ended = unsafe { sys::cuStreamEndCapture(self.stream, &mut graph) };
+        queued?;
+        ck(ended, "ending the graph capture (cuStreamEndCapture)")?;
+        let mut exec = std::ptr::null_mut();
+        // SAFETY: graph was just captured.
+        ck(
+            unsafe { sys::cuGraphInstantiateWithFlags(&mut exec, graph, 0) },
+            "instantiating the graph (cuGraphInstantiate)",
+        )?;
+        self.graph = Some((graph, exec));
+        Ok(())
+    }
+
+    fn drop_graph(&mut self) {
+        if let Some((g, e)) = self.graph.take() {
+            // SAFETY: ours, not running (every launch was waited for).
+            unsafe {
+                sys::cuGraphExecDestroy(e);
+                sys::cuGraphDestroy(g);
+            }
+        }
+    }
+
+    /// Starts the persistent mmio program (stopping a running one first).
+    fn start_mmio(&mut self, delay_ns: u64) -> Result<()> {
+        self.stop_mmio()?;
+        let idle_ns = self.timeout.max(Duration::from_secs(60)).as_nanos() as u64;
+        let (h_in, h_out) = (self.h_in.dev, self.h_out.dev);
+        let kernel = self.ctx.kernels.mmio;
+        let m = self.mmio.as_mut().expect("mmio link");
+        for w in [BELL, EXIT, DONE, STOPPED] {
+            m.word(w).store(0, Ordering::Release);
+        }
+        m.seq = 0;
+        let (mut a, mut b, mut c, mut d, mut e) = (m.db.dev, h_in, h_out, idle_ns, delay_ns);
+        cuda::launch(
+            kernel,
+            1,
+            MMIO_THREADS,
+            m.stream,
+            &mut [
+                arg(&mut a),
+                arg(&mut b),
+                arg(&mut c),
+                arg(&mut d),
+                arg(&mut e),
+            ],
+        )?;
+        m.delay_ns = delay_ns;
+        m.running = true;
+        Ok(())
+    }
+
+    /// Asks the mmio program to end and waits for it (bounded).
+    fn stop_mmio(&mut self) -> Result<()> {
+        let timeout = self.timeout;
+        let Some(m) = self.mmio.as_mut() else {
+            return Ok(());
+        };
+        if !m.running {
+            return Ok(());
+        }
+        m.word(EXIT).store(1, Ordering::Release);
+        m.running = false;
+        cuda::wait(m.stream, CompletionMode::Poll, timeout)
+    }
+
+    /// Has the mmio program ended by itself (idle timeout)?
+    fn mmio_ended(&self) -> bool {
+        self.mmio.as_ref().is_some_and(|m| {
+            // SAFETY: a live stream of the current context.
+            m.running && unsafe { sys::cuStreamQuery(m.stream) } == sys::CUresult::CUDA_SUCCESS
+        })
+    }
+
+    fn ring(&mut self) -> Result<()> {
+        let shape = self.shape;
+        let timeout = self.timeout;
+        let m = self.mmio.as_mut().expect("mmio link");
+        m.seq = (m.seq % 0xffff) + 1;
+        let seq = m.seq;
+        let bell = seq | (shape.request_len as u64) << 16 | (shape.reply_len as u64) << 40;
+        m.word(BELL).store(bell, Ordering::Release);
+        let done = m.word(DONE);
+        let mut spins = 0u32;
+        let mut start: Option<Instant> = None;
+        while done.load(Ordering::Acquire) != seq {
+            spins = spins.wrapping_add(1);
+            if spins % 4096 == 0 {
+                let s = start.get_or_insert_with(Instant::now);
+                if s.elapsed() > timeout {
+                    let why = match m.word(STOPPED).load(Ordering::Acquire) {
+                        2 => "the device program ended after its idle timeout",
+                        1 => "the device program was asked to end",
+                        _ => "no answer from the device program",
+                    };
+                    return Err(Error::run(format!(
+                        "cuda: mmio request not answered within {} ({why})",
+                        humantime::format_duration(timeout)
+                    )));
+                }
+            }
+            std::hint::spin_loop();
+        }
+        Ok(())
+    }
+}
+
+impl Link for CudaLink {
+    fn request_buf(&mut self) -> &mut [u8] {
+        if self.buffers == BufferMode::User {
+            &mut self.user_in
+        } else {
+            self.h_in.slice_mut()
+        }
+    }
+
+    fn reply(&self) -> &[u8] {
+        let n = self.shape.reply_len;
+        if self.buffers == BufferMode::User {
+            &self.user_out[..n]
+        } else {
+            &self.h_out.slice()[..n]
+        }
+    }
+
+    fn configure(&mut self, shape: &ReplyShape) -> Result<()> {
+        self.ctx.enter()?;
+        if shape.pattern != Pattern::Pingpong || shape.chunk != 0 {
+            return Err(Error::usage(
+                "cuda: a round trip is one request and one reply; bandwidth is `curve -t cuda --mode stream` (H2D, D2H and both ways)",
+            ));
+        }
+        if shape.check.is_some() {
+            return Err(Error::usage(
+                "cuda: the device program computes nothing, so it cannot fill-check payloads; drop --payload fill-check",
+            ));
+        }
+        if shape.request_len > self.h_in.len || shape.reply_len > self.h_out.len {
+            return Err(Error::run(format!(
+                "cuda: {} B in / {} B out is over the buffers opened ({} / {})",
+                shape.request_len, shape.reply_len, self.h_in.len, self.h_out.len
+            )));
+        }
+        let changed = *shape != self.shape;
+        self.shape = *shape;
+        match self.buffers {
+            BufferMode::Graph if changed || self.graph.is_none() => self.capture()?,
+            BufferMode::Mmio => {
+                let delay = self.mmio.as_ref().map_or(0, |m| m.delay_ns);
+                if delay != shape.delay_ns || self.mmio_ended() {
+                    self.start_mmio(shape.delay_ns)?;
+                }
+            }
+            _ => {}
+        }
+        Ok(())
+    }
+
+    fn exchange(&mut self) -> Result<()> {
+        self.ctx.enter()?;
+        match self.buffers {
+            BufferMode::User => {
+                let n = self.shape.request_len;
+                self.h_in.slice_mut()[..n].copy_from_slice(&self.user_in[..n]);
+                self.enqueue()?;
+                cuda::wait(self.stream, self.completion, self.timeout)?;
+                let n = self.shape.reply_len;
+                self.user_out[..n].copy_from_slice(&self.h_out.slice()[..n]);
+                Ok(())
+            }
+            BufferMode::Raw => {
+                self.enqueue()?;
+                cuda::wait(self.stream, self.completion, self.timeout)
+            }
+            BufferMode::Graph => {
+                let (_, exec) = self
+                    .graph
+                    .ok_or_else(|| Error::run("cuda: not configured"))?;
+                // SAFETY: an instantiated graph of this context.
+                ck(
+                    unsafe { sys::cuGraphLaunch(exec, self.stream) },
+                    "launching the graph (cuGraphLaunch)",
+                )?;
+                cuda::wait(self.stream, self.completion, self.timeout)
+            }
+            BufferMode::Mmio => self.ring(),
+            BufferMode::Inline => Err(Error::usage("cuda has no inline buffers; use mmio")),
+        }
+    }
+
+    fn close(mut self: Box<Self>) -> Result<()> {
+        self.ctx.enter()?;
+        let stopped = self.stop_mmio();
+        self.drop_graph();
+        // The context goes with self and frees what it owns.
+        stopped
+    }
+}
+
+impl Drop for CudaLink {
+    fn drop(&mut self) {
+        // A link dropped without close (an error mid-run) still stops the
+        // persistent program before its context is destroyed.
+        if self.ctx.enter().is_ok() {
+            let _ = self.stop_mmio();
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::transport::parse_specs;
+
+    #[test]
+    fn options_are_checked_before_anything_runs() {
+        assert!(parse_specs("cuda:device=0,buffers=mmio").is_ok());
+        assert!(parse_specs("cuda:dir=h2d:host=pinned:engine=sm").is_ok());
+        let e = parse_specs("cuda:device=-1").unwrap_err().to_string();
+        assert!(e.contains("device=-1"), "{e}");
+        let e = parse_specs("cuda:dir=sideways").unwrap_err().to_string();
+        assert!(e.contains("h2d, d2h, bidir"), "{e}");
+        let e = parse_specs("cuda:buffers=inline,completion=poll").unwrap();
+        assert_eq!(e[0].get("buffers"), Some("inline"));
+    }
+
+    #[test]
+    fn mode_support_is_declared() {
+        let caps = Cuda.capabilities();
+        for b in [
+            BufferMode::User,
+            BufferMode::Raw,
+            BufferMode::Mmio,
+            BufferMode::Graph,
+        ] {
+            assert!(caps.buffers.contains(&b), "{b:?}");
+        }
+        assert!(!caps.buffers.contains(&BufferMode::Inline));
+        // mmio lengths travel in 24 bits of the doorbell.
+        assert_eq!(caps.max_inline, Some(MMIO_MAX));
+        let shape = ReplyShape::pingpong(1 << 24, 64, 0, 1);
+        assert!(super::super::cannot_carry(&caps, BufferMode::Mmio, 1 << 24, &shape).is_some());
+        assert!(super::super::cannot_carry(&caps, BufferMode::Raw, 1 << 24, &shape).is_none());
+    }
+
+    #[test]
+    fn open_without_a_gpu_is_one_clear_error() {
+        if cuda::unavailable().is_none() {
+            eprintln!("skipped: a GPU is present");
+            return;
+        }
+        let cfg = LinkConfig {
+            spec: parse_specs("cuda").unwrap().remove(0),
+            buffers: BufferMode::Raw,
+            completion: CompletionMode::Poll,
+            max_request: 64,
+            max_reply: 64,
+            responder_cpu: None,
+            timeout: Duration::from_secs(1),
+            exe: std::path::PathBuf::from("/bin/true"),
+        };
+        let e = Cuda.open(&cfg).err().expect("no GPU").to_string();
+        assert!(e.starts_with("cuda: not available ("), "{e}");
+        // mmio with block completion is refused whether or not a GPU exists.
+        let cfg = LinkConfig {
+            buffers: BufferMode::Mmio,
+            completion: CompletionMode::Block,
+            ..cfg
+        };
+        let e = Cuda.open(&cfg).err().expect("refused").to_string();
+        assert!(e.contains("completion=poll"), "{e}");
+    }
+}
