@@ -135,7 +135,7 @@ pub struct CommonArgs {
     #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
     #[serde(rename = "transports", serialize_with = "ser_specs")]
     pub transports: Vec<SpecList>,
-    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell). Default: user for roundtrip; for curve, raw where the transport has it.
+    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell); cuda adds mmio (device polls mapped host memory) and graph (one CUDA graph launch). Default: user for roundtrip; for curve, raw where the transport has it.
     #[arg(long, value_delimiter = ',')]
     pub buffers: Vec<BufferMode>,
     /// Completion modes, comma-separated: poll (spin) or block (sleep). Default: each transport's own.

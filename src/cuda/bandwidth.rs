@@ -343,6 +343,10 @@ impl Rig {
     }
 }
 
+/// One measured curve: its spec, host memory as a buffer mode, and
+/// (size, ns per copy) for the model fit.
+pub type Measured = (Spec, BufferMode, Vec<(u64, f64)>);
+
 /// Measures every selected curve of one `cuda` spec over `sizes`, pushing
 /// points (and skipped sizes); returns each curve's (size, ns per copy)
 /// for the model fit.
@@ -356,7 +360,7 @@ pub fn run(
     skipped: &mut Vec<Skipped>,
     progress: &dyn crate::experiment::Progress,
     stop: &AtomicBool,
-) -> Result<Vec<(Spec, BufferMode, Vec<(u64, f64)>)>> {
+) -> Result<Vec<Measured>> {
     let sel = Selection::from_spec(spec)?;
     let ordinal = crate::transport::cuda_ordinal(spec)?;
     let largest = sizes.iter().copied().max().unwrap_or(1).max(1) as usize;

@@ -176,11 +176,6 @@ pub struct Ctx {
 // there; `enter` does that, and a Ctx is used by one thread at a time.
 unsafe impl Send for Ctx {}
 
-thread_local! {
-    /// The context last made current on this thread, to skip redundant calls.
-    static CURRENT: std::cell::Cell<usize> = const { std::cell::Cell::new(0) };
-}
-
 impl Ctx {
     pub fn new(ordinal: i32, completion: CompletionMode) -> Result<Ctx> {
         let count = match driver() {
@@ -205,7 +200,6 @@ impl Ctx {
             unsafe { sys::cuCtxCreate_v2(&mut ctx, sched_flags(completion), dev) },
             "creating a context (cuCtxCreate)",
         )?;
-        CURRENT.with(|c| c.set(ctx as usize));
         let mut me = Ctx {
             ctx,
             info: describe(ordinal, dev),
@@ -253,12 +247,15 @@ impl Ctx {
         })
     }
 
-    /// Makes this context current on the calling thread (cheap when it is).
+    /// Makes this context current on the calling thread (a link may move
+    /// between threads); cheap when it already is.
     pub fn enter(&self) -> Result<()> {
-        if CURRENT.with(|c| c.get()) != self.ctx as usize {
+        let mut cur = std::ptr::null_mut();
+        // SAFETY: cur outlives the call.
+        let r = unsafe { sys::cuCtxGetCurrent(&mut cur) };
+        if r != CUresult::CUDA_SUCCESS || cur != self.ctx {
             // SAFETY: the context is alive while self is.
             ck(unsafe { sys::cuCtxSetCurrent(self.ctx) }, "cuCtxSetCurrent")?;
-            CURRENT.with(|c| c.set(self.ctx as usize));
         }
         Ok(())
     }
@@ -344,11 +341,6 @@ impl Drop for Ctx {
     fn drop(&mut self) {
         // SAFETY: the context is ours; destroying it frees all it owns.
         unsafe { sys::cuCtxDestroy_v2(self.ctx) };
-        CURRENT.with(|c| {
-            if c.get() == self.ctx as usize {
-                c.set(0)
-            }
-        });
     }
 }
 
@@ -379,7 +371,7 @@ impl HostMem {
 
 /// Launches `f` on `grid` × `block` threads with these arguments (each a
 /// pointer to the value: CUdeviceptr or u64).
-pub fn launch(
+pub(crate) fn launch(
     f: sys::CUfunction,
     grid: u32,
     block: u32,
@@ -418,7 +410,11 @@ pub fn arg(v: &mut u64) -> *mut c_void {
 /// an interrupt). A poll gives up after `timeout`; a blocking wait cannot
 /// be interrupted, which is safe because every device program here is
 /// bounded in time by its own timer.
-pub fn wait(stream: sys::CUstream, completion: CompletionMode, timeout: Duration) -> Result<()> {
+pub(crate) fn wait(
+    stream: sys::CUstream,
+    completion: CompletionMode,
+    timeout: Duration,
+) -> Result<()> {
     match completion {
         CompletionMode::Block => ck(
             // SAFETY: a live stream of the current context.
@@ -436,7 +432,7 @@ pub fn wait(stream: sys::CUstream, completion: CompletionMode, timeout: Duration
                     r => return ck(r, "waiting for the GPU (cuStreamQuery)"),
                 }
                 spins = spins.wrapping_add(1);
-                if spins % 1024 == 0 {
+                if spins.is_multiple_of(1024) {
                     let s = start.get_or_insert_with(Instant::now);
                     if s.elapsed() > timeout {
                         return Err(Error::run(format!(

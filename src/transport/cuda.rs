@@ -364,7 +364,7 @@ impl CudaLink {
         let mut start: Option<Instant> = None;
         while done.load(Ordering::Acquire) != seq {
             spins = spins.wrapping_add(1);
-            if spins % 4096 == 0 {
+            if spins.is_multiple_of(4096) {
                 let s = start.get_or_insert_with(Instant::now);
                 if s.elapsed() > timeout {
                     let why = match m.word(STOPPED).load(Ordering::Acquire) {
@@ -420,7 +420,12 @@ impl Link for CudaLink {
                 shape.request_len, shape.reply_len, self.h_in.len, self.h_out.len
             )));
         }
-        let changed = *shape != self.shape;
+        let changed = (shape.request_len, shape.reply_len, shape.delay_ns)
+            != (
+                self.shape.request_len,
+                self.shape.reply_len,
+                self.shape.delay_ns,
+            );
         self.shape = *shape;
         match self.buffers {
             BufferMode::Graph if changed || self.graph.is_none() => self.capture()?,
