@@ -26,6 +26,22 @@ pub struct Env {
     pub gpus: Vec<Gpu>,
 }
 
+impl std::fmt::Display for Gpu {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "GPU {}: {} (sm_{}, {} SMs, {}) at PCI {}, driver {}",
+            self.ordinal,
+            self.name,
+            self.compute_capability.replace('.', ""),
+            self.multiprocessors,
+            crate::units::format_size(self.memory_bytes),
+            self.pci_bus_id,
+            self.driver_version
+        )
+    }
+}
+
 /// A GPU as the CUDA driver describes it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Gpu {

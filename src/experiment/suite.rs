@@ -50,7 +50,12 @@ fn words(s: &str) -> Vec<String> {
 
 /// The parts' command lines. `job` is the stream part's job file.
 pub fn parts(quick: bool, job: &Path) -> Vec<Part> {
-    let all: Vec<&str> = transport::all().iter().map(|t| t.name()).collect();
+    // Local transports that work here (cuda only where a GPU is).
+    let all: Vec<&str> = transport::all()
+        .iter()
+        .filter(|t| t.unavailable().is_none())
+        .map(|t| t.name())
+        .collect();
     let all = all.join(",");
     let (rt_sizes, rt_time, curve_sizes, curve_time) = if quick {
         ("64,16k", "100ms", "1,16,256,4k,64k,1M", "40ms")

@@ -330,6 +330,17 @@ fn environment(o: &mut String, runs: &[SavedRun]) {
             )
         }),
         row("architecture", &|e| e.arch.clone()),
+        row("GPUs", &|e| {
+            if e.gpus.is_empty() {
+                "none used".into()
+            } else {
+                e.gpus
+                    .iter()
+                    .map(|g| g.to_string())
+                    .collect::<Vec<_>>()
+                    .join("; ")
+            }
+        }),
         row("kernel", &|e| e.kernel.clone()),
         row("virtualization", &|e| {
             let v = &e.virtualization;

@@ -170,6 +170,9 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
         "Placement: {place}. Machine: {} ({} cpus{virt}), {}; xferbench {}, {}.",
         e.cpu_model, e.cpus_online, e.kernel, e.version, e.timestamp
     );
+    for g in &e.gpus {
+        let _ = writeln!(out, "{g}.");
+    }
     if !run.complete {
         let partial = run.points.iter().filter(|p| p.partial()).count();
         let _ = writeln!(

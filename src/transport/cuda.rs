@@ -100,12 +100,17 @@ impl Transport for Cuda {
         Ok(())
     }
 
-    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+    fn check_link(&self, cfg: &LinkConfig) -> Result<()> {
         if cfg.buffers == BufferMode::Mmio && cfg.completion == CompletionMode::Block {
             return Err(Error::usage(
                 "cuda: mmio completes through a flag the GPU writes in host memory, which can only be polled; use completion=poll",
             ));
         }
+        Ok(())
+    }
+
+    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        self.check_link(cfg)?;
         Ok(Box::new(CudaLink::open(cfg)?))
     }
 }

@@ -502,6 +502,11 @@ pub trait Transport: Sync {
     fn check_options(&self, _spec: &Spec) -> Result<()> {
         Ok(())
     }
+    /// Refuses mode combinations this transport cannot run, before any
+    /// link opens (the generic checks are in [`check`]).
+    fn check_link(&self, _cfg: &LinkConfig) -> Result<()> {
+        Ok(())
+    }
     /// Why this transport cannot work on this machine at all (no driver,
     /// no device), before anything is opened; `list` says it as is.
     fn unavailable(&self) -> Option<String> {
@@ -597,7 +602,7 @@ pub fn check(t: &dyn Transport, cfg: &LinkConfig) -> Result<()> {
             limit
         )));
     }
-    Ok(())
+    t.check_link(cfg)
 }
 
 /// Busy-waits `ns` nanoseconds from `from`: the responder's added delay. A
