@@ -1,17 +1,55 @@
 //! The `cuda` transport end to end. Without a GPU (or without libcuda) it
 //! must be listed as unavailable and refuse `-t cuda` with one line; with
 //! one, every buffer and completion mode runs the Vollo-shaped matrix and
-//! the bandwidth curve. The GPU tests skip with a message otherwise.
+//! the bandwidth curve.
+//!
+//! Where there is no GPU but a C compiler, the GPU tests run against
+//! `tests/fake_cuda/libcuda.c`, a stand-in driver that emulates the device
+//! programs on host threads: that checks the host side (arguments, stream
+//! order, the doorbell, the capture, the latch), not the GPU. With neither,
+//! they skip with a message.
 
 mod common;
 
 use common::{finish, json, num, stderr, xferbench};
 use serde_json::Value;
+use std::path::PathBuf;
+use std::process::Command;
+use std::sync::OnceLock;
 
-/// Why there is no GPU here, as `xferbench list` says, or None.
-fn unavailable() -> Option<String> {
+/// The stand-in driver's folder, built once per test run, if `cc` works.
+fn fake_driver() -> Option<&'static PathBuf> {
+    static DIR: OnceLock<Option<PathBuf>> = OnceLock::new();
+    DIR.get_or_init(|| {
+        let dir = std::env::temp_dir().join(format!("xb-fake-cuda-{}", std::process::id()));
+        std::fs::create_dir_all(&dir).ok()?;
+        let src = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/fake_cuda/libcuda.c");
+        let ok = Command::new("cc")
+            .args(["-O2", "-shared", "-fPIC", "-pthread", "-o"])
+            .arg(dir.join("libcuda.so"))
+            .arg(src)
+            .status()
+            .is_ok_and(|s| s.success());
+        ok.then_some(dir)
+    })
+    .as_ref()
+}
+
+/// xferbench on the real driver when it works here, else on the stand-in
+/// (None when there is neither).
+fn gpu_xferbench() -> Option<Command> {
+    if unavailable(xferbench()).is_none() {
+        return Some(xferbench());
+    }
+    let dir = fake_driver()?;
+    let mut c = xferbench();
+    c.env("LD_LIBRARY_PATH", dir);
+    Some(c)
+}
+
+/// Why there is no GPU for this command, as `xferbench list` says, or None.
+fn unavailable(mut c: Command) -> Option<String> {
     let o = finish({
-        let mut c = xferbench();
         c.args(["list", "--no-probe", "--format", "json"]);
         c
     });
@@ -31,16 +69,19 @@ fn unavailable() -> Option<String> {
 
 macro_rules! need_gpu {
     () => {
-        if let Some(why) = unavailable() {
-            eprintln!("skipped: no GPU here ({why})");
-            return;
+        match gpu_xferbench() {
+            Some(c) => c,
+            None => {
+                eprintln!("skipped: no GPU here and no C compiler for the stand-in driver");
+                return;
+            }
         }
     };
 }
 
 #[test]
 fn without_a_gpu_cuda_is_listed_unavailable_and_refused() {
-    let Some(why) = unavailable() else {
+    let Some(why) = unavailable(xferbench()) else {
         eprintln!("skipped: a GPU is present");
         return;
     };
@@ -109,44 +150,86 @@ fn bad_cuda_options_are_usage_errors_with_or_without_a_gpu() {
     }
 }
 
-fn run_json(args: &[&str]) -> Value {
-    let o = finish({
-        let mut c = xferbench();
-        c.args(args);
-        c
-    });
-    json(&o)
+fn run_json(mut c: Command, args: &[&str]) -> Value {
+    c.args(args);
+    json(&finish(c))
+}
+
+/// A driver that loads but finds no device is refused like a missing one.
+#[test]
+fn a_driver_without_devices_is_one_clear_error() {
+    let Some(dir) = fake_driver() else {
+        eprintln!("skipped: no C compiler for the stand-in driver");
+        return;
+    };
+    let mut c = xferbench();
+    c.env("LD_LIBRARY_PATH", dir).env("XB_FAKE_CUDA_NODEV", "1");
+    c.args(["roundtrip", "-q", "-t", "cuda", "--in", "64", "--out", "64"]);
+    let o = finish(c);
+    assert_eq!(o.status.code(), Some(1));
+    let e = stderr(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("cuda: not available (no usable GPU: cuInit says"),
+        "{e}"
+    );
+}
+
+/// An ordinal past the last GPU is a usage error naming what exists.
+#[test]
+fn a_missing_device_number_is_a_usage_error() {
+    let c = need_gpu!();
+    let mut c = c;
+    c.args([
+        "roundtrip",
+        "-q",
+        "-t",
+        "cuda:device=7",
+        "--in",
+        "64",
+        "--out",
+        "64",
+    ]);
+    let o = finish(c);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(e.contains("device=7 does not exist"), "{e}");
 }
 
 #[test]
 fn gpu_round_trip_matrix_in_every_mode() {
-    need_gpu!();
+    // Spinning hosts and device threads would starve each other on 2 CPUs.
+    let _turn = common::turn();
     for completion in ["poll", "block"] {
+        let c = need_gpu!();
         let buffers = if completion == "poll" {
             "user,raw,mmio,graph"
         } else {
             "user,raw,graph"
         };
-        let d = run_json(&[
-            "roundtrip",
-            "-q",
-            "-t",
-            "cuda",
-            "--buffers",
-            buffers,
-            "--completion",
-            completion,
-            "--unit",
-            "bf16",
-            "--in",
-            "32,8192",
-            "--out",
-            "32,8192",
-            "--samples",
-            "200",
-            "--format",
-            "json",
-        ]);
+        let d = run_json(
+            c,
+            &[
+                "roundtrip",
+                "-q",
+                "-t",
+                "cuda",
+                "--buffers",
+                buffers,
+                "--completion",
+                completion,
+                "--unit",
+                "bf16",
+                "--in",
+                "32,8192",
+                "--out",
+                "32,8192",
+                "--samples",
+                "200",
+                "--format",
+                "json",
+            ],
+        );
         assert_eq!(d["complete"], true);
         let pts = d["points"].as_array().expect("points");
         let modes = buffers.split(',').count();
@@ -164,11 +247,63 @@ fn gpu_round_trip_matrix_in_every_mode() {
 }
 
 #[test]
-fn gpu_bandwidth_curve_has_every_combination() {
-    need_gpu!();
-    let d = run_json(&[
-        "curve", "-q", "-t", "cuda", "--mode", "stream", "--sizes", "4,64k,4M", "--format", "json",
+fn gpu_latency_curve_in_the_round_trip_modes() {
+    // Spinning hosts and device threads would starve each other on 2 CPUs.
+    let _turn = common::turn();
+    let c = need_gpu!();
+    let d = run_json(
+        c,
+        &[
+            "curve",
+            "-q",
+            "-t",
+            "cuda",
+            "--buffers",
+            "user,raw,mmio,graph",
+            "--sizes",
+            "0,4,4k,64k",
+            "--samples",
+            "100",
+            "--format",
+            "json",
+        ],
+    );
+    assert_eq!(d["complete"], true);
+    let pts = d["points"].as_array().expect("points");
+    assert_eq!(pts.len(), 4 * 4);
+    for p in pts {
+        assert_eq!(p["mode"], "pingpong");
+        assert!(num(&p["oneway"], "p50_ns") > 0.0, "{p}");
+    }
+    // A fill-checked curve is refused: the device program computes nothing.
+    let mut c = gpu_xferbench().expect("checked above");
+    c.args([
+        "curve",
+        "-q",
+        "-t",
+        "cuda",
+        "--sizes",
+        "64",
+        "--payload",
+        "fill-check",
     ]);
+    let o = finish(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("fill-check"));
+}
+
+#[test]
+fn gpu_bandwidth_curve_has_every_combination() {
+    // Spinning hosts and device threads would starve each other on 2 CPUs.
+    let _turn = common::turn();
+    let c = need_gpu!();
+    let d = run_json(
+        c,
+        &[
+            "curve", "-q", "-t", "cuda", "--mode", "stream", "--sizes", "4,64k,4M", "--format",
+            "json",
+        ],
+    );
     assert_eq!(d["complete"], true);
     let pts = d["points"].as_array().expect("points");
     // 3 directions × (pinned ce, pinned sm, pageable ce) × 3 sizes.

@@ -41,6 +41,17 @@ pub fn render(run: &CurveRun) -> String {
         let p0 = pts[0];
         let what = match p0.mode {
             crate::transport::Pattern::Pingpong => "one-way = half the round trip".to_string(),
+            crate::transport::Pattern::Stream if p0.transport == "cuda" => format!(
+                "one-way = GPU-event time of K copies queued behind a latch, over K (K = {}..{} by size); median of {} trials{}",
+                pts.iter().map(|p| p.window).min().unwrap_or(0),
+                pts.iter().map(|p| p.window).max().unwrap_or(0),
+                p0.exchange.count,
+                if p0.spec.contains("dir=bidir") {
+                    "; MB/s counts both directions"
+                } else {
+                    ""
+                }
+            ),
             crate::transport::Pattern::Stream => format!(
                 "one-way = time for a window of {} messages and its acknowledgement, over {}",
                 p0.window, p0.window
