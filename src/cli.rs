@@ -131,7 +131,7 @@ pub enum Format {
 /// Options every measuring experiment shares.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct CommonArgs {
-    /// Transports to measure, with options: thread, shm, pipe, unix, unix-dgram, tcp, udp; e.g. `-t thread:completion=block -t tcp:nodelay=0`.
+    /// Transports to measure, with options: thread, shm, pipe, unix, unix-dgram, tcp, udp, cuda (see `xferbench list`); e.g. `-t thread:completion=block -t tcp:nodelay=0`.
     #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
     #[serde(rename = "transports", serialize_with = "ser_specs")]
     pub transports: Vec<SpecList>,

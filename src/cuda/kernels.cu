@@ -81,91 +81,104 @@ extern "C" __global__ void xb_copy(u8 *dst, const u8 *src, u64 n) {
     dst[i] = src[i];
 }
 
-// The doorbell of the mmio mode, in mapped pinned host memory. The host
-// writes `bell` in one 8-byte store: sequence (16 bits), input length and
-// output length (24 bits each), so one load gives the device all three.
-// The device answers in `done`, on its own cache line.
-struct Doorbell {
-  u64 bell;
-  u64 exit;
-  u64 pad0[6];
-  u64 done;
-  u64 stopped;
-  u64 pad1[6];
-};
+// mmio speaks NCCL's LL protocol over mapped pinned host memory: every
+// 8-byte word carries 4 bytes of payload and the request's 32-bit sequence
+// number, written in one store, so a word whose flag matches is a word that
+// arrived; no doorbell read, no fence and no separate "done" are needed, and
+// a small request costs the device one PCIe read.
+//
+// Request words: [0] = lengths (in | out << 16) and seq; [1..] = input.
+// Lengths of 0xffffffff ask the program to end. Reply words: [0..] =
+// output, at least one word (an empty reply is one word of zeros).
+// `status` (host memory) says why the program ended: 1 asked, 2 idle.
+#define WORDS_PER_POLL 32
+#define EXIT_LENS 0xffffffffu
 
-// mmio: one persistent block polls the doorbell, reads the input through
-// the mapped pointer, writes the output to mapped host memory, fences, and
-// rings back. No copy engine and no launch per request. Ends when the host
-// sets `exit` or after idle_ns without a request; `stopped` says which.
-extern "C" __global__ void xb_mmio(volatile struct Doorbell *db,
-                                   const u8 *in, u8 *out, u64 idle_ns,
+__device__ static inline u32 lo(u64 w) { return (u32)w; }
+__device__ static inline u32 hi(u64 w) { return (u32)(w >> 32); }
+
+extern "C" __global__ void xb_mmio(const u64 *req, u64 *rep,
+                                   volatile u64 *status, u64 idle_ns,
                                    u64 delay_ns) {
   // volatile: clang's alias analysis would otherwise let a thread read
   // these before the barrier that publishes them.
-  __shared__ volatile u64 bell;
-  __shared__ volatile u32 quit;
-  __shared__ volatile u32 folded;
-  u64 last = 0;
+  __shared__ volatile u32 s_seq;
+  __shared__ volatile u32 s_lens;
+  __shared__ volatile u32 s_quit;
+  __shared__ volatile u32 s_fold;
+  const volatile u64 *in = (const volatile u64 *)req;
+  volatile u64 *out = (volatile u64 *)rep;
+  u32 t = tid(), lane = t & 31, last = 0;
   for (;;) {
-    if (tid() == 0) {
+    u32 mine = 0;
+    if (t < 32) {
+      // Warp 0 polls the first 32 words in one coalesced read until the
+      // header is new and every input word it covers carries its seq.
       u64 since = globaltimer();
-      u32 q = 0;
-      u64 b;
       for (;;) {
-        b = db->bell;
-        if ((b & 0xffff) != (last & 0xffff))
-          break;
-        if (db->exit) {
-          q = 1;
-          break;
+        u64 w = in[lane];
+        u32 h_lo = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)lo(w), 0, 0x1f);
+        u32 h_hi = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)hi(w), 0, 0x1f);
+        u32 quit = 0;
+        if (h_hi != last && h_hi != 0) {
+          if (h_lo == EXIT_LENS)
+            quit = 1;
+          u32 words = ((h_lo & 0xffff) + 3) / 4;
+          int ok = lane == 0 || lane > words || hi(w) == h_hi;
+          if (quit || __nvvm_vote_all_sync(0xffffffff, ok)) {
+            if (lane == 0) {
+              s_seq = h_hi;
+              s_lens = h_lo;
+              s_quit = quit;
+              s_fold = 0;
+            }
+            if (lane > 0 && lane <= words)
+              mine = lo(w);
+            break;
+          }
         }
-        if (globaltimer() - since > idle_ns) {
-          q = 2;
+        if (lane == 0 && globaltimer() - since > idle_ns)
+          quit = 2;
+        if (__nvvm_shfl_sync_idx_i32(0xffffffff, (int)quit, 0, 0x1f) == 2) {
+          if (lane == 0) {
+            s_quit = 2;
+          }
           break;
         }
       }
-      bell = b;
-      quit = q;
-      folded = 0;
     }
     __syncthreads();
-    if (quit) {
-      if (tid() == 0)
-        db->stopped = quit;
+    if (s_quit) {
+      if (t == 0)
+        *status = s_quit;
       return;
     }
-    u64 b = bell;
-    u64 in_len = (b >> 16) & 0xffffff;
-    u64 out_len = b >> 40;
-    // Read every input byte through the mapped pointer (uncached loads).
-    u32 acc = 0;
-    const volatile u32x4 *in16 = (const volatile u32x4 *)in;
-    for (u64 i = tid(); i < in_len / 16; i += ntid()) {
-      u32x4 v = in16[i];
-      acc ^= v.x ^ v.y ^ v.z ^ v.w;
+    u32 seq = s_seq, lens = s_lens;
+    u32 in_words = ((lens & 0xffff) + 3) / 4;
+    u32 out_words = ((lens >> 16) + 3) / 4;
+    if (out_words == 0)
+      out_words = 1;
+    // Input words past the first poll: each thread waits for its own.
+    u64 since = globaltimer();
+    for (u32 i = WORDS_PER_POLL + t; i <= in_words; i += ntid()) {
+      u64 w;
+      while (hi(w = in[i]) != seq) {
+        if (globaltimer() - since > idle_ns)
+          break;
+      }
+      mine ^= lo(w);
     }
-    for (u64 i = in_len / 16 * 16 + tid(); i < in_len; i += ntid())
-      acc ^= ((const volatile u8 *)in)[i];
-    if (acc)
-      __nvvm_atom_or_gen_i((int *)&folded, (int)acc);
+    if (mine)
+      __nvvm_atom_or_gen_i((int *)&s_fold, (int)mine);
     __syncthreads();
-    if (tid() == 0)
+    if (t == 0)
       delay(delay_ns);
     __syncthreads();
     // The output depends on the input: every word is the input folded.
-    u32 f = folded;
-    u32x4 w = {f, f, f, f};
-    volatile u32x4 *out16 = (volatile u32x4 *)out;
-    for (u64 i = tid(); i < out_len / 16; i += ntid())
-      out16[i] = w;
-    for (u64 i = out_len / 16 * 16 + tid(); i < out_len; i += ntid())
-      ((volatile u8 *)out)[i] = (u8)f;
-    // Output before the answer: the host reads it once `done` moves.
-    __nvvm_membar_sys();
+    u64 word = ((u64)seq << 32) | s_fold;
+    for (u32 i = t; i < out_words; i += ntid())
+      out[i] = word;
+    last = seq;
     __syncthreads();
-    if (tid() == 0)
-      db->done = b & 0xffff;
-    last = b;
   }
 }

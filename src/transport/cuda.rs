@@ -7,7 +7,13 @@
 //! | user    | CPU copy into pinned staging, H2D copy, launch, D2H copy, CPU copy back |
 //! | raw     | the caller fills pinned memory: H2D copy, launch, D2H copy     |
 //! | graph   | the raw sequence captured once as a CUDA graph, one launch     |
-//! | mmio    | a persistent device program polls a doorbell in mapped pinned memory, reads the input through the mapping, writes the output to mapped memory: no copy engine, no launch |
+//! | mmio    | the CPU writes the input into mapped pinned memory; a persistent device program polls it, and writes the output to mapped memory: no copy engine, no launch |
+//!
+//! mmio words follow NCCL's LL protocol (see `kernels.cu`): each 8-byte
+//! word holds 4 payload bytes and the request's sequence number, stored at
+//! once, so either side knows a word has arrived by its flag. A request up
+//! to 124 bytes costs the device a single PCIe read; no fence and no
+//! separate doorbell or completion flag are needed.
 //!
 //! `completion=poll` makes the context spin (CU_CTX_SCHED_SPIN) and waits
 //! by spinning on cuStreamQuery; `block` makes it sleep on an interrupt
@@ -27,8 +33,11 @@ use std::time::{Duration, Instant};
 
 pub struct Cuda;
 
-/// The mmio doorbell packs the lengths into 24 bits each.
-const MMIO_MAX: u64 = (1 << 24) - 1;
+/// Largest mmio message either way (lengths travel in 16 bits; a payload
+/// takes twice its size in LL words).
+const MMIO_MAX: u64 = 32 << 10;
+/// Request lengths that ask the mmio program to end.
+const EXIT_LENS: u64 = 0xffff_ffff;
 /// Threads of the persistent mmio block.
 const MMIO_THREADS: u32 = 256;
 
@@ -115,29 +124,37 @@ impl Transport for Cuda {
     }
 }
 
-/// The persistent program of the mmio mode and its doorbell.
+/// The persistent program of the mmio mode and its LL words.
 struct Mmio {
-    /// `struct Doorbell` of kernels.cu, in mapped pinned memory.
-    db: HostMem,
+    /// Request words: [0] lengths and seq, [1..] the input.
+    req: HostMem,
+    /// Reply words: the output (at least one word).
+    rep: HostMem,
+    /// Why the program ended: 1 asked, 2 idle (written by the device).
+    status: HostMem,
     stream: sys::CUstream,
-    /// Last sequence number rung (16 bits, never 0: the program starts at 0).
-    seq: u64,
+    /// Last sequence number sent (never 0: the program starts at 0).
+    seq: u32,
     /// The delay the running program was started with.
     delay_ns: u64,
     running: bool,
 }
 
-/// Word offsets in `struct Doorbell`.
-const BELL: usize = 0;
-const EXIT: usize = 1;
-const DONE: usize = 8;
-const STOPPED: usize = 9;
+/// LL words for `bytes` payload bytes.
+fn ll_words(bytes: usize) -> usize {
+    bytes.div_ceil(4)
+}
+
+fn words(m: &HostMem) -> &[AtomicU64] {
+    // SAFETY: page-aligned pinned memory that host and device access only
+    // as whole 8-byte words.
+    unsafe { std::slice::from_raw_parts(m.ptr as *const AtomicU64, m.len / 8) }
+}
 
 impl Mmio {
-    fn word(&self, i: usize) -> &AtomicU64 {
-        // SAFETY: the doorbell is 128 bytes of 8-aligned pinned memory that
-        // host and device access only as whole 8-byte words.
-        unsafe { &*(self.db.ptr as *const AtomicU64).add(i) }
+    fn next_seq(&mut self) -> u64 {
+        self.seq = self.seq.wrapping_add(1).max(1);
+        u64::from(self.seq)
     }
 }
 
@@ -178,9 +195,12 @@ impl CudaLink {
             (ctx.device(nin)?, ctx.device(nout)?)
         };
         let user = cfg.buffers == BufferMode::User;
+        let mmio_mode = cfg.buffers == BufferMode::Mmio;
         let mmio = if cfg.buffers == BufferMode::Mmio {
             Some(Mmio {
-                db: ctx.host(128)?,
+                req: ctx.host(8 * (1 + ll_words(nin)))?,
+                rep: ctx.host(8 * ll_words(nout).max(1))?,
+                status: ctx.host(64)?,
                 stream: ctx.stream()?,
                 seq: 0,
                 delay_ns: 0,
@@ -198,8 +218,17 @@ impl CudaLink {
             h_out,
             d_in,
             d_out,
-            user_in: if user { vec![0; nin] } else { Vec::new() },
-            user_out: if user { vec![0; nout] } else { Vec::new() },
+            // mmio: the caller's memory too; the CPU writes it into the words.
+            user_in: if user || mmio_mode {
+                vec![0; nin]
+            } else {
+                Vec::new()
+            },
+            user_out: if user || mmio_mode {
+                vec![0; nout]
+            } else {
+                Vec::new()
+            },
             shape: ReplyShape::default(),
             graph: None,
             mmio,
@@ -308,14 +337,18 @@ impl CudaLink {
     fn start_mmio(&mut self, delay_ns: u64) -> Result<()> {
         self.stop_mmio()?;
         let idle_ns = self.timeout.max(Duration::from_secs(60)).as_nanos() as u64;
-        let (h_in, h_out) = (self.h_in.dev, self.h_out.dev);
         let kernel = self.ctx.kernels.mmio;
         let m = self.mmio.as_mut().expect("mmio link");
-        for w in [BELL, EXIT, DONE, STOPPED] {
-            m.word(w).store(0, Ordering::Release);
+        // No stale flag may match the sequence numbers to come.
+        for mem in [&m.req, &m.rep, &m.status] {
+            words(mem)
+                .iter()
+                .for_each(|w| w.store(0, Ordering::Relaxed));
         }
+        std::sync::atomic::fence(Ordering::SeqCst);
         m.seq = 0;
-        let (mut a, mut b, mut c, mut d, mut e) = (m.db.dev, h_in, h_out, idle_ns, delay_ns);
+        let (mut a, mut b, mut c, mut d, mut e) =
+            (m.req.dev, m.rep.dev, m.status.dev, idle_ns, delay_ns);
         cuda::launch(
             kernel,
             1,
@@ -343,7 +376,8 @@ impl CudaLink {
         if !m.running {
             return Ok(());
         }
-        m.word(EXIT).store(1, Ordering::Release);
+        let seq = m.next_seq();
+        words(&m.req)[0].store(EXIT_LENS | seq << 32, Ordering::Release);
         m.running = false;
         cuda::wait(m.stream, CompletionMode::Poll, timeout)
     }
@@ -356,34 +390,49 @@ impl CudaLink {
         })
     }
 
+    /// One mmio request: the CPU writes the input words and the header,
+    /// then spins until every reply word carries this request's number.
     fn ring(&mut self) -> Result<()> {
-        let shape = self.shape;
+        let (nin, nout) = (self.shape.request_len, self.shape.reply_len);
         let timeout = self.timeout;
         let m = self.mmio.as_mut().expect("mmio link");
-        m.seq = (m.seq % 0xffff) + 1;
-        let seq = m.seq;
-        let bell = seq | (shape.request_len as u64) << 16 | (shape.reply_len as u64) << 40;
-        m.word(BELL).store(bell, Ordering::Release);
-        let done = m.word(DONE);
+        let seq = m.next_seq();
+        let req = words(&m.req);
+        for (w, chunk) in req[1..].iter().zip(self.user_in[..nin].chunks(4)) {
+            let mut b = [0u8; 4];
+            b[..chunk.len()].copy_from_slice(chunk);
+            w.store(
+                u64::from(u32::from_le_bytes(b)) | seq << 32,
+                Ordering::Relaxed,
+            );
+        }
+        req[0].store((nin | nout << 16) as u64 | seq << 32, Ordering::Release);
+        let rep = &words(&m.rep)[..ll_words(nout).max(1)];
         let mut spins = 0u32;
         let mut start: Option<Instant> = None;
-        while done.load(Ordering::Acquire) != seq {
-            spins = spins.wrapping_add(1);
-            if spins.is_multiple_of(4096) {
-                let s = start.get_or_insert_with(Instant::now);
-                if s.elapsed() > timeout {
-                    let why = match m.word(STOPPED).load(Ordering::Acquire) {
-                        2 => "the device program ended after its idle timeout",
-                        1 => "the device program was asked to end",
-                        _ => "no answer from the device program",
-                    };
-                    return Err(Error::run(format!(
-                        "cuda: mmio request not answered within {} ({why})",
-                        humantime::format_duration(timeout)
-                    )));
+        for w in rep {
+            while w.load(Ordering::Acquire) >> 32 != seq {
+                spins = spins.wrapping_add(1);
+                if spins.is_multiple_of(4096) {
+                    let s = start.get_or_insert_with(Instant::now);
+                    if s.elapsed() > timeout {
+                        let why = match words(&m.status)[0].load(Ordering::Acquire) {
+                            2 => "the device program ended after its idle timeout",
+                            1 => "the device program was asked to end",
+                            _ => "no answer from the device program",
+                        };
+                        return Err(Error::run(format!(
+                            "cuda: mmio request not answered within {} ({why})",
+                            humantime::format_duration(timeout)
+                        )));
+                    }
                 }
+                std::hint::spin_loop();
             }
-            std::hint::spin_loop();
+        }
+        for (chunk, w) in self.user_out[..nout].chunks_mut(4).zip(rep) {
+            let v = (w.load(Ordering::Relaxed) as u32).to_le_bytes();
+            chunk.copy_from_slice(&v[..chunk.len()]);
         }
         Ok(())
     }
@@ -391,7 +440,7 @@ impl CudaLink {
 
 impl Link for CudaLink {
     fn request_buf(&mut self) -> &mut [u8] {
-        if self.buffers == BufferMode::User {
+        if matches!(self.buffers, BufferMode::User | BufferMode::Mmio) {
             &mut self.user_in
         } else {
             self.h_in.slice_mut()
@@ -400,7 +449,7 @@ impl Link for CudaLink {
 
     fn reply(&self) -> &[u8] {
         let n = self.shape.reply_len;
-        if self.buffers == BufferMode::User {
+        if matches!(self.buffers, BufferMode::User | BufferMode::Mmio) {
             &self.user_out[..n]
         } else {
             &self.h_out.slice()[..n]
@@ -525,11 +574,17 @@ mod tests {
             assert!(caps.buffers.contains(&b), "{b:?}");
         }
         assert!(!caps.buffers.contains(&BufferMode::Inline));
-        // mmio lengths travel in 24 bits of the doorbell.
+        // mmio lengths travel in 16 bits of the header word.
         assert_eq!(caps.max_inline, Some(MMIO_MAX));
-        let shape = ReplyShape::pingpong(1 << 24, 64, 0, 1);
-        assert!(super::super::cannot_carry(&caps, BufferMode::Mmio, 1 << 24, &shape).is_some());
-        assert!(super::super::cannot_carry(&caps, BufferMode::Raw, 1 << 24, &shape).is_none());
+        assert!(MMIO_MAX < 1 << 16);
+        let big = MMIO_MAX + 1;
+        let shape = ReplyShape::pingpong(big as usize, 64, 0, 1);
+        assert!(super::super::cannot_carry(&caps, BufferMode::Mmio, big, &shape).is_some());
+        assert!(super::super::cannot_carry(&caps, BufferMode::Raw, big, &shape).is_none());
+        assert_eq!(
+            (ll_words(0), ll_words(1), ll_words(4), ll_words(5)),
+            (0, 1, 1, 2)
+        );
     }
 
     #[test]

@@ -10,6 +10,7 @@
  * Setting XB_FAKE_CUDA_NODEV=1 makes cuInit report no device. */
 #define _GNU_SOURCE
 #include <pthread.h>
+#include <sched.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -97,36 +98,45 @@ static void kernel(uint64_t *a, int f) {
   case K_COPY:
     memcpy((void *)a[0], (const void *)a[1], a[2]);
     break;
-  case K_MMIO: {
-    volatile uint64_t *db = (volatile uint64_t *)a[0];
-    const uint8_t *in = (const uint8_t *)a[1];
-    uint8_t *out = (uint8_t *)a[2];
-    uint64_t last = 0;
+  case K_MMIO: { /* the LL protocol of kernels.cu's xb_mmio */
+    volatile uint64_t *req = (volatile uint64_t *)a[0];
+    volatile uint64_t *rep = (volatile uint64_t *)a[1];
+    volatile uint64_t *status = (volatile uint64_t *)a[2];
+    uint32_t last = 0;
     for (;;) {
-      uint64_t since = now_ns(), b;
+      uint64_t since = now_ns(), h;
       for (;;) {
-        b = __atomic_load_n(&db[0], __ATOMIC_ACQUIRE);
-        if ((b & 0xffff) != (last & 0xffff))
+        h = __atomic_load_n(&req[0], __ATOMIC_ACQUIRE);
+        uint32_t seq = (uint32_t)(h >> 32);
+        if (seq != last && seq != 0)
           break;
-        if (db[1]) {
-          db[9] = 1;
-          return;
-        }
         if (now_ns() - since > a[3]) {
-          db[9] = 2;
+          *status = 2;
           return;
         }
       }
-      uint64_t in_len = (b >> 16) & 0xffffff, out_len = b >> 40;
-      uint8_t f = 0;
-      for (uint64_t i = 0; i < in_len; i++)
-        f ^= in[i];
+      uint32_t seq = (uint32_t)(h >> 32), lens = (uint32_t)h;
+      if (lens == 0xffffffffu) {
+        *status = 1;
+        return;
+      }
+      uint32_t in_words = ((lens & 0xffff) + 3) / 4;
+      uint32_t out_words = ((lens >> 16) + 3) / 4;
+      if (out_words == 0)
+        out_words = 1;
+      uint32_t f = 0;
+      for (uint32_t i = 1; i <= in_words; i++) {
+        uint64_t w;
+        while ((uint32_t)((w = __atomic_load_n(&req[i], __ATOMIC_ACQUIRE)) >> 32) != seq) {
+        }
+        f |= (uint32_t)w;
+      }
       uint64_t start = now_ns();
       while (a[4] && now_ns() - start < a[4]) {
       }
-      memset(out, f, out_len);
-      __atomic_store_n(&db[8], b & 0xffff, __ATOMIC_RELEASE);
-      last = b;
+      for (uint32_t i = 0; i < out_words; i++)
+        __atomic_store_n(&rep[i], ((uint64_t)seq << 32) | f, __ATOMIC_RELEASE);
+      last = seq;
     }
   }
   }
@@ -160,6 +170,12 @@ static void run(Op *op) {
 
 static void *worker(void *p) {
   Stream *s = p;
+  /* Free of the creating thread's pinning, as the GPU is of the host's. */
+  cpu_set_t all;
+  CPU_ZERO(&all);
+  for (int c = 0; c < CPU_SETSIZE; c++)
+    CPU_SET(c, &all);
+  sched_setaffinity(0, sizeof all, &all);
   pthread_mutex_lock(&s->m);
   for (;;) {
     while (s->head == s->tail)
