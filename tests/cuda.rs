@@ -261,7 +261,7 @@ fn gpu_latency_curve_in_the_round_trip_modes() {
             "--buffers",
             "user,raw,mmio,graph",
             "--sizes",
-            "0,4,4k,64k",
+            "0,4,4k,32k",
             "--samples",
             "100",
             "--format",

@@ -36,6 +36,7 @@ pub struct Cuda;
 /// Largest mmio message either way (lengths travel in 16 bits; a payload
 /// takes twice its size in LL words).
 const MMIO_MAX: u64 = 32 << 10;
+const _: () = assert!(MMIO_MAX < 1 << 16, "lengths travel in 16 bits");
 /// Request lengths that ask the mmio program to end.
 const EXIT_LENS: u64 = 0xffff_ffff;
 /// Threads of the persistent mmio block.
@@ -576,7 +577,6 @@ mod tests {
         assert!(!caps.buffers.contains(&BufferMode::Inline));
         // mmio lengths travel in 16 bits of the header word.
         assert_eq!(caps.max_inline, Some(MMIO_MAX));
-        assert!(MMIO_MAX < 1 << 16);
         let big = MMIO_MAX + 1;
         let shape = ReplyShape::pingpong(big as usize, 64, 0, 1);
         assert!(super::super::cannot_carry(&caps, BufferMode::Mmio, big, &shape).is_some());
