@@ -199,7 +199,8 @@ impl CudaLink {
         let mmio_mode = cfg.buffers == BufferMode::Mmio;
         let mmio = if cfg.buffers == BufferMode::Mmio {
             Some(Mmio {
-                req: ctx.host(8 * (1 + ll_words(nin)))?,
+                // Warp 0 polls 32 words whatever the request's length.
+                req: ctx.host(8 * (1 + ll_words(nin)).max(32))?,
                 rep: ctx.host(8 * ll_words(nout).max(1))?,
                 status: ctx.host(64)?,
                 stream: ctx.stream()?,
