@@ -13,7 +13,7 @@
 //! queueing them behind a latch would stall the host; they are timed by
 //! events alone, as a program issuing them would see.
 
-use super::{COPY_THREADS, Ctx, HostMem, arg, ck};
+use super::{COPY_THREADS, Ctx, HostMem, ck};
 use crate::cli::{Chunk, CurveArgs};
 use crate::error::{Error, Result};
 use crate::experiment::curve::{CurvePoint, Skipped};
@@ -217,17 +217,16 @@ impl Rig {
 
     /// Queues the latch on stream `s`.
     fn latch(&self, s: usize) -> Result<()> {
-        let (mut flag, mut timeout, mut timed_out) = (
-            self.latch.dev,
-            self.timeout.as_nanos() as u64,
-            self.latch.dev + 4,
-        );
         super::launch(
             self.ctx.kernels.latch,
             1,
             1,
             self.streams[s],
-            &mut [arg(&mut flag), arg(&mut timeout), arg(&mut timed_out)],
+            &[
+                self.latch.dev,
+                self.timeout.as_nanos() as u64,
+                self.latch.dev + 4,
+            ],
         )
     }
 
@@ -252,17 +251,16 @@ impl Rig {
             }
             (Engine::Sm, _) => {
                 let host_dev = self.pinned[s].dev;
-                let (mut dst, mut src) = match dir {
+                let (dst, src) = match dir {
                     Dir::H2d => (dev, host_dev),
                     _ => (host_dev, dev),
                 };
-                let mut len = n as u64;
                 super::launch(
                     self.ctx.kernels.copy,
                     self.ctx.copy_blocks(n),
                     COPY_THREADS,
                     stream,
-                    &mut [arg(&mut dst), arg(&mut src), arg(&mut len)],
+                    &[dst, src, n as u64],
                 )
             }
         }

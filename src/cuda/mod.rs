@@ -369,17 +369,26 @@ impl HostMem {
     }
 }
 
-/// Launches `f` on `grid` × `block` threads with these arguments (each a
-/// pointer to the value: CUdeviceptr or u64).
+/// Launches `f` on `grid` × `block` threads with these arguments (every
+/// parameter of kernels.cu is 8 bytes: a device pointer or a u64). No
+/// allocation: this is on the timed path.
 pub(crate) fn launch(
     f: sys::CUfunction,
     grid: u32,
     block: u32,
     stream: sys::CUstream,
-    args: &mut [*mut c_void],
+    args: &[u64],
 ) -> Result<()> {
-    // SAFETY: args point at values matching the kernel's parameters (the
-    // callers pass u64-sized values, as every parameter of kernels.cu is).
+    const MAX: usize = 8;
+    assert!(args.len() <= MAX, "kernels take at most {MAX} arguments");
+    let mut vals = [0u64; MAX];
+    vals[..args.len()].copy_from_slice(args);
+    let mut ptrs = [std::ptr::null_mut::<c_void>(); MAX];
+    for (p, v) in ptrs.iter_mut().zip(vals.iter_mut()) {
+        *p = v as *mut u64 as *mut c_void;
+    }
+    // SAFETY: ptrs point at values matching the kernel's 8-byte parameters,
+    // alive until the call returns (the driver copies them).
     ck(
         unsafe {
             sys::cuLaunchKernel(
@@ -392,17 +401,12 @@ pub(crate) fn launch(
                 1,
                 0,
                 stream,
-                args.as_mut_ptr(),
+                ptrs.as_mut_ptr(),
                 std::ptr::null_mut(),
             )
         },
         "launching a device program (cuLaunchKernel)",
     )
-}
-
-/// A u64 kernel argument slot.
-pub fn arg(v: &mut u64) -> *mut c_void {
-    v as *mut u64 as *mut c_void
 }
 
 /// Waits for everything queued on `stream`: spinning on cuStreamQuery

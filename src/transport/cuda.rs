@@ -25,7 +25,7 @@ use super::{
     BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
     Transport,
 };
-use crate::cuda::{self, Ctx, HostMem, arg, ck};
+use crate::cuda::{self, Ctx, HostMem, ck};
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -259,24 +259,17 @@ impl CudaLink {
                 "copying the input to the GPU (cuMemcpyHtoDAsync)",
             )?;
         }
-        let (mut a, mut b, mut c, mut d, mut e) = (
-            self.d_in,
-            nin as u64,
-            self.d_out,
-            nout as u64,
-            self.shape.delay_ns,
-        );
         cuda::launch(
             self.ctx.kernels.echo,
             1,
             1,
             self.stream,
-            &mut [
-                arg(&mut a),
-                arg(&mut b),
-                arg(&mut c),
-                arg(&mut d),
-                arg(&mut e),
+            &[
+                self.d_in,
+                nin as u64,
+                self.d_out,
+                nout as u64,
+                self.shape.delay_ns,
             ],
         )?;
         if nout > 0 {
@@ -349,20 +342,12 @@ impl CudaLink {
         }
         std::sync::atomic::fence(Ordering::SeqCst);
         m.seq = 0;
-        let (mut a, mut b, mut c, mut d, mut e) =
-            (m.req.dev, m.rep.dev, m.status.dev, idle_ns, delay_ns);
         cuda::launch(
             kernel,
             1,
             MMIO_THREADS,
             m.stream,
-            &mut [
-                arg(&mut a),
-                arg(&mut b),
-                arg(&mut c),
-                arg(&mut d),
-                arg(&mut e),
-            ],
+            &[m.req.dev, m.rep.dev, m.status.dev, idle_ns, delay_ns],
         )?;
         m.delay_ns = delay_ns;
         m.running = true;
