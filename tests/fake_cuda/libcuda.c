@@ -34,6 +34,40 @@ static uint64_t now_ns(void) {
   return (uint64_t)t.tv_sec * 1000000000ull + (uint64_t)t.tv_nsec;
 }
 
+/* Every allocation, so device-side accesses can be bounds-checked: an
+ * access outside them aborts (the test then fails) as a GPU would fault. */
+#define MAX_ALLOCS 4096
+static struct {
+  uint64_t p, n;
+} allocs[MAX_ALLOCS];
+static int nallocs;
+static pthread_mutex_t alloc_m = PTHREAD_MUTEX_INITIALIZER;
+
+static void track(void *p, uint64_t n) {
+  pthread_mutex_lock(&alloc_m);
+  if (nallocs < MAX_ALLOCS) {
+    allocs[nallocs].p = (uint64_t)p;
+    allocs[nallocs].n = n;
+    nallocs++;
+  }
+  pthread_mutex_unlock(&alloc_m);
+}
+
+static void inside(uint64_t p, uint64_t n, const char *what) {
+  if (n == 0)
+    return;
+  pthread_mutex_lock(&alloc_m);
+  for (int i = 0; i < nallocs; i++)
+    if (p >= allocs[i].p && p + n <= allocs[i].p + allocs[i].n) {
+      pthread_mutex_unlock(&alloc_m);
+      return;
+    }
+  pthread_mutex_unlock(&alloc_m);
+  fprintf(stderr, "fake libcuda: %s touches %llu bytes at %#llx, outside every allocation\n",
+          what, (unsigned long long)n, (unsigned long long)p);
+  abort();
+}
+
 /* Functions: their index is their identity. */
 enum { K_ECHO = 1, K_LATCH, K_COPY, K_MMIO };
 static const char *KNAMES[] = {"", "xb_echo", "xb_latch", "xb_copy", "xb_mmio"};
@@ -77,6 +111,8 @@ static void push(Graph *g, Op op) {
 static void kernel(uint64_t *a, int f) {
   switch (f) {
   case K_ECHO: {
+    inside(a[0], a[1], "xb_echo input");
+    inside(a[2], a[3] ? 1 : 0, "xb_echo output");
     uint64_t start = now_ns();
     while (a[4] && now_ns() - start < a[4]) {
     }
@@ -85,6 +121,8 @@ static void kernel(uint64_t *a, int f) {
     break;
   }
   case K_LATCH: {
+    inside(a[0], 4, "xb_latch flag");
+    inside(a[2], 4, "xb_latch timed_out");
     volatile uint32_t *flag = (volatile uint32_t *)a[0];
     uint64_t start = now_ns();
     while (*flag == 0) {
@@ -96,12 +134,16 @@ static void kernel(uint64_t *a, int f) {
     break;
   }
   case K_COPY:
+    inside(a[0], a[2], "xb_copy destination");
+    inside(a[1], a[2], "xb_copy source");
     memcpy((void *)a[0], (const void *)a[1], a[2]);
     break;
   case K_MMIO: { /* the LL protocol of kernels.cu's xb_mmio */
     volatile uint64_t *req = (volatile uint64_t *)a[0];
     volatile uint64_t *rep = (volatile uint64_t *)a[1];
     volatile uint64_t *status = (volatile uint64_t *)a[2];
+    inside(a[0], 32 * 8, "xb_mmio's 32-word poll");
+    inside(a[2], 8, "xb_mmio status");
     uint32_t last = 0;
     for (;;) {
       uint64_t since = now_ns(), h;
@@ -124,6 +166,8 @@ static void kernel(uint64_t *a, int f) {
       uint32_t out_words = ((lens >> 16) + 3) / 4;
       if (out_words == 0)
         out_words = 1;
+      inside(a[0], 8 * (1 + (uint64_t)in_words), "xb_mmio input words");
+      inside(a[1], 8 * (uint64_t)out_words, "xb_mmio output words");
       uint32_t f = 0;
       for (uint32_t i = 1; i <= in_words; i++) {
         uint64_t w;
@@ -299,7 +343,10 @@ CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
     return ILLEGAL_STATE;
   if (flags & 4)
     return INVALID_VALUE; /* write-combined: the CPU must not read it */
+  /* Exactly n bytes count as allocated, whatever the rounding. */
   *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
+  if (*p)
+    track(*p, n);
   return *p ? OK : 2;
 }
 CUresult cuMemHostGetDevicePointer_v2(CUdeviceptr *d, void *p, unsigned f) {
@@ -311,6 +358,8 @@ CUresult cuMemAlloc_v2(CUdeviceptr *d, size_t n) {
   if (!current)
     return ILLEGAL_STATE;
   void *p = aligned_alloc(256, (n + 255) / 256 * 256);
+  if (p)
+    track(p, n);
   *d = (CUdeviceptr)p;
   return p ? OK : 2;
 }
@@ -381,10 +430,12 @@ CUresult cuEventElapsedTime(float *ms, void *a, void *b) {
 }
 
 CUresult cuMemcpyHtoDAsync_v2(CUdeviceptr d, const void *h, size_t n, void *s) {
+  inside(d, n, "a host-to-device copy");
   Op op = {.kind = OP_COPY, .a = {d, (uint64_t)h, n}};
   return enqueue(s, op);
 }
 CUresult cuMemcpyDtoHAsync_v2(void *h, CUdeviceptr d, size_t n, void *s) {
+  inside(d, n, "a device-to-host copy");
   Op op = {.kind = OP_COPY, .a = {(uint64_t)h, d, n}};
   return enqueue(s, op);
 }
