@@ -158,11 +158,6 @@ pub fn copies_per_trial(size: u64) -> u32 {
     want.clamp(16, 256) as u32
 }
 
-/// One trial's result: GPU time of the K copies (each way), ns.
-struct Trial {
-    ns: f64,
-}
-
 /// Buffers and streams for one configuration, sized for the largest copy.
 struct Rig {
     ctx: Ctx,
@@ -274,8 +269,9 @@ impl Rig {
         )
     }
 
-    /// One trial: K copies of `n` bytes (each way for bidir), GPU-timed.
-    fn trial(&mut self, dir: Dir, host: Host, engine: Engine, n: usize, k: u32) -> Result<Trial> {
+    /// One trial: K copies of `n` bytes (each way for bidir); their GPU
+    /// time in ns.
+    fn trial(&mut self, dir: Dir, host: Host, engine: Engine, n: usize, k: u32) -> Result<f64> {
         self.ctx.enter()?;
         let latched = host == Host::Pinned;
         self.flag(0).store(0, Ordering::Release);
@@ -335,9 +331,7 @@ impl Rig {
             unsafe { sys::cuEventElapsedTime(&mut ms, self.events[0], self.events[1]) },
             "cuEventElapsedTime",
         )?;
-        Ok(Trial {
-            ns: f64::from(ms) * 1e6,
-        })
+        Ok(f64::from(ms) * 1e6)
     }
 }
 
@@ -403,15 +397,13 @@ pub fn run(
             // One untimed trial: first-touch, JIT and clocks ramping up.
             rig.trial(d, h, e, n, k)?;
             let mut rec = Recorder::new();
-            let mut timed = 0.0;
             let mut got = Vec::new();
             for _ in 0..trials {
-                let t = rig.trial(d, h, e, n, k)?;
-                rec.record(t.ns.round().max(1.0) as u64);
-                timed += t.ns / 1e9;
-                got.push(t.ns);
+                let ns = rig.trial(d, h, e, n, k)?;
+                rec.record(ns.round().max(1.0) as u64);
+                got.push(ns);
             }
-            let p = point(args, &cs, buffers, completion, size, k, &rec, &got, timed);
+            let p = point(args, &cs, buffers, completion, size, k, &rec, &got);
             curve.push((size, p.oneway.p50_ns as f64));
             points.push(p);
         }
@@ -430,7 +422,6 @@ fn point(
     k: u32,
     rec: &Recorder,
     trials: &[f64],
-    timed_s: f64,
 ) -> CurvePoint {
     let exchange = rec.summary();
     let oneway = crate::experiment::curve::per_message(&exchange, f64::from(k));
@@ -462,7 +453,7 @@ fn point(
         payload: args.payload,
         size_bytes: size,
         warmup: 1,
-        timed_s,
+        timed_s: trials.iter().sum::<f64>() / 1e9,
         partial: false,
         exchange,
         oneway,

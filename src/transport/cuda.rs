@@ -164,7 +164,10 @@ struct CudaLink {
     completion: CompletionMode,
     timeout: Duration,
     stream: sys::CUstream,
-    /// Pinned input and output, mapped into the GPU (raw, graph, mmio; user stages here).
+    /// Largest request and reply the buffers were sized for.
+    max: (usize, usize),
+    /// Pinned input and output, mapped into the GPU (raw, graph; user
+    /// stages here; mmio uses its LL words instead).
     h_in: HostMem,
     h_out: HostMem,
     d_in: sys::CUdeviceptr,
@@ -188,16 +191,21 @@ impl CudaLink {
         let ctx = Ctx::new(ordinal(&cfg.spec)?, cfg.completion)?;
         let (nin, nout) = (cfg.max_request.max(1), cfg.max_reply.max(1));
         let stream = ctx.stream()?;
-        let h_in = ctx.host(nin)?;
-        let h_out = ctx.host(nout)?;
-        let (d_in, d_out) = if cfg.buffers == BufferMode::Mmio {
-            (0, 0)
+        let is_mmio = cfg.buffers == BufferMode::Mmio;
+        // The caller's own memory, copied per request: user, and mmio (the
+        // CPU writes it into the words, as an MMIO write would).
+        let copies = matches!(cfg.buffers, BufferMode::User | BufferMode::Mmio);
+        let (h_in, h_out, d_in, d_out) = if is_mmio {
+            (ctx.host(0)?, ctx.host(0)?, 0, 0)
         } else {
-            (ctx.device(nin)?, ctx.device(nout)?)
+            (
+                ctx.host(nin)?,
+                ctx.host(nout)?,
+                ctx.device(nin)?,
+                ctx.device(nout)?,
+            )
         };
-        let user = cfg.buffers == BufferMode::User;
-        let mmio_mode = cfg.buffers == BufferMode::Mmio;
-        let mmio = if cfg.buffers == BufferMode::Mmio {
+        let mmio = if is_mmio {
             Some(Mmio {
                 // Warp 0 polls 32 words whatever the request's length.
                 req: ctx.host(8 * (1 + ll_words(nin)).max(32))?,
@@ -216,21 +224,13 @@ impl CudaLink {
             completion: cfg.completion,
             timeout: cfg.timeout,
             stream,
+            max: (nin, nout),
             h_in,
             h_out,
             d_in,
             d_out,
-            // mmio: the caller's memory too; the CPU writes it into the words.
-            user_in: if user || mmio_mode {
-                vec![0; nin]
-            } else {
-                Vec::new()
-            },
-            user_out: if user || mmio_mode {
-                vec![0; nout]
-            } else {
-                Vec::new()
-            },
+            user_in: if copies { vec![0; nin] } else { Vec::new() },
+            user_out: if copies { vec![0; nout] } else { Vec::new() },
             shape: ReplyShape::default(),
             graph: None,
             mmio,
@@ -455,10 +455,10 @@ impl Link for CudaLink {
                 "cuda: the device program computes nothing, so it cannot fill-check payloads; drop --payload fill-check",
             ));
         }
-        if shape.request_len > self.h_in.len || shape.reply_len > self.h_out.len {
+        if shape.request_len > self.max.0 || shape.reply_len > self.max.1 {
             return Err(Error::run(format!(
                 "cuda: {} B in / {} B out is over the buffers opened ({} / {})",
-                shape.request_len, shape.reply_len, self.h_in.len, self.h_out.len
+                shape.request_len, shape.reply_len, self.max.0, self.max.1
             )));
         }
         let changed = (shape.request_len, shape.reply_len, shape.delay_ns)
