@@ -35,10 +35,20 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
     assert_eq!(scan.len(), 2);
     let best = scan
         .iter()
-        .map(|s| f(s, "samples_per_s"))
-        .fold(0.0, f64::max);
-    assert_eq!(k, best, "the bounds use the best kernel rate of the scan");
+        .max_by(|a, b| f(a, "samples_per_s").total_cmp(&f(b, "samples_per_s")))
+        .unwrap();
+    assert_eq!(
+        f(&d, "kernel_only_buffer_bytes"),
+        f(best, "buffer_bytes"),
+        "the bounds use the scan's best size"
+    );
+    // Its rate: the median of the scan's figure and one measurement before
+    // the first point and after each.
+    let (lo, hi) = (f(&d, "kernel_only_min_sps"), f(&d, "kernel_only_max_sps"));
+    assert!(lo <= k && k <= hi, "{lo} {k} {hi}");
+    assert!(lo <= f(best, "samples_per_s") && f(best, "samples_per_s") <= hi);
     let pts = d["points"].as_array().unwrap();
+    assert_eq!(f(&d, "kernel_only_measurements") as usize, pts.len() + 2);
     // N=1: M=1..3 × 6 schedulers; N=2: M=2..6 × 5 (no seq).
     let want = if cores == 2 { 18 + 25 } else { 18 };
     assert_eq!(pts.len(), want);
@@ -58,6 +68,11 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
             "{p}"
         );
         assert!((f(p, "efficiency") - sps / fixed).abs() < 1e-9, "{p}");
+        let paired = f(p, "kernel_paired_sps");
+        assert!(lo <= paired && paired <= hi, "{p}");
+        let e = sps * (m / n).ceil() / paired;
+        assert!((f(p, "efficiency_paired") - e).abs() <= e * 1e-9, "{p}");
+        assert!(f(p, "windows") >= 1.0 && f(p, "mean_sps") > 0.0, "{p}");
         assert_eq!(p["cpus"].as_array().unwrap().len(), n as usize);
         if p["scheduler"] == "seq" {
             assert_eq!(n, 1.0);

@@ -10,6 +10,7 @@ use crate::cli::FlowgraphArgs;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::flowgraph::graph::{self, Config};
+use crate::flowgraph::rate::quantile;
 use crate::flowgraph::reference;
 use crate::flowgraph::saxpy;
 use crate::flowgraph::sched::Scheduler;
@@ -20,12 +21,20 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowPoint {
     pub scheduler: &'static str,
     pub cores: usize,
     pub blocks: usize,
+    /// The median rate over windows of `flowgraph::rate::WINDOW` (10 ms),
+    /// the estimator the kernel scan uses too.
     pub samples_per_s: f64,
+    /// All items over all measured time: what the median discounts (stalls).
+    pub mean_sps: f64,
+    /// The spread of the window rates.
+    pub p10_sps: f64,
+    pub p90_sps: f64,
+    pub windows: usize,
     /// N/M × the kernel-only rate: blocks shared fairly over every core.
     pub ideal_dynamic_sps: f64,
     /// 1/⌈M/N⌉ × the kernel-only rate: the best a fixed placement can do.
@@ -34,6 +43,14 @@ pub struct FlowPoint {
     pub efficiency: f64,
     /// Measured over the dynamic bound.
     pub efficiency_dynamic: f64,
+    /// The kernel alone at the best size on the first CPU, measured just
+    /// before and just after this point (their mean): the host's speed
+    /// drifts by ±15 % over seconds on a shared VM, so this is the fair
+    /// unit for this point.
+    pub kernel_paired_sps: f64,
+    /// Measured × ⌈M/N⌉ over the paired kernel rate: the static efficiency
+    /// with the drift taken out.
+    pub efficiency_paired: f64,
     /// The CPUs used, in order (pinned, or the allowed set for thread-per-block).
     pub cpus: Vec<usize>,
     pub buffer_bytes: u64,
@@ -69,15 +86,23 @@ impl PointMeta for FlowPoint {
 #[derive(Clone, Debug, Serialize)]
 pub struct ScanPoint {
     pub buffer_bytes: u64,
+    /// The median over 10 ms windows, as for every flowgraph point.
     pub samples_per_s: f64,
+    pub mean_sps: f64,
 }
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowExtra {
     /// The kernel build the CPU got (avx2+fma, neon, portable).
     pub kernel: &'static str,
-    /// The best single-kernel rate of the scan: the ideal bounds' unit.
+    /// The kernel alone at the scan's best buffer size: the ideal bounds'
+    /// unit. The median of its measurements through the run (the scan's,
+    /// and one before the first point and after each), so that no one fast
+    /// or slow second of the host sets every bound.
     pub kernel_only_sps: f64,
+    pub kernel_only_min_sps: f64,
+    pub kernel_only_max_sps: f64,
+    pub kernel_only_measurements: usize,
     pub kernel_only_buffer_bytes: u64,
     pub kernel_scan: Vec<ScanPoint>,
 }
@@ -120,30 +145,63 @@ pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<(usize, usize,
     Ok(out)
 }
 
-/// The scan, on one pinned thread.
+/// Runs `f` on a thread pinned to `cpu` (the kernel references must not
+/// share a core with the coordinator's bookkeeping).
+fn pinned<T: Send + 'static>(
+    cpu: usize,
+    what: &'static str,
+    f: impl FnOnce() -> T + Send + 'static,
+) -> Result<T> {
+    std::thread::Builder::new()
+        .name("xb-fg-kernel".into())
+        .spawn(move || -> Result<T> {
+            crate::placement::pin_current(cpu)?;
+            Ok(f())
+        })
+        .map_err(|e| Error::run(format!("starting {what}: {e}")))?
+        .join()
+        .unwrap_or_else(|_| Err(Error::run(format!("{what} panicked"))))
+}
+
+/// The scan over buffer sizes.
 fn scan(args: &FlowgraphArgs, kernel: saxpy::Kernel, cpu: usize) -> Result<Vec<ScanPoint>> {
     let sizes = args.kernel_sizes.0.clone();
-    std::thread::Builder::new()
-        .name("xb-fg-scan".into())
-        .spawn(move || -> Result<Vec<ScanPoint>> {
-            crate::placement::pin_current(cpu)?;
-            Ok(sizes
-                .iter()
-                .filter(|&&b| b >= 4)
-                .map(|&b| ScanPoint {
+    pinned(cpu, "the kernel scan", move || {
+        sizes
+            .iter()
+            .filter(|&&b| b >= 4)
+            .map(|&b| {
+                let r =
+                    reference::kernel_rate(kernel, (b / 4) as usize, Duration::from_millis(100));
+                ScanPoint {
                     buffer_bytes: b,
-                    samples_per_s: reference::kernel_rate(
-                        kernel,
-                        (b / 4) as usize,
-                        Duration::from_millis(40),
-                    ),
-                })
-                .collect())
-        })
-        .map_err(|e| Error::run(format!("starting the kernel scan: {e}")))?
-        .join()
-        .unwrap_or_else(|_| Err(Error::run("the kernel scan panicked")))
+                    samples_per_s: r.per_s,
+                    mean_sps: r.mean_per_s,
+                }
+            })
+            .collect()
+    })
 }
+
+/// Fills in each point's bounds from the run's kernel-only rate (and its
+/// paired efficiency from the kernel measured beside it).
+fn bound(run: &mut FlowRun) {
+    let k = run.extra.kernel_only_sps;
+    for p in &mut run.points {
+        let (n, m) = (p.cores as f64, p.blocks);
+        p.ideal_dynamic_sps = k * n / m as f64;
+        p.ideal_static_sps = k / m.div_ceil(p.cores) as f64;
+        p.efficiency = p.samples_per_s / p.ideal_static_sps;
+        p.efficiency_dynamic = p.samples_per_s / p.ideal_dynamic_sps;
+        p.efficiency_paired = p.samples_per_s * m.div_ceil(p.cores) as f64 / p.kernel_paired_sps;
+        if p.samples_per_s > p.ideal_dynamic_sps.max(p.ideal_static_sps) * 1.05 {
+            p.warnings.push("faster than the ideal bound: the host ran faster during this point than the kernel's typical rate (see efficiency_paired)".into());
+        }
+    }
+}
+
+/// The kernel alone at the scan's best size, between two points.
+const PAIRED: Duration = Duration::from_millis(100);
 
 pub fn run(
     args: &FlowgraphArgs,
@@ -206,12 +264,25 @@ pub fn run(
         .iter()
         .max_by(|a, b| a.samples_per_s.total_cmp(&b.samples_per_s))
         .cloned();
-    if let Some(b) = &best {
-        run.extra.kernel_only_sps = b.samples_per_s;
-        run.extra.kernel_only_buffer_bytes = b.buffer_bytes;
-    }
+    let Some(best) = best else {
+        return Err(Error::usage(
+            "--kernel-sizes has no size of at least 4 B: the bounds need a kernel-only rate",
+        ));
+    };
+    run.extra.kernel_only_buffer_bytes = best.buffer_bytes;
     run.extra.kernel_scan = scan;
-    let k = run.extra.kernel_only_sps;
+    // The kernel at the best size again before the first point and after
+    // each one: the host's speed drifts over seconds, and each point's
+    // paired rate is the kernel's in the same stretch of time.
+    let (cpu0, best_n) = (allowed[0], (best.buffer_bytes / 4) as usize);
+    let paired = move || {
+        pinned(cpu0, "the paired kernel", move || {
+            reference::kernel_rate(kernel, best_n, PAIRED).per_s
+        })
+    };
+    let mut refs = vec![best.samples_per_s];
+    let mut before = paired()?;
+    refs.push(before);
     let chunk = (args.buffer_size / 4) as usize;
     let mut err = None;
     for (n, m, s) in plan {
@@ -243,27 +314,26 @@ pub fn run(
                 break;
             }
         };
-        let dynamic = k * n as f64 / m as f64;
-        let fixed = k / m.div_ceil(n) as f64;
+        let after = paired()?;
+        refs.push(after);
         let mut w = Vec::new();
-        if got.samples_per_s > dynamic.max(fixed) * 1.05 {
-            w.push("faster than the ideal bound: the kernel-only rate of this run was measured low (noise), so every efficiency is overstated".into());
-        }
         if got.seconds < 0.1 {
             w.push(format!(
                 "measured over only {:.0} ms: noisy",
                 got.seconds * 1e3
             ));
         }
+        w.extend(got.noise_warning());
         run.points.push(FlowPoint {
             scheduler: s.name(),
             cores: n,
             blocks: m,
-            samples_per_s: got.samples_per_s,
-            ideal_dynamic_sps: dynamic,
-            ideal_static_sps: fixed,
-            efficiency: got.samples_per_s / fixed,
-            efficiency_dynamic: got.samples_per_s / dynamic,
+            samples_per_s: got.per_s,
+            mean_sps: got.mean_per_s,
+            p10_sps: got.p10_per_s,
+            p90_sps: got.p90_per_s,
+            windows: got.windows,
+            kernel_paired_sps: (before + after) / 2.0,
             cpus: cfg.cpus.clone(),
             buffer_bytes: args.buffer_size,
             buffers,
@@ -271,8 +341,16 @@ pub fn run(
             measured_s: got.seconds,
             partial: false,
             warnings: w,
+            ..FlowPoint::default()
         });
+        before = after;
     }
+    refs.sort_by(f64::total_cmp);
+    run.extra.kernel_only_sps = quantile(&refs, 0.5);
+    run.extra.kernel_only_min_sps = refs[0];
+    run.extra.kernel_only_max_sps = refs[refs.len() - 1];
+    run.extra.kernel_only_measurements = refs.len();
+    bound(&mut run);
     progress.finish();
     match err {
         None => {

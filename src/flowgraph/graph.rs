@@ -3,6 +3,7 @@
 //! the sink's count twice, after a warm-up and after the measuring time.
 
 use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
+use super::rate::{Rate, WINDOW, Windows};
 use super::ring::channel;
 use super::saxpy::Kernel;
 use super::sched::{self, Scheduler};
@@ -34,15 +35,6 @@ pub struct Config {
     pub items: Option<u64>,
     /// How long the scheduler may take to wind down once told to stop.
     pub timeout: Duration,
-}
-
-/// What one point measured.
-#[derive(Clone, Copy, Debug)]
-pub struct Measured {
-    pub samples_per_s: f64,
-    /// Items counted between the two readings, and the seconds between them.
-    pub items: u64,
-    pub seconds: f64,
 }
 
 /// Where ring `k` starts: 1 KiB + 64 B further round each successive ring,
@@ -91,7 +83,7 @@ pub fn measure(
     cfg: &Config,
     kernel: Kernel,
     interrupt: &AtomicBool,
-) -> Result<Measured> {
+) -> Result<Rate> {
     let c = cfg.clone();
     let start: Start = if kind == Scheduler::Ring {
         Box::new(move |stop| super::reference::ring(&c, kernel, stop))
@@ -107,10 +99,11 @@ pub fn measure(
     coordinate(start, cfg, kind.name(), interrupt)
 }
 
-/// Runs what `start` makes on a thread of its own; reads the meter after
-/// the warm-up and after the measuring time (or when the run ends by
-/// itself, with `items`); then stops it and waits, within the timeout.
-fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) -> Result<Measured> {
+/// Runs what `start` makes on a thread of its own; after the warm-up reads
+/// the meter at the end of every window until the measuring time is over
+/// (or the run ends by itself, with `items`); then stops it and waits,
+/// within the timeout.
+fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) -> Result<Rate> {
     let stop = Arc::new(AtomicBool::new(false));
     let (meter, run) = start(stop.clone())?;
     let (done_tx, done_rx) = mpsc::channel();
@@ -137,30 +130,39 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
             }
         }
     };
-    let finished = |r: Result<()>, from: (u64, Instant)| -> Result<Measured> {
-        r?;
-        let (n, t) = (meter.items() - from.0, from.1.elapsed().as_secs_f64());
-        Ok(Measured {
-            samples_per_s: n as f64 / t,
-            items: n,
-            seconds: t,
-        })
-    };
-    let zero = (0, Instant::now());
+    let t0 = Instant::now();
     if let Some(r) = wait(cfg.warmup) {
-        // Ended (an --items run) before the warm-up was over: the whole run counts.
-        return finished(r, zero);
+        // Ended (an --items run) before the warm-up was over: the whole run
+        // counts, as one window.
+        r?;
+        let mut w = Windows::with_capacity(1);
+        w.record(meter.items(), t0.elapsed().as_secs_f64());
+        return Ok(w.rate());
     }
-    let first = (meter.items(), Instant::now());
     let budget = if cfg.items.is_some() {
         Duration::from_secs(3600)
     } else {
         cfg.duration
     };
-    if let Some(r) = wait(budget) {
-        return finished(r, first);
+    let mut w = Windows::with_capacity((budget.as_millis() / WINDOW.as_millis()) as usize + 2);
+    let (start, mut last) = (Instant::now(), (meter.items(), Instant::now()));
+    // Window k ends at start + k·WINDOW, so late wake-ups do not drift.
+    let mut k = 1u32;
+    let ended = loop {
+        let due = (start + WINDOW * k).min(start + budget);
+        let r = wait(due.saturating_duration_since(Instant::now()));
+        let now = (meter.items(), Instant::now());
+        w.record(now.0 - last.0, now.1.duration_since(last.1).as_secs_f64());
+        last = now;
+        if r.is_some() || now.1 >= start + budget || interrupt.load(Ordering::Relaxed) {
+            break r;
+        }
+        k += 1;
+    };
+    if let Some(r) = ended {
+        r?;
+        return Ok(w.rate());
     }
-    let (n, t) = (meter.items() - first.0, first.1.elapsed().as_secs_f64());
     let interrupted = interrupt.load(Ordering::Relaxed);
     stop.store(true, Ordering::Relaxed);
     match done_rx.recv_timeout(cfg.timeout) {
@@ -175,11 +177,7 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
     if interrupted {
         return Err(Error::Interrupted);
     }
-    Ok(Measured {
-        samples_per_s: n as f64 / t,
-        items: n,
-        seconds: t,
-    })
+    Ok(w.rate())
 }
 
 #[cfg(test)]
@@ -248,7 +246,7 @@ mod tests {
             for s in Scheduler::ALL.into_iter().filter(|s| s.applies(n)) {
                 let got = measure(s, &cfg(n, n + 1, None), kernel, &none).unwrap();
                 assert!(
-                    got.items > 0 && got.samples_per_s > 0.0,
+                    got.items > 0 && got.per_s > 0.0 && got.windows >= 4,
                     "{} N={n}",
                     s.name()
                 );

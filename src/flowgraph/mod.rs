@@ -5,6 +5,7 @@
 
 pub mod block;
 pub mod graph;
+pub mod rate;
 pub mod reference;
 pub mod ring;
 pub mod saxpy;

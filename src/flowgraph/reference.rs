@@ -5,6 +5,7 @@
 
 use super::block::Meter;
 use super::graph::Config;
+use super::rate::{Rate, WINDOW, Windows};
 use super::ring::{PAGE, Padded};
 use super::saxpy::{Kernel, Pair};
 use super::sched::partition;
@@ -13,26 +14,29 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-/// Samples/s of the kernel alone on `n` floats, best of repeated batches
-/// over about `time`.
-pub fn kernel_rate(kernel: Kernel, n: usize, time: Duration) -> f64 {
+/// The kernel alone on `n` floats for about `time`, measured over the
+/// same windows as every flowgraph point (see [`super::rate`]).
+pub fn kernel_rate(kernel: Kernel, n: usize, time: Duration) -> Rate {
     let mut pair = Pair::new(n);
     for _ in 0..3 {
         pair.run(kernel, 1.000_001, 0.5);
     }
-    // About a million items per batch, at least one call.
-    let reps = (1 << 20) / n.max(1) + 1;
+    // Batches of about 64 Ki items (a few µs), timed in whole windows.
+    let reps = (1 << 16) / n.max(1) + 1;
+    let mut w = Windows::with_capacity((time.as_millis() / WINDOW.as_millis()) as usize + 2);
     let end = Instant::now() + time;
-    let mut best = 0.0f64;
     loop {
         let t = Instant::now();
-        for _ in 0..reps {
-            pair.run(kernel, 1.000_001, 0.5);
+        let mut items = 0u64;
+        while t.elapsed() < WINDOW {
+            for _ in 0..reps {
+                pair.run(kernel, 1.000_001, 0.5);
+            }
+            items += (reps * n) as u64;
         }
-        let dt = t.elapsed().as_secs_f64();
-        best = best.max((reps * n) as f64 / dt);
+        w.record(items, t.elapsed().as_secs_f64());
         if Instant::now() >= end {
-            return best;
+            return w.rate();
         }
     }
 }

@@ -14,11 +14,21 @@ pub fn render(run: &FlowRun) -> String {
     let x = &run.extra;
     let _ = writeln!(
         o,
-        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler, and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers; the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around.\n",
+        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler (the median over 10 ms windows), and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers (the median of {} measurements through the run, {} to {}); the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around.\n",
         x.kernel,
         si(x.kernel_only_sps),
-        format_size(x.kernel_only_buffer_bytes)
+        format_size(x.kernel_only_buffer_bytes),
+        x.kernel_only_measurements,
+        si(x.kernel_only_min_sps),
+        si(x.kernel_only_max_sps)
     );
+    if x.kernel_only_max_sps > 1.2 * x.kernel_only_min_sps {
+        let _ = writeln!(
+            o,
+            "The kernel's own rate drifted by {:.0} % during the run: efficiencies move by as much. Each point's `efficiency_paired` (JSON, CSV) sets it against the kernel measured just before and after it.\n",
+            (x.kernel_only_max_sps / x.kernel_only_min_sps - 1.0) * 100.0
+        );
+    }
     let mut cores: Vec<usize> = run.points.iter().map(|p| p.cores).collect();
     cores.dedup();
     cores.sort_unstable();
@@ -80,7 +90,7 @@ pub fn render(run: &FlowRun) -> String {
     o
 }
 
-pub const CSV_HEADER: &str = "scheduler,cores,blocks,samples_per_s,ideal_dynamic_sps,ideal_static_sps,efficiency,efficiency_dynamic,buffer_bytes,buffers,cpus,items,measured_s,complete";
+pub const CSV_HEADER: &str = "scheduler,cores,blocks,samples_per_s,ideal_dynamic_sps,ideal_static_sps,efficiency,efficiency_dynamic,buffer_bytes,buffers,cpus,items,measured_s,complete,mean_sps,p10_sps,p90_sps,kernel_paired_sps,efficiency_paired";
 
 pub fn csv(run: &FlowRun) -> String {
     let mut o = String::from(CSV_HEADER);
@@ -89,7 +99,7 @@ pub fn csv(run: &FlowRun) -> String {
         let cpus: Vec<String> = p.cpus.iter().map(|c| c.to_string()).collect();
         let _ = writeln!(
             o,
-            "{},{},{},{:.0},{:.0},{:.0},{:.4},{:.4},{},{},{},{},{:.6},{}",
+            "{},{},{},{:.0},{:.0},{:.0},{:.4},{:.4},{},{},{},{},{:.6},{},{:.0},{:.0},{:.0},{:.0},{:.4}",
             p.scheduler,
             p.cores,
             p.blocks,
@@ -103,7 +113,12 @@ pub fn csv(run: &FlowRun) -> String {
             field(&cpus.join(" ")),
             p.items,
             p.measured_s,
-            run.complete
+            run.complete,
+            p.mean_sps,
+            p.p10_sps,
+            p.p90_sps,
+            p.kernel_paired_sps,
+            p.efficiency_paired
         );
     }
     o
