@@ -327,7 +327,13 @@ pub fn run(
                 break;
             }
         };
-        let after = paired()?;
+        let after = match paired() {
+            Ok(a) => a,
+            Err(e) => {
+                err = Some(e);
+                break;
+            }
+        };
         refs.push(after);
         let mut w = Vec::new();
         if got.seconds < 0.1 {

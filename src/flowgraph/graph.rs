@@ -1,6 +1,7 @@
 //! One flowgraph, built and measured: source → M saxpy → sink over rings
-//! of one chunk (same thread) or `edge_buffers` chunks (across threads), run by a scheduler while the coordinator reads
-//! the sink's count twice, after a warm-up and after the measuring time.
+//! of one chunk (same thread) or `edge_buffers` chunks (across threads),
+//! run by a scheduler while the coordinator reads the sink's count at the
+//! end of every 10 ms window after a warm-up (see [`super::rate`]).
 
 use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
 use super::rate::{Rate, WINDOW, Windows};
@@ -144,7 +145,10 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
     } else {
         cfg.duration
     };
-    let mut w = Windows::with_capacity((budget.as_millis() / WINDOW.as_millis()) as usize + 2);
+    // An --items run has no set length: room for a minute, growing after.
+    let mut w = Windows::with_capacity(
+        (budget.min(Duration::from_secs(60)).as_millis() / WINDOW.as_millis()) as usize + 2,
+    );
     let (start, mut last) = (Instant::now(), (meter.items(), Instant::now()));
     // Window k ends at start + k·WINDOW, so late wake-ups do not drift.
     let mut k = 1u32;
