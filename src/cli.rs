@@ -491,13 +491,21 @@ pub struct FlowgraphArgs {
     /// Schedulers (default: every one that applies; seq only on one core).
     #[arg(long, value_enum, value_delimiter = ',')]
     pub scheduler: Vec<crate::flowgraph::sched::Scheduler>,
+    /// Edges between blocks: circular buffers (one per edge, double-mapped), whole buffers handed off round a circuit (as qsdr), or both.
+    #[arg(
+        long,
+        value_enum,
+        value_delimiter = ',',
+        default_value = "circular,handoff"
+    )]
+    pub edges: Vec<crate::flowgraph::edge::Edges>,
     /// Bytes each block moves per call, and the size of one ring buffer (the seed's 16 KiB).
     #[arg(long, value_parser = size_one, default_value = "16k")]
     pub buffer_size: u64,
-    /// Buffers circulating in the ring reference: N+1 as in the seed, or a number.
+    /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the seed, or a number.
     #[arg(long, value_parser = buffer_count, default_value = "N+1")]
     pub buffers: String,
-    /// Capacity, in buffers, of a runtime ring between blocks on different threads (one filling while one drains); a ring between blocks on one thread holds one buffer.
+    /// Capacity, in buffers, of a circular buffer between blocks on different threads (one filling while one drains); one between blocks on one thread holds one buffer.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), default_value = "2")]
     pub edge_buffers: u32,
     /// Measuring time per point, after the warm-up.

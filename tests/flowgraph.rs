@@ -49,8 +49,9 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
     assert!(lo <= f(best, "samples_per_s") && f(best, "samples_per_s") <= hi);
     let pts = d["points"].as_array().unwrap();
     assert_eq!(f(&d, "kernel_only_measurements") as usize, pts.len() + 2);
-    // N=1: M=1..3 × 6 schedulers; N=2: M=2..6 × 5 (no seq).
-    let want = if cores == 2 { 18 + 25 } else { 18 };
+    // N=1: M=1..3 × (5 schedulers × 2 kinds of edge + ring); N=2: M=2..6
+    // × (4 × 2 + ring): no seq.
+    let want = if cores == 2 { 33 + 45 } else { 33 };
     assert_eq!(pts.len(), want);
     for p in pts {
         let (n, m) = (f(p, "cores"), f(p, "blocks"));
@@ -77,6 +78,11 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
         if p["scheduler"] == "seq" {
             assert_eq!(n, 1.0);
         }
+        let edges = p["edges"].as_str().unwrap();
+        assert!(
+            edges == "handoff" || (edges == "circular" && p["scheduler"] != "ring"),
+            "{p}"
+        );
     }
     for s in [
         "seq",
@@ -86,7 +92,14 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
         "async-executor",
         "ring",
     ] {
-        assert!(pts.iter().any(|p| p["scheduler"] == s), "{s} missing");
+        for e in ["circular", "handoff"] {
+            if s != "ring" || e == "handoff" {
+                assert!(
+                    pts.iter().any(|p| p["scheduler"] == s && p["edges"] == e),
+                    "{s} on {e} edges missing"
+                );
+            }
+        }
     }
 }
 
@@ -115,7 +128,10 @@ fn table_and_csv_outputs() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = String::from_utf8(o.stdout).unwrap();
     assert!(
-        t.contains("| M |") && t.contains("seq") && t.contains("ring"),
+        t.contains("| M |")
+            && t.contains(" seq |")
+            && t.contains("seq+handoff")
+            && t.contains("ring"),
         "{t}"
     );
     assert!(t.contains("Kernel alone"), "{t}");
@@ -125,7 +141,14 @@ fn table_and_csv_outputs() {
     let t = String::from_utf8(o.stdout).unwrap();
     let lines: Vec<&str> = t.lines().collect();
     assert!(lines[0].starts_with("scheduler,cores,blocks,samples_per_s"));
-    assert_eq!(lines.len(), 3, "{t}");
+    assert!(lines[0].ends_with(",edges"));
+    // seq on both kinds of edge, and the ring.
+    assert_eq!(lines.len(), 4, "{t}");
+    assert!(
+        lines[1..]
+            .iter()
+            .any(|l| l.starts_with("seq,") && l.ends_with(",handoff"))
+    );
 }
 
 #[test]
@@ -138,6 +161,7 @@ fn bad_flowgraph_options_are_one_line_usage_errors() {
         (vec!["--buffer-size", "100"], "multiple of 64"),
         (vec!["--cores", "2", "--scheduler", "seq"], "nothing to run"),
         (vec!["--scheduler", "gnuradio"], "invalid value"),
+        (vec!["--edges", "linked-list"], "invalid value"),
     ] {
         let mut c = xferbench();
         c.arg("flowgraph").args(&args);

@@ -9,6 +9,7 @@ use super::Progress;
 use crate::cli::FlowgraphArgs;
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::flowgraph::edge::{self, Edges};
 use crate::flowgraph::graph::{self, Config};
 use crate::flowgraph::rate::quantile;
 use crate::flowgraph::reference;
@@ -24,6 +25,9 @@ use std::time::Duration;
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowPoint {
     pub scheduler: &'static str,
+    /// The kind of edge between blocks: `circular` buffers or `handoff`
+    /// (the ring reference always hands buffers over).
+    pub edges: &'static str,
     pub cores: usize,
     pub blocks: usize,
     /// The median rate over windows of `flowgraph::rate::WINDOW` (10 ms),
@@ -76,7 +80,12 @@ impl PointMeta for FlowPoint {
         &self.warnings
     }
     fn label(&self) -> String {
-        format!("{} N={} M={}", self.scheduler, self.cores, self.blocks)
+        format!(
+            "{} N={} M={}",
+            edge::series(self.scheduler, self.edges),
+            self.cores,
+            self.blocks
+        )
     }
     fn sample_noun(&self) -> &'static str {
         "samples"
@@ -111,8 +120,18 @@ pub struct FlowExtra {
 
 pub type FlowRun = Run<FlowPoint, FlowExtra>;
 
-/// The plan: (N, M, scheduler) in run order.
-pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<(usize, usize, Scheduler)>> {
+/// One point of the plan.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Step {
+    pub cores: usize,
+    pub blocks: usize,
+    pub scheduler: Scheduler,
+    pub edges: Edges,
+}
+
+/// The plan, in run order: every scheduler that applies on every kind of
+/// edge asked for (the ring reference once: it has no runtime edges).
+pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<Step>> {
     let cores = args
         .cores
         .as_ref()
@@ -135,7 +154,19 @@ pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<(usize, usize,
             .map_or_else(|| (n..=3 * n).collect(), |b| b.0.clone());
         for &m in &blocks {
             for &s in scheds.iter().filter(|s| s.applies(n)) {
-                out.push((n, m, s));
+                let kinds = if s == Scheduler::Ring {
+                    &[Edges::Handoff][..]
+                } else {
+                    &args.edges[..]
+                };
+                for &e in kinds {
+                    out.push(Step {
+                        cores: n,
+                        blocks: m,
+                        scheduler: s,
+                        edges: e,
+                    });
+                }
             }
         }
     }
@@ -298,12 +329,21 @@ pub fn run(
     refs.push(before);
     let chunk = (args.buffer_size / 4) as usize;
     let mut err = None;
-    for (n, m, s) in plan {
+    for Step {
+        cores: n,
+        blocks: m,
+        scheduler: s,
+        edges,
+    } in plan
+    {
         if stop.load(Ordering::Relaxed) {
             err = Some(Error::Interrupted);
             break;
         }
-        progress.point(&format!("{} N={n} M={m}", s.name()));
+        progress.point(&format!(
+            "{} N={n} M={m}",
+            edge::series(s.name(), edges.name())
+        ));
         let buffers = if args.buffers == "N+1" {
             n + 1
         } else {
@@ -313,6 +353,7 @@ pub fn run(
             blocks: m,
             cpus: allowed[..n].to_vec(),
             chunk,
+            edges,
             buffers,
             edge_buffers: args.edge_buffers as usize,
             warmup: args.warmup,
@@ -345,6 +386,7 @@ pub fn run(
         w.extend(got.noise_warning());
         run.points.push(FlowPoint {
             scheduler: s.name(),
+            edges: edges.name(),
             cores: n,
             blocks: m,
             samples_per_s: got.per_s,
@@ -403,15 +445,25 @@ mod tests {
     #[test]
     fn the_default_plan_is_the_seeds_grid() {
         let p = plan(&args(&[]), 2).unwrap();
-        let seq: Vec<_> = p.iter().filter(|x| x.2 == Scheduler::Seq).collect();
-        assert!(seq.iter().all(|x| x.0 == 1), "seq only on one core");
-        let ms: Vec<usize> = p
-            .iter()
-            .filter(|x| x.0 == 2 && x.2 == Scheduler::Static)
-            .map(|x| x.1)
-            .collect();
-        assert_eq!(ms, [2, 3, 4, 5, 6]);
-        assert_eq!(p.len(), 3 * 6 + 5 * 5);
+        let seq: Vec<_> = p.iter().filter(|x| x.scheduler == Scheduler::Seq).collect();
+        assert!(seq.iter().all(|x| x.cores == 1), "seq only on one core");
+        for e in Edges::ALL {
+            let ms: Vec<usize> = p
+                .iter()
+                .filter(|x| x.cores == 2 && x.scheduler == Scheduler::Static && x.edges == e)
+                .map(|x| x.blocks)
+                .collect();
+            assert_eq!(ms, [2, 3, 4, 5, 6], "{e:?}");
+        }
+        assert!(
+            p.iter()
+                .filter(|x| x.scheduler == Scheduler::Ring)
+                .all(|x| x.edges == Edges::Handoff)
+        );
+        // N=1: 5 schedulers on 2 edge kinds + ring, 3 M; N=2: 4 × 2 + ring, 5 M.
+        assert_eq!(p.len(), 3 * 11 + 5 * 9);
+        let circ = plan(&args(&["--edges", "circular"]), 2).unwrap();
+        assert_eq!(circ.len(), 3 * 6 + 5 * 5);
         assert!(plan(&args(&["--cores", "3"]), 2).is_err());
         assert!(plan(&args(&["--cores", "2", "--scheduler", "seq"]), 2).is_err());
     }

@@ -398,12 +398,11 @@ pub fn summary(out: &Outcome) -> String {
     if let Some(r) = run("flowgraph") {
         let k = num(&r.value, "kernel_only_sps").unwrap_or(0.0);
         let mut header = vec!["flowgraph (samples/s)".to_string()];
-        let mut scheds: Vec<&str> = Vec::new();
+        let mut scheds: Vec<String> = Vec::new();
         let mut grid: Vec<(u64, u64)> = Vec::new();
         for p in r.entries() {
-            if let Some(sc) = p["scheduler"].as_str()
-                && !scheds.contains(&sc)
-            {
+            let sc = crate::flowgraph::edge::series_of(p);
+            if !scheds.contains(&sc) {
                 scheds.push(sc);
             }
             let nm = (
@@ -423,7 +422,11 @@ pub fn summary(out: &Outcome) -> String {
                 row.extend(scheds.iter().map(|sc| {
                     r.entries()
                         .iter()
-                        .find(|p| p["scheduler"] == *sc && p["cores"] == n && p["blocks"] == m)
+                        .find(|p| {
+                            crate::flowgraph::edge::series_of(p) == *sc
+                                && p["cores"] == n
+                                && p["blocks"] == m
+                        })
                         .and_then(|p| num(p, "samples_per_s"))
                         .map_or("—".into(), si)
                 }));

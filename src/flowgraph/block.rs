@@ -2,7 +2,7 @@
 //! be done now and says whether it did anything; `wait` names what would let
 //! it go on, for schedulers that sleep instead of spinning.
 
-use super::ring::{Consumer, Producer};
+use super::edge::{Input, Output};
 use super::saxpy::Kernel;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -29,8 +29,8 @@ pub trait Block: Send {
 }
 
 /// Pretends to produce: claims the whole free output without writing it.
-pub struct DummySource {
-    out: Producer,
+pub struct DummySource<O> {
+    out: O,
     stop: Arc<AtomicBool>,
     /// Items left before it stops by itself (`u64::MAX`: until `stop`).
     left: u64,
@@ -39,8 +39,8 @@ pub struct DummySource {
     done: bool,
 }
 
-impl DummySource {
-    pub fn new(mut out: Producer, chunk: usize, items: Option<u64>, stop: Arc<AtomicBool>) -> Self {
+impl<O: Output> DummySource<O> {
+    pub fn new(mut out: O, chunk: usize, items: Option<u64>, stop: Arc<AtomicBool>) -> Self {
         out.set_want(chunk);
         DummySource {
             out,
@@ -52,7 +52,7 @@ impl DummySource {
     }
 }
 
-impl Block for DummySource {
+impl<O: Output> Block for DummySource<O> {
     fn name(&self) -> &'static str {
         "source"
     }
@@ -87,9 +87,9 @@ impl Block for DummySource {
 
 /// y = a·x + b from its input ring into its output ring, up to one chunk
 /// per call.
-pub struct Saxpy {
-    inp: Consumer,
-    out: Producer,
+pub struct Saxpy<I, O> {
+    inp: I,
+    out: O,
     kernel: Kernel,
     a: f32,
     b: f32,
@@ -97,8 +97,8 @@ pub struct Saxpy {
     done: bool,
 }
 
-impl Saxpy {
-    pub fn new(mut inp: Consumer, mut out: Producer, kernel: Kernel, chunk: usize) -> Self {
+impl<I: Input, O: Output> Saxpy<I, O> {
+    pub fn new(mut inp: I, mut out: O, kernel: Kernel, chunk: usize) -> Self {
         inp.set_want(chunk);
         out.set_want(chunk);
         Saxpy {
@@ -113,7 +113,7 @@ impl Saxpy {
     }
 }
 
-impl Block for Saxpy {
+impl<I: Input, O: Output> Block for Saxpy<I, O> {
     fn name(&self) -> &'static str {
         "saxpy"
     }
@@ -168,15 +168,15 @@ impl Meter {
 
 /// Consumes without reading and counts; the coordinator turns the count
 /// into items/s between two readings after a warm-up.
-pub struct BenchmarkSink {
-    inp: Consumer,
+pub struct BenchmarkSink<I> {
+    inp: I,
     count: u64,
     meter: Meter,
     done: bool,
 }
 
-impl BenchmarkSink {
-    pub fn new(inp: Consumer) -> (Self, Meter) {
+impl<I: Input> BenchmarkSink<I> {
+    pub fn new(inp: I) -> (Self, Meter) {
         let meter = Meter::default();
         (
             BenchmarkSink {
@@ -190,7 +190,7 @@ impl BenchmarkSink {
     }
 }
 
-impl Block for BenchmarkSink {
+impl<I: Input> Block for BenchmarkSink<I> {
     fn name(&self) -> &'static str {
         "sink"
     }

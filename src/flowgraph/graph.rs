@@ -1,9 +1,11 @@
-//! One flowgraph, built and measured: source → M saxpy → sink over rings
-//! of one chunk (same thread) or `edge_buffers` chunks (across threads),
-//! run by a scheduler while the coordinator reads the sink's count at the
+//! One flowgraph, built and measured: source → M saxpy → sink over
+//! circular buffers of one chunk (same thread) or `edge_buffers` chunks
+//! (across threads), or over a circuit of handed-off buffers, run by a scheduler while the coordinator reads the sink's count at the
 //! end of every 10 ms window after a warm-up (see [`super::rate`]).
 
 use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
+use super::edge::{Edges, Input, Output};
+use super::handoff;
 use super::rate::{Rate, WINDOW, Windows};
 use super::ring::channel;
 use super::saxpy::Kernel;
@@ -23,7 +25,10 @@ pub struct Config {
     pub cpus: Vec<usize>,
     /// Items per work call (the buffer size, in f32).
     pub chunk: usize,
-    /// Buffers circulating in the ring reference (the seed's N+1).
+    /// The kind of edge between blocks (the ring reference ignores it).
+    pub edges: Edges,
+    /// Buffers circulating in the ring reference and in a handoff circuit
+    /// (the seed's N+1).
     pub buffers: usize,
     /// Capacity in chunks of a ring between blocks on different threads
     /// (2: one filling while the other drains). A ring between blocks that
@@ -53,22 +58,53 @@ pub fn build(
 ) -> Result<(Vec<Box<dyn Block>>, Meter)> {
     let notify = kind.sleeps();
     let threads = sched::threads(kind, cfg.blocks, cfg.cpus.len());
-    // Ring k joins block k to block k + 1.
-    let cap = |k: usize| match &threads {
-        Some(t) if t[k] == t[k + 1] => cfg.chunk,
-        _ => cfg.chunk * cfg.edge_buffers,
-    };
-    let (tx, mut rx) = channel(cap(0), start(0), notify)?;
-    let mut blocks: Vec<Box<dyn Block>> =
-        vec![Box::new(DummySource::new(tx, cfg.chunk, cfg.items, stop))];
-    for k in 1..=cfg.blocks {
-        let (t, r) = channel(cap(k), start(k), notify)?;
-        blocks.push(Box::new(Saxpy::new(rx, t, kernel, cfg.chunk)));
-        rx = r;
+    match cfg.edges {
+        Edges::Circular => {
+            // Ring k joins block k to block k + 1.
+            let cap = |k: usize| match &threads {
+                Some(t) if t[k] == t[k + 1] => cfg.chunk,
+                _ => cfg.chunk * cfg.edge_buffers,
+            };
+            let (source, mut rx) = channel(cap(0), start(0), notify)?;
+            let mut mids = Vec::with_capacity(cfg.blocks);
+            for k in 1..=cfg.blocks {
+                let (t, r) = channel(cap(k), start(k), notify)?;
+                mids.push((rx, t));
+                rx = r;
+            }
+            Ok(chain(cfg, kernel, stop, source, mids, rx))
+        }
+        Edges::Handoff => {
+            let (source, mids, sink) = handoff::circuit(
+                cfg.blocks,
+                cfg.chunk,
+                cfg.buffers.max(1),
+                notify,
+                threads.as_deref(),
+            );
+            Ok(chain(cfg, kernel, stop, source, mids, sink))
+        }
     }
-    let (sink, meter) = BenchmarkSink::new(rx);
+}
+
+/// The blocks over edges of one kind.
+fn chain<I: Input + 'static, O: Output + 'static>(
+    cfg: &Config,
+    kernel: Kernel,
+    stop: Arc<AtomicBool>,
+    source: O,
+    mids: Vec<(I, O)>,
+    sink: I,
+) -> (Vec<Box<dyn Block>>, Meter) {
+    let mut blocks: Vec<Box<dyn Block>> = vec![Box::new(DummySource::new(
+        source, cfg.chunk, cfg.items, stop,
+    ))];
+    for (i, o) in mids {
+        blocks.push(Box::new(Saxpy::new(i, o, kernel, cfg.chunk)));
+    }
+    let (sink, meter) = BenchmarkSink::new(sink);
     blocks.push(Box::new(sink));
-    Ok((blocks, meter))
+    (blocks, meter)
 }
 
 /// A started flowgraph: the sink's meter, and the call that runs it on its
@@ -202,6 +238,7 @@ mod tests {
             blocks: m,
             cpus: (0..n).map(|i| cpus[i % cpus.len()]).collect(),
             chunk: 1024,
+            edges: Edges::Circular,
             buffers: n + 1,
             edge_buffers: 2,
             warmup: Duration::from_millis(10),
@@ -223,18 +260,24 @@ mod tests {
                     .into_iter()
                     .filter(|s| s.applies(n) && *s != Scheduler::Ring)
                 {
-                    let c = cfg(n, m, Some(300_000));
-                    let stop = Arc::new(AtomicBool::new(false));
-                    let (blocks, meter) = build(&c, s, kernel, stop).unwrap();
-                    let (tx, rx) = mpsc::channel();
-                    let cpus = c.cpus.clone();
-                    std::thread::spawn(move || {
-                        let _ = tx.send(sched::run(s, blocks, &cpus));
-                    });
-                    rx.recv_timeout(Duration::from_secs(60))
-                        .unwrap_or_else(|_| panic!("{} N={n} M={m} hung", s.name()))
-                        .unwrap();
-                    assert_eq!(meter.items(), 300_000, "{} N={n} M={m}", s.name());
+                    for edges in Edges::ALL {
+                        let c = Config {
+                            edges,
+                            ..cfg(n, m, Some(300_000))
+                        };
+                        let what = format!("{} on {} edges, N={n} M={m}", s.name(), edges.name());
+                        let stop = Arc::new(AtomicBool::new(false));
+                        let (blocks, meter) = build(&c, s, kernel, stop).unwrap();
+                        let (tx, rx) = mpsc::channel();
+                        let cpus = c.cpus.clone();
+                        std::thread::spawn(move || {
+                            let _ = tx.send(sched::run(s, blocks, &cpus));
+                        });
+                        rx.recv_timeout(Duration::from_secs(60))
+                            .unwrap_or_else(|_| panic!("{what} hung"))
+                            .unwrap();
+                        assert_eq!(meter.items(), 300_000, "{what}");
+                    }
                 }
             }
         }
@@ -248,18 +291,23 @@ mod tests {
         let none = AtomicBool::new(false);
         for n in 1..=2 {
             for s in Scheduler::ALL.into_iter().filter(|s| s.applies(n)) {
-                let got = measure(s, &cfg(n, n + 1, None), kernel, &none).unwrap();
-                assert!(
-                    got.items > 0 && got.per_s > 0.0 && got.windows >= 4,
-                    "{} N={n}",
-                    s.name()
-                );
-                assert!(
-                    got.seconds >= 0.04 && got.seconds < 5.0,
-                    "{} N={n}: {}",
-                    s.name(),
-                    got.seconds
-                );
+                for edges in Edges::ALL {
+                    let c = Config {
+                        edges,
+                        ..cfg(n, n + 1, None)
+                    };
+                    let got = measure(s, &c, kernel, &none).unwrap();
+                    let what = format!("{} on {} edges, N={n}", s.name(), edges.name());
+                    assert!(
+                        got.items > 0 && got.per_s > 0.0 && got.windows >= 4,
+                        "{what}"
+                    );
+                    assert!(
+                        got.seconds >= 0.04 && got.seconds < 5.0,
+                        "{what}: {}",
+                        got.seconds
+                    );
+                }
             }
         }
     }

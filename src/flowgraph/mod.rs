@@ -4,7 +4,9 @@
 //! references that bound what any runtime can reach.
 
 pub mod block;
+pub mod edge;
 pub mod graph;
+pub mod handoff;
 pub mod rate;
 pub mod reference;
 pub mod ring;

@@ -5,13 +5,13 @@
 
 use super::block::Meter;
 use super::graph::Config;
+use super::handoff::{Buffers, Queue};
 use super::rate::{Rate, WINDOW, Windows};
-use super::ring::{PAGE, Padded};
 use super::saxpy::{Kernel, Pair};
 use super::sched::partition;
 use crate::error::{Error, Result};
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// The kernel alone on `n` floats for about `time`, measured over the
@@ -41,71 +41,6 @@ pub fn kernel_rate(kernel: Kernel, n: usize, time: Duration) -> Rate {
     }
 }
 
-/// A single-producer/single-consumer queue of buffer numbers.
-struct IndexQueue {
-    slots: Vec<AtomicUsize>,
-    head: Padded<AtomicUsize>,
-    tail: Padded<AtomicUsize>,
-}
-
-impl IndexQueue {
-    fn new(cap: usize) -> IndexQueue {
-        IndexQueue {
-            slots: (0..cap.next_power_of_two())
-                .map(|_| AtomicUsize::new(0))
-                .collect(),
-            head: Padded(AtomicUsize::new(0)),
-            tail: Padded(AtomicUsize::new(0)),
-        }
-    }
-
-    /// Never overfills: only N+1 buffers exist and the capacity is larger.
-    fn push(&self, v: usize) {
-        let h = self.head.0.load(Ordering::Relaxed);
-        self.slots[h & (self.slots.len() - 1)].store(v, Ordering::Relaxed);
-        self.head.0.store(h + 1, Ordering::Release);
-    }
-
-    fn pop(&self) -> Option<usize> {
-        let t = self.tail.0.load(Ordering::Relaxed);
-        if self.head.0.load(Ordering::Acquire) == t {
-            return None;
-        }
-        let v = self.slots[t & (self.slots.len() - 1)].load(Ordering::Relaxed);
-        self.tail.0.store(t + 1, Ordering::Release);
-        Some(v)
-    }
-}
-
-/// Page-aligned blocks of f32 handed between threads by number.
-struct Buffers {
-    mem: Vec<f32>,
-    base: usize,
-    stride: usize,
-}
-
-// SAFETY: a buffer number is held by one thread at a time (handed over
-// through an IndexQueue with release/acquire); scratch areas are per thread.
-unsafe impl Sync for Buffers {}
-unsafe impl Send for Buffers {}
-
-impl Buffers {
-    /// `count` areas of `n` floats, each starting 1 KiB + 64 B further past a
-    /// page boundary than the one before (no 4 KiB aliasing between them).
-    fn new(count: usize, n: usize) -> Buffers {
-        let page = PAGE / 4;
-        let stride = n.div_ceil(page) * page + page + (1024 + 64) / 4;
-        let mem = vec![0.25f32; page + count * stride];
-        let base = mem.as_ptr().align_offset(PAGE);
-        Buffers { mem, base, stride }
-    }
-
-    fn ptr(&self, i: usize) -> *mut f32 {
-        // SAFETY: within the allocation; see `new`.
-        unsafe { (self.mem.as_ptr() as *mut f32).add(self.base + i * self.stride) }
-    }
-}
-
 /// Starts the ring reference for `cfg` (N = its CPUs, M = its blocks); the
 /// returned closure runs it until `stop`, counting items out of the last
 /// thread.
@@ -119,8 +54,7 @@ pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<super
     let items = cfg.chunk;
     // Buffers 0..nbuf circulate; nbuf + k is thread k's scratch.
     let bufs = Arc::new(Buffers::new(nbuf + n, items));
-    let queues: Arc<Vec<IndexQueue>> =
-        Arc::new((0..n).map(|_| IndexQueue::new(nbuf + 1)).collect());
+    let queues: Arc<Vec<Queue>> = Arc::new((0..n).map(|_| Queue::new(nbuf, false)).collect());
     for b in 0..nbuf {
         queues[0].push(b);
     }

@@ -3,6 +3,7 @@
 //! and the data are always one contiguous slice, even across the wrap: a
 //! block hands its kernel a plain `&[f32]`/`&mut [f32]` and never copies.
 
+use super::edge::{Input, Output};
 use crate::error::{Error, Result};
 use atomic_waker::AtomicWaker;
 use std::sync::Arc;
@@ -29,10 +30,45 @@ struct Ring {
     /// schedulers): then every produce/consume checks for a waiter. Spinning
     /// schedulers skip that cost.
     notify: bool,
-    data_waiting: Padded<AtomicBool>,
-    space_waiting: Padded<AtomicBool>,
-    data_waker: AtomicWaker,
-    space_waker: AtomicWaker,
+    data: Signal,
+    space: Signal,
+}
+
+/// One side that may sleep: its waker, and whether it said it is waiting.
+pub(super) struct Signal {
+    waiting: Padded<AtomicBool>,
+    waker: AtomicWaker,
+}
+
+impl Signal {
+    pub(super) fn new() -> Signal {
+        Signal {
+            waiting: Padded(AtomicBool::new(false)),
+            waker: AtomicWaker::new(),
+        }
+    }
+
+    /// Wakes the waiter if it said it may sleep. The caller's SeqCst store
+    /// of its index and the SeqCst load here pair with the waiter's SeqCst
+    /// flag store and index re-check: one of the two sees the other.
+    pub(super) fn notify(&self) {
+        if self.waiting.0.load(Ordering::SeqCst) {
+            self.waiting.0.store(false, Ordering::Relaxed);
+            self.waker.wake();
+        }
+    }
+
+    /// Wakes the waiter whether or not it said so (closing).
+    pub(super) fn wake(&self) {
+        self.waker.wake();
+    }
+
+    /// Wakes `w` at the next `notify` (the caller then re-checks what it
+    /// waits for: it may have come before this returned).
+    pub(super) fn wait(&self, w: &Waker) {
+        self.waker.register(w);
+        self.waiting.0.store(true, Ordering::SeqCst);
+    }
 }
 
 // SAFETY: `base` is a private mapping; the producer writes only the free
@@ -129,10 +165,8 @@ pub fn channel(items: usize, start: usize, notify: bool) -> Result<(Producer, Co
         tail: Padded(AtomicUsize::new(start)),
         closed: AtomicBool::new(false),
         notify,
-        data_waiting: Padded(AtomicBool::new(false)),
-        space_waiting: Padded(AtomicBool::new(false)),
-        data_waker: AtomicWaker::new(),
-        space_waker: AtomicWaker::new(),
+        data: Signal::new(),
+        space: Signal::new(),
     });
     Ok((
         Producer {
@@ -156,31 +190,22 @@ impl Ring {
         // SAFETY: at & (cap-1) + len ≤ 2·cap, inside the double mapping.
         unsafe { self.base.add(at & (self.cap - 1)) }
     }
-
-    /// Wakes the other side if it said it may sleep. The SeqCst store of the
-    /// index (by the caller) and the SeqCst load here pair with the waiter's
-    /// SeqCst flag store and index re-check: one of the two sees the other.
-    fn wake(waiting: &AtomicBool, waker: &AtomicWaker) {
-        if waiting.load(Ordering::SeqCst) {
-            waiting.store(false, Ordering::Relaxed);
-            waker.wake();
-        }
-    }
 }
 
 impl Producer {
     pub fn capacity(&self) -> usize {
         self.ring.cap
     }
+}
 
+impl Output for Producer {
     /// Reads the consumer's index only when fewer than `n` items look free
     /// (default: the whole capacity, i.e. always).
-    pub fn set_want(&mut self, n: usize) {
+    fn set_want(&mut self, n: usize) {
         self.want = n.min(self.ring.cap);
     }
 
-    /// The free space, one contiguous slice (empty when full).
-    pub fn writable(&mut self) -> &mut [f32] {
+    fn writable(&mut self) -> &mut [f32] {
         let r = &*self.ring;
         if r.cap - (self.head - self.tail_seen) < self.want {
             self.tail_seen = r.tail.0.load(Ordering::Acquire);
@@ -190,30 +215,25 @@ impl Producer {
         unsafe { std::slice::from_raw_parts_mut(r.slice(self.head, free), free) }
     }
 
-    /// Hands `n` items of the free space to the consumer.
-    pub fn produce(&mut self, n: usize) {
+    fn produce(&mut self, n: usize) {
         self.head += n;
         let r = &*self.ring;
         if r.notify {
             r.head.0.store(self.head, Ordering::SeqCst);
-            Ring::wake(&r.data_waiting.0, &r.data_waker);
+            r.data.notify();
         } else {
             r.head.0.store(self.head, Ordering::Release);
         }
     }
 
-    /// Wakes `w` when space frees up (then call `writable` again: the space
-    /// may have freed before this returned).
-    pub fn wait_space(&self, w: &Waker) {
-        self.ring.space_waker.register(w);
-        self.ring.space_waiting.0.store(true, Ordering::SeqCst);
+    fn wait_space(&self, w: &Waker) {
+        self.ring.space.wait(w);
     }
 
-    /// No more items will come: the consumer finishes once it has read the rest.
-    pub fn close(&mut self) {
+    fn close(&mut self) {
         let r = &*self.ring;
         r.closed.store(true, Ordering::SeqCst);
-        r.data_waker.wake();
+        r.data.wake();
     }
 }
 
@@ -223,14 +243,13 @@ impl Drop for Producer {
     }
 }
 
-impl Consumer {
+impl Input for Consumer {
     /// Reads the producer's index only when fewer than `n` items look ready.
-    pub fn set_want(&mut self, n: usize) {
+    fn set_want(&mut self, n: usize) {
         self.want = n.min(self.ring.cap);
     }
 
-    /// The items ready, one contiguous slice (empty when none).
-    pub fn readable(&self) -> &[f32] {
+    fn readable(&self) -> &[f32] {
         let r = &*self.ring;
         if self.head_seen.get() - self.tail < self.want {
             self.head_seen.set(r.head.0.load(Ordering::Acquire));
@@ -240,28 +259,24 @@ impl Consumer {
         unsafe { std::slice::from_raw_parts(r.slice(self.tail, ready), ready) }
     }
 
-    /// Gives `n` items back to the producer.
-    pub fn consume(&mut self, n: usize) {
+    fn consume(&mut self, n: usize) {
         self.tail += n;
         let r = &*self.ring;
         if r.notify {
             r.tail.0.store(self.tail, Ordering::SeqCst);
-            Ring::wake(&r.space_waiting.0, &r.space_waker);
+            r.space.notify();
         } else {
             r.tail.0.store(self.tail, Ordering::Release);
         }
     }
 
-    /// The producer has closed and every item is read.
-    pub fn finished(&self) -> bool {
+    fn finished(&self) -> bool {
         let r = &*self.ring;
         r.closed.load(Ordering::Acquire) && r.head.0.load(Ordering::Acquire) == self.tail
     }
 
-    /// Wakes `w` when data arrives or the producer closes.
-    pub fn wait_data(&self, w: &Waker) {
-        self.ring.data_waker.register(w);
-        self.ring.data_waiting.0.store(true, Ordering::SeqCst);
+    fn wait_data(&self, w: &Waker) {
+        self.ring.data.wait(w);
     }
 }
 
@@ -304,83 +319,17 @@ mod tests {
 
 #[cfg(test)]
 mod concurrent {
-    use super::*;
-    use std::sync::Arc;
-    use std::task::{Wake, Waker};
-
-    struct Unpark(std::thread::Thread);
-    impl Wake for Unpark {
-        fn wake(self: Arc<Self>) {
-            self.0.unpark();
-        }
-    }
-
-    /// A producer writing a counter in uneven chunks and a consumer checking
-    /// every item, across thousands of wraps: nothing lost, duplicated or
-    /// reordered. With `notify`, both sides sleep when blocked.
-    fn counter(notify: bool) {
-        const TOTAL: u64 = 3_000_000;
-        let (mut p, mut c) = channel(1024, 777, notify).unwrap();
-        let writer = std::thread::spawn(move || {
-            let w = Waker::from(Arc::new(Unpark(std::thread::current())));
-            let mut next = 0u64;
-            let mut step = 1usize;
-            while next < TOTAL {
-                let free = p.writable();
-                if free.is_empty() {
-                    if notify {
-                        p.wait_space(&w);
-                        if p.writable().is_empty() {
-                            std::thread::park_timeout(std::time::Duration::from_millis(50));
-                        }
-                    }
-                    continue;
-                }
-                step = step * 7 % 1500 + 1;
-                let n = free.len().min(step).min((TOTAL - next) as usize);
-                for v in &mut free[..n] {
-                    *v = (next % (1 << 24)) as f32;
-                    next += 1;
-                }
-                p.produce(n);
-            }
-        });
-        let w = Waker::from(Arc::new(Unpark(std::thread::current())));
-        let mut expect = 0u64;
-        let mut step = 3usize;
-        loop {
-            let r = c.readable();
-            if r.is_empty() {
-                if c.finished() {
-                    break;
-                }
-                if notify {
-                    c.wait_data(&w);
-                    if c.readable().is_empty() && !c.finished() {
-                        std::thread::park_timeout(std::time::Duration::from_millis(50));
-                    }
-                }
-                continue;
-            }
-            step = step * 5 % 1300 + 1;
-            let n = r.len().min(step);
-            for v in &r[..n] {
-                assert_eq!(*v, (expect % (1 << 24)) as f32, "item {expect}");
-                expect += 1;
-            }
-            c.consume(n);
-        }
-        writer.join().unwrap();
-        assert_eq!(expect, TOTAL);
-    }
+    use super::channel;
 
     #[test]
     fn spinning_ends_lose_duplicate_or_reorder_nothing() {
-        counter(false);
+        let (p, c) = channel(1024, 777, false).unwrap();
+        super::super::edge::check::counter(p, c, false);
     }
 
     #[test]
     fn sleeping_ends_lose_duplicate_or_reorder_nothing() {
-        counter(true);
+        let (p, c) = channel(1024, 777, true).unwrap();
+        super::super::edge::check::counter(p, c, true);
     }
 }

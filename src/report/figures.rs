@@ -433,7 +433,8 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
                 let (Some(m), Some(y)) = (num(p, "blocks"), num(p, "samples_per_s")) else {
                     continue;
                 };
-                let i = series_index(&mut ss, text(p, "scheduler"), Role::Measured);
+                let name = crate::flowgraph::edge::series_of(p);
+                let i = series_index(&mut ss, &name, Role::Measured);
                 ss[i].points.push((m, y));
                 for (k, name) in [
                     ("ideal_dynamic_sps", "ideal dynamic (N/M)"),
@@ -457,7 +458,7 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
             kind: Kind::Flowgraph { cores: n },
             id: format!("flowgraph-{n}-cores"),
             title: format!("Flowgraph throughput on {n} core{}", if n == 1 { "" } else { "s" }),
-            caption: "Samples/s through source → M saxpy → sink per scheduler; dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.".into(),
+            caption: "Samples/s through source → M saxpy → sink per scheduler (`+handoff`: on handed-off buffers rather than circular ones); dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.".into(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("saxpy blocks (M)", false, Scale::Count),
                 y: Axis::new("samples/s", true, Scale::Number),

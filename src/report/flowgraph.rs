@@ -6,6 +6,7 @@ use super::csv::field;
 use super::figure::si;
 use super::table::{conditions, markdown};
 use crate::experiment::flowgraph::FlowRun;
+use crate::flowgraph::edge::series;
 use crate::units::format_size;
 use std::fmt::Write;
 
@@ -14,7 +15,7 @@ pub fn render(run: &FlowRun) -> String {
     let x = &run.extra;
     let _ = writeln!(
         o,
-        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler (the median over 10 ms windows), and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers (the median of {} measurements through the run, {} to {}); the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around.\n",
+        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler (the median over 10 ms windows), and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers (the median of {} measurements through the run, {} to {}); the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around. A bare scheduler name runs over circular buffers (one per edge); `+handoff` over whole buffers handed from block to block, each block writing into the buffer it read last, as the ring does.\n",
         x.kernel,
         si(x.kernel_only_sps),
         format_size(x.kernel_only_buffer_bytes),
@@ -35,11 +36,12 @@ pub fn render(run: &FlowRun) -> String {
     cores.dedup();
     for n in cores {
         let pts: Vec<_> = run.points.iter().filter(|p| p.cores == n).collect();
-        let mut scheds: Vec<&str> = Vec::new();
+        let mut scheds: Vec<String> = Vec::new();
         let mut ms: Vec<usize> = Vec::new();
         for p in &pts {
-            if !scheds.contains(&p.scheduler) {
-                scheds.push(p.scheduler);
+            let s = series(p.scheduler, p.edges);
+            if !scheds.contains(&s) {
+                scheds.push(s);
             }
             if !ms.contains(&p.blocks) {
                 ms.push(p.blocks);
@@ -60,7 +62,7 @@ pub fn render(run: &FlowRun) -> String {
                 for s in &scheds {
                     r.push(
                         pts.iter()
-                            .find(|p| p.blocks == m && p.scheduler == *s)
+                            .find(|p| p.blocks == m && series(p.scheduler, p.edges) == *s)
                             .map_or("—".into(), |p| {
                                 format!("{} ({:.0}%)", si(p.samples_per_s), p.efficiency * 100.0)
                             }),
@@ -90,7 +92,7 @@ pub fn render(run: &FlowRun) -> String {
     o
 }
 
-pub const CSV_HEADER: &str = "scheduler,cores,blocks,samples_per_s,ideal_dynamic_sps,ideal_static_sps,efficiency,efficiency_dynamic,buffer_bytes,buffers,cpus,items,measured_s,complete,mean_sps,p10_sps,p90_sps,kernel_paired_sps,efficiency_paired";
+pub const CSV_HEADER: &str = "scheduler,cores,blocks,samples_per_s,ideal_dynamic_sps,ideal_static_sps,efficiency,efficiency_dynamic,buffer_bytes,buffers,cpus,items,measured_s,complete,mean_sps,p10_sps,p90_sps,kernel_paired_sps,efficiency_paired,edges";
 
 pub fn csv(run: &FlowRun) -> String {
     let mut o = String::from(CSV_HEADER);
@@ -99,7 +101,7 @@ pub fn csv(run: &FlowRun) -> String {
         let cpus: Vec<String> = p.cpus.iter().map(|c| c.to_string()).collect();
         let _ = writeln!(
             o,
-            "{},{},{},{:.0},{:.0},{:.0},{:.4},{:.4},{},{},{},{},{:.6},{},{:.0},{:.0},{:.0},{:.0},{:.4}",
+            "{},{},{},{:.0},{:.0},{:.0},{:.4},{:.4},{},{},{},{},{:.6},{},{:.0},{:.0},{:.0},{:.0},{:.4},{}",
             p.scheduler,
             p.cores,
             p.blocks,
@@ -118,7 +120,8 @@ pub fn csv(run: &FlowRun) -> String {
             p.p10_sps,
             p.p90_sps,
             p.kernel_paired_sps,
-            p.efficiency_paired
+            p.efficiency_paired,
+            p.edges
         );
     }
     o

@@ -97,7 +97,7 @@ pub fn of(r: &SavedRun) -> String {
                 Some((p, v)) => format!(
                     "peak {} samples/s ({} on {} cores, {} blocks)",
                     si(v),
-                    p.get("scheduler").and_then(Value::as_str).unwrap_or("?"),
+                    crate::flowgraph::edge::series_of(p),
                     num(p, "cores").unwrap_or(0.0),
                     num(p, "blocks").unwrap_or(0.0)
                 ),
