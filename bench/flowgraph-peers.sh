@@ -12,8 +12,9 @@
 #   xferbench   `xferbench flowgraph --cores N --blocks M --format json` at
 #               each point, right before the peers' runs of that point (all
 #               its schedulers: seq, static, thread-per-block, tokio,
-#               async-executor, ring); its kernel-only figure from one full
-#               buffer-size scan first;
+#               async-executor, each on circular and on handoff edges
+#               ("static+handoff"), and the ring reference); its kernel-only
+#               figure from one full buffer-size scan first;
 #   GNU Radio   Debian's gnuradio 3.10 (flowgraph/gnuradio_saxpy.py, run by
 #               /usr/bin/python3), the seed's two placements: "default" (every
 #               block's affinity = CPUs 0..N-1) and "custom" (consecutive
@@ -32,8 +33,9 @@
 # to run):
 #   seq at N=1, M=1 >= 0.85 x xferbench's kernel_only_sps
 #   seq at N=1, M=1 >= 0.8 x the C -march=native saxpy
-#   static >= 0.85 x ring at N=2, M=2..6
-#   best of static/seq >= 20 x best GNU Radio 3.10 strategy, at each (N, M)
+#   static >= 0.85 x ring at N=2, M=2..6, on each kind of edge
+#   best of static/seq (either edges) >= 20 x best GNU Radio 3.10 strategy,
+#   at each (N, M)
 #
 # Environment:
 #   XB_CORES      cores, "A..B" or "N" (default 1..min(2, nproc))
@@ -179,7 +181,8 @@ if [[ $PEERS == *" futuresdr "* ]]; then
 fi
 
 # ---- xferbench --------------------------------------------------------------
-# read_xb FILE: reads an xferbench flowgraph JSON into SPS["xb/<scheduler>/N/M"],
+# read_xb FILE: reads an xferbench flowgraph JSON into SPS["xb/<series>/N/M"]
+# (series: the scheduler, "+handoff" when on handoff edges, as in its table),
 # KERNEL_ONLY (when the file has one) and XB_SCHEDS (first-seen order).
 KERNEL_ONLY= XB_SCHEDS=()
 read_xb() {
@@ -192,7 +195,9 @@ if d.get("experiment") != "flowgraph":
 k = d.get("kernel_only_sps")
 print("kernel", "" if k is None else k)
 for p in d["points"]:
-    print("point", p["scheduler"], int(p["cores"]), int(p["blocks"]), p["samples_per_s"])
+    s, e = p["scheduler"], p.get("edges", "circular")
+    name = s + "+handoff" if e == "handoff" and s != "ring" else s
+    print("point", name, int(p["cores"]), int(p["blocks"]), p["samples_per_s"])
 PY
     ); then
         error "xferbench's JSON $1 is unparsable: $(tail -n 1 "$TMP/json.err")"
@@ -288,7 +293,10 @@ done
 short() {
     case $1 in
         thread-per-block) echo tpb ;;
+        thread-per-block+handoff) echo tpb+h ;;
         async-executor) echo async ;;
+        async-executor+handoff) echo async+h ;;
+        *+handoff) echo "${1%handoff}h" ;;
         *) echo "$1" ;;
     esac
 }
@@ -315,12 +323,15 @@ done
 echo "(ideal-dyn = C kernel x N/M, ideal-st = C kernel / ceil(M/N): the seed's ideal schedulers; kernel_only_sps $(giga "$KERNEL_ONLY"))"
 
 echo
-echo "== peers (Gsamples/s) and ratios; ours = best of static/seq"
+echo "== peers (Gsamples/s) and ratios; ours = best of static/seq on either kind of edge"
 printf '%2s %2s %8s %8s %8s %8s %8s %9s %9s\n' N M ours gr-def gr-cust fsdr-smol fsdr-flow ours/gr ours/fsdr
 declare -A OURS GRBEST
 for ((n = C_LO; n <= C_HI; n++)); do
     for m in $(blocks_for "$n"); do
-        ours=$(max "$(get "xb/static/$n/$m")" "$(get "xb/seq/$n/$m")")
+        ours=
+        for s in static static+handoff seq seq+handoff; do
+            ours=$(max "$ours" "$(get "xb/$s/$n/$m")")
+        done
         grb=$(max "$(get "gr/default/$n/$m")" "$(get "gr/custom/$n/$m")")
         fsb=$(max "$(get "fsdr/smol/$n/$m")" "$(get "fsdr/flow/$n/$m")")
         OURS[$n/$m]=$ours GRBEST[$n/$m]=$grb
@@ -350,7 +361,9 @@ fi
 if ((C_LO <= 2 && 2 <= C_HI)); then
     for m in $(blocks_for 2); do
         ((m >= 2 && m <= 6)) || continue
-        check "static / ring, N=2 M=$m" "$(get "xb/static/2/$m")" "$(get "xb/ring/2/$m")" 0.85
+        for s in static static+handoff; do
+            check "$s / ring, N=2 M=$m" "$(get "xb/$s/2/$m")" "$(get "xb/ring/2/$m")" 0.85
+        done
     done
 fi
 for ((n = C_LO; n <= C_HI; n++)); do

@@ -262,7 +262,7 @@ fn default_suite(cli: &Cli) -> Result<()> {
     if !quiet {
         eprintln!(
             "xferbench: default suite: round trips, latency/bandwidth curves and a file stream on every local transport, and the flowgraph sweep (about {} s); `xferbench --help` for more",
-            if opts.quick { 30 } else { 70 }
+            if opts.quick { 35 } else { 70 }
         );
     }
     let note = |line: &str| {

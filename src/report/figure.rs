@@ -101,7 +101,10 @@ pub enum Role {
 pub struct Series {
     pub name: String,
     pub role: Role,
-    /// For a model: the index of the series it was fitted to (shares its colour).
+    /// For a model: the index of the series it was fitted to. For a measured
+    /// series: the one it is a variant of (the same scheduler on another
+    /// kind of edge), drawn dotted with square markers. Either way it
+    /// shares that series' colour and follows it in the legend.
     pub of: Option<usize>,
     /// What a reference series may be compared with: a measured series and a
     /// reference series are paired when their keys are equal or either has

@@ -451,6 +451,12 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
             for s in ss.iter_mut().chain(bounds.iter_mut()) {
                 s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
             }
+            // A scheduler on handoff edges wears its circular twin's colour.
+            for i in 0..ss.len() {
+                if let Some(base) = ss[i].name.strip_suffix("+handoff") {
+                    ss[i].of = ss.iter().position(|t| t.name == base);
+                }
+            }
             ss.extend(bounds);
             per_run.push((*run, ss));
         }

@@ -76,10 +76,11 @@ fn colour(l: &Lines, i: usize) -> RGBColor {
     match s.role {
         Role::Bound => GREY,
         Role::Model => s.of.map_or(GREY, |j| colour(l, j)),
+        Role::Measured if s.of.is_some() => s.of.map_or(GREY, |j| colour(l, j)),
         Role::Measured | Role::Reference => {
             let k = l.series[..i]
                 .iter()
-                .filter(|p| matches!(p.role, Role::Measured | Role::Reference))
+                .filter(|p| matches!(p.role, Role::Measured | Role::Reference) && p.of.is_none())
                 .count();
             PALETTE[k % PALETTE.len()]
         }
@@ -175,6 +176,22 @@ fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Resul
                     })
                     .collect();
                 match s.role {
+                    Role::Measured if s.of.is_some() => {
+                        chart
+                            .draw_series(DashedLineSeries::new(
+                                pts.clone(),
+                                2,
+                                3,
+                                c.stroke_width(2),
+                            ))
+                            .map_err(fail(title))?;
+                        chart
+                            .draw_series(pts.iter().map(|&(x, y)| {
+                                EmptyElement::at((x, y))
+                                    + Rectangle::new([(-3, -3), (3, 3)], c.filled())
+                            }))
+                            .map_err(fail(title))?;
+                    }
                     Role::Measured => {
                         chart
                             .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
@@ -223,10 +240,10 @@ fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Resul
 fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines) -> Result<()> {
     let text = TextStyle::from((FONT, LABEL_PT)).color(&BLACK);
     let cols = legend_columns(l) as usize;
-    // Each model right after the series it models.
+    // Each model or variant right after the series it belongs to.
     let mut order: Vec<usize> = Vec::new();
     for (i, s) in l.series.iter().enumerate() {
-        if s.role != Role::Model || s.of.is_none() {
+        if s.of.is_none() {
             order.push(i);
             order.extend((0..l.series.len()).filter(|&j| l.series[j].of == Some(i)));
         }
@@ -240,6 +257,14 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines) -> Result<()> {
         let style = c.stroke_width(2);
         let sample = vec![(x, y), (x + 24, y)];
         let r = match s.role {
+            Role::Measured if s.of.is_some() => area
+                .draw(&DashedPathElement::new(sample, 2, 3, style))
+                .and_then(|_| {
+                    area.draw(&Rectangle::new(
+                        [(x + 9, y - 3), (x + 15, y + 3)],
+                        c.filled(),
+                    ))
+                }),
             Role::Measured => area
                 .draw(&PathElement::new(sample, style))
                 .and_then(|_| area.draw(&Circle::new((x + 12, y), 3, c.filled()))),
@@ -390,6 +415,32 @@ fn heatmap(root: &DrawingArea<SVGBackend, Shift>, title: &str, h: &Heatmap) -> R
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_variant_wears_its_twins_colour_and_takes_no_palette_slot() {
+        let m =
+            |name: &str| super::super::figure::Series::new(name, Role::Measured, vec![(1.0, 1.0)]);
+        let mut v = m("static+handoff");
+        v.of = Some(0);
+        let l = Lines {
+            x: Axis::new("x", false, super::super::figure::Scale::Count),
+            y: Axis::new("y", true, super::super::figure::Scale::Number),
+            series: vec![m("static"), v, m("ring")],
+        };
+        assert_eq!(colour(&l, 1), colour(&l, 0));
+        assert_eq!(colour(&l, 2), PALETTE[1]);
+        assert!(render_lines_for_test(&l).contains("static+handoff"));
+    }
+
+    fn render_lines_for_test(l: &Lines) -> String {
+        let mut buf = String::new();
+        {
+            let root = SVGBackend::with_string(&mut buf, (WIDTH, 600)).into_drawing_area();
+            lines(&root, "t", l).unwrap();
+            root.present().unwrap();
+        }
+        buf
+    }
 
     #[test]
     fn ratio_colours_split_at_one() {
