@@ -502,7 +502,7 @@ pub struct FlowgraphArgs {
     /// Bytes each block moves per call, and the size of one ring buffer (the seed's 16 KiB).
     #[arg(long, value_parser = size_one, default_value = "16k")]
     pub buffer_size: u64,
-    /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the seed, or a number.
+    /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the seed (a circuit under thread-per-block, tokio or async-executor then holds --edge-buffers per edge, as its circular buffers do), or a number.
     #[arg(long, value_parser = buffer_count, default_value = "N+1")]
     pub buffers: String,
     /// Capacity, in buffers, of a circular buffer between blocks on different threads (one filling while one drains); one between blocks on one thread holds one buffer.

@@ -244,6 +244,20 @@ fn bound(run: &mut FlowRun) {
     }
 }
 
+/// Buffers circulating in the ring reference or a handoff circuit. By
+/// default N+1, the seed's ring — except for a circuit under a scheduler
+/// whose blocks sleep: a block there can run only after another has been
+/// woken and handed a buffer on, so N+1 buffers among M+2 blocks leave most
+/// of them waiting on wake-ups. Those circuits hold what the circular
+/// buffers of the same flowgraph hold, `--edge-buffers` per edge.
+fn circulating(args: &FlowgraphArgs, s: Scheduler, edges: Edges, n: usize, m: usize) -> usize {
+    match args.buffers.parse() {
+        Ok(b) => b,
+        Err(_) if s.sleeps() && edges == Edges::Handoff => args.edge_buffers as usize * (m + 1),
+        Err(_) => n + 1,
+    }
+}
+
 /// The kernel alone at the scan's best size, between two points.
 const PAIRED: Duration = Duration::from_millis(100);
 
@@ -344,11 +358,7 @@ pub fn run(
             "{} N={n} M={m}",
             edge::series(s.name(), edges.name())
         ));
-        let buffers = if args.buffers == "N+1" {
-            n + 1
-        } else {
-            args.buffers.parse().unwrap_or(n + 1)
-        };
+        let buffers = circulating(args, s, edges, n, m);
         let cfg = Config {
             blocks: m,
             cpus: allowed[..n].to_vec(),
@@ -440,6 +450,21 @@ mod tests {
             Some(crate::cli::Command::Flowgraph(a)) => *a,
             _ => unreachable!(),
         }
+    }
+
+    #[test]
+    fn circuits_hold_n_plus_1_buffers_unless_their_blocks_sleep() {
+        let a = args(&[]);
+        assert_eq!(circulating(&a, Scheduler::Ring, Edges::Handoff, 2, 5), 3);
+        assert_eq!(circulating(&a, Scheduler::Static, Edges::Handoff, 2, 5), 3);
+        assert_eq!(circulating(&a, Scheduler::Tokio, Edges::Handoff, 2, 5), 12);
+        let a = args(&["--buffers", "5", "--edge-buffers", "3"]);
+        assert_eq!(circulating(&a, Scheduler::Tokio, Edges::Handoff, 2, 5), 5);
+        let a = args(&["--edge-buffers", "3"]);
+        assert_eq!(
+            circulating(&a, Scheduler::ThreadPerBlock, Edges::Handoff, 1, 2),
+            9
+        );
     }
 
     #[test]
