@@ -516,6 +516,9 @@ pub struct FlowgraphArgs {
     #[arg(long, value_parser = duration, default_value = "150ms")]
     #[serde(serialize_with = "ser_secs", rename = "warmup_s")]
     pub warmup: Duration,
+    /// Rounds per (N, M): each scheduler measures 1/R of --duration in turn with the others, R times, so a slow second of the host falls on all alike (the first round warms up for --warmup, later ones for a third of it).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50), default_value = "3")]
+    pub rounds: u32,
     /// Stop each point after the source made this many items, instead of after --duration.
     #[arg(long, value_parser = items)]
     pub items: Option<u64>,

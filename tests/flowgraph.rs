@@ -48,7 +48,18 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
     assert!(lo <= k && k <= hi, "{lo} {k} {hi}");
     assert!(lo <= f(best, "samples_per_s") && f(best, "samples_per_s") <= hi);
     let pts = d["points"].as_array().unwrap();
-    assert_eq!(f(&d, "kernel_only_measurements") as usize, pts.len() + 2);
+    // The scan's figure, one before the first (N, M), one after each round.
+    let rounds = d["options"]["rounds"].as_u64().unwrap() as usize;
+    assert_eq!(rounds, 3, "the default");
+    let mut groups: Vec<(f64, f64)> = pts
+        .iter()
+        .map(|p| (f(p, "cores"), f(p, "blocks")))
+        .collect();
+    groups.dedup();
+    assert_eq!(
+        f(&d, "kernel_only_measurements") as usize,
+        2 + groups.len() * rounds
+    );
     // N=1: M=1..3 × (5 schedulers × 2 kinds of edge + ring); N=2: M=2..6
     // × (4 × 2 + ring): no seq.
     let want = if cores == 2 { 33 + 45 } else { 33 };
@@ -74,6 +85,8 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
         let e = sps * (m / n).ceil() / paired;
         assert!((f(p, "efficiency_paired") - e).abs() <= e * 1e-9, "{p}");
         assert!(f(p, "windows") >= 1.0 && f(p, "mean_sps") > 0.0, "{p}");
+        assert_eq!(p["rounds"].as_u64(), Some(rounds as u64), "{p}");
+        assert_eq!(p["partial"], false, "{p}");
         assert_eq!(p["cpus"].as_array().unwrap().len(), n as usize);
         if p["scheduler"] == "seq" {
             assert_eq!(n, 1.0);

@@ -11,7 +11,7 @@ use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::flowgraph::edge::{self, Edges};
 use crate::flowgraph::graph::{self, Config};
-use crate::flowgraph::rate::quantile;
+use crate::flowgraph::rate::{Windows, quantile};
 use crate::flowgraph::reference;
 use crate::flowgraph::saxpy;
 use crate::flowgraph::sched::Scheduler;
@@ -39,6 +39,9 @@ pub struct FlowPoint {
     pub p10_sps: f64,
     pub p90_sps: f64,
     pub windows: usize,
+    /// In how many rounds (slices of the measuring time, taken in turn with
+    /// the other schedulers of the same N and M) those windows were taken.
+    pub rounds: usize,
     /// N/M × the kernel-only rate: blocks shared fairly over every core.
     pub ideal_dynamic_sps: f64,
     /// 1/⌈M/N⌉ × the kernel-only rate: the best a fixed placement can do.
@@ -47,8 +50,8 @@ pub struct FlowPoint {
     pub efficiency: f64,
     /// Measured over the dynamic bound.
     pub efficiency_dynamic: f64,
-    /// The kernel alone at the best size on the first CPU, measured just
-    /// before and just after this point (their mean): the host's speed
+    /// The kernel alone at the best size on the first CPU, measured before
+    /// this point's first round and after each (their mean): the host's speed
     /// drifts by ±15 % over seconds on a shared VM, so this is the fair
     /// unit for this point.
     pub kernel_paired_sps: f64,
@@ -244,6 +247,16 @@ fn bound(run: &mut FlowRun) {
     }
 }
 
+/// Rounds per (N, M): `--rounds`, or one when each point runs until
+/// `--items` (a count cannot be split into slices of time).
+fn rounds(args: &FlowgraphArgs) -> usize {
+    if args.items.is_some() {
+        1
+    } else {
+        args.rounds as usize
+    }
+}
+
 /// Buffers circulating in the ring reference or a handoff circuit. By
 /// default N+1, the seed's ring — except for a circuit under a scheduler
 /// whose blocks sleep: a block there can run only after another has been
@@ -315,7 +328,8 @@ pub fn run(
         },
         warnings,
     };
-    progress.start(plan.len() as u64 + 1);
+    let rounds = rounds(args);
+    progress.start((plan.len() * rounds) as u64 + 1);
     progress.point("kernel-only scan");
     let scan = scan(args, kernel, allowed[0])?;
     let best = scan
@@ -330,7 +344,7 @@ pub fn run(
     run.extra.kernel_only_buffer_bytes = best.buffer_bytes;
     run.extra.kernel_scan = scan;
     // The kernel at the best size again before the first point and after
-    // each one: the host's speed drifts over seconds, and each point's
+    // each round: the host's speed drifts over seconds, and each point's
     // paired rate is the kernel's in the same stretch of time.
     let (cpu0, best_n) = (allowed[0], (best.buffer_bytes / 4) as usize);
     let paired = move || {
@@ -339,82 +353,128 @@ pub fn run(
         })
     };
     let mut refs = vec![best.samples_per_s];
-    let mut before = paired()?;
+    let before = paired()?;
     refs.push(before);
     let chunk = (args.buffer_size / 4) as usize;
     let mut err = None;
-    for Step {
-        cores: n,
-        blocks: m,
-        scheduler: s,
-        edges,
-    } in plan
-    {
-        if stop.load(Ordering::Relaxed) {
-            err = Some(Error::Interrupted);
-            break;
+    // Each (N, M) in rounds: every scheduler of it measures a slice of its
+    // time in turn, then again, so a slow second of the host falls on all
+    // of them alike rather than on whichever ran then.
+    let mut groups: Vec<Vec<Step>> = Vec::new();
+    for st in plan {
+        match groups.last_mut() {
+            Some(g) if (g[0].cores, g[0].blocks) == (st.cores, st.blocks) => g.push(st),
+            _ => groups.push(vec![st]),
         }
-        progress.point(&format!(
-            "{} N={n} M={m}",
-            edge::series(s.name(), edges.name())
-        ));
-        let buffers = circulating(args, s, edges, n, m);
-        let cfg = Config {
-            blocks: m,
-            cpus: allowed[..n].to_vec(),
-            chunk,
-            edges,
-            buffers,
-            edge_buffers: args.edge_buffers as usize,
-            warmup: args.warmup,
-            duration: args.duration,
-            items: args.items,
-            timeout: args.timeout,
-        };
-        let got = match graph::measure(s, &cfg, kernel, stop) {
-            Ok(g) => g,
-            Err(e) => {
-                err = Some(e);
+    }
+    let slice = args.duration / rounds as u32;
+    'groups: for group in groups {
+        let mut got: Vec<(Windows, usize)> =
+            group.iter().map(|_| (Windows::default(), 0)).collect();
+        let mut kernel_runs = vec![*refs.last().unwrap_or(&before)];
+        for round in 0..rounds {
+            for (i, st) in group.iter().enumerate() {
+                if stop.load(Ordering::Relaxed) {
+                    err = Some(Error::Interrupted);
+                    break;
+                }
+                let (n, m, s) = (st.cores, st.blocks, st.scheduler);
+                progress.point(&format!(
+                    "{} N={n} M={m}{}",
+                    edge::series(s.name(), st.edges.name()),
+                    if rounds > 1 {
+                        format!(" (round {}/{rounds})", round + 1)
+                    } else {
+                        String::new()
+                    }
+                ));
+                let cfg = Config {
+                    blocks: m,
+                    cpus: allowed[..n].to_vec(),
+                    chunk,
+                    edges: st.edges,
+                    buffers: circulating(args, s, st.edges, n, m),
+                    edge_buffers: args.edge_buffers as usize,
+                    // The first round warms the caches; later ones need
+                    // only fill the pipeline.
+                    warmup: if round == 0 {
+                        args.warmup
+                    } else {
+                        args.warmup / 3
+                    },
+                    duration: slice,
+                    items: args.items,
+                    timeout: args.timeout,
+                };
+                match graph::measure(s, &cfg, kernel, stop) {
+                    Ok(w) => {
+                        got[i].0.merge(w);
+                        got[i].1 += 1;
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        break;
+                    }
+                }
+            }
+            if err.is_some() {
                 break;
             }
-        };
-        let after = match paired() {
-            Ok(a) => a,
-            Err(e) => {
-                err = Some(e);
-                break;
+            match paired() {
+                Ok(k) => {
+                    refs.push(k);
+                    kernel_runs.push(k);
+                }
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
             }
-        };
-        refs.push(after);
-        let mut w = Vec::new();
-        if got.seconds < 0.1 {
-            w.push(format!(
-                "measured over only {:.0} ms: noisy",
-                got.seconds * 1e3
-            ));
         }
-        w.extend(got.noise_warning());
-        run.points.push(FlowPoint {
-            scheduler: s.name(),
-            edges: edges.name(),
-            cores: n,
-            blocks: m,
-            samples_per_s: got.per_s,
-            mean_sps: got.mean_per_s,
-            p10_sps: got.p10_per_s,
-            p90_sps: got.p90_per_s,
-            windows: got.windows,
-            kernel_paired_sps: (before + after) / 2.0,
-            cpus: cfg.cpus.clone(),
-            buffer_bytes: args.buffer_size,
-            buffers,
-            items: got.items,
-            measured_s: got.seconds,
-            partial: false,
-            warnings: w,
-            ..FlowPoint::default()
-        });
-        before = after;
+        let kernel_paired = kernel_runs.iter().sum::<f64>() / kernel_runs.len() as f64;
+        for (st, (windows, done)) in group.iter().zip(got) {
+            if done == 0 {
+                continue;
+            }
+            let r = windows.rate();
+            let mut w = Vec::new();
+            if r.seconds < 0.1 {
+                w.push(format!(
+                    "measured over only {:.0} ms: noisy",
+                    r.seconds * 1e3
+                ));
+            }
+            if done < rounds {
+                w.push(format!(
+                    "measured in {done} of {rounds} rounds (the run was stopped)"
+                ));
+            }
+            w.extend(r.noise_warning());
+            run.points.push(FlowPoint {
+                scheduler: st.scheduler.name(),
+                edges: st.edges.name(),
+                cores: st.cores,
+                blocks: st.blocks,
+                samples_per_s: r.per_s,
+                mean_sps: r.mean_per_s,
+                p10_sps: r.p10_per_s,
+                p90_sps: r.p90_per_s,
+                windows: r.windows,
+                rounds: done,
+                kernel_paired_sps: kernel_paired,
+                cpus: allowed[..st.cores].to_vec(),
+                buffer_bytes: args.buffer_size,
+                buffers: circulating(args, st.scheduler, st.edges, st.cores, st.blocks),
+                items: r.items,
+                measured_s: r.seconds,
+                partial: done < rounds,
+                warnings: w,
+                ..FlowPoint::default()
+            });
+        }
+        if err.is_some() {
+            break 'groups;
+        }
     }
     refs.sort_by(f64::total_cmp);
     run.extra.kernel_only_sps = quantile(&refs, 0.5);

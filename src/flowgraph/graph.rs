@@ -6,7 +6,7 @@
 use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
 use super::edge::{Edges, Input, Output};
 use super::handoff;
-use super::rate::{Rate, WINDOW, Windows};
+use super::rate::{WINDOW, Windows};
 use super::ring::channel;
 use super::saxpy::Kernel;
 use super::sched::{self, Scheduler};
@@ -114,13 +114,14 @@ pub type Started = (Meter, Box<dyn FnOnce() -> Result<()> + Send>);
 /// Something the coordinator can measure, given the stop flag.
 pub type Start = Box<dyn FnOnce(Arc<AtomicBool>) -> Result<Started>>;
 
-/// Measures a flowgraph under `kind`.
+/// Measures a flowgraph under `kind`: the windows of its measuring time
+/// (the caller may pool those of several runs of the same point).
 pub fn measure(
     kind: Scheduler,
     cfg: &Config,
     kernel: Kernel,
     interrupt: &AtomicBool,
-) -> Result<Rate> {
+) -> Result<Windows> {
     let c = cfg.clone();
     let start: Start = if kind == Scheduler::Ring {
         Box::new(move |stop| super::reference::ring(&c, kernel, stop))
@@ -140,7 +141,7 @@ pub fn measure(
 /// the meter at the end of every window until the measuring time is over
 /// (or the run ends by itself, with `items`); then stops it and waits,
 /// within the timeout.
-fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) -> Result<Rate> {
+fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) -> Result<Windows> {
     let stop = Arc::new(AtomicBool::new(false));
     let (meter, run) = start(stop.clone())?;
     let (done_tx, done_rx) = mpsc::channel();
@@ -174,7 +175,7 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
         r?;
         let mut w = Windows::with_capacity(1);
         w.record(meter.items(), t0.elapsed().as_secs_f64());
-        return Ok(w.rate());
+        return Ok(w);
     }
     let budget = if cfg.items.is_some() {
         Duration::from_secs(3600)
@@ -201,7 +202,7 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
     };
     if let Some(r) = ended {
         r?;
-        return Ok(w.rate());
+        return Ok(w);
     }
     let interrupted = interrupt.load(Ordering::Relaxed);
     stop.store(true, Ordering::Relaxed);
@@ -217,7 +218,7 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
     if interrupted {
         return Err(Error::Interrupted);
     }
-    Ok(w.rate())
+    Ok(w)
 }
 
 #[cfg(test)]
@@ -296,7 +297,7 @@ mod tests {
                         edges,
                         ..cfg(n, n + 1, None)
                     };
-                    let got = measure(s, &c, kernel, &none).unwrap();
+                    let got = measure(s, &c, kernel, &none).unwrap().rate();
                     let what = format!("{} on {} edges, N={n}", s.name(), edges.name());
                     assert!(
                         got.items > 0 && got.per_s > 0.0 && got.windows >= 4,
@@ -317,7 +318,9 @@ mod tests {
         let _t = turn();
         let (kernel, _) = crate::flowgraph::saxpy::best();
         let none = AtomicBool::new(false);
-        let got = measure(Scheduler::Ring, &cfg(2, 3, Some(200_000)), kernel, &none).unwrap();
+        let got = measure(Scheduler::Ring, &cfg(2, 3, Some(200_000)), kernel, &none)
+            .unwrap()
+            .rate();
         assert!(got.items > 0);
     }
 }

@@ -60,6 +60,13 @@ impl Windows {
         }
     }
 
+    /// Pools `other`'s windows into these (the same point measured again).
+    pub fn merge(&mut self, other: Windows) {
+        self.rates.extend(other.rates);
+        self.items += other.items;
+        self.seconds += other.seconds;
+    }
+
     pub fn rate(&self) -> Rate {
         let mean = if self.seconds > 0.0 {
             self.items as f64 / self.seconds

@@ -3,25 +3,44 @@
 #![allow(dead_code)]
 
 use serde_json::Value;
+use std::io::Read;
 use std::process::{Command, Output, Stdio};
 use std::time::{Duration, Instant};
 
-/// Runs the prepared command to completion; a hang guard, not a time assertion.
+/// Runs the prepared command to completion; a hang guard, not a time
+/// assertion. Its output is drained while it runs, so a large one cannot
+/// fill the pipe and stall it.
 pub fn finish(mut c: Command) -> Output {
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let what = format!("{c:?}");
     let mut child = c.spawn().expect("spawn xferbench");
+    let drain = |mut r: Box<dyn Read + Send>| {
+        std::thread::spawn(move || {
+            let mut v = Vec::new();
+            let _ = r.read_to_end(&mut v);
+            v
+        })
+    };
+    let out = drain(Box::new(child.stdout.take().expect("stdout")));
+    let err = drain(Box::new(child.stderr.take().expect("stderr")));
     let start = Instant::now();
-    while child.try_wait().expect("try_wait").is_none() {
+    let status = loop {
+        if let Some(s) = child.try_wait().expect("try_wait") {
+            break s;
+        }
         if start.elapsed() > Duration::from_secs(240) {
             let _ = child.kill();
             panic!("{what} hung");
         }
         std::thread::sleep(Duration::from_millis(20));
+    };
+    Output {
+        status,
+        stdout: out.join().expect("stdout reader"),
+        stderr: err.join().expect("stderr reader"),
     }
-    child.wait_with_output().expect("output")
 }
 
 pub fn xferbench() -> Command {
