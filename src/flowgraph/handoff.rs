@@ -153,32 +153,39 @@ pub struct Producer {
     bufs: Arc<Buffers>,
     to: Arc<Queue>,
     supply: Arc<Queue>,
-    /// Buffers taken from the supply and not yet used, newest last.
-    held: Vec<usize>,
+    /// Buffers taken from the supply and not yet used, newest last (the
+    /// source only: it alone pops its supply; saxpys on one thread share
+    /// theirs, so each takes just the one it needs).
+    held: Option<Vec<usize>>,
     cur: Option<usize>,
     fill: usize,
 }
 
 impl Producer {
-    fn new(bufs: &Arc<Buffers>, to: &Arc<Queue>, supply: &Arc<Queue>) -> Producer {
+    fn new(bufs: &Arc<Buffers>, to: &Arc<Queue>, supply: &Arc<Queue>, newest: bool) -> Producer {
         Producer {
             bufs: bufs.clone(),
             to: to.clone(),
             supply: supply.clone(),
-            held: Vec::with_capacity(bufs.count),
+            held: newest.then(|| Vec::with_capacity(bufs.count)),
             cur: None,
             fill: 0,
         }
     }
 
-    /// The buffer returned last: the one most likely still in this core's
-    /// cache (on one core, with N+1 = 2 buffers, only two of the three
-    /// ever turn, and both fit in the first-level cache with the spare's).
+    /// The next buffer to fill. The source takes the one returned last:
+    /// the most likely to be still in this core's cache (on one core, with
+    /// N+1 = 2 buffers, only two of the three then ever turn).
     fn take(&mut self) -> Option<usize> {
-        while let Some(b) = self.supply.pop() {
-            self.held.push(b);
+        match &mut self.held {
+            Some(held) => {
+                while let Some(b) = self.supply.pop() {
+                    held.push(b);
+                }
+                held.pop()
+            }
+            None => self.supply.pop(),
         }
-        self.held.pop()
     }
 
     fn hand_on(&mut self) {
@@ -332,7 +339,7 @@ pub fn circuit(
         back.push(b);
     }
     let mut from = queue();
-    let source = Producer::new(&bufs, &from, &back);
+    let source = Producer::new(&bufs, &from, &back, true);
     let mut mids = Vec::with_capacity(blocks);
     for o in owner {
         let spare = &stashes[kinds.binary_search(&o).unwrap_or(0)];
@@ -345,7 +352,7 @@ pub fn circuit(
                 cur: Cell::new(None),
                 read: 0,
             },
-            Producer::new(&bufs, &to, spare),
+            Producer::new(&bufs, &to, spare, false),
         ));
         from = to;
     }
