@@ -87,6 +87,17 @@ fn colour(l: &Lines, i: usize) -> RGBColor {
     }
 }
 
+/// A series' line: solid for what was measured here, dotted for a measured
+/// variant, dashed (longer) for references, models and bounds.
+fn dash(s: &super::figure::Series) -> Option<(u32, u32)> {
+    match s.role {
+        Role::Measured if s.of.is_some() => Some((2, 3)),
+        Role::Measured => None,
+        Role::Reference => Some((6, 4)),
+        Role::Model | Role::Bound => Some((8, 5)),
+    }
+}
+
 /// The span of the data along one axis, padded; a log axis keeps only
 /// positive values.
 fn span(vals: impl Iterator<Item = f64>, axis: &Axis, from_zero: bool) -> (f64, f64) {
@@ -175,53 +186,31 @@ fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Resul
                             && (!l.y.log || y > 0.0)
                     })
                     .collect();
-                match s.role {
-                    Role::Measured if s.of.is_some() => {
-                        chart
-                            .draw_series(DashedLineSeries::new(
-                                pts.clone(),
-                                2,
-                                3,
-                                c.stroke_width(2),
-                            ))
-                            .map_err(fail(title))?;
-                        chart
-                            .draw_series(pts.iter().map(|&(x, y)| {
-                                EmptyElement::at((x, y))
-                                    + Rectangle::new([(-3, -3), (3, 3)], c.filled())
-                            }))
-                            .map_err(fail(title))?;
-                    }
-                    Role::Measured => {
-                        chart
-                            .draw_series(LineSeries::new(pts.clone(), c.stroke_width(2)))
-                            .map_err(fail(title))?;
-                        chart
-                            .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
-                            .map_err(fail(title))?;
-                    }
-                    Role::Reference => {
-                        chart
-                            .draw_series(DashedLineSeries::new(
-                                pts.clone(),
-                                6,
-                                4,
-                                c.stroke_width(2),
-                            ))
-                            .map_err(fail(title))?;
-                        chart
-                            .draw_series(
-                                pts.iter()
-                                    .map(|&p| TriangleMarker::new(p, 5, c.stroke_width(2))),
-                            )
-                            .map_err(fail(title))?;
-                    }
-                    Role::Model | Role::Bound => {
-                        chart
-                            .draw_series(DashedLineSeries::new(pts, 8, 5, c.stroke_width(2)))
-                            .map_err(fail(title))?;
-                    }
+                let line = c.stroke_width(2);
+                match dash(s) {
+                    Some((on, off)) => chart
+                        .draw_series(DashedLineSeries::new(pts.clone(), on, off, line))
+                        .map(|_| ()),
+                    None => chart
+                        .draw_series(LineSeries::new(pts.clone(), line))
+                        .map(|_| ()),
                 }
+                .map_err(fail(title))?;
+                match s.role {
+                    Role::Measured if s.of.is_some() => chart
+                        .draw_series(pts.iter().map(|&p| {
+                            EmptyElement::at(p) + Rectangle::new([(-3, -3), (3, 3)], c.filled())
+                        }))
+                        .map(|_| ()),
+                    Role::Measured => chart
+                        .draw_series(pts.iter().map(|&p| Circle::new(p, 3, c.filled())))
+                        .map(|_| ()),
+                    Role::Reference => chart
+                        .draw_series(pts.iter().map(|&p| TriangleMarker::new(p, 5, line)))
+                        .map(|_| ()),
+                    Role::Model | Role::Bound => Ok(()),
+                }
+                .map_err(fail(title))?;
             }
         }};
     }
@@ -256,23 +245,19 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines) -> Result<()> {
         let c = colour(l, i);
         let style = c.stroke_width(2);
         let sample = vec![(x, y), (x + 24, y)];
-        let r = match s.role {
-            Role::Measured if s.of.is_some() => area
-                .draw(&DashedPathElement::new(sample, 2, 3, style))
-                .and_then(|_| {
-                    area.draw(&Rectangle::new(
-                        [(x + 9, y - 3), (x + 15, y + 3)],
-                        c.filled(),
-                    ))
-                }),
-            Role::Measured => area
-                .draw(&PathElement::new(sample, style))
-                .and_then(|_| area.draw(&Circle::new((x + 12, y), 3, c.filled()))),
-            Role::Reference => area
-                .draw(&DashedPathElement::new(sample, 5, 3, style))
-                .and_then(|_| area.draw(&TriangleMarker::new((x + 12, y), 5, style))),
-            Role::Model | Role::Bound => area.draw(&DashedPathElement::new(sample, 5, 3, style)),
-        };
+        let r = match dash(s) {
+            Some((on, off)) => area.draw(&DashedPathElement::new(sample, on, off, style)),
+            None => area.draw(&PathElement::new(sample, style)),
+        }
+        .and_then(|_| match s.role {
+            Role::Measured if s.of.is_some() => area.draw(&Rectangle::new(
+                [(x + 9, y - 3), (x + 15, y + 3)],
+                c.filled(),
+            )),
+            Role::Measured => area.draw(&Circle::new((x + 12, y), 3, c.filled())),
+            Role::Reference => area.draw(&TriangleMarker::new((x + 12, y), 5, style)),
+            Role::Model | Role::Bound => Ok(()),
+        });
         r.map_err(fail("legend"))?;
         area.draw(&Text::new(
             s.name.clone(),
