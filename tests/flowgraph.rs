@@ -154,13 +154,13 @@ fn table_and_csv_outputs() {
     let t = String::from_utf8(o.stdout).unwrap();
     let lines: Vec<&str> = t.lines().collect();
     assert!(lines[0].starts_with("scheduler,cores,blocks,samples_per_s"));
-    assert!(lines[0].ends_with(",edges"));
+    assert!(lines[0].ends_with(",edges,rounds"));
     // seq on both kinds of edge, and the ring.
     assert_eq!(lines.len(), 4, "{t}");
     assert!(
         lines[1..]
             .iter()
-            .any(|l| l.starts_with("seq,") && l.ends_with(",handoff"))
+            .any(|l| l.starts_with("seq,") && l.ends_with(",handoff,3"))
     );
 }
 

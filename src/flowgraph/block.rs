@@ -85,7 +85,7 @@ impl<O: Output> Block for DummySource<O> {
     }
 }
 
-/// y = a·x + b from its input ring into its output ring, up to one chunk
+/// y = a·x + b from its input edge into its output edge, up to one chunk
 /// per call.
 pub struct Saxpy<I, O> {
     inp: I,

@@ -1,7 +1,8 @@
 //! One flowgraph, built and measured: source → M saxpy → sink over
 //! circular buffers of one chunk (same thread) or `edge_buffers` chunks
-//! (across threads), or over a circuit of handed-off buffers, run by a scheduler while the coordinator reads the sink's count at the
-//! end of every 10 ms window after a warm-up (see [`super::rate`]).
+//! (across threads), or over a circuit of handed-off buffers, run by a
+//! scheduler while the coordinator reads the sink's count at the end of
+//! every 10 ms window after a warm-up (see [`super::rate`]).
 
 use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
 use super::edge::{Edges, Input, Output};

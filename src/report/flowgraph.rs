@@ -15,7 +15,13 @@ pub fn render(run: &FlowRun) -> String {
     let x = &run.extra;
     let _ = writeln!(
         o,
-        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler (the median over 10 ms windows), and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers (the median of {} measurements through the run, {} to {}); the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around. A bare scheduler name runs over circular buffers (one per edge); `+handoff` over whole buffers handed from block to block, each block writing into the buffer it read last, as the ring does.\n",
+        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler (the median over 10 ms windows{}), and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers (the median of {} measurements through the run, {} to {}); the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around. A bare scheduler name runs over circular buffers (one per edge); `+handoff` over whole buffers handed from block to block, each block writing into the buffer it read last, as the ring does.\n",
+        match run.points.iter().map(|p| p.rounds).max() {
+            Some(r) if r > 1 => format!(
+                ", pooled from {r} rounds in which the schedulers of each N and M took turns"
+            ),
+            _ => String::new(),
+        },
         x.kernel,
         si(x.kernel_only_sps),
         format_size(x.kernel_only_buffer_bytes),
@@ -92,7 +98,7 @@ pub fn render(run: &FlowRun) -> String {
     o
 }
 
-pub const CSV_HEADER: &str = "scheduler,cores,blocks,samples_per_s,ideal_dynamic_sps,ideal_static_sps,efficiency,efficiency_dynamic,buffer_bytes,buffers,cpus,items,measured_s,complete,mean_sps,p10_sps,p90_sps,kernel_paired_sps,efficiency_paired,edges";
+pub const CSV_HEADER: &str = "scheduler,cores,blocks,samples_per_s,ideal_dynamic_sps,ideal_static_sps,efficiency,efficiency_dynamic,buffer_bytes,buffers,cpus,items,measured_s,complete,mean_sps,p10_sps,p90_sps,kernel_paired_sps,efficiency_paired,edges,rounds";
 
 pub fn csv(run: &FlowRun) -> String {
     let mut o = String::from(CSV_HEADER);
@@ -101,7 +107,7 @@ pub fn csv(run: &FlowRun) -> String {
         let cpus: Vec<String> = p.cpus.iter().map(|c| c.to_string()).collect();
         let _ = writeln!(
             o,
-            "{},{},{},{:.0},{:.0},{:.0},{:.4},{:.4},{},{},{},{},{:.6},{},{:.0},{:.0},{:.0},{:.0},{:.4},{}",
+            "{},{},{},{:.0},{:.0},{:.0},{:.4},{:.4},{},{},{},{},{:.6},{},{:.0},{:.0},{:.0},{:.0},{:.4},{},{}",
             p.scheduler,
             p.cores,
             p.blocks,
@@ -121,7 +127,8 @@ pub fn csv(run: &FlowRun) -> String {
             p.p90_sps,
             p.kernel_paired_sps,
             p.efficiency_paired,
-            p.edges
+            p.edges,
+            p.rounds
         );
     }
     o
