@@ -175,6 +175,7 @@ fn bad_flowgraph_options_are_one_line_usage_errors() {
         (vec!["--cores", "2", "--scheduler", "seq"], "nothing to run"),
         (vec!["--scheduler", "gnuradio"], "invalid value"),
         (vec!["--edges", "linked-list"], "invalid value"),
+        (vec!["--rounds", "0"], "--rounds"),
     ] {
         let mut c = xferbench();
         c.arg("flowgraph").args(&args);
