@@ -149,6 +149,23 @@ mod tests {
     }
 
     #[test]
+    fn rounds_pool_their_windows_into_one_median() {
+        let mut a = Windows::default();
+        for _ in 0..3 {
+            a.record(100, 1.0);
+        }
+        let mut b = Windows::default();
+        for _ in 0..4 {
+            b.record(300, 1.0);
+        }
+        a.merge(b);
+        let r = a.rate();
+        assert_eq!((r.windows, r.items), (7, 1200));
+        assert_eq!(r.per_s, 300.0, "the median of all seven windows");
+        assert!((r.mean_per_s - 1200.0 / 7.0).abs() < 1e-9);
+    }
+
+    #[test]
     fn few_windows_fall_back_to_the_mean() {
         let mut w = Windows::with_capacity(2);
         w.record(100, 0.01);
