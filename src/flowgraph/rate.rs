@@ -160,9 +160,9 @@ mod tests {
         }
         a.merge(b);
         let r = a.rate();
-        assert_eq!((r.windows, r.items), (7, 1200));
+        assert_eq!((r.windows, r.items), (7, 1500));
         assert_eq!(r.per_s, 300.0, "the median of all seven windows");
-        assert!((r.mean_per_s - 1200.0 / 7.0).abs() < 1e-9);
+        assert!((r.mean_per_s - 1500.0 / 7.0).abs() < 1e-9);
     }
 
     #[test]
