@@ -464,7 +464,7 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
             kind: Kind::Flowgraph { cores: n },
             id: format!("flowgraph-{n}-cores"),
             title: format!("Flowgraph throughput on {n} core{}", if n == 1 { "" } else { "s" }),
-            caption: "Samples/s through source → M saxpy → sink per scheduler (`+handoff`: on handed-off buffers rather than circular ones); dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.".into(),
+            caption: "Samples/s through source → M saxpy → sink per scheduler (+handoff: on handed-off buffers rather than circular ones; dotted, in the colour of the same scheduler on circular buffers); dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.".into(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("saxpy blocks (M)", false, Scale::Count),
                 y: Axis::new("samples/s", true, Scale::Number),
