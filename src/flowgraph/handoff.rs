@@ -21,7 +21,7 @@ use super::edge::{Input, Output};
 use super::ring::{PAGE, Padded, Signal};
 use std::cell::Cell;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::task::Waker;
 
 /// Page-aligned buffers of f32, known by number.
@@ -84,11 +84,11 @@ impl Drop for Buffers {
 }
 
 /// A single-producer/single-consumer queue of buffer numbers (with, on a
-/// data edge, the items each holds in the upper half: one cache line per
-/// hand-over, not two). It never fills: its capacity exceeds every buffer
-/// there is.
+/// data edge, the items each holds in the upper 32 bits of its 64-bit slot:
+/// one cache line per hand-over, not two, on 32-bit targets too). It never
+/// fills: its capacity exceeds every buffer there is.
 pub struct Queue {
-    slots: Box<[AtomicUsize]>,
+    slots: Box<[AtomicU64]>,
     head: Padded<AtomicUsize>,
     tail: Padded<AtomicUsize>,
     closed: AtomicBool,
@@ -102,7 +102,7 @@ impl Queue {
     pub fn new(buffers: usize, notify: bool) -> Queue {
         Queue {
             slots: (0..(buffers + 1).next_power_of_two())
-                .map(|_| AtomicUsize::new(0))
+                .map(|_| AtomicU64::new(0))
                 .collect(),
             head: Padded(AtomicUsize::new(0)),
             tail: Padded(AtomicUsize::new(0)),
@@ -112,7 +112,14 @@ impl Queue {
         }
     }
 
-    pub fn push(&self, v: usize) {
+    pub fn push(&self, b: usize) {
+        self.push_filled(b, 0);
+    }
+
+    /// Buffer `b` holding `items`, both far below 2^32 (a buffer holds at
+    /// most 16 Mi items by `--buffer-size`'s limit).
+    pub fn push_filled(&self, b: usize, items: usize) {
+        let v = b as u64 | (items as u64) << 32;
         let h = self.head.0.load(Ordering::Relaxed);
         let mask = self.slots.len() - 1;
         debug_assert!(h - self.tail.0.load(Ordering::Relaxed) <= mask);
@@ -126,13 +133,18 @@ impl Queue {
     }
 
     pub fn pop(&self) -> Option<usize> {
+        self.pop_filled().map(|(b, _)| b)
+    }
+
+    /// The buffer at the front and the items it holds.
+    pub fn pop_filled(&self) -> Option<(usize, usize)> {
         let t = self.tail.0.load(Ordering::Relaxed);
         if self.head.0.load(Ordering::Acquire) == t {
             return None;
         }
         let v = self.slots[t & (self.slots.len() - 1)].load(Ordering::Relaxed);
         self.tail.0.store(t + 1, Ordering::Release);
-        Some(v)
+        Some(((v & 0xffff_ffff) as usize, (v >> 32) as usize))
     }
 
     fn close(&self) {
@@ -190,7 +202,7 @@ impl Producer {
 
     fn hand_on(&mut self) {
         if let Some(b) = self.cur.take() {
-            self.to.push(b | self.fill << 32);
+            self.to.push_filled(b, self.fill);
             self.fill = 0;
         }
     }
@@ -261,8 +273,7 @@ impl Input for Consumer {
     /// The unread rest of the buffer at the front.
     fn readable(&self) -> &[f32] {
         if self.cur.get().is_none() {
-            self.cur
-                .set(self.from.pop().map(|v| (v & 0xffff_ffff, v >> 32)));
+            self.cur.set(self.from.pop_filled());
         }
         match self.cur.get() {
             Some((b, n)) => {
