@@ -99,7 +99,7 @@ impl PointMeta for FlowPoint {
 pub struct ScanPoint {
     pub buffer_bytes: u64,
     /// The median over 10 ms windows, as for every flowgraph point (the
-    /// better of the scan's two passes).
+    /// scan's two passes pooled).
     pub samples_per_s: f64,
     /// All items over all time, both passes.
     pub mean_sps: f64,
@@ -212,21 +212,26 @@ fn scan(args: &FlowgraphArgs, kernel: saxpy::Kernel, cpu: usize) -> Result<Vec<S
         .collect();
     pinned(cpu, "the kernel scan", move || {
         let time = Duration::from_millis(60);
-        let mut out: Vec<ScanPoint> = sizes
-            .iter()
-            .map(|&b| ScanPoint {
-                buffer_bytes: b,
-                ..ScanPoint::default()
-            })
-            .collect();
+        let mut windows: Vec<Windows> = sizes.iter().map(|_| Windows::default()).collect();
+        // Forward then back, pooled: a slow stretch of the host falls on
+        // small and large sizes alike, and the best size is picked by the
+        // same median as everything else, not by the luckier of two passes.
         let order = (0..sizes.len()).chain((0..sizes.len()).rev());
         for i in order {
-            let r = reference::kernel_rate(kernel, (sizes[i] / 4) as usize, time);
-            let p = &mut out[i];
-            p.samples_per_s = p.samples_per_s.max(r.per_s);
-            p.mean_sps += r.mean_per_s / 2.0;
+            windows[i].merge(reference::kernel_windows(kernel, (sizes[i] / 4) as usize, time));
         }
-        out
+        sizes
+            .iter()
+            .zip(windows)
+            .map(|(&b, w)| {
+                let r = w.rate();
+                ScanPoint {
+                    buffer_bytes: b,
+                    samples_per_s: r.per_s,
+                    mean_sps: r.mean_per_s,
+                }
+            })
+            .collect()
     })
 }
 

@@ -17,6 +17,11 @@ use std::time::{Duration, Instant};
 /// The kernel alone on `n` floats for about `time`, measured over the
 /// same windows as every flowgraph point (see [`super::rate`]).
 pub fn kernel_rate(kernel: Kernel, n: usize, time: Duration) -> Rate {
+    kernel_windows(kernel, n, time).rate()
+}
+
+/// [`kernel_rate`]'s windows, for pooling several passes over one size.
+pub fn kernel_windows(kernel: Kernel, n: usize, time: Duration) -> Windows {
     let mut pair = Pair::new(n);
     for _ in 0..3 {
         pair.run(kernel, 1.000_001, 0.5);
@@ -36,7 +41,7 @@ pub fn kernel_rate(kernel: Kernel, n: usize, time: Duration) -> Rate {
         }
         w.record(items, t.elapsed().as_secs_f64());
         if Instant::now() >= end {
-            return w.rate();
+            return w;
         }
     }
 }
