@@ -629,6 +629,21 @@ fn default_suite_writes_the_report_and_every_part() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8(o.stdout).unwrap();
     assert!(text.contains("round trip 64 B mean"), "{text}");
+    // The flowgraph summary: a row per scheduler series, a column per
+    // (N, M) on the diagonal, so it fits a terminal.
+    let fg: Vec<&str> = text
+        .lines()
+        .skip_while(|l| !l.contains("flowgraph (samples/s)"))
+        .take_while(|l| l.starts_with('|'))
+        .collect();
+    assert!(fg[0].contains("N=1 M=1"), "{text}");
+    for s in ["seq", "static+handoff", "ring", "tokio"] {
+        assert!(
+            fg.iter().any(|l| l.split('|').nth(1).map(str::trim) == Some(s)),
+            "no {s} row: {text}"
+        );
+    }
+    assert!(fg.iter().all(|l| l.chars().count() <= 80), "{text}");
     assert!(
         text.contains(&format!("Report: {}", out.join("index.html").display())),
         "{text}"
