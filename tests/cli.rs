@@ -639,7 +639,8 @@ fn default_suite_writes_the_report_and_every_part() {
     assert!(fg[0].contains("N=1 M=1"), "{text}");
     for s in ["seq", "static+handoff", "ring", "tokio"] {
         assert!(
-            fg.iter().any(|l| l.split('|').nth(1).map(str::trim) == Some(s)),
+            fg.iter()
+                .any(|l| l.split('|').nth(1).map(str::trim) == Some(s)),
             "no {s} row: {text}"
         );
     }

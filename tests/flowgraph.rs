@@ -60,6 +60,17 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
         f(&d, "kernel_only_measurements") as usize,
         2 + groups.len() * rounds
     );
+    // The kernel at the flowgraph's own 16 KiB, measured as often; the
+    // same figures when 16 KiB is the best size.
+    let kab = f(&d, "kernel_at_buffer_sps");
+    assert!(kab > 0.0);
+    assert_eq!(
+        f(&d, "kernel_at_buffer_measurements") as usize,
+        2 + groups.len() * rounds
+    );
+    if f(best, "buffer_bytes") == 16384.0 {
+        assert_eq!(kab, k);
+    }
     // N=1: M=1..3 × (5 schedulers × 2 kinds of edge + ring); N=2: M=2..6
     // × (4 × 2 + ring): no seq.
     let want = if cores == 2 { 33 + 45 } else { 33 };
@@ -84,6 +95,8 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
         assert!(lo <= paired && paired <= hi, "{p}");
         let e = sps * (m / n).ceil() / paired;
         assert!((f(p, "efficiency_paired") - e).abs() <= e * 1e-9, "{p}");
+        let e = sps * (m / n).ceil() / kab;
+        assert!((f(p, "efficiency_same_size") - e).abs() <= e * 1e-9, "{p}");
         assert!(f(p, "windows") >= 1.0 && f(p, "mean_sps") > 0.0, "{p}");
         assert_eq!(p["rounds"].as_u64(), Some(rounds as u64), "{p}");
         assert_eq!(p["partial"], false, "{p}");
@@ -154,14 +167,17 @@ fn table_and_csv_outputs() {
     let t = String::from_utf8(o.stdout).unwrap();
     let lines: Vec<&str> = t.lines().collect();
     assert!(lines[0].starts_with("scheduler,cores,blocks,samples_per_s"));
-    assert!(lines[0].ends_with(",edges,rounds"));
+    assert!(lines[0].ends_with(",edges,rounds,efficiency_same_size"));
     // seq on both kinds of edge, and the ring.
     assert_eq!(lines.len(), 4, "{t}");
     assert!(
         lines[1..]
             .iter()
-            .any(|l| l.starts_with("seq,") && l.ends_with(",handoff,3"))
+            .any(|l| l.starts_with("seq,") && l.contains(",handoff,3,"))
     );
+    // Every row has every column.
+    let cols = lines[0].split(',').count();
+    assert!(lines.iter().all(|l| l.split(',').count() == cols), "{t}");
 }
 
 #[test]

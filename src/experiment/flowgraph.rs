@@ -58,6 +58,10 @@ pub struct FlowPoint {
     /// Measured × ⌈M/N⌉ over the paired kernel rate: the static efficiency
     /// with the drift taken out.
     pub efficiency_paired: f64,
+    /// Measured × ⌈M/N⌉ over the kernel alone at this run's buffer size
+    /// (`kernel_at_buffer_sps`): what the runtime itself costs, apart from
+    /// what the buffer size costs the kernel against its best size.
+    pub efficiency_same_size: f64,
     /// The CPUs used, in order (pinned, or the allowed set for thread-per-block).
     pub cpus: Vec<usize>,
     pub buffer_bytes: u64,
@@ -118,6 +122,13 @@ pub struct FlowExtra {
     pub kernel_only_max_sps: f64,
     pub kernel_only_measurements: usize,
     pub kernel_only_buffer_bytes: u64,
+    /// The kernel alone at the flowgraph's own `--buffer-size`, measured
+    /// the same way (the scan's figure if it has that size, and beside the
+    /// best size through the run; their median). At 16 KiB an out-of-place
+    /// kernel's input and output fill a 32 KiB L1 cache, so it runs below
+    /// its best size: every runtime at that size pays the same.
+    pub kernel_at_buffer_sps: f64,
+    pub kernel_at_buffer_measurements: usize,
     pub kernel_scan: Vec<ScanPoint>,
 }
 
@@ -218,7 +229,11 @@ fn scan(args: &FlowgraphArgs, kernel: saxpy::Kernel, cpu: usize) -> Result<Vec<S
         // same median as everything else, not by the luckier of two passes.
         let order = (0..sizes.len()).chain((0..sizes.len()).rev());
         for i in order {
-            windows[i].merge(reference::kernel_windows(kernel, (sizes[i] / 4) as usize, time));
+            windows[i].merge(reference::kernel_windows(
+                kernel,
+                (sizes[i] / 4) as usize,
+                time,
+            ));
         }
         sizes
             .iter()
@@ -246,6 +261,8 @@ fn bound(run: &mut FlowRun) {
         p.efficiency = p.samples_per_s / p.ideal_static_sps;
         p.efficiency_dynamic = p.samples_per_s / p.ideal_dynamic_sps;
         p.efficiency_paired = p.samples_per_s * m.div_ceil(p.cores) as f64 / p.kernel_paired_sps;
+        p.efficiency_same_size =
+            p.samples_per_s * m.div_ceil(p.cores) as f64 / run.extra.kernel_at_buffer_sps;
         if p.samples_per_s > p.ideal_dynamic_sps.max(p.ideal_static_sps) * 1.05 {
             p.warnings.push("faster than the ideal bound: the host ran faster during this point than the kernel's typical rate (see efficiency_paired)".into());
         }
@@ -347,20 +364,34 @@ pub fn run(
         ));
     };
     run.extra.kernel_only_buffer_bytes = best.buffer_bytes;
+    let chunk = (args.buffer_size / 4) as usize;
+    // The kernel at the flowgraph's own size, as far as the scan has it.
+    let mut at_buffer: Vec<f64> = scan
+        .iter()
+        .filter(|p| p.buffer_bytes / 4 == chunk as u64)
+        .map(|p| p.samples_per_s)
+        .collect();
     run.extra.kernel_scan = scan;
-    // The kernel at the best size again before the first point and after
-    // each round: the host's speed drifts over seconds, and each point's
-    // paired rate is the kernel's in the same stretch of time.
+    // The kernel at the best size (and at the flowgraph's, where that
+    // differs) again before the first point and after each round: the
+    // host's speed drifts over seconds, and each point's paired rate is the
+    // kernel's in the same stretch of time.
     let (cpu0, best_n) = (allowed[0], (best.buffer_bytes / 4) as usize);
     let paired = move || {
         pinned(cpu0, "the paired kernel", move || {
-            reference::kernel_rate(kernel, best_n, PAIRED).per_s
+            let at_best = reference::kernel_rate(kernel, best_n, PAIRED).per_s;
+            let at_buffer = if best_n == chunk {
+                at_best
+            } else {
+                reference::kernel_rate(kernel, chunk, PAIRED).per_s
+            };
+            (at_best, at_buffer)
         })
     };
     let mut refs = vec![best.samples_per_s];
-    let before = paired()?;
+    let (before, buf) = paired()?;
     refs.push(before);
-    let chunk = (args.buffer_size / 4) as usize;
+    at_buffer.push(buf);
     let mut err = None;
     // Each (N, M) in rounds: every scheduler of it measures a slice of its
     // time in turn, then again, so a slow second of the host falls on all
@@ -426,8 +457,9 @@ pub fn run(
                 break;
             }
             match paired() {
-                Ok(k) => {
+                Ok((k, buf)) => {
                     refs.push(k);
+                    at_buffer.push(buf);
                     kernel_runs.push(k);
                 }
                 Err(e) => {
@@ -486,6 +518,9 @@ pub fn run(
     run.extra.kernel_only_min_sps = refs[0];
     run.extra.kernel_only_max_sps = refs[refs.len() - 1];
     run.extra.kernel_only_measurements = refs.len();
+    at_buffer.sort_by(f64::total_cmp);
+    run.extra.kernel_at_buffer_sps = quantile(&at_buffer, 0.5);
+    run.extra.kernel_at_buffer_measurements = at_buffer.len();
     bound(&mut run);
     progress.finish();
     match err {
