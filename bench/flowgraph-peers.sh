@@ -31,7 +31,8 @@
 #
 # Checks (informational PASS/FAIL; the exit status is 0 unless a step failed
 # to run):
-#   seq at N=1, M=1 >= 0.85 x xferbench's kernel_only_sps
+#   seq at N=1, M=1 >= 0.85 x xferbench's kernel_only_sps (and, for the
+#   runtime's own cost, x its kernel_at_buffer_sps: the same --buffer-size)
 #   seq at N=1, M=1 >= 0.8 x the C -march=native saxpy
 #   static >= 0.85 x ring at N=2, M=2..6, on each kind of edge
 #   best of static/seq (either edges) >= 20 x best GNU Radio 3.10 strategy,
@@ -183,8 +184,8 @@ fi
 # ---- xferbench --------------------------------------------------------------
 # read_xb FILE: reads an xferbench flowgraph JSON into SPS["xb/<series>/N/M"]
 # (series: the scheduler, "+handoff" when on handoff edges, as in its table),
-# KERNEL_ONLY (when the file has one) and XB_SCHEDS (first-seen order).
-KERNEL_ONLY= XB_SCHEDS=()
+# KERNEL_ONLY and KERNEL_AT_BUFFER (when the file has them) and XB_SCHEDS (first-seen order).
+KERNEL_ONLY= KERNEL_AT_BUFFER= XB_SCHEDS=()
 read_xb() {
     local lines kind a b c d
     if ! lines=$("$PY" - "$1" 2>"$TMP/json.err" <<'PY'
@@ -194,6 +195,8 @@ if d.get("experiment") != "flowgraph":
     sys.exit(f"experiment is {d.get('experiment')!r}, not 'flowgraph'")
 k = d.get("kernel_only_sps")
 print("kernel", "" if k is None else k)
+k = d.get("kernel_at_buffer_sps")
+print("kernel16", "" if k is None else k)
 for p in d["points"]:
     s, e = p["scheduler"], p.get("edges", "circular")
     name = s + "+handoff" if e == "handoff" and s != "ring" else s
@@ -206,6 +209,8 @@ PY
     while read -r kind a b c d; do
         if [[ $kind == kernel ]]; then
             [[ -n $a && -z $KERNEL_ONLY ]] && KERNEL_ONLY=$a
+        elif [[ $kind == kernel16 ]]; then
+            [[ -n $a && -z $KERNEL_AT_BUFFER ]] && KERNEL_AT_BUFFER=$a
         else
             SPS["xb/$a/$b/$c"]=$d
             [[ " ${XB_SCHEDS[*]} " == *" $a "* ]] || XB_SCHEDS+=("$a")
@@ -356,6 +361,7 @@ check() { # NAME OURS THEIRS TARGET
 }
 if ((C_LO == 1)) && [[ " $(blocks_for 1 | tr '\n' ' ') " == *" 1 "* ]]; then
     check "seq N=1 M=1 / xferbench kernel_only_sps" "$(get xb/seq/1/1)" "$KERNEL_ONLY" 0.85
+    check "seq N=1 M=1 / kernel at the flowgraph's size" "$(get xb/seq/1/1)" "$KERNEL_AT_BUFFER" 0.85
     check "seq N=1 M=1 / C -march=native saxpy" "$(get xb/seq/1/1)" "$(get c/kernel/1/1)" 0.8
 fi
 if ((C_LO <= 2 && 2 <= C_HI)); then
