@@ -154,10 +154,12 @@ fn table_and_csv_outputs() {
     assert!(o.status.success(), "{}", stderr(&o));
     let t = String::from_utf8(o.stdout).unwrap();
     assert!(
-        t.contains("| M |")
+        t.contains("scheduler |")
+            && t.contains(" M=1 |")
             && t.contains(" seq |")
-            && t.contains("seq+handoff")
-            && t.contains("ring"),
+            && t.contains(" seq+handoff |")
+            && t.contains(" ring |")
+            && t.contains(" ideal static |"),
         "{t}"
     );
     assert!(t.contains("Kernel alone"), "{t}");

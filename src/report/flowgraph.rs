@@ -1,6 +1,6 @@
-//! Flowgraph tables: per core count, rows M, a column per scheduler with
-//! samples/s and the share of the static bound, then the bounds; the kernel
-//! scan; the conditions.
+//! Flowgraph tables: per core count, a row per scheduler with samples/s
+//! and the share of the static bound for each M, then the bounds; the
+//! kernel scan; the conditions.
 
 use super::csv::field;
 use super::figure::si;
@@ -66,29 +66,38 @@ pub fn render(run: &FlowRun) -> String {
             .first()
             .map_or(String::new(), |p| crate::placement::compact(&p.cpus));
         let _ = writeln!(o, "### N = {n} (cpus {cpus})\n");
-        let mut header = vec!["M".to_string()];
-        header.extend(scheds.iter().map(|s| s.to_string()));
-        header.push("ideal static".into());
-        header.push("ideal dynamic".into());
-        let rows: Vec<Vec<String>> = ms
+        // A row per scheduler, a column per M: a dozen schedulers side by
+        // side would not fit a terminal; three to five M values do.
+        let mut header = vec!["scheduler".to_string()];
+        header.extend(ms.iter().map(|m| format!("M={m}")));
+        let mut rows: Vec<Vec<String>> = scheds
             .iter()
-            .map(|&m| {
-                let mut r = vec![m.to_string()];
-                for s in &scheds {
-                    r.push(
-                        pts.iter()
-                            .find(|p| p.blocks == m && series(p.scheduler, p.edges) == *s)
-                            .map_or("—".into(), |p| {
-                                format!("{} ({:.0}%)", si(p.samples_per_s), p.efficiency * 100.0)
-                            }),
-                    );
-                }
-                let any = pts.iter().find(|p| p.blocks == m);
-                r.push(any.map_or("—".into(), |p| si(p.ideal_static_sps)));
-                r.push(any.map_or("—".into(), |p| si(p.ideal_dynamic_sps)));
+            .map(|s| {
+                let mut r = vec![s.clone()];
+                r.extend(ms.iter().map(|&m| {
+                    pts.iter()
+                        .find(|p| p.blocks == m && series(p.scheduler, p.edges) == *s)
+                        .map_or("—".into(), |p| {
+                            format!("{} ({:.0}%)", si(p.samples_per_s), p.efficiency * 100.0)
+                        })
+                }));
                 r
             })
             .collect();
+        type Bound = fn(&crate::experiment::flowgraph::FlowPoint) -> f64;
+        let bounds: [(&str, Bound); 2] = [
+            ("ideal static", |p| p.ideal_static_sps),
+            ("ideal dynamic", |p| p.ideal_dynamic_sps),
+        ];
+        for (name, f) in bounds {
+            let mut r = vec![name.to_string()];
+            r.extend(ms.iter().map(|&m| {
+                pts.iter()
+                    .find(|p| p.blocks == m)
+                    .map_or("—".into(), |p| si(f(p)))
+            }));
+            rows.push(r);
+        }
         o.push_str(&markdown(&header, &rows));
         o.push('\n');
     }
