@@ -480,6 +480,16 @@ fn buffer_count(s: &str) -> Result<String, String> {
     }
 }
 
+fn edge_buffer_count(s: &str) -> Result<String, String> {
+    if s == "auto" || s.parse::<usize>().is_ok_and(|n| (1..=4096).contains(&n)) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "--edge-buffers '{s}': expected auto or a number from 1 to 4096"
+        ))
+    }
+}
+
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct FlowgraphArgs {
     /// Core counts N to sweep: 1..2, or a list (default: 1 up to the CPUs available).
@@ -505,9 +515,9 @@ pub struct FlowgraphArgs {
     /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the seed (a circuit under thread-per-block, tokio or async-executor then holds --edge-buffers per edge, as its circular buffers do), or a number.
     #[arg(long, value_parser = buffer_count, default_value = "N+1")]
     pub buffers: String,
-    /// Capacity, in buffers, of a circular buffer between blocks on different threads (one filling while one drains); one between blocks on one thread holds one buffer.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), default_value = "2")]
-    pub edge_buffers: u32,
+    /// Capacity, in buffers, of a circular buffer between blocks that may run on different threads: auto (enough for twice the CPU's L2 cache, so a consumer's copy of a line has left its private cache before the producer writes it again; at least 2), or a number up to 4096. One between blocks on one thread holds one buffer.
+    #[arg(long, value_parser = edge_buffer_count, default_value = "auto")]
+    pub edge_buffers: String,
     /// Measuring time per point, after the warm-up.
     #[arg(long, value_parser = duration, default_value = "500ms")]
     #[serde(serialize_with = "ser_secs", rename = "duration_s")]

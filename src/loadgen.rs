@@ -75,27 +75,6 @@ pub struct Background {
     started: Instant,
 }
 
-/// Bytes of the last-level cache of cpu0, where sysfs says.
-fn llc_bytes() -> Option<usize> {
-    (0..8)
-        .rev()
-        .filter_map(|i| {
-            std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu0/cache/index{i}/size"))
-                .ok()
-        })
-        .find_map(|s| {
-            let s = s.trim();
-            let (num, mul) = match s.strip_suffix('K') {
-                Some(n) => (n, 1 << 10),
-                None => match s.strip_suffix('M') {
-                    Some(n) => (n, 1 << 20),
-                    None => (s, 1),
-                },
-            };
-            num.parse::<usize>().ok().map(|n| n * mul)
-        })
-}
-
 /// Work between two updates of the shared counter.
 const BATCH: u64 = 1 << 16;
 
@@ -132,7 +111,8 @@ fn body(mode: LoadMode, stop: &AtomicBool, ops: &AtomicU64) {
             }
         }
         LoadMode::Memcopy => {
-            let half = (2 * llc_bytes().unwrap_or(32 << 20)).max(8 << 20);
+            let half =
+                (2 * crate::placement::cache_bytes(0, None).unwrap_or(32 << 20)).max(8 << 20);
             let mut a = vec![1u8; half];
             let mut b = vec![2u8; half];
             let chunk = 1 << 20;

@@ -145,9 +145,52 @@ pub fn compact(cpus: &[usize]) -> String {
     out.join(",")
 }
 
+/// Bytes of `cpu`'s data (or unified) cache at `level`, or of its last
+/// level with `None`, where sysfs says.
+pub fn cache_bytes(cpu: usize, level: Option<u32>) -> Option<usize> {
+    let dir = format!("/sys/devices/system/cpu/cpu{cpu}/cache");
+    let read = |i: usize, f: &str| std::fs::read_to_string(format!("{dir}/index{i}/{f}")).ok();
+    (0..16)
+        .filter_map(|i| {
+            let lvl: u32 = read(i, "level")?.trim().parse().ok()?;
+            if read(i, "type")?.trim() == "Instruction" {
+                return None;
+            }
+            Some((lvl, parse_cache_size(&read(i, "size")?)?))
+        })
+        .filter(|&(l, _)| level.is_none_or(|want| l == want))
+        .max_by_key(|&(l, _)| l)
+        .map(|(_, bytes)| bytes)
+}
+
+/// sysfs's `512K`, `32M` or plain bytes.
+fn parse_cache_size(s: &str) -> Option<usize> {
+    let s = s.trim();
+    let (num, mul) = if let Some(n) = s.strip_suffix('K') {
+        (n, 1 << 10)
+    } else if let Some(n) = s.strip_suffix('M') {
+        (n, 1 << 20)
+    } else {
+        (s, 1)
+    };
+    num.parse::<usize>().ok().map(|n| n * mul)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn cache_sizes_read_as_sysfs_writes_them() {
+        assert_eq!(parse_cache_size("512K\n"), Some(512 << 10));
+        assert_eq!(parse_cache_size("32M"), Some(32 << 20));
+        assert_eq!(parse_cache_size("4096"), Some(4096));
+        assert_eq!(parse_cache_size("lots"), None);
+        // Where sysfs has caches, the last level is the largest data one.
+        if let (Some(l2), Some(last)) = (cache_bytes(0, Some(2)), cache_bytes(0, None)) {
+            assert!(last >= l2);
+        }
+    }
 
     #[test]
     fn compacting() {

@@ -65,6 +65,8 @@ pub struct FlowPoint {
     /// The CPUs used, in order (pinned, or the allowed set for thread-per-block).
     pub cpus: Vec<usize>,
     pub buffer_bytes: u64,
+    /// Buffers round the circuit (the ring, handoff edges), or held by each
+    /// circular buffer between threads (circular edges).
     pub buffers: usize,
     /// Items the sink counted while measured, and over how many seconds.
     pub items: u64,
@@ -113,6 +115,10 @@ pub struct ScanPoint {
 pub struct FlowExtra {
     /// The kernel build the CPU got (avx2+fma, neon, portable).
     pub kernel: &'static str,
+    /// Buffers a circular buffer between threads holds (`--edge-buffers`,
+    /// resolved), and the L2 cache size `auto` sized them from.
+    pub edge_buffers: usize,
+    pub l2_cache_bytes: Option<usize>,
     /// The kernel alone at the scan's best buffer size: the ideal bounds'
     /// unit. The median of its measurements through the run (the scan's,
     /// and one before the first point and after each), so that no one fast
@@ -284,13 +290,42 @@ fn rounds(args: &FlowgraphArgs) -> usize {
 /// whose blocks sleep: a block there can run only after another has been
 /// woken and handed a buffer on, so N+1 buffers among M+2 blocks leave most
 /// of them waiting on wake-ups. Those circuits hold what the circular
-/// buffers of the same flowgraph hold, `--edge-buffers` per edge.
-fn circulating(args: &FlowgraphArgs, s: Scheduler, edges: Edges, n: usize, m: usize) -> usize {
+/// buffers of the same flowgraph hold, `edge_buffers` per edge.
+fn circulating(
+    args: &FlowgraphArgs,
+    edge_buffers: usize,
+    s: Scheduler,
+    edges: Edges,
+    n: usize,
+    m: usize,
+) -> usize {
     match args.buffers.parse() {
         Ok(b) => b,
-        Err(_) if s.sleeps() && edges == Edges::Handoff => args.edge_buffers as usize * (m + 1),
+        Err(_) if s.sleeps() && edges == Edges::Handoff => edge_buffers * (m + 1),
         Err(_) => n + 1,
     }
+}
+
+/// Where sysfs does not say: a common size today.
+const L2_GUESS: usize = 1 << 20;
+
+/// `--edge-buffers`: a number, or (auto) enough buffers for twice the L2
+/// cache, a power of two from 2 to 4096. Why: the lines a producer writes
+/// on each lap of a circular buffer are lines its consumer read on the
+/// last. While the consumer's core still holds them, every store has to
+/// take its line back from that core first; on a 2-core EPYC that held
+/// `static` at N=2 to half the ring reference with 2 buffers (32 KiB) per
+/// edge. Past twice the L2 the consumer's copies have been evicted by the
+/// time the producer comes round, and the stores find the lines in the
+/// shared L3 instead. Sleeping schedulers gain as much again from the
+/// depth: a block woken once works through many buffers.
+fn edge_buffers(args: &FlowgraphArgs, l2: Option<usize>) -> usize {
+    args.edge_buffers.parse().unwrap_or_else(|_| {
+        (2 * l2.unwrap_or(L2_GUESS) as u64)
+            .div_ceil(args.buffer_size)
+            .next_power_of_two()
+            .clamp(2, 4096) as usize
+    })
 }
 
 /// The kernel alone at the scan's best size, between two points.
@@ -346,10 +381,13 @@ pub fn run(
         points: Vec::new(),
         extra: FlowExtra {
             kernel: kernel_name,
+            l2_cache_bytes: crate::placement::cache_bytes(allowed[0], Some(2)),
             ..FlowExtra::default()
         },
         warnings,
     };
+    let eb = edge_buffers(args, run.extra.l2_cache_bytes);
+    run.extra.edge_buffers = eb;
     let rounds = rounds(args);
     progress.start((plan.len() * rounds) as u64 + 1);
     progress.point("kernel-only scan");
@@ -429,8 +467,8 @@ pub fn run(
                     cpus: allowed[..n].to_vec(),
                     chunk,
                     edges: st.edges,
-                    buffers: circulating(args, s, st.edges, n, m),
-                    edge_buffers: args.edge_buffers as usize,
+                    buffers: circulating(args, eb, s, st.edges, n, m),
+                    edge_buffers: eb,
                     // The first round warms the caches; later ones need
                     // only fill the pipeline.
                     warmup: if round == 0 {
@@ -501,7 +539,12 @@ pub fn run(
                 kernel_paired_sps: kernel_paired,
                 cpus: allowed[..st.cores].to_vec(),
                 buffer_bytes: args.buffer_size,
-                buffers: circulating(args, st.scheduler, st.edges, st.cores, st.blocks),
+                buffers: match st.edges {
+                    Edges::Circular => eb,
+                    Edges::Handoff => {
+                        circulating(args, eb, st.scheduler, st.edges, st.cores, st.blocks)
+                    }
+                },
                 items: r.items,
                 measured_s: r.seconds,
                 partial: done < rounds,
@@ -555,16 +598,40 @@ mod tests {
     #[test]
     fn circuits_hold_n_plus_1_buffers_unless_their_blocks_sleep() {
         let a = args(&[]);
-        assert_eq!(circulating(&a, Scheduler::Ring, Edges::Handoff, 2, 5), 3);
-        assert_eq!(circulating(&a, Scheduler::Static, Edges::Handoff, 2, 5), 3);
-        assert_eq!(circulating(&a, Scheduler::Tokio, Edges::Handoff, 2, 5), 12);
-        let a = args(&["--buffers", "5", "--edge-buffers", "3"]);
-        assert_eq!(circulating(&a, Scheduler::Tokio, Edges::Handoff, 2, 5), 5);
-        let a = args(&["--edge-buffers", "3"]);
+        assert_eq!(circulating(&a, 2, Scheduler::Ring, Edges::Handoff, 2, 5), 3);
         assert_eq!(
-            circulating(&a, Scheduler::ThreadPerBlock, Edges::Handoff, 1, 2),
+            circulating(&a, 2, Scheduler::Static, Edges::Handoff, 2, 5),
+            3
+        );
+        assert_eq!(
+            circulating(&a, 2, Scheduler::Tokio, Edges::Handoff, 2, 5),
+            12
+        );
+        let a = args(&["--buffers", "5"]);
+        assert_eq!(
+            circulating(&a, 3, Scheduler::Tokio, Edges::Handoff, 2, 5),
+            5
+        );
+        assert_eq!(
+            circulating(&a, 3, Scheduler::ThreadPerBlock, Edges::Handoff, 1, 2),
+            5
+        );
+        let a = args(&[]);
+        assert_eq!(
+            circulating(&a, 3, Scheduler::ThreadPerBlock, Edges::Handoff, 1, 2),
             9
         );
+    }
+
+    #[test]
+    fn edge_buffers_cover_twice_the_l2_cache_unless_given() {
+        let l2 = Some(512 << 10);
+        assert_eq!(edge_buffers(&args(&[]), l2), 64, "1 MiB of 16 KiB");
+        assert_eq!(edge_buffers(&args(&[]), None), 128, "2 × the 1 MiB guess");
+        assert_eq!(edge_buffers(&args(&["--buffer-size", "48k"]), l2), 32);
+        assert_eq!(edge_buffers(&args(&["--buffer-size", "4m"]), l2), 2);
+        assert_eq!(edge_buffers(&args(&["--buffer-size", "64"]), l2), 4096);
+        assert_eq!(edge_buffers(&args(&["--edge-buffers", "3"]), l2), 3);
     }
 
     #[test]
