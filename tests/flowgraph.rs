@@ -194,6 +194,8 @@ fn bad_flowgraph_options_are_one_line_usage_errors() {
         (vec!["--scheduler", "gnuradio"], "invalid value"),
         (vec!["--edges", "linked-list"], "invalid value"),
         (vec!["--rounds", "0"], "--rounds"),
+        (vec!["--edge-buffers", "0"], "auto or a number"),
+        (vec!["--edge-buffers", "lots"], "auto or a number"),
     ] {
         let mut c = xferbench();
         c.arg("flowgraph").args(&args);

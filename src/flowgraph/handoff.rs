@@ -8,7 +8,10 @@
 //! hardware prefetchers do not run ahead of. Here each block writes into
 //! the buffer it read last, already in its own cache, so the only
 //! cross-core traffic is the next block's reads, which prefetch well — the
-//! ring reference's pattern, with a runtime around it.
+//! ring reference's pattern, with a runtime around it. (A circular buffer
+//! escapes the same cost by depth instead: deeper than twice the L2 cache,
+//! the consumer's copies are gone before the producer comes round; see
+//! `--edge-buffers`. A circuit needs only N+1 buffers.)
 //!
 //! The circuit: `buffers` buffers go round source → saxpy… → sink and back
 //! to the source, and there is one spare per saxpy (or per thread, for

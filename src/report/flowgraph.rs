@@ -15,7 +15,7 @@ pub fn render(run: &FlowRun) -> String {
     let x = &run.extra;
     let _ = writeln!(
         o,
-        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler (the median over 10 ms windows{}), and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers (the median of {} measurements through the run, {} to {}); the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around. A bare scheduler name runs over circular buffers (one per edge); `+handoff` over whole buffers handed from block to block, each block writing into the buffer it read last, as the ring does.\n",
+        "## Flowgraph: source → M saxpy → sink\n\nSamples/s per scheduler (the median over 10 ms windows{}), and in brackets the share of the static bound (1/⌈M/N⌉ × the kernel-only rate). Kernel: {} alone on one core reached {} samples/s at {} buffers (the median of {} measurements through the run, {} to {}); the bounds use that rate. `ring` is the runtime-free reference: N pinned threads passing N+1 buffers around, as in the seed (a runtime that buffers deeper can pass it). A bare scheduler name runs over circular buffers, one per edge: one buffer deep between blocks on one thread, {} deep ({}) between threads{}; `+handoff` over whole buffers handed from block to block, each block writing into the buffer it read last, as the ring does.\n",
         match run.points.iter().map(|p| p.rounds).max() {
             Some(r) if r > 1 => format!(
                 ", pooled from {r} rounds in which the schedulers of each N and M took turns"
@@ -27,7 +27,16 @@ pub fn render(run: &FlowRun) -> String {
         format_size(x.kernel_only_buffer_bytes),
         x.kernel_only_measurements,
         si(x.kernel_only_min_sps),
-        si(x.kernel_only_max_sps)
+        si(x.kernel_only_max_sps),
+        x.edge_buffers,
+        format_size(x.edge_buffers as u64 * run_buffer(run)),
+        match x.l2_cache_bytes {
+            Some(l2) if run.options["edge_buffers"] == "auto" => format!(
+                ", twice this CPU's {} L2 cache, so a consumer's copy of a line has left its core before the producer writes there again",
+                format_size(l2 as u64)
+            ),
+            _ => String::new(),
+        }
     );
     if x.kernel_at_buffer_sps > 0.0 && x.kernel_only_buffer_bytes != run_buffer(run) {
         let _ = writeln!(
