@@ -196,6 +196,11 @@ fn bad_flowgraph_options_are_one_line_usage_errors() {
         (vec!["--rounds", "0"], "--rounds"),
         (vec!["--edge-buffers", "0"], "auto or a number"),
         (vec!["--edge-buffers", "lots"], "auto or a number"),
+        // 256 GiB per edge: refused before anything is allocated.
+        (
+            vec!["--buffer-size", "64m", "--edge-buffers", "4096"],
+            "more than half",
+        ),
     ] {
         let mut c = xferbench();
         c.arg("flowgraph").args(&args);

@@ -306,6 +306,48 @@ fn circulating(
     }
 }
 
+/// Bytes of buffers one point of `st` allocates, at most: every edge as
+/// deep as a circular one between threads, every spare a buffer of its own.
+fn footprint(args: &FlowgraphArgs, eb: usize, st: &Step) -> u64 {
+    let (bs, m) = (args.buffer_size, st.blocks as u64);
+    let handed = |count: usize| (count as u64 + m) * (bs + 2 * crate::flowgraph::ring::PAGE as u64);
+    match (st.scheduler, st.edges) {
+        (Scheduler::Ring, _) | (_, Edges::Handoff) => handed(circulating(
+            args,
+            eb,
+            st.scheduler,
+            st.edges,
+            st.cores,
+            st.blocks,
+        )),
+        (_, Edges::Circular) => (m + 1) * (eb as u64 * bs).max(bs).next_power_of_two(),
+    }
+}
+
+/// Refuses a plan whose buffers alone would take more than half the memory
+/// available: the run would thrash or be killed instead of measuring.
+fn check_memory(args: &FlowgraphArgs, eb: usize, plan: &[Step]) -> Result<()> {
+    let Some(avail) = crate::env::available_memory() else {
+        return Ok(());
+    };
+    match plan.iter().max_by_key(|st| footprint(args, eb, st)) {
+        Some(st) if footprint(args, eb, st) > avail / 2 => Err(Error::usage(format!(
+            "{} at N={} M={} needs about {} of buffers ({eb} × {} per edge between threads), more than half the {} available; use a smaller --buffer-size, --edge-buffers or --buffers",
+            edge::series(st.scheduler.name(), st.edges.name()),
+            st.cores,
+            st.blocks,
+            gib(footprint(args, eb, st)),
+            crate::units::format_size(args.buffer_size),
+            gib(avail),
+        ))),
+        _ => Ok(()),
+    }
+}
+
+fn gib(bytes: u64) -> String {
+    format!("{:.1} GiB", bytes as f64 / (1u64 << 30) as f64)
+}
+
 /// Where sysfs does not say: a common size today.
 const L2_GUESS: usize = 1 << 20;
 
@@ -388,6 +430,7 @@ pub fn run(
     };
     let eb = edge_buffers(args, run.extra.l2_cache_bytes);
     run.extra.edge_buffers = eb;
+    check_memory(args, eb, &plan)?;
     let rounds = rounds(args);
     progress.start((plan.len() * rounds) as u64 + 1);
     progress.point("kernel-only scan");
