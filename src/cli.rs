@@ -470,24 +470,23 @@ fn items(s: &str) -> Result<u64, String> {
     Ok(v)
 }
 
-fn buffer_count(s: &str) -> Result<String, String> {
-    if s == "N+1" || s.parse::<usize>().is_ok_and(|n| (1..=64).contains(&n)) {
+/// `word` or a count from 1 to `max`, for the options that take either.
+fn count_or(s: &str, word: &str, max: usize, opt: &str) -> Result<String, String> {
+    if s == word || s.parse::<usize>().is_ok_and(|n| (1..=max).contains(&n)) {
         Ok(s.to_string())
     } else {
         Err(format!(
-            "--buffers '{s}': expected N+1 or a number from 1 to 64"
+            "{opt} '{s}': expected {word} or a number from 1 to {max}"
         ))
     }
 }
 
+fn buffer_count(s: &str) -> Result<String, String> {
+    count_or(s, "N+1", 64, "--buffers")
+}
+
 fn edge_buffer_count(s: &str) -> Result<String, String> {
-    if s == "auto" || s.parse::<usize>().is_ok_and(|n| (1..=4096).contains(&n)) {
-        Ok(s.to_string())
-    } else {
-        Err(format!(
-            "--edge-buffers '{s}': expected auto or a number from 1 to 4096"
-        ))
-    }
+    count_or(s, "auto", 4096, "--edge-buffers")
 }
 
 #[derive(Args, Debug, Clone, Serialize)]
