@@ -71,6 +71,9 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
     if f(best, "buffer_bytes") == 16384.0 {
         assert_eq!(kab, k);
     }
+    // Circular buffers between threads: auto, a power of two, at least 2.
+    let eb = d["edge_buffers"].as_u64().unwrap();
+    assert!(eb >= 2 && eb.is_power_of_two(), "{eb}");
     // N=1: M=1..3 × (5 schedulers × 2 kinds of edge + ring); N=2: M=2..6
     // × (4 × 2 + ring): no seq.
     let want = if cores == 2 { 33 + 45 } else { 33 };
@@ -105,6 +108,9 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
             assert_eq!(n, 1.0);
         }
         let edges = p["edges"].as_str().unwrap();
+        if edges == "circular" {
+            assert_eq!(p["buffers"], d["edge_buffers"], "{p}");
+        }
         assert!(
             edges == "handoff" || (edges == "circular" && p["scheduler"] != "ring"),
             "{p}"
