@@ -31,10 +31,11 @@ pub struct Config {
     /// Buffers circulating in the ring reference and in a handoff circuit
     /// (the seed's N+1).
     pub buffers: usize,
-    /// Capacity in chunks of a ring between blocks on different threads
-    /// (2: one filling while the other drains). A ring between blocks that
-    /// one thread runs in turn holds one chunk: more would only spread the
-    /// working set over more cache.
+    /// Capacity in chunks of a ring between blocks on different threads:
+    /// at least 2, one filling while another drains; the experiment sizes
+    /// it to twice the L2 cache (`--edge-buffers auto`). A ring between
+    /// blocks that one thread runs in turn holds one chunk: more would only
+    /// spread the working set over more cache.
     pub edge_buffers: usize,
     pub warmup: Duration,
     pub duration: Duration,
