@@ -190,6 +190,16 @@ pub enum Kind {
     },
 }
 
+impl Kind {
+    /// Whether its table has a row per series rather than per x value: a
+    /// flowgraph has a dozen schedulers over three to five M, which side by
+    /// side would not fit a terminal. The others keep their seeds' layout
+    /// (rk11perf: a row per size).
+    pub fn rows_per_series(&self) -> bool {
+        matches!(self, Kind::Flowgraph { .. })
+    }
+}
+
 #[derive(Clone, Debug)]
 pub struct Figure {
     pub kind: Kind,
@@ -203,8 +213,9 @@ pub struct Figure {
 
 impl Figure {
     /// The numbers behind the figure as a table: for lines, one row per x and
-    /// one column per measured or reference series; for a heat map, the matrix
-    /// with rows `y` and columns `x`, as the Vollo tables.
+    /// one column per measured or reference series (the other way round
+    /// where its kind says so); for a heat map, the matrix with rows `y` and
+    /// columns `x`, as the Vollo tables.
     pub fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
         match &self.plot {
             Plot::Lines(l) => {
@@ -219,18 +230,32 @@ impl Figure {
                     .collect();
                 xs.sort_by(f64::total_cmp);
                 xs.dedup();
+                let cell = |s: &Series, x: f64| {
+                    s.points
+                        .iter()
+                        .find(|p| p.0 == x)
+                        .map_or("—".into(), |p| si(p.1))
+                };
+                if self.kind.rows_per_series() {
+                    let mut header = vec![format!("series \\ {}", l.x.label)];
+                    header.extend(xs.iter().map(|&x| l.x.format(x)));
+                    let rows = shown
+                        .iter()
+                        .map(|s| {
+                            let mut r = vec![s.name.clone()];
+                            r.extend(xs.iter().map(|&x| cell(s, x)));
+                            r
+                        })
+                        .collect();
+                    return (header, rows);
+                }
                 let mut header = vec![l.x.label.clone()];
                 header.extend(shown.iter().map(|s| s.name.clone()));
                 let rows = xs
                     .iter()
                     .map(|&x| {
                         let mut r = vec![l.x.format(x)];
-                        r.extend(shown.iter().map(|s| {
-                            s.points
-                                .iter()
-                                .find(|p| p.0 == x)
-                                .map_or("—".into(), |p| si(p.1))
-                        }));
+                        r.extend(shown.iter().map(|s| cell(s, x)));
                         r
                     })
                     .collect();
@@ -315,5 +340,31 @@ mod tests {
         let (h, rows) = f.table();
         assert_eq!(h, ["size (bytes)", "a", "ref"]);
         assert_eq!(rows, [["1", "2.00", "—"], ["1k", "3.00", "5.00"]]);
+    }
+
+    #[test]
+    fn flowgraph_tables_have_a_row_per_scheduler() {
+        let s = |n: &str, y: f64| Series::new(n, Role::Measured, vec![(1.0, y), (2.0, y / 2.0)]);
+        let f = Figure {
+            kind: Kind::Flowgraph { cores: 1 },
+            id: "t".into(),
+            title: "t".into(),
+            caption: String::new(),
+            plot: Plot::Lines(Lines {
+                x: Axis::new("saxpy blocks (M)", false, Scale::Count),
+                y: Axis::new("samples/s", true, Scale::Number),
+                series: vec![s("seq", 8.0), s("static", 6.0), s("ring", 4.0)],
+            }),
+        };
+        let (h, rows) = f.table();
+        assert_eq!(h, ["series \\ saxpy blocks (M)", "1", "2"]);
+        assert_eq!(
+            rows,
+            [
+                ["seq", "8.00", "4.00"],
+                ["static", "6.00", "3.00"],
+                ["ring", "4.00", "2.00"]
+            ]
+        );
     }
 }
