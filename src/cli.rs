@@ -538,6 +538,9 @@ pub struct FlowgraphArgs {
     /// Buffer sizes of the kernel-only scan (the seed's scan-buffer-size).
     #[arg(long, value_parser = size_list, default_value = "256..8M")]
     pub kernel_sizes: Sizes,
+    /// The Saxpy kernel every block and reference runs: auto (the widest this CPU has), avx512, avx2+fma, neon or portable; a narrower one to compare with a machine or peer that lacks the wider.
+    #[arg(long, value_parser = kernel_choice, default_value = "auto")]
+    pub kernel: String,
     /// Give up on a scheduler that has not wound down this long after being stopped.
     #[arg(long, value_parser = duration, default_value = "10s")]
     #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
@@ -545,6 +548,18 @@ pub struct FlowgraphArgs {
     #[command(flatten)]
     #[serde(flatten)]
     pub out: OutputArgs,
+}
+
+fn kernel_choice(s: &str) -> Result<String, String> {
+    let known = crate::flowgraph::saxpy::NAMES;
+    if s == "auto" || known.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}': expected auto or one of {} (`xferbench flowgraph --help`)",
+            known.join(", ")
+        ))
+    }
 }
 
 fn size_one(s: &str) -> Result<u64, String> {

@@ -188,6 +188,15 @@ fn table_and_csv_outputs() {
     assert!(lines.iter().all(|l| l.split(',').count() == cols), "{t}");
 }
 
+/// A SIMD kernel of the other architecture, which this CPU cannot run.
+fn other_arch_kernel() -> &'static str {
+    if cfg!(target_arch = "aarch64") {
+        "avx2+fma"
+    } else {
+        "neon"
+    }
+}
+
 #[test]
 fn bad_flowgraph_options_are_one_line_usage_errors() {
     for (args, want) in [
@@ -202,6 +211,12 @@ fn bad_flowgraph_options_are_one_line_usage_errors() {
         (vec!["--rounds", "0"], "--rounds"),
         (vec!["--edge-buffers", "0"], "auto or a number"),
         (vec!["--edge-buffers", "lots"], "auto or a number"),
+        (vec!["--kernel", "sse9"], "expected auto or one of"),
+        // A kernel no CPU has both of: one of the two is refused here.
+        (
+            vec!["--kernel", other_arch_kernel()],
+            "this CPU cannot run it",
+        ),
         // 256 GiB per edge: refused before anything is allocated.
         (
             vec!["--buffer-size", "64m", "--edge-buffers", "4096"],
@@ -215,5 +230,37 @@ fn bad_flowgraph_options_are_one_line_usage_errors() {
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
         assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
         assert!(e.contains(want), "{args:?}: {e}");
+    }
+}
+
+#[test]
+fn a_chosen_kernel_runs_everywhere_and_is_recorded() {
+    let _t = turn();
+    let mut c = xferbench();
+    c.args([
+        "flowgraph",
+        "--cores",
+        "1",
+        "--blocks",
+        "2",
+        "--scheduler",
+        "seq,ring",
+        "--items",
+        "1000000",
+        "--kernel-sizes",
+        "4k",
+        "--kernel",
+        "portable",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let o = finish(c);
+    let d = json(&o);
+    assert_eq!(d["kernel"], "portable", "{d}");
+    assert_eq!(d["options"]["kernel"], "portable");
+    assert_eq!(d["complete"], true);
+    for p in d["points"].as_array().unwrap() {
+        assert!(f(p, "samples_per_s") > 0.0, "{p}");
     }
 }

@@ -113,7 +113,8 @@ pub struct ScanPoint {
 
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct FlowExtra {
-    /// The kernel build the CPU got (avx2+fma, neon, portable).
+    /// The kernel build that ran (avx512, avx2+fma, neon, portable): the
+    /// widest the CPU has unless `--kernel` chose another.
     pub kernel: &'static str,
     /// Buffers a circular buffer between threads holds (`--edge-buffers`,
     /// resolved), and the L2 cache size `auto` sized them from.
@@ -151,6 +152,20 @@ pub struct Step {
 
 /// The plan, in run order: every scheduler that applies on every kind of
 /// edge asked for (the ring reference once: it has no runtime edges).
+/// The kernel `--kernel` names (`auto`: the widest), if this CPU runs it.
+fn kernel_for(name: &str) -> Result<(saxpy::Kernel, &'static str)> {
+    if name == "auto" {
+        return Ok(saxpy::best());
+    }
+    saxpy::by_name(name).ok_or_else(|| {
+        let here: Vec<&str> = saxpy::available().iter().map(|k| k.1).collect();
+        Error::usage(format!(
+            "--kernel {name}: this CPU cannot run it (it has {}); pick one of those or auto",
+            here.join(", ")
+        ))
+    })
+}
+
 pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<Step>> {
     let cores = args
         .cores
@@ -397,12 +412,12 @@ pub fn run(
         }
     };
     let plan = plan(args, allowed.len())?;
-    let (kernel, kernel_name) = saxpy::best();
+    let (kernel, kernel_name) = kernel_for(&args.kernel)?;
     let env = Env::capture();
     let mut warnings = env.warnings();
-    if kernel_name == "portable" {
+    if kernel_name == "portable" && saxpy::best().1 == "portable" {
         warnings.push(
-            "no AVX2/FMA or NEON on this CPU: the portable kernel runs, and every rate with it"
+            "no AVX2/FMA, AVX-512 or NEON on this CPU: the portable kernel runs, and every rate with it"
                 .into(),
         );
     }

@@ -1,26 +1,47 @@
 //! The Saxpy kernel, y = a·x + b out of place, with the widest SIMD the CPU
 //! has, chosen at run time so one binary runs everywhere and still uses
-//! AVX2/FMA (x86-64) or NEON (aarch64) where they exist.
+//! AVX-512 or AVX2/FMA (x86-64), or NEON (aarch64), where they exist.
 
 /// A kernel: y[i] = a·x[i] + b for i < min(len x, len y).
 pub type Kernel = fn(a: f32, b: f32, x: &[f32], y: &mut [f32]);
 
+/// Every kernel there is, on any CPU, widest first.
+pub const NAMES: [&str; 4] = ["avx512", "avx2+fma", "neon", "portable"];
+
 /// The best kernel for this CPU, and its name for the report.
 pub fn best() -> (Kernel, &'static str) {
+    available()[0]
+}
+
+/// Every kernel this CPU can run, widest first; the portable one is last
+/// and always there.
+pub fn available() -> Vec<(Kernel, &'static str)> {
+    let mut ks: Vec<(Kernel, &'static str)> = Vec::new();
     #[cfg(target_arch = "x86_64")]
     {
-        if std::arch::is_x86_feature_detected!("avx2") && std::arch::is_x86_feature_detected!("fma")
-        {
-            return (x86::saxpy_avx2_fma, "avx2+fma");
+        use std::arch::is_x86_feature_detected as has;
+        // 512-bit vectors double what one load, FMA and store move: on a
+        // 16 KiB buffer (in L1) the kernel is bound by exactly those.
+        if has!("avx512f") {
+            ks.push((x86::saxpy_avx512, "avx512"));
+        }
+        if has!("avx2") && has!("fma") {
+            ks.push((x86::saxpy_avx2_fma, "avx2+fma"));
         }
     }
     #[cfg(target_arch = "aarch64")]
     {
         if std::arch::is_aarch64_feature_detected!("neon") {
-            return (arm::saxpy_neon, "neon");
+            ks.push((arm::saxpy_neon, "neon"));
         }
     }
-    (portable, "portable")
+    ks.push((portable, "portable"));
+    ks
+}
+
+/// The kernel called `name`, if this CPU can run it.
+pub fn by_name(name: &str) -> Option<(Kernel, &'static str)> {
+    available().into_iter().find(|(_, n)| *n == name)
 }
 
 /// Any CPU: the compiler vectorises this with the baseline SIMD (SSE2 on
@@ -36,8 +57,49 @@ pub fn portable(a: f32, b: f32, x: &[f32], y: &mut [f32]) {
 mod x86 {
     use std::arch::x86_64::*;
 
+    pub fn saxpy_avx512(a: f32, b: f32, x: &[f32], y: &mut [f32]) {
+        // SAFETY: chosen only after AVX-512F was detected (see `available`).
+        unsafe { inner512(a, b, x, y) }
+    }
+
+    /// As [`inner`], 64 floats per iteration in 512-bit vectors, and the
+    /// tail in one masked load and store (no scalar loop).
+    #[target_feature(enable = "avx512f")]
+    unsafe fn inner512(a: f32, b: f32, x: &[f32], y: &mut [f32]) {
+        let n = x.len().min(y.len());
+        let (xp, yp) = (x.as_ptr(), y.as_mut_ptr());
+        let va = _mm512_set1_ps(a);
+        let vb = _mm512_set1_ps(b);
+        let mut i = 0;
+        // SAFETY: every access is below n, the length of both slices; the
+        // masked tail touches only lanes below n.
+        unsafe {
+            while i + 64 <= n {
+                let x0 = _mm512_loadu_ps(xp.add(i));
+                let x1 = _mm512_loadu_ps(xp.add(i + 16));
+                let x2 = _mm512_loadu_ps(xp.add(i + 32));
+                let x3 = _mm512_loadu_ps(xp.add(i + 48));
+                _mm512_storeu_ps(yp.add(i), _mm512_fmadd_ps(va, x0, vb));
+                _mm512_storeu_ps(yp.add(i + 16), _mm512_fmadd_ps(va, x1, vb));
+                _mm512_storeu_ps(yp.add(i + 32), _mm512_fmadd_ps(va, x2, vb));
+                _mm512_storeu_ps(yp.add(i + 48), _mm512_fmadd_ps(va, x3, vb));
+                i += 64;
+            }
+            while i + 16 <= n {
+                let v = _mm512_loadu_ps(xp.add(i));
+                _mm512_storeu_ps(yp.add(i), _mm512_fmadd_ps(va, v, vb));
+                i += 16;
+            }
+            if i < n {
+                let m: __mmask16 = (1u16 << (n - i)) - 1;
+                let v = _mm512_maskz_loadu_ps(m, xp.add(i));
+                _mm512_mask_storeu_ps(yp.add(i), m, _mm512_fmadd_ps(va, v, vb));
+            }
+        }
+    }
+
     pub fn saxpy_avx2_fma(a: f32, b: f32, x: &[f32], y: &mut [f32]) {
-        // SAFETY: chosen only after AVX2 and FMA were detected (see `best`).
+        // SAFETY: chosen only after AVX2 and FMA were detected (see `available`).
         unsafe { inner(a, b, x, y) }
     }
 
@@ -163,8 +225,7 @@ mod tests {
         let x: Vec<f32> = (0..n).map(|i| (i as f32 - 500.0) * 0.37 + 1e-3).collect();
         let (a, b) = (1.000_123_4f32, -0.3f32);
         let want: Vec<f32> = x.iter().map(|v| a.mul_add(*v, b)).collect();
-        let (best_k, name) = best();
-        for (k, label) in [(best_k, name), (portable as Kernel, "portable")] {
+        for (k, label) in available() {
             let mut y = vec![0.0f32; n];
             k(a, b, &x, &mut y);
             for i in 0..n {
@@ -176,26 +237,48 @@ mod tests {
                     x[i]
                 );
             }
-            // Nothing past the shorter slice is written.
-            let mut short = vec![9.0f32; 10];
-            k(a, b, &x[..5], &mut short);
-            assert!(short[5..].iter().all(|v| *v == 9.0), "{label}");
+            // Nothing past the shorter slice is written, whatever the tail.
+            for len in [0, 1, 5, 15, 16, 17, 63, 64, 65, 100] {
+                let mut short = vec![9.0f32; len + 40];
+                k(a, b, &x[..len], &mut short);
+                assert!(short[len..].iter().all(|v| *v == 9.0), "{label}, {len}");
+                assert!(
+                    (0..len).all(|i| ulps(short[i], want[i]) <= 1),
+                    "{label}, {len}"
+                );
+            }
         }
     }
 
     #[test]
     fn fma_kernels_are_exactly_fused() {
-        let (k, name) = best();
-        if name == "portable" {
+        let fused: Vec<_> = available()
+            .into_iter()
+            .filter(|(_, n)| *n != "portable")
+            .collect();
+        if fused.is_empty() {
             eprintln!("no FMA kernel on this CPU: skipped");
-            return;
         }
-        let x: Vec<f32> = (0..64).map(|i| 1.0 + i as f32 * f32::EPSILON).collect();
-        let mut y = vec![0.0; 64];
-        k(1.0 + f32::EPSILON, -1.0, &x, &mut y);
-        for i in 0..64 {
-            assert_eq!(y[i], (1.0 + f32::EPSILON).mul_add(x[i], -1.0));
+        for (k, name) in fused {
+            let x: Vec<f32> = (0..77).map(|i| 1.0 + i as f32 * f32::EPSILON).collect();
+            let mut y = vec![0.0; 77];
+            k(1.0 + f32::EPSILON, -1.0, &x, &mut y);
+            for i in 0..77 {
+                assert_eq!(y[i], (1.0 + f32::EPSILON).mul_add(x[i], -1.0), "{name}");
+            }
         }
+    }
+
+    #[test]
+    fn kernels_are_found_by_name_and_portable_is_always_there() {
+        let all = available();
+        assert_eq!(all.last().map(|k| k.1), Some("portable"));
+        assert_eq!(best().1, all[0].1);
+        for (_, name) in &all {
+            assert_eq!(by_name(name).map(|k| k.1), Some(*name));
+        }
+        assert!(by_name("sse9").is_none());
+        assert!(all.iter().all(|(_, n)| NAMES.contains(n)));
     }
 
     #[test]
