@@ -111,10 +111,14 @@ fn body(mode: LoadMode, stop: &AtomicBool, ops: &AtomicU64) {
             }
         }
         LoadMode::Memcopy => {
-            let half =
-                (2 * crate::placement::cache_bytes(0, None).unwrap_or(32 << 20)).max(8 << 20);
-            let mut a = vec![1u8; half];
-            let mut b = vec![2u8; half];
+            // Twice the last-level cache, so the copies reach memory; at
+            // most 1 GiB (a VM may report its host's whole L3: 480 MiB seen).
+            let half = (2 * crate::placement::cache_bytes(0, None).unwrap_or(32 << 20))
+                .clamp(8 << 20, 1 << 30);
+            // Zeroed: mapped lazily, so copying starts at once and the first
+            // pass's page faults are part of the load, not a silent delay.
+            let mut a = vec![0u8; half];
+            let mut b = vec![0u8; half];
             let chunk = 1 << 20;
             while !stop.load(Ordering::Relaxed) {
                 for off in (0..half).step_by(chunk) {
