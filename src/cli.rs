@@ -511,7 +511,7 @@ pub struct FlowgraphArgs {
     /// Bytes each block moves per call, and the size of one ring buffer (the seed's 16 KiB).
     #[arg(long, value_parser = size_one, default_value = "16k")]
     pub buffer_size: u64,
-    /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the seed (a circuit under thread-per-block, tokio or async-executor then holds --edge-buffers per edge, as its circular buffers do), or a number.
+    /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the seed (a circuit then holds --edge-buffers more per edge between cores under static, and --edge-buffers per edge under thread-per-block, tokio or async-executor, as its circular buffers do), or a number.
     #[arg(long, value_parser = buffer_count, default_value = "N+1")]
     pub buffers: String,
     /// Capacity, in buffers, of a circular buffer between blocks that may run on different threads: auto (enough for twice the CPU's L2 cache, so a consumer's copy of a line has left its private cache before the producer writes it again; at least 2), or a number up to 4096. One between blocks on one thread holds one buffer.

@@ -83,6 +83,7 @@ pub fn build(
                 cfg.buffers.max(1),
                 notify,
                 threads.as_deref(),
+                cfg.cpus.len() == 1,
             );
             Ok(chain(cfg, kernel, stop, source, mids, sink))
         }
