@@ -27,7 +27,8 @@
 #               groups; run under `taskset -c 0-(N-1)`;
 #   C kernel    flowgraph/saxpy.c, cc -O3 -march=native, 16 KiB buffers, one
 #               core (cpu 0): the kernel with no runtime around it; median of
-#               three runs.
+#               three runs. On a CPU with AVX-512, also built with
+#               -mprefer-vector-width=512 (GCC's -march=native keeps to 256).
 #
 # Checks (informational PASS/FAIL; the exit status is 0 unless a step failed
 # to run):
@@ -141,13 +142,24 @@ peer() {
 echo "== flowgraph vs SDR runtimes: cores $C_LO..$C_HI, blocks ${XB_BLOCKS:-N..3N}, $DURATION per point (peers warm up ${WARMUP_S}s), $NPROC cpus"
 
 # ---- setup: peers ---------------------------------------------------------
-HAVE_C= HAVE_GR= HAVE_FSDR=
+HAVE_C= HAVE_C512= HAVE_GR= HAVE_FSDR=
 if [[ $PEERS == *" c "* ]]; then
     echo "-- C kernel: ${CC:-cc} -O3 -march=native $FG/saxpy.c"
     if "${CC:-cc}" -O3 -march=native -o "$TMP/saxpy" "$FG/saxpy.c" 2>"$TMP/cc.err"; then
         HAVE_C=1
     else
         error "cc could not build saxpy.c: $(tail -n 3 "$TMP/cc.err" | tr '\n' ' ')"
+    fi
+    # GCC keeps to 256-bit vectors under -march=native even where the CPU
+    # has AVX-512; where it does, the same kernel with 512-bit vectors too,
+    # the fair match for xferbench's AVX-512 kernel.
+    if [[ -n $HAVE_C ]] && grep -qw avx512f /proc/cpuinfo; then
+        echo "-- C kernel, 512-bit: ${CC:-cc} -O3 -march=native -mprefer-vector-width=512 $FG/saxpy.c"
+        if "${CC:-cc}" -O3 -march=native -mprefer-vector-width=512 -o "$TMP/saxpy512" "$FG/saxpy.c" 2>"$TMP/cc.err"; then
+            HAVE_C512=1
+        else
+            error "cc could not build saxpy.c with 512-bit vectors: $(tail -n 3 "$TMP/cc.err" | tr '\n' ' ')"
+        fi
     fi
 fi
 if [[ $PEERS == *" gnuradio "* ]]; then
@@ -269,6 +281,13 @@ if [[ -n $HAVE_C ]]; then
     SPS[c/kernel/1/1]=$(median "$(get c/run1)" "$(get c/run2)" "$(get c/run3)")
     echo "   C saxpy: median of 3 runs $(giga "$(get c/kernel/1/1)") Gsamples/s"
 fi
+if [[ -n $HAVE_C512 ]]; then
+    for r in 1 2 3; do
+        peer "c512/run$r" "C saxpy, 512-bit (run $r)" taskset -c 0 "$TMP/saxpy512" "$DUR_S" "$WARMUP_S"
+    done
+    SPS[c512/kernel/1/1]=$(median "$(get c512/run1)" "$(get c512/run2)" "$(get c512/run3)")
+    echo "   C saxpy, 512-bit: median of 3 runs $(giga "$(get c512/kernel/1/1)") Gsamples/s"
+fi
 for ((n = C_LO; n <= C_HI; n++)); do
     cpus="0-$((n - 1))"
     for m in $(blocks_for "$n"); do
@@ -310,13 +329,15 @@ echo
 echo "== xferbench per scheduler (Gsamples/s)"
 printf '%2s %2s' N M
 for s in "${XB_SCHEDS[@]}"; do printf ' %8s' "$(short "$s")"; done
-printf ' %8s %8s %8s\n' ideal-dyn ideal-st "C kernel"
+printf ' %8s %8s %8s\n' ideal-dyn ideal-st kernel
+# the seed's ideal schedulers over one saxpy block's rate: the fastest
+# single kernel measured here (xferbench's alone, or C's)
+c=$(max "$(get c/kernel/1/1)" "$(get c512/kernel/1/1)")
+c=$(max "$c" "$KERNEL_ONLY")
 for ((n = C_LO; n <= C_HI; n++)); do
     for m in $(blocks_for "$n"); do
         printf '%2d %2d' "$n" "$m"
         for s in "${XB_SCHEDS[@]}"; do printf ' %8s' "$(giga "$(get "xb/$s/$n/$m")")"; done
-        # the seed's ideal schedulers over one saxpy block's rate (the C kernel)
-        c=$(get c/kernel/1/1)
         idyn= ist=
         if [[ -n $c ]]; then
             idyn=$(awk -v c="$c" -v n="$n" -v m="$m" 'BEGIN { printf "%.0f", c * (n < m ? n / m : 1) }')
@@ -325,7 +346,8 @@ for ((n = C_LO; n <= C_HI; n++)); do
         printf ' %9s %8s %8s\n' "$(giga "$idyn")" "$(giga "$ist")" "$(giga "$c")"
     done
 done
-echo "(ideal-dyn = C kernel x N/M, ideal-st = C kernel / ceil(M/N): the seed's ideal schedulers; kernel_only_sps $(giga "$KERNEL_ONLY"))"
+echo "(kernel = the fastest single kernel measured: xferbench's kernel_only_sps $(giga "$KERNEL_ONLY"), C $(giga "$(get c/kernel/1/1)"), C 512-bit $(giga "$(get c512/kernel/1/1)");"
+echo " ideal-dyn = kernel x N/M, ideal-st = kernel / ceil(M/N): the seed's ideal schedulers)"
 
 echo
 echo "== peers (Gsamples/s) and ratios; ours = best of static/seq on either kind of edge"
@@ -363,6 +385,8 @@ if ((C_LO == 1)) && [[ " $(blocks_for 1 | tr '\n' ' ') " == *" 1 "* ]]; then
     check "seq N=1 M=1 / xferbench kernel_only_sps" "$(get xb/seq/1/1)" "$KERNEL_ONLY" 0.85
     check "seq N=1 M=1 / kernel at the flowgraph's size" "$(get xb/seq/1/1)" "$KERNEL_AT_BUFFER" 0.85
     check "seq N=1 M=1 / C -march=native saxpy" "$(get xb/seq/1/1)" "$(get c/kernel/1/1)" 0.8
+    [[ -n $HAVE_C512 ]] &&
+        check "seq N=1 M=1 / C saxpy, 512-bit vectors" "$(get xb/seq/1/1)" "$(get c512/kernel/1/1)" 0.8
 fi
 if ((C_LO <= 2 && 2 <= C_HI)); then
     for m in $(blocks_for 2); do
