@@ -85,8 +85,13 @@ pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<super
                         // must pay too).
                         let mut spare = nbuf + k;
                         let mut count = 0u64;
+                        // On one core the buffer just written goes straight
+                        // round again, still in this core's cache (as the
+                        // handoff source takes the newest there): two
+                        // buffers turn, not N+1 and the spare.
+                        let mut again = None;
                         loop {
-                            let Some(mut b) = queues[k].pop() else {
+                            let Some(mut b) = again.take().or_else(|| queues[k].pop()) else {
                                 if stop.load(Ordering::Relaxed) {
                                     return Ok(());
                                 }
@@ -105,7 +110,11 @@ pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<super
                                 kernel(1.000_001, 0.5, x, y);
                                 std::mem::swap(&mut b, &mut spare);
                             }
-                            queues[(k + 1) % n].push(b);
+                            if n == 1 {
+                                again = Some(b);
+                            } else {
+                                queues[(k + 1) % n].push(b);
+                            }
                             if k == n - 1 {
                                 count += items as u64;
                                 meter.set(count);
