@@ -108,8 +108,17 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
             assert_eq!(n, 1.0);
         }
         let edges = p["edges"].as_str().unwrap();
-        if edges == "circular" {
+        if edges == "circular" && n > 1.0 {
             assert_eq!(p["buffers"], d["edge_buffers"], "{p}");
+        } else if edges == "circular" {
+            // One core: as deep as keeps every ring within half the L2.
+            let b = f(p, "buffers");
+            assert!(b >= 2.0 && b <= f(&d, "edge_buffers"), "{p}");
+            assert!((b as u64).is_power_of_two(), "{p}");
+            if let Some(l2) = d["l2_cache_bytes"].as_f64() {
+                let rings = (m + 1.0) * b * f(p, "buffer_bytes");
+                assert!(b == 2.0 || rings <= l2 / 2.0, "{p}");
+            }
         }
         assert!(
             edges == "handoff" || (edges == "circular" && p["scheduler"] != "ring"),
