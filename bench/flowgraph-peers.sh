@@ -273,21 +273,18 @@ fi
 # ---- peers, point by point ----------------------------------------------------
 echo
 echo "== peer runs"
-if [[ -n $HAVE_C ]]; then
-    # three runs, median: this kernel alone moves by 1.5x minute to minute on a VM
+# c_kernel KEY LABEL BINARY: three runs on cpu 0, their median in
+# SPS[KEY/kernel/1/1] (this kernel alone moves by 1.5x minute to minute on a VM).
+c_kernel() {
+    local r
     for r in 1 2 3; do
-        peer "c/run$r" "C saxpy (run $r)" taskset -c 0 "$TMP/saxpy" "$DUR_S" "$WARMUP_S"
+        peer "$1/run$r" "$2 (run $r)" taskset -c 0 "$3" "$DUR_S" "$WARMUP_S"
     done
-    SPS[c/kernel/1/1]=$(median "$(get c/run1)" "$(get c/run2)" "$(get c/run3)")
-    echo "   C saxpy: median of 3 runs $(giga "$(get c/kernel/1/1)") Gsamples/s"
-fi
-if [[ -n $HAVE_C512 ]]; then
-    for r in 1 2 3; do
-        peer "c512/run$r" "C saxpy, 512-bit (run $r)" taskset -c 0 "$TMP/saxpy512" "$DUR_S" "$WARMUP_S"
-    done
-    SPS[c512/kernel/1/1]=$(median "$(get c512/run1)" "$(get c512/run2)" "$(get c512/run3)")
-    echo "   C saxpy, 512-bit: median of 3 runs $(giga "$(get c512/kernel/1/1)") Gsamples/s"
-fi
+    SPS[$1/kernel/1/1]=$(median "$(get "$1/run1")" "$(get "$1/run2")" "$(get "$1/run3")")
+    echo "   $2: median of 3 runs $(giga "$(get "$1/kernel/1/1")") Gsamples/s"
+}
+[[ -n $HAVE_C ]] && c_kernel c "C saxpy" "$TMP/saxpy"
+[[ -n $HAVE_C512 ]] && c_kernel c512 "C saxpy, 512-bit" "$TMP/saxpy512"
 for ((n = C_LO; n <= C_HI; n++)); do
     cpus="0-$((n - 1))"
     for m in $(blocks_for "$n"); do
