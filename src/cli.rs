@@ -556,7 +556,7 @@ fn kernel_choice(s: &str) -> Result<String, String> {
         Ok(s.to_string())
     } else {
         Err(format!(
-            "'{s}': expected auto or one of {} (`xferbench flowgraph --help`)",
+            "'{s}': expected auto or one of {}",
             known.join(", ")
         ))
     }
