@@ -150,8 +150,6 @@ pub struct Step {
     pub edges: Edges,
 }
 
-/// The plan, in run order: every scheduler that applies on every kind of
-/// edge asked for (the ring reference once: it has no runtime edges).
 /// The kernel `--kernel` names (`auto`: the widest), if this CPU runs it.
 fn kernel_for(name: &str) -> Result<(saxpy::Kernel, &'static str)> {
     if name == "auto" {
@@ -166,6 +164,8 @@ fn kernel_for(name: &str) -> Result<(saxpy::Kernel, &'static str)> {
     })
 }
 
+/// The plan, in run order: every scheduler that applies on every kind of
+/// edge asked for (the ring reference once: it has no runtime edges).
 pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<Step>> {
     let cores = args
         .cores
@@ -414,6 +414,14 @@ fn depth(args: &FlowgraphArgs, eb: usize, l2: Option<usize>, n: usize, m: usize)
     (1usize << d.ilog2()).clamp(2, eb.max(2))
 }
 
+/// A point's (depth of a circular buffer between threads, buffers round a
+/// handoff circuit), from the run's resolved `--edge-buffers` `eb`.
+fn point_buffers(args: &FlowgraphArgs, eb: usize, l2: Option<usize>, st: &Step) -> (usize, usize) {
+    let d = depth(args, eb, l2, st.cores, st.blocks);
+    let c = circulating(args, d, st.scheduler, st.edges, st.cores, st.blocks);
+    (d, c)
+}
+
 /// The kernel alone at the scan's best size, between two points.
 const PAIRED: Duration = Duration::from_millis(100);
 
@@ -541,7 +549,7 @@ pub fn run(
                     break;
                 }
                 let (n, m, s) = (st.cores, st.blocks, st.scheduler);
-                let eb = depth(args, eb, l2, n, m);
+                let (depth, circuit) = point_buffers(args, eb, l2, st);
                 progress.point(&format!(
                     "{} N={n} M={m}{}",
                     edge::series(s.name(), st.edges.name()),
@@ -556,8 +564,8 @@ pub fn run(
                     cpus: allowed[..n].to_vec(),
                     chunk,
                     edges: st.edges,
-                    buffers: circulating(args, eb, s, st.edges, n, m),
-                    edge_buffers: eb,
+                    buffers: circuit,
+                    edge_buffers: depth,
                     // The first round warms the caches; later ones need
                     // only fill the pipeline.
                     warmup: if round == 0 {
@@ -628,14 +636,9 @@ pub fn run(
                 kernel_paired_sps: kernel_paired,
                 cpus: allowed[..st.cores].to_vec(),
                 buffer_bytes: args.buffer_size,
-                buffers: {
-                    let eb = depth(args, eb, l2, st.cores, st.blocks);
-                    match st.edges {
-                        Edges::Circular => eb,
-                        Edges::Handoff => {
-                            circulating(args, eb, st.scheduler, st.edges, st.cores, st.blocks)
-                        }
-                    }
+                buffers: match (st.edges, point_buffers(args, eb, l2, &st)) {
+                    (Edges::Circular, (depth, _)) => depth,
+                    (Edges::Handoff, (_, circuit)) => circuit,
                 },
                 items: r.items,
                 measured_s: r.seconds,
