@@ -636,7 +636,7 @@ pub fn run(
                 kernel_paired_sps: kernel_paired,
                 cpus: allowed[..st.cores].to_vec(),
                 buffer_bytes: args.buffer_size,
-                buffers: match (st.edges, point_buffers(args, eb, l2, &st)) {
+                buffers: match (st.edges, point_buffers(args, eb, l2, st)) {
                     (Edges::Circular, (depth, _)) => depth,
                     (Edges::Handoff, (_, circuit)) => circuit,
                 },
