@@ -80,6 +80,9 @@ fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         None => default_suite(&cli),
         Some(Command::List(a)) => crate::list::run(&a),
+        Some(Command::Plugin(a)) => match a.action {
+            crate::cli::PluginAction::Check(c) => crate::plugin_check::run(&c),
+        },
         Some(Command::Reference(a)) => crate::reference::run(&a),
         Some(Command::Report(a)) => report_cmd(&a),
         Some(Command::Serve(a)) => crate::serve::run(&a, cli.quiet),

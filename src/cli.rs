@@ -50,6 +50,8 @@ pub enum Command {
     Serve(ServeArgs),
     /// Published figures from the seed documents (Vollo, BIP, rk11perf, XDMA, qsdr), for --compare.
     Reference(ReferenceArgs),
+    /// Device plugins (include/xferbench/plugin.h): `plugin check FILE.so` runs the conformance checks a plugin author needs.
+    Plugin(PluginArgs),
     /// Runs a responder (started by xferbench itself; not for direct use).
     #[command(name = "__respond", hide = true)]
     Respond(RespondArgs),
@@ -577,9 +579,38 @@ pub struct ListArgs {
     /// Print JSON instead of a table.
     #[arg(long, value_enum, default_value = "table")]
     pub format: Format,
+    /// Only these transports, with their options: e.g. `-t plugin:path=./echo.so` prints a plugin's capabilities and probes it.
+    #[arg(short = 't', long = "transport", value_parser = specs)]
+    pub transports: Vec<SpecList>,
     /// Skip the check that each transport really works here (faster).
     #[arg(long)]
     pub no_probe: bool,
+}
+
+#[derive(Args, Debug)]
+pub struct PluginArgs {
+    #[command(subcommand)]
+    pub action: PluginAction,
+}
+
+#[derive(Subcommand, Debug)]
+pub enum PluginAction {
+    /// Exercises every capability a plugin declares (buffer and completion modes, reply lengths and contents, tags, queue depth, refusals, delay, close with jobs in flight); exit 1 on any failure.
+    Check(PluginCheckArgs),
+}
+
+#[derive(Args, Debug)]
+pub struct PluginCheckArgs {
+    /// The plugin's shared library.
+    pub path: PathBuf,
+    /// Options for the plugin's open, as key=value (e.g. depth=4 h2c=/dev/xdma0_h2c_0).
+    pub options: Vec<String>,
+    /// A job that has not completed after this long fails the check.
+    #[arg(long, value_parser = duration, default_value = "2s")]
+    pub timeout: Duration,
+    /// table: verdict lines; json: the verdicts as one JSON object on stdout.
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: Format,
 }
 
 #[derive(Args, Debug)]

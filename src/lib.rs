@@ -20,6 +20,7 @@ pub mod list;
 pub mod loadgen;
 pub mod payload;
 pub mod placement;
+pub mod plugin_check;
 pub mod progress;
 pub mod reference;
 pub mod report;

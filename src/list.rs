@@ -11,6 +11,12 @@ use std::time::Duration;
 #[derive(Serialize)]
 struct Entry {
     name: &'static str,
+    /// The spec as given with -t (absent for the built-in list).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    spec: Option<String>,
+    /// What a plugin says of itself beyond the common capabilities.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    details: Vec<String>,
     summary: &'static str,
     capabilities: transport::Capabilities,
     /// "ok", "not checked", or why it does not work here.
@@ -18,34 +24,76 @@ struct Entry {
 }
 
 /// Opens a link, runs a few round trips, closes it.
-fn probe(t: &dyn transport::Transport) -> Result<()> {
+fn probe(t: &dyn transport::Transport, spec: transport::Spec) -> Result<()> {
     let caps = t.capabilities();
+    let len = caps.max_message.min(64) as usize;
     let cfg = LinkConfig {
-        spec: transport::Spec {
-            name: t.name().into(),
-            options: Vec::new(),
+        buffers: match spec.mode::<transport::BufferMode>("buffers")? {
+            Some(b) => b,
+            None => caps.buffers[0],
         },
-        buffers: caps.buffers[0],
-        completion: caps.default_completion,
-        max_request: 64,
-        max_reply: 64,
+        completion: match spec.mode::<transport::CompletionMode>("completion")? {
+            Some(c) => c,
+            None => caps.default_completion,
+        },
+        spec,
+        max_request: len,
+        max_reply: len,
         responder_cpu: None,
         timeout: Duration::from_secs(5),
         exe: std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?,
     };
+    transport::check(t, &cfg)?;
     let mut link = t.open(&cfg)?;
-    link.configure(&ReplyShape::pingpong(64, 64, 0, 3))?;
+    link.configure(&ReplyShape::pingpong(len, len, 0, 3))?;
     for _ in 0..3 {
         link.exchange()?;
     }
     link.close()
 }
 
+/// The transports `-t` names, each resolved (a plugin loaded) and probed.
+fn named(args: &ListArgs) -> Result<Vec<Entry>> {
+    let mut out = Vec::new();
+    for spec in args.transports.iter().flat_map(|l| l.0.iter()) {
+        let t = transport::resolve(spec)?;
+        let details = if spec.name == transport::plugin::NAME {
+            transport::plugin::resolve(spec)?.describe()
+        } else {
+            Vec::new()
+        };
+        let status = if let Some(why) = t.unavailable() {
+            format!("not available ({why})")
+        } else if args.no_probe {
+            "not checked".into()
+        } else {
+            match probe(t, spec.clone()) {
+                Ok(()) => "ok".into(),
+                Err(e) => format!("not available ({e})"),
+            }
+        };
+        out.push(Entry {
+            name: t.name(),
+            spec: Some(spec.to_string()),
+            details,
+            summary: t.summary(),
+            capabilities: t.capabilities(),
+            status,
+        });
+    }
+    Ok(out)
+}
+
 pub fn run(args: &ListArgs) -> Result<()> {
+    if !args.transports.is_empty() {
+        return render(args, named(args)?);
+    }
     let mut entries: Vec<Entry> = transport::all()
         .iter()
         .map(|t| Entry {
             name: t.name(),
+            spec: None,
+            details: Vec::new(),
             summary: t.summary(),
             capabilities: t.capabilities(),
             status: if let Some(why) = t.unavailable() {
@@ -53,7 +101,13 @@ pub fn run(args: &ListArgs) -> Result<()> {
             } else if args.no_probe {
                 "not checked".into()
             } else {
-                match probe(*t) {
+                match probe(
+                    *t,
+                    transport::Spec {
+                        name: t.name().into(),
+                        options: Vec::new(),
+                    },
+                ) {
                     Ok(()) => "ok".into(),
                     Err(e) => format!("not available ({e})"),
                 }
@@ -61,7 +115,7 @@ pub fn run(args: &ListArgs) -> Result<()> {
         })
         .collect();
     // Transports whose other end is not started by xferbench: said, not probed.
-    let remote: [(&'static dyn transport::Transport, String); 3] = [
+    let remote: [(&'static dyn transport::Transport, String); 4] = [
         (
             &transport::remote::REMOTE,
             "needs `xferbench serve` at HOST:PORT".into(),
@@ -79,13 +133,23 @@ pub fn run(args: &ListArgs) -> Result<()> {
                     .into()
             },
         ),
+        (
+            &transport::plugin::GENERIC,
+            "needs -t plugin:path=FILE.so (see `xferbench plugin check`)".into(),
+        ),
     ];
     entries.extend(remote.into_iter().map(|(t, status)| Entry {
         name: t.name(),
+        spec: None,
+        details: Vec::new(),
         summary: t.summary(),
         capabilities: t.capabilities(),
         status,
     }));
+    render(args, entries)
+}
+
+fn render(args: &ListArgs, entries: Vec<Entry>) -> Result<()> {
     let text = match args.format {
         Format::Json => {
             serde_json::to_string_pretty(&entries)
@@ -141,7 +205,7 @@ pub fn run(args: &ListArgs) -> Result<()> {
                         })
                         .collect();
                     vec![
-                        e.name.to_string(),
+                        e.spec.clone().unwrap_or_else(|| e.name.to_string()),
                         c.responder.to_string(),
                         names(c.buffers.iter().map(|b| b.name()), ","),
                         comp.join(","),
@@ -157,7 +221,10 @@ pub fn run(args: &ListArgs) -> Result<()> {
             let mut s = markdown(&header, &rows);
             s += "\n* default completion. Buffers: user = caller's buffer copied in and out; raw = transport-owned memory, zero copy; inline = payload in the doorbell cache lines (MMIO analogue).\n";
             for e in &entries {
-                s += &format!("- {}: {}\n", e.name, e.summary);
+                s += &format!("- {}: {}\n", e.spec.as_deref().unwrap_or(e.name), e.summary);
+                for d in &e.details {
+                    s += &format!("  - {d}\n");
+                }
                 for (k, v) in e.capabilities.options {
                     s += &format!("  - option {k}: {v}\n");
                 }

@@ -50,7 +50,7 @@ impl LinkEngine {
         timeout: Duration,
         exe: PathBuf,
     ) -> Result<LinkEngine> {
-        let t = transport::find(&spec.name)?;
+        let t = transport::resolve(&spec)?;
         let caps = t.capabilities();
         if job.rw != crate::job::Rw::Write {
             return Err(Error::usage(format!(

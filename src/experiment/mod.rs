@@ -52,7 +52,7 @@ pub fn configs(
 ) -> Result<Vec<Config>> {
     let mut out = Vec::new();
     for spec in common.specs() {
-        let t = transport::find(&spec.name)?;
+        let t = transport::resolve(&spec)?;
         t.ensure_available()?;
         let buffers = match spec.mode::<BufferMode>("buffers")? {
             Some(b) => vec![b],

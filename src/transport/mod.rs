@@ -14,6 +14,7 @@ mod fd;
 pub mod mpi;
 mod peer;
 mod pipe;
+pub mod plugin;
 pub mod remote;
 mod shm;
 mod slots;
@@ -312,7 +313,9 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
         let t = find(&spec.name)?;
         let caps = t.capabilities();
         for (k, _) in &spec.options {
-            let known = ["buffers", "completion"].contains(&k.as_str())
+            // A plugin's own options are its open()'s to judge.
+            let known = spec.name == plugin::NAME
+                || ["buffers", "completion"].contains(&k.as_str())
                 || caps.options.iter().any(|(o, _)| o == k);
             if !known {
                 let mut valid: Vec<&str> = vec!["buffers", "completion"];
@@ -557,6 +560,9 @@ pub fn find(name: &str) -> Result<&'static dyn Transport> {
     if name == "mpi" {
         return Ok(&mpi::MPI);
     }
+    if name == plugin::NAME {
+        return Ok(&plugin::GENERIC);
+    }
     REGISTRY
         .iter()
         .copied()
@@ -568,6 +574,15 @@ pub fn find(name: &str) -> Result<&'static dyn Transport> {
                 names.join(", ")
             ))
         })
+}
+
+/// The transport a spec names, with what only the spec says: a plugin's
+/// library is loaded and its device asked for its capabilities.
+pub fn resolve(spec: &Spec) -> Result<&'static dyn Transport> {
+    if spec.name == plugin::NAME {
+        return Ok(plugin::resolve(spec)?);
+    }
+    find(&spec.name)
 }
 
 /// Checks that the transport can carry these modes and sizes, before anything starts.

@@ -1,0 +1,480 @@
+//! One loaded plugin library and one opened device, behind safe calls.
+//!
+//! Everything a plugin returns is checked here (NULL buffers, misaligned
+//! ones, counts over the array it was given, unknown statuses), and every
+//! failure becomes one line that names the plugin, the operation and the
+//! plugin's own message, so a vendor debugging a plugin sees which call
+//! went wrong.
+
+use super::ffi::{self, XbCaps, XbCompletion, XbJob, XbOpenParams, XbOption, XbPlugin};
+use crate::error::{Error, Result};
+use std::ffi::{CStr, CString, c_char, c_int, c_void};
+use std::path::{Path, PathBuf};
+
+/// A plugin library, loaded once per process and never unloaded: a plugin's
+/// threads or thread-local destructors may outlive its devices, and
+/// unloading their code under them crashes (glibc keeps such libraries
+/// loaded for the same reason).
+pub struct Library {
+    pub path: PathBuf,
+    _lib: libloading::Library,
+    table: &'static XbPlugin,
+    /// How much of the table the plugin filled: later fields read as NULL.
+    size: usize,
+    pub name: String,
+    pub description: String,
+    pub abi: (u32, u32),
+}
+
+// SAFETY: the table is immutable static data in the plugin; its functions'
+// thread-safety rules are the header's (calls on one device serialised).
+unsafe impl Send for Library {}
+unsafe impl Sync for Library {}
+
+macro_rules! optional_op {
+    ($name:ident, $ty:ty) => {
+        pub fn $name(&self) -> Option<$ty> {
+            if std::mem::offset_of!(XbPlugin, $name) + std::mem::size_of::<usize>() <= self.size {
+                self.table.$name
+            } else {
+                None
+            }
+        }
+    };
+}
+
+impl Library {
+    /// Loads `path` and validates its table; errors name the fix.
+    pub fn load(path: &Path) -> Result<Library> {
+        let shown = path.display();
+        let meta = std::fs::metadata(path).map_err(|e| {
+            Error::usage(format!(
+                "plugin: path={shown}: {e}; build the plugin first (cc -O2 -shared -fPIC -Iinclude mydev.c -o mydev.so) or give its path"
+            ))
+        })?;
+        if !meta.is_file() {
+            return Err(Error::usage(format!(
+                "plugin: path={shown} is not a file; give the plugin's .so"
+            )));
+        }
+        // An absolute path, or the loader would search the system's library
+        // directories instead of the current one.
+        let abs = std::fs::canonicalize(path)
+            .map_err(|e| Error::usage(format!("plugin: path={shown}: {e}")))?;
+        // SAFETY: loading runs the library's initialisers; that is what the
+        // user asked for by naming it.
+        let lib = unsafe { libloading::Library::new(&abs) }.map_err(|e| {
+            Error::usage(format!(
+                "plugin: cannot load {shown} as a shared library ({}); give a library built with -shared -fPIC for this machine",
+                one_line(&e.to_string())
+            ))
+        })?;
+        // SAFETY: the symbol's type is the header's xb_entry_fn.
+        let entry: ffi::EntryFn = match unsafe { lib.get::<ffi::EntryFn>(ffi::ENTRY) } {
+            Ok(f) => *f,
+            Err(_) => return Err(missing_entry(&lib, &shown.to_string())),
+        };
+        // SAFETY: calling the entry as the header defines it.
+        let table = unsafe { entry(ffi::ABI_MAJOR, ffi::ABI_MINOR) };
+        if table.is_null() {
+            return Err(Error::usage(format!(
+                "plugin: {shown}: xferbench_plugin_v1({}, {}) returned NULL: the plugin cannot serve the ABI this xferbench speaks ({}.{}); rebuild it against this xferbench's include/xferbench/plugin.h",
+                ffi::ABI_MAJOR,
+                ffi::ABI_MINOR,
+                ffi::ABI_MAJOR,
+                ffi::ABI_MINOR
+            )));
+        }
+        // SAFETY: non-NULL; the header says the table lives until exit. Only
+        // the first 16 bytes are read before struct_size is known.
+        let head = unsafe { &*table };
+        if head.abi_major != ffi::ABI_MAJOR {
+            return Err(Error::usage(format!(
+                "plugin: {shown} was built for plugin ABI {}.{}, {} than this xferbench, which speaks ABI {}.0 to {}.{}; rebuild the plugin against this xferbench's include/xferbench/plugin.h{}",
+                head.abi_major,
+                head.abi_minor,
+                if head.abi_major > ffi::ABI_MAJOR { "newer" } else { "older" },
+                ffi::ABI_MAJOR,
+                ffi::ABI_MAJOR,
+                ffi::ABI_MINOR,
+                if head.abi_major > ffi::ABI_MAJOR { " or use a newer xferbench" } else { "" }
+            )));
+        }
+        let size = head.struct_size as usize;
+        if size < ffi::MIN_TABLE {
+            return Err(Error::usage(format!(
+                "plugin: {shown}: its table's struct_size is {size} bytes, smaller than ABI 1.0's {} (up to the required poll operation); set struct_size = sizeof(xb_plugin) and rebuild",
+                ffi::MIN_TABLE
+            )));
+        }
+        let name = cstr(head.name).unwrap_or_else(|| "unnamed".into());
+        let required = [
+            ("open", head.open.is_none()),
+            ("close", head.close.is_none()),
+            ("caps", head.caps.is_none()),
+            ("configure", head.configure.is_none()),
+            ("submit", head.submit.is_none()),
+            ("poll", head.poll.is_none()),
+        ];
+        if let Some((op, _)) = required.iter().find(|(_, missing)| *missing) {
+            return Err(Error::usage(format!(
+                "plugin {name} ({shown}): its table's {op} is NULL; open, close, caps, configure, submit and poll are required"
+            )));
+        }
+        Ok(Library {
+            path: abs,
+            description: cstr(head.description).unwrap_or_default(),
+            name,
+            abi: (head.abi_major, head.abi_minor),
+            size,
+            table: head,
+            _lib: lib,
+        })
+    }
+
+    fn open_fn(&self) -> ffi::OpenFn {
+        self.table.open.expect("checked at load")
+    }
+    fn close_fn(&self) -> ffi::CloseFn {
+        self.table.close.expect("checked at load")
+    }
+    fn caps_fn(&self) -> ffi::CapsFn {
+        self.table.caps.expect("checked at load")
+    }
+    fn configure_fn(&self) -> ffi::ConfigureFn {
+        self.table.configure.expect("checked at load")
+    }
+    optional_op!(alloc, ffi::AllocFn);
+    optional_op!(free, ffi::FreeFn);
+    optional_op!(wait, ffi::WaitFn);
+    optional_op!(completion_fd, ffi::FdFn);
+    optional_op!(counters, ffi::CountersFn);
+}
+
+/// Why the entry symbol is missing: another ABI major, or not a plugin.
+fn missing_entry(lib: &libloading::Library, shown: &str) -> Error {
+    for v in (0..=9).filter(|&v| v != ffi::ABI_MAJOR) {
+        let sym = format!("xferbench_plugin_v{v}\0");
+        // SAFETY: only looked up, never called.
+        if unsafe { lib.get::<*const c_void>(sym.as_bytes()) }.is_ok() {
+            return Error::usage(format!(
+                "plugin: {shown} speaks plugin ABI {v} (it exports xferbench_plugin_v{v}); this xferbench speaks ABI {}: rebuild the plugin against this xferbench's include/xferbench/plugin.h",
+                ffi::ABI_MAJOR
+            ));
+        }
+    }
+    Error::usage(format!(
+        "plugin: {shown} exports no xferbench_plugin_v1 symbol, so it is not an xferbench plugin (ABI {}); a plugin defines `const xb_plugin *xferbench_plugin_v1(uint32_t, uint32_t)` from include/xferbench/plugin.h (check with nm -D)",
+        ffi::ABI_MAJOR
+    ))
+}
+
+/// A C string from the plugin, if it gave one.
+fn cstr(p: *const c_char) -> Option<String> {
+    // SAFETY: the header makes these NUL-terminated strings or NULL.
+    (!p.is_null()).then(|| unsafe { CStr::from_ptr(p) }.to_string_lossy().into_owned())
+}
+
+/// Makes a message one line: the error channel is one line per problem.
+fn one_line(s: &str) -> String {
+    s.split_whitespace().collect::<Vec<_>>().join(" ")
+}
+
+/// Takes the message a plugin wrote, leaving the buffer empty for the next.
+fn read_message(msg: &mut [u8; 1024]) -> String {
+    let n = msg.iter().position(|&b| b == 0).unwrap_or(msg.len());
+    let s = one_line(&String::from_utf8_lossy(&msg[..n]));
+    msg[0] = 0;
+    s
+}
+
+/// The error for a negative status from `op`, with the plugin's message.
+/// Refusals of what was asked (XB_E_INVAL, XB_E_UNSUPPORTED) are usage
+/// errors; everything else is a failed run.
+fn status_error(name: &str, op: &str, st: c_int, what: &str, text: &str) -> Error {
+    let m = format!(
+        "plugin {name}: {op}{what} failed ({}): {}",
+        ffi::status_name(st),
+        if text.is_empty() { "the plugin gave no message" } else { text }
+    );
+    if st == ffi::XB_E_INVAL || st == ffi::XB_E_UNSUPPORTED {
+        Error::usage(m)
+    } else {
+        Error::run(m)
+    }
+}
+
+/// One open device handle. Dropping it frees its buffers and closes it.
+pub struct Device {
+    pub lib: &'static Library,
+    handle: *mut c_void,
+    /// The plugin writes its messages here for the device's whole life, so
+    /// the buffer stays where it was (boxed).
+    msg: Box<[u8; 1024]>,
+    allocs: Vec<*mut c_void>,
+    submit: ffi::SubmitFn,
+    poll: ffi::PollFn,
+}
+
+// SAFETY: the header lets calls on one device come from different threads,
+// never at once; `&mut self` on every call keeps them serialised.
+unsafe impl Send for Device {}
+
+/// A buffer kind, as alloc() names it.
+pub fn kind_name(kind: u32) -> &'static str {
+    match kind {
+        ffi::BUF_RAW => "raw",
+        ffi::BUF_MMIO => "mmio",
+        _ => "user",
+    }
+}
+
+impl Device {
+    /// Opens a device with the spec's plugin options.
+    pub fn open(
+        lib: &'static Library,
+        options: &[(String, String)],
+        completion: u32,
+        cpu: Option<usize>,
+    ) -> Result<Device> {
+        let mut keep = Vec::with_capacity(options.len() * 2);
+        for (k, v) in options {
+            for s in [k, v] {
+                keep.push(CString::new(s.as_str()).map_err(|_| {
+                    Error::usage(format!("plugin {}: option {k} holds a NUL byte", lib.name))
+                })?);
+            }
+        }
+        let opts: Vec<XbOption> = keep
+            .chunks(2)
+            .map(|kv| XbOption {
+                key: kv[0].as_ptr(),
+                value: kv[1].as_ptr(),
+            })
+            .collect();
+        let mut msg = Box::new([0u8; 1024]);
+        let params = XbOpenParams {
+            struct_size: std::mem::size_of::<XbOpenParams>() as u32,
+            completion,
+            responder_cpu: cpu.map_or(-1, |c| c as i32),
+            reserved: 0,
+            options: opts.as_ptr(),
+            n_options: opts.len(),
+            msg: msg.as_mut_ptr().cast(),
+            msg_len: msg.len(),
+        };
+        let mut handle = std::ptr::null_mut();
+        // SAFETY: params and everything it points to outlive the call; the
+        // message buffer outlives the device (it moves into it, boxed).
+        let st = unsafe { (lib.open_fn())(&params, &mut handle) };
+        if st < 0 {
+            return Err(status_error(&lib.name, "open", st, "", &read_message(&mut msg)));
+        }
+        Ok(Device {
+            lib,
+            handle,
+            msg,
+            allocs: Vec::new(),
+            submit: lib.table.submit.expect("checked at load"),
+            poll: lib.table.poll.expect("checked at load"),
+        })
+    }
+
+    /// The error for a negative status from `op`, with the plugin's message.
+    /// Refusals of what was asked (XB_E_INVAL, XB_E_UNSUPPORTED) are usage
+    /// errors; everything else is a failed run.
+    pub fn failure(&mut self, op: &str, st: c_int, what: &str) -> Error {
+        let text = read_message(&mut self.msg);
+        status_error(&self.lib.name, op, st, what, &text)
+    }
+
+    /// Takes the plugin's last message, leaving the buffer empty.
+    pub fn message(&mut self) -> String {
+        read_message(&mut self.msg)
+    }
+
+    /// A broken promise of the plugin's: a run error naming the operation.
+    pub fn misuse(&self, op: &str, what: impl std::fmt::Display) -> Error {
+        Error::run(format!("plugin {}: {op} {what}", self.lib.name))
+    }
+
+    /// The device's capabilities, checked for consistency with the table.
+    pub fn caps(&mut self) -> Result<XbCaps> {
+        let mut c = XbCaps {
+            struct_size: std::mem::size_of::<XbCaps>() as u32,
+            ..XbCaps::default()
+        };
+        // SAFETY: c is a writable xb_caps of struct_size bytes.
+        let st = unsafe { (self.lib.caps_fn())(self.handle, &mut c) };
+        if st < 0 {
+            return Err(self.failure("caps", st, ""));
+        }
+        let bad = |what: &str| Err(self.misuse("caps()", what));
+        let modes = ffi::BUF_USER | ffi::BUF_RAW | ffi::BUF_MMIO;
+        if c.buffer_modes & modes == 0 {
+            return bad("declared no buffer modes: set buffer_modes to XB_BUF_USER and/or XB_BUF_RAW, XB_BUF_MMIO");
+        }
+        if c.completion_modes & (ffi::COMPLETE_POLL | ffi::COMPLETE_BLOCK) == 0 {
+            return bad("declared no completion modes: set completion_modes to XB_COMPLETE_POLL and/or XB_COMPLETE_BLOCK");
+        }
+        if c.max_request == 0 || c.max_reply == 0 {
+            return bad("declared max_request or max_reply 0: set the largest lengths the device carries");
+        }
+        if c.max_inflight == 0 {
+            return bad("declared max_inflight 0: a device takes at least one job at a time");
+        }
+        if c.alignment > 1 && !c.alignment.is_power_of_two() {
+            return bad(format!("declared alignment {}, not a power of two", c.alignment).as_str());
+        }
+        if c.buffer_modes & (ffi::BUF_RAW | ffi::BUF_MMIO) != 0
+            && (self.lib.alloc().is_none() || self.lib.free().is_none())
+        {
+            return bad("declared raw or mmio buffers but the table's alloc or free is NULL");
+        }
+        if c.buffer_modes & ffi::BUF_MMIO != 0 && c.max_mmio == 0 {
+            return bad("declared mmio buffers with max_mmio 0");
+        }
+        if c.completion_modes & ffi::COMPLETE_BLOCK != 0
+            && self.lib.wait().is_none()
+            && self.lib.completion_fd().is_none()
+        {
+            return bad("declared block completion but the table has neither wait nor completion_fd");
+        }
+        Ok(c)
+    }
+
+    /// Device memory of `kind` for `len` bytes, checked for NULL and alignment.
+    pub fn alloc(&mut self, kind: u32, len: u64, align: u32) -> Result<*mut u8> {
+        let Some(f) = self.lib.alloc() else {
+            return Err(self.misuse("alloc", "is NULL in the table"));
+        };
+        let mut p = std::ptr::null_mut();
+        // SAFETY: as the header defines alloc.
+        let st = unsafe { f(self.handle, kind, len.max(1), &mut p) };
+        let what = format!("({}, {len} bytes)", kind_name(kind));
+        if st < 0 {
+            return Err(self.failure("alloc", st, &what));
+        }
+        if p.is_null() {
+            return Err(self.misuse(&format!("alloc{what}"), "returned XB_OK with a NULL buffer"));
+        }
+        self.allocs.push(p);
+        if align > 1 && (p as usize) % align as usize != 0 {
+            return Err(self.misuse(
+                &format!("alloc{what}"),
+                format!("returned {p:p}, not aligned to the {align} bytes its caps declare"),
+            ));
+        }
+        Ok(p.cast())
+    }
+
+    pub fn configure(&mut self, request: u64, reply: u64, delay_ns: u64) -> Result<()> {
+        // SAFETY: as the header defines configure.
+        let st = unsafe { (self.lib.configure_fn())(self.handle, request, reply, delay_ns) };
+        if st < 0 {
+            return Err(self.failure(
+                "configure",
+                st,
+                &format!("(request {request}, reply {reply}, delay {delay_ns} ns)"),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Queues one job: `Ok(false)` when the device is busy.
+    #[inline]
+    pub fn submit(&mut self, job: &XbJob) -> Result<bool> {
+        // SAFETY: the job's buffers stay valid until its completion (the link owns them).
+        match unsafe { (self.submit)(self.handle, job) } {
+            ffi::XB_OK => Ok(true),
+            ffi::XB_BUSY => Ok(false),
+            st => Err(self.failure("submit", st, &format!("(tag {})", job.tag))),
+        }
+    }
+
+    /// Collects finished jobs without sleeping.
+    #[inline]
+    pub fn poll(&mut self, out: &mut [XbCompletion]) -> Result<usize> {
+        let mut n = 0u32;
+        // SAFETY: out has out.len() writable entries.
+        let st = unsafe { (self.poll)(self.handle, out.as_mut_ptr(), out.len() as u32, &mut n) };
+        self.counted("poll", st, n, out.len())
+    }
+
+    /// Sleeps in the plugin's wait() until a completion or the timeout.
+    pub fn wait(&mut self, out: &mut [XbCompletion], timeout_ns: u64) -> Result<usize> {
+        let Some(f) = self.lib.wait() else {
+            return Err(self.misuse("wait", "is NULL in the table"));
+        };
+        let mut n = 0u32;
+        // SAFETY: out has out.len() writable entries.
+        let st = unsafe { f(self.handle, out.as_mut_ptr(), out.len() as u32, &mut n, timeout_ns) };
+        self.counted("wait", st, n, out.len())
+    }
+
+    fn counted(&mut self, op: &str, st: c_int, n: u32, max: usize) -> Result<usize> {
+        if st < 0 {
+            return Err(self.failure(op, st, ""));
+        }
+        if st != ffi::XB_OK {
+            return Err(self.misuse(op, format!("returned {st}, which only submit may return")));
+        }
+        if n as usize > max {
+            return Err(self.misuse(op, format!("reported {n} completions into an array of {max}")));
+        }
+        Ok(n as usize)
+    }
+
+    /// The file descriptor that signals completions (block mode without wait).
+    pub fn completion_fd(&mut self) -> Result<c_int> {
+        let Some(f) = self.lib.completion_fd() else {
+            return Err(self.misuse("completion_fd", "is NULL in the table"));
+        };
+        let mut fd = -1;
+        // SAFETY: as the header defines completion_fd.
+        let st = unsafe { f(self.handle, &mut fd) };
+        if st < 0 {
+            return Err(self.failure("completion_fd", st, ""));
+        }
+        if fd < 0 {
+            return Err(self.misuse("completion_fd", format!("returned XB_OK with fd {fd}")));
+        }
+        Ok(fd)
+    }
+
+    /// The device's counters, if the plugin keeps any.
+    pub fn counters(&mut self) -> Option<Result<serde_json::Value>> {
+        let f = self.lib.counters()?;
+        let mut buf = vec![0u8; 64 << 10];
+        // SAFETY: buf is writable for its length.
+        let st = unsafe { f(self.handle, buf.as_mut_ptr().cast(), buf.len()) };
+        if st < 0 {
+            return Some(Err(self.failure("counters", st, "")));
+        }
+        let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+        Some(
+            serde_json::from_slice::<serde_json::Value>(&buf[..n])
+                .map_err(|e| self.misuse("counters", format!("returned text that is not JSON ({e})")))
+                .and_then(|v| {
+                    if v.is_object() {
+                        Ok(v)
+                    } else {
+                        Err(self.misuse("counters", "returned JSON that is not an object"))
+                    }
+                }),
+        )
+    }
+}
+
+impl Drop for Device {
+    fn drop(&mut self) {
+        if let Some(free) = self.lib.free() {
+            for p in self.allocs.drain(..) {
+                // SAFETY: each pointer came from this device's alloc.
+                unsafe { free(self.handle, p) };
+            }
+        }
+        // SAFETY: opened by open(); nothing uses the handle after this.
+        unsafe { (self.lib.close_fn())(self.handle) };
+    }
+}

@@ -1,0 +1,380 @@
+//! The initiator's end of a plugin device: exchanges become jobs.
+//!
+//! A round trip is one job (request in, reply out); curve's `stream` window
+//! is `window` jobs with no reply, the last completion being the
+//! acknowledgement; `bidir` is `window` round trips in flight at once. The
+//! device's queue depth bounds what is in flight; a larger window refills
+//! the queue as completions come back, as an application would.
+
+use super::device::Device;
+use super::ffi::{self, XbCaps, XbCompletion, XbJob};
+use crate::buffer::PageBuf;
+use crate::error::{Error, Result};
+use crate::transport::{BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape};
+use std::time::{Duration, Instant};
+
+/// Where a buffer lives: the host's page-aligned memory or the plugin's.
+enum Mem {
+    Host(PageBuf),
+    Device(*mut u8, usize),
+}
+
+// SAFETY: a device buffer is owned by the link as the device is (see
+// Device: calls are serialised by &mut self, moved with the link).
+unsafe impl Send for Mem {}
+
+impl Mem {
+    fn ptr(&mut self) -> *mut u8 {
+        match self {
+            Mem::Host(b) => b.as_mut_ptr(),
+            Mem::Device(p, _) => *p,
+        }
+    }
+    fn len(&self) -> usize {
+        match self {
+            Mem::Host(b) => b.len(),
+            Mem::Device(_, n) => *n,
+        }
+    }
+    fn slice(&self) -> &[u8] {
+        match self {
+            Mem::Host(b) => b,
+            // SAFETY: the plugin's buffer of n bytes, alive until the device closes.
+            Mem::Device(p, n) => unsafe { std::slice::from_raw_parts(*p, *n) },
+        }
+    }
+    fn slice_mut(&mut self) -> &mut [u8] {
+        match self {
+            Mem::Host(b) => b,
+            // SAFETY: as above; the link is the only writer between jobs.
+            Mem::Device(p, n) => unsafe { std::slice::from_raw_parts_mut(*p, *n) },
+        }
+    }
+}
+
+/// How block mode sleeps.
+enum Sleep {
+    /// Poll mode: never.
+    Spin,
+    /// In the plugin's wait().
+    Wait,
+    /// In poll(2) on the plugin's completion descriptor.
+    Fd(i32),
+}
+
+pub struct PluginLink {
+    // First field: the device closes (cancelling its jobs) before the host
+    // buffers below are freed.
+    dev: Device,
+    req: Mem,
+    rep: Mem,
+    mode: u32,
+    sleep: Sleep,
+    timeout: Duration,
+    shape: ReplyShape,
+    /// Jobs the device takes at once.
+    depth: u32,
+    /// Per queue slot, the tag of the job in it (u64::MAX: free).
+    slots: Vec<u64>,
+    free: Vec<u32>,
+    next_tag: u64,
+    comps: Vec<XbCompletion>,
+    /// Set when a job was lost (timeout): the device is out of step.
+    broken: Option<String>,
+}
+
+impl PluginLink {
+    pub fn open(dev: Device, caps: &XbCaps, cfg: &LinkConfig) -> Result<PluginLink> {
+        let mut dev = dev;
+        let align = caps.alignment;
+        let (mode, req, rep) = match cfg.buffers {
+            BufferMode::User => (
+                ffi::BUF_USER,
+                Mem::Host(PageBuf::zeroed(cfg.max_request.max(1))),
+                Mem::Host(PageBuf::zeroed(cfg.max_reply.max(1))),
+            ),
+            BufferMode::Raw => {
+                let (q, r) = (cfg.max_request.max(1), cfg.max_reply.max(1));
+                let req = Mem::Device(dev.alloc(ffi::BUF_RAW, q as u64, align)?, q);
+                let rep = Mem::Device(dev.alloc(ffi::BUF_RAW, r as u64, align)?, r);
+                (ffi::BUF_RAW, req, rep)
+            }
+            BufferMode::Mmio => {
+                let q = cfg.max_request.max(1);
+                let req = Mem::Device(dev.alloc(ffi::BUF_MMIO, q as u64, align)?, q);
+                let r = cfg.max_reply.max(1);
+                // Replies land in DMA-able memory when the device has it.
+                let rep = if caps.buffer_modes & ffi::BUF_RAW != 0 {
+                    Mem::Device(dev.alloc(ffi::BUF_RAW, r as u64, align)?, r)
+                } else {
+                    Mem::Host(PageBuf::zeroed(r))
+                };
+                (ffi::BUF_MMIO, req, rep)
+            }
+            other => {
+                return Err(Error::usage(format!(
+                    "plugin {}: {} buffers are not a plugin mode (user, raw, mmio)",
+                    dev.lib.name,
+                    other.name()
+                )));
+            }
+        };
+        let sleep = match cfg.completion {
+            CompletionMode::Poll => Sleep::Spin,
+            CompletionMode::Block if dev.lib.wait().is_some() => Sleep::Wait,
+            CompletionMode::Block => Sleep::Fd(dev.completion_fd()?),
+        };
+        let depth = caps.max_inflight.clamp(1, 1 << 16);
+        Ok(PluginLink {
+            dev,
+            req,
+            rep,
+            mode,
+            sleep,
+            timeout: cfg.timeout,
+            shape: ReplyShape::default(),
+            depth,
+            slots: vec![u64::MAX; depth as usize],
+            free: (0..depth).rev().collect(),
+            next_tag: 0,
+            comps: vec![XbCompletion::default(); depth.min(256) as usize],
+            broken: None,
+        })
+    }
+
+    /// The device's counters (if it keeps any), for the run's record.
+    pub fn counters(&mut self) -> Option<Result<serde_json::Value>> {
+        self.dev.counters()
+    }
+
+    /// Submits one job into a free queue slot: `Ok(false)` when the device
+    /// is busy.
+    #[inline]
+    fn submit(&mut self, request_len: usize, reply_len: usize) -> Result<bool> {
+        let Some(&slot) = self.free.last() else {
+            return Ok(false);
+        };
+        let tag = self.next_tag * u64::from(self.depth) + u64::from(slot);
+        let job = XbJob {
+            struct_size: std::mem::size_of::<XbJob>() as u32,
+            mode: self.mode,
+            tag,
+            request: self.req.ptr().cast_const().cast(),
+            request_len: request_len as u64,
+            reply: self.rep.ptr().cast(),
+            reply_len: reply_len as u64,
+            device_offset: 0,
+        };
+        if !self.dev.submit(&job)? {
+            return Ok(false);
+        }
+        self.free.pop();
+        self.slots[slot as usize] = tag;
+        self.next_tag += 1;
+        Ok(true)
+    }
+
+    /// Checks one completion against the jobs in flight and frees its slot.
+    #[inline]
+    fn complete(&mut self, c: XbCompletion, reply_len: usize) -> Result<()> {
+        let slot = (c.tag % u64::from(self.depth)) as usize;
+        if self.slots[slot] != c.tag {
+            let inflight = self.depth as usize - self.free.len();
+            return Err(self.dev.misuse(
+                "poll",
+                format!(
+                    "returned a completion with tag {}, which no job in flight has ({inflight} in flight)",
+                    c.tag
+                ),
+            ));
+        }
+        self.slots[slot] = u64::MAX;
+        self.free.push(slot as u32);
+        if c.status < 0 {
+            let text = self.dev.message();
+            return Err(Error::run(format!(
+                "plugin {}: job {} failed ({}): {}",
+                self.dev.lib.name,
+                c.tag,
+                ffi::status_name(c.status as i32),
+                if text.is_empty() { "the plugin gave no message" } else { &text }
+            )));
+        }
+        if c.status as u64 != reply_len as u64 {
+            return Err(self.dev.misuse(
+                "poll",
+                format!(
+                    "completed job {} with {} reply bytes; {reply_len} were asked for",
+                    c.tag, c.status
+                ),
+            ));
+        }
+        Ok(())
+    }
+
+    /// Collects at least one completion, or fails once `since` is older
+    /// than the timeout. Returns how many jobs completed.
+    #[inline]
+    fn reap(&mut self, reply_len: usize, since: Instant, spins: &mut u32) -> Result<usize> {
+        let mut comps = std::mem::take(&mut self.comps);
+        let got = match self.sleep {
+            Sleep::Spin => self.dev.poll(&mut comps),
+            Sleep::Wait => {
+                let left = self.timeout.saturating_sub(since.elapsed());
+                self.dev.wait(&mut comps, left.as_nanos() as u64)
+            }
+            Sleep::Fd(fd) => {
+                let left = self.timeout.saturating_sub(since.elapsed());
+                let mut p = libc::pollfd {
+                    fd,
+                    events: libc::POLLIN,
+                    revents: 0,
+                };
+                let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+                // SAFETY: one valid pollfd.
+                let r = unsafe { libc::poll(&mut p, 1, ms) };
+                if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
+                    self.comps = comps;
+                    return Err(Error::os(format!(
+                        "plugin {}: poll(2) on the completion fd",
+                        self.dev.lib.name
+                    )));
+                }
+                self.dev.poll(&mut comps)
+            }
+        };
+        let got = match got {
+            Ok(n) => n,
+            Err(e) => {
+                self.comps = comps;
+                return Err(e);
+            }
+        };
+        let mut result = Ok(got);
+        for &c in &comps[..got] {
+            if let Err(e) = self.complete(c, reply_len) {
+                result = Err(e);
+                break;
+            }
+        }
+        self.comps = comps;
+        if got == 0 {
+            *spins += 1;
+            // The clock is read only now and then while spinning.
+            if (*spins & 63 == 0 || !matches!(self.sleep, Sleep::Spin))
+                && since.elapsed() >= self.timeout
+            {
+                return Err(self.lost());
+            }
+        }
+        result
+    }
+
+    /// The error for jobs that never completed; the link is unusable after.
+    fn lost(&mut self) -> Error {
+        let inflight = self.depth as usize - self.free.len();
+        let m = if inflight == 0 {
+            format!(
+                "plugin {}: submit kept returning XB_BUSY with no job in flight for {:.1}s",
+                self.dev.lib.name,
+                self.timeout.as_secs_f64()
+            )
+        } else {
+            format!(
+                "plugin {}: {inflight} job(s) did not complete within {:.1}s; raise --timeout if the device is just slow",
+                self.dev.lib.name,
+                self.timeout.as_secs_f64()
+            )
+        };
+        self.broken = Some(m.clone());
+        Error::run(m)
+    }
+
+    /// Runs `jobs` jobs of one shape, keeping the queue full.
+    #[inline]
+    fn run_jobs(&mut self, jobs: u64, request_len: usize, reply_len: usize) -> Result<()> {
+        if let Some(m) = &self.broken {
+            return Err(Error::run(format!("{m} (the device is out of step)")));
+        }
+        let (mut submitted, mut done) = (0u64, 0u64);
+        let mut since = Instant::now();
+        let mut spins = 0u32;
+        while done < jobs {
+            while submitted < jobs && self.submit(request_len, reply_len)? {
+                submitted += 1;
+            }
+            let got = self.reap(reply_len, since, &mut spins)?;
+            if got > 0 {
+                done += got as u64;
+                if done < jobs {
+                    since = Instant::now();
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+impl Link for PluginLink {
+    fn request_buf(&mut self) -> &mut [u8] {
+        self.req.slice_mut()
+    }
+
+    fn reply(&self) -> &[u8] {
+        let n = match self.shape.pattern {
+            Pattern::Stream => 0,
+            _ => self.shape.reply_len,
+        };
+        &self.rep.slice()[..n.min(self.rep.len())]
+    }
+
+    fn configure(&mut self, shape: &ReplyShape) -> Result<()> {
+        let name = &self.dev.lib.name;
+        if shape.check.is_some() {
+            return Err(Error::usage(format!(
+                "plugin {name}: --payload fill-check needs a responder that checks and fills xferbench's values; a device plugin does not (`xferbench plugin check` verifies an echo device's replies)"
+            )));
+        }
+        if shape.chunk != 0 {
+            return Err(Error::usage(format!(
+                "plugin {name}: a device takes whole messages as jobs; drop --chunk"
+            )));
+        }
+        if shape.request_len > self.req.len() || shape.reply_len > self.rep.len() {
+            return Err(Error::run(format!(
+                "plugin {name}: shape of {} / {} bytes is over the link's buffers ({} / {})",
+                shape.request_len,
+                shape.reply_len,
+                self.req.len(),
+                self.rep.len()
+            )));
+        }
+        // A stream's requests need no reply: their completions are the
+        // acknowledgement.
+        let reply = match shape.pattern {
+            Pattern::Stream => 0,
+            _ => shape.reply_len,
+        };
+        self.dev
+            .configure(shape.request_len as u64, reply as u64, shape.delay_ns)?;
+        self.shape = *shape;
+        Ok(())
+    }
+
+    #[inline]
+    fn exchange(&mut self) -> Result<()> {
+        let s = self.shape;
+        match s.pattern {
+            Pattern::Pingpong => self.run_jobs(1, s.request_len, s.reply_len),
+            Pattern::Stream => self.run_jobs(u64::from(s.window.max(1)), s.request_len, 0),
+            Pattern::Bidir => self.run_jobs(u64::from(s.window.max(1)), s.request_len, s.reply_len),
+        }
+    }
+
+    fn close(self: Box<Self>) -> Result<()> {
+        match &self.broken {
+            Some(m) => Err(Error::run(m.clone())),
+            None => Ok(()),
+        }
+    }
+}

@@ -1,0 +1,304 @@
+//! `plugin`: a device behind the C ABI of `include/xferbench/plugin.h`,
+//! loaded at run time (`-t plugin:path=./mydev.so,card=0`). It becomes a
+//! transport like the built-in ones, so every experiment runs on it
+//! unchanged; `xferbench plugin check` exercises a plugin's promises.
+//!
+//! A loaded plugin is one `PluginTransport` per spec (library plus its
+//! options), created on first use and kept for the process: its
+//! capabilities come from the device itself, opened once to ask.
+
+mod device;
+pub mod ffi;
+mod link;
+
+pub use device::{Device, Library, kind_name};
+pub use link::PluginLink;
+
+use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Spec, Transport};
+use crate::error::{Error, Result};
+use std::path::PathBuf;
+use std::sync::Mutex;
+
+/// The transport name in specs: `plugin:path=FILE.so[,key=value...]`.
+pub const NAME: &str = "plugin";
+
+/// Spec keys xferbench keeps for itself; every other goes to the plugin's open.
+const HOST_KEYS: [&str; 3] = ["path", "buffers", "completion"];
+
+const OPTIONS: &[(&str, &str)] = &[
+    ("path", "the plugin's shared library (required)"),
+    ("KEY", "any other key=value goes to the plugin's open (see `xferbench list -t plugin:path=...`)"),
+];
+
+/// Stands for every plugin in `xferbench list` and before a spec names one.
+pub static GENERIC: Generic = Generic;
+
+pub struct Generic;
+
+impl Transport for Generic {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn summary(&self) -> &'static str {
+        "your device through a shared library with the C ABI of include/xferbench/plugin.h"
+    }
+    fn capabilities(&self) -> Capabilities {
+        Capabilities {
+            buffers: &[BufferMode::User, BufferMode::Raw, BufferMode::Mmio],
+            completions: &[CompletionMode::Poll, CompletionMode::Block],
+            default_completion: CompletionMode::Poll,
+            max_message: crate::units::MAX_SIZE,
+            max_inline: None,
+            responder: "device",
+            options: OPTIONS,
+            empty_messages: false,
+            flow_control: true,
+        }
+    }
+    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        resolve(&cfg.spec)?.open(cfg)
+    }
+    fn check_options(&self, spec: &Spec) -> Result<()> {
+        check_spec(spec)
+    }
+    fn unavailable(&self) -> Option<String> {
+        Some("needs -t plugin:path=FILE.so".into())
+    }
+}
+
+/// A plugin spec must name its library.
+pub fn check_spec(spec: &Spec) -> Result<()> {
+    match spec.get("path") {
+        Some(p) if !p.is_empty() => Ok(()),
+        _ => Err(Error::usage(
+            "plugin: name the plugin's library, as in -t plugin:path=./echo.so (options after it go to the plugin)",
+        )),
+    }
+}
+
+/// One plugin with its options, as a transport.
+pub struct PluginTransport {
+    pub lib: &'static Library,
+    /// The options its open() gets.
+    pub options: Vec<(String, String)>,
+    pub caps: ffi::XbCaps,
+    capabilities: Capabilities,
+    summary: &'static str,
+}
+
+impl PluginTransport {
+    /// Opens a device of this plugin (poll or block, the CPU for its worker).
+    pub fn device(&self, completion: CompletionMode, cpu: Option<usize>) -> Result<Device> {
+        let mode = match completion {
+            CompletionMode::Poll => ffi::COMPLETE_POLL,
+            CompletionMode::Block => ffi::COMPLETE_BLOCK,
+        };
+        Device::open(self.lib, &self.options, mode, cpu)
+    }
+
+    /// The modes and flags as words, for `list` and `plugin check`.
+    pub fn describe(&self) -> Vec<String> {
+        let c = &self.caps;
+        let flags: Vec<&str> = [
+            (ffi::CAP_REPLY_LONGER, "reply-longer"),
+            (ffi::CAP_DELAY, "delay"),
+            (ffi::CAP_ECHO, "echo"),
+            (ffi::CAP_EMPTY, "empty"),
+            (ffi::CAP_HW_TIMESTAMPS, "hw-timestamps"),
+        ]
+        .iter()
+        .filter(|(b, _)| c.flags & b != 0)
+        .map(|(_, n)| *n)
+        .collect();
+        vec![
+            format!(
+                "{} {}.{} from {}",
+                self.lib.name,
+                self.lib.abi.0,
+                self.lib.abi.1,
+                self.lib.path.display()
+            ),
+            format!(
+                "max request {} B, max reply {} B{}, alignment {}, {} job(s) in flight",
+                c.max_request,
+                c.max_reply,
+                if c.buffer_modes & ffi::BUF_MMIO != 0 {
+                    format!(", mmio window {} B", c.max_mmio)
+                } else {
+                    String::new()
+                },
+                c.alignment.max(1),
+                c.max_inflight
+            ),
+            format!(
+                "flags: {}; block completion via {}",
+                if flags.is_empty() { "none".into() } else { flags.join(", ") },
+                if self.lib.wait().is_some() {
+                    "wait()"
+                } else if self.lib.completion_fd().is_some() {
+                    "completion_fd()"
+                } else {
+                    "—"
+                }
+            ),
+        ]
+    }
+
+    fn name_of(&self) -> &str {
+        &self.lib.name
+    }
+}
+
+impl Transport for PluginTransport {
+    fn name(&self) -> &'static str {
+        NAME
+    }
+    fn summary(&self) -> &'static str {
+        self.summary
+    }
+    fn capabilities(&self) -> Capabilities {
+        self.capabilities.clone()
+    }
+    fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
+        let dev = self.device(cfg.completion, cfg.responder_cpu)?;
+        Ok(Box::new(PluginLink::open(dev, &self.caps, cfg)?))
+    }
+    fn check_options(&self, spec: &Spec) -> Result<()> {
+        check_spec(spec)
+    }
+    fn check_link(&self, cfg: &LinkConfig) -> Result<()> {
+        let c = &self.caps;
+        let name = self.name_of();
+        if cfg.max_request as u64 > c.max_request {
+            return Err(Error::usage(format!(
+                "plugin {name} takes requests of at most {} bytes; {} was asked for",
+                c.max_request, cfg.max_request
+            )));
+        }
+        if cfg.max_reply as u64 > c.max_reply {
+            return Err(Error::usage(format!(
+                "plugin {name} sends replies of at most {} bytes; {} was asked for",
+                c.max_reply, cfg.max_reply
+            )));
+        }
+        if cfg.buffers == BufferMode::Mmio && cfg.max_request as u64 > c.max_mmio {
+            return Err(Error::usage(format!(
+                "plugin {name}'s mmio window takes at most {} bytes; {} was asked for",
+                c.max_mmio, cfg.max_request
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Plugins loaded so far: libraries by path, transports by spec.
+struct Loaded {
+    libs: Vec<&'static Library>,
+    transports: Vec<(PathBuf, Vec<(String, String)>, &'static PluginTransport)>,
+}
+
+static LOADED: Mutex<Loaded> = Mutex::new(Loaded {
+    libs: Vec::new(),
+    transports: Vec::new(),
+});
+
+/// The library at `path`, loaded once per process.
+pub fn library(path: &std::path::Path) -> Result<&'static Library> {
+    let abs = std::fs::canonicalize(path).ok();
+    {
+        let l = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(lib) = l.libs.iter().find(|lib| Some(&lib.path) == abs.as_ref()) {
+            return Ok(lib);
+        }
+    }
+    let lib: &'static Library = Box::leak(Box::new(Library::load(path)?));
+    LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .libs
+        .push(lib);
+    Ok(lib)
+}
+
+/// The transport a `plugin:path=...` spec names: the library loaded and a
+/// device opened once to read its capabilities.
+pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
+    check_spec(spec)?;
+    let path = PathBuf::from(spec.get("path").unwrap_or_default());
+    let options: Vec<(String, String)> = spec
+        .options
+        .iter()
+        .filter(|(k, _)| !HOST_KEYS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    let lib = library(&path)?;
+    {
+        let l = LOADED.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some((_, _, t)) = l
+            .transports
+            .iter()
+            .find(|(p, o, _)| *p == lib.path && *o == options)
+        {
+            return Ok(t);
+        }
+    }
+    // Ask the device: poll first, block if the plugin opens only that way.
+    let mut dev = match Device::open(lib, &options, ffi::COMPLETE_POLL, None) {
+        Err(Error::Usage(m)) if m.contains("XB_E_UNSUPPORTED") => {
+            Device::open(lib, &options, ffi::COMPLETE_BLOCK, None)?
+        }
+        other => other?,
+    };
+    let caps = dev.caps()?;
+    drop(dev);
+    let mut buffers = Vec::new();
+    for (bit, mode) in [
+        (ffi::BUF_USER, BufferMode::User),
+        (ffi::BUF_RAW, BufferMode::Raw),
+        (ffi::BUF_MMIO, BufferMode::Mmio),
+    ] {
+        if caps.buffer_modes & bit != 0 {
+            buffers.push(mode);
+        }
+    }
+    let mut completions = Vec::new();
+    if caps.completion_modes & ffi::COMPLETE_POLL != 0 {
+        completions.push(CompletionMode::Poll);
+    }
+    if caps.completion_modes & ffi::COMPLETE_BLOCK != 0 {
+        completions.push(CompletionMode::Block);
+    }
+    let summary: &'static str = Box::leak(
+        if lib.description.is_empty() {
+            format!("plugin {}", lib.name)
+        } else {
+            format!("{} (plugin {})", lib.description, lib.name)
+        }
+        .into_boxed_str(),
+    );
+    let capabilities = Capabilities {
+        default_completion: completions[0],
+        buffers: Box::leak(buffers.into_boxed_slice()),
+        completions: Box::leak(completions.into_boxed_slice()),
+        // The per-direction limits are checked exactly in check_link.
+        max_message: caps.max_request.max(caps.max_reply),
+        max_inline: (caps.buffer_modes & ffi::BUF_MMIO != 0).then_some(caps.max_mmio),
+        responder: "device",
+        options: OPTIONS,
+        empty_messages: caps.flags & ffi::CAP_EMPTY != 0,
+        flow_control: true,
+    };
+    let t: &'static PluginTransport = Box::leak(Box::new(PluginTransport {
+        lib,
+        options: options.clone(),
+        caps,
+        capabilities,
+        summary,
+    }));
+    LOADED
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .transports
+        .push((lib.path.clone(), options, t));
+    Ok(t)
+}
