@@ -45,6 +45,10 @@ pub struct Run<P = Point, X = NoExtra> {
     pub extra: X,
     /// Caveats that apply to the whole run (virtual machine, shared core…).
     pub warnings: Vec<String>,
+    /// Counters the devices kept (plugins that export `counters`), one entry
+    /// per link: spec, modes, and the device's own JSON object.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub devices: Vec<serde_json::Value>,
 }
 
 /// One measured configuration: a transport, its modes, and one size pair.

@@ -540,6 +540,7 @@ pub fn run(
                     two_segment: fit::two_segment(&curve, bp),
                 });
             }
+            super::record_counters(&mut run, c, link.as_mut());
             link.close()?;
         }
         Ok(())

@@ -479,6 +479,7 @@ pub fn run(
             ..FlowExtra::default()
         },
         warnings,
+        devices: Vec::new(),
     };
     let l2 = run.extra.l2_cache_bytes;
     let eb = edge_buffers(args, l2);

@@ -165,6 +165,7 @@ pub fn begin<P, X: Default>(
             points: Vec::new(),
             extra: X::default(),
             warnings,
+            devices: Vec::new(),
         },
         placement,
     ))
@@ -183,6 +184,18 @@ pub fn finish<P, X>(mut run: Run<P, X>, result: Result<()>) -> (Run<P, X>, Optio
             run.stopped_by = Some(e.to_string());
             (run, Some(e))
         }
+    }
+}
+
+/// Records a link's device counters (plugins keep some) in the run.
+pub fn record_counters<P, X>(run: &mut Run<P, X>, c: &Config, link: &mut dyn transport::Link) {
+    if let Some(counters) = link.counters() {
+        run.devices.push(serde_json::json!({
+            "spec": c.spec.to_string(),
+            "buffers": c.buffers,
+            "completion": c.completion,
+            "counters": counters,
+        }));
     }
 }
 

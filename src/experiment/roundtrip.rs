@@ -138,6 +138,7 @@ pub fn run(
                     }
                 }
             }
+            super::record_counters(&mut run, c, link.as_mut());
             link.close()?;
         }
         Ok(())

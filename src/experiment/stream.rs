@@ -281,6 +281,7 @@ pub fn run(
             ..StreamExtra::default()
         },
         warnings,
+        devices: Vec::new(),
     };
     let t0 = Instant::now();
     let exe = std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?;

@@ -483,6 +483,11 @@ pub trait Link: Send {
     fn exchange(&mut self) -> Result<()>;
     /// Stops the responder and reports whether it ended cleanly.
     fn close(self: Box<Self>) -> Result<()>;
+    /// The device's own counters, for transports whose far end keeps some
+    /// (a plugin's `counters`): recorded in the run beside the points.
+    fn counters(&mut self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Arguments of the hidden `__respond` subcommand that child responders run.

@@ -142,11 +142,6 @@ impl PluginLink {
         })
     }
 
-    /// The device's counters (if it keeps any), for the run's record.
-    pub fn counters(&mut self) -> Option<Result<serde_json::Value>> {
-        self.dev.counters()
-    }
-
     /// Submits one job into a free queue slot: `Ok(false)` when the device
     /// is busy.
     #[inline]
@@ -369,6 +364,13 @@ impl Link for PluginLink {
             Pattern::Stream => self.run_jobs(u64::from(s.window.max(1)), s.request_len, 0),
             Pattern::Bidir => self.run_jobs(u64::from(s.window.max(1)), s.request_len, s.reply_len),
         }
+    }
+
+    fn counters(&mut self) -> Option<serde_json::Value> {
+        Some(match self.dev.counters()? {
+            Ok(v) => v,
+            Err(e) => serde_json::json!({ "error": e.to_string() }),
+        })
     }
 
     fn close(self: Box<Self>) -> Result<()> {
