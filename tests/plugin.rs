@@ -137,7 +137,7 @@ fn echo_runs_every_experiment() {
     }
     // Load: request rate under background load.
     let d = json(&xb(&[
-        "load", "-t", &s, "--sizes", "512,4k", "--load", "idle,cpu", "--cell-time", "100ms",
+        "load", "-t", &s, "--sizes", "512,4k", "--load", "idle,alu", "--cell-time", "100ms",
         "--format", "json", "-q",
     ]));
     assert_eq!(d["complete"], true);
@@ -168,7 +168,7 @@ fn echo_and_fdpair_run_stream_jobs() {
             format!("[global]\nrw=write\nbs=16k\nsize=4m\niodepth=4\n\n[h2c]\nfilename={t}\n"),
         )
         .unwrap();
-        let o = xb(&["stream", job.to_str().unwrap(), "--format", "json", "-q"]);
+        let o = xb(&["stream", "--job", job.to_str().unwrap(), "--format", "json", "-q"]);
         let d = json(&o);
         assert_eq!(d["complete"], true, "{t}");
         let w = &d["jobs"][0]["write"];
