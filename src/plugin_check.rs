@@ -77,7 +77,9 @@ impl Checker {
     fn arm(&self, what: &str) {
         *self.watch.0.lock().unwrap_or_else(|e| e.into_inner()) = what.to_string();
         let deadline = self.start.elapsed() + self.timeout * 2 + Duration::from_secs(1);
-        self.watch.1.store(deadline.as_millis() as u64, Ordering::Relaxed);
+        self.watch
+            .1
+            .store(deadline.as_millis() as u64, Ordering::Relaxed);
     }
 
     fn disarm(&self) {
@@ -107,6 +109,12 @@ fn reap(
         let n = if block && dev.lib.wait().is_some() {
             dev.wait(&mut buf, left.as_nanos() as u64)
         } else {
+            // Sleep on the descriptor only after a poll found nothing.
+            let first = dev.poll(&mut buf).map_err(|e| e.to_string())?;
+            if first > 0 {
+                got.extend_from_slice(&buf[..first]);
+                continue;
+            }
             if block {
                 let fd = dev.completion_fd().map_err(|e| e.to_string())?;
                 let mut p = libc::pollfd {
@@ -182,16 +190,26 @@ fn shape_check(
         };
         match dev.submit(&job) {
             Ok(true) => {}
-            Ok(false) => return Err(format!("submit returned XB_BUSY with no job in flight (job {j})")),
+            Ok(false) => {
+                return Err(format!(
+                    "submit returned XB_BUSY with no job in flight (job {j})"
+                ));
+            }
             Err(e) => return Err(e.to_string()),
         }
         let c = reap(dev, block, 1, timeout)?;
         if c.len() != 1 {
-            return Err(format!("one job in flight, {} completions came back", c.len()));
+            return Err(format!(
+                "one job in flight, {} completions came back",
+                c.len()
+            ));
         }
         let c = c[0];
         if c.tag != tag {
-            return Err(format!("completion tag {:#x}, the job's was {tag:#x}", c.tag));
+            return Err(format!(
+                "completion tag {:#x}, the job's was {tag:#x}",
+                c.tag
+            ));
         }
         if c.status < 0 {
             return Err(format!(
@@ -201,12 +219,18 @@ fn shape_check(
             ));
         }
         if c.status as usize != rp {
-            return Err(format!("completion says {} reply bytes; {rp} were asked for", c.status));
+            return Err(format!(
+                "completion says {} reply bytes; {rp} were asked for",
+                c.status
+            ));
         }
         // SAFETY: as above; the job completed, the device is done with it.
         let rps = unsafe { std::slice::from_raw_parts(rep, room) };
         if let Some(i) = rps[rp..].iter().position(|&b| b != CANARY) {
-            return Err(format!("wrote past reply_len: byte {} of the reply buffer changed", rp + i));
+            return Err(format!(
+                "wrote past reply_len: byte {} of the reply buffer changed",
+                rp + i
+            ));
         }
         if echo {
             // SAFETY: as above.
@@ -302,10 +326,15 @@ fn depth_check(
             return Err(format!("tag {} completed twice", c.tag));
         }
         if c.status != 1 {
-            return Err(format!("job {} completed with status {}; 1 byte was asked for", c.tag, c.status));
+            return Err(format!(
+                "job {} completed with status {}; 1 byte was asked for",
+                c.tag, c.status
+            ));
         }
     }
-    Ok(format!("{accepted} jobs in flight{extra}, every tag back once"))
+    Ok(format!(
+        "{accepted} jobs in flight{extra}, every tag back once"
+    ))
 }
 
 /// The refusals the plugin owes: over-long requests, shapes or delays it
@@ -328,7 +357,11 @@ fn refusals(ck: &mut Checker, dev: &mut Device, caps: &ffi::XbCaps) {
     expect_refusal(ck, "refuses a request over max_request", r);
     if caps.flags & ffi::CAP_REPLY_LONGER == 0 {
         let r = dev.configure(64.min(caps.max_request), 64.min(caps.max_request) + 1, 0);
-        expect_refusal(ck, "refuses a reply longer than the request (no XB_CAP_REPLY_LONGER)", r);
+        expect_refusal(
+            ck,
+            "refuses a reply longer than the request (no XB_CAP_REPLY_LONGER)",
+            r,
+        );
     }
     if caps.flags & ffi::CAP_DELAY == 0 {
         let r = dev.configure(1, 1, 1_000_000);
@@ -341,8 +374,19 @@ fn refusals(ck: &mut Checker, dev: &mut Device, caps: &ffi::XbCaps) {
     ck.disarm();
 }
 
-/// One buffer mode with one completion mode: shapes, depth, delay.
-fn mode_checks(ck: &mut Checker, t: &PluginTransport, kind: u32, cm: CompletionMode) {
+/// What a device's `counters` gave: nothing (NULL), or its JSON.
+type Counters = Option<Result<serde_json::Value>>;
+
+/// One buffer mode with one completion mode: shapes, depth, delay. The
+/// first device that ran every check has its counters read into `counters`
+/// (one device open at a time: some hardware allows no more).
+fn mode_checks(
+    ck: &mut Checker,
+    t: &PluginTransport,
+    kind: u32,
+    cm: CompletionMode,
+    counters: &mut Option<Counters>,
+) {
     let label = format!("{}/{}", kind_name(kind), cm.name());
     let block = cm == CompletionMode::Block;
     ck.arm("open");
@@ -350,12 +394,19 @@ fn mode_checks(ck: &mut Checker, t: &PluginTransport, kind: u32, cm: CompletionM
     ck.disarm();
     let mut dev = match dev {
         Ok(d) => d,
-        Err(e) => return ck.record(format!("{label} open"), Err(e.to_string())),
+        Err(e) => {
+            ck.record(format!("{label} open"), Err(e.to_string()));
+            return;
+        }
     };
     let caps = t.caps;
     let maxq = caps.max_request.min(64 << 10) as usize;
     let maxp = caps.max_reply.min(64 << 10) as usize;
-    let limit = if kind == ffi::BUF_MMIO { caps.max_mmio.min(maxq as u64) as usize } else { maxq };
+    let limit = if kind == ffi::BUF_MMIO {
+        caps.max_mmio.min(maxq as u64) as usize
+    } else {
+        maxq
+    };
     let room = maxp + 64;
     let reply_kind = if kind == ffi::BUF_USER || caps.buffer_modes & ffi::BUF_RAW == 0 {
         ffi::BUF_USER
@@ -368,9 +419,15 @@ fn mode_checks(ck: &mut Checker, t: &PluginTransport, kind: u32, cm: CompletionM
     ck.disarm();
     let (req, rep) = match bufs {
         Ok(b) => b,
-        Err(e) => return ck.record(format!("{label} buffers"), Err(e.to_string())),
+        Err(e) => {
+            ck.record(format!("{label} buffers"), Err(e.to_string()));
+            return;
+        }
     };
-    let mut shapes = vec![(1usize.min(limit), 1usize.min(maxp)), (64.min(limit), 64.min(maxp))];
+    let mut shapes = vec![
+        (1usize.min(limit), 1usize.min(maxp)),
+        (64.min(limit), 64.min(maxp)),
+    ];
     shapes.push((limit, limit.min(maxp)));
     shapes.push((64.min(limit), 0));
     if caps.flags & ffi::CAP_REPLY_LONGER != 0 {
@@ -383,7 +440,18 @@ fn mode_checks(ck: &mut Checker, t: &PluginTransport, kind: u32, cm: CompletionM
     for (rq, rp) in shapes {
         let name = format!("{label} request {rq} reply {rp}");
         ck.arm(&format!("{name} (submit/poll/wait)"));
-        let r = shape_check(&mut dev, &caps, kind, block, req, rep, (rq, rp), room, 8, ck.timeout);
+        let r = shape_check(
+            &mut dev,
+            &caps,
+            kind,
+            block,
+            req,
+            rep,
+            (rq, rp),
+            room,
+            8,
+            ck.timeout,
+        );
         ck.disarm();
         let failed = r.is_err();
         ck.record(name, r);
@@ -405,6 +473,9 @@ fn mode_checks(ck: &mut Checker, t: &PluginTransport, kind: u32, cm: CompletionM
         let r = delay_check(&mut dev, kind, block, req, rep, ck.timeout);
         ck.disarm();
         ck.record(format!("{label} delay 2 ms"), r);
+    }
+    if counters.is_none() {
+        *counters = Some(dev.counters());
     }
 }
 
@@ -446,7 +517,10 @@ fn delay_check(
             shortest.as_secs_f64() * 1e3
         ));
     }
-    Ok(format!("fastest of 3 jobs {:.3} ms", shortest.as_secs_f64() * 1e3))
+    Ok(format!(
+        "fastest of 3 jobs {:.3} ms",
+        shortest.as_secs_f64() * 1e3
+    ))
 }
 
 pub fn run(args: &PluginCheckArgs) -> Result<()> {
@@ -463,7 +537,10 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
         name: plugin::NAME.into(),
         options,
     };
-    let watch = Arc::new((std::sync::Mutex::new(String::new()), AtomicU64::new(u64::MAX)));
+    let watch = Arc::new((
+        std::sync::Mutex::new(String::new()),
+        AtomicU64::new(u64::MAX),
+    ));
     let start = Instant::now();
     {
         let w = watch.clone();
@@ -511,7 +588,11 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
             t.lib.name,
             t.lib.abi.0,
             t.lib.abi.1,
-            if t.lib.description.is_empty() { String::new() } else { format!(": {}", t.lib.description) }
+            if t.lib.description.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", t.lib.description)
+            }
         )),
     );
     ck.record("caps", Ok(t.describe()[1..].join("; ")));
@@ -520,6 +601,7 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
         refusals(&mut ck, d, &t.caps);
     }
     drop(dev);
+    let mut read: Option<Counters> = None;
     for kind in [ffi::BUF_USER, ffi::BUF_RAW, ffi::BUF_MMIO] {
         for (bit, cm) in [
             (ffi::COMPLETE_POLL, CompletionMode::Poll),
@@ -528,18 +610,25 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
             if t.caps.buffer_modes & kind == 0 || t.caps.completion_modes & bit == 0 {
                 continue;
             }
-            mode_checks(&mut ck, t, kind, cm);
+            mode_checks(&mut ck, t, kind, cm, &mut read);
         }
     }
     // A run cut short leaves jobs in flight: close must cancel them.
     ck.arm("close with a job in flight");
     let r = (|| -> std::result::Result<String, String> {
-        let mut dev = t.device(t.capabilities().default_completion, None).map_err(|e| e.to_string())?;
+        let mut dev = t
+            .device(t.capabilities().default_completion, None)
+            .map_err(|e| e.to_string())?;
         let n = t.caps.max_request.min(64) as usize;
-        let kind = if t.caps.buffer_modes & ffi::BUF_USER != 0 { ffi::BUF_USER } else { ffi::BUF_RAW };
+        let kind = if t.caps.buffer_modes & ffi::BUF_USER != 0 {
+            ffi::BUF_USER
+        } else {
+            ffi::BUF_RAW
+        };
         let req = buffer(&mut dev, kind, n, t.caps.alignment).map_err(|e| e.to_string())?;
         let rep = buffer(&mut dev, kind, n, t.caps.alignment).map_err(|e| e.to_string())?;
-        dev.configure(n as u64, n as u64, 0).map_err(|e| e.to_string())?;
+        dev.configure(n as u64, n as u64, 0)
+            .map_err(|e| e.to_string())?;
         let job = ffi::XbJob {
             struct_size: std::mem::size_of::<ffi::XbJob>() as u32,
             mode: kind,
@@ -556,8 +645,15 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
     })();
     ck.disarm();
     ck.record("close with a job in flight", r);
-    let counters = match t.device(t.capabilities().default_completion, None) {
-        Ok(mut d) => match d.counters() {
+    // Counters of a device that has run jobs, so they show something.
+    let read = match read {
+        Some(c) => Ok(c),
+        None => t
+            .device(t.capabilities().default_completion, None)
+            .map(|mut d| d.counters()),
+    };
+    let counters = match read {
+        Ok(c) => match c {
             None => {
                 ck.skip("counters", "the plugin keeps none (counters is NULL)");
                 None

@@ -13,7 +13,8 @@ use std::sync::OnceLock;
 /// Where the plugins are built, once per test binary.
 fn build_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
-    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir")).path()
+    DIR.get_or_init(|| tempfile::tempdir().expect("tempdir"))
+        .path()
 }
 
 /// Builds `src` (relative to the repository) into NAME.so with the command
@@ -29,7 +30,15 @@ fn build(name: &str, src: &str, defines: &[&str]) -> PathBuf {
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
     let o = std::process::Command::new(&cc)
         .current_dir(root)
-        .args(["-O2", "-Wall", "-Wextra", "-std=gnu11", "-shared", "-fPIC", "-Iinclude"])
+        .args([
+            "-O2",
+            "-Wall",
+            "-Wextra",
+            "-std=gnu11",
+            "-shared",
+            "-fPIC",
+            "-Iinclude",
+        ])
         .args(defines)
         .arg(src)
         .arg("-o")
@@ -43,7 +52,10 @@ fn build(name: &str, src: &str, defines: &[&str]) -> PathBuf {
         String::from_utf8_lossy(&o.stderr)
     );
     let warnings = String::from_utf8_lossy(&o.stderr);
-    assert!(!warnings.contains("warning"), "{src} builds with warnings:\n{warnings}");
+    assert!(
+        !warnings.contains("warning"),
+        "{src} builds with warnings:\n{warnings}"
+    );
     out
 }
 
@@ -95,8 +107,24 @@ fn one_line(o: &Output, code: i32, needle: &str) -> String {
 
 fn roundtrip_modes(s: &str, ins: &str, outs: &str, buffers: &str) -> Value {
     json(&xb(&[
-        "roundtrip", "-t", s, "--in", ins, "--out", outs, "--buffers", buffers,
-        "--completion", "poll,block", "--samples", "300", "--warmup", "20", "--format", "json", "-q",
+        "roundtrip",
+        "-t",
+        s,
+        "--in",
+        ins,
+        "--out",
+        outs,
+        "--buffers",
+        buffers,
+        "--completion",
+        "poll,block",
+        "--samples",
+        "300",
+        "--warmup",
+        "20",
+        "--format",
+        "json",
+        "-q",
     ]))
 }
 
@@ -117,16 +145,42 @@ fn echo_runs_every_experiment() {
     }
     // The responder delay reaches the device program.
     let with = json(&xb(&[
-        "roundtrip", "-t", &s, "--in", "64", "--out", "64", "--responder-delay", "300us",
-        "--samples", "200", "--format", "json", "-q",
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--responder-delay",
+        "300us",
+        "--samples",
+        "200",
+        "--format",
+        "json",
+        "-q",
     ]));
     let p50 = num(&points(&with)[0]["summary"], "p50_ns");
     assert!(p50 >= 300_000.0, "a 300 us device delay gave p50 {p50} ns");
     // Latency and the windowed bandwidth pattern.
     for mode in ["pingpong", "stream", "bidir"] {
         let d = json(&xb(&[
-            "curve", "-t", &s, "--sizes", "64,4k,64k", "--mode", mode, "--window", "16",
-            "--buffers", "raw", "--samples", "100", "--format", "json", "-q",
+            "curve",
+            "-t",
+            &s,
+            "--sizes",
+            "64,4k,64k",
+            "--mode",
+            mode,
+            "--window",
+            "16",
+            "--buffers",
+            "raw",
+            "--samples",
+            "100",
+            "--format",
+            "json",
+            "-q",
         ]));
         assert_eq!(d["complete"], true, "{mode}");
         let pts = points(&d);
@@ -137,8 +191,18 @@ fn echo_runs_every_experiment() {
     }
     // Load: request rate under background load.
     let d = json(&xb(&[
-        "load", "-t", &s, "--sizes", "512,4k", "--load", "idle,alu", "--cell-time", "100ms",
-        "--format", "json", "-q",
+        "load",
+        "-t",
+        &s,
+        "--sizes",
+        "512,4k",
+        "--load",
+        "idle,alu",
+        "--cell-time",
+        "100ms",
+        "--format",
+        "json",
+        "-q",
     ]));
     assert_eq!(d["complete"], true);
     assert!(points(&d).iter().all(|p| num(p, "req_per_s") > 0.0), "{d}");
@@ -146,7 +210,10 @@ fn echo_runs_every_experiment() {
     let d = json(&xb(&["list", "-t", &s, "--format", "json"]));
     assert_eq!(d[0]["status"], "ok", "{d}");
     assert_eq!(d[0]["capabilities"]["responder"], "device");
-    assert!(d[0]["details"][0].as_str().unwrap().starts_with("echo 1.0"), "{d}");
+    assert!(
+        d[0]["details"][0].as_str().unwrap().starts_with("echo 1.0"),
+        "{d}"
+    );
 }
 
 #[test]
@@ -158,7 +225,10 @@ fn echo_and_fdpair_run_stream_jobs() {
         format!("xfer:{}", spec(&echo(), ",depth=8")),
         format!(
             "xfer:{}",
-            spec(&fdpair(), &format!(",h2c={0},c2h={0},depth=4", fifo.display()))
+            spec(
+                &fdpair(),
+                &format!(",h2c={0},c2h={0},depth=4", fifo.display())
+            )
         ),
     ];
     for t in &targets {
@@ -168,7 +238,14 @@ fn echo_and_fdpair_run_stream_jobs() {
             format!("[global]\nrw=write\nbs=16k\nsize=4m\niodepth=4\n\n[h2c]\nfilename={t}\n"),
         )
         .unwrap();
-        let o = xb(&["stream", "--job", job.to_str().unwrap(), "--format", "json", "-q"]);
+        let o = xb(&[
+            "stream",
+            "--job",
+            job.to_str().unwrap(),
+            "--format",
+            "json",
+            "-q",
+        ]);
         let d = json(&o);
         assert_eq!(d["complete"], true, "{t}");
         let w = &d["jobs"][0]["write"];
@@ -186,28 +263,85 @@ fn fdpair_measures_a_fifo_loopback() {
     let d = roundtrip_modes(&s, "64,4096", "64", "user,raw");
     assert_eq!(d["complete"], true);
     assert_eq!(points(&d).len(), 2 * 2 * 2);
-    let deep = spec(&fdpair(), &format!(",h2c={0},c2h={0},depth=4", fifo.display()));
+    let deep = spec(
+        &fdpair(),
+        &format!(",h2c={0},c2h={0},depth=4", fifo.display()),
+    );
     for mode in ["pingpong", "stream"] {
         let d = json(&xb(&[
-            "curve", "-t", &deep, "--sizes", "64,16k,256k", "--mode", mode, "--window", "8",
-            "--samples", "50", "--format", "json", "-q",
+            "curve",
+            "-t",
+            &deep,
+            "--sizes",
+            "64,16k,256k",
+            "--mode",
+            mode,
+            "--window",
+            "8",
+            "--samples",
+            "50",
+            "--format",
+            "json",
+            "-q",
         ]));
         assert_eq!(d["complete"], true, "{mode}");
         assert_eq!(points(&d).len(), 3, "{mode}");
     }
     let d = json(&xb(&[
-        "load", "-t", &s, "--sizes", "512,4k", "--direction", "write", "--load", "idle",
-        "--cell-time", "100ms", "--format", "json", "-q",
+        "load",
+        "-t",
+        &s,
+        "--sizes",
+        "512,4k",
+        "--direction",
+        "write",
+        "--load",
+        "idle",
+        "--cell-time",
+        "100ms",
+        "--format",
+        "json",
+        "-q",
     ]));
     assert_eq!(d["complete"], true);
     // The loopback cannot reply with more than it was sent: said, exit 2.
-    let o = xb(&["roundtrip", "-t", &s, "--in", "64", "--out", "128", "--samples", "10"]);
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64",
+        "--out",
+        "128",
+        "--samples",
+        "10",
+    ]);
     one_line(&o, 2, "cannot be longer than the request");
     // Nor has it a delay stage.
-    let o = xb(&["roundtrip", "-t", &s, "--in", "64", "--out", "64", "--responder-delay", "5us"]);
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--responder-delay",
+        "5us",
+    ]);
     one_line(&o, 2, "delay");
     // Nor mmio windows.
-    let o = xb(&["roundtrip", "-t", &s, "--in", "64", "--out", "64", "--buffers", "mmio"]);
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--buffers",
+        "mmio",
+    ]);
     one_line(&o, 2, "does not support mmio buffers");
 }
 
@@ -218,14 +352,29 @@ fn plugin_check_passes_the_examples_and_names_each_broken_promise() {
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
     assert!(o.status.success(), "{out}{}", stderr(&o));
     assert!(out.contains("verdict: PASS"), "{out}");
-    for mode in ["user/poll", "raw/block", "mmio/poll", "queue depth", "delay 2 ms"] {
+    for mode in [
+        "user/poll",
+        "raw/block",
+        "mmio/poll",
+        "queue depth",
+        "delay 2 ms",
+    ] {
         assert!(out.contains(mode), "{mode} not checked: {out}");
     }
     let dir = tempfile::tempdir().unwrap();
     let fifo = loopback(dir.path());
     let h2c = format!("h2c={}", fifo.display());
     let c2h = format!("c2h={}", fifo.display());
-    let o = xb(&["plugin", "check", fdpair().to_str().unwrap(), &h2c, &c2h, "depth=4", "--format", "json"]);
+    let o = xb(&[
+        "plugin",
+        "check",
+        fdpair().to_str().unwrap(),
+        &h2c,
+        &c2h,
+        "depth=4",
+        "--format",
+        "json",
+    ]);
     let d = json(&o);
     assert_eq!(d["passed"], true, "{d}");
     assert_eq!(d["plugin"], "fdpair");
@@ -243,12 +392,22 @@ fn plugin_check_passes_the_examples_and_names_each_broken_promise() {
         ("bad_caps", "no buffer modes"),
         ("poll_error", "poll failed (XB_E_IO)"),
     ] {
-        let o = xb(&["plugin", "check", f.to_str().unwrap(), &format!("fault={fault}"), "--timeout", "300ms"]);
+        let o = xb(&[
+            "plugin",
+            "check",
+            f.to_str().unwrap(),
+            &format!("fault={fault}"),
+            "--timeout",
+            "300ms",
+        ]);
         let out = String::from_utf8_lossy(&o.stdout).into_owned();
         assert_eq!(o.status.code(), Some(1), "{fault}: {out}");
         assert!(out.contains("verdict: FAIL"), "{fault}: {out}");
         let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
-        assert!(fails.iter().any(|l| l.contains(needle)), "{fault}: '{needle}' not in {out}");
+        assert!(
+            fails.iter().any(|l| l.contains(needle)),
+            "{fault}: '{needle}' not in {out}"
+        );
     }
 }
 
@@ -268,15 +427,26 @@ fn bad_plugins_and_faults_get_one_line() {
     // Not a plugin, another ABI, a NULL table, a truncated table.
     let src = "tests/fixtures/plugins/faulty.c";
     for (name, define, needle) in [
-        ("noentry", "-DFAULTY_NO_ENTRY", "exports no xferbench_plugin_v1"),
-        ("abi2", "-DFAULTY_ABI_MAJOR=2", "built for plugin ABI 2.0, newer"),
+        (
+            "noentry",
+            "-DFAULTY_NO_ENTRY",
+            "exports no xferbench_plugin_v1",
+        ),
+        (
+            "abi2",
+            "-DFAULTY_ABI_MAJOR=2",
+            "built for plugin ABI 2.0, newer",
+        ),
         ("nullentry", "-DFAULTY_NULL_ENTRY", "returned NULL"),
         ("small", "-DFAULTY_SMALL_TABLE", "struct_size is 16"),
     ] {
         let lib = build(name, src, &[define]);
         let o = xb(&["roundtrip", "-t", &spec(&lib, ""), "--samples", "10"]);
         let line = one_line(&o, 2, needle);
-        assert!(line.contains("speaks") || line.contains("rebuild") || line.contains("plugin"), "{line}");
+        assert!(
+            line.contains("speaks") || line.contains("rebuild") || line.contains("plugin"),
+            "{line}"
+        );
     }
     let f = faulty();
     // The device's own refusals: its message, exit 1 for a failed open, 2 for a bad option.
@@ -298,13 +468,30 @@ fn bad_plugins_and_faults_get_one_line() {
     ] {
         let out = dir.path().join(format!("{fault}.json"));
         let o = xb(&[
-            "roundtrip", "-t", &spec(&f, &format!(",fault={fault}")), "--in", "64", "--out", "64",
-            "--buffers", "raw", "--samples", "50", "--timeout", "500ms", "--format", "json",
-            "-o", out.to_str().unwrap(),
+            "roundtrip",
+            "-t",
+            &spec(&f, &format!(",fault={fault}")),
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--buffers",
+            "raw",
+            "--samples",
+            "50",
+            "--timeout",
+            "500ms",
+            "--format",
+            "json",
+            "-o",
+            out.to_str().unwrap(),
         ]);
         one_line(&o, 1, needle);
         let d: Value = serde_json::from_slice(&std::fs::read(&out).unwrap()).unwrap();
         assert_eq!(d["complete"], false, "{fault}");
-        assert!(d["stopped_by"].as_str().unwrap().contains(needle), "{fault}: {d}");
+        assert!(
+            d["stopped_by"].as_str().unwrap().contains(needle),
+            "{fault}: {d}"
+        );
     }
 }

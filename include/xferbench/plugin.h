@@ -25,10 +25,12 @@
  *   an xferbench speaking another major version finds no symbol instead of
  *   calling a table it misreads. The host also passes the versions it speaks,
  *   and the table states the one the plugin was built for.
- * - Minor versions only APPEND fields to the structures. Every structure
- *   starts with struct_size; a reader treats fields past struct_size as zero
- *   or NULL. So a plugin built against 1.0 keeps loading in every 1.x host,
- *   and a 1.x plugin loads in a 1.0 host, which ignores what it does not know.
+ * - Minor versions only APPEND fields to the structures that start with
+ *   struct_size (xb_open_params, xb_caps, xb_job, xb_plugin); a reader treats
+ *   fields past struct_size as zero or NULL. So a plugin built against 1.0
+ *   keeps loading in every 1.x host, and a 1.x plugin loads in a 1.0 host,
+ *   which ignores what it does not know. xb_option and xb_completion have no
+ *   struct_size (they travel in arrays): their layout is fixed for major 1.
  * - Handles are opaque (void *): nothing of xferbench's internals is here.
  *
  * Threading and ownership (what xferbench guarantees, what it expects)
@@ -114,7 +116,9 @@ extern "C" {
 #define XB_COMPLETE_POLL (1u << 0)
 /* BLOCK: the host sleeps until a completion arrives ("interrupts"), either in
  * the plugin's wait() or, when wait is NULL, in poll(2) on the file descriptor
- * that completion_fd() returns, calling poll() once it is readable. */
+ * that completion_fd() returns, calling poll() once it is readable. The host
+ * sleeps on the descriptor only after a poll() that returned no completion,
+ * so a plugin that drains the descriptor in poll() loses no wakeup. */
 #define XB_COMPLETE_BLOCK (1u << 1)
 
 /* Capability flags (xb_caps.flags). */
@@ -259,9 +263,9 @@ typedef struct xb_plugin {
     int (*poll)(void *dev, xb_completion *out, uint32_t max, uint32_t *n);
 
     /* Optional. Like poll, but sleeps until at least one completion arrives
-     * or timeout_ns passes (then XB_OK with *n = 0). For XB_COMPLETE_BLOCK
-     * devices that wait in their own way (a blocking ioctl, an eventfd
-     * read). */
+     * or timeout_ns passes (then XB_OK with *n = 0). With no job in flight it
+     * returns at once (XB_OK, *n = 0). For XB_COMPLETE_BLOCK devices that
+     * wait in their own way (a blocking ioctl, an eventfd read). */
     int (*wait)(void *dev, xb_completion *out, uint32_t max, uint32_t *n,
                 uint64_t timeout_ns);
 

@@ -82,7 +82,7 @@ impl LinkEngine {
         let buffers = match spec.mode::<BufferMode>("buffers")? {
             Some(b) => b,
             None if caps.buffers.contains(&BufferMode::Raw) => BufferMode::Raw,
-            None => BufferMode::User,
+            None => crate::experiment::user_buffers(&caps),
         };
         let cfg = LinkConfig {
             spec: spec.clone(),

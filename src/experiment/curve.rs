@@ -188,7 +188,7 @@ fn validate(args: &CurveArgs) -> Result<(Vec<u64>, Vec<Config>)> {
         if caps.buffers.contains(&BufferMode::Raw) {
             BufferMode::Raw
         } else {
-            BufferMode::User
+            super::user_buffers(caps)
         }
     })?;
     if args.payload == PayloadMode::FillCheck && args.mode == Pattern::Bidir {

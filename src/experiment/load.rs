@@ -227,7 +227,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<(LoadRun, Option<Error>)> {
     validate(args)?;
-    let cfgs = configs(&args.common, |_| BufferMode::User)?;
+    let cfgs = configs(&args.common, super::user_buffers)?;
     let max = *args.sizes.0.iter().max().expect("validated");
     let options =
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;

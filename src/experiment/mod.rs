@@ -78,6 +78,16 @@ pub fn configs(
     Ok(out)
 }
 
+/// `user` buffers where the transport has them, else its first mode (a
+/// device plugin may offer only its own memory).
+pub fn user_buffers(caps: &transport::Capabilities) -> BufferMode {
+    if caps.buffers.contains(&BufferMode::User) {
+        BufferMode::User
+    } else {
+        caps.buffers[0]
+    }
+}
+
 /// The link configuration for one transport configuration.
 pub fn link_config(
     c: &Config,

@@ -7,7 +7,7 @@ use crate::error::{Error, Result};
 use crate::placement::Placement;
 use crate::run::{NoExtra, Point, Run};
 use crate::sample::{self, Budget, Outcome};
-use crate::transport::{self, BufferMode, ReplyShape};
+use crate::transport::{self, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Checks the sizes and every configuration before anything starts, so a bad
@@ -33,7 +33,7 @@ fn validate(args: &RoundtripArgs) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
     };
     let ins = bytes(&args.in_sizes.0, "--in")?;
     let outs = bytes(&args.out_sizes.0, "--out")?;
-    let cfgs = configs(&args.common, |_| BufferMode::User)?;
+    let cfgs = configs(&args.common, super::user_buffers)?;
     let (mi, mo) = (
         *ins.iter().max().expect("non-empty"),
         *outs.iter().max().expect("non-empty"),

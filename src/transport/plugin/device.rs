@@ -93,11 +93,19 @@ impl Library {
                 "plugin: {shown} was built for plugin ABI {}.{}, {} than this xferbench, which speaks ABI {}.0 to {}.{}; rebuild the plugin against this xferbench's include/xferbench/plugin.h{}",
                 head.abi_major,
                 head.abi_minor,
-                if head.abi_major > ffi::ABI_MAJOR { "newer" } else { "older" },
+                if head.abi_major > ffi::ABI_MAJOR {
+                    "newer"
+                } else {
+                    "older"
+                },
                 ffi::ABI_MAJOR,
                 ffi::ABI_MAJOR,
                 ffi::ABI_MINOR,
-                if head.abi_major > ffi::ABI_MAJOR { " or use a newer xferbench" } else { "" }
+                if head.abi_major > ffi::ABI_MAJOR {
+                    " or use a newer xferbench"
+                } else {
+                    ""
+                }
             )));
         }
         let size = head.struct_size as usize;
@@ -195,7 +203,11 @@ fn status_error(name: &str, op: &str, st: c_int, what: &str, text: &str) -> Erro
     let m = format!(
         "plugin {name}: {op}{what} failed ({}): {}",
         ffi::status_name(st),
-        if text.is_empty() { "the plugin gave no message" } else { text }
+        if text.is_empty() {
+            "the plugin gave no message"
+        } else {
+            text
+        }
     );
     if st == ffi::XB_E_INVAL || st == ffi::XB_E_UNSUPPORTED {
         Error::usage(m)
@@ -268,7 +280,13 @@ impl Device {
         // message buffer outlives the device (it moves into it, boxed).
         let st = unsafe { (lib.open_fn())(&params, &mut handle) };
         if st < 0 {
-            return Err(status_error(&lib.name, "open", st, "", &read_message(&mut msg)));
+            return Err(status_error(
+                &lib.name,
+                "open",
+                st,
+                "",
+                &read_message(&mut msg),
+            ));
         }
         Ok(Device {
             lib,
@@ -312,13 +330,19 @@ impl Device {
         let bad = |what: &str| Err(self.misuse("caps()", what));
         let modes = ffi::BUF_USER | ffi::BUF_RAW | ffi::BUF_MMIO;
         if c.buffer_modes & modes == 0 {
-            return bad("declared no buffer modes: set buffer_modes to XB_BUF_USER and/or XB_BUF_RAW, XB_BUF_MMIO");
+            return bad(
+                "declared no buffer modes: set buffer_modes to XB_BUF_USER and/or XB_BUF_RAW, XB_BUF_MMIO",
+            );
         }
         if c.completion_modes & (ffi::COMPLETE_POLL | ffi::COMPLETE_BLOCK) == 0 {
-            return bad("declared no completion modes: set completion_modes to XB_COMPLETE_POLL and/or XB_COMPLETE_BLOCK");
+            return bad(
+                "declared no completion modes: set completion_modes to XB_COMPLETE_POLL and/or XB_COMPLETE_BLOCK",
+            );
         }
         if c.max_request == 0 || c.max_reply == 0 {
-            return bad("declared max_request or max_reply 0: set the largest lengths the device carries");
+            return bad(
+                "declared max_request or max_reply 0: set the largest lengths the device carries",
+            );
         }
         if c.max_inflight == 0 {
             return bad("declared max_inflight 0: a device takes at least one job at a time");
@@ -338,7 +362,9 @@ impl Device {
             && self.lib.wait().is_none()
             && self.lib.completion_fd().is_none()
         {
-            return bad("declared block completion but the table has neither wait nor completion_fd");
+            return bad(
+                "declared block completion but the table has neither wait nor completion_fd",
+            );
         }
         Ok(c)
     }
@@ -359,7 +385,7 @@ impl Device {
             return Err(self.misuse(&format!("alloc{what}"), "returned XB_OK with a NULL buffer"));
         }
         self.allocs.push(p);
-        if align > 1 && (p as usize) % align as usize != 0 {
+        if align > 1 && !(p as usize).is_multiple_of(align as usize) {
             return Err(self.misuse(
                 &format!("alloc{what}"),
                 format!("returned {p:p}, not aligned to the {align} bytes its caps declare"),
@@ -408,7 +434,15 @@ impl Device {
         };
         let mut n = 0u32;
         // SAFETY: out has out.len() writable entries.
-        let st = unsafe { f(self.handle, out.as_mut_ptr(), out.len() as u32, &mut n, timeout_ns) };
+        let st = unsafe {
+            f(
+                self.handle,
+                out.as_mut_ptr(),
+                out.len() as u32,
+                &mut n,
+                timeout_ns,
+            )
+        };
         self.counted("wait", st, n, out.len())
     }
 
@@ -420,7 +454,10 @@ impl Device {
             return Err(self.misuse(op, format!("returned {st}, which only submit may return")));
         }
         if n as usize > max {
-            return Err(self.misuse(op, format!("reported {n} completions into an array of {max}")));
+            return Err(self.misuse(
+                op,
+                format!("reported {n} completions into an array of {max}"),
+            ));
         }
         Ok(n as usize)
     }
@@ -454,7 +491,9 @@ impl Device {
         let n = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
         Some(
             serde_json::from_slice::<serde_json::Value>(&buf[..n])
-                .map_err(|e| self.misuse("counters", format!("returned text that is not JSON ({e})")))
+                .map_err(|e| {
+                    self.misuse("counters", format!("returned text that is not JSON ({e})"))
+                })
                 .and_then(|v| {
                     if v.is_object() {
                         Ok(v)

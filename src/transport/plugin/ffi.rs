@@ -101,8 +101,7 @@ pub type FreeFn = unsafe extern "C" fn(*mut c_void, *mut c_void);
 pub type ConfigureFn = unsafe extern "C" fn(*mut c_void, u64, u64, u64) -> c_int;
 pub type SubmitFn = unsafe extern "C" fn(*mut c_void, *const XbJob) -> c_int;
 pub type PollFn = unsafe extern "C" fn(*mut c_void, *mut XbCompletion, u32, *mut u32) -> c_int;
-pub type WaitFn =
-    unsafe extern "C" fn(*mut c_void, *mut XbCompletion, u32, *mut u32, u64) -> c_int;
+pub type WaitFn = unsafe extern "C" fn(*mut c_void, *mut XbCompletion, u32, *mut u32, u64) -> c_int;
 pub type FdFn = unsafe extern "C" fn(*mut c_void, *mut c_int) -> c_int;
 pub type CountersFn = unsafe extern "C" fn(*mut c_void, *mut c_char, usize) -> c_int;
 

@@ -87,6 +87,14 @@ impl PluginLink {
     pub fn open(dev: Device, caps: &XbCaps, cfg: &LinkConfig) -> Result<PluginLink> {
         let mut dev = dev;
         let align = caps.alignment;
+        // Buffers as large as the run asks, within what the device takes: a
+        // curve's largest size may be over its limit (that point is skipped).
+        let mut cfg = cfg.clone();
+        cfg.max_request = cfg.max_request.min(caps.max_request as usize);
+        cfg.max_reply = cfg.max_reply.min(caps.max_reply as usize);
+        if cfg.buffers == BufferMode::Mmio {
+            cfg.max_request = cfg.max_request.min(caps.max_mmio as usize);
+        }
         let (mode, req, rep) = match cfg.buffers {
             BufferMode::User => (
                 ffi::BUF_USER,
@@ -192,7 +200,11 @@ impl PluginLink {
                 self.dev.lib.name,
                 c.tag,
                 ffi::status_name(c.status as i32),
-                if text.is_empty() { "the plugin gave no message" } else { &text }
+                if text.is_empty() {
+                    "the plugin gave no message"
+                } else {
+                    &text
+                }
             )));
         }
         if c.status as u64 != reply_len as u64 {
@@ -218,25 +230,32 @@ impl PluginLink {
                 let left = self.timeout.saturating_sub(since.elapsed());
                 self.dev.wait(&mut comps, left.as_nanos() as u64)
             }
-            Sleep::Fd(fd) => {
-                let left = self.timeout.saturating_sub(since.elapsed());
-                let mut p = libc::pollfd {
-                    fd,
-                    events: libc::POLLIN,
-                    revents: 0,
-                };
-                let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
-                // SAFETY: one valid pollfd.
-                let r = unsafe { libc::poll(&mut p, 1, ms) };
-                if r < 0 && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted {
-                    self.comps = comps;
-                    return Err(Error::os(format!(
-                        "plugin {}: poll(2) on the completion fd",
-                        self.dev.lib.name
-                    )));
+            // Sleep on the descriptor only when a poll found nothing: the
+            // plugin drains it in poll, so a wakeup is never lost.
+            Sleep::Fd(fd) => match self.dev.poll(&mut comps) {
+                Ok(0) => {
+                    let left = self.timeout.saturating_sub(since.elapsed());
+                    let mut p = libc::pollfd {
+                        fd,
+                        events: libc::POLLIN,
+                        revents: 0,
+                    };
+                    let ms = left.as_millis().clamp(1, i32::MAX as u128) as i32;
+                    // SAFETY: one valid pollfd.
+                    let r = unsafe { libc::poll(&mut p, 1, ms) };
+                    if r < 0
+                        && std::io::Error::last_os_error().kind() != std::io::ErrorKind::Interrupted
+                    {
+                        self.comps = comps;
+                        return Err(Error::os(format!(
+                            "plugin {}: poll(2) on the completion fd",
+                            self.dev.lib.name
+                        )));
+                    }
+                    self.dev.poll(&mut comps)
                 }
-                self.dev.poll(&mut comps)
-            }
+                other => other,
+            },
         };
         let got = match got {
             Ok(n) => n,
@@ -336,8 +355,8 @@ impl Link for PluginLink {
             )));
         }
         if shape.request_len > self.req.len() || shape.reply_len > self.rep.len() {
-            return Err(Error::run(format!(
-                "plugin {name}: shape of {} / {} bytes is over the link's buffers ({} / {})",
+            return Err(Error::usage(format!(
+                "plugin {name}: a request of {} and a reply of {} bytes are over what this device takes ({} and {} bytes); use smaller sizes",
                 shape.request_len,
                 shape.reply_len,
                 self.req.len(),

@@ -27,7 +27,10 @@ const HOST_KEYS: [&str; 3] = ["path", "buffers", "completion"];
 
 const OPTIONS: &[(&str, &str)] = &[
     ("path", "the plugin's shared library (required)"),
-    ("KEY", "any other key=value goes to the plugin's open (see `xferbench list -t plugin:path=...`)"),
+    (
+        "KEY",
+        "any other key=value goes to the plugin's open (see `xferbench list -t plugin:path=...`)",
+    ),
 ];
 
 /// Stands for every plugin in `xferbench list` and before a spec names one.
@@ -132,7 +135,11 @@ impl PluginTransport {
             ),
             format!(
                 "flags: {}; block completion via {}",
-                if flags.is_empty() { "none".into() } else { flags.join(", ") },
+                if flags.is_empty() {
+                    "none".into()
+                } else {
+                    flags.join(", ")
+                },
                 if self.lib.wait().is_some() {
                     "wait()"
                 } else if self.lib.completion_fd().is_some() {
@@ -191,10 +198,13 @@ impl Transport for PluginTransport {
     }
 }
 
-/// Plugins loaded so far: libraries by path, transports by spec.
+/// A plugin's own options, in the spec's order.
+type Options = Vec<(String, String)>;
+
+/// Plugins loaded so far: libraries by path, transports by library and options.
 struct Loaded {
     libs: Vec<&'static Library>,
-    transports: Vec<(PathBuf, Vec<(String, String)>, &'static PluginTransport)>,
+    transports: Vec<(PathBuf, Options, &'static PluginTransport)>,
 }
 
 static LOADED: Mutex<Loaded> = Mutex::new(Loaded {
