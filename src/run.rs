@@ -45,8 +45,8 @@ pub struct Run<P = Point, X = NoExtra> {
     pub extra: X,
     /// Caveats that apply to the whole run (virtual machine, shared core…).
     pub warnings: Vec<String>,
-    /// Counters the devices kept (plugins that export `counters`), one entry
-    /// per link: spec, modes, and the device's own JSON object.
+    /// What each link's device said of itself (plugins: name, ABI, library,
+    /// and the JSON object its `counters` returned), with the spec and modes.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<serde_json::Value>,
 }

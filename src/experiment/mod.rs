@@ -197,15 +197,14 @@ pub fn finish<P, X>(mut run: Run<P, X>, result: Result<()>) -> (Run<P, X>, Optio
     }
 }
 
-/// Records a link's device counters (plugins keep some) in the run.
+/// Records what a link's device says of itself (a plugin's name, ABI and
+/// counters) in the run.
 pub fn record_counters<P, X>(run: &mut Run<P, X>, c: &Config, link: &mut dyn transport::Link) {
-    if let Some(counters) = link.counters() {
-        run.devices.push(serde_json::json!({
-            "spec": c.spec.to_string(),
-            "buffers": c.buffers,
-            "completion": c.completion,
-            "counters": counters,
-        }));
+    if let Some(mut device) = link.counters() {
+        device["spec"] = c.spec.to_string().into();
+        device["buffers"] = c.buffers.name().into();
+        device["completion"] = c.completion.name().into();
+        run.devices.push(device);
     }
 }
 

@@ -483,8 +483,9 @@ pub trait Link: Send {
     fn exchange(&mut self) -> Result<()>;
     /// Stops the responder and reports whether it ended cleanly.
     fn close(self: Box<Self>) -> Result<()>;
-    /// The device's own counters, for transports whose far end keeps some
-    /// (a plugin's `counters`): recorded in the run beside the points.
+    /// What the far end says of itself, for transports whose far end is a
+    /// device (a plugin: its name, ABI, library and `counters`): recorded in
+    /// the run beside the points.
     fn counters(&mut self) -> Option<serde_json::Value> {
         None
     }

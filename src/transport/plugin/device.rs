@@ -224,6 +224,7 @@ pub struct Device {
     /// the buffer stays where it was (boxed).
     msg: Box<[u8; 1024]>,
     allocs: Vec<*mut c_void>,
+    closed: bool,
     submit: ffi::SubmitFn,
     poll: ffi::PollFn,
 }
@@ -293,6 +294,7 @@ impl Device {
             handle,
             msg,
             allocs: Vec::new(),
+            closed: false,
             submit: lib.table.submit.expect("checked at load"),
             poll: lib.table.poll.expect("checked at load"),
         })
@@ -505,15 +507,62 @@ impl Device {
     }
 }
 
+/// A pointer handed to the closing thread.
+struct SendPtr(*mut c_void);
+// SAFETY: the device's handle and buffers move to the thread that closes
+// it; nothing else uses them after (the header allows any thread).
+unsafe impl Send for SendPtr {}
+
+impl Device {
+    /// Frees the device's buffers and closes it, giving up after `timeout`
+    /// if the plugin's close never returns (a stuck worker join): then the
+    /// device is abandoned, and `false` tells the caller to leak whatever
+    /// the plugin might still touch.
+    pub fn shutdown(&mut self, timeout: std::time::Duration) -> bool {
+        if self.closed {
+            return true;
+        }
+        self.closed = true;
+        let lib = self.lib;
+        let handle = SendPtr(self.handle);
+        let allocs: Vec<SendPtr> = self.allocs.drain(..).map(SendPtr).collect();
+        let work = move || {
+            let handle = handle;
+            if let Some(free) = lib.free() {
+                for p in allocs {
+                    // SAFETY: each pointer came from this device's alloc.
+                    unsafe { free(handle.0, p.0) };
+                }
+            }
+            // SAFETY: opened by open(); nothing uses the handle after this.
+            unsafe { (lib.close_fn())(handle.0) };
+        };
+        let (tx, rx) = std::sync::mpsc::channel();
+        let spawned = std::thread::Builder::new()
+            .name("xb-plugin-close".into())
+            .spawn(move || {
+                work();
+                let _ = tx.send(());
+            });
+        if spawned.is_err() {
+            return false; // no thread: abandon rather than risk a hang
+        }
+        if rx.recv_timeout(timeout).is_ok() {
+            return true;
+        }
+        eprintln!(
+            "xferbench: warning: plugin {}: close did not return within {:.1}s; the device is abandoned (its close must stop its threads)",
+            lib.name,
+            timeout.as_secs_f64()
+        );
+        // The plugin may still write its message buffer.
+        std::mem::forget(std::mem::replace(&mut self.msg, Box::new([0u8; 1024])));
+        false
+    }
+}
+
 impl Drop for Device {
     fn drop(&mut self) {
-        if let Some(free) = self.lib.free() {
-            for p in self.allocs.drain(..) {
-                // SAFETY: each pointer came from this device's alloc.
-                unsafe { free(self.handle, p) };
-            }
-        }
-        // SAFETY: opened by open(); nothing uses the handle after this.
-        unsafe { (self.lib.close_fn())(self.handle) };
+        self.shutdown(std::time::Duration::from_secs(10));
     }
 }

@@ -329,6 +329,20 @@ impl PluginLink {
     }
 }
 
+impl Drop for PluginLink {
+    fn drop(&mut self) {
+        // The device closes first; if its close hangs, the host buffers it
+        // may still write are leaked rather than freed under it.
+        if !self.dev.shutdown(self.timeout.max(std::time::Duration::from_secs(1))) {
+            for m in [&mut self.req, &mut self.rep] {
+                if let Mem::Host(b) = std::mem::replace(m, Mem::Device(std::ptr::null_mut(), 0)) {
+                    std::mem::forget(b);
+                }
+            }
+        }
+    }
+}
+
 impl Link for PluginLink {
     fn request_buf(&mut self) -> &mut [u8] {
         self.req.slice_mut()
@@ -386,10 +400,19 @@ impl Link for PluginLink {
     }
 
     fn counters(&mut self) -> Option<serde_json::Value> {
-        Some(match self.dev.counters()? {
-            Ok(v) => v,
-            Err(e) => serde_json::json!({ "error": e.to_string() }),
-        })
+        let counters = match self.dev.counters() {
+            None => serde_json::Value::Null,
+            Some(Ok(v)) => v,
+            Some(Err(e)) => serde_json::json!({ "error": e.to_string() }),
+        };
+        let lib = self.dev.lib;
+        Some(serde_json::json!({
+            "plugin": lib.name,
+            "description": lib.description,
+            "abi": format!("{}.{}", lib.abi.0, lib.abi.1),
+            "library": lib.path.display().to_string(),
+            "counters": counters,
+        }))
     }
 
     fn close(self: Box<Self>) -> Result<()> {

@@ -252,12 +252,11 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
             return Ok(t);
         }
     }
-    // Ask the device: poll first, block if the plugin opens only that way.
+    // Ask the device: poll first, block if the plugin opens only that way
+    // (if neither opens, the poll open's reason is the one to show).
     let mut dev = match Device::open(lib, &options, ffi::COMPLETE_POLL, None) {
-        Err(Error::Usage(m)) if m.contains("XB_E_UNSUPPORTED") => {
-            Device::open(lib, &options, ffi::COMPLETE_BLOCK, None)?
-        }
-        other => other?,
+        Ok(d) => d,
+        Err(e) => Device::open(lib, &options, ffi::COMPLETE_BLOCK, None).map_err(|_| e)?,
     };
     let caps = dev.caps()?;
     drop(dev);
