@@ -399,6 +399,7 @@ fn mode_checks(
             return;
         }
     };
+    dev.close_timeout = ck.timeout;
     let caps = t.caps;
     let maxq = caps.max_request.min(64 << 10) as usize;
     let maxp = caps.max_reply.min(64 << 10) as usize;
@@ -476,6 +477,9 @@ fn mode_checks(
     }
     if counters.is_none() {
         *counters = Some(dev.counters());
+    }
+    if !dev.shutdown(ck.timeout) {
+        ck.record(format!("{label} close"), Err(plugin::hung_close(&t.lib.name, ck.timeout)));
     }
 }
 
@@ -615,6 +619,7 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
     }
     // A run cut short leaves jobs in flight: close must cancel them.
     ck.arm("close with a job in flight");
+    let ck_timeout = ck.timeout;
     let r = (|| -> std::result::Result<String, String> {
         let mut dev = t
             .device(t.capabilities().default_completion, None)
@@ -640,7 +645,9 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
             device_offset: 0,
         };
         dev.submit(&job).map_err(|e| e.to_string())?;
-        drop(dev);
+        if !dev.shutdown(ck_timeout) {
+            return Err(plugin::hung_close(&t.lib.name, ck_timeout));
+        }
         Ok("closed cleanly".into())
     })();
     ck.disarm();

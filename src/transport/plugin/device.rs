@@ -225,6 +225,8 @@ pub struct Device {
     msg: Box<[u8; 1024]>,
     allocs: Vec<*mut c_void>,
     closed: bool,
+    /// How long dropping the device waits for the plugin's close.
+    pub close_timeout: std::time::Duration,
     submit: ffi::SubmitFn,
     poll: ffi::PollFn,
 }
@@ -295,6 +297,7 @@ impl Device {
             msg,
             allocs: Vec::new(),
             closed: false,
+            close_timeout: std::time::Duration::from_secs(10),
             submit: lib.table.submit.expect("checked at load"),
             poll: lib.table.poll.expect("checked at load"),
         })
@@ -550,19 +553,25 @@ impl Device {
         if rx.recv_timeout(timeout).is_ok() {
             return true;
         }
-        eprintln!(
-            "xferbench: warning: plugin {}: close did not return within {:.1}s; the device is abandoned (its close must stop its threads)",
-            lib.name,
-            timeout.as_secs_f64()
-        );
         // The plugin may still write its message buffer.
         std::mem::forget(std::mem::replace(&mut self.msg, Box::new([0u8; 1024])));
         false
     }
 }
 
+/// What to say of a close that never returned.
+pub fn hung_close(name: &str, timeout: std::time::Duration) -> String {
+    format!(
+        "plugin {name}: close did not return within {:.1}s; the device was abandoned (close must stop the plugin's threads)",
+        timeout.as_secs_f64()
+    )
+}
+
 impl Drop for Device {
     fn drop(&mut self) {
-        self.shutdown(std::time::Duration::from_secs(10));
+        let t = self.close_timeout;
+        if !self.shutdown(t) {
+            eprintln!("xferbench: warning: {}", hung_close(&self.lib.name, t));
+        }
     }
 }

@@ -329,16 +329,27 @@ impl PluginLink {
     }
 }
 
+impl PluginLink {
+    /// Closes the device first; if its close hangs, the host buffers it may
+    /// still write are leaked rather than freed under it.
+    fn shutdown(&mut self) -> Result<()> {
+        let t = self.timeout.max(Duration::from_secs(1));
+        if self.dev.shutdown(t) {
+            return Ok(());
+        }
+        for m in [&mut self.req, &mut self.rep] {
+            if let Mem::Host(b) = std::mem::replace(m, Mem::Device(std::ptr::null_mut(), 0)) {
+                std::mem::forget(b);
+            }
+        }
+        Err(Error::run(super::device::hung_close(&self.dev.lib.name, t)))
+    }
+}
+
 impl Drop for PluginLink {
     fn drop(&mut self) {
-        // The device closes first; if its close hangs, the host buffers it
-        // may still write are leaked rather than freed under it.
-        if !self.dev.shutdown(self.timeout.max(std::time::Duration::from_secs(1))) {
-            for m in [&mut self.req, &mut self.rep] {
-                if let Mem::Host(b) = std::mem::replace(m, Mem::Device(std::ptr::null_mut(), 0)) {
-                    std::mem::forget(b);
-                }
-            }
+        if let Err(e) = self.shutdown() {
+            eprintln!("xferbench: warning: {e}");
         }
     }
 }
@@ -415,10 +426,11 @@ impl Link for PluginLink {
         }))
     }
 
-    fn close(self: Box<Self>) -> Result<()> {
+    fn close(mut self: Box<Self>) -> Result<()> {
+        let closed = self.shutdown();
         match &self.broken {
             Some(m) => Err(Error::run(m.clone())),
-            None => Ok(()),
+            None => closed,
         }
     }
 }

@@ -11,7 +11,7 @@ mod device;
 pub mod ffi;
 mod link;
 
-pub use device::{Device, Library, kind_name};
+pub use device::{Device, Library, hung_close, kind_name};
 pub use link::PluginLink;
 
 use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Spec, Transport};
