@@ -10,11 +10,11 @@
  * bytes: the request's bytes first (an echo), then the pattern
  * reply[i] = (uint8_t)i for i >= request_len.
  *
- * Every mode reads the whole request into device memory (a staging buffer:
- * the "DMA in") and writes the reply from there (the "DMA out"). Buffer
- * modes: USER (the reply is built in device memory and copied into the
- * caller's buffer, as a runtime's copy-out API does: one pass more than RAW),
- * RAW (alloc()'d memory the engine reads and writes directly) and MMIO (a window of at
+ * Every job reads every request byte (the "DMA in": bytes the reply does not
+ * echo land in device memory, a staging buffer). Buffer modes: USER (the
+ * request is copied into device memory, the reply built there and copied
+ * into the caller's buffer, as a runtime's copy-in/copy-out API does), RAW
+ * (alloc()'d memory the engine reads and writes directly) and MMIO (a window of at
  * most 4096 bytes the host writes the request into; the reply goes to
  * job.reply). Completion modes: POLL (the engine and the host spin, no system
  * call per job) and BLOCK (the engine sleeps on a futex while idle and signals
@@ -181,11 +181,20 @@ static void produce(const struct echo_dev *d, uint8_t *dst, const uint8_t *src)
 
 static void run_job(struct echo_dev *d, struct slot *s)
 {
-    /* DMA in: the device reads every request byte into its own memory (the
-     * staging buffer), whatever the buffer mode, as a card's engine does; a
-     * stream of requests then costs what moving its bytes costs. */
-    if (d->req_len)
-        memcpy(d->stage, s->request, d->req_len);
+    const uint64_t req = d->req_len, rep = d->rep_len;
+    const uint64_t n = req < rep ? req : rep;
+
+    if (s->mode == XB_BUF_USER) {
+        /* A runtime's copy-in: the whole request into device memory (the
+         * staging buffer), the reply built there and copied out. */
+        if (req)
+            memcpy(d->stage, s->request, req);
+    } else if (req > n) {
+        /* DMA in: the device reads every request byte, also those the reply
+         * does not echo (a stream of requests with empty replies then costs
+         * what moving its bytes costs). The echoed ones are read below. */
+        memcpy(d->stage + n, s->request + n, req - n);
+    }
     if (d->delay_ns) {
         /* A spin, not a sleep: sleeps overshoot by tens of microseconds. */
         uint64_t end = now_ns() + d->delay_ns;
@@ -193,16 +202,14 @@ static void run_job(struct echo_dev *d, struct slot *s)
             cpu_relax();
     }
     if (s->mode == XB_BUF_USER) {
-        /* A runtime's copy-out API: the reply is built in device memory and
-         * copied into the caller's buffer, one pass more than RAW. */
         produce(d, d->stage, d->stage);
-        if (d->rep_len)
-            memcpy(s->reply, d->stage, d->rep_len);
+        if (rep)
+            memcpy(s->reply, d->stage, rep); /* copy out */
     } else {
-        /* DMA out straight into the raw reply buffer. */
-        produce(d, s->reply, d->stage);
+        /* DMA out: the echo goes straight from the request to the reply. */
+        produce(d, s->reply, s->request);
     }
-    s->status = (int64_t)d->rep_len;
+    s->status = (int64_t)rep;
 }
 
 static void *engine(void *arg)
@@ -492,11 +499,13 @@ static int echo_configure(void *dev, uint64_t request_len, uint64_t reply_len, u
         return FAIL(d, XB_E_UNSUPPORTED, "echo: the device cannot carry empty requests");
 
     /* Device memory: sized here, to this shape, not at open() for max
-     * (1 GiB by default); malloc'd pages cost nothing until touched. */
+     * (1 GiB by default); pages cost nothing until touched. Page aligned,
+     * like device memory: a small malloc'd block would share cache lines
+     * with the host's own heap data, and every job would pay for that. */
     size_t need = request_len > reply_len ? request_len : reply_len;
-    if (need > d->stage_len) {
-        uint8_t *s = malloc(need);
-        if (!s)
+    if (need > d->stage_len || !d->stage) {
+        void *s = NULL;
+        if (posix_memalign(&s, BUF_ALIGN, need ? need : 1) != 0)
             return FAIL(d, XB_E_NOMEM, "echo: cannot allocate %zu bytes of staging", need);
         free(d->stage);
         d->stage = s;
