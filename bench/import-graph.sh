@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# import-graph.sh - the module import graph of src/ and its circles.
+#
+# Every `crate::a::b` path in a module (use lines and inline paths alike) is
+# an edge from that module to the deepest module the path names. Prints the
+# edges (module -> modules it imports), then every circle (a strongly
+# connected component of more than one module), then which modules import
+# the CLI layer and which name clap. Exit 0 always: this prints, CI judges.
+#
+#   bench/import-graph.sh            # the whole report
+#   bench/import-graph.sh --circles  # circles only
+set -euo pipefail
+ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+exec python3 - "$ROOT/src" "${1:-}" <<'PY'
+import os, re, sys
+src, mode = sys.argv[1], sys.argv[2]
+mods = {}
+for dirpath, _, files in os.walk(src):
+    for f in files:
+        if not f.endswith(".rs"):
+            continue
+        rel = os.path.relpath(os.path.join(dirpath, f), src)[:-3].split(os.sep)
+        if rel[-1] in ("mod", "lib", "main"):
+            rel = rel[:-1]
+        mods["::".join(rel) or "crate"] = os.path.join(dirpath, f)
+names = set(mods)
+
+def resolve(path, here):
+    parts = path.split("::")
+    for i in range(len(parts), 0, -1):
+        cand = "::".join(parts[:i])
+        if cand in names:
+            return cand
+    return None
+
+def parent(m):
+    return m.rsplit("::", 1)[0] if "::" in m else "crate"
+
+edges = {m: set() for m in names}
+path_re = re.compile(r"\bcrate((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+group_re = re.compile(r"\bcrate::((?:[A-Za-z_][A-Za-z0-9_]*::)*)\{([^}]*)\}", re.S)
+super_re = re.compile(r"\bsuper((?:::[A-Za-z_][A-Za-z0-9_]*)+)")
+super_group_re = re.compile(r"\bsuper::((?:[A-Za-z_][A-Za-z0-9_]*::)*)\{([^}]*)\}", re.S)
+for m, f in mods.items():
+    text = open(f, encoding="utf-8").read()
+    # Drop comments so doc text naming crate::x is not an import.
+    text = re.sub(r"//[^\n]*", "", text)
+    targets = set()
+    for g in group_re.finditer(text):
+        base = g.group(1).rstrip(":")
+        for item in g.group(2).split(","):
+            item = item.strip().split(" as ")[0].strip()
+            if not item:
+                continue
+            p = (base + "::" + item) if base else item
+            targets.add(resolve(p.replace("::self", ""), m))
+    for p in path_re.finditer(text):
+        targets.add(resolve(p.group(1)[2:], m))
+    # `super` is the parent module, for a mod.rs file and a leaf file alike.
+    base = parent(m)
+    def under(rest):
+        return rest if base == "crate" else (base + "::" + rest if rest else base)
+    for g in super_group_re.finditer(text):
+        pre = g.group(1).rstrip(":")
+        for item in g.group(2).split(","):
+            item = item.strip().split(" as ")[0].strip()
+            if item:
+                p = (pre + "::" + item) if pre else item
+                targets.add(resolve(under(p.replace("::self", "").replace("self", "")), m))
+    for p in super_re.finditer(text):
+        targets.add(resolve(under(p.group(1)[2:]), m))
+    edges[m] = {t for t in targets if t and t != m and t != "crate"}
+
+# Tarjan's strongly connected components.
+index, low, stack, on, sccs = {}, {}, [], set(), []
+counter = [0]
+def visit(v):
+    index[v] = low[v] = counter[0]; counter[0] += 1
+    stack.append(v); on.add(v)
+    for w in sorted(edges[v]):
+        if w not in index:
+            visit(w); low[v] = min(low[v], low[w])
+        elif w in on:
+            low[v] = min(low[v], index[w])
+    if low[v] == index[v]:
+        comp = []
+        while True:
+            w = stack.pop(); on.discard(w); comp.append(w)
+            if w == v:
+                break
+        if len(comp) > 1:
+            sccs.append(sorted(comp))
+sys.setrecursionlimit(10000)
+for v in sorted(names):
+    if v not in index:
+        visit(v)
+
+if mode != "--circles":
+    print("== imports (module -> modules it uses)")
+    for m in sorted(names):
+        if edges[m]:
+            print(f"{m} -> {', '.join(sorted(edges[m]))}")
+print(f"== circles: {len(sccs)}")
+for c in sccs:
+    inner = [f"{a} -> {b}" for a in c for b in sorted(edges[a]) if b in c]
+    print(f"- {' , '.join(c)}")
+    for e in inner:
+        print(f"    {e}")
+if mode != "--circles":
+    cli = sorted(m for m in names if any(t == "cli" or t.startswith("cli::") for t in edges[m]))
+    print("== modules importing the CLI layer: " + (", ".join(cli) or "none"))
+    clap = sorted(m for m, f in mods.items() if re.search(r"\bclap\b", re.sub(r"//[^\n]*", "", open(f).read())))
+    print("== modules naming clap: " + (", ".join(clap) or "none"))
+PY
