@@ -133,11 +133,11 @@ pub enum Format {
 /// Options every measuring experiment shares.
 #[derive(Args, Debug, Clone, Serialize)]
 pub struct CommonArgs {
-    /// Transports to measure, with options: thread, shm, pipe, unix, unix-dgram, tcp, udp, cuda (see `xferbench list`); e.g. `-t thread:completion=block -t tcp:nodelay=0`.
+    /// Transports to measure, with options: thread, shm, pipe, unix, unix-dgram, tcp, udp, cuda, plugin:path=FILE.so (see `xferbench list`); e.g. `-t thread:completion=block -t tcp:nodelay=0`.
     #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
     #[serde(rename = "transports", serialize_with = "ser_specs")]
     pub transports: Vec<SpecList>,
-    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell); cuda adds mmio (device polls mapped host memory) and graph (one CUDA graph launch). Default: user for roundtrip; for curve, raw where the transport has it.
+    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell); cuda adds mmio (device polls mapped host memory) and graph (one CUDA graph launch); a plugin has those it declares. Default: user for roundtrip and load (a transport without it: its first mode); for curve, raw where the transport has it.
     #[arg(long, value_delimiter = ',')]
     pub buffers: Vec<BufferMode>,
     /// Completion modes, comma-separated: poll (spin) or block (sleep). Default: each transport's own.
@@ -604,6 +604,7 @@ pub struct PluginCheckArgs {
     /// The plugin's shared library.
     pub path: PathBuf,
     /// Options for the plugin's open, as key=value (e.g. depth=4 h2c=/dev/xdma0_h2c_0).
+    #[arg(value_name = "KEY=VALUE")]
     pub options: Vec<String>,
     /// A job that has not completed after this long fails the check.
     #[arg(long, value_parser = duration, default_value = "2s")]

@@ -209,9 +209,20 @@ fn render(args: &ListArgs, entries: Vec<Entry>) -> Result<()> {
                         c.responder.to_string(),
                         names(c.buffers.iter().map(|b| b.name()), ","),
                         comp.join(","),
-                        match c.max_inline {
-                            Some(i) => format!("{} (inline {})", human(c.max_message), human(i)),
-                            None => human(c.max_message),
+                        match (c.max_inline, c.max_reply) {
+                            (Some(i), None) => {
+                                format!("{} (inline {})", human(c.max_message), human(i))
+                            }
+                            (Some(i), Some(r)) => format!(
+                                "{} (inline {}, reply {})",
+                                human(c.max_message),
+                                human(i),
+                                human(r)
+                            ),
+                            (None, Some(r)) => {
+                                format!("{} (reply {})", human(c.max_message), human(r))
+                            }
+                            (None, None) => human(c.max_message),
                         },
                         names(c.options.iter().map(|(k, _)| *k), ","),
                         e.status.clone(),

@@ -478,7 +478,7 @@ fn mode_checks(
     if counters.is_none() {
         *counters = Some(dev.counters());
     }
-    if !dev.shutdown(ck.timeout) {
+    if !dev.shutdown(ck.timeout, true) {
         ck.record(format!("{label} close"), Err(plugin::hung_close(&t.lib.name, ck.timeout)));
     }
 }
@@ -645,7 +645,7 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
             device_offset: 0,
         };
         dev.submit(&job).map_err(|e| e.to_string())?;
-        if !dev.shutdown(ck_timeout) {
+        if !dev.shutdown(ck_timeout, false) {
             return Err(plugin::hung_close(&t.lib.name, ck_timeout));
         }
         Ok("closed cleanly".into())

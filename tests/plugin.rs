@@ -499,3 +499,53 @@ fn bad_plugins_and_faults_get_one_line() {
         );
     }
 }
+
+/// A plugin written from the header alone, unlike the examples: raw buffers
+/// only, block completion only (its own wait), requests up to 64 KiB but
+/// replies up to 16 KiB, a queue of 3, jobs completed out of order.
+#[test]
+fn a_plugin_written_from_the_header_alone_runs_every_experiment() {
+    let _t = turn();
+    let lib = build("blind", "tests/fixtures/plugins/blind.c", &[]);
+    let s = spec(&lib, ",lanes=2");
+    let o = xb(&["plugin", "check", lib.to_str().unwrap(), "lanes=2"]);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
+    // Its modes are found without being named: raw, block.
+    let d = json(&xb(&[
+        "roundtrip", "-t", &s, "--in", "64,64k", "--out", "64,16k", "--samples", "100",
+        "--format", "json", "-q",
+    ]));
+    assert_eq!(points(&d).len(), 4);
+    assert!(points(&d).iter().all(|p| p["buffers"] == "raw" && p["completion"] == "block"));
+    assert_eq!(d["devices"][0]["plugin"], "blind", "{}", d["devices"]);
+    // A reply over its limit is refused up front, naming the limit.
+    let o = xb(&["roundtrip", "-t", &s, "--in", "64", "--out", "32k"]);
+    one_line(&o, 2, "replies of at most 16384 bytes");
+    // A bad option gets the plugin's own reason, not the poll refusal.
+    let o = xb(&["roundtrip", "-t", &spec(&lib, ",lanes=9")]);
+    one_line(&o, 2, "lanes=9");
+    // Curves over the default sizes: what the device cannot carry is skipped.
+    for mode in ["pingpong", "stream", "bidir"] {
+        let d = json(&xb(&[
+            "curve", "-t", &s, "--mode", mode, "--window", "8", "--samples", "20",
+            "--format", "json", "-q",
+        ]));
+        assert_eq!(d["complete"], true, "{mode}");
+        assert!(!points(&d).is_empty(), "{mode}");
+        let limit = if mode == "stream" { 65536.0 } else { 16384.0 };
+        assert!(points(&d).iter().all(|p| num(p, "size_bytes") <= limit), "{mode}");
+        assert!(!d["skipped"].as_array().unwrap().is_empty(), "{mode}: nothing skipped");
+    }
+    for dir in ["read", "write"] {
+        let d = json(&xb(&[
+            "load", "-t", &s, "--sizes", "512,4k", "--direction", dir, "--load", "idle",
+            "--cell-time", "100ms", "--format", "json", "-q",
+        ]));
+        assert_eq!(d["complete"], true, "{dir}");
+    }
+    let d = json(&xb(&[
+        "stream", "--filename", &format!("xfer:{s}"), "--rw", "write", "--bs", "16k", "--size",
+        "1m", "--iodepth", "4", "--format", "json", "-q",
+    ]));
+    assert_eq!(num(&d["jobs"][0]["write"], "io_bytes"), (1 << 20) as f64);
+}

@@ -45,11 +45,24 @@
  *   the life of the process, but frees everything it gave the device.
  * - Strings and option arrays passed in are owned by xferbench and valid only
  *   during the call: copy what you keep.
- * - Buffers from alloc() belong to the plugin until free(); xferbench frees
- *   every buffer it allocated before close().
- * - Buffers passed to submit() (user or raw) must stay untouched by the host
+ * - Buffers from alloc() belong to the plugin until free(). xferbench frees
+ *   its buffers before close() when no job is in flight; when a run stops
+ *   with jobs in flight (a timeout, a failed job), it calls close() without
+ *   freeing them, so a device still writing one never writes freed memory:
+ *   close() stops the device first, then releases every buffer still out.
+ * - Buffers passed to submit() (user or raw) stay untouched by the host
  *   until their job completes; the plugin must not touch them after it has
- *   reported the completion.
+ *   reported the completion. Jobs always start at the beginning of a buffer,
+ *   and several jobs in flight may name the SAME request and reply buffers
+ *   (a window of messages sent from one buffer): do not assume they differ.
+ * - A job's request_len and reply_len are those of the last configure():
+ *   xferbench submits only the configured shape.
+ * - "In flight" means submitted and not yet returned by poll() or wait(): a
+ *   completion the device has posted but the host has not collected still
+ *   counts toward max_inflight.
+ * - The message buffer is written only during a call that returns a negative
+ *   status, or during the poll()/wait() call that returns a failed completion
+ *   (on the host's thread), never from a plugin's own thread.
  * - The host owns the clock: it timestamps submit and completion itself. A
  *   plugin may add hardware timestamps (xb_completion.hw_ns) as an extra.
  *
@@ -220,16 +233,21 @@ typedef struct xb_plugin {
 
     /* Required. Opens one device with the spec's options. On failure return a
      * negative status and write the reason into params->msg; *dev is then
-     * ignored. The device handle is opaque to the host. */
+     * ignored. The device handle is opaque to the host. Check the options
+     * first: a bad option is XB_E_INVAL whatever the completion mode, and
+     * XB_E_UNSUPPORTED means "not in this completion mode" (the host then
+     * tries the other one). */
     int (*open)(const xb_open_params *params, void **dev);
 
-    /* Required. Stops the device's threads, releases what open() took. No
-     * call on dev follows. Jobs may still be in flight (a run interrupted by
-     * a timeout): cancel them. */
+    /* Required. Stops the device's threads, releases what open() took and
+     * every buffer alloc() gave out that was not freed. No call on dev
+     * follows. Jobs may still be in flight (a run interrupted by a timeout):
+     * stop the device, then cancel them. */
     void (*close)(void *dev);
 
-    /* Required. Fills *caps (see xb_caps). Called after open; the answer may
-     * depend on the options (e.g. depth=). */
+    /* Required. Fills *caps (see xb_caps), leaving caps->struct_size as the
+     * host set it. Called after open; the answer may depend on the options
+     * (e.g. depth=). */
     int (*caps)(void *dev, xb_caps *caps);
 
     /* Optional (required for XB_BUF_RAW or XB_BUF_MMIO). Allocates len bytes
@@ -246,8 +264,10 @@ typedef struct xb_plugin {
      * reply_len bytes (the Vollo "no-compute program"). Called with no job in
      * flight, outside the timed loop. Return XB_E_UNSUPPORTED with a message
      * for a shape the device cannot produce (see XB_CAP_REPLY_LONGER,
-     * XB_CAP_DELAY). reply_len may be 0 when the host needs only the
-     * completion (a stream of requests). */
+     * XB_CAP_DELAY; a zero-length request without XB_CAP_EMPTY is
+     * XB_E_UNSUPPORTED too). reply_len may be 0 when the host needs only the
+     * completion (a stream of requests). The host never calls configure with
+     * jobs in flight (XB_E_INVAL if one did). */
     int (*configure)(void *dev, uint64_t request_len, uint64_t reply_len,
                      uint64_t delay_ns);
 
@@ -263,8 +283,8 @@ typedef struct xb_plugin {
     int (*poll)(void *dev, xb_completion *out, uint32_t max, uint32_t *n);
 
     /* Optional. Like poll, but sleeps until at least one completion arrives
-     * or timeout_ns passes (then XB_OK with *n = 0). With no job in flight it
-     * returns at once (XB_OK, *n = 0). For XB_COMPLETE_BLOCK devices that
+     * or timeout_ns passes (then XB_OK with *n = 0). With no job in flight,
+     * or timeout_ns 0, it returns at once (XB_OK, *n = 0 if none is ready). For XB_COMPLETE_BLOCK devices that
      * wait in their own way (a blocking ioctl, an eventfd read). */
     int (*wait)(void *dev, xb_completion *out, uint32_t max, uint32_t *n,
                 uint64_t timeout_ns);

@@ -269,7 +269,8 @@ pub fn run(
                 Some(rates) => open_loop(&ctx, links[0].as_mut(), rates, &mut run),
                 None => closed_loop(&ctx, &mut links, &mut run),
             };
-            for l in links {
+            for mut l in links {
+                super::record_counters(&mut run, c, l.as_mut());
                 let _ = l.close();
             }
             outcome?;

@@ -93,6 +93,7 @@ impl Transport for Cuda {
             ],
             empty_messages: true,
             flow_control: true,
+            max_reply: None,
         }
     }
 

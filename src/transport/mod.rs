@@ -101,6 +101,10 @@ pub struct Capabilities {
     pub empty_messages: bool,
     /// A fast sender cannot overrun the receiver (false: UDP drops datagrams).
     pub flow_control: bool,
+    /// Largest reply, where it is less than `max_message` (a device plugin
+    /// declares its request and reply limits apart).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_reply: Option<u64>,
 }
 
 /// What a UDP socket asks for as SO_SNDBUF and SO_RCVBUF: enough for a
@@ -116,7 +120,11 @@ pub fn cannot_carry(
     shape: &ReplyShape,
 ) -> Option<String> {
     if len == 0 && !caps.empty_messages {
-        return Some("a byte stream cannot carry an empty message".into());
+        return Some(if caps.responder == "device" {
+            "the device carries no empty requests (no XB_CAP_EMPTY)".into()
+        } else {
+            "a byte stream cannot carry an empty message".into()
+        });
     }
     if buffers.limited() && caps.max_inline.is_some_and(|m| len > m) {
         return Some(format!(
@@ -129,11 +137,21 @@ pub fn cannot_carry(
     } else {
         (shape.chunk as u64).min(len)
     };
+    if let Some(m) = caps.max_reply {
+        let reply = match shape.pattern {
+            Pattern::Stream => 0, // one short acknowledgement
+            _ => shape.reply_len as u64,
+        };
+        if reply > m {
+            return Some(format!("a reply of {reply} bytes is over the {m}-byte reply limit"));
+        }
+    }
     if packet > caps.max_message {
         return Some(format!(
             "over the {}-byte message limit{}",
             caps.max_message,
-            if shape.chunk == 0 {
+            // A device takes whole messages; other transports can packetize.
+            if shape.chunk == 0 && caps.responder != "device" {
                 " (--chunk cuts messages into packets that fit)"
             } else {
                 ""
@@ -611,10 +629,21 @@ pub fn check(t: &dyn Transport, cfg: &LinkConfig) -> Result<()> {
             have.join(", ")
         )));
     }
-    let largest = cfg.max_request.max(cfg.max_reply) as u64;
     let limit = match caps.max_inline {
         Some(inl) if cfg.buffers.limited() => inl.min(caps.max_message),
         _ => caps.max_message,
+    };
+    if let Some(m) = caps.max_reply
+        && cfg.max_reply as u64 > m
+    {
+        return Err(Error::usage(format!(
+            "{name} sends replies of at most {m} bytes; {} was asked for",
+            cfg.max_reply
+        )));
+    }
+    let largest = match caps.max_reply {
+        Some(_) => cfg.max_request as u64,
+        None => cfg.max_request.max(cfg.max_reply) as u64,
     };
     if largest > limit {
         return Err(Error::usage(format!(

@@ -32,6 +32,7 @@ impl Transport for Mpi {
             options: &[],
             empty_messages: true,
             flow_control: true,
+            max_reply: None,
         }
     }
 

@@ -28,6 +28,7 @@ impl Transport for Pipe {
             options: &[],
             empty_messages: false,
             flow_control: true,
+            max_reply: None,
         }
     }
 

@@ -222,6 +222,7 @@ impl Transport for Remote {
             options: &[],
             empty_messages: false,
             flow_control: !self.udp,
+            max_reply: None,
         }
     }
 

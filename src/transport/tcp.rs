@@ -32,6 +32,7 @@ impl Transport for Tcp {
             options: &[("nodelay", "TCP_NODELAY on both ends: 1 (default) or 0")],
             empty_messages: false,
             flow_control: true,
+            max_reply: None,
         }
     }
 

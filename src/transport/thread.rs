@@ -34,6 +34,7 @@ impl Transport for Thread {
             options: &[],
             empty_messages: true,
             flow_control: true,
+            max_reply: None,
         }
     }
 

@@ -37,6 +37,7 @@ impl Transport for Udp {
             options: &[],
             empty_messages: true,
             flow_control: false,
+            max_reply: None,
         }
     }
 

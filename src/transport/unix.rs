@@ -28,6 +28,7 @@ impl Transport for Unix {
             options: &[],
             empty_messages: false,
             flow_control: true,
+            max_reply: None,
         }
     }
 

@@ -41,6 +41,7 @@ impl Transport for UnixDgram {
             options: &[],
             empty_messages: true,
             flow_control: true,
+            max_reply: None,
         }
     }
 

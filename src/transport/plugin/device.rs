@@ -521,7 +521,10 @@ impl Device {
     /// if the plugin's close never returns (a stuck worker join): then the
     /// device is abandoned, and `false` tells the caller to leak whatever
     /// the plugin might still touch.
-    pub fn shutdown(&mut self, timeout: std::time::Duration) -> bool {
+    ///
+    /// With `free_buffers` false (jobs may still be in flight) the buffers
+    /// are left to close, which stops the device before releasing them.
+    pub fn shutdown(&mut self, timeout: std::time::Duration, free_buffers: bool) -> bool {
         if self.closed {
             return true;
         }
@@ -529,6 +532,7 @@ impl Device {
         let lib = self.lib;
         let handle = SendPtr(self.handle);
         let allocs: Vec<SendPtr> = self.allocs.drain(..).map(SendPtr).collect();
+        let allocs = if free_buffers { allocs } else { Vec::new() };
         let work = move || {
             let handle = handle;
             if let Some(free) = lib.free() {
@@ -570,7 +574,7 @@ pub fn hung_close(name: &str, timeout: std::time::Duration) -> String {
 impl Drop for Device {
     fn drop(&mut self) {
         let t = self.close_timeout;
-        if !self.shutdown(t) {
+        if !self.shutdown(t, true) {
             eprintln!("xferbench: warning: {}", hung_close(&self.lib.name, t));
         }
     }

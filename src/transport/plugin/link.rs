@@ -81,6 +81,8 @@ pub struct PluginLink {
     comps: Vec<XbCompletion>,
     /// Set when a job was lost (timeout): the device is out of step.
     broken: Option<String>,
+    /// The device's request and reply limits (its caps).
+    max: (u64, u64),
 }
 
 impl PluginLink {
@@ -147,6 +149,7 @@ impl PluginLink {
             next_tag: 0,
             comps: vec![XbCompletion::default(); depth.min(256) as usize],
             broken: None,
+            max: (caps.max_request, caps.max_reply),
         })
     }
 
@@ -334,7 +337,8 @@ impl PluginLink {
     /// still write are leaked rather than freed under it.
     fn shutdown(&mut self) -> Result<()> {
         let t = self.timeout.max(Duration::from_secs(1));
-        if self.dev.shutdown(t) {
+        let idle = self.free.len() == self.depth as usize;
+        if self.dev.shutdown(t, idle) {
             return Ok(());
         }
         for m in [&mut self.req, &mut self.rep] {
@@ -379,9 +383,21 @@ impl Link for PluginLink {
                 "plugin {name}: a device takes whole messages as jobs; drop --chunk"
             )));
         }
-        if shape.request_len > self.req.len() || shape.reply_len > self.rep.len() {
+        if shape.request_len as u64 > self.max.0 {
             return Err(Error::usage(format!(
-                "plugin {name}: a request of {} and a reply of {} bytes are over what this device takes ({} and {} bytes); use smaller sizes",
+                "plugin {name} takes requests of at most {} bytes; {} was asked for",
+                self.max.0, shape.request_len
+            )));
+        }
+        if shape.reply_len as u64 > self.max.1 && shape.pattern != Pattern::Stream {
+            return Err(Error::usage(format!(
+                "plugin {name} sends replies of at most {} bytes; {} was asked for",
+                self.max.1, shape.reply_len
+            )));
+        }
+        if shape.request_len > self.req.len() || shape.reply_len > self.rep.len() {
+            return Err(Error::run(format!(
+                "plugin {name}: a request of {} and a reply of {} bytes are over the buffers this link was opened with ({} and {} bytes)",
                 shape.request_len,
                 shape.reply_len,
                 self.req.len(),

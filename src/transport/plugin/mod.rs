@@ -56,6 +56,7 @@ impl Transport for Generic {
             options: OPTIONS,
             empty_messages: false,
             flow_control: true,
+            max_reply: None,
         }
     }
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
@@ -252,11 +253,20 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
             return Ok(t);
         }
     }
-    // Ask the device: poll first, block if the plugin opens only that way
-    // (if neither opens, the poll open's reason is the one to show).
-    let mut dev = match Device::open(lib, &options, ffi::COMPLETE_POLL, None) {
+    // Ask the device, in the completion mode the spec names (poll if none),
+    // and in the other if the plugin says it does not open that way
+    // (XB_E_UNSUPPORTED); then the second open's reason is the one to show.
+    let first = match spec.get("completion") {
+        Some("block") => ffi::COMPLETE_BLOCK,
+        _ => ffi::COMPLETE_POLL,
+    };
+    let other = first ^ (ffi::COMPLETE_POLL | ffi::COMPLETE_BLOCK);
+    let mut dev = match Device::open(lib, &options, first, None) {
         Ok(d) => d,
-        Err(e) => Device::open(lib, &options, ffi::COMPLETE_BLOCK, None).map_err(|_| e)?,
+        Err(e) if e.to_string().contains("(XB_E_UNSUPPORTED)") => {
+            Device::open(lib, &options, other, None)?
+        }
+        Err(e) => return Err(e),
     };
     let caps = dev.caps()?;
     drop(dev);
@@ -289,13 +299,14 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
         default_completion: completions[0],
         buffers: Box::leak(buffers.into_boxed_slice()),
         completions: Box::leak(completions.into_boxed_slice()),
-        // The per-direction limits are checked exactly in check_link.
-        max_message: caps.max_request.max(caps.max_reply),
+        // Requests are the messages; replies have their own limit.
+        max_message: caps.max_request,
         max_inline: (caps.buffer_modes & ffi::BUF_MMIO != 0).then_some(caps.max_mmio),
         responder: "device",
         options: OPTIONS,
         empty_messages: caps.flags & ffi::CAP_EMPTY != 0,
         flow_control: true,
+        max_reply: Some(caps.max_reply),
     };
     let t: &'static PluginTransport = Box::leak(Box::new(PluginTransport {
         lib,
