@@ -461,6 +461,24 @@ fn mode_checks(
             return;
         }
     }
+    if block && dev.lib.wait().is_some() {
+        ck.arm(&format!("{label} wait(0)"));
+        let t0 = Instant::now();
+        let mut buf = [ffi::XbCompletion::default(); 4];
+        let r = match dev.wait(&mut buf, 0) {
+            Ok(0) if t0.elapsed() < Duration::from_millis(100) => {
+                Ok(format!("returned at once ({:.0} µs)", t0.elapsed().as_secs_f64() * 1e6))
+            }
+            Ok(0) => Err(format!(
+                "took {:.0} ms with nothing in flight and timeout 0; it must return at once",
+                t0.elapsed().as_secs_f64() * 1e3
+            )),
+            Ok(n) => Err(format!("returned {n} completions with no job in flight")),
+            Err(e) => Err(e.to_string()),
+        };
+        ck.disarm();
+        ck.record(format!("{label} wait(0) with nothing in flight"), r);
+    }
     ck.arm(&format!("{label} queue depth"));
     let r = depth_check(&mut dev, &caps, kind, block, req, rep, ck.timeout);
     ck.disarm();
