@@ -147,6 +147,24 @@ fn buffer(dev: &mut Device, kind: u32, len: usize, align: u32) -> Result<*mut u8
 
 const CANARY: u8 = 0xA5;
 
+/// A job of `mode` tagged `tag`, `rq` bytes from `req`, `rp` into `rep`.
+fn job(
+    (mode, tag): (u32, u64),
+    (req, rq): (*mut u8, u64),
+    (rep, rp): (*mut u8, u64),
+) -> ffi::XbJob {
+    ffi::XbJob {
+        struct_size: std::mem::size_of::<ffi::XbJob>() as u32,
+        mode,
+        tag,
+        request: req.cast_const().cast(),
+        request_len: rq,
+        reply: rep.cast(),
+        reply_len: rp,
+        device_offset: 0,
+    }
+}
+
 /// Runs `jobs` round trips of one shape, one at a time, checking tags,
 /// lengths, contents (if the device echoes) and the bytes past the reply.
 #[allow(clippy::too_many_arguments)]
@@ -178,16 +196,7 @@ fn shape_check(
         }
         rps.fill(CANARY);
         let tag = 0x5eed_0000 + j;
-        let job = ffi::XbJob {
-            struct_size: std::mem::size_of::<ffi::XbJob>() as u32,
-            mode: kind,
-            tag,
-            request: req.cast_const().cast(),
-            request_len: rq as u64,
-            reply: rep.cast(),
-            reply_len: rp as u64,
-            device_offset: 0,
-        };
+        let job = job((kind, tag), (req, rq as u64), (rep, rp as u64));
         match dev.submit(&job) {
             Ok(true) => {}
             Ok(false) => {
@@ -265,16 +274,7 @@ fn depth_check(
     dev.configure(1, 1, 0).map_err(|e| e.to_string())?;
     let mut accepted = 0u64;
     for t in 0..depth {
-        let job = ffi::XbJob {
-            struct_size: std::mem::size_of::<ffi::XbJob>() as u32,
-            mode: kind,
-            tag: 1_000 + t,
-            request: req.cast_const().cast(),
-            request_len: 1,
-            reply: rep.cast(),
-            reply_len: 1,
-            device_offset: 0,
-        };
+        let job = job((kind, 1_000 + t), (req, 1), (rep, 1));
         match dev.submit(&job) {
             Ok(true) => accepted += 1,
             // A device may fill before its depth when it completes nothing
@@ -291,16 +291,7 @@ fn depth_check(
     }
     let mut extra = String::new();
     if caps.max_inflight as u64 == depth {
-        let job = ffi::XbJob {
-            struct_size: std::mem::size_of::<ffi::XbJob>() as u32,
-            mode: kind,
-            tag: 1_000 + depth,
-            request: req.cast_const().cast(),
-            request_len: 1,
-            reply: rep.cast(),
-            reply_len: 1,
-            device_offset: 0,
-        };
+        let job = job((kind, 1_000 + depth), (req, 1), (rep, 1));
         match dev.submit(&job) {
             Ok(false) => extra = ", XB_BUSY one past it".into(),
             Ok(true) => {
@@ -466,9 +457,10 @@ fn mode_checks(
         let t0 = Instant::now();
         let mut buf = [ffi::XbCompletion::default(); 4];
         let r = match dev.wait(&mut buf, 0) {
-            Ok(0) if t0.elapsed() < Duration::from_millis(100) => {
-                Ok(format!("returned at once ({:.0} µs)", t0.elapsed().as_secs_f64() * 1e6))
-            }
+            Ok(0) if t0.elapsed() < Duration::from_millis(100) => Ok(format!(
+                "returned at once ({:.0} µs)",
+                t0.elapsed().as_secs_f64() * 1e6
+            )),
             Ok(0) => Err(format!(
                 "took {:.0} ms with nothing in flight and timeout 0; it must return at once",
                 t0.elapsed().as_secs_f64() * 1e3
@@ -497,7 +489,10 @@ fn mode_checks(
         *counters = Some(dev.counters());
     }
     if !dev.shutdown(ck.timeout, true) {
-        ck.record(format!("{label} close"), Err(plugin::hung_close(&t.lib.name, ck.timeout)));
+        ck.record(
+            format!("{label} close"),
+            Err(plugin::hung_close(&t.lib.name, ck.timeout)),
+        );
     }
 }
 
@@ -515,16 +510,7 @@ fn delay_check(
         .map_err(|e| e.to_string())?;
     let mut shortest = Duration::MAX;
     for j in 0..3 {
-        let job = ffi::XbJob {
-            struct_size: std::mem::size_of::<ffi::XbJob>() as u32,
-            mode: kind,
-            tag: 77 + j,
-            request: req.cast_const().cast(),
-            request_len: 1,
-            reply: rep.cast(),
-            reply_len: 1,
-            device_offset: 0,
-        };
+        let job = job((kind, 77 + j), (req, 1), (rep, 1));
         let t0 = Instant::now();
         if !dev.submit(&job).map_err(|e| e.to_string())? {
             return Err("submit returned XB_BUSY with no job in flight".into());
@@ -652,16 +638,7 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
         let rep = buffer(&mut dev, kind, n, t.caps.alignment).map_err(|e| e.to_string())?;
         dev.configure(n as u64, n as u64, 0)
             .map_err(|e| e.to_string())?;
-        let job = ffi::XbJob {
-            struct_size: std::mem::size_of::<ffi::XbJob>() as u32,
-            mode: kind,
-            tag: 9,
-            request: req.cast_const().cast(),
-            request_len: n as u64,
-            reply: rep.cast(),
-            reply_len: n as u64,
-            device_offset: 0,
-        };
+        let job = job((kind, 9), (req, n as u64), (rep, n as u64));
         dev.submit(&job).map_err(|e| e.to_string())?;
         if !dev.shutdown(ck_timeout, false) {
             return Err(plugin::hung_close(&t.lib.name, ck_timeout));

@@ -143,7 +143,9 @@ pub fn cannot_carry(
             _ => shape.reply_len as u64,
         };
         if reply > m {
-            return Some(format!("a reply of {reply} bytes is over the {m}-byte reply limit"));
+            return Some(format!(
+                "a reply of {reply} bytes is over the {m}-byte reply limit"
+            ));
         }
     }
     if packet > caps.max_message {
