@@ -499,7 +499,13 @@ fn list_shows_every_transport_and_whether_it_works() {
         .expect("a list");
     // The local transports, the GPU, then the ones whose other end runs
     // elsewhere or needs a library named (plugin).
-    let remote = ["cuda", "tcp://HOST:PORT", "udp://HOST:PORT", "mpi", "plugin"];
+    let remote = [
+        "cuda",
+        "tcp://HOST:PORT",
+        "udp://HOST:PORT",
+        "mpi",
+        "plugin",
+    ];
     assert_eq!(items.len(), TRANSPORTS.len() + remote.len());
     for it in items {
         let name = it["name"].as_str().expect("name");

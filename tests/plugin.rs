@@ -449,7 +449,10 @@ fn bad_plugins_and_faults_get_one_line() {
         let lib = build(name, src, &[define]);
         let o = xb(&["roundtrip", "-t", &spec(&lib, ""), "--samples", "10"]);
         let line = one_line(&o, 2, needle);
-        assert!(line.contains("rebuild") || line.contains("not an xferbench plugin"), "{line}");
+        assert!(
+            line.contains("rebuild") || line.contains("not an xferbench plugin"),
+            "{line}"
+        );
     }
     let f = faulty();
     // The device's own refusals: its message, exit 1 for a failed open, 2 for a bad option.
@@ -512,11 +515,25 @@ fn a_plugin_written_from_the_header_alone_runs_every_experiment() {
     assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stdout));
     // Its modes are found without being named: raw, block.
     let d = json(&xb(&[
-        "roundtrip", "-t", &s, "--in", "64,64k", "--out", "64,16k", "--samples", "100",
-        "--format", "json", "-q",
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64,64k",
+        "--out",
+        "64,16k",
+        "--samples",
+        "100",
+        "--format",
+        "json",
+        "-q",
     ]));
     assert_eq!(points(&d).len(), 4);
-    assert!(points(&d).iter().all(|p| p["buffers"] == "raw" && p["completion"] == "block"));
+    assert!(
+        points(&d)
+            .iter()
+            .all(|p| p["buffers"] == "raw" && p["completion"] == "block")
+    );
     assert_eq!(d["devices"][0]["plugin"], "blind", "{}", d["devices"]);
     // A reply over its limit is refused up front, naming the limit.
     let o = xb(&["roundtrip", "-t", &s, "--in", "64", "--out", "32k"]);
@@ -527,25 +544,65 @@ fn a_plugin_written_from_the_header_alone_runs_every_experiment() {
     // Curves over the default sizes: what the device cannot carry is skipped.
     for mode in ["pingpong", "stream", "bidir"] {
         let d = json(&xb(&[
-            "curve", "-t", &s, "--mode", mode, "--window", "8", "--samples", "20",
-            "--format", "json", "-q",
+            "curve",
+            "-t",
+            &s,
+            "--mode",
+            mode,
+            "--window",
+            "8",
+            "--samples",
+            "20",
+            "--format",
+            "json",
+            "-q",
         ]));
         assert_eq!(d["complete"], true, "{mode}");
         assert!(!points(&d).is_empty(), "{mode}");
         let limit = if mode == "stream" { 65536.0 } else { 16384.0 };
-        assert!(points(&d).iter().all(|p| num(p, "size_bytes") <= limit), "{mode}");
-        assert!(!d["skipped"].as_array().unwrap().is_empty(), "{mode}: nothing skipped");
+        assert!(
+            points(&d).iter().all(|p| num(p, "size_bytes") <= limit),
+            "{mode}"
+        );
+        assert!(
+            !d["skipped"].as_array().unwrap().is_empty(),
+            "{mode}: nothing skipped"
+        );
     }
     for dir in ["read", "write"] {
         let d = json(&xb(&[
-            "load", "-t", &s, "--sizes", "512,4k", "--direction", dir, "--load", "idle",
-            "--cell-time", "100ms", "--format", "json", "-q",
+            "load",
+            "-t",
+            &s,
+            "--sizes",
+            "512,4k",
+            "--direction",
+            dir,
+            "--load",
+            "idle",
+            "--cell-time",
+            "100ms",
+            "--format",
+            "json",
+            "-q",
         ]));
         assert_eq!(d["complete"], true, "{dir}");
     }
     let d = json(&xb(&[
-        "stream", "--filename", &format!("xfer:{s}"), "--rw", "write", "--bs", "16k", "--size",
-        "1m", "--iodepth", "4", "--format", "json", "-q",
+        "stream",
+        "--filename",
+        &format!("xfer:{s}"),
+        "--rw",
+        "write",
+        "--bs",
+        "16k",
+        "--size",
+        "1m",
+        "--iodepth",
+        "4",
+        "--format",
+        "json",
+        "-q",
     ]));
     assert_eq!(num(&d["jobs"][0]["write"], "io_bytes"), (1 << 20) as f64);
 }
