@@ -181,6 +181,10 @@ impl Engine for LinkEngine {
     fn completion_detail(&self) -> String {
         self.detail.clone()
     }
+
+    fn device(&mut self) -> Option<serde_json::Value> {
+        self.link.as_mut()?.counters()
+    }
 }
 
 impl Drop for LinkEngine {

@@ -54,6 +54,11 @@ pub trait Engine {
     fn sync(&mut self) -> Result<()>;
     /// How completions are awaited, for the report.
     fn completion_detail(&self) -> String;
+    /// What the device behind the engine says of itself, if anything (a
+    /// plugin's name and counters), for the job's record.
+    fn device(&mut self) -> Option<serde_json::Value> {
+        None
+    }
 }
 
 /// Opens the engine `job` names on `target`, for `depth` I/Os in flight.

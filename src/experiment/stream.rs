@@ -152,6 +152,10 @@ pub struct JobResult {
     pub iomem: crate::job::IoMem,
     pub completion: Completion,
     pub completion_detail: String,
+    /// What the device at the far end said of itself (a plugin through the
+    /// transport engine: name, ABI, library, counters).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device: Option<serde_json::Value>,
     /// Start and end of the timed span, ns from the start of the run.
     pub start_ns: u64,
     pub end_ns: u64,
@@ -1069,6 +1073,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         iomem: mem.kind(),
         completion: job.completion(),
         completion_detail: eng.completion_detail(),
+        device: eng.device(),
         start_ns: measure_start.duration_since(ctx.t0).as_nanos() as u64,
         end_ns: end.duration_since(ctx.t0).as_nanos() as u64,
         ramp_ios,
