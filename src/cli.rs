@@ -4,8 +4,11 @@
 use crate::stats::Stat;
 use crate::transport::{BufferMode, CompletionMode, Spec};
 use crate::units::{self, Unit};
+use crate::words::Word;
+use clap::builder::PossibleValue;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use serde::{Serialize, Serializer};
+use std::ffi::OsString;
 use std::path::PathBuf;
 use std::time::Duration;
 
@@ -28,6 +31,69 @@ pub struct Cli {
     /// Default suite: folder for the report and JSON files.
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+}
+
+impl Cli {
+    /// Parses `argv` (the program name first) as the command line would be
+    /// parsed, for callers that build one (the suite, tests).
+    pub fn parse_argv<I, T>(argv: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Cli::try_parse_from(argv)
+    }
+}
+
+/// Teaches clap the words of the enums the experiments define (`words.rs`),
+/// each with its variant's doc comment as help, as `#[derive(ValueEnum)]`
+/// would have given.
+macro_rules! value_enum_by_word {
+    ($($t:ty),* $(,)?) => {$(
+        impl ValueEnum for $t {
+            fn value_variants<'a>() -> &'a [Self] {
+                <$t as Word>::VARIANTS
+            }
+
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                let value = PossibleValue::new(self.word());
+                Some(match value_help(self.doc()) {
+                    Some(help) => value.help(help),
+                    None => value,
+                })
+            }
+        }
+    )*};
+}
+
+value_enum_by_word!(
+    BufferMode,
+    CompletionMode,
+    crate::transport::Pattern,
+    Stat,
+    Unit,
+    crate::loadgen::LoadMode,
+    crate::flowgraph::sched::Scheduler,
+    crate::flowgraph::edge::Edges,
+);
+
+/// A doc comment as clap's derive turns it into a value's help: the first
+/// paragraph on one line, without its closing period; none when empty.
+fn value_help(doc: &str) -> Option<String> {
+    let lines: Vec<&str> = doc
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let mut help = lines.join(" ");
+    if help.ends_with('.') && !help.ends_with("..") {
+        help.pop();
+    }
+    Some(help)
 }
 
 #[derive(Subcommand, Debug)]
@@ -836,5 +902,29 @@ impl StreamArgs {
                 crate::error::Error::usage(format!("--bs {b}: {e}"))
             })?])
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_enums_give_clap_their_words_and_first_doc_paragraph() {
+        let names: Vec<_> = Stat::value_variants()
+            .iter()
+            .map(|s| s.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        assert_eq!(names[7..9], ["p999", "p9999"]);
+        assert!(Stat::Mean.to_possible_value().unwrap().get_help().is_none());
+        let memcopy = crate::loadgen::LoadMode::Memcopy
+            .to_possible_value()
+            .unwrap();
+        assert_eq!(
+            memcopy.get_help().unwrap().to_string(),
+            "Copies between buffers twice the last-level cache: maximal contention for caches and memory bandwidth"
+        );
+        assert_eq!(value_help(" One.\n\n Two.\n").as_deref(), Some("One"));
+        assert_eq!(value_help(" Etc..\n").as_deref(), Some("Etc.."));
     }
 }

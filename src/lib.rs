@@ -31,3 +31,4 @@ pub mod stats;
 pub mod transport;
 pub mod units;
 pub mod verify;
+pub mod words;

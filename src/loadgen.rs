@@ -4,6 +4,7 @@
 //! Each load counts its own operations, so a report can show it really ran.
 
 use crate::error::{Error, Result};
+use crate::words::{Word, word_enum};
 use serde::Serialize;
 use std::hint::black_box;
 use std::process::{Child, Command, Stdio};
@@ -12,31 +13,27 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum LoadMode {
-    /// Nothing runs.
-    Idle,
-    /// Threads that sleep in a loop (the CPU idles, as on WAIT).
-    Wait,
-    /// A chain of dependent integer adds: busy, cheap, no memory traffic.
-    Alu,
-    /// A chain of dependent integer divisions: the slowest common instruction.
-    Slow,
-    /// Copies between buffers twice the last-level cache: maximal contention
-    /// for caches and memory bandwidth.
-    Memcopy,
+word_enum! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum LoadMode {
+        /// Nothing runs.
+        Idle = "idle",
+        /// Threads that sleep in a loop (the CPU idles, as on WAIT).
+        Wait = "wait",
+        /// A chain of dependent integer adds: busy, cheap, no memory traffic.
+        Alu = "alu",
+        /// A chain of dependent integer divisions: the slowest common instruction.
+        Slow = "slow",
+        /// Copies between buffers twice the last-level cache: maximal contention
+        /// for caches and memory bandwidth.
+        Memcopy = "memcopy",
+    }
 }
 
 impl LoadMode {
     pub fn name(self) -> &'static str {
-        match self {
-            LoadMode::Idle => "idle",
-            LoadMode::Wait => "wait",
-            LoadMode::Alu => "alu",
-            LoadMode::Slow => "slow",
-            LoadMode::Memcopy => "memcopy",
-        }
+        self.word()
     }
 
     /// What one counted operation is.

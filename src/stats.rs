@@ -2,6 +2,7 @@
 //! moments, so mean, stddev, min and max are exact and only the quantiles carry
 //! the histogram's 3-significant-digit resolution (0.1 %).
 
+use crate::words::word_enum;
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 
@@ -135,20 +136,22 @@ pub struct Summary {
     pub max_ns: u64,
 }
 
-/// The statistics a table can show, by the names `--stats` takes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Stat {
-    Count,
-    Mean,
-    Stddev,
-    Min,
-    P50,
-    P90,
-    P99,
-    P999,
-    P9999,
-    Max,
+word_enum! {
+    /// The statistics a table can show, by the names `--stats` takes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Stat {
+        Count = "count",
+        Mean = "mean",
+        Stddev = "stddev",
+        Min = "min",
+        P50 = "p50",
+        P90 = "p90",
+        P99 = "p99",
+        P999 = "p999",
+        P9999 = "p9999",
+        Max = "max",
+    }
 }
 
 impl Stat {

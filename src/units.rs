@@ -2,20 +2,23 @@
 //! CPU lists. Sizes are binary (k = 1024), as in fio.
 
 use crate::error::{Error, Result};
+use crate::words::word_enum;
 use serde::Serialize;
 use std::time::Duration;
 
 /// The largest single message any experiment accepts; anything above is a typo.
 pub const MAX_SIZE: u64 = 1 << 30;
 
-/// How the numbers in `--in`/`--out` are counted.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Unit {
-    Bytes,
-    /// 2-byte values, as the Vollo tables count them.
-    Bf16,
-    F32,
+word_enum! {
+    /// How the numbers in `--in`/`--out` are counted.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Unit {
+        Bytes = "bytes",
+        /// 2-byte values, as the Vollo tables count them.
+        Bf16 = "bf16",
+        F32 = "f32",
+    }
 }
 
 impl Unit {

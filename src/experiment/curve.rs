@@ -552,12 +552,11 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn args(extra: &[&str]) -> CurveArgs {
         let mut v = vec!["xferbench", "curve"];
         v.extend_from_slice(extra);
-        match crate::cli::Cli::try_parse_from(v).expect("parses").command {
+        match crate::cli::Cli::parse_argv(v).expect("parses").command {
             Some(crate::cli::Command::Curve(a)) => *a,
             _ => unreachable!(),
         }

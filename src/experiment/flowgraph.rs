@@ -680,12 +680,11 @@ pub fn run(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use clap::Parser;
 
     fn args(extra: &[&str]) -> FlowgraphArgs {
         let mut v = vec!["xferbench", "flowgraph"];
         v.extend(extra);
-        match crate::cli::Cli::try_parse_from(v).unwrap().command {
+        match crate::cli::Cli::parse_argv(v).unwrap().command {
             Some(crate::cli::Command::Flowgraph(a)) => *a,
             _ => unreachable!(),
         }

@@ -13,7 +13,6 @@ use crate::report::figure::si;
 use crate::report::saved::SavedRun;
 use crate::report::table::markdown;
 use crate::transport;
-use clap::Parser;
 use serde_json::Value;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
@@ -132,8 +131,8 @@ fn run_part(
     progress: &dyn Progress,
 ) -> Result<(Value, Option<Error>)> {
     let argv = std::iter::once("xferbench".to_string()).chain(part.args.iter().cloned());
-    let cli = Cli::try_parse_from(argv)
-        .map_err(|e| Error::run(format!("suite part {}: {e}", part.name)))?;
+    let cli =
+        Cli::parse_argv(argv).map_err(|e| Error::run(format!("suite part {}: {e}", part.name)))?;
     let to_value =
         |v: serde_json::Result<Value>| v.map_err(|e| Error::run(format!("encoding JSON: {e}")));
     let (mut value, err) = match cli.command {

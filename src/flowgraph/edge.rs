@@ -3,28 +3,28 @@
 //! way to sleep until either changes. Blocks are generic over these, so a
 //! flowgraph of either kind runs the same block code with no dispatch.
 
+use crate::words::{Word, word_enum};
 use std::task::Waker;
 
-/// The kinds of edge a flowgraph can be built with.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Edges {
-    /// A fixed circular buffer per edge, mapped twice so both the data and
-    /// the free space are always one slice (`ring.rs`).
-    Circular,
-    /// Whole buffers handed from block to block round a closed circuit,
-    /// each block writing into the buffer it read last (`handoff.rs`).
-    Handoff,
+word_enum! {
+    /// The kinds of edge a flowgraph can be built with.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Edges {
+        /// A fixed circular buffer per edge, mapped twice so both the data and
+        /// the free space are always one slice (`ring.rs`).
+        Circular = "circular",
+        /// Whole buffers handed from block to block round a closed circuit,
+        /// each block writing into the buffer it read last (`handoff.rs`).
+        Handoff = "handoff",
+    }
 }
 
 impl Edges {
     pub const ALL: [Edges; 2] = [Edges::Circular, Edges::Handoff];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Edges::Circular => "circular",
-            Edges::Handoff => "handoff",
-        }
+        self.word()
     }
 }
 

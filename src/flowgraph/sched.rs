@@ -11,6 +11,7 @@
 
 use super::block::{Block, Step};
 use crate::error::{Error, Result};
+use crate::words::{Word, word_enum};
 use std::future::Future;
 use std::pin::Pin;
 use std::sync::atomic::{AtomicUsize, Ordering};
@@ -18,17 +19,19 @@ use std::sync::{Arc, Mutex};
 use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize, clap::ValueEnum)]
-#[serde(rename_all = "kebab-case")]
-pub enum Scheduler {
-    Seq,
-    Static,
-    ThreadPerBlock,
-    Tokio,
-    AsyncExecutor,
-    /// No runtime: N pinned threads pass N+1 buffers around a ring, each
-    /// running its static share of the kernels (the yardstick).
-    Ring,
+word_enum! {
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum Scheduler {
+        Seq = "seq",
+        Static = "static",
+        ThreadPerBlock = "thread-per-block",
+        Tokio = "tokio",
+        AsyncExecutor = "async-executor",
+        /// No runtime: N pinned threads pass N+1 buffers around a ring, each
+        /// running its static share of the kernels (the yardstick).
+        Ring = "ring",
+    }
 }
 
 impl Scheduler {
@@ -45,14 +48,7 @@ impl Scheduler {
     ];
 
     pub fn name(self) -> &'static str {
-        match self {
-            Scheduler::Seq => "seq",
-            Scheduler::Static => "static",
-            Scheduler::ThreadPerBlock => "thread-per-block",
-            Scheduler::Tokio => "tokio",
-            Scheduler::AsyncExecutor => "async-executor",
-            Scheduler::Ring => "ring",
-        }
+        self.word()
     }
 
     /// Whether blocks may sleep on their buffers (then buffers pay for

@@ -5,6 +5,7 @@
 //! sweeps or statistics.
 
 use crate::error::{Error, Result};
+use crate::words::{self, Word, word_enum};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
@@ -27,44 +28,42 @@ mod unix_dgram;
 pub use cuda::ordinal as cuda_ordinal;
 pub use peer::Fault;
 
-/// Where the caller's payload lives (the Vollo runtime's three buffer kinds).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum BufferMode {
-    /// The caller's own buffer, copied into the transport's memory per message.
-    User,
-    /// The caller fills transport-owned memory directly: zero copy.
-    Raw,
-    /// The payload is written straight into the doorbell cache lines (the MMIO
-    /// analogue): no separate buffer, no copy.
-    Inline,
-    /// An accelerator reads the request from, and writes the reply to, mapped
-    /// host memory itself: no DMA copy, no launch per request (cuda).
-    Mmio,
-    /// The copy–program–copy sequence is recorded once and replayed per
-    /// request (cuda: a CUDA graph).
-    Graph,
+word_enum! {
+    /// Where the caller's payload lives (the Vollo runtime's three buffer kinds).
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum BufferMode {
+        /// The caller's own buffer, copied into the transport's memory per message.
+        User = "user",
+        /// The caller fills transport-owned memory directly: zero copy.
+        Raw = "raw",
+        /// The payload is written straight into the doorbell cache lines (the MMIO
+        /// analogue): no separate buffer, no copy.
+        Inline = "inline",
+        /// An accelerator reads the request from, and writes the reply to, mapped
+        /// host memory itself: no DMA copy, no launch per request (cuda).
+        Mmio = "mmio",
+        /// The copy–program–copy sequence is recorded once and replayed per
+        /// request (cuda: a CUDA graph).
+        Graph = "graph",
+    }
 }
 
-/// How a waiter learns that its message arrived.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum CompletionMode {
-    /// Spin on a flag or a non-blocking call.
-    Poll,
-    /// Sleep until the kernel wakes us: futex, blocking syscalls.
-    Block,
+word_enum! {
+    /// How a waiter learns that its message arrived.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum CompletionMode {
+        /// Spin on a flag or a non-blocking call.
+        Poll = "poll",
+        /// Sleep until the kernel wakes us: futex, blocking syscalls.
+        Block = "block",
+    }
 }
 
 impl BufferMode {
     pub fn name(self) -> &'static str {
-        match self {
-            BufferMode::User => "user",
-            BufferMode::Raw => "raw",
-            BufferMode::Inline => "inline",
-            BufferMode::Mmio => "mmio",
-            BufferMode::Graph => "graph",
-        }
+        self.word()
     }
 
     /// Modes whose payload lives in a doorbell or mapped window with a
@@ -76,10 +75,7 @@ impl BufferMode {
 
 impl CompletionMode {
     pub fn name(self) -> &'static str {
-        match self {
-            CompletionMode::Poll => "poll",
-            CompletionMode::Block => "block",
-        }
+        self.word()
     }
 }
 
@@ -240,19 +236,14 @@ impl Spec {
     }
 
     /// A mode option (`buffers=raw`, `completion=block`), if given.
-    pub fn mode<T: clap::ValueEnum>(&self, key: &str) -> Result<Option<T>> {
+    pub fn mode<T: Word>(&self, key: &str) -> Result<Option<T>> {
         self.get(key)
             .map(|v| {
-                T::from_str(v, false).map_err(|_| {
-                    let valid: Vec<String> = T::value_variants()
-                        .iter()
-                        .filter_map(|x| x.to_possible_value())
-                        .map(|p| p.get_name().to_string())
-                        .collect();
+                words::parse::<T>(v).map_err(|e| {
                     Error::usage(format!(
                         "{}: {key}={v} is not one of {}",
                         self.name,
-                        valid.join(", ")
+                        e.valid.join(", ")
                     ))
                 })
             })
@@ -371,26 +362,24 @@ pub struct LinkConfig {
     pub exe: PathBuf,
 }
 
-/// How one exchange moves messages.
-#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, clap::ValueEnum)]
-#[serde(rename_all = "lowercase")]
-pub enum Pattern {
-    /// One request, one reply.
-    #[default]
-    Pingpong,
-    /// `window` requests back to back one way, then one short acknowledgement.
-    Stream,
-    /// `window` messages each way at the same time.
-    Bidir,
+word_enum! {
+    /// How one exchange moves messages.
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Pattern {
+        /// One request, one reply.
+        #[default]
+        Pingpong = "pingpong",
+        /// `window` requests back to back one way, then one short acknowledgement.
+        Stream = "stream",
+        /// `window` messages each way at the same time.
+        Bidir = "bidir",
+    }
 }
 
 impl Pattern {
     pub fn name(self) -> &'static str {
-        match self {
-            Pattern::Pingpong => "pingpong",
-            Pattern::Stream => "stream",
-            Pattern::Bidir => "bidir",
-        }
+        self.word()
     }
 }
 

@@ -1,0 +1,179 @@
+//! Enums whose variants users name by a word: `--buffers raw`,
+//! `-t thread:completion=block`, `--scheduler thread-per-block`.
+//!
+//! [`word_enum!`] declares such an enum with the word of each variant and
+//! gives it [`Word`] and [`FromStr`](std::str::FromStr), so no enum spells its
+//! parsing out by hand and no module below the command line depends on the
+//! argument parser. The command line (`cli.rs`) teaches its parser the same
+//! words, with each variant's doc comment as the word's help.
+
+use std::fmt;
+
+/// An enum whose variants are named by fixed words.
+pub trait Word: Copy + Sized + 'static {
+    /// Every variant, in declaration order: the order help and errors list them in.
+    const VARIANTS: &'static [Self];
+
+    /// The word that names this variant.
+    fn word(self) -> &'static str;
+
+    /// The variant's doc comment as written: one line per doc line, each
+    /// ending in a newline (empty when it has none).
+    fn doc(self) -> &'static str;
+
+    /// The variant named exactly `s` (case matters).
+    fn from_word(s: &str) -> Option<Self> {
+        Self::VARIANTS.iter().copied().find(|v| v.word() == s)
+    }
+
+    /// Every word, in declaration order.
+    fn words() -> Vec<&'static str> {
+        Self::VARIANTS.iter().map(|v| v.word()).collect()
+    }
+}
+
+/// A word that names no variant; `valid` lists those that do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct UnknownWord {
+    pub given: String,
+    pub valid: Vec<&'static str>,
+}
+
+impl UnknownWord {
+    pub fn of<T: Word>(given: &str) -> UnknownWord {
+        UnknownWord {
+            given: given.to_string(),
+            valid: T::words(),
+        }
+    }
+}
+
+impl fmt::Display for UnknownWord {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "'{}' is not one of {}",
+            self.given,
+            self.valid.join(", ")
+        )
+    }
+}
+
+impl std::error::Error for UnknownWord {}
+
+/// Parses a word into `T`, or says which words there are.
+pub fn parse<T: Word>(s: &str) -> Result<T, UnknownWord> {
+    T::from_word(s).ok_or_else(|| UnknownWord::of::<T>(s))
+}
+
+/// Declares an enum of unit variants, each written `Variant = "word"`, and
+/// implements [`Word`] and `FromStr` for it. Attributes on the enum and its
+/// variants (derives, `serde`, `#[default]`, doc comments) are kept as written.
+///
+/// ```text
+/// word_enum! {
+///     #[derive(Clone, Copy, Debug, PartialEq, Eq)]
+///     pub enum Side {
+///         /// The one who asks.
+///         Initiator = "initiator",
+///         Responder = "responder",
+///     }
+/// }
+/// ```
+macro_rules! word_enum {
+    (
+        $(#[$meta:meta])*
+        $vis:vis enum $name:ident {
+            $(
+                $(#[$($attr:tt)*])*
+                $variant:ident = $word:literal
+            ),* $(,)?
+        }
+    ) => {
+        $(#[$meta])*
+        $vis enum $name {
+            $(
+                $(#[$($attr)*])*
+                $variant,
+            )*
+        }
+
+        impl $crate::words::Word for $name {
+            const VARIANTS: &'static [Self] = &[$($name::$variant),*];
+
+            fn word(self) -> &'static str {
+                match self {
+                    $($name::$variant => $word,)*
+                }
+            }
+
+            fn doc(self) -> &'static str {
+                match self {
+                    $($name::$variant => concat!($($crate::words::doc_line!($($attr)*)),*),)*
+                }
+            }
+        }
+
+        impl ::std::str::FromStr for $name {
+            type Err = $crate::words::UnknownWord;
+
+            fn from_str(s: &str) -> ::std::result::Result<Self, Self::Err> {
+                $crate::words::parse(s)
+            }
+        }
+    };
+}
+
+/// One attribute's share of a doc comment: its line for `doc = "…"`, nothing
+/// for any other attribute.
+macro_rules! doc_line {
+    (doc = $line:literal) => {
+        concat!($line, "\n")
+    };
+    ($($other:tt)*) => {
+        ""
+    };
+}
+
+pub(crate) use doc_line;
+pub(crate) use word_enum;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    word_enum! {
+        #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+        enum Side {
+            /// The one who asks.
+            ///
+            /// Second paragraph.
+            #[default]
+            Initiator = "initiator",
+            #[allow(dead_code)]
+            ThreeWords = "three-words",
+        }
+    }
+
+    #[test]
+    fn words_parse_exactly_and_errors_list_every_word() {
+        assert_eq!(Side::VARIANTS, &[Side::Initiator, Side::ThreeWords]);
+        assert_eq!("three-words".parse(), Ok(Side::ThreeWords));
+        assert_eq!(Side::default(), Side::Initiator);
+        let e = "Initiator".parse::<Side>().unwrap_err();
+        assert_eq!(
+            e.to_string(),
+            "'Initiator' is not one of initiator, three-words"
+        );
+        assert_eq!(Side::ThreeWords.word(), "three-words");
+    }
+
+    #[test]
+    fn docs_keep_their_lines_and_skip_other_attributes() {
+        assert_eq!(
+            Side::Initiator.doc(),
+            " The one who asks.\n\n Second paragraph.\n"
+        );
+        assert_eq!(Side::ThreeWords.doc(), "");
+    }
+}
