@@ -605,5 +605,9 @@ fn a_plugin_written_from_the_header_alone_runs_every_experiment() {
         "-q",
     ]));
     assert_eq!(num(&d["jobs"][0]["write"], "io_bytes"), (1 << 20) as f64);
-    assert_eq!(d["jobs"][0]["device"]["plugin"], "blind", "{}", d["jobs"][0]);
+    assert_eq!(
+        d["jobs"][0]["device"]["plugin"], "blind",
+        "{}",
+        d["jobs"][0]
+    );
 }
