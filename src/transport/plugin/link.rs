@@ -222,22 +222,34 @@ impl PluginLink {
         Ok(())
     }
 
-    /// Collects at least one completion, or fails once `since` is older
-    /// than the timeout. Returns how many jobs completed.
+    /// Collects completions, or fails once the wait that `since` started is
+    /// older than the timeout. Returns how many jobs completed. The clock
+    /// starts only when a wait begins (at once when sleeping, after 64 empty
+    /// polls when spinning), so a round trip that completes quickly reads no
+    /// clock beyond the sampler's own.
     #[inline]
-    fn reap(&mut self, reply_len: usize, since: Instant, spins: &mut u32) -> Result<usize> {
+    fn reap(
+        &mut self,
+        reply_len: usize,
+        since: &mut Option<Instant>,
+        spins: &mut u32,
+    ) -> Result<usize> {
         let mut comps = std::mem::take(&mut self.comps);
         let got = match self.sleep {
             Sleep::Spin => self.dev.poll(&mut comps),
             Sleep::Wait => {
-                let left = self.timeout.saturating_sub(since.elapsed());
+                let left = self
+                    .timeout
+                    .saturating_sub(since.get_or_insert_with(Instant::now).elapsed());
                 self.dev.wait(&mut comps, left.as_nanos() as u64)
             }
             // Sleep on the descriptor only when a poll found nothing: the
             // plugin drains it in poll, so a wakeup is never lost.
             Sleep::Fd(fd) => match self.dev.poll(&mut comps) {
                 Ok(0) => {
-                    let left = self.timeout.saturating_sub(since.elapsed());
+                    let left = self
+                        .timeout
+                        .saturating_sub(since.get_or_insert_with(Instant::now).elapsed());
                     let mut p = libc::pollfd {
                         fd,
                         events: libc::POLLIN,
@@ -279,7 +291,7 @@ impl PluginLink {
             *spins += 1;
             // The clock is read only now and then while spinning.
             if (*spins & 63 == 0 || !matches!(self.sleep, Sleep::Spin))
-                && since.elapsed() >= self.timeout
+                && since.get_or_insert_with(Instant::now).elapsed() >= self.timeout
             {
                 return Err(self.lost());
             }
@@ -314,18 +326,18 @@ impl PluginLink {
             return Err(Error::run(format!("{m} (the device is out of step)")));
         }
         let (mut submitted, mut done) = (0u64, 0u64);
-        let mut since = Instant::now();
+        let mut since: Option<Instant> = None;
         let mut spins = 0u32;
         while done < jobs {
             while submitted < jobs && self.submit(request_len, reply_len)? {
                 submitted += 1;
             }
-            let got = self.reap(reply_len, since, &mut spins)?;
+            let got = self.reap(reply_len, &mut since, &mut spins)?;
             if got > 0 {
+                // Progress: the next wait is timed from its own start.
                 done += got as u64;
-                if done < jobs {
-                    since = Instant::now();
-                }
+                since = None;
+                spins = 0;
             }
         }
         Ok(())
