@@ -532,6 +532,11 @@ fn delay_check(
 }
 
 pub fn run(args: &PluginCheckArgs) -> Result<()> {
+    if args.format == Format::Csv {
+        return Err(Error::usage(
+            "plugin check prints verdict lines (--format table) or JSON (--format json), not CSV",
+        ));
+    }
     let mut options = vec![("path".to_string(), args.path.display().to_string())];
     for kv in &args.options {
         let Some((k, v)) = kv.split_once('=') else {
@@ -583,7 +588,14 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
     ck.disarm();
     let t = match loaded {
         Ok(t) => t,
-        Err(e @ Error::Usage(_)) if !e.to_string().contains("failed (XB_E") => return Err(e),
+        // The file is not a plugin, or an option is bad (the plugin's open
+        // refused it as XB_E_INVAL): the user's to fix, exit 2.
+        Err(e @ Error::Usage(_))
+            if !e.to_string().contains("failed (XB_E")
+                || e.to_string().contains("open failed (XB_E_INVAL)") =>
+        {
+            return Err(e);
+        }
         Err(e) => {
             ck.record("open and caps", Err(e.to_string()));
             return finish(ck, args, String::new(), None);

@@ -454,6 +454,12 @@ fn bad_plugins_and_faults_get_one_line() {
             "{line}"
         );
     }
+    // plugin check: a bad plugin option, a format it does not print.
+    let e = echo();
+    let o = xb(&["plugin", "check", e.to_str().unwrap(), "depth=0"]);
+    one_line(&o, 2, "depth");
+    let o = xb(&["plugin", "check", e.to_str().unwrap(), "--format", "csv"]);
+    one_line(&o, 2, "not CSV");
     let f = faulty();
     // The device's own refusals: its message, exit 1 for a failed open, 2 for a bad option.
     let o = xb(&["roundtrip", "-t", &spec(&f, ",fault=open_fail")]);

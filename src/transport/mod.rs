@@ -585,7 +585,7 @@ pub fn find(name: &str) -> Result<&'static dyn Transport> {
         .ok_or_else(|| {
             let names: Vec<&str> = REGISTRY.iter().map(|t| t.name()).collect();
             Error::usage(format!(
-                "unknown transport '{name}' (known: {}; see 'xferbench list')",
+                "unknown transport '{name}' (known: {}, plugin:path=FILE.so; see 'xferbench list')",
                 names.join(", ")
             ))
         })
