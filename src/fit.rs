@@ -39,11 +39,41 @@ pub struct TwoSegment {
 }
 
 /// Where, if anywhere, to split the curve into two segments.
-#[derive(Clone, Copy, Debug, PartialEq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Breakpoint {
+    /// One segment over every size.
     None,
+    /// Where the protocol changes, found from the data.
     Auto,
+    /// At this message size.
     Size(u64),
+}
+
+impl serde::Serialize for Breakpoint {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Breakpoint::None => s.serialize_str("none"),
+            Breakpoint::Auto => s.serialize_str("auto"),
+            Breakpoint::Size(n) => s.serialize_u64(*n),
+        }
+    }
+}
+
+impl std::str::FromStr for Breakpoint {
+    type Err = String;
+
+    /// `auto`, `none`, or a size like `64k`.
+    fn from_str(s: &str) -> std::result::Result<Breakpoint, String> {
+        match s.trim() {
+            "auto" => Ok(Breakpoint::Auto),
+            "none" => Ok(Breakpoint::None),
+            v => crate::units::parse_size(v)
+                .map(Breakpoint::Size)
+                .map_err(|_| {
+                    format!("malformed breakpoint '{v}': expected auto, none or a size like 64k")
+                }),
+        }
+    }
 }
 
 /// A second segment must cut the single fit's weighted residual to this

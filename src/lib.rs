@@ -13,6 +13,7 @@ pub mod error;
 pub mod experiment;
 pub mod fit;
 pub mod flowgraph;
+pub mod format;
 pub mod interrupt;
 pub mod job;
 pub mod jobfile;

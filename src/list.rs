@@ -1,12 +1,24 @@
 //! `xferbench list`: every transport, what it can do, and whether it really
 //! works on this machine (one small round trip each).
 
-use crate::cli::{Format, ListArgs};
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::report::table::markdown;
+use crate::transport::Spec;
 use crate::transport::{self, LinkConfig, ReplyShape};
 use serde::Serialize;
 use std::time::Duration;
+
+/// What `xferbench list` is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ListOptions {
+    /// Table or JSON.
+    pub format: Format,
+    /// Only these transports (empty: every built-in one).
+    pub transports: Vec<Spec>,
+    /// Skip the check that each transport really works here.
+    pub no_probe: bool,
+}
 
 #[derive(Serialize)]
 struct Entry {
@@ -53,9 +65,9 @@ fn probe(t: &dyn transport::Transport, spec: transport::Spec) -> Result<()> {
 }
 
 /// The transports `-t` names, each resolved (a plugin loaded) and probed.
-fn named(args: &ListArgs) -> Result<Vec<Entry>> {
+fn named(args: &ListOptions) -> Result<Vec<Entry>> {
     let mut out = Vec::new();
-    for spec in args.transports.iter().flat_map(|l| l.0.iter()) {
+    for spec in args.transports.iter() {
         let t = transport::resolve(spec)?;
         let details = if spec.name == transport::plugin::NAME {
             transport::plugin::resolve(spec)?.describe()
@@ -84,7 +96,7 @@ fn named(args: &ListArgs) -> Result<Vec<Entry>> {
     Ok(out)
 }
 
-pub fn run(args: &ListArgs) -> Result<()> {
+pub fn run(args: &ListOptions) -> Result<()> {
     if !args.transports.is_empty() {
         return render(args, named(args)?);
     }
@@ -149,7 +161,7 @@ pub fn run(args: &ListArgs) -> Result<()> {
     render(args, entries)
 }
 
-fn render(args: &ListArgs, entries: Vec<Entry>) -> Result<()> {
+fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
     let text = match args.format {
         Format::Json => {
             serde_json::to_string_pretty(&entries)

@@ -48,6 +48,44 @@ pub fn allowed_cpus() -> Vec<usize> {
         .collect()
 }
 
+/// Which CPUs to pin to.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub enum Cpus {
+    /// The first available ones (the default).
+    #[default]
+    Auto,
+    /// No pinning: the scheduler places the threads (`--cpus none`).
+    Unpinned,
+    /// These, in order.
+    List(Vec<usize>),
+}
+
+impl Cpus {
+    /// The form [`choose`] takes: None for no pinning, empty for the default.
+    pub fn requested(&self) -> Option<&[usize]> {
+        match self {
+            Cpus::Auto => Some(&[]),
+            Cpus::Unpinned => None,
+            Cpus::List(v) => Some(v),
+        }
+    }
+}
+
+impl std::str::FromStr for Cpus {
+    type Err = Error;
+
+    /// Empty for the default, `none`, or a list such as `0,1` or `2-5`.
+    fn from_str(s: &str) -> Result<Cpus> {
+        if s.is_empty() {
+            return Ok(Cpus::Auto);
+        }
+        Ok(match crate::units::parse_cpu_list(s)? {
+            None => Cpus::Unpinned,
+            Some(v) => Cpus::List(v),
+        })
+    }
+}
+
 /// Chooses the placement from `--cpus` (None = "none": no pinning; empty = default).
 pub fn choose(requested: Option<&[usize]>) -> Result<Placement> {
     let allowed = allowed_cpus();

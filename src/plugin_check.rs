@@ -6,8 +6,8 @@
 //! jobs that never complete. A watchdog ends the run if a call into the
 //! plugin never returns.
 
-use crate::cli::{Format, PluginCheckArgs};
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::transport::plugin::{self, Device, PluginTransport, ffi, kind_name};
 use crate::transport::{CompletionMode, Spec, Transport};
 use serde::Serialize;
@@ -531,7 +531,21 @@ fn delay_check(
     ))
 }
 
-pub fn run(args: &PluginCheckArgs) -> Result<()> {
+/// What `xferbench plugin check` is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct CheckOptions {
+    /// The plugin's shared library.
+    pub path: std::path::PathBuf,
+    /// Options for the plugin's open, as `key=value`.
+    pub options: Vec<String>,
+    /// A job not completed after this long fails the check.
+    pub timeout: Duration,
+    /// Verdict lines (table) or one JSON object.
+    pub format: Format,
+}
+
+/// Runs every check; an error when any fails.
+pub fn run(args: &CheckOptions) -> Result<()> {
     if args.format == Format::Csv {
         return Err(Error::usage(
             "plugin check prints verdict lines (--format table) or JSON (--format json), not CSV",
@@ -692,7 +706,7 @@ pub fn run(args: &PluginCheckArgs) -> Result<()> {
 
 fn finish(
     ck: Checker,
-    args: &PluginCheckArgs,
+    args: &CheckOptions,
     name: String,
     counters: Option<serde_json::Value>,
 ) -> Result<()> {

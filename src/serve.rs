@@ -6,7 +6,6 @@
 //! timeout; a bad client loses its own connection, logged with the reason,
 //! and the server goes on; sessions are bounded by `--max-sessions`.
 
-use crate::cli::ServeArgs;
 use crate::error::{Error, Result};
 use crate::transport::remote::{self, Hello, Limits, Status};
 use std::io::Write;
@@ -169,7 +168,58 @@ fn remote_udp_max() -> u64 {
     remote::REMOTE_UDP.capabilities().max_message
 }
 
-pub fn run(args: &ServeArgs, quiet: bool) -> Result<()> {
+/// What `xferbench serve` is told.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ServeConfig {
+    /// Address and port to listen on.
+    pub listen: String,
+    /// Shared secret clients must present; None: `XFERBENCH_TOKEN`, or none.
+    pub token: Option<String>,
+    /// Largest message a client may use (1 byte to 1 GiB).
+    pub max_message: u64,
+    /// Clients served at once (1..=1024); more are refused as busy.
+    pub max_sessions: u32,
+    /// A client silent this long loses its connection.
+    pub idle_timeout: std::time::Duration,
+    /// Serve one client, then return.
+    pub once: bool,
+}
+
+impl Default for ServeConfig {
+    fn default() -> ServeConfig {
+        ServeConfig {
+            listen: "127.0.0.1:5290".into(),
+            token: None,
+            max_message: 64 << 20,
+            max_sessions: 16,
+            idle_timeout: std::time::Duration::from_secs(30),
+            once: false,
+        }
+    }
+}
+
+impl ServeConfig {
+    /// The checks the command line makes of each value.
+    pub fn validate(&self) -> Result<()> {
+        if self.max_message == 0 || self.max_message > crate::units::MAX_SIZE {
+            return Err(Error::usage(format!(
+                "--max-message {}: must be from 1 byte to 1 GiB",
+                self.max_message
+            )));
+        }
+        if !(1..=1024).contains(&self.max_sessions) {
+            return Err(Error::usage(format!(
+                "--max-sessions {}: must be from 1 to 1024",
+                self.max_sessions
+            )));
+        }
+        Ok(())
+    }
+}
+
+/// Serves until killed (or one client, with `once`).
+pub fn run(args: &ServeConfig, quiet: bool) -> Result<()> {
+    args.validate()?;
     let listener = TcpListener::bind(&args.listen).map_err(|e| {
         Error::usage(format!(
             "cannot listen on {}: {e}; pick another --listen ADDR:PORT",

@@ -256,3 +256,50 @@ mod tests {
         assert_eq!(format_size(1000), "1000");
     }
 }
+
+/// How messages are cut into packets.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Chunk {
+    /// Each message in one piece.
+    Whole,
+    /// Packets of this many bytes.
+    Size(u64),
+    /// A packet size chosen per message length by a rule derived from
+    /// measurements of the transport.
+    Adaptive,
+}
+
+impl Chunk {
+    /// The word or size that names it, as typed.
+    pub fn name(self) -> String {
+        match self {
+            Chunk::Whole => "whole".into(),
+            Chunk::Size(n) => format_size(n),
+            Chunk::Adaptive => "adaptive".into(),
+        }
+    }
+}
+
+impl Serialize for Chunk {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        match self {
+            Chunk::Size(n) => s.serialize_u64(*n),
+            c => s.serialize_str(&c.name()),
+        }
+    }
+}
+
+impl std::str::FromStr for Chunk {
+    type Err = String;
+
+    /// `adaptive`, `whole` (or `none`, `0`), or a size like `4k`.
+    fn from_str(s: &str) -> std::result::Result<Chunk, String> {
+        match s.trim() {
+            "adaptive" => Ok(Chunk::Adaptive),
+            "whole" | "none" | "0" => Ok(Chunk::Whole),
+            v => parse_size(v).map(Chunk::Size).map_err(|_| {
+                format!("malformed chunk '{v}': expected a size like 4k, 'adaptive' or 'whole'")
+            }),
+        }
+    }
+}

@@ -14,13 +14,10 @@
 //! events alone, as a program issuing them would see.
 
 use super::{COPY_THREADS, Ctx, HostMem, ck};
-use crate::cli::{Chunk, CurveArgs};
 use crate::error::{Error, Result};
-use crate::experiment::curve::{CurvePoint, Skipped};
-use crate::stats::Recorder;
-use crate::transport::{BufferMode, CompletionMode, Pattern, Spec};
+use crate::transport::{CompletionMode, Spec};
 use cudarc::driver::sys;
-use std::sync::atomic::{AtomicBool, AtomicU32, Ordering};
+use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -159,7 +156,7 @@ pub fn copies_per_trial(size: u64) -> u32 {
 }
 
 /// Buffers and streams for one configuration, sized for the largest copy.
-struct Rig {
+pub struct Rig {
     ctx: Ctx,
     streams: [sys::CUstream; 2],
     events: [sys::CUevent; 3],
@@ -173,7 +170,8 @@ struct Rig {
 }
 
 impl Rig {
-    fn new(
+    /// Allocates everything one configuration needs, for copies up to `largest` bytes.
+    pub fn new(
         ordinal: i32,
         completion: CompletionMode,
         largest: usize,
@@ -271,7 +269,8 @@ impl Rig {
 
     /// One trial: K copies of `n` bytes (each way for bidir); their GPU
     /// time in ns.
-    fn trial(&mut self, dir: Dir, host: Host, engine: Engine, n: usize, k: u32) -> Result<f64> {
+    /// Times `k` copies of `n` bytes queued back to back; ns per trial.
+    pub fn trial(&mut self, dir: Dir, host: Host, engine: Engine, n: usize, k: u32) -> Result<f64> {
         self.ctx.enter()?;
         let latched = host == Host::Pinned;
         self.flag(0).store(0, Ordering::Release);
@@ -332,133 +331,6 @@ impl Rig {
             "cuEventElapsedTime",
         )?;
         Ok(f64::from(ms) * 1e6)
-    }
-}
-
-/// One measured curve: its spec, host memory as a buffer mode, and
-/// (size, ns per copy) for the model fit.
-pub type Measured = (Spec, BufferMode, Vec<(u64, f64)>);
-
-/// Measures every selected curve of one `cuda` spec over `sizes`, pushing
-/// points (and skipped sizes); returns each curve's (size, ns per copy)
-/// for the model fit.
-#[allow(clippy::too_many_arguments)]
-pub fn run(
-    args: &CurveArgs,
-    spec: &Spec,
-    completion: CompletionMode,
-    sizes: &[u64],
-    points: &mut Vec<CurvePoint>,
-    skipped: &mut Vec<Skipped>,
-    progress: &dyn crate::experiment::Progress,
-    stop: &AtomicBool,
-) -> Result<Vec<Measured>> {
-    let sel = Selection::from_spec(spec)?;
-    let ordinal = crate::transport::cuda_ordinal(spec)?;
-    let largest = sizes.iter().copied().max().unwrap_or(1).max(1) as usize;
-    let mut rig = Rig::new(
-        ordinal,
-        completion,
-        largest,
-        sel.hosts.contains(&Host::Pageable),
-        args.common.timeout,
-    )?;
-    let trials = args.common.samples.unwrap_or(3).max(1);
-    let mut curves = Vec::new();
-    for (d, h, e) in sel.curves() {
-        let cs = curve_spec(spec, d, h, e);
-        let label = cs.to_string();
-        let buffers = match h {
-            Host::Pinned => BufferMode::Raw,
-            Host::Pageable => BufferMode::User,
-        };
-        let mut curve = Vec::new();
-        for &size in sizes {
-            progress.point(&format!("{label} {size} B"));
-            let why = if size == 0 {
-                Some("nothing to copy")
-            } else {
-                impossible(h, e)
-            };
-            if let Some(why) = why {
-                skipped.push(Skipped {
-                    spec: label.clone(),
-                    curve: label.clone(),
-                    size_bytes: size,
-                    reason: why.into(),
-                });
-                continue;
-            }
-            if stop.load(Ordering::Relaxed) {
-                return Err(Error::Interrupted);
-            }
-            let k = copies_per_trial(size);
-            let n = size as usize;
-            // One untimed trial: first-touch, JIT and clocks ramping up.
-            rig.trial(d, h, e, n, k)?;
-            let mut rec = Recorder::new();
-            let mut got = Vec::new();
-            for _ in 0..trials {
-                let ns = rig.trial(d, h, e, n, k)?;
-                rec.record(ns.round().max(1.0) as u64);
-                got.push(ns);
-            }
-            let p = point(args, &cs, buffers, completion, size, k, &rec, &got);
-            curve.push((size, p.oneway.p50_ns as f64));
-            points.push(p);
-        }
-        curves.push((cs, buffers, curve));
-    }
-    Ok(curves)
-}
-
-#[allow(clippy::too_many_arguments)]
-fn point(
-    args: &CurveArgs,
-    spec: &Spec,
-    buffers: BufferMode,
-    completion: CompletionMode,
-    size: u64,
-    k: u32,
-    rec: &Recorder,
-    trials: &[f64],
-) -> CurvePoint {
-    let exchange = rec.summary();
-    let oneway = crate::experiment::curve::per_message(&exchange, f64::from(k));
-    let mut sorted = trials.to_vec();
-    sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
-    let ways = if spec.get("dir") == Some("bidir") {
-        2.0
-    } else {
-        1.0
-    };
-    let mut warnings = Vec::new();
-    let (lo, hi) = (sorted[0], sorted[sorted.len() - 1]);
-    if lo > 0.0 && hi / lo > 1.10 {
-        warnings.push(format!(
-            "trials differ by {:.0}% (slowest against fastest): the figure is noisy",
-            (hi / lo - 1.0) * 100.0
-        ));
-    }
-    CurvePoint {
-        transport: "cuda".into(),
-        spec: spec.to_string(),
-        buffers,
-        completion,
-        mode: Pattern::Stream,
-        window: k,
-        chunk: Chunk::Whole,
-        packet_bytes: size,
-        payload: args.payload,
-        size_bytes: size,
-        warmup: 1,
-        timed_s: trials.iter().sum::<f64>() / 1e9,
-        partial: false,
-        exchange,
-        oneway,
-        bandwidth_mbps: ways * size as f64 * f64::from(k) * 1e3 / median,
-        warnings,
     }
 }
 

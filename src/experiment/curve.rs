@@ -2,15 +2,16 @@
 //! picture BIP, NetPIPE and OSU draw, with tails, packetization strategies,
 //! BIP's fill-and-check "real usage", and Hockney's model fitted to it.
 
+use super::options::{CurveConfig, PayloadMode};
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
-use crate::cli::{BreakpointArg, Chunk, CurveArgs, PayloadMode};
 use crate::error::{Error, Result};
-use crate::fit::{self, Breakpoint, Fit, TwoSegment};
+use crate::fit::{self, Fit, TwoSegment};
 use crate::placement::Placement;
 use crate::run::{PointMeta, Run};
 use crate::sample::{self, Budget, Measured, Outcome};
 use crate::stats::Summary;
 use crate::transport::{self, BufferMode, Link, Pattern, ReplyShape};
+use crate::units::Chunk;
 use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
@@ -150,10 +151,10 @@ pub type CurveRun = Run<CurvePoint, CurveExtra>;
 
 /// The sizes to measure: each asked-for size, and with --perturb N also N
 /// bytes either side (NetPIPE's three points per size).
-pub fn sizes(args: &CurveArgs) -> Vec<u64> {
+pub fn sizes(args: &CurveConfig) -> Vec<u64> {
     let p = args.perturb;
     let mut v: Vec<u64> = Vec::new();
-    for &s in &args.sizes.0 {
+    for &s in &args.sizes {
         v.push(s);
         if p > 0 {
             if s >= p {
@@ -169,7 +170,7 @@ pub fn sizes(args: &CurveArgs) -> Vec<u64> {
     v
 }
 
-fn strategies(args: &CurveArgs) -> Vec<Chunk> {
+fn strategies(args: &CurveConfig) -> Vec<Chunk> {
     if args.compare_chunks.is_empty() {
         vec![args.chunk]
     } else {
@@ -179,7 +180,7 @@ fn strategies(args: &CurveArgs) -> Vec<Chunk> {
     }
 }
 
-fn validate(args: &CurveArgs) -> Result<(Vec<u64>, Vec<Config>)> {
+fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
     let sizes = sizes(args);
     if sizes.is_empty() {
         return Err(Error::usage("--sizes needs at least one size"));
@@ -213,6 +214,7 @@ fn validate(args: &CurveArgs) -> Result<(Vec<u64>, Vec<Config>)> {
     if args.common.duration.is_some_and(|d| d.is_zero()) {
         return Err(Error::usage("--point-time must be longer than zero"));
     }
+    args.validate()?;
     let probe = Placement::unpinned();
     for c in &cfgs {
         if c.transport.name() == "cuda" && args.mode == Pattern::Bidir {
@@ -236,7 +238,7 @@ fn validate(args: &CurveArgs) -> Result<(Vec<u64>, Vec<Config>)> {
 }
 
 /// The shape of one exchange of `len`-byte messages.
-fn shape(args: &CurveArgs, len: u64, packet: u64, seed: Option<u64>) -> ReplyShape {
+fn shape(args: &CurveConfig, len: u64, packet: u64, seed: Option<u64>) -> ReplyShape {
     let n = len as usize;
     ReplyShape {
         request_len: n,
@@ -340,7 +342,7 @@ pub fn per_message(s: &Summary, by: f64) -> Summary {
 }
 
 fn point(
-    args: &CurveArgs,
+    args: &CurveConfig,
     c: &Config,
     chunk: Chunk,
     len: u64,
@@ -393,17 +395,9 @@ fn point(
     }
 }
 
-fn breakpoint(args: &CurveArgs) -> Breakpoint {
-    match args.breakpoint {
-        BreakpointArg::None => Breakpoint::None,
-        BreakpointArg::Auto => Breakpoint::Auto,
-        BreakpointArg::Size(s) => Breakpoint::Size(s),
-    }
-}
-
 /// The GPU bandwidth curves a `cuda` spec selects, when the curve is a
 /// stream (measured by `cuda::bandwidth`, not through a link).
-fn cuda_stream(args: &CurveArgs, c: &Config) -> Option<crate::cuda::bandwidth::Selection> {
+fn cuda_stream(args: &CurveConfig, c: &Config) -> Option<crate::cuda::bandwidth::Selection> {
     (args.mode == Pattern::Stream && c.transport.name() == "cuda")
         .then(|| crate::cuda::bandwidth::Selection::from_spec(&c.spec).ok())
         .flatten()
@@ -412,7 +406,7 @@ fn cuda_stream(args: &CurveArgs, c: &Config) -> Option<crate::cuda::bandwidth::S
 /// Runs every curve. Always returns the run (possibly incomplete); the
 /// error, if any, says why it stopped early.
 pub fn run(
-    args: &CurveArgs,
+    args: &CurveConfig,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(CurveRun, Option<Error>)> {
@@ -448,7 +442,7 @@ pub fn run(
     let result = (|| -> Result<()> {
         for c in &cfgs {
             if cuda_stream(args, c).is_some() {
-                let curves = crate::cuda::bandwidth::run(
+                let curves = super::cuda_curve::run(
                     args,
                     &c.spec,
                     c.completion,
@@ -470,7 +464,7 @@ pub fn run(
                         mode: args.mode,
                         chunk: Chunk::Whole,
                         fit: f,
-                        two_segment: fit::two_segment(&curve, breakpoint(args)),
+                        two_segment: fit::two_segment(&curve, args.breakpoint),
                     });
                 }
                 continue;
@@ -526,7 +520,7 @@ pub fn run(
                     }
                 }
                 let f = fit::hockney(&curve);
-                let bp = breakpoint(args);
+                let bp = args.breakpoint;
                 if run.extra.fits.is_empty() {
                     run.extra.fit = f.clone();
                 }
@@ -553,13 +547,9 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn args(extra: &[&str]) -> CurveArgs {
-        let mut v = vec!["xferbench", "curve"];
-        v.extend_from_slice(extra);
-        match crate::cli::Cli::parse_argv(v).expect("parses").command {
-            Some(crate::cli::Command::Curve(a)) => *a,
-            _ => unreachable!(),
-        }
+    fn args(extra: &[&str]) -> CurveConfig {
+        assert!(extra.is_empty());
+        CurveConfig::default()
     }
 
     #[test]
@@ -574,7 +564,11 @@ mod tests {
 
     #[test]
     fn perturbation_adds_both_neighbours() {
-        let s = sizes(&args(&["--sizes", "0,1,16,1k", "--perturb", "3"]));
+        let s = sizes(&CurveConfig {
+            sizes: vec![0, 1, 16, 1024],
+            perturb: 3,
+            ..CurveConfig::default()
+        });
         assert_eq!(s, vec![0, 1, 3, 4, 13, 16, 19, 1021, 1024, 1027]);
     }
 

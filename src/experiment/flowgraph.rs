@@ -6,7 +6,7 @@
 //! must (moving buffers between cores) and nothing else.
 
 use super::Progress;
-use crate::cli::FlowgraphArgs;
+use super::options::FlowgraphConfig;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::flowgraph::edge::{self, Edges};
@@ -166,11 +166,11 @@ fn kernel_for(name: &str) -> Result<(saxpy::Kernel, &'static str)> {
 
 /// The plan, in run order: every scheduler that applies on every kind of
 /// edge asked for (the ring reference once: it has no runtime edges).
-pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<Step>> {
+pub fn plan(args: &FlowgraphConfig, available: usize) -> Result<Vec<Step>> {
     let cores = args
         .cores
         .as_ref()
-        .map_or_else(|| (1..=available).collect(), |c| c.0.clone());
+        .map_or_else(|| (1..=available).collect(), |c| c.clone());
     if let Some(&n) = cores.iter().find(|&&n| n > available) {
         return Err(Error::usage(format!(
             "--cores {n}: only {available} CPUs are available here; use --cores 1..{available} or name more with --cpus"
@@ -186,7 +186,7 @@ pub fn plan(args: &FlowgraphArgs, available: usize) -> Result<Vec<Step>> {
         let blocks = args
             .blocks
             .as_ref()
-            .map_or_else(|| (n..=3 * n).collect(), |b| b.0.clone());
+            .map_or_else(|| (n..=3 * n).collect(), |b| b.clone());
         for &m in &blocks {
             for &s in scheds.iter().filter(|s| s.applies(n)) {
                 let kinds = if s == Scheduler::Ring {
@@ -234,10 +234,9 @@ fn pinned<T: Send + 'static>(
 /// The scan over buffer sizes: two passes, the second in reverse order, so
 /// a slow second of the host does not hide a size's rate (which would pick
 /// the wrong best size); each size keeps its better median.
-fn scan(args: &FlowgraphArgs, kernel: saxpy::Kernel, cpu: usize) -> Result<Vec<ScanPoint>> {
+fn scan(args: &FlowgraphConfig, kernel: saxpy::Kernel, cpu: usize) -> Result<Vec<ScanPoint>> {
     let sizes: Vec<u64> = args
         .kernel_sizes
-        .0
         .iter()
         .copied()
         .filter(|&b| b >= 4)
@@ -292,7 +291,7 @@ fn bound(run: &mut FlowRun) {
 
 /// Rounds per (N, M): `--rounds`, or one when each point runs until
 /// `--items` (a count cannot be split into slices of time).
-fn rounds(args: &FlowgraphArgs) -> usize {
+fn rounds(args: &FlowgraphConfig) -> usize {
     if args.items.is_some() {
         1
     } else {
@@ -313,7 +312,7 @@ fn rounds(args: &FlowgraphArgs) -> usize {
 ///   waited has left it (on a Sapphire Rapids guest, N=2: 2.4 G samples/s
 ///   with N+1, 4.3–5.5 G with 256 more; the ring, with N+1, 2.0–2.4 G).
 fn circulating(
-    args: &FlowgraphArgs,
+    args: &FlowgraphConfig,
     edge_buffers: usize,
     s: Scheduler,
     edges: Edges,
@@ -332,7 +331,7 @@ fn circulating(
 
 /// Bytes of buffers one point of `st` allocates, at most: every edge as
 /// deep as a circular one between threads, every spare a buffer of its own.
-fn footprint(args: &FlowgraphArgs, eb: usize, st: &Step) -> u64 {
+fn footprint(args: &FlowgraphConfig, eb: usize, st: &Step) -> u64 {
     let (bs, m) = (args.buffer_size, st.blocks as u64);
     let handed = |count: usize| (count as u64 + m) * (bs + 2 * crate::flowgraph::ring::PAGE as u64);
     match (st.scheduler, st.edges) {
@@ -350,7 +349,7 @@ fn footprint(args: &FlowgraphArgs, eb: usize, st: &Step) -> u64 {
 
 /// Refuses a plan whose buffers alone would take more than half the memory
 /// available: the run would thrash or be killed instead of measuring.
-fn check_memory(args: &FlowgraphArgs, eb: usize, plan: &[Step]) -> Result<()> {
+fn check_memory(args: &FlowgraphConfig, eb: usize, plan: &[Step]) -> Result<()> {
     let Some(avail) = crate::env::available_memory() else {
         return Ok(());
     };
@@ -385,7 +384,7 @@ const L2_GUESS: usize = 1 << 20;
 /// time the producer comes round, and the stores find the lines in the
 /// shared L3 instead. Sleeping schedulers gain as much again from the
 /// depth: a block woken once works through many buffers.
-fn edge_buffers(args: &FlowgraphArgs, l2: Option<usize>) -> usize {
+fn edge_buffers(args: &FlowgraphConfig, l2: Option<usize>) -> usize {
     args.edge_buffers.parse().unwrap_or_else(|_| {
         (2 * l2.unwrap_or(L2_GUESS) as u64)
             .div_ceil(args.buffer_size)
@@ -403,7 +402,7 @@ fn edge_buffers(args: &FlowgraphArgs, l2: Option<usize>) -> usize {
 /// ring of the flowgraph within half the L2 (at least 2, at most `eb`):
 /// on a Sapphire Rapids guest at M=1..3, tokio and async-executor went
 /// from 3.6, 2.0, 1.4 G samples/s with 4 MiB per edge to 10, 5.5, 3.6 G.
-fn depth(args: &FlowgraphArgs, eb: usize, l2: Option<usize>, n: usize, m: usize) -> usize {
+fn depth(args: &FlowgraphConfig, eb: usize, l2: Option<usize>, n: usize, m: usize) -> usize {
     if n > 1 || args.edge_buffers.parse::<usize>().is_ok() {
         return eb;
     }
@@ -416,7 +415,12 @@ fn depth(args: &FlowgraphArgs, eb: usize, l2: Option<usize>, n: usize, m: usize)
 
 /// A point's (depth of a circular buffer between threads, buffers round a
 /// handoff circuit), from the run's resolved `--edge-buffers` `eb`.
-fn point_buffers(args: &FlowgraphArgs, eb: usize, l2: Option<usize>, st: &Step) -> (usize, usize) {
+fn point_buffers(
+    args: &FlowgraphConfig,
+    eb: usize,
+    l2: Option<usize>,
+    st: &Step,
+) -> (usize, usize) {
     let d = depth(args, eb, l2, st.cores, st.blocks);
     let c = circulating(args, d, st.scheduler, st.edges, st.cores, st.blocks);
     (d, c)
@@ -426,11 +430,12 @@ fn point_buffers(args: &FlowgraphArgs, eb: usize, l2: Option<usize>, st: &Step) 
 const PAIRED: Duration = Duration::from_millis(100);
 
 pub fn run(
-    args: &FlowgraphArgs,
+    args: &FlowgraphConfig,
     stop: &Arc<AtomicBool>,
     progress: &dyn Progress,
 ) -> Result<(FlowRun, Option<Error>)> {
-    let allowed = match &args.cpus.0 {
+    args.validate()?;
+    let allowed = match args.cpus.requested() {
         None => {
             return Err(Error::usage(
                 "flowgraph pins its threads: give CPUs with --cpus 0,1 (or leave --cpus out)",
@@ -445,7 +450,7 @@ pub fn run(
                     crate::placement::compact(&ok)
                 )));
             }
-            v.clone()
+            v.to_vec()
         }
     };
     let plan = plan(args, allowed.len())?;
@@ -681,13 +686,22 @@ pub fn run(
 mod tests {
     use super::*;
 
-    fn args(extra: &[&str]) -> FlowgraphArgs {
-        let mut v = vec!["xferbench", "flowgraph"];
-        v.extend(extra);
-        match crate::cli::Cli::parse_argv(v).unwrap().command {
-            Some(crate::cli::Command::Flowgraph(a)) => *a,
-            _ => unreachable!(),
+    /// The defaults with `key value` pairs set as the flags would.
+    fn args(extra: &[&str]) -> FlowgraphConfig {
+        let mut c = FlowgraphConfig::default();
+        for kv in extra.chunks(2) {
+            let v = kv[1];
+            match kv[0] {
+                "--buffers" => c.buffers = v.into(),
+                "--edge-buffers" => c.edge_buffers = v.into(),
+                "--buffer-size" => c.buffer_size = crate::units::parse_size(v).unwrap(),
+                "--edges" => c.edges = vec![v.parse().unwrap()],
+                "--cores" => c.cores = Some(vec![v.parse().unwrap()]),
+                "--scheduler" => c.scheduler = vec![v.parse().unwrap()],
+                other => unreachable!("{other}"),
+            }
         }
+        c
     }
 
     #[test]

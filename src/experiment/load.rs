@@ -4,8 +4,8 @@
 //! was due, so a stall is charged to every request queued behind it (no
 //! coordinated omission).
 
+use super::options::{Arrival, DataDirection, LoadConfig};
 use super::{Progress, begin, configs, finish, link_config, point_warnings};
-use crate::cli::{Arrival, DataDirection, LoadArgs};
 use crate::error::{Error, Result};
 use crate::loadgen::{Background, LoadMode, LoadStats};
 use crate::run::{PointMeta, Run};
@@ -153,13 +153,13 @@ fn shape(size: u64, dir: DataDirection, delay_ns: u64) -> ReplyShape {
 /// initiator and responder do not use; on a machine with none spare, all
 /// of them (shared, and said so).
 fn load_cpus(
-    args: &LoadArgs,
+    args: &LoadConfig,
     allowed: &[usize],
     used: &[usize],
     warnings: &mut Vec<String>,
 ) -> Result<Vec<usize>> {
     if let Some(list) = &args.load_cpus {
-        let v = list.0.clone().unwrap_or_default();
+        let v = list.clone();
         if v.is_empty() {
             return Err(Error::usage(
                 "--load-cpus needs at least one CPU, e.g. --load-cpus 2,3",
@@ -189,15 +189,15 @@ fn load_cpus(
     }
 }
 
-fn start_load(args: &LoadArgs, mode: LoadMode, cpus: &[usize]) -> Result<Background> {
+fn start_load(args: &LoadConfig, mode: LoadMode, cpus: &[usize]) -> Result<Background> {
     match (&args.load_cmd, mode) {
         (Some(cmd), m) if m != LoadMode::Idle => Background::command(cmd),
         _ => Background::start(mode, cpus),
     }
 }
 
-fn validate(args: &LoadArgs) -> Result<()> {
-    if args.sizes.0.is_empty() || args.sizes.0.contains(&0) {
+fn validate(args: &LoadConfig) -> Result<()> {
+    if args.sizes.is_empty() || args.sizes.contains(&0) {
         return Err(Error::usage("--sizes needs sizes of at least one byte"));
     }
     if args.common.samples.is_some() || args.common.duration.is_some() {
@@ -218,17 +218,17 @@ fn validate(args: &LoadArgs) -> Result<()> {
             "the open loop sends one request at a time; drop --inflight or --rate",
         ));
     }
-    Ok(())
+    args.validate()
 }
 
 pub fn run(
-    args: &LoadArgs,
+    args: &LoadConfig,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(LoadRun, Option<Error>)> {
     validate(args)?;
     let cfgs = configs(&args.common, super::user_buffers)?;
-    let max = *args.sizes.0.iter().max().expect("validated");
+    let max = *args.sizes.iter().max().expect("validated");
     let options =
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
     let (mut run, placement): (LoadRun, _) = begin("load", &args.common, options)?;
@@ -239,10 +239,10 @@ pub fn run(
     // The process's CPUs as they were before the initiator pinned itself.
     let cpus = load_cpus(args, &placement.allowed_cpus, &used, &mut run.warnings)?;
     run.extra.load_cpus = cpus.clone();
-    let open: Option<Vec<f64>> = args.rate.clone().or(args.rates.clone()).map(|r| r.0);
+    let open: Option<Vec<f64>> = args.rate.clone().or(args.rates.clone());
     let cells = match &open {
-        Some(r) => cfgs.len() * args.direction.len() * args.sizes.0.len() * r.len(),
-        None => cfgs.len() * args.direction.len() * args.loads.len() * args.sizes.0.len(),
+        Some(r) => cfgs.len() * args.direction.len() * args.sizes.len() * r.len(),
+        None => cfgs.len() * args.direction.len() * args.loads.len() * args.sizes.len(),
     };
     progress.start(cells as u64);
     let result = (|| -> Result<()> {
@@ -283,7 +283,7 @@ pub fn run(
 
 /// What every cell of one transport configuration shares.
 struct Ctx<'a> {
-    args: &'a LoadArgs,
+    args: &'a LoadConfig,
     c: &'a super::Config,
     cpus: &'a [usize],
     stop: &'a AtomicBool,
@@ -308,7 +308,7 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
         for &mode in &args.loads {
             let bg = start_load(args, mode, cpus)?;
             let first = run.points.len();
-            for &size in &args.sizes.0 {
+            for &size in &args.sizes {
                 progress.point(&format!(
                     "{} {} {} under {}",
                     c.spec,
@@ -428,7 +428,7 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
     let bg = start_load(args, mode, cpus)?;
     let result = (|| -> Result<()> {
         for &dir in &args.direction {
-            for &size in &args.sizes.0 {
+            for &size in &args.sizes {
                 // A short warm-up at no particular rate.
                 let warm = sample::measure(
                     link,
@@ -476,7 +476,7 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
 
 /// One offered rate for one cell time.
 fn open_cell(
-    args: &LoadArgs,
+    args: &LoadConfig,
     link: &mut dyn Link,
     mut sh: ReplyShape,
     rate: f64,

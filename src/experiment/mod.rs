@@ -1,14 +1,14 @@
 //! Experiments: each turns options into points, runs them through the sampler
 //! and returns one `Run`. They know nothing of sockets or shared memory.
 
+pub mod cuda_curve;
 pub mod curve;
 pub mod flowgraph;
 pub mod load;
+pub mod options;
 pub mod roundtrip;
 pub mod stream;
-pub mod suite;
 
-use crate::cli::CommonArgs;
 use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::placement::Placement;
@@ -16,6 +16,7 @@ use crate::run::Run;
 use crate::sample::Measured;
 use crate::stats::Stat;
 use crate::transport::{self, BufferMode, CompletionMode, LinkConfig, Spec};
+use options::Common;
 
 /// Hooks for progress reporting, so the experiment stays free of terminal code.
 pub trait Progress {
@@ -47,7 +48,7 @@ impl std::fmt::Debug for dyn transport::Transport {
 /// `default_buffers` picks the mode for a transport when neither the spec
 /// nor `--buffers` names one.
 pub fn configs(
-    common: &CommonArgs,
+    common: &Common,
     default_buffers: fn(&transport::Capabilities) -> BufferMode,
 ) -> Result<Vec<Config>> {
     let mut out = Vec::new();
@@ -91,7 +92,7 @@ pub fn user_buffers(caps: &transport::Capabilities) -> BufferMode {
 /// The link configuration for one transport configuration.
 pub fn link_config(
     c: &Config,
-    common: &CommonArgs,
+    common: &Common,
     placement: &Placement,
     max_request: u64,
     max_reply: u64,
@@ -154,10 +155,10 @@ pub fn point_warnings(m: &Measured, shown: &[Stat]) -> Vec<String> {
 /// process may use), run-wide warnings, the options recorded.
 pub fn begin<P, X: Default>(
     experiment: &'static str,
-    common: &CommonArgs,
+    common: &Common,
     options: serde_json::Value,
 ) -> Result<(Run<P, X>, Placement)> {
-    let placement = crate::placement::choose(common.cpus.0.as_deref())?;
+    let placement = crate::placement::choose(common.cpus.requested())?;
     let env = Env::capture();
     if let Some(c) = placement.initiator_cpu {
         crate::placement::pin_current(c)?;

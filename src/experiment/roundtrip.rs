@@ -1,8 +1,8 @@
 //! `xferbench roundtrip`: the in-size × out-size matrix of round-trip latency
 //! (the Vollo IO round trip), for every transport and mode asked for.
 
+use super::options::{Common, RoundtripConfig};
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
-use crate::cli::{CommonArgs, RoundtripArgs};
 use crate::error::{Error, Result};
 use crate::placement::Placement;
 use crate::run::{NoExtra, Point, Run};
@@ -12,7 +12,7 @@ use std::sync::atomic::{AtomicBool, Ordering};
 
 /// Checks the sizes and every configuration before anything starts, so a bad
 /// option fails at once rather than halfway through a sweep.
-fn validate(args: &RoundtripArgs) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
+fn validate(args: &RoundtripConfig) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
     let scale = args.unit.bytes();
     let bytes = |v: &[u64], flag: &str| -> Result<Vec<u64>> {
         if v.is_empty() {
@@ -31,8 +31,9 @@ fn validate(args: &RoundtripArgs) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
         }
         Ok(b)
     };
-    let ins = bytes(&args.in_sizes.0, "--in")?;
-    let outs = bytes(&args.out_sizes.0, "--out")?;
+    args.common.validate()?;
+    let ins = bytes(&args.in_sizes, "--in")?;
+    let outs = bytes(&args.out_sizes, "--out")?;
     let cfgs = configs(&args.common, super::user_buffers)?;
     let (mi, mo) = (
         *ins.iter().max().expect("non-empty"),
@@ -42,32 +43,18 @@ fn validate(args: &RoundtripArgs) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
     for c in &cfgs {
         transport::check(c.transport, &link_config(c, &args.common, &probe, mi, mo)?)?;
     }
-    if args.common.stats.is_empty() {
-        return Err(Error::usage("--stats needs at least one statistic"));
-    }
-    if args.common.samples == Some(0) {
-        return Err(Error::usage("--samples must be at least 1"));
-    }
-    if args.common.duration.is_some_and(|d| d.is_zero()) {
-        return Err(Error::usage("--duration must be longer than zero"));
-    }
-    if args.common.responder_delay >= args.common.timeout {
-        return Err(Error::usage(
-            "--responder-delay must be shorter than --timeout",
-        ));
-    }
     Ok((ins, outs, cfgs))
 }
 
 /// Runs the matrix. Always returns the run (possibly incomplete); the error,
 /// if any, says why it stopped early.
 pub fn run(
-    args: &RoundtripArgs,
+    args: &RoundtripConfig,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(Run, Option<Error>)> {
     let (ins, outs, cfgs) = validate(args)?;
-    let common: &CommonArgs = &args.common;
+    let common: &Common = &args.common;
     let budget = Budget {
         warmup: common.warmup,
         samples: match (common.samples, common.duration) {

@@ -5,7 +5,7 @@
 //! in a job file or typed as flags.
 
 use super::Progress as Bar;
-use crate::cli::StreamArgs;
+use super::options::StreamConfig;
 use crate::engine::{self, Dir, Done, Engine, IoMemory, Op, Target, TargetKind};
 use crate::env::Env;
 use crate::error::{Error, Result};
@@ -264,7 +264,7 @@ struct Prepared {
 /// Runs the jobs; returns the run (partial if stopped) and the error that
 /// stopped or failed it.
 pub fn run(
-    args: &StreamArgs,
+    args: &StreamConfig,
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
 ) -> Result<(StreamRun, Option<Error>)> {
@@ -335,7 +335,7 @@ struct Plan {
 
 /// Reads the job file or the flags into jobs, applies `--map`, checks every
 /// job before anything runs.
-fn plan(args: &StreamArgs) -> Result<Plan> {
+fn plan(args: &StreamConfig) -> Result<Plan> {
     let mut overrides = args.overrides();
     let sizes = args.bs_list()?;
     let env = |k: &str| std::env::var(k).ok();

@@ -3,8 +3,8 @@
 //! any dataset of an experiment the same way.
 
 use super::{Dataset, parse_num};
-use crate::cli::Format;
 use crate::error::Result;
+use crate::format::Format;
 use crate::report::csv::field;
 use crate::report::table::markdown;
 use serde::ser::{Serialize, SerializeMap, Serializer};

@@ -13,8 +13,8 @@ mod csv;
 mod export;
 mod show;
 
-use crate::cli::{Format, ReferenceAction, ReferenceArgs};
 use crate::error::{Error, Result};
+use crate::format::Format;
 
 /// One table of published figures, with where it came from.
 #[derive(Clone, Debug)]
@@ -123,11 +123,28 @@ pub fn find(name: &str) -> Result<Dataset> {
     }
 }
 
+/// What `xferbench reference` is asked to do.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Action {
+    /// List the datasets.
+    List {
+        /// How to print the list.
+        format: Format,
+    },
+    /// Print one dataset, shaped as its source's table.
+    Show {
+        /// The dataset's name.
+        name: String,
+        /// How to print it.
+        format: Format,
+    },
+}
+
 /// `xferbench reference list|show`.
-pub fn run(args: &ReferenceArgs) -> Result<()> {
-    let text = match &args.action {
-        ReferenceAction::List { format } => export::list(&all(), *format)?,
-        ReferenceAction::Show { name, format } => {
+pub fn run(action: &Action) -> Result<()> {
+    let text = match action {
+        Action::List { format } => export::list(&all(), *format)?,
+        Action::Show { name, format } => {
             let d = find(name)?;
             match format {
                 Format::Table => show::render(&d),

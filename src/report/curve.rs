@@ -3,9 +3,9 @@
 
 use super::csv::field;
 use super::table::{conditions, format_us, markdown};
-use crate::cli::Chunk;
 use crate::experiment::curve::{CurvePoint, CurveRun, curve_label};
 use crate::fit;
+use crate::units::Chunk;
 use crate::units::format_size;
 use std::fmt::Write;
 

@@ -16,8 +16,8 @@ pub mod stream;
 pub mod svg;
 pub mod table;
 
-use crate::cli::Format;
 use crate::error::{Error, Result};
+use crate::format::Format;
 use crate::run::Run;
 use crate::stats::Stat;
 use crate::units::Unit;

@@ -1,20 +1,24 @@
 //! Dispatch from parsed arguments to experiments and reports, and the mapping
 //! of every outcome to one line on stderr and an exit code.
 
-use crate::cli::Format;
+pub mod suite;
+
 use crate::cli::{Cli, Command, RespondArgs};
 use crate::error::{Error, Result};
-use crate::experiment::{curve, roundtrip, stream, suite};
+use crate::experiment::options::{
+    CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
+};
+use crate::experiment::{curve, roundtrip, stream};
+use crate::format::Format;
 use crate::progress::Bar;
 use crate::report;
 use crate::transport::{self, ResponderArgs};
-use clap::Parser;
 
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
-    let cli = match Cli::try_parse() {
+    let cli = match Cli::parse_or_exit_code() {
         Ok(c) => c,
-        Err(e) => return clap_error(e),
+        Err(code) => return code,
     };
     let result = dispatch(cli);
     crate::transport::mpi::shutdown();
@@ -31,46 +35,6 @@ pub fn main() -> i32 {
     }
 }
 
-/// Prints clap's message as one line (help and version go to stdout as usual).
-fn clap_error(e: clap::Error) -> i32 {
-    use clap::error::ErrorKind;
-    match e.kind() {
-        ErrorKind::DisplayHelp
-        | ErrorKind::DisplayVersion
-        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
-            let _ = e.print();
-            0
-        }
-        _ => {
-            let text = e.render().to_string();
-            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
-            let first = lines.next().unwrap_or("invalid arguments");
-            let first = first.trim_start_matches("error: ");
-            // "…were not provided:" names the arguments on the next line.
-            let joined;
-            let first = match (first.ends_with(':'), lines.next()) {
-                (true, Some(what)) => {
-                    joined = format!("{first} {what}");
-                    joined.as_str()
-                }
-                _ => first,
-            };
-            // Keep clap's list of valid values: it is the fix.
-            let valid = text
-                .lines()
-                .find_map(|l| l.trim().strip_prefix("[possible values: "))
-                .map(|v| v.trim_end_matches(']'));
-            match valid {
-                Some(v) if !first.contains("possible values") => {
-                    eprintln!("xferbench: error: {first} (valid: {v})")
-                }
-                _ => eprintln!("xferbench: error: {first} (see --help)"),
-            }
-            2
-        }
-    }
-}
-
 fn dispatch(cli: Cli) -> Result<()> {
     if cli.command.is_some() && (cli.quick || cli.out.is_some()) {
         return Err(Error::usage(
@@ -79,77 +43,92 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
     match cli.command {
         None => default_suite(&cli),
-        Some(Command::List(a)) => crate::list::run(&a),
+        Some(Command::List(a)) => crate::list::run(&a.into()),
         Some(Command::Plugin(a)) => match a.action {
-            crate::cli::PluginAction::Check(c) => crate::plugin_check::run(&c),
+            crate::cli::PluginAction::Check(c) => crate::plugin_check::run(&c.into()),
         },
-        Some(Command::Reference(a)) => crate::reference::run(&a),
+        Some(Command::Reference(a)) => crate::reference::run(&a.action.into()),
         Some(Command::Report(a)) => report_cmd(&a),
-        Some(Command::Serve(a)) => crate::serve::run(&a, cli.quiet),
+        Some(Command::Serve(a)) => crate::serve::run(&a.into(), cli.quiet),
         Some(Command::Respond(a)) => respond(a),
-        Some(Command::Curve(a)) => measured(
-            &a.common.out,
-            cli.quiet,
-            |stop, bar| curve::run(&a, stop, bar),
-            |r| r.points.len(),
-            &Renderers {
-                table: &|r| Ok(report::curve::render(r)),
-                json: &|r| report::json::render(r),
-                csv: &|r| report::curve::csv(r),
-            },
-        ),
-        Some(Command::Stream(a)) => measured(
-            &a.out,
-            cli.quiet,
-            |stop, bar| {
-                let (run, err) = stream::run(&a, stop, bar)?;
-                if !cli.quiet {
-                    for w in &run.warnings {
-                        eprintln!("xferbench: warning: {w}");
+        Some(Command::Curve(a)) => {
+            let c: CurveConfig = (*a).into();
+            measured(
+                &c.common.out,
+                cli.quiet,
+                |stop, bar| curve::run(&c, stop, bar),
+                |r| r.points.len(),
+                &Renderers {
+                    table: &|r| Ok(report::curve::render(r)),
+                    json: &|r| report::json::render(r),
+                    csv: &|r| report::curve::csv(r),
+                },
+            )
+        }
+        Some(Command::Stream(a)) => {
+            let c: StreamConfig = (*a).into();
+            measured(
+                &c.out,
+                cli.quiet,
+                |stop, bar| {
+                    let (run, err) = stream::run(&c, stop, bar)?;
+                    if !cli.quiet {
+                        for w in &run.warnings {
+                            eprintln!("xferbench: warning: {w}");
+                        }
                     }
-                }
-                Ok((run, err))
-            },
-            |r| r.points.len(),
-            &Renderers {
-                table: &|r| Ok(report::stream::render(r)),
-                json: &|r| report::stream::json(r),
-                csv: &|r| report::stream::csv(r),
-            },
-        ),
-        Some(Command::Flowgraph(a)) => measured(
-            &a.out,
-            cli.quiet,
-            |stop, bar| crate::experiment::flowgraph::run(&a, stop, bar),
-            |r| r.points.len(),
-            &Renderers {
-                table: &|r| Ok(report::flowgraph::render(r)),
-                json: &|r| report::json::render(r),
-                csv: &|r| report::flowgraph::csv(r),
-            },
-        ),
-        Some(Command::Load(a)) => measured(
-            &a.common.out,
-            cli.quiet,
-            |stop, bar| crate::experiment::load::run(&a, stop, bar),
-            |r| r.points.len(),
-            &Renderers {
-                table: &|r| Ok(report::load::render(r)),
-                json: &|r| report::json::render(r),
-                csv: &|r| report::load::csv(r),
-            },
-        ),
-        Some(Command::Roundtrip(a)) => measured(
-            &a.common.out,
-            cli.quiet,
-            |stop, bar| roundtrip::run(&a, stop, bar),
-            |r| r.points.len(),
-            &Renderers {
-                table: &|r| Ok(report::table::render(r, &a.common.stats, a.unit)),
-                json: &|r| report::json::render(r),
-                csv: &|r| report::csv::render(r),
-            },
-        ),
+                    Ok((run, err))
+                },
+                |r| r.points.len(),
+                &Renderers {
+                    table: &|r| Ok(report::stream::render(r)),
+                    json: &|r| report::stream::json(r),
+                    csv: &|r| report::stream::csv(r),
+                },
+            )
+        }
+        Some(Command::Flowgraph(a)) => {
+            let c: FlowgraphConfig = (*a).into();
+            measured(
+                &c.out,
+                cli.quiet,
+                |stop, bar| crate::experiment::flowgraph::run(&c, stop, bar),
+                |r| r.points.len(),
+                &Renderers {
+                    table: &|r| Ok(report::flowgraph::render(r)),
+                    json: &|r| report::json::render(r),
+                    csv: &|r| report::flowgraph::csv(r),
+                },
+            )
+        }
+        Some(Command::Load(a)) => {
+            let c: LoadConfig = (*a).into();
+            measured(
+                &c.common.out,
+                cli.quiet,
+                |stop, bar| crate::experiment::load::run(&c, stop, bar),
+                |r| r.points.len(),
+                &Renderers {
+                    table: &|r| Ok(report::load::render(r)),
+                    json: &|r| report::json::render(r),
+                    csv: &|r| report::load::csv(r),
+                },
+            )
+        }
+        Some(Command::Roundtrip(a)) => {
+            let c: RoundtripConfig = (*a).into();
+            measured(
+                &c.common.out,
+                cli.quiet,
+                |stop, bar| roundtrip::run(&c, stop, bar),
+                |r| r.points.len(),
+                &Renderers {
+                    table: &|r| Ok(report::table::render(r, &c.common.stats, c.unit)),
+                    json: &|r| report::json::render(r),
+                    csv: &|r| report::csv::render(r),
+                },
+            )
+        }
     }
 }
 
@@ -166,7 +145,7 @@ struct Renderers<'a, R> {
 /// the format asked (tables followed by the comparisons); writes, saying
 /// where partial results went.
 fn measured<R>(
-    out: &crate::cli::OutputArgs,
+    out: &Output,
     quiet: bool,
     run: impl FnOnce(&std::sync::Arc<std::sync::atomic::AtomicBool>, &Bar) -> Result<(R, Option<Error>)>,
     points: impl Fn(&R) -> usize,

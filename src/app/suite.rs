@@ -5,9 +5,9 @@
 //! rerun alone. Writes the JSON of each part and an HTML report into one
 //! folder. Sized to finish in well under 90 s on 2 cores (`--quick`: half).
 
-use super::{Progress, curve, flowgraph, roundtrip, stream};
 use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
+use crate::experiment::{Progress, curve, flowgraph, roundtrip, stream};
 use crate::report::bundle::Report;
 use crate::report::figure::si;
 use crate::report::saved::SavedRun;
@@ -137,19 +137,19 @@ fn run_part(
         |v: serde_json::Result<Value>| v.map_err(|e| Error::run(format!("encoding JSON: {e}")));
     let (mut value, err) = match cli.command {
         Some(Command::Roundtrip(a)) => {
-            let (run, err) = roundtrip::run(&a, stop, progress)?;
+            let (run, err) = roundtrip::run(&(*a).into(), stop, progress)?;
             (to_value(serde_json::to_value(&run))?, err)
         }
         Some(Command::Curve(a)) => {
-            let (run, err) = curve::run(&a, stop, progress)?;
+            let (run, err) = curve::run(&(*a).into(), stop, progress)?;
             (to_value(serde_json::to_value(&run))?, err)
         }
         Some(Command::Flowgraph(a)) => {
-            let (run, err) = flowgraph::run(&a, stop, progress)?;
+            let (run, err) = flowgraph::run(&(*a).into(), stop, progress)?;
             (to_value(serde_json::to_value(&run))?, err)
         }
         Some(Command::Stream(a)) => {
-            let (run, err) = stream::run(&a, stop, progress)?;
+            let (run, err) = stream::run(&(*a).into(), stop, progress)?;
             (
                 to_value(serde_json::from_str(&crate::report::stream::json(&run)?))?,
                 err,

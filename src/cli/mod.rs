@@ -1,0 +1,246 @@
+//! The command line: clap's definitions of every flag, and nothing else
+//! depends on clap. `main.rs` and the app layer are its only users; they
+//! turn the parsed flags into the library's plain settings with `into()`.
+
+mod args;
+
+pub use args::*;
+
+use crate::stats::Stat;
+use crate::transport::{BufferMode, CompletionMode};
+use crate::units::Unit;
+use crate::words::Word;
+use clap::builder::PossibleValue;
+use clap::{Parser, Subcommand, ValueEnum};
+use std::ffi::OsString;
+use std::path::PathBuf;
+
+#[derive(Parser, Debug)]
+#[command(
+    name = "xferbench",
+    version,
+    about = "Measures how fast data moves: round-trip latency, one-way latency, bandwidth and request rate between two endpoints.",
+    long_about = "Measures how fast data moves between two endpoints: threads, processes, pipes, sockets.\n\nWith no command, runs the default suite: the round-trip matrix and latency/bandwidth curve on every local transport and a short stream on a temporary file; prints a one-screen summary and writes xferbench-report/index.html with the JSON beside it (--quick: half the time; --out DIR: elsewhere)."
+)]
+pub struct Cli {
+    #[command(subcommand)]
+    pub command: Option<Command>,
+    /// No progress bar on stderr.
+    #[arg(short, long, global = true)]
+    pub quiet: bool,
+    /// Default suite: half the sizes and time.
+    #[arg(long)]
+    pub quick: bool,
+    /// Default suite: folder for the report and JSON files.
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
+}
+
+impl Cli {
+    /// Parses this process's command line; on an error or `--help`, prints
+    /// what clap says (an error as one line on stderr) and gives the exit
+    /// code to leave with.
+    pub fn parse_or_exit_code() -> Result<Cli, i32> {
+        Cli::try_parse().map_err(clap_error)
+    }
+
+    /// Parses `argv` (the program name first) as the command line would be
+    /// parsed, for callers that build one (the suite, tests).
+    pub fn parse_argv<I, T>(argv: I) -> Result<Cli, clap::Error>
+    where
+        I: IntoIterator<Item = T>,
+        T: Into<OsString> + Clone,
+    {
+        Cli::try_parse_from(argv)
+    }
+}
+
+/// Teaches clap the words of the enums the experiments define (`words.rs`),
+/// each with its variant's doc comment as help, as `#[derive(ValueEnum)]`
+/// would have given.
+macro_rules! value_enum_by_word {
+    ($($t:ty),* $(,)?) => {$(
+        impl ValueEnum for $t {
+            fn value_variants<'a>() -> &'a [Self] {
+                <$t as Word>::VARIANTS
+            }
+
+            fn to_possible_value(&self) -> Option<PossibleValue> {
+                let value = PossibleValue::new(self.word());
+                Some(match value_help(self.doc()) {
+                    Some(help) => value.help(help),
+                    None => value,
+                })
+            }
+        }
+    )*};
+}
+
+value_enum_by_word!(
+    BufferMode,
+    CompletionMode,
+    crate::transport::Pattern,
+    Stat,
+    Unit,
+    crate::loadgen::LoadMode,
+    crate::flowgraph::sched::Scheduler,
+    crate::flowgraph::edge::Edges,
+    crate::format::Format,
+    crate::experiment::options::PayloadMode,
+    crate::experiment::options::DataDirection,
+    crate::experiment::options::Arrival,
+);
+
+/// A doc comment as clap's derive turns it into a value's help: the first
+/// paragraph on one line, without its closing period; none when empty.
+fn value_help(doc: &str) -> Option<String> {
+    let lines: Vec<&str> = doc
+        .lines()
+        .map(str::trim)
+        .skip_while(|l| l.is_empty())
+        .take_while(|l| !l.is_empty())
+        .collect();
+    if lines.is_empty() {
+        return None;
+    }
+    let mut help = lines.join(" ");
+    if help.ends_with('.') && !help.ends_with("..") {
+        help.pop();
+    }
+    Some(help)
+}
+
+#[derive(Subcommand, Debug)]
+pub enum Command {
+    /// Round-trip latency matrix: requests of each --in size, replies of each --out size.
+    Roundtrip(Box<RoundtripArgs>),
+    /// Latency and bandwidth over message size (BIP, NetPIPE, OSU): one-way time, MB/s, a model fit.
+    Curve(Box<CurveArgs>),
+    /// Throughput of fio-style jobs: workers on files, block and character devices (DMA channels) or transports; fio job files, verify, poll vs interrupt, block-size sweeps.
+    Stream(Box<StreamArgs>),
+    /// Re-renders saved results (JSON) as an HTML report, SVG plots or tables, optionally beside published figures (--compare).
+    Report(ReportArgs),
+    /// Request rate under background CPU and memory load (rk11perf), and open-loop latency at offered rates.
+    Load(Box<LoadArgs>),
+    /// Streaming-runtime cost (the SDR runtime benchmark): source → M saxpy blocks → sink on N cores, per scheduler, against the kernel alone.
+    Flowgraph(Box<FlowgraphArgs>),
+    /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
+    List(ListArgs),
+    /// Runs the responder for initiators on other machines (-t tcp://HOST:PORT); binds 127.0.0.1 unless told otherwise.
+    Serve(ServeArgs),
+    /// Published figures to compare with (--compare): Vollo IA420F round trips, BIP on Myrinet, rk11perf, Xilinx XDMA, qsdr flowgraphs.
+    Reference(ReferenceArgs),
+    /// Device plugins (include/xferbench/plugin.h): `plugin check FILE.so` runs the conformance checks a plugin author needs.
+    Plugin(PluginArgs),
+    /// Runs a responder (started by xferbench itself; not for direct use).
+    #[command(name = "__respond", hide = true)]
+    Respond(RespondArgs),
+}
+
+/// Prints clap's message as one line (help and version go to stdout as usual).
+fn clap_error(e: clap::Error) -> i32 {
+    use clap::error::ErrorKind;
+    match e.kind() {
+        ErrorKind::DisplayHelp
+        | ErrorKind::DisplayVersion
+        | ErrorKind::DisplayHelpOnMissingArgumentOrSubcommand => {
+            let _ = e.print();
+            0
+        }
+        _ => {
+            let text = e.render().to_string();
+            let mut lines = text.lines().map(str::trim).filter(|l| !l.is_empty());
+            let first = lines.next().unwrap_or("invalid arguments");
+            let first = first.trim_start_matches("error: ");
+            // "…were not provided:" names the arguments on the next line.
+            let joined;
+            let first = match (first.ends_with(':'), lines.next()) {
+                (true, Some(what)) => {
+                    joined = format!("{first} {what}");
+                    joined.as_str()
+                }
+                _ => first,
+            };
+            // Keep clap's list of valid values: it is the fix.
+            let valid = text
+                .lines()
+                .find_map(|l| l.trim().strip_prefix("[possible values: "))
+                .map(|v| v.trim_end_matches(']'));
+            match valid {
+                Some(v) if !first.contains("possible values") => {
+                    eprintln!("xferbench: error: {first} (valid: {v})")
+                }
+                _ => eprintln!("xferbench: error: {first} (see --help)"),
+            }
+            2
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn word_enums_give_clap_their_words_and_first_doc_paragraph() {
+        let names: Vec<_> = Stat::value_variants()
+            .iter()
+            .map(|s| s.to_possible_value().unwrap().get_name().to_string())
+            .collect();
+        assert_eq!(names[7..9], ["p999", "p9999"]);
+        assert!(Stat::Mean.to_possible_value().unwrap().get_help().is_none());
+        let memcopy = crate::loadgen::LoadMode::Memcopy
+            .to_possible_value()
+            .unwrap();
+        assert_eq!(
+            memcopy.get_help().unwrap().to_string(),
+            "Copies between buffers twice the last-level cache: maximal contention for caches and memory bandwidth"
+        );
+        assert_eq!(value_help(" One.\n\n Two.\n").as_deref(), Some("One"));
+        assert_eq!(value_help(" Etc..\n").as_deref(), Some("Etc.."));
+    }
+
+    /// The settings' `Default` is what the command line gives with no
+    /// flags: one set of defaults, not two that drift apart.
+    #[test]
+    fn defaults_of_the_settings_are_the_command_lines() {
+        let parse = |line: &str| {
+            Cli::parse_argv(line.split_whitespace())
+                .expect("parses")
+                .command
+                .expect("a command")
+        };
+        use crate::experiment::options::*;
+        match parse("xferbench roundtrip") {
+            Command::Roundtrip(a) => {
+                assert_eq!(RoundtripConfig::from(*a), RoundtripConfig::default())
+            }
+            _ => unreachable!(),
+        }
+        match parse("xferbench curve") {
+            Command::Curve(a) => assert_eq!(CurveConfig::from(*a), CurveConfig::default()),
+            _ => unreachable!(),
+        }
+        match parse("xferbench load") {
+            Command::Load(a) => assert_eq!(LoadConfig::from(*a), LoadConfig::default()),
+            _ => unreachable!(),
+        }
+        match parse("xferbench flowgraph") {
+            Command::Flowgraph(a) => {
+                assert_eq!(FlowgraphConfig::from(*a), FlowgraphConfig::default())
+            }
+            _ => unreachable!(),
+        }
+        match parse("xferbench stream") {
+            Command::Stream(a) => assert_eq!(StreamConfig::from(*a), StreamConfig::default()),
+            _ => unreachable!(),
+        }
+        match parse("xferbench serve") {
+            Command::Serve(a) => assert_eq!(
+                crate::serve::ServeConfig::from(a),
+                crate::serve::ServeConfig::default()
+            ),
+            _ => unreachable!(),
+        }
+    }
+}

@@ -1,0 +1,772 @@
+//! The plain settings each experiment reads: what a program embedding
+//! xferbench fills in, and what the command line converts its flags into.
+//!
+//! They live here, apart from the argument parser, for the reason hyperfine
+//! keeps `options.rs` apart from `cli.rs`: the measuring code must not depend
+//! on how its settings were typed. `Default` gives the command line's
+//! defaults; `validate` gives the errors a mistyped flag gets. Each type
+//! serializes as the `options` object of its run's JSON, so field names and
+//! their serde names are part of the results format: add, never rename.
+
+use crate::error::{Error, Result};
+use crate::fit::Breakpoint;
+use crate::format::Format;
+use crate::loadgen::LoadMode;
+use crate::placement::Cpus;
+use crate::stats::Stat;
+use crate::transport::{BufferMode, CompletionMode, Pattern, Spec};
+use crate::units::{self, Chunk, Unit};
+use crate::words::word_enum;
+use serde::{Serialize, Serializer};
+use std::path::PathBuf;
+use std::time::Duration;
+
+fn ser_secs<S: Serializer>(d: &Duration, s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.serialize_f64(d.as_secs_f64())
+}
+
+fn ser_opt_secs<S: Serializer>(d: &Option<Duration>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    match d {
+        Some(d) => s.serialize_f64(d.as_secs_f64()),
+        None => s.serialize_none(),
+    }
+}
+
+fn ser_specs<S: Serializer>(v: &[Spec], s: S) -> std::result::Result<S::Ok, S::Error> {
+    s.collect_seq(v.iter().map(|sp| sp.to_string()))
+}
+
+/// Where a measuring experiment's results go, and what is set beside them.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Output {
+    /// How the result is written.
+    pub format: Format,
+    /// A file instead of stdout.
+    pub output: Option<PathBuf>,
+    /// Published datasets to put beside the results (`xferbench reference list`).
+    pub compare: Vec<String>,
+}
+
+impl Default for Output {
+    fn default() -> Output {
+        Output {
+            format: Format::Table,
+            output: None,
+            compare: Vec::new(),
+        }
+    }
+}
+
+impl Output {
+    /// The format to write: `format`, unless left at table and the output
+    /// file's extension says otherwise.
+    pub fn effective_format(&self) -> Format {
+        if self.format != Format::Table {
+            return self.format;
+        }
+        match self
+            .output
+            .as_deref()
+            .and_then(|p| p.extension())
+            .and_then(|e| e.to_str())
+        {
+            Some("json") => Format::Json,
+            Some("csv") => Format::Csv,
+            _ => Format::Table,
+        }
+    }
+}
+
+/// Settings every link-measuring experiment (roundtrip, curve, load) shares.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct Common {
+    /// Transports to measure, each with its options (`thread:completion=block`).
+    #[serde(serialize_with = "ser_specs")]
+    pub transports: Vec<Spec>,
+    /// Buffer modes to measure; empty: the experiment's default per transport.
+    pub buffers: Vec<BufferMode>,
+    /// Completion modes to measure; empty: each transport's own.
+    pub completion: Vec<CompletionMode>,
+    /// Where the initiator and responder run.
+    #[serde(skip)]
+    pub cpus: Cpus,
+    /// Untimed round trips before each point; None: up to 1000 within 0.5 s.
+    pub warmup: Option<u64>,
+    /// Timed round trips per point (exclusive with `duration`).
+    pub samples: Option<u64>,
+    /// Timed time per point instead of a sample count.
+    #[serde(serialize_with = "ser_opt_secs", rename = "duration_s")]
+    pub duration: Option<Duration>,
+    /// The responder busy-waits this long before replying (an accuracy check).
+    #[serde(serialize_with = "ser_secs", rename = "responder_delay_s")]
+    pub responder_delay: Duration,
+    /// Give up on a responder silent this long.
+    #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
+    pub timeout: Duration,
+    /// Statistics the tables show.
+    pub stats: Vec<Stat>,
+    /// Where the results go.
+    #[serde(flatten)]
+    pub out: Output,
+}
+
+impl Default for Common {
+    fn default() -> Common {
+        Common {
+            transports: vec![Spec {
+                name: "thread".into(),
+                options: Vec::new(),
+            }],
+            buffers: Vec::new(),
+            completion: Vec::new(),
+            cpus: Cpus::Auto,
+            warmup: None,
+            samples: None,
+            duration: None,
+            responder_delay: Duration::ZERO,
+            timeout: Duration::from_secs(10),
+            stats: vec![Stat::Mean, Stat::P99],
+            out: Output::default(),
+        }
+    }
+}
+
+impl Common {
+    /// The transports, in order.
+    pub fn specs(&self) -> Vec<Spec> {
+        self.transports.clone()
+    }
+
+    /// The checks every link experiment makes before it starts.
+    pub fn validate(&self) -> Result<()> {
+        if self.transports.is_empty() {
+            return Err(Error::usage("name at least one transport with -t"));
+        }
+        if self.stats.is_empty() {
+            return Err(Error::usage("--stats needs at least one statistic"));
+        }
+        if self.samples.is_some() && self.duration.is_some() {
+            return Err(Error::usage(
+                "--samples and --duration exclude each other: give one",
+            ));
+        }
+        if self.samples == Some(0) {
+            return Err(Error::usage("--samples must be at least 1"));
+        }
+        if self.duration.is_some_and(|d| d.is_zero()) {
+            return Err(Error::usage("--duration must be longer than zero"));
+        }
+        if self.responder_delay >= self.timeout {
+            return Err(Error::usage(
+                "--responder-delay must be shorter than --timeout",
+            ));
+        }
+        for v in [self.warmup, self.samples].into_iter().flatten() {
+            check_count(v)?;
+        }
+        Ok(())
+    }
+}
+
+/// `xferbench roundtrip`: requests of each `in_sizes` size, replies of each
+/// `out_sizes` size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct RoundtripConfig {
+    /// Request sizes, in `unit`s.
+    #[serde(rename = "in")]
+    pub in_sizes: Vec<u64>,
+    /// Reply sizes, in `unit`s.
+    #[serde(rename = "out")]
+    pub out_sizes: Vec<u64>,
+    /// What the sizes count.
+    pub unit: Unit,
+    /// Transports, modes, sampling and output.
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+impl Default for RoundtripConfig {
+    fn default() -> RoundtripConfig {
+        let sizes = units::parse_size_list("64..16k").expect("a valid list");
+        RoundtripConfig {
+            in_sizes: sizes.clone(),
+            out_sizes: sizes,
+            unit: Unit::Bytes,
+            common: Common::default(),
+        }
+    }
+}
+
+word_enum! {
+    /// What a message carries.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "kebab-case")]
+    pub enum PayloadMode {
+        /// Whatever is in the buffer: the transfer alone is timed.
+        Raw = "raw",
+        /// The sender fills every message with pseudo-random values and the
+        /// receiver checks every one, inside the timed span (BIP's "real usage").
+        FillCheck = "fill-check",
+    }
+}
+
+/// The largest `window` a curve takes.
+pub const MAX_WINDOW: u32 = 65536;
+
+/// `xferbench curve`: one-way time and bandwidth over message size.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct CurveConfig {
+    /// Message sizes in bytes.
+    pub sizes: Vec<u64>,
+    /// Also measure each size this many bytes below and above it (NetPIPE).
+    pub perturb: u64,
+    /// Ping-pong, stream (a window one way, then an acknowledgement) or bidir.
+    pub mode: Pattern,
+    /// Messages in flight per exchange in stream and bidir modes (1..=65536).
+    pub window: u32,
+    /// Time the transfer alone, or fill and check every value.
+    pub payload: PayloadMode,
+    /// How messages are cut into packets.
+    pub chunk: Chunk,
+    /// Measure once per packetization and tabulate side by side (replaces `chunk`).
+    pub compare_chunks: Vec<Chunk>,
+    /// Where the two-segment fit splits.
+    pub breakpoint: Breakpoint,
+    /// Transports, modes, sampling and output.
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+impl Default for CurveConfig {
+    fn default() -> CurveConfig {
+        CurveConfig {
+            sizes: units::parse_size_list("0..8M").expect("a valid list"),
+            perturb: 0,
+            mode: Pattern::Pingpong,
+            window: 64,
+            payload: PayloadMode::Raw,
+            chunk: Chunk::Whole,
+            compare_chunks: Vec::new(),
+            breakpoint: Breakpoint::Auto,
+            common: Common::default(),
+        }
+    }
+}
+
+impl CurveConfig {
+    /// The checks of the values themselves (the sizes are checked against
+    /// each transport when the curve starts).
+    pub fn validate(&self) -> Result<()> {
+        self.common.validate()?;
+        if !(1..=MAX_WINDOW).contains(&self.window) {
+            return Err(Error::usage(format!(
+                "--window {}: must be from 1 to {MAX_WINDOW}",
+                self.window
+            )));
+        }
+        check_count(self.perturb)
+    }
+}
+
+word_enum! {
+    /// Which way the data of a load request goes.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum DataDirection {
+        /// The responder sends the data (the device writes memory, as an RK11 read).
+        Read = "read",
+        /// The initiator sends the data.
+        Write = "write",
+    }
+}
+
+word_enum! {
+    /// When open-loop requests are due.
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+    #[serde(rename_all = "lowercase")]
+    pub enum Arrival {
+        /// Evenly spaced, 1/R apart.
+        Fixed = "fixed",
+        /// Exponential gaps with mean 1/R (a Poisson process).
+        Poisson = "poisson",
+    }
+}
+
+/// The most requests in flight a closed-loop load run takes.
+pub const MAX_INFLIGHT: u32 = 64;
+
+/// `xferbench load`: request rate under background load, or latency at
+/// offered rates.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct LoadConfig {
+    /// Transfer sizes in bytes.
+    pub sizes: Vec<u64>,
+    /// Background loads, each in turn.
+    #[serde(rename = "loads")]
+    pub loads: Vec<LoadMode>,
+    /// Which way the data goes; each in turn.
+    pub direction: Vec<DataDirection>,
+    /// Requests in flight in the closed loop (clients, each with its own link; 1..=64).
+    pub inflight: u32,
+    /// Measuring time of each cell (one size under one load).
+    #[serde(serialize_with = "ser_secs", rename = "cell_time_s")]
+    pub cell_time: Duration,
+    /// CPUs for the load threads; None: those the initiator and responder
+    /// leave free (all of them on a machine with none spare).
+    #[serde(skip)]
+    pub load_cpus: Option<Vec<usize>>,
+    /// A shell command to run as the load instead, killed after each run.
+    pub load_cmd: Option<String>,
+    /// Open loop at one offered rate, requests/s (exclusive with `rates`).
+    pub rate: Option<Vec<f64>>,
+    /// Open loop over several offered rates, requests/s.
+    pub rates: Option<Vec<f64>>,
+    /// Open-loop arrivals: fixed spacing or Poisson.
+    pub arrival: Arrival,
+    /// Transports, modes, sampling and output.
+    #[serde(flatten)]
+    pub common: Common,
+}
+
+impl Default for LoadConfig {
+    fn default() -> LoadConfig {
+        LoadConfig {
+            sizes: units::parse_size_list("512,1k,2k,4k,8k,16k").expect("a valid list"),
+            loads: <LoadMode as crate::words::Word>::VARIANTS.to_vec(),
+            direction: vec![DataDirection::Read, DataDirection::Write],
+            inflight: 1,
+            cell_time: Duration::from_secs(1),
+            load_cpus: None,
+            load_cmd: None,
+            rate: None,
+            rates: None,
+            arrival: Arrival::Fixed,
+            common: Common::default(),
+        }
+    }
+}
+
+impl LoadConfig {
+    /// The checks of the values themselves.
+    pub fn validate(&self) -> Result<()> {
+        self.common.validate()?;
+        if !(1..=MAX_INFLIGHT).contains(&self.inflight) {
+            return Err(Error::usage(format!(
+                "--inflight {}: must be from 1 to {MAX_INFLIGHT}",
+                self.inflight
+            )));
+        }
+        if self.rate.is_some() && self.rates.is_some() {
+            return Err(Error::usage(
+                "--rate and --rates exclude each other: give one",
+            ));
+        }
+        for r in self.rate.iter().chain(&self.rates).flatten() {
+            check_rate(*r)?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses offered rates in requests/s: `1000`, `10k`, `2.5M` (decimal
+/// prefixes), comma-separated.
+pub fn parse_rates(s: &str) -> std::result::Result<Vec<f64>, String> {
+    let mut v = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let (num, mul) = match item.chars().last() {
+            Some('k' | 'K') => (&item[..item.len() - 1], 1e3),
+            Some('M') => (&item[..item.len() - 1], 1e6),
+            _ => (item, 1.0),
+        };
+        let r = num
+            .parse::<f64>()
+            .ok()
+            .map(|x| x * mul)
+            .filter(|r| check_rate(*r).is_ok())
+            .ok_or_else(|| {
+                format!("malformed rate '{item}': expected requests/s like 1000, 10k or 2.5M (up to 100M)")
+            })?;
+        v.push(r);
+    }
+    Ok(v)
+}
+
+fn check_rate(r: f64) -> Result<()> {
+    if r.is_finite() && r > 0.0 && r <= 1e8 {
+        Ok(())
+    } else {
+        Err(Error::usage(format!(
+            "rate {r} requests/s is out of range: give more than 0 and up to 100M"
+        )))
+    }
+}
+
+/// The largest count (samples, warm-up, perturbation) any option takes.
+pub const MAX_COUNT: u64 = 1_000_000_000;
+
+/// Parses a whole count: `1000` or `10k`.
+pub fn parse_count(s: &str) -> std::result::Result<u64, String> {
+    let v = units::parse_size(s)
+        .map_err(|_| format!("malformed count '{s}': expected a whole number like 1000 or 10k"))?;
+    check_count(v).map_err(|e| e.to_string())?;
+    Ok(v)
+}
+
+fn check_count(v: u64) -> Result<()> {
+    if v > MAX_COUNT {
+        return Err(Error::usage(format!(
+            "count {v} is absurdly large (limit 1e9)"
+        )));
+    }
+    Ok(())
+}
+
+/// Parses whole numbers: `1..4` (every value), `2,4,6`, or both mixed;
+/// sorted, without repeats, none zero.
+pub fn parse_counts(s: &str) -> std::result::Result<Vec<usize>, String> {
+    let bad = || format!("malformed list '{s}': expected numbers and ranges like 1..4 or 2,4,6");
+    let mut v = Vec::new();
+    for item in s.split(',').map(str::trim) {
+        let num = |t: &str| t.trim().parse::<usize>().map_err(|_| bad());
+        match item.split_once("..") {
+            Some((a, b)) => {
+                let (a, b) = (num(a)?, num(b)?);
+                if a > b || b - a > 1024 {
+                    return Err(bad());
+                }
+                v.extend(a..=b);
+            }
+            None => v.push(num(item)?),
+        }
+    }
+    if v.contains(&0) {
+        return Err(format!("'{s}': 0 is not a count"));
+    }
+    v.sort_unstable();
+    v.dedup();
+    Ok(v)
+}
+
+/// The most items a flowgraph point may be told to stop after.
+pub const MAX_ITEMS: u64 = 10_000_000_000_000;
+
+/// Parses a flowgraph item count: `100000000` or `64M`.
+pub fn parse_items(s: &str) -> std::result::Result<u64, String> {
+    let v = units::parse_size(s).map_err(|_| {
+        format!("malformed item count '{s}': expected a whole number like 100000000 or 64M")
+    })?;
+    if v == 0 || v > MAX_ITEMS {
+        return Err(format!("item count {v} out of range (1..1e13)"));
+    }
+    Ok(v)
+}
+
+/// `word` or a count from 1 to `max`, for the options that take either.
+fn count_or(s: &str, word: &str, max: usize, opt: &str) -> std::result::Result<String, String> {
+    if s == word || s.parse::<usize>().is_ok_and(|n| (1..=max).contains(&n)) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "{opt} '{s}': expected {word} or a number from 1 to {max}"
+        ))
+    }
+}
+
+/// Checks a flowgraph `buffers` value: `N+1` or 1..=64.
+pub fn parse_buffer_count(s: &str) -> std::result::Result<String, String> {
+    count_or(s, "N+1", 64, "--buffers")
+}
+
+/// Checks a flowgraph `edge_buffers` value: `auto` or 1..=4096.
+pub fn parse_edge_buffer_count(s: &str) -> std::result::Result<String, String> {
+    count_or(s, "auto", 4096, "--edge-buffers")
+}
+
+/// Checks a Saxpy kernel name: `auto` or one this build has.
+pub fn parse_kernel(s: &str) -> std::result::Result<String, String> {
+    let known = crate::flowgraph::saxpy::NAMES;
+    if s == "auto" || known.contains(&s) {
+        Ok(s.to_string())
+    } else {
+        Err(format!(
+            "'{s}': expected auto or one of {}",
+            known.join(", ")
+        ))
+    }
+}
+
+/// Parses a flowgraph buffer size: a multiple of 64 bytes from 64 B to 64 MiB.
+pub fn parse_buffer_size(s: &str) -> std::result::Result<u64, String> {
+    let v = units::parse_size(s).map_err(|e| e.to_string())?;
+    check_buffer_size(v).map_err(|_| {
+        format!("'{s}': the buffer size must be a multiple of 64 bytes from 64 B to 64 MiB")
+    })?;
+    Ok(v)
+}
+
+fn check_buffer_size(v: u64) -> Result<()> {
+    if !(64..=(64 << 20)).contains(&v) || v % 64 != 0 {
+        return Err(Error::usage(format!(
+            "buffer size {v}: must be a multiple of 64 bytes from 64 B to 64 MiB"
+        )));
+    }
+    Ok(())
+}
+
+/// The most rounds a flowgraph point takes.
+pub const MAX_ROUNDS: u32 = 50;
+
+/// `xferbench flowgraph`: source → M Saxpy blocks → sink on N cores, per
+/// scheduler, against the kernel alone.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct FlowgraphConfig {
+    /// Core counts N; None: 1 up to the CPUs available.
+    pub cores: Option<Vec<usize>>,
+    /// Saxpy blocks M for every N; None: N..3N for each N.
+    pub blocks: Option<Vec<usize>>,
+    /// Schedulers; empty: every one that applies.
+    pub scheduler: Vec<crate::flowgraph::sched::Scheduler>,
+    /// Edges between blocks.
+    pub edges: Vec<crate::flowgraph::edge::Edges>,
+    /// Bytes each block moves per call (a multiple of 64 from 64 B to 64 MiB).
+    pub buffer_size: u64,
+    /// Buffers circulating in the ring reference and a handoff circuit: `N+1` or 1..=64.
+    pub buffers: String,
+    /// Capacity of a circular buffer between threads: `auto` or 1..=4096.
+    pub edge_buffers: String,
+    /// Measuring time per point, after the warm-up.
+    #[serde(serialize_with = "ser_secs", rename = "duration_s")]
+    pub duration: Duration,
+    /// Time each point runs before it is measured.
+    #[serde(serialize_with = "ser_secs", rename = "warmup_s")]
+    pub warmup: Duration,
+    /// Rounds per (N, M), interleaving the schedulers (1..=50).
+    pub rounds: u32,
+    /// Stop each point after the source made this many items, not after `duration`.
+    pub items: Option<u64>,
+    /// CPUs to use, in order (`Cpus::Unpinned` is refused: the flowgraph pins).
+    #[serde(skip)]
+    pub cpus: Cpus,
+    /// Buffer sizes of the kernel-only scan.
+    pub kernel_sizes: Vec<u64>,
+    /// The Saxpy kernel: `auto` or a name from `flowgraph::saxpy::NAMES`.
+    pub kernel: String,
+    /// Give up on a scheduler that has not wound down this long after being stopped.
+    #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
+    pub timeout: Duration,
+    /// Where the results go.
+    #[serde(flatten)]
+    pub out: Output,
+}
+
+impl Default for FlowgraphConfig {
+    fn default() -> FlowgraphConfig {
+        use crate::flowgraph::edge::Edges;
+        FlowgraphConfig {
+            cores: None,
+            blocks: None,
+            scheduler: Vec::new(),
+            edges: vec![Edges::Circular, Edges::Handoff],
+            buffer_size: 16 << 10,
+            buffers: "N+1".into(),
+            edge_buffers: "auto".into(),
+            duration: Duration::from_millis(500),
+            warmup: Duration::from_millis(150),
+            rounds: 3,
+            items: None,
+            cpus: Cpus::Auto,
+            kernel_sizes: units::parse_size_list("256..8M").expect("a valid list"),
+            kernel: "auto".into(),
+            timeout: Duration::from_secs(10),
+            out: Output::default(),
+        }
+    }
+}
+
+impl FlowgraphConfig {
+    /// The checks of the values themselves.
+    pub fn validate(&self) -> Result<()> {
+        let usage = |e: String| Error::usage(e);
+        for list in [&self.cores, &self.blocks].into_iter().flatten() {
+            if list.is_empty() || list.contains(&0) {
+                return Err(Error::usage(
+                    "--cores and --blocks need counts of at least 1",
+                ));
+            }
+        }
+        check_buffer_size(self.buffer_size)?;
+        parse_buffer_count(&self.buffers).map_err(usage)?;
+        parse_edge_buffer_count(&self.edge_buffers).map_err(usage)?;
+        parse_kernel(&self.kernel).map_err(usage)?;
+        if !(1..=MAX_ROUNDS).contains(&self.rounds) {
+            return Err(Error::usage(format!(
+                "--rounds {}: must be from 1 to {MAX_ROUNDS}",
+                self.rounds
+            )));
+        }
+        if let Some(i) = self.items {
+            parse_items(&i.to_string()).map_err(usage)?;
+        }
+        Ok(())
+    }
+}
+
+/// Parses a `--map OLD=NEW` filename rewrite.
+pub fn parse_map_pair(s: &str) -> std::result::Result<(String, String), String> {
+    match s.split_once('=') {
+        Some((a, b)) if !a.trim().is_empty() && !b.trim().is_empty() => {
+            Ok((a.trim().to_string(), b.trim().to_string()))
+        }
+        _ => Err(format!(
+            "malformed map '{s}': expected OLD=NEW, as in /dev/xdma0_h2c_0=/tmp/card0"
+        )),
+    }
+}
+
+/// Parses a `--set KEY=VALUE` fio option (a bare `KEY` is a flag option).
+pub fn parse_set_pair(s: &str) -> std::result::Result<(String, Option<String>), String> {
+    let (k, v) = match s.split_once('=') {
+        Some((k, v)) => (k.trim(), Some(v.trim().to_string())),
+        None => (s.trim(), None),
+    };
+    if k.is_empty() || k.contains(char::is_whitespace) {
+        return Err(format!(
+            "malformed option '{s}': expected KEY=VALUE (a fio option), as in size=64m"
+        ));
+    }
+    Ok((k.to_string(), v))
+}
+
+/// `xferbench stream`: fio-style jobs from a job file, flags, or both.
+/// The fio options are kept as written (fio's own syntax, checked when the
+/// jobs are built), so a job given by fields reads like a job file.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct StreamConfig {
+    /// A fio job file to run.
+    pub job: Option<PathBuf>,
+    /// Filename rewrites applied before opening (OLD, NEW).
+    pub map: Vec<(String, String)>,
+    /// fio options set on every job after the job file's own.
+    pub set: Vec<(String, Option<String>)>,
+    /// Options xferbench does not support are errors instead of warnings.
+    pub strict: bool,
+    /// Job name for a job given by fields.
+    pub name: Option<String>,
+    /// fio `filename`: a file, device, or `xfer:TRANSPORT`.
+    pub filename: Option<String>,
+    /// fio `rw`.
+    pub rw: Option<String>,
+    /// Block size, or several to sweep (`4k..2m`, `4k,64k,1m`).
+    pub bs: Option<String>,
+    /// fio `size`.
+    pub size: Option<String>,
+    /// fio `offset`.
+    pub offset: Option<String>,
+    /// fio `filesize`.
+    pub filesize: Option<String>,
+    /// fio `numjobs`.
+    pub numjobs: Option<String>,
+    /// fio `iodepth`.
+    pub iodepth: Option<String>,
+    /// fio `ioengine`.
+    pub ioengine: Option<String>,
+    /// fio `iomem`.
+    pub iomem: Option<String>,
+    /// fio `direct`.
+    pub direct: Option<String>,
+    /// fio `verify`.
+    pub verify: Option<String>,
+    /// `interrupt` or `poll`.
+    pub completion: Option<String>,
+    /// fio `runtime`.
+    pub runtime: Option<String>,
+    /// fio `time_based`.
+    pub time_based: bool,
+    /// fio `rate`.
+    pub rate: Option<String>,
+    /// Give up on an I/O that has not completed for this long.
+    #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
+    pub timeout: Duration,
+    /// Where the results go.
+    #[serde(flatten)]
+    pub out: Output,
+}
+
+impl Default for StreamConfig {
+    fn default() -> StreamConfig {
+        StreamConfig {
+            job: None,
+            map: Vec::new(),
+            set: Vec::new(),
+            strict: false,
+            name: None,
+            filename: None,
+            rw: None,
+            bs: None,
+            size: None,
+            offset: None,
+            filesize: None,
+            numjobs: None,
+            iodepth: None,
+            ioengine: None,
+            iomem: None,
+            direct: None,
+            verify: None,
+            completion: None,
+            runtime: None,
+            time_based: false,
+            rate: None,
+            timeout: Duration::from_secs(10),
+            out: Output::default(),
+        }
+    }
+}
+
+impl StreamConfig {
+    /// The fields given, as fio options applied to every job (after the job
+    /// file's own), then the `set` ones. `bs` is left to [`Self::bs_list`].
+    pub fn overrides(&self) -> Vec<(String, Option<String>)> {
+        let mut o: Vec<(String, Option<String>)> = Vec::new();
+        let flags: [(&str, &Option<String>); 14] = [
+            ("filename", &self.filename),
+            ("rw", &self.rw),
+            ("size", &self.size),
+            ("offset", &self.offset),
+            ("filesize", &self.filesize),
+            ("numjobs", &self.numjobs),
+            ("iodepth", &self.iodepth),
+            ("ioengine", &self.ioengine),
+            ("iomem", &self.iomem),
+            ("direct", &self.direct),
+            ("verify", &self.verify),
+            ("completion", &self.completion),
+            ("runtime", &self.runtime),
+            ("rate", &self.rate),
+        ];
+        for (k, v) in flags {
+            if let Some(v) = v {
+                o.push((k.to_string(), Some(v.clone())));
+            }
+        }
+        if self.time_based {
+            o.push(("time_based".into(), None));
+        }
+        o.extend(self.set.iter().cloned());
+        o
+    }
+
+    /// Block sizes to sweep (empty: no `bs`, the jobs' own).
+    pub fn bs_list(&self) -> Result<Vec<u64>> {
+        let Some(b) = &self.bs else {
+            return Ok(Vec::new());
+        };
+        if b.contains("..") || b.contains(',') {
+            units::parse_size_list(b)
+        } else {
+            Ok(vec![
+                crate::jobfile::parse_fio_size(b)
+                    .map_err(|e| Error::usage(format!("--bs {b}: {e}")))?,
+            ])
+        }
+    }
+}
