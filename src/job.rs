@@ -3,7 +3,7 @@
 //! [`Job::set`], so a flag and a job-file line can never mean different things.
 
 use crate::error::{Error, Result};
-use crate::jobfile::parse_fio_size;
+use crate::units::parse_fio_size;
 use serde::Serialize;
 use std::time::Duration;
 
@@ -97,6 +97,10 @@ pub enum Completion {
     /// Spin: io_uring IOPOLL (`hipri`) and/or SQPOLL, non-blocking syscalls.
     Poll,
 }
+
+/// Prefix of a filename that names a transport instead of a file
+/// (`xfer:tcp`): the job keeps its colons, the engine opens a link.
+pub const TRANSPORT_PREFIX: &str = "xfer:";
 
 /// One job after `[global]` inheritance, `numjobs` expansion and environment
 /// substitution. Sizes are bytes, rates bytes per second.
@@ -443,7 +447,7 @@ impl<'a> Opt<'a> {
     /// transport name (`xfer:shm:completion=poll`) keeps its colons.
     fn filename(&self) -> Result<String> {
         let v = self.value()?;
-        if v.starts_with(crate::engine::TRANSPORT_PREFIX) {
+        if v.starts_with(TRANSPORT_PREFIX) {
             return Ok(v.to_string());
         }
         let mut out = String::with_capacity(v.len());

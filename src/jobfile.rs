@@ -256,49 +256,6 @@ fn builtin(name: &str) -> Option<String> {
     .map(|n| n.to_string())
 }
 
-/// Parses a fio size: `4096`, `4k`, `1.5m`, `64GiB`, `0x1000`. Suffixes are
-/// binary however spelled (`kb`, `KiB`), as under fio's default kb_base=1024.
-/// The message names no value: callers say which option it was.
-pub fn parse_fio_size(s: &str) -> Result<u64> {
-    let bad = || {
-        Error::usage(
-            "malformed size (expected a number with an optional k/m/g/t suffix, as in 4k or 1m)",
-        )
-    };
-    let t = s.trim();
-    if let Some(hex) = t.strip_prefix("0x").or_else(|| t.strip_prefix("0X")) {
-        return u64::from_str_radix(hex, 16).map_err(|_| bad());
-    }
-    let end = t
-        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
-        .unwrap_or(t.len());
-    let (num, suffix) = t.split_at(end);
-    let shift = match suffix.trim().to_ascii_lowercase().as_str() {
-        "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        "p" | "pb" | "pib" => 50,
-        _ => return Err(bad()),
-    };
-    let (int, frac) = num.split_once('.').unwrap_or((num, ""));
-    let digits = |d: &str| d.bytes().all(|b| b.is_ascii_digit());
-    if (int.is_empty() && frac.is_empty()) || !digits(int) || !digits(frac) {
-        return Err(bad());
-    }
-    let too_large = || Error::usage("size too large (the limit is 16 EiB)");
-    if int.trim_start_matches('0').len() > 20 {
-        return Err(too_large());
-    }
-    // Exact integer arithmetic (20 digits << 50 fits a u128), so 1.5k is
-    // 1536; fractions of a byte drop.
-    let frac = &frac[..frac.len().min(20)];
-    let n = |d: &str| d.parse::<u128>().unwrap_or(0);
-    let v = (n(int) << shift) + (n(frac) << shift) / 10u128.pow(frac.len() as u32);
-    u64::try_from(v).map_err(|_| too_large())
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -314,42 +271,6 @@ mod tests {
 
     fn err(text: &str) -> String {
         parse(text, "t.fio", &no_env, &[]).unwrap_err().to_string()
-    }
-
-    #[test]
-    fn fio_sizes() {
-        for (s, want) in [
-            ("4096", 4096),
-            ("4k", 4096),
-            ("4K", 4096),
-            ("1m", 1 << 20),
-            ("16g", 16 << 30),
-            ("64g", 64 << 30),
-            ("1t", 1 << 40),
-            ("0x1000", 4096),
-            ("4KiB", 4096),
-            ("1MB", 1 << 20),
-            ("1.5k", 1536),
-            ("512b", 512),
-            ("0", 0),
-        ] {
-            assert_eq!(parse_fio_size(s).unwrap(), want, "{s}");
-        }
-        for bad in ["", "k", "4q", "-1", "1.2.3k", "0x", "0xg", "4 kk", "."] {
-            assert!(parse_fio_size(bad).is_err(), "{bad} should fail");
-        }
-        assert!(
-            parse_fio_size("16384p")
-                .unwrap_err()
-                .to_string()
-                .contains("too large")
-        );
-        assert!(
-            parse_fio_size("999999999999999999999999")
-                .unwrap_err()
-                .to_string()
-                .contains("too large")
-        );
     }
 
     const AWS: &str = "[global] \nallow_file_create=0\nioengine=psync\niomem=mmap\nfilesize=64g\nsize=16g\nbs=1m \nratemin=1m\nverify=xxhash\nverify_fatal=1\nverify_dump=1\n\n[write-phase-0] \noffset=0\nrw=write\nfilename=/dev/xdma0_h2c_0\ndo_verify=0\n\n[verify-phase-0] \nnew_group\nwait_for=write-phase-0\noffset=0\nrw=read\nfilename=/dev/xdma0_c2h_0\ndo_verify=1\n";

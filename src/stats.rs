@@ -198,6 +198,24 @@ impl Stat {
     }
 }
 
+/// Divides every time of an exchange summary by `by` messages (2 for the two
+/// halves of a round trip): the one-way time of one message.
+pub fn per_message(s: &Summary, by: f64) -> Summary {
+    let d = |v: u64| (v as f64 / by).round() as u64;
+    Summary {
+        count: s.count,
+        mean_ns: s.mean_ns / by,
+        stddev_ns: s.stddev_ns / by,
+        min_ns: d(s.min_ns),
+        p50_ns: d(s.p50_ns),
+        p90_ns: d(s.p90_ns),
+        p99_ns: d(s.p99_ns),
+        p999_ns: d(s.p999_ns),
+        p9999_ns: d(s.p9999_ns),
+        max_ns: d(s.max_ns),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -5,11 +5,11 @@ pub mod suite;
 
 use crate::cli::{Cli, Command, RespondArgs};
 use crate::error::{Error, Result};
-use crate::experiment::options::{
-    CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
-};
 use crate::experiment::{curve, roundtrip, stream};
 use crate::format::Format;
+use crate::options::{
+    CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
+};
 use crate::progress::Bar;
 use crate::report;
 use crate::transport::{self, ResponderArgs};

@@ -5,12 +5,12 @@
 //! parsers are the library's own, so a program that fills the settings in
 //! gets the same checks from their `validate`.
 
-use crate::experiment::options::{
+use crate::fit::Breakpoint;
+use crate::format::Format;
+use crate::options::{
     self as opt, Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, PayloadMode,
     RoundtripConfig, StreamConfig,
 };
-use crate::fit::Breakpoint;
-use crate::format::Format;
 use crate::placement::Cpus;
 use crate::stats::Stat;
 use crate::transport::{BufferMode, CompletionMode, Spec};

@@ -86,9 +86,9 @@ value_enum_by_word!(
     crate::flowgraph::sched::Scheduler,
     crate::flowgraph::edge::Edges,
     crate::format::Format,
-    crate::experiment::options::PayloadMode,
-    crate::experiment::options::DataDirection,
-    crate::experiment::options::Arrival,
+    crate::options::PayloadMode,
+    crate::options::DataDirection,
+    crate::options::Arrival,
 );
 
 /// A doc comment as clap's derive turns it into a value's help: the first
@@ -210,7 +210,7 @@ mod tests {
                 .command
                 .expect("a command")
         };
-        use crate::experiment::options::*;
+        use crate::options::*;
         match parse("xferbench roundtrip") {
             Command::Roundtrip(a) => {
                 assert_eq!(RoundtripConfig::from(*a), RoundtripConfig::default())

@@ -13,8 +13,7 @@ use crate::transport::{
 use std::path::PathBuf;
 use std::time::Duration;
 
-/// Prefix of a filename that names a transport instead of a file.
-pub const PREFIX: &str = "xfer:";
+pub use crate::job::TRANSPORT_PREFIX as PREFIX;
 
 pub struct LinkEngine {
     link: Option<Box<dyn Link>>,

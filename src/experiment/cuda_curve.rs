@@ -5,10 +5,10 @@
 //! concern; which sizes, how many trials and what a point records is the
 //! experiment's.
 
-use super::curve::{CurvePoint, Skipped};
-use super::options::CurveConfig;
 use crate::cuda::bandwidth::{Host, Rig, Selection, copies_per_trial, curve_spec, impossible};
 use crate::error::{Error, Result};
+use crate::options::CurveConfig;
+use crate::result::curve::{CurvePoint, Skipped};
 use crate::stats::Recorder;
 use crate::transport::{BufferMode, CompletionMode, Pattern, Spec};
 use crate::units::Chunk;
@@ -103,7 +103,7 @@ fn point(
     trials: &[f64],
 ) -> CurvePoint {
     let exchange = rec.summary();
-    let oneway = crate::experiment::curve::per_message(&exchange, f64::from(k));
+    let oneway = crate::stats::per_message(&exchange, f64::from(k));
     let mut sorted = trials.to_vec();
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];

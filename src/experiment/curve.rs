@@ -2,152 +2,18 @@
 //! picture BIP, NetPIPE and OSU draw, with tails, packetization strategies,
 //! BIP's fill-and-check "real usage", and Hockney's model fitted to it.
 
-use super::options::{CurveConfig, PayloadMode};
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
-use crate::fit::{self, Fit, TwoSegment};
+use crate::fit::{self};
+use crate::options::{CurveConfig, PayloadMode};
 use crate::placement::Placement;
-use crate::run::{PointMeta, Run};
+use crate::result::curve::*;
 use crate::sample::{self, Budget, Measured, Outcome};
-use crate::stats::Summary;
+use crate::stats::per_message;
 use crate::transport::{self, BufferMode, Link, Pattern, ReplyShape};
 use crate::units::Chunk;
-use serde::Serialize;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
-
-/// One size on one curve.
-#[derive(Clone, Debug, Serialize)]
-pub struct CurvePoint {
-    pub transport: String,
-    pub spec: String,
-    pub buffers: BufferMode,
-    pub completion: transport::CompletionMode,
-    pub mode: Pattern,
-    /// Messages per exchange (1 in pingpong).
-    pub window: u32,
-    /// The packetization strategy this curve uses, and the packet size it
-    /// gave this message (the message length when whole).
-    pub chunk: Chunk,
-    pub packet_bytes: u64,
-    pub payload: PayloadMode,
-    pub size_bytes: u64,
-    pub warmup: u64,
-    pub timed_s: f64,
-    pub partial: bool,
-    /// Raw times of one exchange (a round trip, or a whole window), ns.
-    pub exchange: Summary,
-    /// One message's one-way time, ns: half a round trip in pingpong, an
-    /// exchange over the window in stream and bidir. `p50_ns` is the median.
-    pub oneway: Summary,
-    /// Decimal MB/s (10^6 bytes/s) from the median one-way time; in bidir the
-    /// sum of both directions.
-    #[serde(rename = "bandwidth_MBps")]
-    pub bandwidth_mbps: f64,
-    pub warnings: Vec<String>,
-}
-
-impl PointMeta for CurvePoint {
-    fn count(&self) -> u64 {
-        self.exchange.count
-    }
-    fn warmup(&self) -> u64 {
-        self.warmup
-    }
-    fn partial(&self) -> bool {
-        self.partial
-    }
-    fn warnings(&self) -> &[String] {
-        &self.warnings
-    }
-    fn label(&self) -> String {
-        format!(
-            "{} {} {}",
-            curve_label(&self.spec, self.mode, self.chunk),
-            self.buffers.name(),
-            self.size_bytes
-        )
-    }
-}
-
-/// Names one curve in tables and warnings.
-pub fn curve_label(spec: &str, mode: Pattern, chunk: Chunk) -> String {
-    match chunk {
-        Chunk::Whole => format!("{spec} {}", mode.name()),
-        c => format!("{spec} {} chunk {}", mode.name(), c.name()),
-    }
-}
-
-/// A size a transport could not carry, and why.
-#[derive(Clone, Debug, Serialize)]
-pub struct Skipped {
-    pub spec: String,
-    /// The curve it belongs to: spec, mode and packet strategy.
-    pub curve: String,
-    pub size_bytes: u64,
-    pub reason: String,
-}
-
-/// The adaptive packet rule derived for one transport configuration.
-#[derive(Clone, Debug, Serialize)]
-pub struct ChunkRule {
-    pub spec: String,
-    pub buffers: BufferMode,
-    /// Cost of one packet: the one-way time of a small message, ns.
-    pub packet_cost_ns: f64,
-    /// Bandwidth of a large unpacketized message, MB/s.
-    #[serde(rename = "bandwidth_MBps")]
-    pub bandwidth_mbps: f64,
-    pub min_packet_bytes: u64,
-    /// The largest power of two a datagram can carry, on a transport with a
-    /// message limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub max_packet_bytes: Option<u64>,
-    pub rule: String,
-}
-
-impl ChunkRule {
-    /// Pipelining n bytes in packets of c costs about (n/c)·o + n/r + c/r
-    /// (per-packet cost o, bandwidth r): least at c = √(n·o·r). Rounded down
-    /// to a power of two, never below the minimum or above n.
-    pub fn packet(&self, n: u64) -> u64 {
-        let r = self.bandwidth_mbps * 1e-3; // bytes per ns
-        let c = ((n as f64) * self.packet_cost_ns * r).sqrt().max(1.0) as u64;
-        let c = if c.is_power_of_two() {
-            c
-        } else {
-            c.next_power_of_two() / 2
-        };
-        c.min(self.max_packet_bytes.unwrap_or(u64::MAX))
-            .max(self.min_packet_bytes)
-            .min(n.max(1))
-    }
-}
-
-/// The fits of one curve.
-#[derive(Clone, Debug, Serialize)]
-pub struct CurveFit {
-    pub spec: String,
-    pub buffers: BufferMode,
-    pub completion: transport::CompletionMode,
-    pub mode: Pattern,
-    pub chunk: Chunk,
-    pub fit: Option<Fit>,
-    pub two_segment: Option<TwoSegment>,
-}
-
-/// What a curve run adds beside its points.
-#[derive(Clone, Debug, Default, Serialize)]
-pub struct CurveExtra {
-    /// The first curve's single-segment fit (the common one-curve case).
-    pub fit: Option<Fit>,
-    pub fits: Vec<CurveFit>,
-    #[serde(skip_serializing_if = "Vec::is_empty")]
-    pub chunk_rules: Vec<ChunkRule>,
-    pub skipped: Vec<Skipped>,
-}
-
-pub type CurveRun = Run<CurvePoint, CurveExtra>;
 
 /// The sizes to measure: each asked-for size, and with --perturb N also N
 /// bytes either side (NetPIPE's three points per size).
@@ -321,24 +187,6 @@ fn calibrate(
             }
         ),
     }))
-}
-
-/// Divides every time of an exchange summary by `by` messages (2 for the two
-/// halves of a round trip): the one-way time of one message.
-pub fn per_message(s: &Summary, by: f64) -> Summary {
-    let d = |v: u64| (v as f64 / by).round() as u64;
-    Summary {
-        count: s.count,
-        mean_ns: s.mean_ns / by,
-        stddev_ns: s.stddev_ns / by,
-        min_ns: d(s.min_ns),
-        p50_ns: d(s.p50_ns),
-        p90_ns: d(s.p90_ns),
-        p99_ns: d(s.p99_ns),
-        p999_ns: d(s.p999_ns),
-        p9999_ns: d(s.p9999_ns),
-        max_ns: d(s.max_ns),
-    }
 }
 
 fn point(
@@ -597,7 +445,7 @@ mod tests {
 
     #[test]
     fn one_way_divides_every_statistic() {
-        let s = Summary {
+        let s = crate::stats::Summary {
             count: 10,
             mean_ns: 200.0,
             stddev_ns: 20.0,

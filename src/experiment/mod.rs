@@ -5,18 +5,17 @@ pub mod cuda_curve;
 pub mod curve;
 pub mod flowgraph;
 pub mod load;
-pub mod options;
 pub mod roundtrip;
 pub mod stream;
 
 use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::options::Common;
 use crate::placement::Placement;
-use crate::run::Run;
+use crate::result::Run;
 use crate::sample::Measured;
 use crate::stats::Stat;
 use crate::transport::{self, BufferMode, CompletionMode, LinkConfig, Spec};
-use options::Common;
 
 /// Hooks for progress reporting, so the experiment stays free of terminal code.
 pub trait Progress {

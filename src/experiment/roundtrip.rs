@@ -1,11 +1,11 @@
 //! `xferbench roundtrip`: the in-size × out-size matrix of round-trip latency
 //! (the Vollo IO round trip), for every transport and mode asked for.
 
-use super::options::{Common, RoundtripConfig};
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
+use crate::options::{Common, RoundtripConfig};
 use crate::placement::Placement;
-use crate::run::{NoExtra, Point, Run};
+use crate::result::{NoExtra, Point, Run};
 use crate::sample::{self, Budget, Outcome};
 use crate::transport::{self, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -7,6 +7,7 @@
 use super::block::{BenchmarkSink, Block, DummySource, Meter, Saxpy};
 use super::edge::{Edges, Input, Output};
 use super::handoff;
+use super::plan::{Config, Started};
 use super::rate::{WINDOW, Windows};
 use super::ring::channel;
 use super::saxpy::Kernel;
@@ -16,34 +17,6 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc;
 use std::time::{Duration, Instant};
-
-/// How one point runs.
-#[derive(Clone, Debug)]
-pub struct Config {
-    /// M, the saxpy blocks.
-    pub blocks: usize,
-    /// The N cores, in order.
-    pub cpus: Vec<usize>,
-    /// Items per work call (the buffer size, in f32).
-    pub chunk: usize,
-    /// The kind of edge between blocks (the ring reference ignores it).
-    pub edges: Edges,
-    /// Buffers circulating in the ring reference and in a handoff circuit
-    /// (the seed's N+1).
-    pub buffers: usize,
-    /// Capacity in chunks of a ring between blocks on different threads:
-    /// at least 2, one filling while another drains; the experiment sizes
-    /// it to twice the L2 cache (`--edge-buffers auto`). A ring between
-    /// blocks that one thread runs in turn holds one chunk: more would only
-    /// spread the working set over more cache.
-    pub edge_buffers: usize,
-    pub warmup: Duration,
-    pub duration: Duration,
-    /// Stop after the source made this many items, instead of after `duration`.
-    pub items: Option<u64>,
-    /// How long the scheduler may take to wind down once told to stop.
-    pub timeout: Duration,
-}
 
 /// Where ring `k` starts: 1 KiB + 64 B further round each successive ring,
 /// so a block's input and output never sit at the same offset modulo 4 KiB.
@@ -110,10 +83,6 @@ fn chain<I: Input + 'static, O: Output + 'static>(
     (blocks, meter)
 }
 
-/// A started flowgraph: the sink's meter, and the call that runs it on its
-/// own threads until stopped.
-pub type Started = (Meter, Box<dyn FnOnce() -> Result<()> + Send>);
-
 /// Something the coordinator can measure, given the stop flag.
 pub type Start = Box<dyn FnOnce(Arc<AtomicBool>) -> Result<Started>>;
 
@@ -127,7 +96,7 @@ pub fn measure(
 ) -> Result<Windows> {
     let c = cfg.clone();
     let start: Start = if kind == Scheduler::Ring {
-        Box::new(move |stop| super::reference::ring(&c, kernel, stop))
+        Box::new(move |stop| super::ring_reference::ring(&c, kernel, stop))
     } else {
         Box::new(move |stop| {
             let (blocks, meter) = build(&c, kind, kernel, stop)?;

@@ -1,6 +1,6 @@
 //! CSV: one row per point, every summary field, for spreadsheets and pandas.
 
-use crate::run::Run;
+use crate::result::Run;
 use std::fmt::Write;
 
 pub const HEADER: &str = "transport,spec,buffers,completion,in_bytes,out_bytes,responder_delay_ns,warmup,count,mean_ns,stddev_ns,min_ns,p50_ns,p90_ns,p99_ns,p999_ns,p9999_ns,max_ns,complete,partial";

@@ -3,8 +3,8 @@
 
 use super::csv::field;
 use super::table::{conditions, format_us, markdown};
-use crate::experiment::curve::{CurvePoint, CurveRun, curve_label};
 use crate::fit;
+use crate::result::curve::{CurvePoint, CurveRun, curve_label};
 use crate::units::Chunk;
 use crate::units::format_size;
 use std::fmt::Write;

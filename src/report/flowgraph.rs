@@ -5,8 +5,8 @@
 use super::csv::field;
 use super::figure::si;
 use super::table::{conditions, markdown};
-use crate::experiment::flowgraph::FlowRun;
 use crate::flowgraph::edge::series;
+use crate::result::flowgraph::FlowRun;
 use crate::units::format_size;
 use std::fmt::Write;
 
@@ -93,7 +93,7 @@ pub fn render(run: &FlowRun) -> String {
                 r
             })
             .collect();
-        type Bound = fn(&crate::experiment::flowgraph::FlowPoint) -> f64;
+        type Bound = fn(&crate::result::flowgraph::FlowPoint) -> f64;
         let bounds: [(&str, Bound); 2] = [
             ("ideal static", |p| p.ideal_static_sps),
             ("ideal dynamic", |p| p.ideal_dynamic_sps),

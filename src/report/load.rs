@@ -5,7 +5,7 @@
 use super::csv::field;
 use super::figure::si;
 use super::table::{conditions, format_us, markdown};
-use crate::experiment::load::{ClosedPoint, LoadPoint, LoadRun, OpenPoint, dir_name};
+use crate::result::load::{ClosedPoint, LoadPoint, LoadRun, OpenPoint, dir_name};
 use crate::units::format_size;
 use std::fmt::Write;
 

@@ -18,7 +18,7 @@ pub mod table;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::run::Run;
+use crate::result::Run;
 use crate::stats::Stat;
 use crate::units::Unit;
 use std::io::Write;

@@ -4,7 +4,7 @@
 
 use super::table::markdown;
 use crate::error::Result;
-use crate::experiment::stream::{DirStats, GroupDir, GroupResult, JobResult, StreamRun};
+use crate::result::stream::{DirStats, GroupDir, GroupResult, JobResult, StreamRun};
 use crate::units::format_size;
 use std::fmt::Write;
 

@@ -1,7 +1,7 @@
 //! Tables for people, shaped like the Vollo round-trip tables: one per
 //! statistic, rows `out\in`, values in µs; then the conditions and caveats.
 
-use crate::run::{Point, PointMeta, Run};
+use crate::result::{Point, PointMeta, Run};
 use crate::stats::Stat;
 use crate::units::{Unit, format_size};
 use std::fmt::Write;

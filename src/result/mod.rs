@@ -1,6 +1,11 @@
 //! The result of one experiment: the canonical, lossless form every report is
 //! rendered from, and what `--format json` prints.
 
+pub mod curve;
+pub mod flowgraph;
+pub mod load;
+pub mod stream;
+
 use crate::env::Env;
 use crate::placement::Placement;
 use crate::stats::Summary;

@@ -764,7 +764,7 @@ impl StreamConfig {
             units::parse_size_list(b)
         } else {
             Ok(vec![
-                crate::jobfile::parse_fio_size(b)
+                crate::units::parse_fio_size(b)
                     .map_err(|e| Error::usage(format!("--bs {b}: {e}")))?,
             ])
         }

@@ -4,8 +4,8 @@
 //! running its static share of the M kernels, with nothing else in the way.
 
 use super::block::Meter;
-use super::graph::Config;
 use super::handoff::{Buffers, Queue};
+use super::plan::{Config, Started};
 use super::rate::{Rate, WINDOW, Windows};
 use super::saxpy::{Kernel, Pair};
 use super::sched::partition;
@@ -49,7 +49,7 @@ pub fn kernel_windows(kernel: Kernel, n: usize, time: Duration) -> Windows {
 /// Starts the ring reference for `cfg` (N = its CPUs, M = its blocks); the
 /// returned closure runs it until `stop`, counting items out of the last
 /// thread.
-pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<super::graph::Started> {
+pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<Started> {
     let n = cfg.cpus.len();
     if n == 0 {
         return Err(Error::usage("the ring reference needs at least one core"));
