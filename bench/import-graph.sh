@@ -4,8 +4,9 @@
 # Every `crate::a::b` path in a module (use lines and inline paths alike) is
 # an edge from that module to the deepest module the path names. Prints the
 # edges (module -> modules it imports), then every circle (a strongly
-# connected component of more than one module), then which modules import
-# the CLI layer and which name clap. Exit 0 always: this prints, CI judges.
+# connected component of more than one module), then the same for the layers
+# (each top-level module or folder of src/ as one node), then which modules
+# import the CLI layer and which name clap. Exit 0 always: this prints, CI judges.
 #
 #   bench/import-graph.sh            # the whole report
 #   bench/import-graph.sh --circles  # circles only
@@ -71,41 +72,62 @@ for m, f in mods.items():
         targets.add(resolve(under(p.group(1)[2:]), m))
     edges[m] = {t for t in targets if t and t != m and t != "crate"}
 
-# Tarjan's strongly connected components.
-index, low, stack, on, sccs = {}, {}, [], set(), []
-counter = [0]
-def visit(v):
-    index[v] = low[v] = counter[0]; counter[0] += 1
-    stack.append(v); on.add(v)
-    for w in sorted(edges[v]):
-        if w not in index:
-            visit(w); low[v] = min(low[v], low[w])
-        elif w in on:
-            low[v] = min(low[v], index[w])
-    if low[v] == index[v]:
-        comp = []
-        while True:
-            w = stack.pop(); on.discard(w); comp.append(w)
-            if w == v:
-                break
-        if len(comp) > 1:
-            sccs.append(sorted(comp))
+def circles(edges):
+    """Tarjan's strongly connected components of more than one node."""
+    index, low, stack, on, sccs = {}, {}, [], set(), []
+    counter = [0]
+    def visit(v):
+        index[v] = low[v] = counter[0]; counter[0] += 1
+        stack.append(v); on.add(v)
+        for w in sorted(edges[v]):
+            if w not in index:
+                visit(w); low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            comp = []
+            while True:
+                w = stack.pop(); on.discard(w); comp.append(w)
+                if w == v:
+                    break
+            if len(comp) > 1:
+                sccs.append(sorted(comp))
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return sccs
+
+def print_circles(title, edges, sccs):
+    print(f"== {title}: {len(sccs)}")
+    for c in sccs:
+        inner = [f"{a} -> {b}" for a in c for b in sorted(edges[a]) if b in c]
+        print(f"- {' , '.join(c)}")
+        for e in inner:
+            print(f"    {e}")
+
 sys.setrecursionlimit(10000)
-for v in sorted(names):
-    if v not in index:
-        visit(v)
+sccs = circles(edges)
+# The layers: each top-level module or folder of src/ as one node.
+top = lambda m: m.split("::")[0]
+layers = {top(m): set() for m in names if m != "crate"}
+for m in names:
+    if m == "crate":
+        continue
+    layers[top(m)] |= {top(t) for t in edges[m] if top(t) != top(m)}
+layer_sccs = circles(layers)
 
 if mode != "--circles":
     print("== imports (module -> modules it uses)")
     for m in sorted(names):
         if edges[m]:
             print(f"{m} -> {', '.join(sorted(edges[m]))}")
-print(f"== circles: {len(sccs)}")
-for c in sccs:
-    inner = [f"{a} -> {b}" for a in c for b in sorted(edges[a]) if b in c]
-    print(f"- {' , '.join(c)}")
-    for e in inner:
-        print(f"    {e}")
+print_circles("circles", edges, sccs)
+if mode != "--circles":
+    print("== layers (top-level module or folder -> those it uses)")
+    for m in sorted(layers):
+        if layers[m]:
+            print(f"{m} -> {', '.join(sorted(layers[m]))}")
+print_circles("circles between layers", layers, layer_sccs)
 if mode != "--circles":
     cli = sorted(m for m in names if any(t == "cli" or t.startswith("cli::") for t in edges[m]))
     print("== modules importing the CLI layer: " + (", ".join(cli) or "none"))

@@ -9,11 +9,11 @@
 //! their serde names are part of the results format: add, never rename.
 
 use crate::error::{Error, Result};
-use crate::fit::Breakpoint;
 use crate::format::Format;
-use crate::loadgen::LoadMode;
-use crate::placement::Cpus;
-use crate::stats::Stat;
+use crate::measure::fit::Breakpoint;
+use crate::measure::loadgen::LoadMode;
+use crate::measure::placement::Cpus;
+use crate::measure::stats::Stat;
 use crate::transport::{BufferMode, CompletionMode, Pattern, Spec};
 use crate::units::{self, Chunk, Unit};
 use crate::words::word_enum;

@@ -229,9 +229,28 @@ pub fn parse_fio_size(s: &str) -> Result<u64> {
     u64::try_from(v).map_err(|_| too_large())
 }
 
+/// µs with as many decimals as a sub-µs figure needs.
+pub fn format_us(ns: f64) -> String {
+    let us = ns / 1000.0;
+    match us {
+        u if u < 1.0 => format!("{u:.3}"),
+        u if u < 10.0 => format!("{u:.2}"),
+        u if u < 100.0 => format!("{u:.1}"),
+        u => format!("{u:.0}"),
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn microseconds() {
+        assert_eq!(format_us(213.0), "0.213");
+        assert_eq!(format_us(1850.0), "1.85");
+        assert_eq!(format_us(35_900.0), "35.9");
+        assert_eq!(format_us(123_456.0), "123");
+    }
 
     #[test]
     fn fio_sizes() {

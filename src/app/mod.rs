@@ -1,8 +1,11 @@
 //! Dispatch from parsed arguments to experiments and reports, and the mapping
 //! of every outcome to one line on stderr and an exit code.
 
+pub mod interrupt;
+pub mod progress;
 pub mod suite;
 
+use crate::app::progress::Bar;
 use crate::cli::{Cli, Command, RespondArgs};
 use crate::error::{Error, Result};
 use crate::experiment::{curve, roundtrip, stream};
@@ -10,7 +13,6 @@ use crate::format::Format;
 use crate::options::{
     CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
 };
-use crate::progress::Bar;
 use crate::report;
 use crate::transport::{self, ResponderArgs};
 
@@ -43,13 +45,13 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
     match cli.command {
         None => default_suite(&cli),
-        Some(Command::List(a)) => crate::list::run(&a.into()),
+        Some(Command::List(a)) => crate::command::list::run(&a.into()),
         Some(Command::Plugin(a)) => match a.action {
-            crate::cli::PluginAction::Check(c) => crate::plugin_check::run(&c.into()),
+            crate::cli::PluginAction::Check(c) => crate::command::plugin_check::run(&c.into()),
         },
-        Some(Command::Reference(a)) => crate::reference::run(&a.action.into()),
+        Some(Command::Reference(a)) => crate::command::reference::run(&a.action.into()),
         Some(Command::Report(a)) => report_cmd(&a),
-        Some(Command::Serve(a)) => crate::serve::run(&a.into(), cli.quiet),
+        Some(Command::Serve(a)) => crate::command::serve::run(&a.into(), cli.quiet),
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Curve(a)) => {
             let c: CurveConfig = (*a).into();
@@ -153,7 +155,7 @@ fn measured<R>(
 ) -> Result<()> {
     report::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;
-    let stop = crate::interrupt::install();
+    let stop = crate::app::interrupt::install();
     let bar = Bar::new(quiet);
     let (run, err) = run(&stop, &bar)?;
     // A usage error found on opening a link is not a result worth writing.
@@ -234,7 +236,7 @@ fn emit_run(
 }
 
 fn default_suite(cli: &Cli) -> Result<()> {
-    let stop = crate::interrupt::install();
+    let stop = crate::app::interrupt::install();
     let bar = Bar::new(cli.quiet);
     let opts = suite::Options {
         quick: cli.quick,
@@ -272,7 +274,7 @@ fn respond(a: RespondArgs) -> Result<()> {
         .next()
         .ok_or_else(|| Error::usage("__respond needs --spec"))?;
     if let Some(c) = a.cpu {
-        crate::placement::pin_current(c)?;
+        crate::measure::placement::pin_current(c)?;
     }
     let t = transport::find(&spec.name)?;
     t.respond(&ResponderArgs {

@@ -95,7 +95,7 @@ pub fn parts(quick: bool, job: &Path) -> Vec<Part> {
             // core count with 2N+1 chains each, hours on a large machine.
             args: words(&format!(
                 "flowgraph --cores {} {}",
-                if crate::placement::allowed_cpus().len() >= 2 {
+                if crate::measure::placement::allowed_cpus().len() >= 2 {
                     "1,2"
                 } else {
                     "1"
@@ -207,9 +207,9 @@ pub fn run(
         ));
         // An experiment pins its initiator to this thread: the next part
         // must start from the whole machine again.
-        let mask = crate::placement::allowed_cpus();
+        let mask = crate::measure::placement::allowed_cpus();
         let result = run_part(part, stop, progress);
-        crate::placement::set_allowed(&mask)?;
+        crate::measure::placement::set_allowed(&mask)?;
         if part.name == "stream" {
             let _ = std::fs::remove_file(&data);
         }

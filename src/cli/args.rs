@@ -5,14 +5,14 @@
 //! parsers are the library's own, so a program that fills the settings in
 //! gets the same checks from their `validate`.
 
-use crate::fit::Breakpoint;
 use crate::format::Format;
+use crate::measure::fit::Breakpoint;
+use crate::measure::placement::Cpus;
+use crate::measure::stats::Stat;
 use crate::options::{
     self as opt, Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, PayloadMode,
     RoundtripConfig, StreamConfig,
 };
-use crate::placement::Cpus;
-use crate::stats::Stat;
 use crate::transport::{BufferMode, CompletionMode, Spec};
 use crate::units::{self, Chunk, Unit};
 use clap::{Args, Subcommand};
@@ -215,7 +215,7 @@ pub struct LoadArgs {
         value_delimiter = ',',
         default_value = "idle,wait,alu,slow,memcopy"
     )]
-    pub loads: Vec<crate::loadgen::LoadMode>,
+    pub loads: Vec<crate::measure::loadgen::LoadMode>,
     /// read: the responder sends the data; write: the initiator sends it.
     #[arg(long, value_enum, value_delimiter = ',', default_value = "read,write")]
     pub direction: Vec<opt::DataDirection>,
@@ -621,9 +621,9 @@ impl From<StreamArgs> for StreamConfig {
     }
 }
 
-impl From<ServeArgs> for crate::serve::ServeConfig {
-    fn from(a: ServeArgs) -> crate::serve::ServeConfig {
-        crate::serve::ServeConfig {
+impl From<ServeArgs> for crate::command::serve::ServeConfig {
+    fn from(a: ServeArgs) -> crate::command::serve::ServeConfig {
+        crate::command::serve::ServeConfig {
             listen: a.listen,
             token: a.token,
             max_message: a.max_message,
@@ -634,9 +634,9 @@ impl From<ServeArgs> for crate::serve::ServeConfig {
     }
 }
 
-impl From<ListArgs> for crate::list::ListOptions {
-    fn from(a: ListArgs) -> crate::list::ListOptions {
-        crate::list::ListOptions {
+impl From<ListArgs> for crate::command::list::ListOptions {
+    fn from(a: ListArgs) -> crate::command::list::ListOptions {
+        crate::command::list::ListOptions {
             format: a.format,
             transports: flat(a.transports),
             no_probe: a.no_probe,
@@ -644,9 +644,9 @@ impl From<ListArgs> for crate::list::ListOptions {
     }
 }
 
-impl From<PluginCheckArgs> for crate::plugin_check::CheckOptions {
-    fn from(a: PluginCheckArgs) -> crate::plugin_check::CheckOptions {
-        crate::plugin_check::CheckOptions {
+impl From<PluginCheckArgs> for crate::command::plugin_check::CheckOptions {
+    fn from(a: PluginCheckArgs) -> crate::command::plugin_check::CheckOptions {
+        crate::command::plugin_check::CheckOptions {
             path: a.path,
             options: a.options,
             timeout: a.timeout,
@@ -655,12 +655,12 @@ impl From<PluginCheckArgs> for crate::plugin_check::CheckOptions {
     }
 }
 
-impl From<ReferenceAction> for crate::reference::Action {
-    fn from(a: ReferenceAction) -> crate::reference::Action {
+impl From<ReferenceAction> for crate::command::reference::Action {
+    fn from(a: ReferenceAction) -> crate::command::reference::Action {
         match a {
-            ReferenceAction::List { format } => crate::reference::Action::List { format },
+            ReferenceAction::List { format } => crate::command::reference::Action::List { format },
             ReferenceAction::Show { name, format } => {
-                crate::reference::Action::Show { name, format }
+                crate::command::reference::Action::Show { name, format }
             }
         }
     }

@@ -6,7 +6,7 @@ mod args;
 
 pub use args::*;
 
-use crate::stats::Stat;
+use crate::measure::stats::Stat;
 use crate::transport::{BufferMode, CompletionMode};
 use crate::units::Unit;
 use crate::words::Word;
@@ -82,7 +82,7 @@ value_enum_by_word!(
     crate::transport::Pattern,
     Stat,
     Unit,
-    crate::loadgen::LoadMode,
+    crate::measure::loadgen::LoadMode,
     crate::flowgraph::sched::Scheduler,
     crate::flowgraph::edge::Edges,
     crate::format::Format,
@@ -189,7 +189,7 @@ mod tests {
             .collect();
         assert_eq!(names[7..9], ["p999", "p9999"]);
         assert!(Stat::Mean.to_possible_value().unwrap().get_help().is_none());
-        let memcopy = crate::loadgen::LoadMode::Memcopy
+        let memcopy = crate::measure::loadgen::LoadMode::Memcopy
             .to_possible_value()
             .unwrap();
         assert_eq!(
@@ -237,8 +237,8 @@ mod tests {
         }
         match parse("xferbench serve") {
             Command::Serve(a) => assert_eq!(
-                crate::serve::ServeConfig::from(a),
-                crate::serve::ServeConfig::default()
+                crate::command::serve::ServeConfig::from(a),
+                crate::command::serve::ServeConfig::default()
             ),
             _ => unreachable!(),
         }

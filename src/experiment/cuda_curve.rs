@@ -5,11 +5,13 @@
 //! concern; which sizes, how many trials and what a point records is the
 //! experiment's.
 
-use crate::cuda::bandwidth::{Host, Rig, Selection, copies_per_trial, curve_spec, impossible};
 use crate::error::{Error, Result};
+use crate::measure::stats::Recorder;
 use crate::options::CurveConfig;
 use crate::result::curve::{CurvePoint, Skipped};
-use crate::stats::Recorder;
+use crate::transport::cuda::bandwidth::{
+    Host, Rig, Selection, copies_per_trial, curve_spec, impossible,
+};
 use crate::transport::{BufferMode, CompletionMode, Pattern, Spec};
 use crate::units::Chunk;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -103,7 +105,7 @@ fn point(
     trials: &[f64],
 ) -> CurvePoint {
     let exchange = rec.summary();
-    let oneway = crate::stats::per_message(&exchange, f64::from(k));
+    let oneway = crate::measure::stats::per_message(&exchange, f64::from(k));
     let mut sorted = trials.to_vec();
     sorted.sort_by(f64::total_cmp);
     let median = sorted[sorted.len() / 2];

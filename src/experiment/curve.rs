@@ -4,12 +4,12 @@
 
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
-use crate::fit::{self};
+use crate::experiment::sample::{self, Budget, Measured, Outcome};
+use crate::measure::fit::{self};
+use crate::measure::placement::Placement;
+use crate::measure::stats::per_message;
 use crate::options::{CurveConfig, PayloadMode};
-use crate::placement::Placement;
 use crate::result::curve::*;
-use crate::sample::{self, Budget, Measured, Outcome};
-use crate::stats::per_message;
 use crate::transport::{self, BufferMode, Link, Pattern, ReplyShape};
 use crate::units::Chunk;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -55,7 +55,7 @@ fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
         if caps.buffers.contains(&BufferMode::Raw) {
             BufferMode::Raw
         } else {
-            super::user_buffers(caps)
+            caps.user_buffers()
         }
     })?;
     if args.payload == PayloadMode::FillCheck && args.mode == Pattern::Bidir {
@@ -174,7 +174,7 @@ fn calibrate(
         max_packet_bytes: max_packet,
         rule: format!(
             "packet = √(n × {} × {:.0} MB/s), rounded down to a power of two, between {} and {}",
-            crate::report::table::format_us(t_small) + " µs",
+            crate::units::format_us(t_small) + " µs",
             mbps,
             crate::units::format_size(min_packet),
             match max_packet {
@@ -207,7 +207,13 @@ fn point(
     let oneway = per_message(&exchange, by);
     // Unrounded median: a sub-ns rounding must not move small-size bandwidth.
     let median_ns = m.all.quantile(0.5) as f64 / by;
-    let mut warnings = point_warnings(m, &[crate::stats::Stat::P50, crate::stats::Stat::P99]);
+    let mut warnings = point_warnings(
+        m,
+        &[
+            crate::measure::stats::Stat::P50,
+            crate::measure::stats::Stat::P99,
+        ],
+    );
     if partial {
         warnings.insert(
             0,
@@ -245,9 +251,12 @@ fn point(
 
 /// The GPU bandwidth curves a `cuda` spec selects, when the curve is a
 /// stream (measured by `cuda::bandwidth`, not through a link).
-fn cuda_stream(args: &CurveConfig, c: &Config) -> Option<crate::cuda::bandwidth::Selection> {
+fn cuda_stream(
+    args: &CurveConfig,
+    c: &Config,
+) -> Option<crate::transport::cuda::bandwidth::Selection> {
     (args.mode == Pattern::Stream && c.transport.name() == "cuda")
-        .then(|| crate::cuda::bandwidth::Selection::from_spec(&c.spec).ok())
+        .then(|| crate::transport::cuda::bandwidth::Selection::from_spec(&c.spec).ok())
         .flatten()
 }
 
@@ -445,7 +454,7 @@ mod tests {
 
     #[test]
     fn one_way_divides_every_statistic() {
-        let s = crate::stats::Summary {
+        let s = crate::measure::stats::Summary {
             count: 10,
             mean_ns: 200.0,
             stddev_ns: 20.0,

@@ -6,7 +6,6 @@
 //! must (moving buffers between cores) and nothing else.
 
 use super::Progress;
-use crate::env::Env;
 use crate::error::{Error, Result};
 use crate::flowgraph::edge::{self, Edges};
 use crate::flowgraph::graph;
@@ -15,8 +14,9 @@ use crate::flowgraph::rate::{Windows, quantile};
 use crate::flowgraph::ring_reference as reference;
 use crate::flowgraph::saxpy;
 use crate::flowgraph::sched::Scheduler;
+use crate::measure::env::Env;
+use crate::measure::placement::Placement;
 use crate::options::FlowgraphConfig;
-use crate::placement::Placement;
 use crate::result::flowgraph::*;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -104,7 +104,7 @@ fn pinned<T: Send + 'static>(
     std::thread::Builder::new()
         .name("xb-fg-kernel".into())
         .spawn(move || -> Result<T> {
-            crate::placement::pin_current(cpu)?;
+            crate::measure::placement::pin_current(cpu)?;
             Ok(f())
         })
         .map_err(|e| Error::run(format!("starting {what}: {e}")))?
@@ -231,7 +231,7 @@ fn footprint(args: &FlowgraphConfig, eb: usize, st: &Step) -> u64 {
 /// Refuses a plan whose buffers alone would take more than half the memory
 /// available: the run would thrash or be killed instead of measuring.
 fn check_memory(args: &FlowgraphConfig, eb: usize, plan: &[Step]) -> Result<()> {
-    let Some(avail) = crate::env::available_memory() else {
+    let Some(avail) = crate::measure::env::available_memory() else {
         return Ok(());
     };
     match plan.iter().max_by_key(|st| footprint(args, eb, st)) {
@@ -322,13 +322,13 @@ pub fn run(
                 "flowgraph pins its threads: give CPUs with --cpus 0,1 (or leave --cpus out)",
             ));
         }
-        Some(v) if v.is_empty() => crate::placement::allowed_cpus(),
+        Some(v) if v.is_empty() => crate::measure::placement::allowed_cpus(),
         Some(v) => {
-            let ok = crate::placement::allowed_cpus();
+            let ok = crate::measure::placement::allowed_cpus();
             if let Some(c) = v.iter().find(|c| !ok.contains(c)) {
                 return Err(Error::usage(format!(
                     "cpu {c} is not available to this process (available: {}); pick others with --cpus",
-                    crate::placement::compact(&ok)
+                    crate::measure::placement::compact(&ok)
                 )));
             }
             v.to_vec()
@@ -361,7 +361,7 @@ pub fn run(
         points: Vec::new(),
         extra: FlowExtra {
             kernel: kernel_name,
-            l2_cache_bytes: crate::placement::cache_bytes(allowed[0], Some(2)),
+            l2_cache_bytes: crate::measure::placement::cache_bytes(allowed[0], Some(2)),
             ..FlowExtra::default()
         },
         warnings,

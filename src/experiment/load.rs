@@ -6,11 +6,11 @@
 
 use super::{Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
-use crate::loadgen::{Background, LoadMode};
+use crate::experiment::sample::{self, Budget, Outcome};
+use crate::measure::loadgen::{Background, LoadMode};
+use crate::measure::stats::{Recorder, Stat};
 use crate::options::{Arrival, DataDirection, LoadConfig};
 use crate::result::load::*;
-use crate::sample::{self, Budget, Outcome};
-use crate::stats::{Recorder, Stat};
 use crate::transport::{Link, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
@@ -46,7 +46,7 @@ fn load_cpus(
         if let Some(c) = v.iter().find(|c| !allowed.contains(c)) {
             return Err(Error::usage(format!(
                 "--load-cpus: cpu {c} is not available (available: {})",
-                crate::placement::compact(allowed)
+                crate::measure::placement::compact(allowed)
             )));
         }
         return Ok(v);
@@ -59,7 +59,7 @@ fn load_cpus(
     if spare.is_empty() {
         warnings.push(format!(
             "no CPU is free of the initiator and responder: the load shares cpus {} with them, so it competes for their time as well as for caches",
-            crate::placement::compact(allowed)
+            crate::measure::placement::compact(allowed)
         ));
         Ok(allowed.to_vec())
     } else {
@@ -105,7 +105,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<(LoadRun, Option<Error>)> {
     validate(args)?;
-    let cfgs = configs(&args.common, super::user_buffers)?;
+    let cfgs = configs(&args.common, crate::transport::Capabilities::user_buffers)?;
     let max = *args.sizes.iter().max().expect("validated");
     let options =
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;

@@ -6,15 +6,16 @@ pub mod curve;
 pub mod flowgraph;
 pub mod load;
 pub mod roundtrip;
+pub mod sample;
 pub mod stream;
 
-use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::experiment::sample::Measured;
+use crate::measure::env::Env;
+use crate::measure::placement::Placement;
+use crate::measure::stats::Stat;
 use crate::options::Common;
-use crate::placement::Placement;
 use crate::result::Run;
-use crate::sample::Measured;
-use crate::stats::Stat;
 use crate::transport::{self, BufferMode, CompletionMode, LinkConfig, Spec};
 
 /// Hooks for progress reporting, so the experiment stays free of terminal code.
@@ -76,16 +77,6 @@ pub fn configs(
         }
     }
     Ok(out)
-}
-
-/// `user` buffers where the transport has them, else its first mode (a
-/// device plugin may offer only its own memory).
-pub fn user_buffers(caps: &transport::Capabilities) -> BufferMode {
-    if caps.buffers.contains(&BufferMode::User) {
-        BufferMode::User
-    } else {
-        caps.buffers[0]
-    }
 }
 
 /// The link configuration for one transport configuration.
@@ -157,10 +148,10 @@ pub fn begin<P, X: Default>(
     common: &Common,
     options: serde_json::Value,
 ) -> Result<(Run<P, X>, Placement)> {
-    let placement = crate::placement::choose(common.cpus.requested())?;
+    let placement = crate::measure::placement::choose(common.cpus.requested())?;
     let env = Env::capture();
     if let Some(c) = placement.initiator_cpu {
-        crate::placement::pin_current(c)?;
+        crate::measure::placement::pin_current(c)?;
     }
     let mut warnings = env.warnings();
     warnings.extend(placement_warnings(&placement));
@@ -184,7 +175,7 @@ pub fn begin<P, X: Default>(
 /// Marks the run complete, or records why it stopped; the error goes back
 /// to the caller beside the (partial) run.
 pub fn finish<P, X>(mut run: Run<P, X>, result: Result<()>) -> (Run<P, X>, Option<Error>) {
-    run.env.gpus = crate::cuda::used_devices();
+    run.env.gpus = crate::transport::cuda::driver::used_devices();
     match result {
         Ok(()) => {
             run.complete = true;

@@ -3,10 +3,10 @@
 
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
+use crate::experiment::sample::{self, Budget, Outcome};
+use crate::measure::placement::Placement;
 use crate::options::{Common, RoundtripConfig};
-use crate::placement::Placement;
 use crate::result::{NoExtra, Point, Run};
-use crate::sample::{self, Budget, Outcome};
 use crate::transport::{self, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -34,7 +34,7 @@ fn validate(args: &RoundtripConfig) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)>
     args.common.validate()?;
     let ins = bytes(&args.in_sizes, "--in")?;
     let outs = bytes(&args.out_sizes, "--out")?;
-    let cfgs = configs(&args.common, super::user_buffers)?;
+    let cfgs = configs(&args.common, crate::transport::Capabilities::user_buffers)?;
     let (mi, mo) = (
         *ins.iter().max().expect("non-empty"),
         *outs.iter().max().expect("non-empty"),

@@ -5,16 +5,16 @@
 //! in a job file or typed as flags.
 
 use super::Progress as Bar;
-use crate::engine::{self, Dir, Done, Engine, IoMemory, Op, Target};
-use crate::env::Env;
 use crate::error::{Error, Result};
-use crate::job::{IoEngine, Job, Rw};
-use crate::jobfile;
+use crate::measure::env::Env;
+use crate::measure::placement::Placement;
+use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
-use crate::placement::Placement;
 use crate::result::stream::*;
-use crate::stats::Recorder;
-use crate::verify;
+use crate::stream::engine::{self, Dir, Done, Engine, IoMemory, Op, Target};
+use crate::stream::job::{IoEngine, Job, Rw};
+use crate::stream::jobfile;
+use crate::stream::verify;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
@@ -894,7 +894,7 @@ fn pin_to(cpus: &[usize]) -> std::result::Result<(), String> {
         return Err(format!(
             "{} (allowed here: {})",
             std::io::Error::last_os_error(),
-            crate::placement::compact(&crate::placement::allowed_cpus())
+            crate::measure::placement::compact(&crate::measure::placement::allowed_cpus())
         ));
     }
     Ok(())

@@ -206,7 +206,7 @@ mod tests {
     }
 
     fn cfg(n: usize, m: usize, items: Option<u64>) -> Config {
-        let cpus = crate::placement::allowed_cpus();
+        let cpus = crate::measure::placement::allowed_cpus();
         Config {
             blocks: m,
             cpus: (0..n).map(|i| cpus[i % cpus.len()]).collect(),

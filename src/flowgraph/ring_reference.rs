@@ -76,7 +76,7 @@ pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<Start
                 std::thread::Builder::new()
                     .name(format!("xb-ring-{cpu}"))
                     .spawn(move || -> Result<()> {
-                        crate::placement::pin_current(cpu)?;
+                        crate::measure::placement::pin_current(cpu)?;
                         // This thread's spare buffer. A kernel reads one buffer and
                         // writes the other; after an odd number of kernels the result
                         // is in the spare, so the two swap names and the buffer passed

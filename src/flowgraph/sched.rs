@@ -136,7 +136,7 @@ fn spin_groups(groups: Vec<Vec<Box<dyn Block>>>, cpus: &[usize]) -> Result<()> {
             std::thread::Builder::new()
                 .name(format!("xb-fg-{cpu}"))
                 .spawn(move || -> Result<()> {
-                    crate::placement::pin_current(cpu)?;
+                    crate::measure::placement::pin_current(cpu)?;
                     let mut live = g.len();
                     while live > 0 {
                         live = 0;
@@ -187,7 +187,7 @@ fn thread_per_block(blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
             std::thread::Builder::new()
                 .name(format!("xb-fg-{}", b.name()))
                 .spawn(move || -> Result<()> {
-                    crate::placement::set_allowed(&cpus)?;
+                    crate::measure::placement::set_allowed(&cpus)?;
                     let waker = Waker::from(Arc::new(ThreadWaker(std::thread::current())));
                     let mut idle = 0u32;
                     loop {
@@ -257,7 +257,7 @@ fn pinner(cpus: &[usize]) -> impl Fn() + Send + Sync + 'static {
     let next = AtomicUsize::new(0);
     move || {
         let i = next.fetch_add(1, Ordering::Relaxed) % cpus.len();
-        let _ = crate::placement::pin_current(cpus[i]);
+        let _ = crate::measure::placement::pin_current(cpus[i]);
     }
 }
 
@@ -338,7 +338,7 @@ fn executor_run(blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
             std::thread::Builder::new()
                 .name(format!("xb-fg-ex-{cpu}"))
                 .spawn(move || -> Result<()> {
-                    crate::placement::pin_current(cpu)?;
+                    crate::measure::placement::pin_current(cpu)?;
                     futures_lite::future::block_on(
                         ex.run(std::future::poll_fn(|cx| r.all_done(cx))),
                     );

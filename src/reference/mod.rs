@@ -10,11 +10,8 @@
 
 mod catalog;
 mod csv;
-mod export;
-mod show;
 
 use crate::error::{Error, Result};
-use crate::format::Format;
 
 /// One table of published figures, with where it came from.
 #[derive(Clone, Debug)]
@@ -54,7 +51,7 @@ impl Dataset {
 }
 
 /// A finite number, or `None` (Rust would otherwise accept "inf" and "NaN").
-fn parse_num(s: &str) -> Option<f64> {
+pub(crate) fn parse_num(s: &str) -> Option<f64> {
     s.parse::<f64>().ok().filter(|v| v.is_finite())
 }
 
@@ -121,39 +118,6 @@ pub fn find(name: &str) -> Result<Dataset> {
             all.iter().map(|d| d.name).collect::<Vec<_>>().join(", ")
         ))),
     }
-}
-
-/// What `xferbench reference` is asked to do.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum Action {
-    /// List the datasets.
-    List {
-        /// How to print the list.
-        format: Format,
-    },
-    /// Print one dataset, shaped as its source's table.
-    Show {
-        /// The dataset's name.
-        name: String,
-        /// How to print it.
-        format: Format,
-    },
-}
-
-/// `xferbench reference list|show`.
-pub fn run(action: &Action) -> Result<()> {
-    let text = match action {
-        Action::List { format } => export::list(&all(), *format)?,
-        Action::Show { name, format } => {
-            let d = find(name)?;
-            match format {
-                Format::Table => show::render(&d),
-                Format::Json => export::json(&d)?,
-                Format::Csv => export::csv(&d),
-            }
-        }
-    };
-    crate::report::emit(&text, None)
 }
 
 #[cfg(test)]

@@ -2,11 +2,12 @@
 //! bandwidth, plus the spread and tail), and as CSV.
 
 use super::csv::field;
-use super::table::{conditions, format_us, markdown};
-use crate::fit;
+use super::table::{conditions, markdown};
+use crate::measure::fit;
 use crate::result::curve::{CurvePoint, CurveRun, curve_label};
 use crate::units::Chunk;
 use crate::units::format_size;
+use crate::units::format_us;
 use std::fmt::Write;
 
 fn mbps(v: f64) -> String {

@@ -71,9 +71,9 @@ pub fn render(run: &FlowRun) -> String {
                 ms.push(p.blocks);
             }
         }
-        let cpus = pts
-            .first()
-            .map_or(String::new(), |p| crate::placement::compact(&p.cpus));
+        let cpus = pts.first().map_or(String::new(), |p| {
+            crate::measure::placement::compact(&p.cpus)
+        });
         let _ = writeln!(o, "### N = {n} (cpus {cpus})\n");
         // A row per scheduler, a column per M: a dozen schedulers side by
         // side would not fit a terminal; three to five M values do.

@@ -296,7 +296,7 @@ fn warnings(o: &mut String, runs: &[SavedRun]) {
 
 fn environment(o: &mut String, runs: &[SavedRun]) {
     o.push_str("<h2 id=\"environment\">Environment</h2>\n");
-    let envs: Vec<(&str, &crate::env::Env)> = runs
+    let envs: Vec<(&str, &crate::measure::env::Env)> = runs
         .iter()
         .filter_map(|r| r.env.as_ref().map(|e| (r.label.as_str(), e)))
         .collect();
@@ -305,7 +305,7 @@ fn environment(o: &mut String, runs: &[SavedRun]) {
         return;
     }
     // One column per distinct machine: runs from one host share a column.
-    let mut cols: Vec<(Vec<&str>, &crate::env::Env)> = Vec::new();
+    let mut cols: Vec<(Vec<&str>, &crate::measure::env::Env)> = Vec::new();
     for (label, e) in envs {
         match cols.iter_mut().find(|(_, c)| {
             c.hostname == e.hostname && c.kernel == e.kernel && c.cpu_model == e.cpu_model
@@ -316,7 +316,7 @@ fn environment(o: &mut String, runs: &[SavedRun]) {
     }
     let mut header = vec!["".to_string()];
     header.extend(cols.iter().map(|(l, _)| l.join(", ")));
-    let row = |name: &str, f: &dyn Fn(&crate::env::Env) -> String| {
+    let row = |name: &str, f: &dyn Fn(&crate::measure::env::Env) -> String| {
         let mut r = vec![name.to_string()];
         r.extend(cols.iter().map(|(_, e)| f(e)));
         r

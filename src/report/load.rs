@@ -4,9 +4,10 @@
 
 use super::csv::field;
 use super::figure::si;
-use super::table::{conditions, format_us, markdown};
+use super::table::{conditions, markdown};
 use crate::result::load::{ClosedPoint, LoadPoint, LoadRun, OpenPoint, dir_name};
 use crate::units::format_size;
+use crate::units::format_us;
 use std::fmt::Write;
 
 fn distinct<T: PartialEq + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
@@ -63,7 +64,7 @@ pub fn render(run: &LoadRun) -> String {
         let _ = writeln!(
             o,
             " on cpus {}. KB = 1024 bytes.\n",
-            crate::placement::compact(&run.extra.load_cpus)
+            crate::measure::placement::compact(&run.extra.load_cpus)
         );
         for dir in distinct(pts.iter().map(|p| p.direction)) {
             let _ = writeln!(o, "### {}\n", dir_name(dir));

@@ -18,8 +18,8 @@ pub mod table;
 
 use crate::error::{Error, Result};
 use crate::format::Format;
+use crate::measure::stats::Stat;
 use crate::result::Run;
-use crate::stats::Stat;
 use crate::units::Unit;
 use std::io::Write;
 use std::path::Path;

@@ -2,8 +2,8 @@
 //! `--format json`, kept as JSON so `report` renders every experiment's runs,
 //! old and new, without a typed struct per version.
 
-use crate::env::Env;
 use crate::error::{Error, Result};
+use crate::measure::env::Env;
 use serde_json::Value;
 use std::path::Path;
 

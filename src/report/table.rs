@@ -1,21 +1,10 @@
 //! Tables for people, shaped like the Vollo round-trip tables: one per
 //! statistic, rows `out\in`, values in µs; then the conditions and caveats.
 
+use crate::measure::stats::Stat;
 use crate::result::{Point, PointMeta, Run};
-use crate::stats::Stat;
-use crate::units::{Unit, format_size};
+use crate::units::{Unit, format_size, format_us};
 use std::fmt::Write;
-
-/// µs with as many decimals as a sub-µs figure needs.
-pub fn format_us(ns: f64) -> String {
-    let us = ns / 1000.0;
-    match us {
-        u if u < 1.0 => format!("{u:.3}"),
-        u if u < 10.0 => format!("{u:.2}"),
-        u if u < 100.0 => format!("{u:.1}"),
-        u => format!("{u:.0}"),
-    }
-}
 
 fn label(bytes: u64, unit: Unit) -> String {
     format_size(bytes / unit.bytes())
@@ -213,14 +202,6 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn microseconds() {
-        assert_eq!(format_us(213.0), "0.213");
-        assert_eq!(format_us(1850.0), "1.85");
-        assert_eq!(format_us(35_900.0), "35.9");
-        assert_eq!(format_us(123_456.0), "123");
-    }
 
     #[test]
     fn markdown_shape() {

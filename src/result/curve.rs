@@ -1,9 +1,9 @@
 //! Curve results: one point per size and packetization, the fits, the packet rule.
 
-use crate::fit::{Fit, TwoSegment};
+use crate::measure::fit::{Fit, TwoSegment};
+use crate::measure::stats::Summary;
 use crate::options::PayloadMode;
 use crate::result::{PointMeta, Run};
-use crate::stats::Summary;
 use crate::transport::{self, BufferMode, Pattern};
 use crate::units::Chunk;
 use serde::Serialize;

@@ -1,9 +1,9 @@
 //! Load results: closed-loop cells (rate under each background load) and open-loop points (latency at an offered rate).
 
-use crate::loadgen::LoadStats;
+use crate::measure::loadgen::LoadStats;
+use crate::measure::stats::Summary;
 use crate::options::{Arrival, DataDirection};
 use crate::result::{PointMeta, Run};
-use crate::stats::Summary;
 use crate::transport::BufferMode;
 use serde::Serialize;
 

@@ -6,9 +6,9 @@ pub mod flowgraph;
 pub mod load;
 pub mod stream;
 
-use crate::env::Env;
-use crate::placement::Placement;
-use crate::stats::Summary;
+use crate::measure::env::Env;
+use crate::measure::placement::Placement;
+use crate::measure::stats::Summary;
 use crate::transport::{BufferMode, CompletionMode};
 use serde::Serialize;
 

@@ -1,9 +1,9 @@
 //! Stream results in fio's JSON shape: per-job figures, reporting groups, a block-size sweep.
 
-use crate::engine::TargetKind;
-use crate::job::{Completion, IoEngine, Rw};
+use crate::measure::stats::Recorder;
 use crate::result::{PointMeta, Run};
-use crate::stats::Recorder;
+use crate::stream::engine::TargetKind;
+use crate::stream::job::{Completion, IoEngine, Rw};
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -134,7 +134,7 @@ pub struct JobResult {
     pub ioengine: IoEngine,
     pub iodepth: u32,
     pub direct: bool,
-    pub iomem: crate::job::IoMem,
+    pub iomem: crate::stream::job::IoMem,
     pub completion: Completion,
     pub completion_detail: String,
     /// What the device at the far end said of itself (a plugin through the

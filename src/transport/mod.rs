@@ -10,7 +10,7 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-mod cuda;
+pub mod cuda;
 mod fd;
 pub mod mpi;
 mod peer;
@@ -101,6 +101,18 @@ pub struct Capabilities {
     /// declares its request and reply limits apart).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_reply: Option<u64>,
+}
+
+impl Capabilities {
+    /// `user` buffers where the transport has them, else its first mode (a
+    /// device plugin may offer only its own memory).
+    pub fn user_buffers(&self) -> BufferMode {
+        if self.buffers.contains(&BufferMode::User) {
+            BufferMode::User
+        } else {
+            self.buffers[0]
+        }
+    }
 }
 
 /// What a UDP socket asks for as SO_SNDBUF and SO_RCVBUF: enough for a

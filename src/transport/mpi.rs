@@ -128,7 +128,7 @@ mod imp {
         }
         if world.rank() == 1 {
             if let Some(c) = cfg.responder_cpu {
-                crate::placement::pin_current(c)?;
+                crate::measure::placement::pin_current(c)?;
             }
             let r = respond(&world);
             finalize();

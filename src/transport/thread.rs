@@ -58,7 +58,7 @@ impl Transport for Thread {
                 }
                 let _g = Gone(g.clone());
                 if let Some(c) = cpu {
-                    crate::placement::pin_current(c)?;
+                    crate::measure::placement::pin_current(c)?;
                 }
                 slots::respond(
                     region,

@@ -7,10 +7,8 @@
 //! device memory, the device programs (PTX in `kernels.ptx`, from
 //! `kernels.cu`), streams, events and waits that always give up.
 
-pub mod bandwidth;
-
-use crate::env::Gpu;
 use crate::error::{Error, Result};
+use crate::measure::env::Gpu;
 use crate::transport::CompletionMode;
 use cudarc::driver::sys::{self, CUresult};
 use std::ffi::c_void;
@@ -485,7 +483,7 @@ mod tests {
     /// When the PTX generator is installed, the committed PTX is current.
     #[test]
     fn ptx_matches_its_source() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cuda");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/transport/cuda");
         let out = std::env::temp_dir().join(format!("xb-ptx-{}.ptx", std::process::id()));
         let ran = std::process::Command::new("clang-14")
             .args([
@@ -514,7 +512,7 @@ mod tests {
                 };
                 assert!(
                     body(&fresh) == body(PTX),
-                    "kernels.ptx is stale: run src/cuda/build-ptx.sh"
+                    "kernels.ptx is stale: run src/transport/cuda/build-ptx.sh"
                 );
             }
             _ => eprintln!("skipped: clang-14 is not installed (apt-get install clang-14)"),

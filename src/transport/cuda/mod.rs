@@ -25,9 +25,12 @@ use super::{
     BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
     Transport,
 };
-use crate::cuda::{self, Ctx, HostMem, ck};
+pub mod bandwidth;
+pub mod driver;
+
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
+use driver::{self as cuda, Ctx, HostMem, ck};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
@@ -107,7 +110,7 @@ impl Transport for Cuda {
 
     fn check_options(&self, spec: &Spec) -> Result<()> {
         ordinal(spec)?;
-        cuda::bandwidth::Selection::from_spec(spec)?;
+        bandwidth::Selection::from_spec(spec)?;
         Ok(())
     }
 

@@ -6,7 +6,7 @@
 
 use super::{Dir, Done, Engine, Op, Target};
 use crate::error::{Error, Result};
-use crate::job::{Completion, Job};
+use crate::stream::job::{Completion, Job};
 use io_uring::{IoUring, opcode, types};
 use std::time::{Duration, Instant};
 

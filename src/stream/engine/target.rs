@@ -3,7 +3,7 @@
 //! working out the region the job may touch.
 
 use crate::error::{Error, Result};
-use crate::job::{Completion, IoEngine, Job};
+use crate::stream::job::{Completion, IoEngine, Job};
 use std::fs::{File, OpenOptions};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;

@@ -14,7 +14,7 @@ pub use memory::IoMemory;
 pub use target::{Target, TargetKind};
 
 use crate::error::Result;
-use crate::job::{Completion, IoEngine, Job};
+use crate::stream::job::{Completion, IoEngine, Job};
 use std::time::Duration;
 
 /// Which way an I/O moves data.

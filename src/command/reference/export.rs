@@ -2,9 +2,9 @@
 //! machine-readable forms keep the standardised columns, so a script can read
 //! any dataset of an experiment the same way.
 
-use super::{Dataset, parse_num};
 use crate::error::Result;
 use crate::format::Format;
+use crate::reference::{Dataset, parse_num};
 use crate::report::csv::field;
 use crate::report::table::markdown;
 use serde::ser::{Serialize, SerializeMap, Serializer};

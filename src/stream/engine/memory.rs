@@ -4,7 +4,7 @@
 
 use crate::buffer::PageBuf;
 use crate::error::{Error, Result};
-use crate::job::IoMem;
+use crate::stream::job::IoMem;
 
 /// `slots` buffers of `len` bytes each, one per I/O in flight.
 pub struct IoMemory {

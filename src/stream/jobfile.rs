@@ -3,7 +3,7 @@
 //! Every option goes through [`Job::set`], so the file and the flags agree.
 
 use crate::error::{Error, Result};
-use crate::job::{Job, SetOutcome};
+use crate::stream::job::{Job, SetOutcome};
 use std::path::Path;
 
 /// A parsed job file: the jobs in order (clones expanded) and one warning per
@@ -259,7 +259,7 @@ fn builtin(name: &str) -> Option<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::{IoEngine, IoMem, Rw, VerifyKind};
+    use crate::stream::job::{IoEngine, IoMem, Rw, VerifyKind};
 
     fn no_env(_: &str) -> Option<String> {
         None

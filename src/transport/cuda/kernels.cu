@@ -1,6 +1,6 @@
 // Device programs of the cuda transport. The PTX the transport loads
 // (kernels.ptx, embedded with include_str!) is generated from this file by
-// src/cuda/build-ptx.sh with Debian's clang-14; no CUDA toolkit is needed to
+// src/transport/cuda/build-ptx.sh with Debian's clang-14; no CUDA toolkit is needed to
 // build xferbench or to regenerate it. PTX for sm_70 is JIT-compiled by the
 // driver for any newer GPU (Volta .. Hopper and later).
 //

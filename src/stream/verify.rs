@@ -4,8 +4,8 @@
 //! block itself. The payload is derived from (seed, offset), so a bad block is
 //! located to the byte and shown beside what should have been there.
 
-use crate::job::VerifyKind;
 use crate::payload::{self, Direction};
+use crate::stream::job::VerifyKind;
 
 /// Bytes of header at the start of every verified block.
 pub const HEADER_LEN: usize = 64;

@@ -1,7 +1,7 @@
 //! `reference show NAME` as a table: each dataset laid out as its source
 //! document lays it out, so a reader can hold the output against the document.
 
-use super::Dataset;
+use crate::reference::Dataset;
 use crate::report::table::markdown;
 
 pub fn render(d: &Dataset) -> String {

@@ -6,14 +6,14 @@
 
 use super::{Done, Engine, Op};
 use crate::error::{Error, Result};
-use crate::job::{Completion, Job};
+use crate::stream::job::{Completion, Job};
 use crate::transport::{
     self, BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
 };
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use crate::job::TRANSPORT_PREFIX as PREFIX;
+pub use crate::stream::job::TRANSPORT_PREFIX as PREFIX;
 
 pub struct LinkEngine {
     link: Option<Box<dyn Link>>,
@@ -51,7 +51,7 @@ impl LinkEngine {
     ) -> Result<LinkEngine> {
         let t = transport::resolve(&spec)?;
         let caps = t.capabilities();
-        if job.rw != crate::job::Rw::Write {
+        if job.rw != crate::stream::job::Rw::Write {
             return Err(Error::usage(format!(
                 "job {}: a transport stream goes one way, initiator to responder: use rw=write (got rw={})",
                 job.name,
@@ -81,7 +81,7 @@ impl LinkEngine {
         let buffers = match spec.mode::<BufferMode>("buffers")? {
             Some(b) => b,
             None if caps.buffers.contains(&BufferMode::Raw) => BufferMode::Raw,
-            None => crate::experiment::user_buffers(&caps),
+            None => caps.user_buffers(),
         };
         let cfg = LinkConfig {
             spec: spec.clone(),

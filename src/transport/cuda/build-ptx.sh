@@ -1,5 +1,5 @@
 #!/bin/sh
-# Regenerates src/cuda/kernels.ptx from kernels.cu with Debian's clang-14
+# Regenerates src/transport/cuda/kernels.ptx from kernels.cu with Debian's clang-14
 # (apt-get install clang-14); no CUDA toolkit. Run after editing kernels.cu
 # and commit both: xferbench embeds the PTX and never compiles at build time.
 set -eu

@@ -3,7 +3,7 @@
 
 use super::{Dir, Done, Engine, Op, Target};
 use crate::error::{Error, Result};
-use crate::job::Job;
+use crate::stream::job::Job;
 use std::collections::VecDeque;
 use std::time::Duration;
 

@@ -13,7 +13,7 @@
 //! queueing them behind a latch would stall the host; they are timed by
 //! events alone, as a program issuing them would see.
 
-use super::{COPY_THREADS, Ctx, HostMem, ck};
+use super::driver::{COPY_THREADS, Ctx, HostMem, ck};
 use crate::error::{Error, Result};
 use crate::transport::{CompletionMode, Spec};
 use cudarc::driver::sys;
@@ -210,7 +210,7 @@ impl Rig {
 
     /// Queues the latch on stream `s`.
     fn latch(&self, s: usize) -> Result<()> {
-        super::launch(
+        super::driver::launch(
             self.ctx.kernels.latch,
             1,
             1,
@@ -248,7 +248,7 @@ impl Rig {
                     Dir::H2d => (dev, host_dev),
                     _ => (host_dev, dev),
                 };
-                super::launch(
+                super::driver::launch(
                     self.ctx.kernels.copy,
                     self.ctx.copy_blocks(n),
                     COPY_THREADS,
@@ -315,7 +315,7 @@ impl Rig {
         let waited = self
             .streams
             .iter()
-            .try_for_each(|&s| super::wait(s, completion, self.timeout));
+            .try_for_each(|&s| super::driver::wait(s, completion, self.timeout));
         queued?;
         waited?;
         if self.flag(1).load(Ordering::Acquire) != 0 {

@@ -110,7 +110,7 @@ fn body(mode: LoadMode, stop: &AtomicBool, ops: &AtomicU64) {
         LoadMode::Memcopy => {
             // Twice the last-level cache, so the copies reach memory; at
             // most 1 GiB (a VM may report its host's whole L3: 480 MiB seen).
-            let half = (2 * crate::placement::cache_bytes(0, None).unwrap_or(32 << 20))
+            let half = (2 * crate::measure::placement::cache_bytes(0, None).unwrap_or(32 << 20))
                 .clamp(8 << 20, 1 << 30);
             // Zeroed: mapped lazily, so copying starts at once and the first
             // pass's page faults are part of the load, not a silent delay.
@@ -146,7 +146,7 @@ impl Background {
                     std::thread::Builder::new()
                         .name(format!("xb-load-{}", mode.name()))
                         .spawn(move || -> Result<()> {
-                            crate::placement::pin_current(cpu)?;
+                            crate::measure::placement::pin_current(cpu)?;
                             body(mode, &stop, &ops);
                             Ok(())
                         })
@@ -249,7 +249,7 @@ mod tests {
     /// Each mode starts, does work at a measured rate, and stops cleanly.
     #[test]
     fn every_mode_runs_counts_and_stops() {
-        let cpu = crate::placement::allowed_cpus()[0];
+        let cpu = crate::measure::placement::allowed_cpus()[0];
         for mode in [
             LoadMode::Wait,
             LoadMode::Alu,
@@ -277,7 +277,7 @@ mod tests {
 
     #[test]
     fn divisions_are_slower_than_adds() {
-        let cpu = crate::placement::allowed_cpus()[0];
+        let cpu = crate::measure::placement::allowed_cpus()[0];
         let rate = |m| {
             let b = Background::start(m, &[cpu]).unwrap();
             std::thread::sleep(Duration::from_millis(100));

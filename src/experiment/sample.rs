@@ -5,8 +5,8 @@
 //! Ctrl-C per sample.
 
 use crate::error::{Error, Result};
+use crate::measure::stats::Recorder;
 use crate::payload::{self, Direction};
-use crate::stats::Recorder;
 use crate::transport::{Link, Pattern, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};

@@ -102,7 +102,7 @@ impl Env {
                 .ok()
                 .and_then(|s| crate::units::parse_cpu_list(s.trim()).ok().flatten())
                 .map_or(0, |v| v.len()),
-            cpus_allowed: crate::placement::allowed_cpus().len(),
+            cpus_allowed: crate::measure::placement::allowed_cpus().len(),
             virtualization: virtualization(),
             clock: Clock::calibrate(),
             governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),

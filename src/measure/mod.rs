@@ -1,0 +1,11 @@
+//! The measurement core below every experiment: the statistics a sample feeds
+//! (`stats`), the model fitted to a curve (`fit`), where the endpoints run
+//! (`placement`), the background load beside them (`loadgen`) and the
+//! environment recorded with every result (`env`). Nothing here knows a
+//! transport, an experiment or an output format.
+
+pub mod env;
+pub mod fit;
+pub mod loadgen;
+pub mod placement;
+pub mod stats;

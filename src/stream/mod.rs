@@ -1,0 +1,8 @@
+//! The `stream` experiment's machinery, shaped as fio's: a [`job::Job`] holds
+//! the typed options of one job section (from a job file or from flags), an
+//! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
+
+pub mod engine;
+pub mod job;
+pub mod jobfile;
+pub mod verify;
