@@ -1,20 +1,47 @@
+#![warn(missing_docs)]
 //! xferbench: measures how fast data moves between two endpoints.
 
-pub mod app;
-pub mod buffer;
-pub mod cli;
-pub mod command;
 pub mod error;
-pub mod experiment;
-pub mod flowgraph;
-pub mod format;
-pub mod measure;
 pub mod options;
-pub mod payload;
 pub mod reference;
-pub mod report;
 pub mod result;
-pub mod stream;
 pub mod transport;
 pub mod units;
-pub mod words;
+
+pub(crate) mod app;
+pub(crate) mod buffer;
+pub(crate) mod cli;
+pub(crate) mod command;
+pub(crate) mod experiment;
+pub(crate) mod flowgraph;
+pub(crate) mod format;
+pub(crate) mod measure;
+pub(crate) mod payload;
+pub(crate) mod report;
+pub(crate) mod stream;
+pub(crate) mod words;
+
+pub use command::serve::{ServeConfig, run as serve};
+pub use error::{Error, Result};
+pub use experiment::Progress;
+pub use experiment::curve::run as curve;
+pub use experiment::flowgraph::run as flowgraph;
+pub use experiment::load::run as load;
+pub use experiment::roundtrip::run as roundtrip;
+pub use experiment::stream::run as stream;
+pub use format::Format;
+pub use options::{
+    Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
+};
+pub use report::Render;
+pub use result::Run;
+pub use result::curve::CurveRun;
+pub use result::flowgraph::FlowRun;
+pub use result::load::LoadRun;
+pub use result::stream::StreamRun;
+
+/// Runs the `xferbench` command line on this process's arguments and returns
+/// its exit code; the binary is this one call.
+pub fn main() -> i32 {
+    app::main()
+}

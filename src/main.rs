@@ -1,3 +1,3 @@
 fn main() {
-    std::process::exit(xferbench::app::main());
+    std::process::exit(xferbench::main());
 }

@@ -8,14 +8,18 @@
 //! serializes as the `options` object of its run's JSON, so field names and
 //! their serde names are part of the results format: add, never rename.
 
+pub use crate::flowgraph::edge::Edges;
+pub use crate::flowgraph::sched::Scheduler;
+pub use crate::format::Format;
+pub use crate::measure::fit::Breakpoint;
+pub use crate::measure::loadgen::LoadMode;
+pub use crate::measure::placement::Cpus;
+pub use crate::measure::stats::Stat;
+pub use crate::transport::{BufferMode, CompletionMode, Pattern, Spec};
+pub use crate::units::{Chunk, Unit};
+
 use crate::error::{Error, Result};
-use crate::format::Format;
-use crate::measure::fit::Breakpoint;
-use crate::measure::loadgen::LoadMode;
-use crate::measure::placement::Cpus;
-use crate::measure::stats::Stat;
-use crate::transport::{BufferMode, CompletionMode, Pattern, Spec};
-use crate::units::{self, Chunk, Unit};
+use crate::units;
 use crate::words::word_enum;
 use serde::{Serialize, Serializer};
 use std::path::PathBuf;
@@ -525,9 +529,9 @@ pub struct FlowgraphConfig {
     /// Saxpy blocks M for every N; None: N..3N for each N.
     pub blocks: Option<Vec<usize>>,
     /// Schedulers; empty: every one that applies.
-    pub scheduler: Vec<crate::flowgraph::sched::Scheduler>,
+    pub scheduler: Vec<Scheduler>,
     /// Edges between blocks.
-    pub edges: Vec<crate::flowgraph::edge::Edges>,
+    pub edges: Vec<Edges>,
     /// Bytes each block moves per call (a multiple of 64 from 64 B to 64 MiB).
     pub buffer_size: u64,
     /// Buffers circulating in the ring reference and a handoff circuit: `N+1` or 1..=64.

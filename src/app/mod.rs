@@ -13,7 +13,7 @@ use crate::format::Format;
 use crate::options::{
     CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
 };
-use crate::report;
+use crate::report::{self, Render};
 use crate::transport::{self, ResponderArgs};
 
 /// Runs the command line; returns the exit code.
@@ -55,90 +55,41 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Curve(a)) => {
             let c: CurveConfig = (*a).into();
-            measured(
-                &c.common.out,
-                cli.quiet,
-                |stop, bar| curve::run(&c, stop, bar),
-                |r| r.points.len(),
-                &Renderers {
-                    table: &|r| Ok(report::curve::render(r)),
-                    json: &|r| report::json::render(r),
-                    csv: &|r| report::curve::csv(r),
-                },
-            )
+            measured(&c.common.out, cli.quiet, |stop, bar| {
+                curve::run(&c, stop, bar)
+            })
         }
         Some(Command::Stream(a)) => {
             let c: StreamConfig = (*a).into();
-            measured(
-                &c.out,
-                cli.quiet,
-                |stop, bar| {
-                    let (run, err) = stream::run(&c, stop, bar)?;
-                    if !cli.quiet {
-                        for w in &run.warnings {
-                            eprintln!("xferbench: warning: {w}");
-                        }
+            measured(&c.out, cli.quiet, |stop, bar| {
+                let (run, err) = stream::run(&c, stop, bar)?;
+                if !cli.quiet {
+                    for w in &run.warnings {
+                        eprintln!("xferbench: warning: {w}");
                     }
-                    Ok((run, err))
-                },
-                |r| r.points.len(),
-                &Renderers {
-                    table: &|r| Ok(report::stream::render(r)),
-                    json: &|r| report::stream::json(r),
-                    csv: &|r| report::stream::csv(r),
-                },
-            )
+                }
+                Ok((run, err))
+            })
         }
         Some(Command::Flowgraph(a)) => {
             let c: FlowgraphConfig = (*a).into();
-            measured(
-                &c.out,
-                cli.quiet,
-                |stop, bar| crate::experiment::flowgraph::run(&c, stop, bar),
-                |r| r.points.len(),
-                &Renderers {
-                    table: &|r| Ok(report::flowgraph::render(r)),
-                    json: &|r| report::json::render(r),
-                    csv: &|r| report::flowgraph::csv(r),
-                },
-            )
+            measured(&c.out, cli.quiet, |stop, bar| {
+                crate::experiment::flowgraph::run(&c, stop, bar)
+            })
         }
         Some(Command::Load(a)) => {
             let c: LoadConfig = (*a).into();
-            measured(
-                &c.common.out,
-                cli.quiet,
-                |stop, bar| crate::experiment::load::run(&c, stop, bar),
-                |r| r.points.len(),
-                &Renderers {
-                    table: &|r| Ok(report::load::render(r)),
-                    json: &|r| report::json::render(r),
-                    csv: &|r| report::load::csv(r),
-                },
-            )
+            measured(&c.common.out, cli.quiet, |stop, bar| {
+                crate::experiment::load::run(&c, stop, bar)
+            })
         }
         Some(Command::Roundtrip(a)) => {
             let c: RoundtripConfig = (*a).into();
-            measured(
-                &c.common.out,
-                cli.quiet,
-                |stop, bar| roundtrip::run(&c, stop, bar),
-                |r| r.points.len(),
-                &Renderers {
-                    table: &|r| Ok(report::table::render(r, &c.common.stats, c.unit)),
-                    json: &|r| report::json::render(r),
-                    csv: &|r| report::csv::render(r),
-                },
-            )
+            measured(&c.common.out, cli.quiet, |stop, bar| {
+                roundtrip::run(&c, stop, bar)
+            })
         }
     }
-}
-
-/// How one experiment's run is written in each format.
-struct Renderers<'a, R> {
-    table: &'a dyn Fn(&R) -> Result<String>,
-    json: &'a dyn Fn(&R) -> Result<String>,
-    csv: &'a dyn Fn(&R) -> String,
 }
 
 /// What every measuring command does around its experiment: checks that
@@ -146,12 +97,10 @@ struct Renderers<'a, R> {
 /// anything runs; runs with Ctrl-C handling and a progress bar; renders in
 /// the format asked (tables followed by the comparisons); writes, saying
 /// where partial results went.
-fn measured<R>(
+fn measured<R: Render>(
     out: &Output,
     quiet: bool,
     run: impl FnOnce(&std::sync::Arc<std::sync::atomic::AtomicBool>, &Bar) -> Result<(R, Option<Error>)>,
-    points: impl Fn(&R) -> usize,
-    render: &Renderers<R>,
 ) -> Result<()> {
     report::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;
@@ -162,18 +111,12 @@ fn measured<R>(
     if let Some(e @ Error::Usage(_)) = err {
         return Err(e);
     }
-    let text = match out.effective_format() {
-        Format::Table => {
-            let mut t = (render.table)(&run)?;
-            if !refs.is_empty() {
-                t += &comparison(&(render.json)(&run)?, &refs)?;
-            }
-            t
-        }
-        Format::Json => (render.json)(&run)?,
-        Format::Csv => (render.csv)(&run),
-    };
-    emit_run(&text, out.output.as_deref(), points(&run), err)
+    let format = out.effective_format();
+    let mut text = run.render(format)?;
+    if format == Format::Table && !refs.is_empty() {
+        text += &comparison(&run.json()?, &refs)?;
+    }
+    emit_run(&text, out.output.as_deref(), run.points(), err)
 }
 
 /// The datasets `--compare` names, checked before anything runs.

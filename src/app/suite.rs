@@ -31,7 +31,6 @@ pub struct Options {
 pub struct Outcome {
     pub runs: Vec<SavedRun>,
     pub report: PathBuf,
-    pub files: Vec<PathBuf>,
     pub elapsed_s: f64,
     /// Parts that could not run here, and why (the suite goes on without them).
     pub skipped: Vec<String>,
@@ -253,7 +252,6 @@ pub fn run(
         Outcome {
             runs,
             report,
-            files,
             elapsed_s: start.elapsed().as_secs_f64(),
             skipped,
         },

@@ -28,6 +28,14 @@ pub trait Progress {
     fn at(&self, _done: u64) {}
 }
 
+/// No progress shown: what a program embedding the library passes when it
+/// wants no bar (`&()`).
+impl Progress for () {
+    fn start(&self, _total: u64) {}
+    fn point(&self, _label: &str) {}
+    fn finish(&self) {}
+}
+
 /// One transport configuration to measure: a spec with its modes resolved.
 #[derive(Clone, Debug)]
 pub struct Config {

@@ -192,8 +192,9 @@ impl Ring {
     }
 }
 
+#[cfg(test)]
 impl Producer {
-    pub fn capacity(&self) -> usize {
+    fn capacity(&self) -> usize {
         self.ring.cap
     }
 }

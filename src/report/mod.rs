@@ -24,12 +24,55 @@ use crate::units::Unit;
 use std::io::Write;
 use std::path::Path;
 
-/// Renders `run` in `format` (tables show `stats`, sizes counted in `unit`).
-pub fn render(run: &Run, format: Format, stats: &[Stat], unit: Unit) -> Result<String> {
-    match format {
-        Format::Table => Ok(table::render(run, stats, unit)),
-        Format::Json => json::render(run),
-        Format::Csv => Ok(csv::render(run)),
+/// The three forms every measuring command writes a result in. Each
+/// experiment's result type implements it, so a caller (the CLI or a program
+/// embedding the library) renders any result the same way.
+pub trait Render {
+    /// The tables for people, in Markdown.
+    fn table(&self) -> String;
+    /// The whole result as pretty JSON, for programs.
+    fn json(&self) -> Result<String>;
+    /// One row per measured point, for spreadsheets.
+    fn csv(&self) -> String;
+    /// Points measured so far (partial runs say how many were written).
+    fn points(&self) -> usize;
+    /// The result in `format`.
+    fn render(&self, format: Format) -> Result<String> {
+        match format {
+            Format::Table => Ok(self.table()),
+            Format::Json => self.json(),
+            Format::Csv => Ok(self.csv()),
+        }
+    }
+}
+
+impl Render for Run {
+    /// Shows the statistics and size unit the run was asked for (recorded
+    /// in its options as `stats` and `unit`), else the defaults.
+    fn table(&self) -> String {
+        let stats = self.options["stats"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str()?.parse::<Stat>().ok())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| crate::options::Common::default().stats);
+        let unit = self.options["unit"]
+            .as_str()
+            .and_then(|u| u.parse::<Unit>().ok())
+            .unwrap_or(Unit::Bytes);
+        table::render(self, &stats, unit)
+    }
+    fn json(&self) -> Result<String> {
+        json::render(self)
+    }
+    fn csv(&self) -> String {
+        csv::render(self)
+    }
+    fn points(&self) -> usize {
+        self.points.len()
     }
 }
 

@@ -404,6 +404,21 @@ pub fn csv(run: &StreamRun) -> String {
     out
 }
 
+impl crate::report::Render for StreamRun {
+    fn table(&self) -> String {
+        render(self)
+    }
+    fn json(&self) -> crate::error::Result<String> {
+        json(self)
+    }
+    fn csv(&self) -> String {
+        csv(self)
+    }
+    fn points(&self) -> usize {
+        self.points.len()
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::fio_num;

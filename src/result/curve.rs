@@ -1,6 +1,6 @@
 //! Curve results: one point per size and packetization, the fits, the packet rule.
 
-use crate::measure::fit::{Fit, TwoSegment};
+pub use crate::measure::fit::{Fit, TwoSegment};
 use crate::measure::stats::Summary;
 use crate::options::PayloadMode;
 use crate::result::{PointMeta, Run};

@@ -1,6 +1,6 @@
 //! Load results: closed-loop cells (rate under each background load) and open-loop points (latency at an offered rate).
 
-use crate::measure::loadgen::LoadStats;
+pub use crate::measure::loadgen::LoadStats;
 use crate::measure::stats::Summary;
 use crate::options::{Arrival, DataDirection};
 use crate::result::{PointMeta, Run};

@@ -6,9 +6,9 @@ pub mod flowgraph;
 pub mod load;
 pub mod stream;
 
-use crate::measure::env::Env;
-use crate::measure::placement::Placement;
-use crate::measure::stats::Summary;
+pub use crate::measure::env::{Env, Gpu};
+pub use crate::measure::placement::Placement;
+pub use crate::measure::stats::Summary;
 use crate::transport::{BufferMode, CompletionMode};
 use serde::Serialize;
 

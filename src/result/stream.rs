@@ -2,8 +2,8 @@
 
 use crate::measure::stats::Recorder;
 use crate::result::{PointMeta, Run};
-use crate::stream::engine::TargetKind;
-use crate::stream::job::{Completion, IoEngine, Rw};
+pub use crate::stream::engine::TargetKind;
+pub use crate::stream::job::{Completion, IoEngine, Rw};
 use serde::Serialize;
 use std::collections::BTreeMap;
 

@@ -10,12 +10,12 @@ use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub mod cuda;
+pub(crate) mod cuda;
 mod fd;
-pub mod mpi;
+pub(crate) mod mpi;
 mod peer;
 mod pipe;
-pub mod plugin;
+pub(crate) mod plugin;
 pub mod remote;
 mod shm;
 mod slots;

@@ -13,7 +13,7 @@ use crate::transport::{
 use std::path::PathBuf;
 use std::time::Duration;
 
-pub use crate::stream::job::TRANSPORT_PREFIX as PREFIX;
+use crate::stream::job::TRANSPORT_PREFIX as PREFIX;
 
 pub struct LinkEngine {
     link: Option<Box<dyn Link>>,

@@ -9,7 +9,7 @@ mod psync;
 mod target;
 mod uring;
 
-pub use link::{LinkEngine, PREFIX as TRANSPORT_PREFIX, spec_of as transport_spec};
+pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
 pub use target::{Target, TargetKind};
 

@@ -25,8 +25,8 @@ use super::{
     BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
     Transport,
 };
-pub mod bandwidth;
-pub mod driver;
+pub(crate) mod bandwidth;
+pub(crate) mod driver;
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
