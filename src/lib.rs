@@ -1,5 +1,55 @@
+//! xferbench measures how fast data moves between two endpoints: round-trip
+//! latency, one-way latency and bandwidth over message size, fio-like
+//! streams, request rate under load, and flowgraph throughput, over threads,
+//! processes, pipes, sockets, files, GPUs, device plugins and remote hosts.
+//!
+//! The `xferbench` binary is one thin layer over this library; a program
+//! (a test harness, a lab script, a binding for another language) runs the
+//! same experiments without a command line:
+//!
+//! ```
+//! use std::sync::atomic::AtomicBool;
+//! use xferbench::{Render, RoundtripConfig};
+//!
+//! let mut config = RoundtripConfig::default();
+//! config.common.transports = xferbench::transport::parse_specs("thread")?;
+//! config.in_sizes = vec![64];
+//! config.out_sizes = vec![64, 1024];
+//! config.common.samples = Some(200);
+//!
+//! // A stop flag another thread may set (the run ends early, marked
+//! // incomplete), and `&()` for no progress bar.
+//! let stop = AtomicBool::new(false);
+//! let (run, stopped) = xferbench::roundtrip(&config, &stop, &())?;
+//! assert!(stopped.is_none() && run.complete);
+//! assert_eq!(run.points.len(), 2);
+//! println!("{}", run.render(xferbench::Format::Json)?);
+//! # Ok::<(), xferbench::Error>(())
+//! ```
+//!
+//! What is here:
+//! - [`options`]: one plain config per experiment ([`RoundtripConfig`],
+//!   [`CurveConfig`], [`StreamConfig`], [`LoadConfig`], [`FlowgraphConfig`]),
+//!   each with `Default` (the CLI's defaults) and `validate`, and the
+//!   vocabulary they use (transport specs, buffer and completion modes,
+//!   statistics, units).
+//! - The experiments: [`roundtrip()`], [`curve()`], [`stream()`], [`load()`],
+//!   [`flowgraph()`]. Each returns its result, complete or not, and the error
+//!   that stopped it early if one did; a config the transport cannot carry
+//!   is an [`Error::Usage`] before anything runs.
+//! - [`result`]: what a run recorded ([`Run`] and its kinds), serde data
+//!   whose JSON is the CLI's `--format json`; [`Render`] writes any of them
+//!   as tables, JSON or CSV.
+//! - [`transport`]: the links the experiments drive, for a program that wants
+//!   to time its own loop; [`serve()`] is the responder for remote initiators.
+//! - [`reference`]: the published datasets results can be set beside.
+//!
+//! Every measurement follows the same rules as the CLI: the clock's overhead,
+//! the sample counts, the placement of both endpoints and the environment are
+//! recorded with every result, and figures that cannot be trusted carry
+//! warnings. `docs/architecture.md` in the repository draws the layers.
+
 #![warn(missing_docs)]
-//! xferbench: measures how fast data moves between two endpoints.
 
 pub mod error;
 pub mod options;
