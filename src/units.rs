@@ -14,9 +14,11 @@ word_enum! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
     #[serde(rename_all = "lowercase")]
     pub enum Unit {
+        /// Bytes.
         Bytes = "bytes",
         /// 2-byte values, as the Vollo tables count them.
         Bf16 = "bf16",
+        /// 4-byte values.
         F32 = "f32",
     }
 }

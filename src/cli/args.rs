@@ -249,7 +249,7 @@ pub struct FlowgraphArgs {
     /// Core counts N to sweep: 1..2, or a list (default: 1 up to the CPUs available).
     #[arg(long, value_name = "N", value_parser = counts)]
     pub cores: Option<Counts>,
-    /// Saxpy blocks M for every N: a range or list (default: N..3N for each N, as the seed).
+    /// Saxpy blocks M for every N: a range or list (default: N..3N for each N, as the qsdr benchmark report).
     #[arg(long, value_name = "M", value_parser = counts)]
     pub blocks: Option<Counts>,
     /// Schedulers (default: every one that applies; seq only on one core).
@@ -263,10 +263,10 @@ pub struct FlowgraphArgs {
         default_value = "circular,handoff"
     )]
     pub edges: Vec<crate::flowgraph::edge::Edges>,
-    /// Bytes each block moves per call, and the size of one ring buffer (the seed's 16 KiB).
+    /// Bytes each block moves per call, and the size of one ring buffer (16 KiB, as the qsdr benchmark report).
     #[arg(long, value_parser = size_one, default_value = "16k")]
     pub buffer_size: u64,
-    /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the seed (a circuit then holds --edge-buffers more per edge between cores under static, and --edge-buffers per edge under thread-per-block, tokio or async-executor, as its circular buffers do), or a number.
+    /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the qsdr benchmark report (a circuit then holds --edge-buffers more per edge between cores under static, and --edge-buffers per edge under thread-per-block, tokio or async-executor, as its circular buffers do), or a number.
     #[arg(long, value_parser = buffer_count, default_value = "N+1")]
     pub buffers: String,
     /// Capacity, in buffers, of a circular buffer between blocks that may run on different threads: auto (enough for twice the CPU's L2 cache, so a consumer's copy of a line has left its private cache before the producer writes it again; at least 2), or a number up to 4096. One between blocks on one thread holds one buffer.
@@ -287,7 +287,7 @@ pub struct FlowgraphArgs {
     /// CPUs to use, in order (default: those this process may run on).
     #[arg(long, value_parser = cpus, default_value = "")]
     pub cpus: Cpus,
-    /// Buffer sizes of the kernel-only scan (the seed's scan-buffer-size).
+    /// Buffer sizes of the kernel-only scan (the qsdr benchmark report's scan-buffer-size).
     #[arg(long, value_parser = size_list, default_value = "256..8M")]
     pub kernel_sizes: Sizes,
     /// The Saxpy kernel every block and reference runs: auto (the widest this CPU has), avx512, avx2+fma, neon or portable; a narrower one to compare with a machine or peer that lacks the wider.
@@ -450,11 +450,14 @@ pub struct StreamArgs {
     /// Bytes per job (fio suffixes: k, m, g, t are powers of 1024).
     #[arg(long)]
     pub size: Option<String>,
+    /// Byte offset in the target where each job's I/O starts (fio suffixes).
     #[arg(long)]
     pub offset: Option<String>,
     /// Size of the target when it reports none (character devices) or is created.
     #[arg(long)]
     pub filesize: Option<String>,
+    /// Copies of the job that run at once, each in its own thread on the same
+    /// target, as fio's numjobs (1 to 4096).
     #[arg(long)]
     pub numjobs: Option<String>,
     /// I/Os in flight per job (io_uring; psync and mmap do one at a time).

@@ -3,7 +3,7 @@
 
 use crate::error::{Error, Result};
 use crate::format::Format;
-use crate::report::table::markdown;
+use crate::report::table::{Align, markdown_with};
 use crate::transport::Spec;
 use crate::transport::{self, LinkConfig, ReplyShape};
 use serde::Serialize;
@@ -195,7 +195,6 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
                 "buffers",
                 "completion",
                 "max message",
-                "options",
                 "works here",
             ]
             .iter()
@@ -218,7 +217,11 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
                         .collect();
                     vec![
                         e.spec.clone().unwrap_or_else(|| e.name.to_string()),
-                        c.responder.to_string(),
+                        // "remote (xferbench serve)": the note below says how.
+                        c.responder
+                            .split_once(" (")
+                            .map_or(c.responder, |(r, _)| r)
+                            .to_string(),
                         names(c.buffers.iter().map(|b| b.name()), ","),
                         comp.join(","),
                         match (c.max_inline, c.max_reply) {
@@ -236,15 +239,17 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
                             }
                             (None, None) => human(c.max_message),
                         },
-                        names(c.options.iter().map(|(k, _)| *k), ","),
-                        e.status.clone(),
+                        short_status(&e.status).to_string(),
                     ]
                 })
                 .collect();
-            let mut s = markdown(&header, &rows);
-            s += "\n* default completion. Buffers: user = caller's buffer copied in and out; raw = transport-owned memory, zero copy; inline = payload in the doorbell cache lines (MMIO analogue).\n";
+            let mut s = markdown_with(&header, &rows, |_| Align::Left);
+            s += "\n* default completion. Buffers: user = caller's buffer copied in and out;\nraw = transport-owned memory, zero copy; inline = payload in the doorbell\ncache lines (MMIO analogue).\n\n";
             for e in &entries {
                 s += &format!("- {}: {}\n", e.spec.as_deref().unwrap_or(e.name), e.summary);
+                if short_status(&e.status) != e.status {
+                    s += &format!("  - {} here: {}\n", e.name, e.status);
+                }
                 for d in &e.details {
                     s += &format!("  - {d}\n");
                 }
@@ -256,6 +261,18 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
         }
     };
     crate::report::emit(&text, None)
+}
+
+/// The table's word for a status; the whole reason goes in the notes below
+/// it, so the table stays narrower than a terminal.
+fn short_status(status: &str) -> &str {
+    if status.starts_with("not available") {
+        "no (see below)"
+    } else if status.starts_with("needs") {
+        "needs setup"
+    } else {
+        status
+    }
 }
 
 fn names<'a>(it: impl Iterator<Item = &'a str>, sep: &str) -> String {

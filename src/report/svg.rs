@@ -427,6 +427,50 @@ mod tests {
         buf
     }
 
+    /// The tick labels of an SVG: the text of every `<text>` element.
+    fn texts(svg: &str) -> Vec<String> {
+        svg.split("<text")
+            .skip(1)
+            .filter_map(|t| {
+                Some(
+                    t.split_once('>')?
+                        .1
+                        .split_once("</text>")?
+                        .0
+                        .trim()
+                        .to_string(),
+                )
+            })
+            .collect()
+    }
+
+    #[test]
+    fn log_ticks_of_large_rates_carry_their_si_prefix() {
+        // A flowgraph's samples/s span 10⁸..10¹¹: a tick must read "10G",
+        // never a bare "10" that leaves the reader to guess the unit.
+        let s = super::super::figure::Series::new(
+            "static",
+            Role::Measured,
+            vec![(1.0, 4e10), (2.0, 2e9), (4.0, 3e8)],
+        );
+        let l = Lines {
+            x: Axis::new(
+                "saxpy blocks (M)",
+                false,
+                super::super::figure::Scale::Count,
+            ),
+            y: Axis::new("samples/s", true, super::super::figure::Scale::Number),
+            series: vec![s],
+        };
+        let t = texts(&render_lines_for_test(&l));
+        for want in ["1G", "10G"] {
+            assert!(t.iter().any(|x| x == want), "no '{want}' tick in {t:?}");
+        }
+        for bare in ["10", "100", "1000"] {
+            assert!(!t.iter().any(|x| x == bare), "bare tick '{bare}' in {t:?}");
+        }
+    }
+
     #[test]
     fn ratio_colours_split_at_one() {
         assert_eq!(diverging(1.0), RGBColor(255, 255, 255));

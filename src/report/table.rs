@@ -10,8 +10,27 @@ fn label(bytes: u64, unit: Unit) -> String {
     format_size(bytes / unit.bytes())
 }
 
-/// Lays out rows of cells as a Markdown table, right-aligned.
+/// Lays out rows of cells as a Markdown table, right-aligned (numbers).
 pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
+    markdown_with(header, rows, |_| Align::Right)
+}
+
+/// How a column's cells line up: numbers right, words left.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Align {
+    /// Words and names.
+    Left,
+    /// Numbers, so their digits line up.
+    Right,
+}
+
+/// Lays out rows of cells as a Markdown table, column `i` aligned as
+/// `align(i)` says, in the text and in the Markdown separator row alike.
+pub fn markdown_with(
+    header: &[String],
+    rows: &[Vec<String>],
+    align: impl Fn(usize) -> Align,
+) -> String {
     let cols = header.len();
     let mut w = vec![0usize; cols];
     for r in std::iter::once(header).chain(rows.iter().map(|r| r.as_slice())) {
@@ -22,15 +41,21 @@ pub fn markdown(header: &[String], rows: &[Vec<String>]) -> String {
     let line = |cells: &[String]| {
         let mut s = String::from("|");
         for (i, c) in cells.iter().enumerate() {
-            let _ = write!(s, " {:>width$} |", c, width = w[i]);
+            let _ = match align(i) {
+                Align::Right => write!(s, " {:>width$} |", c, width = w[i]),
+                Align::Left => write!(s, " {:<width$} |", c, width = w[i]),
+            };
         }
         s.push('\n');
         s
     };
     let mut out = line(header);
     out.push('|');
-    for wi in &w {
-        let _ = write!(out, "{}:|", "-".repeat(wi + 1));
+    for (i, wi) in w.iter().enumerate() {
+        let _ = match align(i) {
+            Align::Right => write!(out, "{}:|", "-".repeat(wi + 1)),
+            Align::Left => write!(out, ":{}|", "-".repeat(wi + 1)),
+        };
     }
     out.push('\n');
     for r in rows {
@@ -213,5 +238,17 @@ mod tests {
         assert_eq!(lines.len(), 3);
         assert!(lines[1].starts_with("|-") && lines[1].ends_with(":|"));
         assert!(lines[2].contains("**32**") && lines[2].contains("1.8"));
+    }
+
+    #[test]
+    fn left_aligned_columns_pad_on_the_right() {
+        let t = markdown_with(
+            &["name".into(), "n".into()],
+            &[vec!["a".into(), "1000".into()]],
+            |i| if i == 0 { Align::Left } else { Align::Right },
+        );
+        let lines: Vec<&str> = t.lines().collect();
+        assert_eq!(lines[1], "|:-----|-----:|");
+        assert_eq!(lines[2], "| a    | 1000 |");
     }
 }
