@@ -509,7 +509,7 @@ pub fn parse_buffer_size(s: &str) -> std::result::Result<u64, String> {
 }
 
 fn check_buffer_size(v: u64) -> Result<()> {
-    if !(64..=(64 << 20)).contains(&v) || v % 64 != 0 {
+    if !(64..=(64 << 20)).contains(&v) || !v.is_multiple_of(64) {
         return Err(Error::usage(format!(
             "buffer size {v}: must be a multiple of 64 bytes from 64 B to 64 MiB"
         )));

@@ -11,6 +11,7 @@ use crate::experiment::{Progress, curve, flowgraph, roundtrip, stream};
 use crate::report::bundle::Report;
 use crate::report::figure::si;
 use crate::report::saved::SavedRun;
+use crate::report::saved::num;
 use crate::report::table::markdown;
 use crate::transport;
 use serde_json::Value;
@@ -257,10 +258,6 @@ pub fn run(
         },
         stopped,
     ))
-}
-
-fn num(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(Value::as_f64)
 }
 
 /// One screen: a row per transport (64-byte round trip, the fitted model,

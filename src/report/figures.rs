@@ -4,11 +4,8 @@
 
 use super::figure::{Axis, Figure, Heatmap, Kind, Lines, Plot, Role, Scale, Series, si};
 use super::saved::SavedRun;
+use super::saved::num;
 use serde_json::Value;
-
-fn num(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(Value::as_f64)
-}
 
 fn text<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")

@@ -3,12 +3,9 @@
 use super::figure::si;
 use super::figures::config_name;
 use super::saved::SavedRun;
+use super::saved::num;
 use crate::units::format_size;
 use serde_json::Value;
-
-fn num(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(Value::as_f64)
-}
 
 /// The best figure of a run, in words.
 pub fn of(r: &SavedRun) -> String {

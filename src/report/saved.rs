@@ -117,6 +117,12 @@ impl SavedRun {
     }
 }
 
+/// A number field of a saved point, if it is there and is a number.
+pub fn num(v: &Value, k: &str) -> Option<f64> {
+    v.get(k).and_then(Value::as_f64)
+}
+
+/// The strings of an array field (empty when absent).
 pub fn strings(v: Option<&Value>) -> Vec<String> {
     v.and_then(Value::as_array)
         .map(|a| {
