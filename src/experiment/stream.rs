@@ -475,32 +475,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         job.iodepth.max(1) as usize
     };
     let bs = job.bs as usize;
-    let (target, mut eng): (Option<Target>, Box<dyn Engine>) = match &p.transport {
-        Some(spec) => {
-            let size = job.size.unwrap_or(0);
-            if size < job.bs && !job.time_based {
-                return Err(Error::usage(format!(
-                    "job {}: a transport stream needs size= (bytes to send, at least one block) or time_based with runtime=",
-                    job.name
-                )));
-            }
-            let blocks = (!job.time_based).then_some(size / job.bs);
-            let e = engine::LinkEngine::open(
-                job,
-                spec.clone(),
-                depth,
-                blocks,
-                ctx.timeout,
-                ctx.exe.clone(),
-            )?;
-            (None, Box::new(e))
-        }
-        None => {
-            let t = Target::open(job, Path::new(&p.path))?;
-            let e = engine::open(job, &t, depth)?;
-            (Some(t), e)
-        }
-    };
+    let (target, mut eng) = open_engine(p, ctx, depth)?;
     let (region_off, region_size) = match &target {
         Some(t) => (t.offset, t.size),
         None => (0, (job.size.unwrap_or(0) / job.bs).max(1) * job.bs),
@@ -731,96 +706,22 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         && !partial
         && let (Some(kind), Some(vs)) = (job.verify, verify_state.as_mut())
     {
-        let t = Instant::now();
-        let count = writes_issued.min(nblocks);
-        let mut i = 0u64;
-        while i < count && !stop.load(Ordering::Relaxed) {
-            let blk = block(i);
-            let offset = region_off + blk * job.bs;
-            let buf = mem.slot_ptr(0);
-            eng.queue(Op {
-                dir: Dir::Read,
-                offset,
-                len: bs,
-                slot: 0,
-                buf,
-            })?;
-            done.clear();
-            while done.is_empty() {
-                eng.reap(1, ctx.timeout, &mut done)?;
-            }
-            match done[0].res {
-                Ok(n) if n == bs => {}
-                Ok(n) => {
-                    failure = Some(format!(
-                        "job {}: short read-back at offset {offset} of {}: {n} of {bs} bytes",
-                        job.name, p.path
-                    ));
-                    break;
-                }
-                Err(e) => {
-                    failure = Some(format!(
-                        "job {}: read-back at offset {offset} of {} failed: {} (a write-only device? verify by reading through its read channel in a later job, as do_verify=0 writers do)",
-                        job.name,
-                        p.path,
-                        engine::errno_text(e)
-                    ));
-                    break;
-                }
-            }
-            vs.blocks += 1;
-            let data = mem.slot(0, bs);
-            if let Err(bad) = verify::check(data, kind, offset, blk, job.randseed) {
-                note_bad(vs, &bad, job, &p.path, data);
-                if job.verify_fatal {
-                    break;
-                }
-            }
-            i += 1;
-            prog.last_ns
-                .store(ctx.t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
-        }
-        vs.readback_s = Some(t.elapsed().as_secs_f64());
+        let rb = ReadBack {
+            kind,
+            region_off,
+            count: writes_issued.min(nblocks),
+            order: &order,
+        };
+        failure = read_back(p, ctx, prog, stop, &mut *eng, &mut mem, vs, &rb)?;
     }
-    if let Some(vs) = &verify_state
-        && vs.bad > 0
+    if let Some(why) = verify_state
+        .as_ref()
+        .and_then(|vs| verify_failure(vs, job, &p.path))
     {
-        failure.get_or_insert_with(|| {
-            format!(
-                "job {}: verify failed on {}: {} bad block{} of {} checked; first: {}{}",
-                job.name,
-                p.path,
-                vs.bad,
-                if vs.bad == 1 { "" } else { "s" },
-                vs.blocks,
-                vs.first_bad.as_deref().unwrap_or("?"),
-                if vs.dumped.is_empty() {
-                    String::new()
-                } else {
-                    format!(" (dumped to {})", vs.dumped.join(" and "))
-                }
-            )
-        });
-    }
-    let mut warnings = Vec::new();
-    if sync_engine && job.iodepth > 1 {
-        warnings.push(format!(
-            "iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",
-            job.iodepth,
-            job.ioengine.name()
-        ));
+        failure.get_or_insert(why);
     }
     let n = recs[0].count() + recs[1].count();
-    if n < 100 && !partial && failure.is_none() {
-        warnings.push(format!(
-            "only {n} I/Os: too few for stable bandwidth or tail latency; raise size= or use time_based with runtime="
-        ));
-    } else if runtime_ns < 100_000_000 && failure.is_none() {
-        warnings.push(format!(
-            "ran for {:.1} ms: startup and timer noise matter at this length; raise size= or use time_based",
-            runtime_ns as f64 / 1e6
-        ));
-    }
+    let warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
     let result = JobResult {
         jobname: job.name.clone(),
         groupid: job.group,
@@ -854,6 +755,172 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         warnings,
     };
     Ok(Outcome { result, recs })
+}
+
+/// The job's target and engine: a file or device opened for its engine, or a
+/// transport link for `filename=xfer:…`.
+fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>, Box<dyn Engine>)> {
+    let job = &p.job;
+    Ok(match &p.transport {
+        Some(spec) => {
+            let size = job.size.unwrap_or(0);
+            if size < job.bs && !job.time_based {
+                return Err(Error::usage(format!(
+                    "job {}: a transport stream needs size= (bytes to send, at least one block) or time_based with runtime=",
+                    job.name
+                )));
+            }
+            let blocks = (!job.time_based).then_some(size / job.bs);
+            let e = engine::LinkEngine::open(
+                job,
+                spec.clone(),
+                depth,
+                blocks,
+                ctx.timeout,
+                ctx.exe.clone(),
+            )?;
+            (None, Box::new(e))
+        }
+        None => {
+            let t = Target::open(job, Path::new(&p.path))?;
+            let e = engine::open(job, &t, depth)?;
+            (Some(t), e)
+        }
+    })
+}
+
+/// What the read-back pass needs to know of the job's write phase.
+struct ReadBack<'a> {
+    kind: crate::stream::job::VerifyKind,
+    region_off: u64,
+    /// Blocks written (each block is read back once, in write order).
+    count: u64,
+    order: &'a Order,
+}
+
+/// The writer's read-back pass (fio's `do_verify` after a write phase): every
+/// block written is read once and checked. Returns why it failed, if it did.
+#[allow(clippy::too_many_arguments)]
+fn read_back(
+    p: &Prepared,
+    ctx: &Ctx,
+    prog: &JobProgress,
+    stop: &AtomicBool,
+    eng: &mut dyn Engine,
+    mem: &mut IoMemory,
+    vs: &mut VerifyReport,
+    rb: &ReadBack,
+) -> Result<Option<String>> {
+    let job = &p.job;
+    let bs = job.bs as usize;
+    let (kind, region_off, count) = (rb.kind, rb.region_off, rb.count);
+    let mut done: Vec<Done> = Vec::with_capacity(1);
+    let mut failure = None;
+    let t = Instant::now();
+    let mut i = 0u64;
+    while i < count && !stop.load(Ordering::Relaxed) {
+        let blk = rb.order.at(i);
+        let offset = region_off + blk * job.bs;
+        let buf = mem.slot_ptr(0);
+        eng.queue(Op {
+            dir: Dir::Read,
+            offset,
+            len: bs,
+            slot: 0,
+            buf,
+        })?;
+        done.clear();
+        while done.is_empty() {
+            eng.reap(1, ctx.timeout, &mut done)?;
+        }
+        match done[0].res {
+            Ok(n) if n == bs => {}
+            Ok(n) => {
+                failure = Some(format!(
+                    "job {}: short read-back at offset {offset} of {}: {n} of {bs} bytes",
+                    job.name, p.path
+                ));
+                break;
+            }
+            Err(e) => {
+                failure = Some(format!(
+                    "job {}: read-back at offset {offset} of {} failed: {} (a write-only device? verify by reading through its read channel in a later job, as do_verify=0 writers do)",
+                    job.name,
+                    p.path,
+                    engine::errno_text(e)
+                ));
+                break;
+            }
+        }
+        vs.blocks += 1;
+        let data = mem.slot(0, bs);
+        if let Err(bad) = verify::check(data, kind, offset, blk, job.randseed) {
+            note_bad(vs, &bad, job, &p.path, data);
+            if job.verify_fatal {
+                break;
+            }
+        }
+        i += 1;
+        prog.last_ns
+            .store(ctx.t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
+    }
+    vs.readback_s = Some(t.elapsed().as_secs_f64());
+    Ok(failure)
+}
+
+/// Why the job fails when blocks did not verify, naming the first bad one.
+fn verify_failure(vs: &VerifyReport, job: &Job, path: &str) -> Option<String> {
+    (vs.bad > 0).then(|| {
+        format!(
+            "job {}: verify failed on {}: {} bad block{} of {} checked; first: {}{}",
+            job.name,
+            path,
+            vs.bad,
+            if vs.bad == 1 { "" } else { "s" },
+            vs.blocks,
+            vs.first_bad.as_deref().unwrap_or("?"),
+            if vs.dumped.is_empty() {
+                String::new()
+            } else {
+                format!(" (dumped to {})", vs.dumped.join(" and "))
+            }
+        )
+    })
+}
+
+/// The caveats of a finished job: options that did nothing, and runs too
+/// short for their figures to be trusted (not said of a failed job: its
+/// error says more; an interrupted one is not told to raise size=).
+fn job_warnings(
+    job: &Job,
+    sync_engine: bool,
+    ios: u64,
+    runtime_ns: u64,
+    partial: bool,
+    failed: bool,
+) -> Vec<String> {
+    let mut warnings = Vec::new();
+    if sync_engine && job.iodepth > 1 {
+        warnings.push(format!(
+            "iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",
+            job.iodepth,
+            job.ioengine.name()
+        ));
+    }
+    if failed {
+        return warnings;
+    }
+    if ios < 100 && !partial {
+        warnings.push(format!(
+            "only {ios} I/Os: too few for stable bandwidth or tail latency; raise size= or use time_based with runtime="
+        ));
+    } else if runtime_ns < 100_000_000 {
+        warnings.push(format!(
+            "ran for {:.1} ms: startup and timer noise matter at this length; raise size= or use time_based",
+            runtime_ns as f64 / 1e6
+        ));
+    }
+    warnings
 }
 
 /// Records a bad block: the first is described (and dumped if asked).
