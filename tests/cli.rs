@@ -369,10 +369,12 @@ fn value_units_scale_sizes() {
 
 #[test]
 fn responder_delay_shows_up_in_the_latency() {
-    // A known delay is the accuracy check: every sample includes it, and the
-    // median moves by about that much (loosely: a VM may add a lot on top).
+    // A known delay is the accuracy check: the responder spins for it inside
+    // every round trip, so no sample can be shorter. How far the median moves
+    // is left to bench/ (here two noisy cores are shared with other tests and
+    // perhaps other work: a preempted spin can make it move by milliseconds).
     let delay_ns = 200_000;
-    let median = |delay: &str| {
+    let summary = |delay: &str| {
         let o = run(xb().args([
             "roundtrip",
             "-q",
@@ -393,24 +395,26 @@ fn responder_delay_shows_up_in_the_latency() {
         ]));
         assert!(o.status.success(), "{}", stderr(&o));
         let d = json_stdout(&o);
+        let p = &d["points"][0];
         assert_eq!(
-            u(&d["points"][0], "responder_delay_ns"),
+            u(p, "responder_delay_ns"),
             delay_ns * u64::from(delay != "0s")
         );
-        (
-            u(&d["points"][0]["summary"], "min_ns"),
-            u(&d["points"][0]["summary"], "p50_ns"),
-        )
+        check_point(p, 500);
+        p["summary"].clone()
     };
-    let (_, base) = median("0s");
-    let (min, delayed) = median("200us");
+    let base = summary("0s");
+    let delayed = summary("200us");
     // Exact: the responder spins for the delay inside every round trip.
+    let min = u(&delayed, "min_ns");
     assert!(min >= delay_ns, "a sample shorter than the delay: {min} ns");
-    // Loose (tests share two noisy cores); bench/ measures the real accuracy.
-    let shift = delayed.saturating_sub(base);
+    // And the delay is all that stands between the two runs' floors: a
+    // round trip without it never needs 200 µs every time (the fastest of
+    // 500 is well under a microsecond when the two threads share a moment
+    // of CPU, which even a busy machine gives them).
     assert!(
-        shift >= delay_ns / 2 && shift <= delay_ns * 10,
-        "median moved by {shift} ns for a {delay_ns} ns delay"
+        u(&base, "min_ns") < delay_ns,
+        "without a delay, every round trip took over {delay_ns} ns: {base}"
     );
 }
 

@@ -38,6 +38,7 @@ fn check_point(p: &Value) {
 
 #[test]
 fn pingpong_sweep_to_8m_on_every_transport() {
+    let mut fitted = Vec::new();
     for t in TRANSPORTS {
         let o = xb(
             &[
@@ -85,16 +86,18 @@ fn pingpong_sweep_to_8m_on_every_transport() {
         }
         assert!(sizes.contains(&64));
         pts.iter().for_each(check_point);
-        // A fit is null only when times do not grow with size, which noise
-        // can do to a short curve (udp stops at 64 KiB); a curve to 8 MiB
-        // always grows.
-        if d["fit"].is_null() {
-            assert!(!sizes.contains(&(8 << 20)), "{t}: no fit to an 8 MiB curve");
-        } else {
-            assert!(d["fit"]["t0_ns"].is_number(), "{t}: {}", d["fit"]);
-            assert!(d["fit"]["r_inf_MBps"].as_f64().unwrap() > 0.0);
+        // A fit is null only when the times do not grow with size, which a
+        // busy machine can do even to a curve to 8 MiB (a 20 ms point is a
+        // few samples of 8 MiB, and small sizes may wait for a CPU): what
+        // always holds is that the fit, or its absence, is what the points
+        // give.
+        if common::check_fits(&d) == 1 {
+            fitted.push(t);
         }
     }
+    // Six curves reach 8 MiB: that all six come out flat would be no noise
+    // but a broken fit or a broken clock.
+    assert!(!fitted.is_empty(), "no transport's curve has a fit");
 }
 
 #[test]
@@ -376,7 +379,15 @@ fn csv_and_table_outputs() {
         text.contains("one-way µs") && text.contains("MB/s (decimal"),
         "{text}"
     );
-    assert!(text.contains("Fit (Hockney): t(n) ="), "{text}");
+    // The fit, or the reason there is none: a 10 ms-per-size curve on a busy
+    // machine can come out flat, and the table then says so.
+    assert!(
+        text.contains("Fit (Hockney): t(n) =")
+            || text.contains(
+                "Fit (Hockney): not enough distinct sizes with a visible bandwidth limit."
+            ),
+        "{text}"
+    );
 }
 
 #[test]

@@ -81,8 +81,13 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
     for p in pts {
         let (n, m) = (f(p, "cores"), f(p, "blocks"));
         assert!(m >= n && m <= 3.0 * n, "{p}");
+        // The median 10 ms window: 0 when a busy machine stalled the
+        // pipeline for most of the point's windows, which a point this short
+        // always warns of ("measured over only 60 ms: noisy").
         let sps = f(p, "samples_per_s");
-        assert!(sps > 0.0, "{p}");
+        assert!(sps >= 0.0, "{p}");
+        assert!(sps > 0.0 || noisy(p), "{p}");
+        assert!(f(p, "p10_sps") <= sps && sps <= f(p, "p90_sps"), "{p}");
         let dynamic = k * n / m;
         let fixed = k / (m / n).ceil();
         assert!(
@@ -100,7 +105,12 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
         assert!((f(p, "efficiency_paired") - e).abs() <= e * 1e-9, "{p}");
         let e = sps * (m / n).ceil() / kab;
         assert!((f(p, "efficiency_same_size") - e).abs() <= e * 1e-9, "{p}");
-        assert!(f(p, "windows") >= 1.0 && f(p, "mean_sps") > 0.0, "{p}");
+        assert!(f(p, "windows") >= 1.0, "{p}");
+        assert!(
+            (f(p, "mean_sps") - f(p, "items") / f(p, "measured_s")).abs()
+                <= f(p, "mean_sps") * 1e-9,
+            "{p}"
+        );
         assert_eq!(p["rounds"].as_u64(), Some(rounds as u64), "{p}");
         assert_eq!(p["partial"], false, "{p}");
         assert_eq!(p["cpus"].as_array().unwrap().len(), n as usize);
@@ -125,6 +135,11 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
             "{p}"
         );
     }
+    // Items flow: a stalled vCPU can empty one short point, not the sweep.
+    assert!(
+        pts.iter().any(|p| f(p, "items") > 0.0),
+        "no point moved an item"
+    );
     for s in [
         "seq",
         "static",
@@ -270,6 +285,16 @@ fn a_chosen_kernel_runs_everywhere_and_is_recorded() {
     assert_eq!(d["options"]["kernel"], "portable");
     assert_eq!(d["complete"], true);
     for p in d["points"].as_array().unwrap() {
-        assert!(f(p, "samples_per_s") > 0.0, "{p}");
+        // A run of --items that ends just after the warm-up leaves little
+        // (or, in a race, nothing) to measure; the point then says so.
+        assert!(f(p, "samples_per_s") > 0.0 || noisy(p), "{p}");
     }
+}
+
+/// Whether a point carries a warning that its figure is noisy.
+fn noisy(p: &serde_json::Value) -> bool {
+    p["warnings"].as_array().is_some_and(|w| {
+        w.iter()
+            .any(|w| w.as_str().is_some_and(|w| w.contains("noisy")))
+    })
 }

@@ -92,11 +92,21 @@ fn a_responder_delay_sets_the_closed_loop_rate() {
         "-q",
     ]);
     let d = json(&finish(c));
-    let rps = f(&d["points"][0], "req_per_s");
+    let p = &d["points"][0];
+    // One request at a time, each held at least 2 ms by the responder: the
+    // rate can never pass 500/s (plus a request's worth of rounding), and
+    // every latency includes the delay. How far below 500/s it falls is the
+    // machine's business (a busy one is far below), so it is not asserted.
+    let rps = f(p, "req_per_s");
     assert!(
-        (350.0..=520.0).contains(&rps),
+        rps > 0.0 && rps <= 520.0,
         "{rps} req/s with a 2 ms responder"
     );
+    assert!(
+        f(&p["latency"], "min_ns") >= 2e6,
+        "a request faster than the 2 ms delay: {p}"
+    );
+    assert_eq!(f(p, "requests"), f(&p["latency"], "count"), "{p}");
 }
 
 #[test]
@@ -129,20 +139,32 @@ fn overload_latency_grows_with_the_run_while_the_rate_stays_at_capacity() {
     let short = run("300ms");
     let long = run("900ms");
     for p in [&short, &long] {
-        assert!(f(p, "achieved_per_s") < 1100.0, "above capacity: {p}");
-        assert!(f(p, "achieved_per_s") > 500.0, "far below capacity: {p}");
+        // Each request holds the responder at least 1 ms: capacity is at
+        // most 1000/s, so of 4000/s offered most are missed, and said so.
+        let achieved = f(p, "achieved_per_s");
+        assert!(achieved > 0.0 && achieved < 1100.0, "above capacity: {p}");
         assert!(f(p, "missed") > 0.0, "{p}");
+        assert_eq!(f(p, "missed"), f(p, "due") - f(p, "completed"), "{p}");
+        assert!(has_warning(p, "were never sent"), "{p}");
+        assert!(f(&p["latency"], "min_ns") >= 1e6, "{p}");
     }
-    let p50 = |p: &serde_json::Value| f(&p["latency"], "p50_ns");
-    // From the due time, the backlog grows with the run: the median of a
-    // three times longer run is well over one and a half times larger.
+    // From the due time, the backlog grows with the run. The request
+    // finished last, at the end of the cell (time T), was due at most at
+    // T / 4 (it is the k-th, k ≤ T / 1 ms, due at k / 4000/s), so it waited
+    // at least 3/4 T: over 675 ms in the 900 ms run, while no request of the
+    // 300 ms run can wait much past 300 ms. (The medians grow too, but how
+    // much depends on how evenly a busy machine serves the cell.)
+    let max = |p: &serde_json::Value| f(&p["latency"], "max_ns");
     assert!(
-        p50(&long) > 1.5 * p50(&short),
+        max(&long) > 1.5 * max(&short),
         "short {} long {}",
-        p50(&short),
-        p50(&long)
+        max(&short),
+        max(&long)
     );
-    // Below capacity nothing is missed and latency stays near the service time.
+    // Below capacity nothing is queued by design, but whether a busy machine
+    // keeps up is its own affair: what always holds is that the figures add
+    // up, a request is never faster than the responder's 1 ms, and anything
+    // missed is said.
     let mut c = xferbench();
     c.args([
         "load",
@@ -166,8 +188,26 @@ fn overload_latency_grows_with_the_run_while_the_rate_stays_at_capacity() {
     ]);
     let d = json(&finish(c));
     let p = &d["points"][0];
-    assert!(f(p, "missed") <= 1.0, "{p}");
-    assert!(p50(p) < 5e6, "{p}");
+    assert_eq!(f(p, "offered_per_s"), 200.0, "{p}");
+    assert_eq!(p["arrival"], "poisson", "{p}");
+    assert!(f(p, "completed") > 0.0, "{p}");
+    assert_eq!(f(p, "completed"), f(&p["latency"], "count"), "{p}");
+    assert_eq!(f(p, "missed"), f(p, "due") - f(p, "completed"), "{p}");
+    assert_eq!(
+        f(p, "missed") > 0.0,
+        has_warning(p, "were never sent"),
+        "{p}"
+    );
+    assert!(f(&p["latency"], "min_ns") >= 1e6, "{p}");
+}
+
+/// Whether a point's warnings include one containing `needle`.
+fn has_warning(p: &serde_json::Value, needle: &str) -> bool {
+    p["warnings"]
+        .as_array()
+        .unwrap_or_else(|| panic!("no warnings array in {p}"))
+        .iter()
+        .any(|w| w.as_str().is_some_and(|w| w.contains(needle)))
 }
 
 #[test]

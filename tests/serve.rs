@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{finish, json, stderr, xferbench};
+use common::{check_fits, finish, json, stderr, xferbench};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Stdio};
@@ -73,25 +73,43 @@ impl Server {
         s
     }
 
-    /// A good client: a short remote round trip must work.
+    /// A good client: a short remote round trip must work. A session the
+    /// server has not yet seen end (a client just gone, a stalled one before
+    /// its idle timeout) can hold the last slot for a moment, longer on a
+    /// busy machine: "at its --max-sessions" is the one refusal allowed,
+    /// and the client tries again, for up to a minute.
     fn serves_a_good_client(&self) {
-        let mut c = xferbench();
-        c.args([
-            "roundtrip",
-            "-t",
-            &format!("tcp://{}", self.addr),
-            "--in",
-            "64",
-            "--out",
-            "64",
-            "--samples",
-            "200",
-            "--format",
-            "json",
-            "-q",
-        ]);
-        let d = json(&finish(c));
-        assert_eq!(d["points"][0]["summary"]["count"], 200);
+        let first = std::time::Instant::now();
+        loop {
+            let mut c = xferbench();
+            c.args([
+                "roundtrip",
+                "-t",
+                &format!("tcp://{}", self.addr),
+                "--in",
+                "64",
+                "--out",
+                "64",
+                "--samples",
+                "200",
+                "--format",
+                "json",
+                "-q",
+            ]);
+            let o = finish(c);
+            if !o.status.success() && stderr(&o).contains("--max-sessions") {
+                assert!(
+                    first.elapsed() < Duration::from_secs(60),
+                    "still busy after a minute: {}",
+                    stderr(&o)
+                );
+                std::thread::sleep(Duration::from_millis(50));
+                continue;
+            }
+            let d = json(&o);
+            assert_eq!(d["points"][0]["summary"]["count"], 200);
+            return;
+        }
     }
 }
 
@@ -153,7 +171,12 @@ fn remote_roundtrip_and_curve_through_serve() {
     ]);
     let d = json(&finish(c));
     assert_eq!(d["points"].as_array().unwrap().len(), 17);
-    assert!(d["fits"][0]["fit"]["r_inf_MBps"].as_f64().unwrap() > 0.0);
+    assert_eq!(d["points"][0]["transport"], "tcp://HOST:PORT");
+    // One curve, so one fit: present, or absent because its 20 ms points did
+    // not grow with size (as on a loaded 2-CPU machine), and either way what
+    // the points give.
+    assert_eq!(d["fits"].as_array().unwrap().len(), 1, "{}", d["fits"]);
+    check_fits(&d);
 }
 
 #[test]

@@ -72,3 +72,57 @@ static ONE_AT_A_TIME: std::sync::Mutex<()> = std::sync::Mutex::new(());
 pub fn turn() -> std::sync::MutexGuard<'static, ()> {
     ONE_AT_A_TIME.lock().unwrap_or_else(|p| p.into_inner())
 }
+
+/// Checks a curve run's fits against its own points, which always holds,
+/// however noisy the machine: every fit belongs to a measured curve, and it
+/// is what `fit::hockney` makes of that curve's (size, one-way p50) points —
+/// present with a positive r∞ when the times grow with size, `null` when
+/// they do not (the text report then says "not enough distinct sizes with a
+/// visible bandwidth limit"). A short curve on a busy machine can be flat
+/// or falling, so whether a fit is present is not asserted here. The
+/// top-level `fit` is the first curve's. Returns how many fits are present.
+pub fn check_fits(d: &Value) -> usize {
+    let points = d["points"].as_array().expect("points");
+    let fits = d["fits"].as_array().expect("fits");
+    assert!(!fits.is_empty(), "no fits: {d}");
+    assert_eq!(
+        d["fit"], fits[0]["fit"],
+        "the top-level fit is the first curve's"
+    );
+    let keys = ["spec", "buffers", "completion", "mode", "chunk"];
+    let mut present = 0;
+    for f in fits {
+        let curve: Vec<(u64, f64)> = points
+            .iter()
+            .filter(|p| keys.iter().all(|k| p[k] == f[k]))
+            .map(|p| {
+                let size = p["size_bytes"].as_u64().expect("size_bytes");
+                let p50 = p["oneway"]["p50_ns"].as_u64().expect("oneway.p50_ns");
+                (size, p50 as f64)
+            })
+            .collect();
+        assert!(!curve.is_empty(), "a fit without points: {f}");
+        match (xferbench::fit::hockney(&curve), f["fit"].is_null()) {
+            (None, true) => {}
+            (Some(want), false) => {
+                let got = &f["fit"];
+                assert!(want.r_inf_MBps > 0.0, "{f}");
+                for (k, w) in [
+                    ("t0_ns", want.t0_ns),
+                    ("r_inf_MBps", want.r_inf_MBps),
+                    ("n_half_bytes", want.n_half_bytes),
+                ] {
+                    let g = num(got, k);
+                    assert!(
+                        (g - w).abs() <= 1e-9 * w.abs().max(1.0),
+                        "{k}: {g} in the run, {w} from its points: {f}"
+                    );
+                }
+                assert_eq!(got["points"].as_u64(), Some(want.points as u64), "{f}");
+                present += 1;
+            }
+            (want, _) => panic!("fit {} but its points give {want:?}: {curve:?}", f["fit"]),
+        }
+    }
+    present
+}
