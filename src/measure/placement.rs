@@ -67,7 +67,7 @@ pub enum Cpus {
 }
 
 impl Cpus {
-    /// The form [`choose`] takes: None for no pinning, empty for the default.
+    /// The form `placement::choose` takes: None for no pinning, empty for the default.
     pub fn requested(&self) -> Option<&[usize]> {
         match self {
             Cpus::Auto => Some(&[]),
