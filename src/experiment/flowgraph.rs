@@ -325,7 +325,7 @@ pub fn run(
                 "flowgraph pins its threads: give CPUs with --cpus 0,1 (or leave --cpus out)",
             ));
         }
-        Some(v) if v.is_empty() => crate::measure::placement::allowed_cpus(),
+        Some([]) => crate::measure::placement::allowed_cpus(),
         Some(v) => {
             let ok = crate::measure::placement::allowed_cpus();
             if let Some(c) = v.iter().find(|c| !ok.contains(c)) {
