@@ -24,7 +24,7 @@ pub trait Progress {
     fn start(&self, total: u64);
     /// A point labelled `label` begins (and the one before it, if any, is done).
     fn point(&self, label: &str);
-    /// The run is over (complete or not): clear the display.
+    /// The run is over, complete or not: the last call.
     fn finish(&self);
     /// Byte progress (`stream`): `total` 0 when unknown (time-based jobs).
     fn start_bytes(&self, _total: u64, _label: &str) {}

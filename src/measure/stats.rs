@@ -124,7 +124,7 @@ impl Recorder {
 /// The summary every point carries. Field names are the JSON contract.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
-    /// Samples recorded (warm-up excluded); every other field is 0 when it is 0.
+    /// Samples recorded (warm-up excluded); with none, every other field is 0.
     pub count: u64,
     /// Arithmetic mean, ns (exact, not from the histogram).
     pub mean_ns: f64,

@@ -126,7 +126,8 @@ pub struct VerifyReport {
 /// One job's result; serialises into fio's `jobs[]` shape plus xferbench's detail.
 #[derive(Clone, Debug, Serialize)]
 pub struct JobResult {
-    /// The job's section name (or `--name`); `numjobs` clones share it.
+    /// The job's section name (or `--name`, default "stream"); `numjobs`
+    /// clones share it.
     pub jobname: String,
     /// Reporting group: starts at 0, one more at each `new_group` or `stonewall`.
     pub groupid: u32,
