@@ -56,7 +56,7 @@ pub struct LoadStats {
     /// The load mode's word (`alu`, `memcopy`…), or `cmd: ` and the command.
     pub load: String,
     /// Operations per second over all its threads (`unit` says what one is);
-    /// null for an external command, which xferbench cannot count.
+    /// null for `idle` and for an external command, which xferbench cannot count.
     pub ops_per_s: Option<f64>,
     /// What one operation is ("adds", "bytes copied"…; "not counted" for a command).
     pub unit: &'static str,
