@@ -17,13 +17,16 @@ pub enum Error {
     Interrupted,
 }
 
+/// `std::result::Result` with [`Error`] as the default error.
 pub type Result<T, E = Error> = std::result::Result<T, E>;
 
 impl Error {
+    /// A [`Error::Usage`] (exit code 2) with this message.
     pub fn usage(msg: impl Into<String>) -> Self {
         Error::Usage(msg.into())
     }
 
+    /// A [`Error::Run`] (exit code 1) with this message.
     pub fn run(msg: impl Into<String>) -> Self {
         Error::Run(msg.into())
     }
@@ -33,10 +36,12 @@ impl Error {
         Error::Run(format!("{what}: {}", std::io::Error::last_os_error()))
     }
 
+    /// A failed I/O operation, as a run error: what we were doing, then `e`.
     pub fn io(what: impl fmt::Display, e: std::io::Error) -> Self {
         Error::Run(format!("{what}: {e}"))
     }
 
+    /// The process exit code for this error: 2 usage, 1 run, 130 interrupted.
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) => 2,

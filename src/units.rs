@@ -14,16 +14,17 @@ word_enum! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
     #[serde(rename_all = "lowercase")]
     pub enum Unit {
-        /// Bytes.
+        /// Plain bytes.
         Bytes = "bytes",
         /// 2-byte values, as the Vollo tables count them.
         Bf16 = "bf16",
-        /// 4-byte values.
+        /// 4-byte values (32-bit floats).
         F32 = "f32",
     }
 }
 
 impl Unit {
+    /// Bytes in one counted value: 1, 2 or 4.
     pub fn bytes(self) -> u64 {
         match self {
             Unit::Bytes => 1,

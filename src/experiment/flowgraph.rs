@@ -310,6 +310,9 @@ fn point_buffers(
 /// The kernel alone at the scan's best size, between two points.
 const PAIRED: Duration = Duration::from_millis(100);
 
+/// Runs the flowgraph plan. Always returns the run (possibly incomplete) once
+/// measuring begins; the error, if any, says why it stopped early. Setting
+/// `stop` interrupts it.
 pub fn run(
     args: &FlowgraphConfig,
     stop: &Arc<AtomicBool>,

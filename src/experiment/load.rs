@@ -99,6 +99,9 @@ fn validate(args: &LoadConfig) -> Result<()> {
     args.validate()
 }
 
+/// Runs the load matrix. Always returns the run (possibly incomplete) once
+/// measuring begins; the error, if any, says why it stopped early. Setting
+/// `stop` interrupts it.
 pub fn run(
     args: &LoadConfig,
     stop: &AtomicBool,

@@ -20,11 +20,15 @@ use crate::transport::{self, BufferMode, CompletionMode, LinkConfig, Spec};
 
 /// Hooks for progress reporting, so the experiment stays free of terminal code.
 pub trait Progress {
+    /// The run begins: `total` points (or cells) are planned.
     fn start(&self, total: u64);
+    /// A point labelled `label` begins (and the one before it, if any, is done).
     fn point(&self, label: &str);
+    /// The run is over, complete or not: the last call.
     fn finish(&self);
     /// Byte progress (`stream`): `total` 0 when unknown (time-based jobs).
     fn start_bytes(&self, _total: u64, _label: &str) {}
+    /// Bytes moved so far, after [`start_bytes`](Progress::start_bytes).
     fn at(&self, _done: u64) {}
 }
 

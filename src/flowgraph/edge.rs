@@ -21,8 +21,10 @@ word_enum! {
 }
 
 impl Edges {
+    /// Both kinds, in declaration order.
     pub const ALL: [Edges; 2] = [Edges::Circular, Edges::Handoff];
 
+    /// The word that names it on the command line and in results.
     pub fn name(self) -> &'static str {
         self.word()
     }

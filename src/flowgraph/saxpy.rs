@@ -2,7 +2,7 @@
 //! has, chosen at run time so one binary runs everywhere and still uses
 //! AVX-512 or AVX2/FMA (x86-64), or NEON (aarch64), where they exist.
 
-/// A kernel: y[i] = a·x[i] + b for i < min(len x, len y).
+/// A kernel: `y[i] = a·x[i] + b` for i < min(len x, len y).
 pub type Kernel = fn(a: f32, b: f32, x: &[f32], y: &mut [f32]);
 
 /// Every kernel there is, on any CPU, widest first.
@@ -176,7 +176,7 @@ mod arm {
 }
 
 /// Page-aligned x and y for a kernel run, y placed 1 KiB + 64 B past a
-/// page boundary so x[i] and y[i] never share an offset modulo 4 KiB.
+/// page boundary so `x[i]` and `y[i]` never share an offset modulo 4 KiB.
 pub struct Pair {
     mem: Vec<f32>,
     n: usize,

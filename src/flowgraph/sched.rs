@@ -20,13 +20,23 @@ use std::task::{Context, Poll, Wake, Waker};
 use std::time::Duration;
 
 word_enum! {
+    /// Who runs the blocks of a flowgraph, and on which CPUs (`--scheduler`).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
     #[serde(rename_all = "kebab-case")]
     pub enum Scheduler {
+        /// One pinned thread calls every block in flowgraph order.
         Seq = "seq",
+        /// The saxpy blocks split into N consecutive groups, each run in order
+        /// by its own pinned thread.
         Static = "static",
+        /// One OS thread per block, allowed on the N cores but not pinned,
+        /// sleeping when blocked (GNU Radio 3.10's model).
         ThreadPerBlock = "thread-per-block",
+        /// Blocks as tasks on a tokio runtime of N pinned workers, woken by
+        /// buffer readiness.
         Tokio = "tokio",
+        /// Blocks as tasks on N pinned `async-executor` threads, woken by
+        /// buffer readiness.
         AsyncExecutor = "async-executor",
         /// No runtime: N pinned threads pass N+1 buffers around a ring, each
         /// running its static share of the kernels (the yardstick).
@@ -47,6 +57,7 @@ impl Scheduler {
         Scheduler::AsyncExecutor,
     ];
 
+    /// The word that names it on the command line and in results.
     pub fn name(self) -> &'static str {
         self.word()
     }

@@ -4,18 +4,30 @@
 use serde::{Deserialize, Serialize};
 use std::time::Instant;
 
+/// The machine and software a run was measured on.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Env {
+    /// The measuring tool's name ("xferbench").
     pub tool: String,
+    /// The tool's version (the crate version).
     pub version: String,
+    /// When the environment was captured (the run's start), RFC 3339, UTC, seconds.
     pub timestamp: String,
+    /// The host's node name, from uname.
     pub hostname: String,
+    /// Kernel name and release from uname, e.g. "Linux 6.1.0-18-amd64".
     pub kernel: String,
+    /// CPU architecture the binary was built for ("x86_64", "aarch64"…).
     pub arch: String,
+    /// The CPU's model string from /proc/cpuinfo, or "unknown".
     pub cpu_model: String,
+    /// CPUs the kernel has online (0 when it cannot be read).
     pub cpus_online: usize,
+    /// CPUs this process's affinity mask allows.
     pub cpus_allowed: usize,
+    /// Whether the run was in a virtual machine or container.
     pub virtualization: Virtualization,
+    /// The clock the samples were taken with, and what reading it costs.
     pub clock: Clock,
     /// CPU frequency governor of cpu0, where the kernel exposes one.
     pub governor: Option<String>,
@@ -45,16 +57,23 @@ impl std::fmt::Display for Gpu {
 /// A GPU as the CUDA driver describes it.
 #[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Gpu {
+    /// The driver's device number (as in `cuda:device=N`).
     pub ordinal: i32,
+    /// The device name, e.g. "NVIDIA H100 80GB HBM3".
     pub name: String,
     /// e.g. "0000:17:00.0".
     pub pci_bus_id: String,
+    /// Major.minor, e.g. "9.0".
     pub compute_capability: String,
+    /// The CUDA version the driver supports, major.minor, e.g. "12.4".
     pub driver_version: String,
+    /// Streaming multiprocessors (SMs) on the device.
     pub multiprocessors: i32,
+    /// Total device memory, bytes.
     pub memory_bytes: u64,
 }
 
+/// Signs that the run was not on bare metal.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Virtualization {
     /// The CPU says it runs under a hypervisor.
@@ -65,6 +84,7 @@ pub struct Virtualization {
     pub container: Option<String>,
 }
 
+/// The clock samples are read from, as calibrated at the start of the run.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Clock {
     /// The clock the samples are read from.
@@ -88,6 +108,8 @@ fn read(path: &str) -> Option<String> {
 }
 
 impl Env {
+    /// Describes this machine now; calibrates the clock (about 10,000 reads).
+    /// `gpus` starts empty: the run fills it with the devices it used.
     pub fn capture() -> Env {
         let uts = uname();
         Env {

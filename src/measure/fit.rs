@@ -25,7 +25,9 @@ pub struct Fit {
     pub max_rel_err: f64,
     /// Points used (after dropping non-positive or non-finite times).
     pub points: usize,
+    /// Smallest message size among the points used, bytes.
     pub min_size_bytes: u64,
+    /// Largest message size among the points used, bytes.
     pub max_size_bytes: u64,
 }
 
@@ -33,8 +35,11 @@ pub struct Fit {
 /// `above`.
 #[derive(Clone, Debug, Serialize, PartialEq)]
 pub struct TwoSegment {
+    /// Where the curve is split, bytes: the first size fitted by `above`.
     pub breakpoint_bytes: u64,
+    /// The fit over the sizes smaller than the breakpoint.
     pub below: Fit,
+    /// The fit over the breakpoint and every larger size.
     pub above: Fit,
 }
 

@@ -14,6 +14,7 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 word_enum! {
+    /// What the background load runs on its CPUs (`--load`).
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
     #[serde(rename_all = "lowercase")]
     pub enum LoadMode {
@@ -32,6 +33,7 @@ word_enum! {
 }
 
 impl LoadMode {
+    /// The word that names it on the command line and in results.
     pub fn name(self) -> &'static str {
         self.word()
     }
@@ -51,12 +53,16 @@ impl LoadMode {
 /// What a load did while it ran.
 #[derive(Clone, Debug, Serialize)]
 pub struct LoadStats {
+    /// The load mode's word (`alu`, `memcopy`…), or `cmd: ` and the command.
     pub load: String,
     /// Operations per second over all its threads (`unit` says what one is);
-    /// null for an external command, which xferbench cannot count.
+    /// null for `idle` and for an external command, which xferbench cannot count.
     pub ops_per_s: Option<f64>,
+    /// What one operation is ("adds", "bytes copied"…; "not counted" for a command).
     pub unit: &'static str,
+    /// CPUs the load's threads were pinned to (empty for a command).
     pub cpus: Vec<usize>,
+    /// How long the load ran, from start to stop, seconds.
     pub seconds: f64,
 }
 

@@ -5,10 +5,16 @@
 use crate::error::{Error, Result};
 use serde::Serialize;
 
+/// Which CPUs the two ends ran on, and what that implies for the figures.
 #[derive(Clone, Debug, Serialize)]
 pub struct Placement {
+    /// The threads were pinned (false with `--cpus none`).
     pub pinned: bool,
+    /// CPU the initiator (the timing side) was pinned to; null when unpinned.
+    /// (flowgraph: the first of its CPUs.)
     pub initiator_cpu: Option<usize>,
+    /// CPU the responder was pinned to; null when unpinned.
+    /// (flowgraph: the second of its CPUs.)
     pub responder_cpu: Option<usize>,
     /// Both ends on one core: polling then measures the scheduler, not the link.
     pub same_core: bool,
@@ -61,7 +67,7 @@ pub enum Cpus {
 }
 
 impl Cpus {
-    /// The form [`choose`] takes: None for no pinning, empty for the default.
+    /// The form `placement::choose` takes: None for no pinning, empty for the default.
     pub fn requested(&self) -> Option<&[usize]> {
         match self {
             Cpus::Auto => Some(&[]),

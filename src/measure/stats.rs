@@ -124,15 +124,25 @@ impl Recorder {
 /// The summary every point carries. Field names are the JSON contract.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
+    /// Samples recorded (warm-up excluded); with none, every other field is 0.
     pub count: u64,
+    /// Arithmetic mean, ns (exact, not from the histogram).
     pub mean_ns: f64,
+    /// Sample standard deviation (n − 1), ns; 0 with fewer than two samples.
     pub stddev_ns: f64,
+    /// Fastest sample, ns (exact).
     pub min_ns: u64,
+    /// Median, ns (nearest rank, to the histogram's 3 significant digits).
     pub p50_ns: u64,
+    /// 90th percentile, ns (nearest rank, 3 significant digits).
     pub p90_ns: u64,
+    /// 99th percentile, ns (nearest rank, 3 significant digits).
     pub p99_ns: u64,
+    /// 99.9th percentile, ns (nearest rank, 3 significant digits).
     pub p999_ns: u64,
+    /// 99.99th percentile, ns (nearest rank, 3 significant digits).
     pub p9999_ns: u64,
+    /// Slowest sample, ns (exact, even beyond the histogram's 10-minute ceiling).
     pub max_ns: u64,
 }
 
@@ -141,20 +151,31 @@ word_enum! {
     #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
     #[serde(rename_all = "lowercase")]
     pub enum Stat {
+        /// Samples recorded.
         Count = "count",
+        /// Arithmetic mean.
         Mean = "mean",
+        /// Sample standard deviation.
         Stddev = "stddev",
+        /// Fastest sample.
         Min = "min",
+        /// Median.
         P50 = "p50",
+        /// 90th percentile.
         P90 = "p90",
+        /// 99th percentile.
         P99 = "p99",
+        /// 99.9th percentile.
         P999 = "p999",
+        /// 99.99th percentile.
         P9999 = "p9999",
+        /// Slowest sample.
         Max = "max",
     }
 }
 
 impl Stat {
+    /// The column heading tables give it (`p99.9`, where `--stats` says `p999`).
     pub fn name(self) -> &'static str {
         match self {
             Stat::Count => "count",

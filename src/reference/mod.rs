@@ -21,6 +21,7 @@ pub struct Dataset {
     /// The xferbench experiment it compares with: "roundtrip", "curve",
     /// "stream", "load" or "flowgraph".
     pub experiment: &'static str,
+    /// One-line human description, shown by `reference show` and in comparisons.
     pub title: &'static str,
     /// Provenance: document, board, date as known.
     pub source: &'static str,

@@ -11,21 +11,36 @@ use serde::Serialize;
 /// One size on one curve.
 #[derive(Clone, Debug, Serialize)]
 pub struct CurvePoint {
+    /// The transport's name (`tcp`, `shm`, `cuda`…).
     pub transport: String,
+    /// The transport spec as given, options included (for `cuda`, the
+    /// curve's own direction, host memory and engine).
     pub spec: String,
+    /// Where the payload lives; in the `cuda` sweep, pageable host memory
+    /// is `user` and pinned is `raw`.
     pub buffers: BufferMode,
+    /// How each end waits for a message: polling or blocking.
     pub completion: transport::CompletionMode,
+    /// The exchange: pingpong, stream (a window one way, then an
+    /// acknowledgement) or bidir (windows both ways at once).
     pub mode: Pattern,
     /// Messages per exchange (1 in pingpong).
     pub window: u32,
     /// The packetization strategy this curve uses, and the packet size it
     /// gave this message (the message length when whole).
     pub chunk: Chunk,
+    /// The packet size this message went in, bytes (its length when whole).
     pub packet_bytes: u64,
+    /// Whether messages were filled and checked inside the timed span.
     pub payload: PayloadMode,
+    /// Message size, bytes.
     pub size_bytes: u64,
+    /// Exchanges run before timing and not recorded (`cuda`: untimed trials).
     pub warmup: u64,
+    /// Time spent in the timed loop, seconds.
     pub timed_s: f64,
+    /// The run was stopped while this point was measured: it holds fewer
+    /// samples than asked for.
     pub partial: bool,
     /// Raw times of one exchange (a round trip, or a whole window), ns.
     pub exchange: Summary,
@@ -36,6 +51,7 @@ pub struct CurvePoint {
     /// sum of both directions.
     #[serde(rename = "bandwidth_MBps")]
     pub bandwidth_mbps: f64,
+    /// Caveats on this point's figures.
     pub warnings: Vec<String>,
 }
 
@@ -73,28 +89,37 @@ pub fn curve_label(spec: &str, mode: Pattern, chunk: Chunk) -> String {
 /// A size a transport could not carry, and why.
 #[derive(Clone, Debug, Serialize)]
 pub struct Skipped {
+    /// The transport spec that could not carry it.
     pub spec: String,
     /// The curve it belongs to: spec, mode and packet strategy.
     pub curve: String,
+    /// The message size left out, bytes.
     pub size_bytes: u64,
+    /// Why, in words (e.g. the transport's message limit).
     pub reason: String,
 }
 
 /// The adaptive packet rule derived for one transport configuration.
 #[derive(Clone, Debug, Serialize)]
 pub struct ChunkRule {
+    /// The transport spec it was calibrated on.
     pub spec: String,
+    /// The buffer mode it was calibrated with.
     pub buffers: BufferMode,
     /// Cost of one packet: the one-way time of a small message, ns.
     pub packet_cost_ns: f64,
-    /// Bandwidth of a large unpacketized message, MB/s.
+    /// Bandwidth of a large unpacketized message, decimal MB/s (10^6 bytes/s):
+    /// from the slope between a 64 B and a 1 MiB message (or the largest size).
     #[serde(rename = "bandwidth_MBps")]
     pub bandwidth_mbps: f64,
+    /// Smallest packet the rule gives, bytes: 1 KiB, or the transport's
+    /// message limit when that is smaller.
     pub min_packet_bytes: u64,
     /// The largest power of two a datagram can carry, on a transport with a
     /// message limit.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_packet_bytes: Option<u64>,
+    /// The rule in words, with the calibrated figures, as tables print it.
     pub rule: String,
 }
 
@@ -119,12 +144,21 @@ impl ChunkRule {
 /// The fits of one curve.
 #[derive(Clone, Debug, Serialize)]
 pub struct CurveFit {
+    /// The curve's transport spec.
     pub spec: String,
+    /// The curve's buffer mode.
     pub buffers: BufferMode,
+    /// The curve's completion mode.
     pub completion: transport::CompletionMode,
+    /// The curve's exchange pattern.
     pub mode: Pattern,
+    /// The curve's packetization strategy.
     pub chunk: Chunk,
+    /// Hockney's model over the median one-way times; null with fewer than
+    /// two usable sizes or when time does not grow with size.
     pub fit: Option<Fit>,
+    /// Two segments split at `--breakpoint`; null with `none`, or when no
+    /// split fits (with `auto`: none cuts the residual to a quarter).
     pub two_segment: Option<TwoSegment>,
 }
 
@@ -133,10 +167,15 @@ pub struct CurveFit {
 pub struct CurveExtra {
     /// The first curve's single-segment fit (the common one-curve case).
     pub fit: Option<Fit>,
+    /// Every curve's fits, in run order.
     pub fits: Vec<CurveFit>,
+    /// The adaptive packet rule of each configuration calibrated for
+    /// `--chunk adaptive`; omitted when there are none.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub chunk_rules: Vec<ChunkRule>,
+    /// Sizes a transport could not carry, left out of their curves.
     pub skipped: Vec<Skipped>,
 }
 
+/// The result of `xferbench curve`.
 pub type CurveRun = Run<CurvePoint, CurveExtra>;

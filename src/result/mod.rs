@@ -14,9 +14,13 @@ use serde::Serialize;
 
 /// What every experiment's points tell the shared report footer.
 pub trait PointMeta {
+    /// Samples the point's figures rest on (round trips, requests, items).
     fn count(&self) -> u64;
+    /// Samples run before timing and not recorded (0 where there is no warm-up).
     fn warmup(&self) -> u64;
+    /// The run was stopped while this point was measured.
     fn partial(&self) -> bool;
+    /// Caveats on this point's figures.
     fn warnings(&self) -> &[String];
     /// Names the point in a warning line.
     fn label(&self) -> String;
@@ -30,8 +34,11 @@ pub trait PointMeta {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NoExtra {}
 
+/// One run of an experiment: its environment, options, placement and
+/// points (`P`), with what the experiment adds beside them (`X`).
 #[derive(Clone, Debug, Serialize)]
 pub struct Run<P = Point, X = NoExtra> {
+    /// Which experiment: "roundtrip", "curve", "load", "flowgraph" or "stream".
     pub experiment: &'static str,
     /// False when the run was interrupted or failed part-way: `points` holds
     /// the points that finished, and the one under way if it had samples
@@ -40,10 +47,13 @@ pub struct Run<P = Point, X = NoExtra> {
     /// Why the run is incomplete, if it is.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
+    /// The machine and software it ran on.
     pub env: Env,
     /// Every option in force, defaults included.
     pub options: serde_json::Value,
+    /// Where the initiator and responder ran.
     pub placement: Placement,
+    /// The measured points, in run order.
     pub points: Vec<P>,
     /// Experiment-specific results beside the points (a curve's fits).
     #[serde(flatten)]
@@ -59,12 +69,17 @@ pub struct Run<P = Point, X = NoExtra> {
 /// One measured configuration: a transport, its modes, and one size pair.
 #[derive(Clone, Debug, Serialize)]
 pub struct Point {
+    /// The transport's name (`tcp`, `shm`…).
     pub transport: String,
     /// The transport spec as given, options included.
     pub spec: String,
+    /// Where the payload lives.
     pub buffers: BufferMode,
+    /// How each end waits for a message: polling or blocking.
     pub completion: CompletionMode,
+    /// Request size, bytes (initiator to responder).
     pub in_bytes: u64,
+    /// Reply size, bytes (responder to initiator).
     pub out_bytes: u64,
     /// Added responder delay, ns.
     pub responder_delay_ns: u64,
@@ -75,6 +90,7 @@ pub struct Point {
     /// The run was stopped while this point was measured: it holds fewer
     /// samples than asked for.
     pub partial: bool,
+    /// Round-trip times, ns.
     pub summary: Summary,
     /// Median of the first and second halves of the samples: they should agree.
     pub half_p50_ns: [u64; 2],

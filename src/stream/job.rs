@@ -11,9 +11,13 @@ use std::time::Duration;
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rw {
+    /// `read`: sequential reads.
     Read,
+    /// `write`: sequential writes.
     Write,
+    /// `randread`: reads in a random order, each block once per pass.
     RandRead,
+    /// `randwrite`: writes in a random order, each block once per pass.
     RandWrite,
     /// `rw` / `readwrite`: sequential, mixed by `rwmixread`.
     ReadWrite,
@@ -22,15 +26,19 @@ pub enum Rw {
 }
 
 impl Rw {
+    /// The job issues reads (read-only or mixed).
     pub fn reads(self) -> bool {
         !matches!(self, Rw::Write | Rw::RandWrite)
     }
+    /// The job issues writes (write-only or mixed).
     pub fn writes(self) -> bool {
         !matches!(self, Rw::Read | Rw::RandRead)
     }
+    /// Blocks are visited in a random order rather than sequentially.
     pub fn random(self) -> bool {
         matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
     }
+    /// fio's word for it (`rw` for [`Rw::ReadWrite`]).
     pub fn name(self) -> &'static str {
         match self {
             Rw::Read => "read",
@@ -58,6 +66,7 @@ pub enum IoEngine {
 }
 
 impl IoEngine {
+    /// fio's word for it (`io_uring`, `psync`…).
     pub fn name(self) -> &'static str {
         match self {
             IoEngine::Psync => "psync",
@@ -72,6 +81,7 @@ impl IoEngine {
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IoMem {
+    /// Heap memory (fio's default).
     Malloc,
     /// Anonymous mmap (fio's `mmap`, also `mmapshared`, `shm`).
     Mmap,
@@ -214,6 +224,7 @@ impl Default for Job {
 }
 
 impl Completion {
+    /// The word for it: `interrupt` or `poll`.
     pub fn name(self) -> &'static str {
         match self {
             Completion::Interrupt => "interrupt",

@@ -146,7 +146,7 @@ pub fn parse(
     Ok(JobFile { jobs, warnings })
 }
 
-/// Sets one option, prefixing errors and warnings with `at`. A [global] line
+/// Sets one option, prefixing errors and warnings with `at`. A `[global]` line
 /// reaches many jobs but warns once.
 fn apply(
     job: &mut Job,

@@ -619,7 +619,9 @@ pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -
 /// allocation: a client cannot make it reserve or spin more than this.
 #[derive(Clone, Copy, Debug)]
 pub struct Limits {
+    /// Largest request or reply a client may configure, bytes (`--max-message`).
     pub max_message: usize,
+    /// Longest responder delay a client may ask for, ns.
     pub max_delay_ns: u64,
 }
 

@@ -62,6 +62,7 @@ word_enum! {
 }
 
 impl BufferMode {
+    /// The word that names it in specs, flags and results.
     pub fn name(self) -> &'static str {
         self.word()
     }
@@ -74,6 +75,7 @@ impl BufferMode {
 }
 
 impl CompletionMode {
+    /// The word that names it in specs, flags and results.
     pub fn name(self) -> &'static str {
         self.word()
     }
@@ -82,8 +84,12 @@ impl CompletionMode {
 /// What a transport can do; `xferbench list` prints this.
 #[derive(Clone, Debug, Serialize)]
 pub struct Capabilities {
+    /// The buffer modes it offers (the first stands in for `user` where it
+    /// has no `user`).
     pub buffers: &'static [BufferMode],
+    /// The completion modes it offers.
     pub completions: &'static [CompletionMode],
+    /// The completion mode used when neither the spec nor a flag names one.
     pub default_completion: CompletionMode,
     /// Largest message either way, in bytes.
     pub max_message: u64,
@@ -234,11 +240,15 @@ fn datagrams_would_drop(messages: u64, packets: u64, packet: u64) -> Option<Stri
 /// A transport as the user named it: `tcp`, `thread:completion=block`.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Spec {
+    /// The transport's name, before the first `:` (`tcp`), or a whole
+    /// remote address (`tcp://HOST:PORT`).
     pub name: String,
+    /// The `key=value` options after it, in the order given.
     pub options: Vec<(String, String)>,
 }
 
 impl Spec {
+    /// The value of option `key`; the last one wins when it is given twice.
     pub fn get(&self, key: &str) -> Option<&str> {
         self.options
             .iter()
@@ -360,11 +370,15 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
 /// Everything a transport needs to open a link.
 #[derive(Clone, Debug)]
 pub struct LinkConfig {
+    /// The transport as named, with its own options.
     pub spec: Spec,
+    /// Where the payload lives, as resolved from the spec and flags.
     pub buffers: BufferMode,
+    /// How both ends wait, as resolved from the spec and flags.
     pub completion: CompletionMode,
     /// Largest request and reply this link will carry (buffers are sized to these).
     pub max_request: usize,
+    /// Largest reply this link will carry, bytes.
     pub max_reply: usize,
     /// CPU for the initiator (already pinned by the caller) and for the responder.
     pub responder_cpu: Option<usize>,
@@ -390,6 +404,7 @@ word_enum! {
 }
 
 impl Pattern {
+    /// The word that names it in `--mode` and results.
     pub fn name(self) -> &'static str {
         self.word()
     }
@@ -400,10 +415,16 @@ impl Pattern {
 /// bytes (in `pingpong`; see [`Pattern`] for the others).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub struct ReplyShape {
+    /// Bytes in each request (initiator to responder).
     pub request_len: usize,
+    /// Bytes in each reply (in `stream`, the acknowledgement).
     pub reply_len: usize,
+    /// Responder's busy-wait between a request and its reply, ns.
     pub delay_ns: u64,
+    /// Exchanges announced by this configure; the responder then waits for
+    /// the next control frame.
     pub exchanges: u64,
+    /// How one exchange moves messages.
     pub pattern: Pattern,
     /// Messages per exchange in `stream` and `bidir`.
     pub window: u32,
@@ -443,6 +464,7 @@ impl ReplyShape {
         }
     }
 
+    /// Bytes of [`encode`](Self::encode)'s output: eight little-endian u64 words.
     pub const WIRE_LEN: usize = 64;
 
     /// The control frame's body, shared by every transport's protocol.
@@ -464,6 +486,8 @@ impl ReplyShape {
         b
     }
 
+    /// Reads back what [`encode`](Self::encode) wrote; `None` for an unknown
+    /// pattern or a length this machine's `usize` cannot hold.
     pub fn decode(b: &[u8; Self::WIRE_LEN]) -> Option<ReplyShape> {
         let w = |i: usize| {
             let mut a = [0u8; 8];
@@ -515,17 +539,25 @@ pub trait Link: Send {
 /// Arguments of the hidden `__respond` subcommand that child responders run.
 #[derive(Clone, Debug)]
 pub struct ResponderArgs {
+    /// The transport spec the initiator opened.
     pub spec: Spec,
+    /// How the responder waits for requests.
     pub completion: CompletionMode,
+    /// CPU the responder was pinned to (before `respond` runs), if any.
     pub cpu: Option<usize>,
 }
 
 /// One transport module. `open` starts the responder; `respond` is the
 /// responder's side when it runs in a child process.
 pub trait Transport: Sync {
+    /// The name specs use for it (`tcp`, `shm`…).
     fn name(&self) -> &'static str;
+    /// One line saying what it is, for `xferbench list`.
     fn summary(&self) -> &'static str;
+    /// What it can do: modes, limits and spec options.
     fn capabilities(&self) -> Capabilities;
+    /// Starts the responder (thread, child process or remote session) and
+    /// returns the initiator's end.
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>>;
     /// Checks the values of this transport's own spec options, so a bad one
     /// is a usage error before anything runs.
@@ -552,6 +584,9 @@ pub trait Transport: Sync {
             None => Ok(()),
         }
     }
+    /// Serves the initiator from a child process (the hidden `__respond`
+    /// subcommand) until told to stop; a usage error for transports whose
+    /// responder is not a child.
     fn respond(&self, args: &ResponderArgs) -> Result<()> {
         let _ = args;
         Err(Error::usage(format!(
@@ -577,6 +612,9 @@ pub fn all() -> &'static [&'static dyn Transport] {
     REGISTRY
 }
 
+/// The transport a spec's name names: a built-in one, a remote address
+/// (`tcp://`, `udp://`), `mpi` or a plugin; a usage error listing the
+/// known names otherwise.
 pub fn find(name: &str) -> Result<&'static dyn Transport> {
     if name.starts_with(remote::SCHEME) {
         return Ok(&remote::REMOTE);

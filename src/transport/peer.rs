@@ -368,6 +368,8 @@ impl Fault {
         }
     }
 
+    /// The fault `XFERBENCH_RESPONDER_FAULT` asks for; none when it is unset
+    /// or not understood.
     pub fn from_env() -> Fault {
         let mut f = Fault::none();
         if let Ok(v) = std::env::var("XFERBENCH_RESPONDER_FAULT")

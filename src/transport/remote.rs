@@ -14,11 +14,15 @@ use std::net::{TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::OwnedFd;
 use std::time::Duration;
 
+/// First four bytes of every hello and welcome.
 pub const MAGIC: [u8; 4] = *b"XBS1";
+/// The handshake protocol version this build speaks.
 pub const VERSION: u32 = 1;
 /// The longest token either end accepts; checked before it is read.
 pub const MAX_TOKEN: usize = 256;
+/// Bytes of a hello's fixed header, before the token.
 pub const HELLO_LEN: usize = 24;
+/// Bytes of a welcome.
 pub const WELCOME_LEN: usize = 16;
 /// The scheme that names a remote responder in `-t`.
 pub const SCHEME: &str = "tcp://";
@@ -27,10 +31,15 @@ pub const SCHEME: &str = "tcp://";
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[repr(u32)]
 pub enum Status {
+    /// Accepted: the session begins.
     Ok = 0,
+    /// The client speaks another protocol version.
     BadVersion = 1,
+    /// The token is wrong or missing.
     BadToken = 2,
+    /// The client's largest message is over the server's `--max-message`.
     TooLarge = 3,
+    /// The server already serves `--max-sessions` clients.
     Busy = 4,
 }
 
@@ -46,6 +55,7 @@ impl Status {
         })
     }
 
+    /// What the status means to the user, and the fix.
     pub fn reason(self) -> &'static str {
         match self {
             Status::Ok => "accepted",
@@ -67,12 +77,16 @@ impl Status {
 /// then the token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {
+    /// The protocol version the client speaks.
     pub version: u32,
+    /// The largest message, bytes, the client will ask for.
     pub max_message: u64,
+    /// The shared token (the client's `XFERBENCH_TOKEN`; empty when unset).
     pub token: Vec<u8>,
 }
 
 impl Hello {
+    /// The hello as sent: the 24-byte header, then the token.
     pub fn encode(&self) -> Vec<u8> {
         let mut b = Vec::with_capacity(HELLO_LEN + self.token.len());
         b.extend_from_slice(&MAGIC);
@@ -129,6 +143,8 @@ pub fn welcome(status: Status, max_message: u64) -> [u8; WELCOME_LEN] {
     b
 }
 
+/// The status and the server's largest message from a welcome; `None` for a
+/// bad magic or an unknown status.
 pub fn parse_welcome(b: &[u8; WELCOME_LEN]) -> Option<(Status, u64)> {
     if b[..4] != MAGIC {
         return None;
@@ -142,7 +158,9 @@ pub struct Remote {
     udp: bool,
 }
 
+/// The remote transport over TCP (`tcp://HOST:PORT`).
 pub static REMOTE: Remote = Remote { udp: false };
+/// The remote transport over UDP (`udp://HOST:PORT`).
 pub static REMOTE_UDP: Remote = Remote { udp: true };
 
 /// The scheme that names a remote responder over UDP.

@@ -9,11 +9,16 @@ use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::os::unix::io::AsRawFd;
 use std::path::{Path, PathBuf};
 
+/// What a job's filename turned out to be.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
 #[serde(rename_all = "lowercase")]
 pub enum TargetKind {
+    /// A regular file (or one the job creates): it grows to fit the region.
     File,
+    /// A block device: the region must lie within its size.
     Block,
+    /// A character device (e.g. XDMA `h2c`/`c2h`), which reports no size:
+    /// the region comes from `size=` or `filesize=`.
     Char,
 }
 

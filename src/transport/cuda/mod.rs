@@ -131,7 +131,7 @@ impl Transport for Cuda {
 
 /// The persistent program of the mmio mode and its LL words.
 struct Mmio {
-    /// Request words: [0] lengths and seq, [1..] the input.
+    /// Request words: `[0]` lengths and seq, `[1..]` the input.
     req: HostMem,
     /// Reply words: the output (at least one word).
     rep: HostMem,
