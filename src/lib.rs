@@ -42,7 +42,9 @@
 //!   as tables, JSON or CSV.
 //! - [`transport`]: the links the experiments drive, for a program that wants
 //!   to time its own loop; [`serve()`] is the responder for remote initiators.
-//! - [`reference`]: the published datasets results can be set beside.
+//! - [`reference`](mod@reference): the published datasets results can be set beside.
+//! - [`fit`]: Hockney's model and the two-segment fit, for curves measured
+//!   elsewhere too.
 //!
 //! Every measurement follows the same rules as the CLI: the clock's overhead,
 //! the sample counts, the placement of both endpoints and the environment are
@@ -80,6 +82,7 @@ pub use experiment::load::run as load;
 pub use experiment::roundtrip::run as roundtrip;
 pub use experiment::stream::run as stream;
 pub use format::Format;
+pub use measure::fit;
 pub use options::{
     Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
 };

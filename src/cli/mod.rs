@@ -188,7 +188,15 @@ mod tests {
             .map(|s| s.to_possible_value().unwrap().get_name().to_string())
             .collect();
         assert_eq!(names[7..9], ["p999", "p9999"]);
-        assert!(Stat::Mean.to_possible_value().unwrap().get_help().is_none());
+        assert_eq!(
+            Stat::Mean
+                .to_possible_value()
+                .unwrap()
+                .get_help()
+                .map(|h| h.to_string())
+                .as_deref(),
+            Some("Arithmetic mean")
+        );
         let memcopy = crate::measure::loadgen::LoadMode::Memcopy
             .to_possible_value()
             .unwrap();
