@@ -70,3 +70,36 @@ fn the_embedding_example_reports_a_bad_transport_as_an_error() {
     assert!(e.contains("unknown transport 'nosuch'"), "{e}");
     assert!(o.stdout.is_empty());
 }
+
+/// An experiment pins its initiator to the calling thread while it runs; a
+/// program that calls several in a row must get its thread back as it was
+/// (before this held, a second experiment found its thread confined to the
+/// first one's CPU, both endpoints spinning on one core: 17 s instead of
+/// 15 ms for the example above).
+#[test]
+fn an_experiment_gives_the_calling_thread_its_cpus_back() {
+    let _t = turn();
+    let ids = || {
+        let mut v: Vec<usize> = core_affinity::get_core_ids()
+            .unwrap_or_default()
+            .into_iter()
+            .map(|c| c.id)
+            .collect();
+        v.sort_unstable();
+        v
+    };
+    let before = ids();
+    let mut c = xferbench::RoundtripConfig::default();
+    c.in_sizes = vec![64];
+    c.out_sizes = vec![64];
+    c.common.samples = Some(100);
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (run, err) = xferbench::roundtrip(&c, &stop, &()).expect("a round trip on thread");
+    assert!(err.is_none() && run.complete);
+    // Pinned during the run (when there were two CPUs to choose from) ...
+    if before.len() >= 2 {
+        assert!(run.placement.initiator_cpu.is_some(), "{:?}", run.placement);
+    }
+    // ... and the whole mask back after it.
+    assert_eq!(ids(), before);
+}

@@ -205,11 +205,9 @@ pub fn run(
                 .collect::<Vec<_>>()
                 .join(" ")
         ));
-        // An experiment pins its initiator to this thread: the next part
-        // must start from the whole machine again.
-        let mask = crate::measure::placement::allowed_cpus();
+        // Each experiment gives this thread its CPU mask back when it ends
+        // (placement::KeepAffinity), so every part starts from the whole machine.
         let result = run_part(part, stop, progress);
-        crate::measure::placement::set_allowed(&mask)?;
         if part.name == "stream" {
             let _ = std::fs::remove_file(&data);
         }

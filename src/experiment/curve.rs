@@ -267,6 +267,7 @@ pub fn run(
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(CurveRun, Option<Error>)> {
+    let _keep = crate::measure::placement::KeepAffinity::new();
     let (sizes, cfgs) = validate(args)?;
     let common = &args.common;
     let budget = Budget {

@@ -318,6 +318,7 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     progress: &dyn Progress,
 ) -> Result<(FlowRun, Option<Error>)> {
+    let _keep = crate::measure::placement::KeepAffinity::new();
     args.validate()?;
     let allowed = match args.cpus.requested() {
         None => {

@@ -107,6 +107,7 @@ pub fn run(
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(LoadRun, Option<Error>)> {
+    let _keep = crate::measure::placement::KeepAffinity::new();
     validate(args)?;
     let cfgs = configs(&args.common, crate::transport::Capabilities::user_buffers)?;
     let max = *args.sizes.iter().max().expect("validated");

@@ -53,6 +53,7 @@ pub fn run(
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(Run, Option<Error>)> {
+    let _keep = crate::measure::placement::KeepAffinity::new();
     let (ins, outs, cfgs) = validate(args)?;
     let common: &Common = &args.common;
     let budget = Budget {

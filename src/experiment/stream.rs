@@ -39,6 +39,7 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
 ) -> Result<(StreamRun, Option<Error>)> {
+    let _keep = crate::measure::placement::KeepAffinity::new();
     let points = plan(args)?;
     let env = Env::capture();
     let mut warnings = env.warnings();

@@ -145,6 +145,27 @@ pub fn pin_current(cpu: usize) -> Result<()> {
     }
 }
 
+/// The calling thread's CPU mask, put back when dropped. An experiment pins
+/// its initiator to the thread that called it; a program that runs several
+/// in one thread (the default suite, a library user) must not find the
+/// second confined to the first one's CPU, so every experiment holds one
+/// of these for its whole run, early returns included.
+pub struct KeepAffinity(Vec<usize>);
+
+impl KeepAffinity {
+    /// Remembers the calling thread's mask.
+    pub fn new() -> KeepAffinity {
+        KeepAffinity(allowed_cpus())
+    }
+}
+
+impl Drop for KeepAffinity {
+    fn drop(&mut self) {
+        // Nothing to do about a failure here: the mask was valid when read.
+        let _ = set_allowed(&self.0);
+    }
+}
+
 /// Sets the calling thread's affinity to `cpus`: how a caller that ran an
 /// experiment in this thread (which pins its initiator here) gets its
 /// earlier mask back.
