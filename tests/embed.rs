@@ -89,9 +89,11 @@ fn an_experiment_gives_the_calling_thread_its_cpus_back() {
         v
     };
     let before = ids();
-    let mut c = xferbench::RoundtripConfig::default();
-    c.in_sizes = vec![64];
-    c.out_sizes = vec![64];
+    let mut c = xferbench::RoundtripConfig {
+        in_sizes: vec![64],
+        out_sizes: vec![64],
+        ..Default::default()
+    };
     c.common.samples = Some(100);
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (run, err) = xferbench::roundtrip(&c, &stop, &()).expect("a round trip on thread");
