@@ -241,18 +241,3 @@ pub fn csv(run: &CurveRun) -> String {
     }
     out
 }
-
-impl crate::report::Render for CurveRun {
-    fn table(&self) -> String {
-        render(self)
-    }
-    fn json(&self) -> crate::error::Result<String> {
-        crate::report::json::render(self)
-    }
-    fn csv(&self) -> String {
-        csv(self)
-    }
-    fn points(&self) -> usize {
-        self.points.len()
-    }
-}

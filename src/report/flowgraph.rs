@@ -166,18 +166,3 @@ pub fn csv(run: &FlowRun) -> String {
     }
     o
 }
-
-impl crate::report::Render for FlowRun {
-    fn table(&self) -> String {
-        render(self)
-    }
-    fn json(&self) -> crate::error::Result<String> {
-        crate::report::json::render(self)
-    }
-    fn csv(&self) -> String {
-        csv(self)
-    }
-    fn points(&self) -> usize {
-        self.points.len()
-    }
-}

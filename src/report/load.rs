@@ -194,18 +194,3 @@ pub fn csv(run: &LoadRun) -> String {
     }
     o
 }
-
-impl crate::report::Render for LoadRun {
-    fn table(&self) -> String {
-        render(self)
-    }
-    fn json(&self) -> crate::error::Result<String> {
-        crate::report::json::render(self)
-    }
-    fn csv(&self) -> String {
-        csv(self)
-    }
-    fn points(&self) -> usize {
-        self.points.len()
-    }
-}

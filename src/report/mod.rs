@@ -76,6 +76,35 @@ impl Render for Run {
     }
 }
 
+/// `Render` for a result whose JSON is its plain serialization: the
+/// experiment's table and CSV renderers, and the points it measured.
+macro_rules! render_with {
+    ($run:ty, $table:path, $csv:path) => {
+        impl Render for $run {
+            fn table(&self) -> String {
+                $table(self)
+            }
+            fn json(&self) -> Result<String> {
+                json::render(self)
+            }
+            fn csv(&self) -> String {
+                $csv(self)
+            }
+            fn points(&self) -> usize {
+                self.points.len()
+            }
+        }
+    };
+}
+
+render_with!(crate::result::curve::CurveRun, curve::render, curve::csv);
+render_with!(
+    crate::result::flowgraph::FlowRun,
+    flowgraph::render,
+    flowgraph::csv
+);
+render_with!(crate::result::load::LoadRun, load::render, load::csv);
+
 /// Writes the rendered text to `path`, or to stdout.
 /// Fails before a run, not after it, when the output file cannot be written.
 /// Leaves no file behind that was not there before.
