@@ -108,7 +108,7 @@ fn point(
     let oneway = crate::measure::stats::per_message(&exchange, f64::from(k));
     let mut sorted = trials.to_vec();
     sorted.sort_by(f64::total_cmp);
-    let median = sorted[sorted.len() / 2];
+    let median = median_of_sorted(&sorted);
     let ways = if spec.get("dir") == Some("bidir") {
         2.0
     } else {
@@ -140,5 +140,27 @@ fn point(
         oneway,
         bandwidth_mbps: ways * size as f64 * f64::from(k) * 1e3 / median,
         warnings,
+    }
+}
+
+/// The middle trial, or the mean of the middle two for an even count.
+fn median_of_sorted(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::median_of_sorted;
+
+    #[test]
+    fn the_median_of_an_even_count_is_the_mean_of_the_middle_two() {
+        assert_eq!(median_of_sorted(&[1.0, 2.0, 9.0]), 2.0);
+        assert_eq!(median_of_sorted(&[1.0, 2.0, 4.0, 9.0]), 3.0);
+        assert_eq!(median_of_sorted(&[5.0]), 5.0);
     }
 }

@@ -242,11 +242,7 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
                         completion: c.completion,
                         direction: dir,
                         size_bytes: size,
-                        load: if args.load_cmd.is_some() && mode != LoadMode::Idle {
-                            format!("cmd: {}", args.load_cmd.as_deref().unwrap_or(""))
-                        } else {
-                            mode.name().into()
-                        },
+                        load: load_label(args, mode),
                         inflight: args.inflight,
                         req_per_s: rps,
                         kb_per_s: rps * size as f64 / 1024.0,
@@ -297,6 +293,16 @@ fn wait_until(t: Instant) {
     }
 }
 
+/// What a point records as its load: the mode's word, or the command that
+/// ran in its place (`--load-cmd`, every mode but idle), the same in the
+/// closed and the open loop.
+fn load_label(args: &LoadConfig, mode: LoadMode) -> String {
+    match &args.load_cmd {
+        Some(cmd) if mode != LoadMode::Idle => format!("cmd: {cmd}"),
+        _ => mode.name().into(),
+    }
+}
+
 fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -> Result<()> {
     let Ctx {
         args,
@@ -339,7 +345,7 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
                         spec: c.spec.to_string(),
                         direction: dir,
                         size_bytes: size,
-                        load: mode.name().into(),
+                        load: load_label(args, mode),
                         ..p
                     }));
                     if interrupted {
@@ -450,4 +456,19 @@ fn open_cell(
         partial,
         warnings,
     })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_load_command_is_recorded_as_the_load_in_either_loop() {
+        let mut args = LoadConfig::default();
+        assert_eq!(load_label(&args, LoadMode::Alu), "alu");
+        args.load_cmd = Some("stress-ng --cpu 2".into());
+        assert_eq!(load_label(&args, LoadMode::Alu), "cmd: stress-ng --cpu 2");
+        // Idle stays idle: the command runs only in place of a load.
+        assert_eq!(load_label(&args, LoadMode::Idle), "idle");
+    }
 }
