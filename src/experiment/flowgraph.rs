@@ -320,57 +320,10 @@ pub fn run(
 ) -> Result<(FlowRun, Option<Error>)> {
     let _keep = crate::measure::placement::KeepAffinity::new();
     args.validate()?;
-    let allowed = match args.cpus.requested() {
-        None => {
-            return Err(Error::usage(
-                "flowgraph pins its threads: give CPUs with --cpus 0,1 (or leave --cpus out)",
-            ));
-        }
-        Some([]) => crate::measure::placement::allowed_cpus(),
-        Some(v) => {
-            let ok = crate::measure::placement::allowed_cpus();
-            if let Some(c) = v.iter().find(|c| !ok.contains(c)) {
-                return Err(Error::usage(format!(
-                    "cpu {c} is not available to this process (available: {}); pick others with --cpus",
-                    crate::measure::placement::compact(&ok)
-                )));
-            }
-            v.to_vec()
-        }
-    };
+    let allowed = cpus_of(args)?;
     let plan = plan(args, allowed.len())?;
     let (kernel, kernel_name) = kernel_for(&args.kernel)?;
-    let env = Env::capture();
-    let mut warnings = env.warnings();
-    if kernel_name == "portable" && saxpy::best().1 == "portable" {
-        warnings.push(
-            "no AVX2/FMA, AVX-512 or NEON on this CPU: the portable kernel runs, and every rate with it"
-                .into(),
-        );
-    }
-    let mut run = FlowRun {
-        experiment: "flowgraph",
-        complete: false,
-        stopped_by: None,
-        env,
-        options: serde_json::to_value(args).unwrap_or_default(),
-        placement: Placement {
-            pinned: true,
-            initiator_cpu: allowed.first().copied(),
-            responder_cpu: allowed.get(1).copied(),
-            same_core: false,
-            smt_siblings: false,
-            allowed_cpus: allowed.clone(),
-        },
-        points: Vec::new(),
-        extra: FlowExtra {
-            kernel: kernel_name,
-            l2_cache_bytes: crate::measure::placement::cache_bytes(allowed[0], Some(2)),
-            ..FlowExtra::default()
-        },
-        warnings,
-        devices: Vec::new(),
-    };
+    let mut run = new_run(args, &allowed, kernel_name);
     let l2 = run.extra.l2_cache_bytes;
     let eb = edge_buffers(args, l2);
     run.extra.edge_buffers = eb;
@@ -421,13 +374,7 @@ pub fn run(
     // Each (N, M) in rounds: every scheduler of it measures a slice of its
     // time in turn, then again, so a slow second of the host falls on all
     // of them alike rather than on whichever ran then.
-    let mut groups: Vec<Vec<Step>> = Vec::new();
-    for st in plan {
-        match groups.last_mut() {
-            Some(g) if (g[0].cores, g[0].blocks) == (st.cores, st.blocks) => g.push(st),
-            _ => groups.push(vec![st]),
-        }
-    }
+    let groups = same_graph(plan);
     let slice = args.duration / rounds as u32;
     'groups: for group in groups {
         let mut got: Vec<(Windows, usize)> =
@@ -499,44 +446,13 @@ pub fn run(
             if done == 0 {
                 continue;
             }
-            let r = windows.rate();
-            let mut w = Vec::new();
-            if r.seconds < 0.1 {
-                w.push(format!(
-                    "measured over only {:.0} ms: noisy",
-                    r.seconds * 1e3
-                ));
-            }
-            if done < rounds {
-                w.push(format!(
-                    "measured in {done} of {rounds} rounds (the run was stopped)"
-                ));
-            }
-            w.extend(r.noise_warning());
-            run.points.push(FlowPoint {
-                scheduler: st.scheduler.name(),
-                edges: st.edges.name(),
-                cores: st.cores,
-                blocks: st.blocks,
-                samples_per_s: r.per_s,
-                mean_sps: r.mean_per_s,
-                p10_sps: r.p10_per_s,
-                p90_sps: r.p90_per_s,
-                windows: r.windows,
-                rounds: done,
-                kernel_paired_sps: kernel_paired,
-                cpus: allowed[..st.cores].to_vec(),
-                buffer_bytes: args.buffer_size,
-                buffers: match (st.edges, point_buffers(args, eb, l2, st)) {
-                    (Edges::Circular, (depth, _)) => depth,
-                    (Edges::Handoff, (_, circuit)) => circuit,
-                },
-                items: r.items,
-                measured_s: r.seconds,
-                partial: done < rounds,
-                warnings: w,
-                ..FlowPoint::default()
-            });
+            let measured = Measured {
+                windows,
+                done,
+                kernel_paired,
+            };
+            run.points
+                .push(point(args, st, &allowed, eb, l2, rounds, measured));
         }
         if err.is_some() {
             break 'groups;
@@ -564,6 +480,141 @@ pub fn run(
             });
             Ok((run, Some(e)))
         }
+    }
+}
+
+/// The CPUs the flowgraph may pin its threads to: those given, each checked
+/// against this process's mask, or the whole mask.
+fn cpus_of(args: &FlowgraphConfig) -> Result<Vec<usize>> {
+    Ok(match args.cpus.requested() {
+        None => {
+            return Err(Error::usage(
+                "flowgraph pins its threads: give CPUs with --cpus 0,1 (or leave --cpus out)",
+            ));
+        }
+        Some([]) => crate::measure::placement::allowed_cpus(),
+        Some(v) => {
+            let ok = crate::measure::placement::allowed_cpus();
+            if let Some(c) = v.iter().find(|c| !ok.contains(c)) {
+                return Err(Error::usage(format!(
+                    "cpu {c} is not available to this process (available: {}); pick others with --cpus",
+                    crate::measure::placement::compact(&ok)
+                )));
+            }
+            v.to_vec()
+        }
+    })
+}
+
+/// The run record before its first point: the environment, the placement
+/// (every thread pinned, the first two CPUs named), the kernel in use.
+fn new_run(args: &FlowgraphConfig, allowed: &[usize], kernel_name: &'static str) -> FlowRun {
+    let env = Env::capture();
+    let mut warnings = env.warnings();
+    if kernel_name == "portable" && saxpy::best().1 == "portable" {
+        warnings.push(
+            "no AVX2/FMA, AVX-512 or NEON on this CPU: the portable kernel runs, and every rate with it"
+                .into(),
+        );
+    }
+    FlowRun {
+        experiment: "flowgraph",
+        complete: false,
+        stopped_by: None,
+        env,
+        options: serde_json::to_value(args).unwrap_or_default(),
+        placement: Placement {
+            pinned: true,
+            initiator_cpu: allowed.first().copied(),
+            responder_cpu: allowed.get(1).copied(),
+            same_core: false,
+            smt_siblings: false,
+            allowed_cpus: allowed.to_vec(),
+        },
+        points: Vec::new(),
+        extra: FlowExtra {
+            kernel: kernel_name,
+            l2_cache_bytes: crate::measure::placement::cache_bytes(allowed[0], Some(2)),
+            ..FlowExtra::default()
+        },
+        warnings,
+        devices: Vec::new(),
+    }
+}
+
+/// The plan's steps grouped by graph (N, M), each group its schedulers.
+fn same_graph(plan: Vec<Step>) -> Vec<Vec<Step>> {
+    let mut groups: Vec<Vec<Step>> = Vec::new();
+    for st in plan {
+        match groups.last_mut() {
+            Some(g) if (g[0].cores, g[0].blocks) == (st.cores, st.blocks) => g.push(st),
+            _ => groups.push(vec![st]),
+        }
+    }
+    groups
+}
+
+/// What one (N, M, scheduler) point measured over its rounds.
+struct Measured {
+    windows: Windows,
+    /// Rounds it ran in (fewer than asked when the run was stopped).
+    done: usize,
+    /// The kernel alone in the same stretch of time (mean of its runs).
+    kernel_paired: f64,
+}
+
+/// A point's record, with the caveats its measurement earned.
+fn point(
+    args: &FlowgraphConfig,
+    st: &Step,
+    allowed: &[usize],
+    eb: usize,
+    l2: Option<usize>,
+    rounds: usize,
+    m: Measured,
+) -> FlowPoint {
+    let Measured {
+        windows,
+        done,
+        kernel_paired,
+    } = m;
+    let r = windows.rate();
+    let mut w = Vec::new();
+    if r.seconds < 0.1 {
+        w.push(format!(
+            "measured over only {:.0} ms: noisy",
+            r.seconds * 1e3
+        ));
+    }
+    if done < rounds {
+        w.push(format!(
+            "measured in {done} of {rounds} rounds (the run was stopped)"
+        ));
+    }
+    w.extend(r.noise_warning());
+    FlowPoint {
+        scheduler: st.scheduler.name(),
+        edges: st.edges.name(),
+        cores: st.cores,
+        blocks: st.blocks,
+        samples_per_s: r.per_s,
+        mean_sps: r.mean_per_s,
+        p10_sps: r.p10_per_s,
+        p90_sps: r.p90_per_s,
+        windows: r.windows,
+        rounds: done,
+        kernel_paired_sps: kernel_paired,
+        cpus: allowed[..st.cores].to_vec(),
+        buffer_bytes: args.buffer_size,
+        buffers: match (st.edges, point_buffers(args, eb, l2, st)) {
+            (Edges::Circular, (depth, _)) => depth,
+            (Edges::Handoff, (_, circuit)) => circuit,
+        },
+        items: r.items,
+        measured_s: r.seconds,
+        partial: done < rounds,
+        warnings: w,
+        ..FlowPoint::default()
     }
 }
 
