@@ -13,6 +13,7 @@ pub mod json;
 pub mod load;
 pub mod saved;
 pub mod stream;
+pub mod summary;
 pub mod svg;
 pub mod table;
 
