@@ -1,11 +1,13 @@
 //! The measurement core below every experiment: the statistics a sample feeds
 //! (`stats`), the model fitted to a curve (`fit`), where the endpoints run
-//! (`placement`), the background load beside them (`loadgen`) and the
+//! (`placement`), the background load beside them (`loadgen`), the ranks,
+//! hosts and links that stand out of an all-pairs mesh (`outliers`) and the
 //! environment recorded with every result (`env`). Nothing here knows a
 //! transport, an experiment or an output format.
 
 pub mod env;
 pub mod fit;
 pub mod loadgen;
+pub mod outliers;
 pub mod placement;
 pub mod stats;
