@@ -90,7 +90,10 @@ pub struct Rule {
 impl Default for Rule {
     /// z ≥ 3.5 (the usual cut for the MAD-based z) and at least 1.5× worse.
     fn default() -> Self {
-        Rule { z: 3.5, min_factor: 1.5 }
+        Rule {
+            z: 3.5,
+            min_factor: 1.5,
+        }
     }
 }
 
@@ -221,9 +224,10 @@ impl Finding {
                 };
                 (who, format!("the other {scope} pairs"))
             }
-            Subject::Link { from, to } => {
-                (format!("{} → {}", rank(*from), rank(*to)), format!("{scope} pairs"))
-            }
+            Subject::Link { from, to } => (
+                format!("{} → {}", rank(*from), rank(*to)),
+                format!("{scope} pairs"),
+            ),
         };
         format!("{who}: {what} {:.2}× the median of {pairs}", self.ratio)
     }
@@ -240,7 +244,12 @@ pub fn confirmed(f: &Finding, retest: &[f64], better: Better, rule: &Rule) -> bo
 /// Judges an all-pairs matrix `cells[from][to]` of ranks on `hosts[rank]` by
 /// the rule in the module's documentation. Ranks beyond `hosts` share one
 /// unnamed host; short rows are missing cells.
-pub fn analyse(cells: &[Vec<Option<f64>>], hosts: &[String], better: Better, rule: &Rule) -> Analysis {
+pub fn analyse(
+    cells: &[Vec<Option<f64>>],
+    hosts: &[String],
+    better: Better,
+    rule: &Rule,
+) -> Analysis {
     let n = cells.len();
     let host_names: Vec<&str> = (0..n).map(|r| host_of(hosts, r)).collect();
     // Hosts in order of their first rank, and each rank's host index.
@@ -272,9 +281,19 @@ pub fn analyse(cells: &[Vec<Option<f64>>], hosts: &[String], better: Better, rul
         }
         let mut values: Vec<f64> = scope_cells.iter().map(|c| c.v).collect();
         let (median, mad) = median_mad(&mut values);
-        scopes.push(ScopeStats { scope, cells: scope_cells.len(), median, mad });
+        scopes.push(ScopeStats {
+            scope,
+            cells: scope_cells.len(),
+            median,
+            mad,
+        });
         if scope_cells.len() >= 2 {
-            let judge = Judge { cells: &scope_cells, scope, better, rule };
+            let judge = Judge {
+                cells: &scope_cells,
+                scope,
+                better,
+                rule,
+            };
             findings.extend(judge.run(&host_ix, &host_list));
         }
     }
@@ -328,13 +347,20 @@ impl Judge<'_> {
         let n = host_ix.len();
         let rank_members: Vec<Vec<usize>> = (0..n).map(|r| vec![r]).collect();
         let (ranks, rank_verdicts) = self.outliers(&rank_members, n);
-        let host_members: Vec<Vec<usize>> =
-            (0..host_list.len()).map(|h| (0..n).filter(|&r| host_ix[r] == h).collect()).collect();
+        let host_members: Vec<Vec<usize>> = (0..host_list.len())
+            .map(|h| (0..n).filter(|&r| host_ix[r] == h).collect())
+            .collect();
         let (hosts, host_verdicts) = if self.scope == Scope::Inter && host_list.len() >= 3 {
             let (groups, verdicts) = self.outliers(&host_members, n);
             (groups, Some(verdicts))
         } else {
-            (host_members.iter().map(|m| self.group(m, &vec![false; n])).collect(), None)
+            (
+                host_members
+                    .iter()
+                    .map(|m| self.group(m, &vec![false; n]))
+                    .collect(),
+                None,
+            )
         };
 
         let mut findings = Vec::new();
@@ -342,13 +368,19 @@ impl Judge<'_> {
         for (h, members) in host_members.into_iter().enumerate() {
             let by_test = host_verdicts.as_ref().is_some_and(|v| v[h].flagged);
             let by_ranks = members.iter().all(|&r| rank_verdicts[r].flagged);
-            let Some(group) = hosts[h].as_ref().filter(|g| g.factor >= self.rule.min_factor) else {
+            let Some(group) = hosts[h]
+                .as_ref()
+                .filter(|g| g.factor >= self.rule.min_factor)
+            else {
                 continue;
             };
             if by_test || by_ranks {
                 members.iter().for_each(|&r| absorbed[r] = true);
                 let z = host_verdicts.as_ref().and_then(|v| v[h].z);
-                let subject = Subject::Host { host: host_list[h].to_string(), ranks: members };
+                let subject = Subject::Host {
+                    host: host_list[h].to_string(),
+                    ranks: members,
+                };
                 findings.push(self.finding(subject, group, z));
             }
         }
@@ -356,11 +388,17 @@ impl Judge<'_> {
             if let (Some(group), false) = (group, absorbed[r])
                 && rank_verdicts[r].flagged
             {
-                let subject = Subject::Rank { rank: r, host: host_list[host_ix[r]].to_string() };
+                let subject = Subject::Rank {
+                    rank: r,
+                    host: host_list[host_ix[r]].to_string(),
+                };
                 findings.push(self.finding(subject, group, rank_verdicts[r].z));
             }
         }
-        let mut covered: Vec<(usize, usize)> = findings.iter().flat_map(|f| f.cells.iter().copied()).collect();
+        let mut covered: Vec<(usize, usize)> = findings
+            .iter()
+            .flat_map(|f| f.cells.iter().copied())
+            .collect();
         covered.sort_unstable();
         findings.extend(self.links(&covered));
         findings
@@ -373,14 +411,26 @@ impl Judge<'_> {
     /// to a host, a good rank's 3 intra-host cells include one to the bad
     /// rank) and is cleared.
     fn outliers(&self, members: &[Vec<usize>], n: usize) -> (Vec<Option<Group>>, Vec<Verdict>) {
-        let mut groups: Vec<Option<Group>> = members.iter().map(|m| self.group(m, &vec![false; n])).collect();
+        let mut groups: Vec<Option<Group>> = members
+            .iter()
+            .map(|m| self.group(m, &vec![false; n]))
+            .collect();
         let mut verdicts = self.verdicts(&groups);
         let factor = |g: &Option<Group>| g.as_ref().map_or(f64::NEG_INFINITY, |g| g.factor);
-        let mut order: Vec<usize> = (0..members.len()).filter(|&g| verdicts[g].flagged).collect();
-        order.sort_by(|&a, &b| factor(&groups[b]).total_cmp(&factor(&groups[a])).then(a.cmp(&b)));
+        let mut order: Vec<usize> = (0..members.len())
+            .filter(|&g| verdicts[g].flagged)
+            .collect();
+        order.sort_by(|&a, &b| {
+            factor(&groups[b])
+                .total_cmp(&factor(&groups[a]))
+                .then(a.cmp(&b))
+        });
         let mut accepted = vec![false; n];
         for g in order {
-            match self.group(&members[g], &accepted).filter(|g| g.factor >= self.rule.min_factor) {
+            match self
+                .group(&members[g], &accepted)
+                .filter(|g| g.factor >= self.rule.min_factor)
+            {
                 Some(regrouped) => {
                     groups[g] = Some(regrouped);
                     members[g].iter().for_each(|&r| accepted[r] = true);
@@ -395,7 +445,8 @@ impl Judge<'_> {
     /// cells, both without the cells touching a `skip` rank; None without
     /// such cells or without a baseline.
     fn group(&self, members: &[usize], skip: &[bool]) -> Option<Group> {
-        let (mut row, mut column, mut all, mut rest) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
+        let (mut row, mut column, mut all, mut rest) =
+            (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for (k, c) in self.cells.iter().enumerate() {
             if skip[c.from] || skip[c.to] {
                 continue;
@@ -417,11 +468,24 @@ impl Judge<'_> {
             return None;
         }
         let baseline = median(&mut rest);
-        let factor_of = |ix: &[usize]| (!ix.is_empty()).then(|| self.better.factor(self.median_of(ix), baseline));
+        let factor_of = |ix: &[usize]| {
+            (!ix.is_empty()).then(|| self.better.factor(self.median_of(ix), baseline))
+        };
         let (row_factor, column_factor) = (factor_of(&row), factor_of(&column));
         let all_factor = self.better.factor(self.median_of(&all), baseline);
-        let factor = [row_factor, column_factor].into_iter().flatten().fold(all_factor, f64::max);
-        Some(Group { row, column, all, baseline, row_factor, column_factor, factor })
+        let factor = [row_factor, column_factor]
+            .into_iter()
+            .flatten()
+            .fold(all_factor, f64::max);
+        Some(Group {
+            row,
+            column,
+            all,
+            baseline,
+            row_factor,
+            column_factor,
+            factor,
+        })
     }
 
     /// Which groups are outliers among their peers: factor ≥ min_factor and
@@ -439,14 +503,20 @@ impl Judge<'_> {
         groups
             .iter()
             .map(|g| match g {
-                None => Verdict { flagged: false, z: None },
+                None => Verdict {
+                    flagged: false,
+                    z: None,
+                },
                 Some(g) => {
                     let z = robust.then(|| (g.factor.ln() - centre) / spread);
                     let stands_out = match z {
                         Some(z) => z >= self.rule.z,
                         None => single_worst && g.factor == top,
                     };
-                    Verdict { flagged: stands_out && g.factor >= self.rule.min_factor, z }
+                    Verdict {
+                        flagged: stands_out && g.factor >= self.rule.min_factor,
+                        z,
+                    }
                 }
             })
             .collect()
@@ -470,14 +540,20 @@ impl Judge<'_> {
             ratio: value / g.baseline,
             factor: self.better.factor(value, g.baseline),
             z,
-            cells: ix.iter().map(|&k| (self.cells[k].from, self.cells[k].to)).collect(),
+            cells: ix
+                .iter()
+                .map(|&k| (self.cells[k].from, self.cells[k].to))
+                .collect(),
         }
     }
 
     /// Single bad cells among those no other finding rests on (`covered`, sorted).
     fn links(&self, covered: &[(usize, usize)]) -> Vec<Finding> {
-        let rest: Vec<&Cell> =
-            self.cells.iter().filter(|c| covered.binary_search(&(c.from, c.to)).is_err()).collect();
+        let rest: Vec<&Cell> = self
+            .cells
+            .iter()
+            .filter(|c| covered.binary_search(&(c.from, c.to)).is_err())
+            .collect();
         if rest.len() < 2 {
             return Vec::new();
         }
@@ -493,7 +569,10 @@ impl Judge<'_> {
                 let z = (spread > 0.0).then(|| worse_by / spread);
                 let passes = factor >= self.rule.min_factor && z.is_none_or(|z| z >= self.rule.z);
                 passes.then(|| Finding {
-                    subject: Subject::Link { from: c.from, to: c.to },
+                    subject: Subject::Link {
+                        from: c.from,
+                        to: c.to,
+                    },
                     scope: self.scope,
                     side: Side::Both,
                     value: c.v,
@@ -534,7 +613,11 @@ fn kind_order(s: &Subject) -> u8 {
 fn median(v: &mut [f64]) -> f64 {
     v.sort_by(f64::total_cmp);
     let mid = v.len() / 2;
-    if v.len().is_multiple_of(2) { (v[mid - 1] + v[mid]) / 2.0 } else { v[mid] }
+    if v.len().is_multiple_of(2) {
+        (v[mid - 1] + v[mid]) / 2.0
+    } else {
+        v[mid]
+    }
 }
 
 /// Median and (unscaled) median absolute deviation; (NaN, NaN) when empty.
@@ -571,19 +654,34 @@ mod tests {
     }
 
     /// `value(from, to)` with ±`pct` jitter off the diagonal.
-    fn matrix(n: usize, seed: u64, pct: f64, value: impl Fn(usize, usize) -> f64) -> Vec<Vec<Option<f64>>> {
+    fn matrix(
+        n: usize,
+        seed: u64,
+        pct: f64,
+        value: impl Fn(usize, usize) -> f64,
+    ) -> Vec<Vec<Option<f64>>> {
         let mut rng = Rng(seed.wrapping_mul(0x9E37_79B9_7F4A_7C15) | 1);
         (0..n)
-            .map(|i| (0..n).map(|j| (i != j).then(|| value(i, j) * rng.jitter(pct))).collect())
+            .map(|i| {
+                (0..n)
+                    .map(|j| (i != j).then(|| value(i, j) * rng.jitter(pct)))
+                    .collect()
+            })
             .collect()
     }
 
     fn subjects(a: &Analysis) -> Vec<(Subject, Scope, Side)> {
-        a.findings.iter().map(|f| (f.subject.clone(), f.scope, f.side)).collect()
+        a.findings
+            .iter()
+            .map(|f| (f.subject.clone(), f.scope, f.side))
+            .collect()
     }
 
     fn rank(rank: usize, host: &str) -> Subject {
-        Subject::Rank { rank, host: host.into() }
+        Subject::Rank {
+            rank,
+            host: host.into(),
+        }
     }
 
     const SEEDS: std::ops::RangeInclusive<u64> = 1..=20;
@@ -592,9 +690,15 @@ mod tests {
     fn three_ranks_one_host_bad_node_is_the_only_finding() {
         let h = hosts(3, 3);
         for seed in SEEDS {
-            let m = matrix(3, seed, 0.1, |i, j| if i == 1 || j == 1 { 10.0 / 3.0 } else { 10.0 });
+            let m = matrix(3, seed, 0.1, |i, j| {
+                if i == 1 || j == 1 { 10.0 / 3.0 } else { 10.0 }
+            });
             let a = analyse(&m, &h, Better::Higher, &Rule::default());
-            assert_eq!(subjects(&a), [(rank(1, "node00"), Scope::Intra, Side::Both)], "seed {seed}");
+            assert_eq!(
+                subjects(&a),
+                [(rank(1, "node00"), Scope::Intra, Side::Both)],
+                "seed {seed}"
+            );
             let f = &a.findings[0];
             assert!(f.factor > 2.4 && f.factor < 3.7, "{f:?}");
             assert_eq!(f.cells, [(0, 1), (1, 0), (1, 2), (2, 1)]);
@@ -605,9 +709,18 @@ mod tests {
     fn four_ranks_bad_node() {
         let h = hosts(4, 4);
         for seed in SEEDS {
-            let m = matrix(4, seed, 0.1, |i, j| if i == 2 || j == 2 { 3.0 } else { 10.0 });
+            let m = matrix(
+                4,
+                seed,
+                0.1,
+                |i, j| if i == 2 || j == 2 { 3.0 } else { 10.0 },
+            );
             let a = analyse(&m, &h, Better::Higher, &Rule::default());
-            assert_eq!(subjects(&a), [(rank(2, "node00"), Scope::Intra, Side::Both)], "seed {seed}");
+            assert_eq!(
+                subjects(&a),
+                [(rank(2, "node00"), Scope::Intra, Side::Both)],
+                "seed {seed}"
+            );
         }
     }
 
@@ -615,10 +728,19 @@ mod tests {
     fn slow_link_is_only_a_link() {
         let h = hosts(16, 4);
         for seed in SEEDS {
-            let m = matrix(16, seed, 0.1, |i, j| if (i, j) == (2, 7) { 3.0 } else { 10.0 });
+            let m = matrix(
+                16,
+                seed,
+                0.1,
+                |i, j| if (i, j) == (2, 7) { 3.0 } else { 10.0 },
+            );
             let a = analyse(&m, &h, Better::Higher, &Rule::default());
             let link = Subject::Link { from: 2, to: 7 };
-            assert_eq!(subjects(&a), [(link, Scope::Inter, Side::Both)], "seed {seed}");
+            assert_eq!(
+                subjects(&a),
+                [(link, Scope::Inter, Side::Both)],
+                "seed {seed}"
+            );
             assert!(a.findings[0].z.unwrap() > 3.5);
         }
     }
@@ -629,11 +751,22 @@ mod tests {
         for seed in SEEDS {
             let m = matrix(16, seed, 0.1, |i, j| {
                 let cross = i / 4 != j / 4;
-                if cross && (i / 4 == 2 || j / 4 == 2) { 3.0 } else { 10.0 }
+                if cross && (i / 4 == 2 || j / 4 == 2) {
+                    3.0
+                } else {
+                    10.0
+                }
             });
             let a = analyse(&m, &h, Better::Higher, &Rule::default());
-            let host = Subject::Host { host: "node02".into(), ranks: vec![8, 9, 10, 11] };
-            assert_eq!(subjects(&a), [(host, Scope::Inter, Side::Both)], "seed {seed}");
+            let host = Subject::Host {
+                host: "node02".into(),
+                ranks: vec![8, 9, 10, 11],
+            };
+            assert_eq!(
+                subjects(&a),
+                [(host, Scope::Inter, Side::Both)],
+                "seed {seed}"
+            );
             assert_eq!(a.findings[0].cells.len(), 2 * 4 * 12);
         }
     }
@@ -651,7 +784,11 @@ mod tests {
             got.sort_by_key(|s| s.1);
             let want = [Scope::Intra, Scope::Inter].map(|s| (rank(5, "node01"), s, Side::Both));
             assert_eq!(got, want, "seed {seed}");
-            assert!(a.findings.iter().all(|f| f.ratio > 1.5 && f.factor == f.ratio));
+            assert!(
+                a.findings
+                    .iter()
+                    .all(|f| f.ratio > 1.5 && f.factor == f.ratio)
+            );
         }
     }
 
@@ -660,7 +797,13 @@ mod tests {
         for (n, per_host) in [(3, 3), (4, 4), (4, 2), (16, 4), (64, 8)] {
             let h = hosts(n, per_host);
             for seed in 1..=8 {
-                let m = matrix(n, seed, 0.1, |i, j| if i / per_host == j / per_host { 40.0 } else { 10.0 });
+                let m = matrix(n, seed, 0.1, |i, j| {
+                    if i / per_host == j / per_host {
+                        40.0
+                    } else {
+                        10.0
+                    }
+                });
                 for better in [Better::Higher, Better::Lower] {
                     let a = analyse(&m, &h, better, &Rule::default());
                     assert_eq!(a.findings, [], "n {n} seed {seed} {better:?}");
@@ -673,7 +816,12 @@ mod tests {
     fn missing_cells_are_tolerated() {
         let h = hosts(16, 4);
         for seed in SEEDS {
-            let mut m = matrix(16, seed, 0.1, |i, j| if i == 9 || j == 9 { 3.0 } else { 10.0 });
+            let mut m = matrix(
+                16,
+                seed,
+                0.1,
+                |i, j| if i == 9 || j == 9 { 3.0 } else { 10.0 },
+            );
             for (k, cell) in m.iter_mut().flatten().enumerate() {
                 if k % 7 == 0 {
                     *cell = None;
@@ -690,9 +838,23 @@ mod tests {
             assert_eq!(got, want, "seed {seed}");
         }
         // Nothing valued at all, and no hosts given.
-        let a = analyse(&[vec![None; 3], vec![None; 3], vec![None; 3]], &[], Better::Lower, &Rule::default());
-        assert_eq!(a, Analysis { scopes: vec![], findings: vec![] });
-        assert_eq!(analyse(&[], &[], Better::Higher, &Rule::default()).findings, []);
+        let a = analyse(
+            &[vec![None; 3], vec![None; 3], vec![None; 3]],
+            &[],
+            Better::Lower,
+            &Rule::default(),
+        );
+        assert_eq!(
+            a,
+            Analysis {
+                scopes: vec![],
+                findings: vec![]
+            }
+        );
+        assert_eq!(
+            analyse(&[], &[], Better::Higher, &Rule::default()).findings,
+            []
+        );
     }
 
     #[test]
@@ -711,7 +873,12 @@ mod tests {
     fn fast_intra_host_pairs_leave_inter_host_pairs_alone() {
         let h = hosts(16, 4);
         for seed in SEEDS {
-            let m = matrix(16, seed, 0.1, |i, j| if i / 4 == j / 4 { 100.0 } else { 10.0 });
+            let m = matrix(
+                16,
+                seed,
+                0.1,
+                |i, j| if i / 4 == j / 4 { 100.0 } else { 10.0 },
+            );
             let a = analyse(&m, &h, Better::Higher, &Rule::default());
             assert_eq!(a.findings, [], "seed {seed}");
             let scopes: Vec<_> = a.scopes.iter().map(|s| (s.scope, s.cells)).collect();
@@ -724,7 +891,12 @@ mod tests {
     fn one_sided_ranks_get_their_side() {
         let h = hosts(16, 4);
         for seed in SEEDS {
-            let m = matrix(16, seed, 0.1, |i, j| if i == 6 || j == 13 { 3.0 } else { 10.0 });
+            let m = matrix(
+                16,
+                seed,
+                0.1,
+                |i, j| if i == 6 || j == 13 { 3.0 } else { 10.0 },
+            );
             let a = analyse(&m, &h, Better::Higher, &Rule::default());
             let mut got = subjects(&a);
             got.sort_by_key(|s| (s.1, kind_order(&s.0), s.2 == Side::Receives));
@@ -745,7 +917,10 @@ mod tests {
         let h = hosts(8, 1);
         let m = matrix(8, 3, 0.1, |i, j| if i == 4 || j == 4 { 3.0 } else { 10.0 });
         let a = analyse(&m, &h, Better::Higher, &Rule::default());
-        let host = Subject::Host { host: "node04".into(), ranks: vec![4] };
+        let host = Subject::Host {
+            host: "node04".into(),
+            ranks: vec![4],
+        };
         assert_eq!(subjects(&a), [(host, Scope::Inter, Side::Both)]);
     }
 
@@ -771,7 +946,10 @@ mod tests {
         let h = hosts(6, 6);
         let m = matrix(6, 1, 0.0, |i, j| if i == 0 || j == 0 { 1.0 } else { 4.0 });
         let a = analyse(&m, &h, Better::Higher, &Rule::default());
-        assert_eq!(subjects(&a), [(rank(0, "node00"), Scope::Intra, Side::Both)]);
+        assert_eq!(
+            subjects(&a),
+            [(rank(0, "node00"), Scope::Intra, Side::Both)]
+        );
         assert_eq!((a.findings[0].factor, a.findings[0].z), (4.0, None));
     }
 
@@ -802,7 +980,10 @@ mod tests {
             bw(rank(5, "node02"), Scope::Inter, Side::Receives),
             "all → rank 5 (node02): bandwidth 0.41× the median of the other inter-host pairs"
         );
-        let host = Subject::Host { host: "node02".into(), ranks: vec![4, 5] };
+        let host = Subject::Host {
+            host: "node02".into(),
+            ranks: vec![4, 5],
+        };
         assert_eq!(
             bw(host.clone(), Scope::Inter, Side::Both),
             "host node02 (ranks 4, 5) ↔ other hosts: bandwidth 0.41× the median of the other inter-host pairs"
@@ -837,7 +1018,13 @@ mod tests {
         let a = analyse(&m, &h, Better::Higher, &Rule::default());
         let json = serde_json::to_value(&a).unwrap();
         let f = &json["findings"][0];
-        assert_eq!(f["subject"], serde_json::json!({"kind": "rank", "rank": 1, "host": "node00"}));
-        assert_eq!((f["scope"].as_str(), f["side"].as_str()), (Some("intra"), Some("both")));
+        assert_eq!(
+            f["subject"],
+            serde_json::json!({"kind": "rank", "rank": 1, "host": "node00"})
+        );
+        assert_eq!(
+            (f["scope"].as_str(), f["side"].as_str()),
+            (Some("intra"), Some("both"))
+        );
     }
 }
