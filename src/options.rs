@@ -236,6 +236,10 @@ pub struct CurveConfig {
     pub compare_chunks: Vec<Chunk>,
     /// Where the two-segment fit splits.
     pub breakpoint: Breakpoint,
+    /// `-t mpi` only: this many sender ranks (0..K) stream to as many
+    /// receivers (K..2K) at once, osu_mbw_mr's pattern; `None`: one pair
+    /// ping-pongs as usual.
+    pub pairs: Option<u32>,
     /// Transports, modes, sampling and output.
     #[serde(flatten)]
     pub common: Common,
@@ -252,6 +256,7 @@ impl Default for CurveConfig {
             chunk: Chunk::Whole,
             compare_chunks: Vec::new(),
             breakpoint: Breakpoint::Auto,
+            pairs: None,
             common: Common::default(),
         }
     }
@@ -268,8 +273,204 @@ impl CurveConfig {
                 self.window
             )));
         }
+        if let Some(k) = self.pairs {
+            if k == 0 {
+                return Err(Error::usage("--pairs 0: give at least one pair"));
+            }
+            if self.common.transports.iter().any(|t| t.name != "mpi") {
+                return Err(Error::usage(
+                    "--pairs runs MPI ranks in pairs: use it with -t mpi under mpirun -n 2K",
+                ));
+            }
+        }
         check_count(self.perturb)
     }
+}
+
+/// `mesh`: every ordered pair of MPI ranks, latency and bandwidth, the
+/// matrices, their outliers and a health gate.
+#[derive(Debug, Clone, PartialEq, Serialize)]
+pub struct MeshConfig {
+    /// The transport: only `mpi` spans ranks today.
+    pub transport: String,
+    /// Message size of the latency matrices, bytes.
+    pub latency_size: u64,
+    /// Message size of the bandwidth matrix, bytes.
+    pub bandwidth_size: u64,
+    /// A short sweep per pair: latency and bandwidth at each of these sizes
+    /// (the matrices take `latency_size` and `bandwidth_size` if listed,
+    /// else the smallest and the largest).
+    pub sizes: Vec<u64>,
+    /// Messages in flight per bandwidth window.
+    pub window: u32,
+    /// Timed time of each measurement (one pair, one direction, one size).
+    #[serde(serialize_with = "ser_secs", rename = "duration_s")]
+    pub duration: Duration,
+    /// All pairs of a round at once (contention) rather than one at a time.
+    pub concurrent: bool,
+    /// Measure suspect pairs again, alone, before reporting them.
+    pub retest: bool,
+    /// Health gate: exit 1 when a pair's bandwidth is below this, MB/s.
+    #[serde(rename = "min_bandwidth_MBps")]
+    pub min_bandwidth: Option<f64>,
+    /// Health gate: exit 1 when a pair's median one-way latency is above this.
+    #[serde(serialize_with = "ser_opt_secs", rename = "max_latency_s")]
+    pub max_latency: Option<Duration>,
+    /// Give up on a rank silent this long (beyond the time its work takes).
+    #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
+    pub timeout: Duration,
+    /// A known delay on one rank, before every message it sends: checks
+    /// that the outlier rule finds it (rank, delay).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inject_delay: Option<(usize, Duration)>,
+    /// Testing: this rank stops answering in the second round.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub inject_stall: Option<usize>,
+    /// Where the results go.
+    #[serde(flatten)]
+    pub out: Output,
+}
+
+impl Default for MeshConfig {
+    fn default() -> MeshConfig {
+        MeshConfig {
+            transport: "mpi".into(),
+            latency_size: 8,
+            bandwidth_size: 1 << 20,
+            sizes: Vec::new(),
+            window: 64,
+            duration: Duration::from_millis(50),
+            concurrent: false,
+            retest: true,
+            min_bandwidth: None,
+            max_latency: None,
+            timeout: Duration::from_secs(10),
+            inject_delay: None,
+            inject_stall: None,
+            out: Output::default(),
+        }
+    }
+}
+
+impl MeshConfig {
+    /// The checks of the values themselves (the ranks are checked when
+    /// MPI starts).
+    pub fn validate(&self) -> Result<()> {
+        if self.transport != "mpi" {
+            return Err(Error::usage(format!(
+                "mesh runs over MPI only: use -t mpi under `mpirun -n N xferbench mesh -t mpi` (not {})",
+                self.transport
+            )));
+        }
+        if !(1..=MAX_WINDOW).contains(&self.window) {
+            return Err(Error::usage(format!(
+                "--window {}: must be from 1 to {MAX_WINDOW}",
+                self.window
+            )));
+        }
+        let max = i32::MAX as u64;
+        for s in self.latency_sizes().iter().chain(&self.bandwidth_sizes()) {
+            if *s > max {
+                return Err(Error::usage(format!(
+                    "size {s}: MPI messages here are at most {max} bytes; choose a smaller size"
+                )));
+            }
+        }
+        if self.bandwidth_sizes().contains(&0) {
+            return Err(Error::usage(
+                "a bandwidth size of 0 moves no data; give --bandwidth-size (or --sizes) above 0",
+            ));
+        }
+        if self.duration.is_zero() {
+            return Err(Error::usage("--duration 0: give each measurement some time, e.g. 50ms"));
+        }
+        if self.timeout.is_zero() {
+            return Err(Error::usage("--timeout 0: give ranks some time to answer, e.g. 10s"));
+        }
+        if let Some(b) = self.min_bandwidth {
+            if !(b.is_finite() && b > 0.0) {
+                return Err(Error::usage("--min-bandwidth: give a bandwidth above 0, e.g. 5000 (MB/s) or 5GB/s"));
+            }
+        }
+        Ok(())
+    }
+
+    /// Sizes latency is measured at, smallest first.
+    pub fn latency_sizes(&self) -> Vec<u64> {
+        if self.sizes.is_empty() {
+            vec![self.latency_size]
+        } else {
+            sorted(&self.sizes)
+        }
+    }
+
+    /// Sizes bandwidth is measured at, smallest first.
+    pub fn bandwidth_sizes(&self) -> Vec<u64> {
+        if self.sizes.is_empty() {
+            vec![self.bandwidth_size]
+        } else {
+            sorted(&self.sizes)
+        }
+    }
+
+    /// The size the latency matrices show.
+    pub fn latency_matrix_size(&self) -> u64 {
+        let s = self.latency_sizes();
+        if s.contains(&self.latency_size) { self.latency_size } else { s[0] }
+    }
+
+    /// The size the bandwidth matrix shows.
+    pub fn bandwidth_matrix_size(&self) -> u64 {
+        let s = self.bandwidth_sizes();
+        if s.contains(&self.bandwidth_size) {
+            self.bandwidth_size
+        } else {
+            *s.last().expect("at least one size")
+        }
+    }
+}
+
+/// A bandwidth in decimal MB/s: a plain number is MB/s; `5GB/s`, `800MB/s`
+/// and `100Gb/s` (bits) are read as written.
+pub fn parse_bandwidth(s: &str) -> std::result::Result<f64, String> {
+    let t = s.trim();
+    let lower = t.to_ascii_lowercase();
+    let cut = t
+        .find(|c: char| !(c.is_ascii_digit() || c == '.'))
+        .unwrap_or(t.len());
+    let (num, unit) = (&t[..cut], lower[cut..].trim());
+    let scale = match unit {
+        "" | "mb/s" | "mbps" => 1.0,
+        "kb/s" => 1e-3,
+        "gb/s" if t[cut..].trim().starts_with("Gb") => 1e3 / 8.0,
+        "gb/s" | "gbps" => 1e3,
+        "tb/s" => 1e6,
+        _ => return Err(format!("bandwidth {s:?}: give MB/s (e.g. 5000), or a unit: 800MB/s, 5GB/s, 100Gb/s")),
+    };
+    match num.parse::<f64>() {
+        Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
+        _ => Err(format!("bandwidth {s:?}: give a number above 0, e.g. 5000 (MB/s) or 5GB/s")),
+    }
+}
+
+/// `RANK:DELAY`, e.g. `2:200us`.
+pub fn parse_rank_delay(s: &str) -> std::result::Result<(usize, Duration), String> {
+    let (r, d) = s
+        .split_once(':')
+        .ok_or_else(|| format!("{s:?}: give RANK:DELAY, e.g. 2:200us"))?;
+    let rank = r
+        .trim()
+        .parse()
+        .map_err(|_| format!("{s:?}: the rank must be a number, e.g. 2:200us"))?;
+    let delay = units::parse_duration(d.trim()).map_err(|e| e.to_string())?;
+    Ok((rank, delay))
+}
+
+fn sorted(v: &[u64]) -> Vec<u64> {
+    let mut v = v.to_vec();
+    v.sort_unstable();
+    v.dedup();
+    v
 }
 
 word_enum! {

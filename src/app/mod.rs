@@ -83,6 +83,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 crate::experiment::load::run(&c, stop, bar)
             })
         }
+        Some(Command::Mesh(a)) => mesh(&(*a).into(), cli.quiet),
         Some(Command::Roundtrip(a)) => {
             let c: RoundtripConfig = (*a).into();
             measured(&c.common.out, cli.quiet, |stop, bar| {
@@ -117,6 +118,67 @@ fn measured<R: Render>(
         text += &comparison(&run.json()?, &refs)?;
     }
     emit_run(&text, out.output.as_deref(), run.points(), err)
+}
+
+/// `mesh`: every rank measures; rank 0 writes. A run that ended early
+/// (a rank stalled, Ctrl-C) is written and then the whole job is aborted,
+/// since MPI cannot finish around a rank that no longer answers.
+fn mesh(c: &crate::options::MeshConfig, quiet: bool) -> Result<()> {
+    use crate::transport::mpi;
+    let root = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
+    if root {
+        report::check_writable(c.out.output.as_deref())?;
+    }
+    let stop = crate::app::interrupt::install();
+    let bar = Bar::new(quiet || !root);
+    let (run, err) = match crate::experiment::mesh::run(c, &stop, &bar) {
+        Ok(Some(r)) => r,
+        Ok(None) => return Ok(()),
+        Err(e) => {
+            let Some(rank) = mpi::rank().filter(|&r| r != 0) else {
+                return Err(e);
+            };
+            if !e.to_string().is_empty() {
+                eprintln!("xferbench: rank {rank}: {e}");
+            }
+            if matches!(e, Error::Usage(_)) {
+                // Every rank agreed to stop: MPI can finish normally.
+                std::process::exit(e.exit_code());
+            }
+            // Rank 0 writes what it has and ends the job; wait for it.
+            let until = std::time::Instant::now() + c.timeout * 3 + std::time::Duration::from_secs(10);
+            while std::time::Instant::now() < until {
+                std::thread::sleep(std::time::Duration::from_millis(100));
+            }
+            mpi::abort(e.exit_code())
+        }
+    };
+    if !quiet {
+        for w in run.extra.suspects.iter().map(|s| &s.line) {
+            eprintln!("xferbench: suspect: {w}");
+        }
+    }
+    let text = run.render(c.out.effective_format())?;
+    let health = (!run.extra.health.passed).then(|| {
+        Error::run(format!(
+            "health gate: {} pair(s) outside it, e.g. {}",
+            run.extra.health.failing.len(),
+            run.extra.health.failing.first().map_or("", String::as_str)
+        ))
+    });
+    match err {
+        Some(e) => {
+            let code = e.exit_code();
+            if let Err(e) = emit_run(&text, c.out.output.as_deref(), run.points(), Some(e)) {
+                eprintln!("xferbench: error: {e}");
+            }
+            mpi::abort(code)
+        }
+        None => {
+            report::emit(&text, c.out.output.as_deref())?;
+            health.map_or(Ok(()), Err)
+        }
+    }
 }
 
 /// The datasets `--compare` names, checked before anything runs.

@@ -199,8 +199,60 @@ pub struct CurveArgs {
     /// Fit two segments of t(n) = t0 + n/r∞, split where the protocol changes: auto, none, or a size.
     #[arg(long, value_parser = breakpoint, default_value = "auto")]
     pub breakpoint: Breakpoint,
+    /// -t mpi: K sender ranks (0..K) stream to K receivers (K..2K) at once, osu_mbw_mr's pattern: aggregate bandwidth and message rate per size, and per pair.
+    #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=65536))]
+    pub pairs: Option<u32>,
     #[command(flatten)]
     pub common: CommonArgs,
+}
+
+#[derive(Args, Debug, Clone)]
+pub struct MeshArgs {
+    /// The transport: mpi, the one that spans ranks (run under mpirun -n N or srun).
+    #[arg(short = 't', long = "transport", value_name = "NAME", default_value = "mpi")]
+    pub transport: String,
+    /// Message size of the latency matrices (one-way, half a ping-pong).
+    #[arg(long, value_name = "SIZE", value_parser = size_any, default_value = "8")]
+    pub latency_size: u64,
+    /// Message size of the bandwidth matrix.
+    #[arg(long, value_name = "SIZE", value_parser = size_any, default_value = "1M")]
+    pub bandwidth_size: u64,
+    /// A short sweep per pair instead: latency and bandwidth at each size, e.g. 8,4k,1M.
+    #[arg(long, value_name = "SIZES", value_parser = size_list)]
+    pub sizes: Option<Sizes>,
+    /// Messages in flight per bandwidth window (osu_bw).
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = "64")]
+    pub window: u32,
+    /// Timed time of each measurement (one pair, one direction, one size).
+    #[arg(long, value_parser = duration, default_value = "50ms")]
+    pub duration: Duration,
+    /// Run all pairs of a round at once, to expose contention in the fabric (default: one pair at a time).
+    #[arg(long)]
+    pub concurrent: bool,
+    /// Report suspects without measuring them again first.
+    #[arg(long)]
+    pub no_retest: bool,
+    /// Health gate: exit 1 when a pair's bandwidth is below this (MB/s, or 5GB/s, 100Gb/s).
+    #[arg(long, value_name = "RATE", value_parser = opt::parse_bandwidth)]
+    pub min_bandwidth: Option<f64>,
+    /// Health gate: exit 1 when a pair's median one-way latency is above this, e.g. 5us.
+    #[arg(long, value_name = "TIME", value_parser = duration)]
+    pub max_latency: Option<Duration>,
+    /// Give up on a rank silent this long (beyond the time its work takes).
+    #[arg(long, value_parser = duration, default_value = "10s")]
+    pub timeout: Duration,
+    /// Slow one rank on purpose, before every message it sends, e.g. 2:200us: checks that the outlier rule finds it.
+    #[arg(long, value_name = "RANK:DELAY", value_parser = opt::parse_rank_delay)]
+    pub inject_delay: Option<(usize, Duration)>,
+    /// Testing: this rank stops answering in the second round.
+    #[arg(long, value_name = "RANK", hide = true)]
+    pub inject_stall: Option<usize>,
+    #[command(flatten)]
+    pub out: OutputArgs,
+}
+
+fn size_any(s: &str) -> Result<u64, String> {
+    units::parse_size(s).map_err(|e| e.to_string())
 }
 
 #[derive(Args, Debug, Clone)]
@@ -544,7 +596,29 @@ impl From<CurveArgs> for CurveConfig {
             chunk: a.chunk,
             compare_chunks: a.compare_chunks,
             breakpoint: a.breakpoint,
+            pairs: a.pairs,
             common: a.common.into(),
+        }
+    }
+}
+
+impl From<MeshArgs> for opt::MeshConfig {
+    fn from(a: MeshArgs) -> opt::MeshConfig {
+        opt::MeshConfig {
+            transport: a.transport,
+            latency_size: a.latency_size,
+            bandwidth_size: a.bandwidth_size,
+            sizes: a.sizes.map(|s| s.0).unwrap_or_default(),
+            window: a.window,
+            duration: a.duration,
+            concurrent: a.concurrent,
+            retest: !a.no_retest,
+            min_bandwidth: a.min_bandwidth,
+            max_latency: a.max_latency,
+            timeout: a.timeout,
+            inject_delay: a.inject_delay,
+            inject_stall: a.inject_stall,
+            out: a.out.into(),
         }
     }
 }

@@ -122,6 +122,8 @@ pub enum Command {
     Report(ReportArgs),
     /// Request rate under background CPU and memory load (rk11perf), and open-loop latency at offered rates.
     Load(Box<LoadArgs>),
+    /// Every pair of MPI ranks (mpiGraph): N × N latency and bandwidth matrices, the slow node or link found and re-tested, a health gate. Run under mpirun -n N or srun.
+    Mesh(Box<MeshArgs>),
     /// Streaming-runtime cost (the SDR runtime benchmark): source → M saxpy blocks → sink on N cores, per scheduler, against the kernel alone.
     Flowgraph(Box<FlowgraphArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.

@@ -5,6 +5,7 @@ pub mod cuda_curve;
 pub mod curve;
 pub mod flowgraph;
 pub mod load;
+pub mod mesh;
 pub mod roundtrip;
 pub mod sample;
 pub mod stream;

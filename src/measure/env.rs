@@ -107,6 +107,11 @@ fn read(path: &str) -> Option<String> {
         .filter(|s| !s.is_empty())
 }
 
+/// This host's name (`uname -n`).
+pub fn hostname() -> String {
+    uname().1
+}
+
 impl Env {
     /// Describes this machine now; calibrates the clock (about 10,000 reads).
     /// `gpus` starts empty: the run fills it with the devices it used.

@@ -121,6 +121,54 @@ impl Recorder {
     }
 }
 
+/// A recorder as plain numbers, to send to another process and merge
+/// there: the MPI ranks of a mesh send theirs to rank 0.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct RecorderWire {
+    count: u64,
+    sum: u128,
+    sum_sq: u128,
+    min: u64,
+    max: u64,
+    saturated: u64,
+    /// (a value in the bucket, samples in it) for every non-empty bucket.
+    buckets: Vec<(u64, u64)>,
+}
+
+impl Recorder {
+    pub fn to_wire(&self) -> RecorderWire {
+        RecorderWire {
+            count: self.count,
+            sum: self.sum,
+            sum_sq: self.sum_sq,
+            min: self.min,
+            max: self.max,
+            saturated: self.saturated,
+            buckets: self
+                .hist
+                .iter_recorded()
+                .map(|v| (v.value_iterated_to(), v.count_at_value()))
+                .collect(),
+        }
+    }
+
+    /// The recorder `to_wire` described (values outside the histogram's
+    /// range are clamped into it, as `record` does).
+    pub fn from_wire(w: &RecorderWire) -> Recorder {
+        let mut r = Recorder::new();
+        for &(v, n) in &w.buckets {
+            let _ = r.hist.record_n(v.clamp(1, HIGHEST_NS), n);
+        }
+        r.count = w.count;
+        r.sum = w.sum;
+        r.sum_sq = w.sum_sq;
+        r.min = w.min;
+        r.max = w.max;
+        r.saturated = w.saturated;
+        r
+    }
+}
+
 /// The summary every point carries. Field names are the JSON contract.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize)]
 pub struct Summary {
@@ -239,6 +287,23 @@ pub fn per_message(s: &Summary, by: f64) -> Summary {
 
 #[cfg(test)]
 mod tests {
+    #[test]
+    fn a_recorder_sent_as_json_and_merged_is_the_one_recorded() {
+        let mut a = Recorder::new();
+        for ns in [120u64, 130, 125, 90_000, 1_000_000_000_000] {
+            a.record(ns);
+        }
+        let text = serde_json::to_string(&a.to_wire()).unwrap();
+        let back = Recorder::from_wire(&serde_json::from_str(&text).unwrap());
+        assert_eq!(back.summary(), a.summary());
+        let mut m = Recorder::new();
+        m.merge(&back);
+        m.merge(&back);
+        assert_eq!(m.count(), 10);
+        assert_eq!(m.quantile(0.5), a.quantile(0.5));
+        assert_eq!(m.saturated(), 2);
+    }
+
     use super::*;
 
     fn rec(values: &[u64]) -> Recorder {

@@ -11,6 +11,7 @@ pub mod headline;
 pub mod html;
 pub mod json;
 pub mod load;
+pub mod mesh;
 pub mod saved;
 pub mod stream;
 pub mod summary;
@@ -105,6 +106,23 @@ render_with!(
     flowgraph::csv
 );
 render_with!(crate::result::load::LoadRun, load::render, load::csv);
+
+impl Render for crate::result::mesh::MeshRun {
+    /// The matrices grouped by host, suspects first; rendered from the
+    /// JSON form, as `report` renders a saved mesh.
+    fn table(&self) -> String {
+        mesh::table(&serde_json::to_value(self).unwrap_or_default())
+    }
+    fn json(&self) -> Result<String> {
+        json::render(self)
+    }
+    fn csv(&self) -> String {
+        mesh::csv(&serde_json::to_value(self).unwrap_or_default())
+    }
+    fn points(&self) -> usize {
+        self.points.iter().filter(|p| !p.missing).count()
+    }
+}
 
 /// Writes the rendered text to `path`, or to stdout.
 /// Fails before a run, not after it, when the output file cannot be written.

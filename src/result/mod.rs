@@ -4,6 +4,7 @@
 pub mod curve;
 pub mod flowgraph;
 pub mod load;
+pub mod mesh;
 pub mod stream;
 
 pub use crate::measure::env::{Env, Gpu};

@@ -49,6 +49,33 @@ impl Transport for Mpi {
     }
 }
 
+#[cfg(feature = "mpi")]
+pub mod group;
+#[cfg(feature = "mpi")]
+pub mod world;
+
+/// This process's rank, once MPI is initialised.
+pub fn rank() -> Option<usize> {
+    #[cfg(feature = "mpi")]
+    {
+        use mpi::traits::Communicator;
+        world::initialised().map(|w| w.rank() as usize)
+    }
+    #[cfg(not(feature = "mpi"))]
+    None
+}
+
+/// Ends the whole MPI job with `code` once rank 0 has written what it could:
+/// a rank that stopped answering cannot be waited for, and MPI_Finalize
+/// would. Without MPI, exits.
+pub fn abort(code: i32) -> ! {
+    #[cfg(feature = "mpi")]
+    if world::initialised().is_some() {
+        world::abort(code)
+    }
+    std::process::exit(code)
+}
+
 /// At the end of the process: rank 0 releases rank 1 and both finalise MPI.
 /// Does nothing when MPI was never used.
 pub fn shutdown() {
@@ -62,7 +89,6 @@ mod imp {
     use crate::transport::{Pattern, ReplyShape};
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
-    use std::cell::RefCell;
     use std::time::Instant;
 
     const TAG_CTRL: i32 = 1;
@@ -73,33 +99,15 @@ mod imp {
     /// The initiator's process ends; so does the responder's.
     const CTRL_EXIT: u8 = 3;
 
-    thread_local! {
-        /// MPI is initialised once per process and finalised when the link closes.
-        static UNIVERSE: RefCell<Option<mpi::environment::Universe>> = const { RefCell::new(None) };
-    }
+    use super::world::{finalize, world};
 
-    fn world() -> Result<SimpleCommunicator> {
-        UNIVERSE.with(|u| {
-            let mut u = u.borrow_mut();
-            if u.is_none() {
-                let (univ, _) = mpi::initialize_with_threading(mpi::Threading::Serialized)
-                    .ok_or_else(|| {
-                        Error::run("MPI was already initialised and finalised in this process")
-                    })?;
-                *u = Some(univ);
-            }
-            Ok(u.as_ref().expect("set above").world())
-        })
-    }
-
-    fn finalize() {
-        UNIVERSE.with(|u| drop(u.borrow_mut().take()));
-    }
+    /// Rank 0 opened a link: rank 1 serves until told to exit.
+    static LINKED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
 
     pub fn shutdown() {
-        let world = UNIVERSE.with(|u| u.borrow().as_ref().map(|u| u.world()));
-        if let Some(w) = world {
-            if w.size() == 2 && w.rank() == 0 {
+        if let Some(w) = super::world::initialised() {
+            // Only a `-t mpi` link leaves rank 1 waiting for the word.
+            if LINKED.load(std::sync::atomic::Ordering::Relaxed) && w.rank() == 0 {
                 w.process_at_rank(1)
                     .send_with_tag(&control(CTRL_EXIT, &ReplyShape::default())[..], TAG_CTRL);
             }
@@ -135,6 +143,7 @@ mod imp {
             // The responder has no results of its own to print.
             std::process::exit(if r.is_ok() { 0 } else { 1 });
         }
+        LINKED.store(true, std::sync::atomic::Ordering::Relaxed);
         Ok(Box::new(MpiLink {
             world,
             req: vec![0; cfg.max_request],

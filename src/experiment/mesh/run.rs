@@ -1,0 +1,393 @@
+//! The mesh on every rank: hello (who runs where, and the same command
+//! line everywhere), the rounds, the re-test of suspects, and rank 0
+//! collecting it all.
+
+use super::assemble::{Collector, Hello, Kind, Measured, RankReport};
+use super::tournament;
+use crate::error::{Error, Result};
+use crate::experiment::Progress;
+use crate::options::MeshConfig;
+use crate::result::mesh::{MeshRun, RankInfo, Schedule};
+use crate::transport::mpi::group::{Budget, Group, Sampled};
+use std::sync::Arc;
+use std::sync::atomic::AtomicBool;
+use std::time::{Duration, Instant};
+
+/// The words rank 0 sends after each step.
+const GO: u8 = 1;
+const STOP: u8 = 0;
+
+pub fn run(
+    cfg: &MeshConfig,
+    stop: &Arc<AtomicBool>,
+    progress: &dyn Progress,
+) -> Result<Option<(MeshRun, Option<Error>)>> {
+    let cap = cfg
+        .latency_sizes()
+        .iter()
+        .chain(&cfg.bandwidth_sizes())
+        .copied()
+        .max()
+        .unwrap_or(0) as usize;
+    let me_delay = |rank: usize| match cfg.inject_delay {
+        Some((r, d)) if r == rank => d,
+        _ => Duration::ZERO,
+    };
+    let mut g = Group::open(cap, cfg.timeout, stop.clone())?;
+    g.set_delay(me_delay(g.rank()));
+    let n = g.size();
+    if let Some((r, _)) = cfg.inject_delay.filter(|(r, _)| *r >= n) {
+        return Err(Error::usage(format!(
+            "--inject-delay names rank {r}, but the job has ranks 0..{}",
+            n - 1
+        )));
+    }
+    if n < 2 {
+        return Err(Error::usage(
+            "mesh needs at least two ranks: run it as `mpirun -n N xferbench mesh -t mpi` with N ≥ 2",
+        ));
+    }
+    let ranks = hello(&g)?;
+    let rounds = tournament(n);
+    let mut col = ranks.map(|r| Collector::new(cfg, r, &rounds));
+    if let Some(c) = &col {
+        let est = super::estimate_s(cfg, n);
+        eprintln!(
+            "xferbench: mesh of {n} ranks on {} hosts: {} ordered pairs in {} rounds ({}), about {} ",
+            c.hosts(),
+            n * (n - 1),
+            rounds.len(),
+            if cfg.concurrent { "concurrent" } else { "one pair at a time" },
+            humantime::format_duration(Duration::from_secs(est.ceil() as u64))
+        );
+        progress.start(rounds.len() as u64);
+    }
+    let res = sweep(cfg, &g, &rounds, col.as_mut(), progress);
+    let (res, retested) = match res {
+        Ok(()) => {
+            let cells = col.as_mut().map(|c| c.suspect_cells()).unwrap_or_default();
+            match retest(cfg, &g, cells, col.as_mut()) {
+                Ok(()) => (Ok(()), true),
+                Err(e) => (Err(e), false),
+            }
+        }
+        Err(e) => (Err(e), false),
+    };
+    let Some(c) = col else {
+        // A rank other than 0: rank 0 reports. After a failure it aborts
+        // the job once its results are written; wait for that.
+        return match res {
+            Ok(()) => Ok(None),
+            Err(e) => Err(e),
+        };
+    };
+    let err = res.err();
+    let schedule = Schedule {
+        kind: "tournament",
+        mode: if cfg.concurrent { "concurrent" } else { "sequential" },
+        rounds: rounds.len(),
+        pairs_per_round: n / 2,
+    };
+    let run = c.finish(cfg, schedule, retested, err.as_ref());
+    Ok(Some((run, err)))
+}
+
+/// Every rank says where it runs and what command line it has; rank 0
+/// refuses a job whose ranks disagree. Returns the ranks on rank 0.
+fn hello(g: &Group) -> Result<Option<Vec<RankInfo>>> {
+    let mine = Hello {
+        argv: std::env::args().skip(1).collect(),
+        info: rank_info(g.rank()),
+    };
+    let bytes = serde_json::to_vec(&mine).expect("plain data");
+    let got = g.gather(bytes, Duration::ZERO)?;
+    let Some(got) = got else {
+        let verdict = g.share(Vec::new(), Duration::ZERO)?;
+        return if verdict.first() == Some(&GO) {
+            Ok(None)
+        } else {
+            // Rank 0 says why.
+            Err(Error::usage(String::new()))
+        };
+    };
+    let mut infos = Vec::with_capacity(got.len());
+    let mut problem = None;
+    for (r, b) in got.iter().enumerate() {
+        let Some(h) = b.as_deref().and_then(|b| serde_json::from_slice::<Hello>(b).ok()) else {
+            problem = Some(Error::run(format!(
+                "rank {r} did not answer within {}; is every rank running this xferbench?",
+                humantime::format_duration(g.timeout())
+            )));
+            break;
+        };
+        if h.argv != mine.argv {
+            problem = Some(Error::usage(format!(
+                "rank {r} runs `xferbench {}` but rank 0 runs `xferbench {}`; every rank must run the same command line",
+                h.argv.join(" "),
+                mine.argv.join(" ")
+            )));
+            break;
+        }
+        infos.push(h.info);
+    }
+    let word = if problem.is_some() { STOP } else { GO };
+    g.share(vec![word], Duration::ZERO)?;
+    match problem {
+        Some(e) => Err(e),
+        None => Ok(Some(infos)),
+    }
+}
+
+fn rank_info(rank: usize) -> RankInfo {
+    let cpu = unsafe { libc::sched_getcpu() };
+    let cpu = (cpu >= 0).then_some(cpu as usize);
+    let topo = |f: &str| -> Option<usize> {
+        let c = cpu?;
+        std::fs::read_to_string(format!("/sys/devices/system/cpu/cpu{c}/topology/{f}"))
+            .ok()?
+            .trim()
+            .parse()
+            .ok()
+    };
+    RankInfo {
+        rank,
+        host: crate::measure::env::hostname(),
+        cpu,
+        core: topo("core_id"),
+        socket: topo("physical_package_id"),
+        allowed_cpus: crate::measure::placement::allowed_cpus(),
+        pid: std::process::id(),
+    }
+}
+
+/// How long a rank may wait for the others while they measure `slots`
+/// pair directions, beyond the timeout.
+fn patience(cfg: &MeshConfig, slots: usize) -> Duration {
+    let per = (cfg.latency_sizes().len() + cfg.bandwidth_sizes().len()) as u32;
+    (cfg.duration * per * 4 + Duration::from_millis(200)) * slots.max(1) as u32
+}
+
+/// The rounds; after each, what the ranks measured goes to rank 0, which
+/// tells everyone whether to go on.
+fn sweep(
+    cfg: &MeshConfig,
+    g: &Group,
+    rounds: &[super::Round],
+    mut col: Option<&mut Collector>,
+    progress: &dyn Progress,
+) -> Result<()> {
+    for (i, round) in rounds.iter().enumerate() {
+        if cfg.inject_stall == Some(g.rank()) && i == 1.min(rounds.len() - 1) {
+            stall(g);
+        }
+        let mine = round.iter().find(|(a, b)| *a == g.rank() || *b == g.rank());
+        let mut report = RankReport::default();
+        let slots: Vec<&(usize, usize)> = if cfg.concurrent {
+            mine.into_iter().collect()
+        } else {
+            round.iter().collect()
+        };
+        // A failed wait ends this rank's part of the round, but what it
+        // measured still goes to rank 0.
+        let mut failed = None;
+        for &&(a, b) in &slots {
+            if failed.is_some() {
+                break;
+            }
+            if a == g.rank() || b == g.rank() {
+                both_ways(cfg, g, a, b, i, false, &mut report);
+            }
+            if !cfg.concurrent {
+                let what = || format!("the other ranks to finish pair {a}–{b} of round {}", i + 1);
+                failed = g.barrier(patience(cfg, 2), &what).err();
+            }
+        }
+        let wait = patience(cfg, if cfg.concurrent { 2 } else { 2 * round.len() });
+        let go = exchange(g, report, wait, col.as_deref_mut(), failed);
+        if let Some(c) = col.as_deref_mut() {
+            c.set_round_done(i);
+            progress.point(&format!("round {}/{}", i + 1, rounds.len()));
+        }
+        go?;
+    }
+    Ok(())
+}
+
+/// Sends this rank's report to rank 0, which files every report and then
+/// says whether to go on. `failed` is this rank's own failed wait, if any.
+/// Rank 0's error names what ended the run: a rank that did not report,
+/// else the first pair that failed; the other ranks' is empty when rank 0
+/// stopped the run (rank 0 says why).
+fn exchange(
+    g: &Group,
+    report: RankReport,
+    wait: Duration,
+    col: Option<&mut Collector>,
+    failed: Option<Error>,
+) -> Result<()> {
+    let bytes = serde_json::to_vec(&report).expect("plain data");
+    // After a failed wait the others are late or gone: give them a timeout.
+    let wait = if failed.is_some() { Duration::ZERO } else { wait };
+    let got = g.gather(bytes, wait)?;
+    let Some(got) = got else {
+        return match g.share(Vec::new(), wait)?.first() {
+            Some(&GO) => failed.map_or(Ok(()), Err),
+            _ => Err(failed.unwrap_or_else(|| Error::run(""))),
+        };
+    };
+    let col = col.expect("rank 0 collects");
+    let mut silent = Vec::new();
+    for (r, b) in got.iter().enumerate() {
+        match b.as_deref().map(serde_json::from_slice::<RankReport>) {
+            Some(Ok(rep)) => col.file(rep),
+            _ => silent.push(r),
+        }
+    }
+    let first = col.first_error();
+    let verdict = if g.stopped() {
+        Err(Error::Interrupted)
+    } else if !silent.is_empty() {
+        Err(Error::run(format!(
+            "{} stopped answering (no report within {} of the round's end), so their pairs are marked missing{}",
+            ranks_list(&silent),
+            humantime::format_duration(g.timeout()),
+            first.map_or(String::new(), |e| format!("; first failure: {e}"))
+        )))
+    } else if let Some(e) = first {
+        Err(Error::run(e))
+    } else {
+        failed.map_or(Ok(()), Err)
+    };
+    let _ = g.share(vec![if verdict.is_ok() { GO } else { STOP }], Duration::ZERO);
+    verdict
+}
+
+fn ranks_list(r: &[usize]) -> String {
+    let names: Vec<String> = r.iter().map(|r| r.to_string()).collect();
+    if r.len() == 1 {
+        format!("rank {}", names[0])
+    } else {
+        format!("ranks {}", names.join(", "))
+    }
+}
+
+/// One pair, both directions: `a` leads, then `b`.
+fn both_ways(
+    cfg: &MeshConfig,
+    g: &Group,
+    a: usize,
+    b: usize,
+    round: usize,
+    retest: bool,
+    report: &mut RankReport,
+) {
+    for (from, to) in [(a, b), (b, a)] {
+        if let Err(e) = one_way(cfg, g, from, to, round, retest, report) {
+            let msg = if matches!(e, Error::Interrupted) {
+                "interrupted".to_string()
+            } else {
+                format!("rank {} → rank {to}: {e}", from)
+            };
+            report.errors.push((from, to, msg));
+            return;
+        }
+    }
+}
+
+/// `from` leads the measurements of one direction; `to` follows.
+fn one_way(
+    cfg: &MeshConfig,
+    g: &Group,
+    from: usize,
+    to: usize,
+    round: usize,
+    retest: bool,
+    report: &mut RankReport,
+) -> Result<()> {
+    let lead = g.rank() == from;
+    let peer = if lead { to } else { from };
+    let budget = Budget {
+        duration: cfg.duration,
+        min_samples: 10,
+    };
+    let lat_sizes = if retest {
+        vec![cfg.latency_matrix_size()]
+    } else {
+        cfg.latency_sizes()
+    };
+    let bw_sizes = if retest {
+        vec![cfg.bandwidth_matrix_size()]
+    } else {
+        cfg.bandwidth_sizes()
+    };
+    let mut keep = |kind: Kind, size: u64, window: u32, s: Option<Sampled>| {
+        if let Some(s) = s {
+            report.measured.push(Measured {
+                from,
+                to,
+                round,
+                retest,
+                kind,
+                size,
+                window,
+                warmup: s.warmup,
+                timed_ns: s.timed.as_nanos() as u64,
+                rec: s.rec.to_wire(),
+            });
+        }
+    };
+    for s in lat_sizes {
+        let got = g.latency(peer, lead, s as usize, budget)?;
+        keep(Kind::Latency, s, 1, got);
+    }
+    let budget = Budget {
+        min_samples: 3,
+        ..budget
+    };
+    for s in bw_sizes {
+        let got = g.bandwidth(peer, lead, s as usize, cfg.window, budget, None)?;
+        keep(Kind::Bandwidth, s, cfg.window, got);
+    }
+    Ok(())
+}
+
+/// The suspects measured again, one pair at a time; rank 0 picks them and
+/// files the results as re-tests.
+fn retest(
+    cfg: &MeshConfig,
+    g: &Group,
+    cells: Vec<(usize, usize)>,
+    mut col: Option<&mut Collector>,
+) -> Result<()> {
+    let list = if cfg.retest { cells } else { Vec::new() };
+    let bytes = g.share(serde_json::to_vec(&list).expect("plain data"), Duration::ZERO)?;
+    let list: Vec<(usize, usize)> = serde_json::from_slice(&bytes)
+        .map_err(|_| Error::run("rank 0 sent a malformed re-test list"))?;
+    if list.is_empty() {
+        return Ok(());
+    }
+    let mut report = RankReport::default();
+    let mut failed = None;
+    for &(from, to) in &list {
+        if from == g.rank() || to == g.rank() {
+            if let Err(e) = one_way(cfg, g, from, to, usize::MAX, true, &mut report) {
+                report.errors.push((from, to, format!("re-test: {e}")));
+            }
+        }
+        let what = || format!("the other ranks to finish re-testing {from} → {to}");
+        if let Err(e) = g.barrier(patience(cfg, 1), &what) {
+            failed = Some(e);
+            break;
+        }
+    }
+    exchange(g, report, patience(cfg, 1), col.as_deref_mut(), failed)
+}
+
+/// The injected stall: this rank stops answering (until the job is ended).
+fn stall(g: &Group) -> ! {
+    let until = Instant::now() + g.timeout() * 20 + Duration::from_secs(60);
+    while Instant::now() < until && !g.stopped() {
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    std::process::exit(1)
+}

@@ -1,0 +1,231 @@
+//! Mesh results: every ordered pair of MPI ranks measured (one-way latency
+//! at a small size, bandwidth at a large one), the N × N matrices drawn from
+//! them, the outliers found in those matrices and the health gate's verdict.
+
+pub use crate::measure::outliers::{Better, Finding, Scope, ScopeStats, Side, Subject};
+use crate::measure::stats::Summary;
+use crate::result::{PointMeta, Run};
+use serde::Serialize;
+
+/// A mesh run: one point per ordered pair of ranks (`from` ≠ `to`).
+pub type MeshRun = Run<MeshPair, MeshExtra>;
+
+/// Where one rank ran: what each rank reports of itself at the start.
+#[derive(Clone, Debug, Serialize, serde::Deserialize, PartialEq)]
+pub struct RankInfo {
+    /// MPI rank in MPI_COMM_WORLD.
+    pub rank: usize,
+    /// The host's name (`uname -n`).
+    pub host: String,
+    /// CPU the rank was running on when it started (sched_getcpu).
+    pub cpu: Option<usize>,
+    /// That CPU's physical core id (sysfs `topology/core_id`).
+    pub core: Option<usize>,
+    /// That CPU's package (socket) id.
+    pub socket: Option<usize>,
+    /// CPUs the rank may run on (the launcher's binding): one CPU means it
+    /// is bound.
+    pub allowed_cpus: Vec<usize>,
+    /// Process id, to find the rank on its host.
+    pub pid: u32,
+}
+
+/// One-way latency of a pair at one size: half of each ping-pong round trip.
+#[derive(Clone, Debug, Serialize)]
+pub struct LatencyPoint {
+    /// Message size, bytes (both ways).
+    pub size_bytes: u64,
+    /// Round trips run before timing and not recorded.
+    pub warmup: u64,
+    /// Time in the timed loop, seconds.
+    pub timed_s: f64,
+    /// Half of each round trip, ns, from the pair's own histogram.
+    pub oneway: Summary,
+}
+
+/// Bandwidth of a pair at one size: windows of messages in flight one way,
+/// each closed by a one-byte acknowledgement (osu_bw's pattern).
+#[derive(Clone, Debug, Serialize)]
+pub struct BandwidthPoint {
+    /// Message size, bytes.
+    pub size_bytes: u64,
+    /// Messages in flight per window.
+    pub window: u32,
+    /// Windows run before timing and not recorded.
+    pub warmup: u64,
+    /// Time in the timed loop, seconds.
+    pub timed_s: f64,
+    /// Bytes moved in timed windows.
+    pub bytes: u64,
+    /// Decimal MB/s over the whole timed loop (bytes / time), as OSU reports.
+    #[serde(rename = "bandwidth_MBps")]
+    pub bandwidth_mbps: f64,
+    /// Decimal MB/s of the median window: what the matrix shows, since one
+    /// disturbed window moves it less than the mean.
+    #[serde(rename = "median_MBps")]
+    pub median_mbps: f64,
+    /// Time of one window, ns.
+    pub window_time: Summary,
+}
+
+/// One ordered pair: `from` sends (and times), `to` answers.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeshPair {
+    /// The sending, timing rank.
+    pub from: usize,
+    /// The receiving rank.
+    pub to: usize,
+    /// Both ranks on one host.
+    pub intra_host: bool,
+    /// The round of the schedule it ran in (0-based).
+    pub round: usize,
+    /// Latency at each latency size, smallest first.
+    pub latency: Vec<LatencyPoint>,
+    /// Bandwidth at each bandwidth size, smallest first.
+    pub bandwidth: Vec<BandwidthPoint>,
+    /// Not measured (or not reported) because the run stopped or a rank
+    /// failed: its cells are empty in the matrices.
+    pub missing: bool,
+    /// What went wrong with this pair, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub error: Option<String>,
+}
+
+impl PointMeta for MeshPair {
+    fn count(&self) -> u64 {
+        self.latency.iter().map(|l| l.oneway.count).sum::<u64>()
+            + self
+                .bandwidth
+                .iter()
+                .map(|b| b.window_time.count)
+                .sum::<u64>()
+    }
+    fn warmup(&self) -> u64 {
+        self.latency.iter().map(|l| l.warmup).sum::<u64>()
+            + self.bandwidth.iter().map(|b| b.warmup).sum::<u64>()
+    }
+    fn partial(&self) -> bool {
+        self.missing
+    }
+    fn warnings(&self) -> &[String] {
+        &[]
+    }
+    fn label(&self) -> String {
+        format!("rank {} → rank {}", self.from, self.to)
+    }
+    fn sample_noun(&self) -> &'static str {
+        "round trips and windows"
+    }
+}
+
+/// How the pairs were scheduled.
+#[derive(Clone, Debug, Serialize)]
+pub struct Schedule {
+    /// "tournament": the round-robin (circle) schedule, in which each round
+    /// pairs every rank with one other (one rank sits out when N is odd),
+    /// and each pair measures both directions in turn.
+    pub kind: &'static str,
+    /// "sequential": one pair at a time, the others idle, so each pair is
+    /// measured undisturbed; "concurrent": all pairs of a round at once, to
+    /// expose contention in the fabric.
+    pub mode: &'static str,
+    /// Rounds in the schedule.
+    pub rounds: usize,
+    /// Pairs per round (unordered; each measured both ways).
+    pub pairs_per_round: usize,
+}
+
+/// An N × N matrix, `cells[from][to]`; the diagonal and missing pairs are null.
+pub type Matrix = Vec<Vec<Option<f64>>>;
+
+/// The figures users scan, one matrix each.
+#[derive(Clone, Debug, Serialize)]
+pub struct Matrices {
+    /// Message size of the latency matrices, bytes.
+    pub latency_size_bytes: u64,
+    /// Median one-way latency, µs.
+    pub latency_p50_us: Matrix,
+    /// 99th percentile one-way latency, µs.
+    pub latency_p99_us: Matrix,
+    /// Message size of the bandwidth matrix, bytes.
+    pub bandwidth_size_bytes: u64,
+    /// Bandwidth of the median window, decimal MB/s.
+    #[serde(rename = "bandwidth_MBps")]
+    pub bandwidth_mbps: Matrix,
+}
+
+/// All pairs of a scope together: their histograms merged, not their
+/// percentiles averaged, so the worst pair shows in the tail.
+#[derive(Clone, Debug, Serialize)]
+pub struct Merged {
+    /// Intra-host or inter-host pairs.
+    pub scope: Scope,
+    /// Pairs merged.
+    pub pairs: usize,
+    /// One-way latency at the latency size over every sample of every pair, ns.
+    pub oneway: Summary,
+}
+
+/// A finding of the outlier rule, with its re-test.
+#[derive(Clone, Debug, Serialize)]
+pub struct Suspect {
+    /// "latency" or "bandwidth".
+    pub metric: &'static str,
+    /// One line for people: "rank 5 (node03) ↔ all: bandwidth 0.41× …".
+    pub line: String,
+    /// The rule's figures.
+    pub finding: Finding,
+    /// The finding's cells measured again, alone, after the sweep (µs or MB/s).
+    pub retest: Vec<f64>,
+    /// Whether the re-test was still that far from the baseline; null when
+    /// no re-test ran (the run stopped).
+    pub confirmed: Option<bool>,
+}
+
+/// The health gate (`--min-bandwidth`, `--max-latency`).
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct Health {
+    /// Bandwidth floor, decimal MB/s.
+    #[serde(rename = "min_bandwidth_MBps")]
+    pub min_bandwidth_mbps: Option<f64>,
+    /// Latency ceiling (p50 one-way), µs.
+    pub max_latency_us: Option<f64>,
+    /// Every pair outside the gate, one line each.
+    pub failing: Vec<String>,
+    /// Ranks every one of whose measured pairs failed: the node, not its links.
+    pub failing_ranks: Vec<usize>,
+    /// No gate was set, or every pair passed.
+    pub passed: bool,
+}
+
+/// What a mesh run adds beside its pairs.
+#[derive(Clone, Debug, Serialize)]
+pub struct MeshExtra {
+    /// Ranks in the job.
+    pub ranks_total: usize,
+    /// What each rank reported of itself.
+    pub ranks: Vec<RankInfo>,
+    /// How the pairs were scheduled.
+    pub schedule: Schedule,
+    /// The matrices users scan.
+    pub matrices: Matrices,
+    /// Merged latency histograms, intra- and inter-host apart.
+    pub merged: Vec<Merged>,
+    /// The baselines the outlier rule judged against.
+    pub baselines: Vec<Baseline>,
+    /// Outliers, worst first, re-tested.
+    pub suspects: Vec<Suspect>,
+    /// The health gate's verdict.
+    pub health: Health,
+    /// Ordered pairs that were not measured.
+    pub missing: Vec<[usize; 2]>,
+}
+
+/// One scope's baseline for one metric.
+#[derive(Clone, Debug, Serialize)]
+pub struct Baseline {
+    /// "latency" (p50, µs) or "bandwidth" (MB/s).
+    pub metric: &'static str,
+    /// Cell count, median and MAD of the scope.
+    pub stats: ScopeStats,
+}
