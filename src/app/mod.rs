@@ -27,7 +27,9 @@ pub fn main() -> i32 {
     match result {
         Ok(()) => 0,
         Err(e) => {
-            if !matches!(e, Error::Interrupted) {
+            if e.to_string().is_empty() {
+                // Said already (another MPI rank's refusal).
+            } else if !matches!(e, Error::Interrupted) {
                 eprintln!("xferbench: error: {e}");
             } else {
                 eprintln!("xferbench: interrupted");
@@ -53,6 +55,13 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::Report(a)) => report_cmd(&a),
         Some(Command::Serve(a)) => crate::command::serve::run(&a.into(), cli.quiet),
         Some(Command::Respond(a)) => respond(a),
+        Some(Command::Curve(a)) if a.pairs.is_some() => {
+            let c: CurveConfig = (*a).into();
+            ranked(&c.common.out, cli.quiet, c.common.timeout, |stop, bar| {
+                crate::experiment::mesh::pairs(&c, stop, bar)
+            })
+            .map(drop)
+        }
         Some(Command::Curve(a)) => {
             let c: CurveConfig = (*a).into();
             measured(&c.common.out, cli.quiet, |stop, bar| {
@@ -120,20 +129,56 @@ fn measured<R: Render>(
     emit_run(&text, out.output.as_deref(), run.points(), err)
 }
 
-/// `mesh`: every rank measures; rank 0 writes. A run that ended early
-/// (a rank stalled, Ctrl-C) is written and then the whole job is aborted,
-/// since MPI cannot finish around a rank that no longer answers.
+/// `mesh`: every rank measures, rank 0 writes; a health gate that fails
+/// makes the exit status 1 after the results are written.
 fn mesh(c: &crate::options::MeshConfig, quiet: bool) -> Result<()> {
+    let run = ranked(&c.out, quiet, c.timeout, |stop, bar| {
+        crate::experiment::mesh::run(c, stop, bar)
+    })?;
+    let Some(run) = run else { return Ok(()) };
+    if !quiet {
+        for s in &run.extra.suspects {
+            eprintln!("xferbench: suspect: {}", s.line);
+        }
+    }
+    let h = &run.extra.health;
+    if h.passed {
+        return Ok(());
+    }
+    Err(Error::run(format!(
+        "health gate failed for {} pair(s){}: {}{}",
+        h.failing.len(),
+        if h.failing_ranks.is_empty() {
+            String::new()
+        } else {
+            format!(" (every pair of rank {:?})", h.failing_ranks)
+        },
+        h.failing.first().map_or("", String::as_str),
+        if h.failing.len() > 1 { "; the results list them all" } else { "" }
+    )))
+}
+
+/// What the MPI commands do around their experiment: every rank runs it;
+/// rank 0 writes the results (returned for a last look); the others write
+/// nothing. A run that ended early (a rank stalled, Ctrl-C) is written and
+/// then the whole job is aborted, since MPI cannot finish around a rank
+/// that no longer answers.
+fn ranked<R: Render>(
+    out: &Output,
+    quiet: bool,
+    timeout: std::time::Duration,
+    run: impl FnOnce(&std::sync::Arc<std::sync::atomic::AtomicBool>, &Bar) -> Result<Option<(R, Option<Error>)>>,
+) -> Result<Option<R>> {
     use crate::transport::mpi;
     let root = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
     if root {
-        report::check_writable(c.out.output.as_deref())?;
+        report::check_writable(out.output.as_deref())?;
     }
     let stop = crate::app::interrupt::install();
     let bar = Bar::new(quiet || !root);
-    let (run, err) = match crate::experiment::mesh::run(c, &stop, &bar) {
+    let (result, err) = match run(&stop, &bar) {
         Ok(Some(r)) => r,
-        Ok(None) => return Ok(()),
+        Ok(None) => return Ok(None),
         Err(e) => {
             let Some(rank) = mpi::rank().filter(|&r| r != 0) else {
                 return Err(e);
@@ -143,40 +188,25 @@ fn mesh(c: &crate::options::MeshConfig, quiet: bool) -> Result<()> {
             }
             if matches!(e, Error::Usage(_)) {
                 // Every rank agreed to stop: MPI can finish normally.
-                std::process::exit(e.exit_code());
+                return Err(Error::usage(""));
             }
             // Rank 0 writes what it has and ends the job; wait for it.
-            let until = std::time::Instant::now() + c.timeout * 3 + std::time::Duration::from_secs(10);
-            while std::time::Instant::now() < until {
-                std::thread::sleep(std::time::Duration::from_millis(100));
-            }
+            std::thread::sleep(timeout * 3 + std::time::Duration::from_secs(10));
             mpi::abort(e.exit_code())
         }
     };
-    if !quiet {
-        for w in run.extra.suspects.iter().map(|s| &s.line) {
-            eprintln!("xferbench: suspect: {w}");
-        }
-    }
-    let text = run.render(c.out.effective_format())?;
-    let health = (!run.extra.health.passed).then(|| {
-        Error::run(format!(
-            "health gate: {} pair(s) outside it, e.g. {}",
-            run.extra.health.failing.len(),
-            run.extra.health.failing.first().map_or("", String::as_str)
-        ))
-    });
+    let text = result.render(out.effective_format())?;
     match err {
         Some(e) => {
             let code = e.exit_code();
-            if let Err(e) = emit_run(&text, c.out.output.as_deref(), run.points(), Some(e)) {
+            if let Err(e) = emit_run(&text, out.output.as_deref(), result.points(), Some(e)) {
                 eprintln!("xferbench: error: {e}");
             }
             mpi::abort(code)
         }
         None => {
-            report::emit(&text, c.out.output.as_deref())?;
-            health.map_or(Ok(()), Err)
+            report::emit(&text, out.output.as_deref())?;
+            Ok(Some(result))
         }
     }
 }

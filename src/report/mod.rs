@@ -12,6 +12,7 @@ pub mod html;
 pub mod json;
 pub mod load;
 pub mod mesh;
+pub mod pairs;
 pub mod saved;
 pub mod stream;
 pub mod summary;
@@ -106,6 +107,7 @@ render_with!(
     flowgraph::csv
 );
 render_with!(crate::result::load::LoadRun, load::render, load::csv);
+render_with!(crate::result::mesh::PairsRun, pairs::render, pairs::csv);
 
 impl Render for crate::result::mesh::MeshRun {
     /// The matrices grouped by host, suspects first; rendered from the

@@ -229,3 +229,81 @@ pub struct Baseline {
     /// Cell count, median and MAD of the scope.
     pub stats: ScopeStats,
 }
+
+/// `curve -t mpi --pairs K`: K sender ranks stream to K receivers at once.
+pub type PairsRun = Run<PairsPoint, PairsExtra>;
+
+/// One size with every pair streaming at once (osu_mbw_mr's pattern).
+#[derive(Clone, Debug, Serialize)]
+pub struct PairsPoint {
+    /// Message size, bytes.
+    pub size_bytes: u64,
+    /// Messages in flight per window.
+    pub window: u32,
+    /// Timed windows each pair ran (the same count for every pair, fitted
+    /// to the slowest pair's warm-up so the pairs overlap).
+    pub windows: u64,
+    /// Every pair's bytes over the longest pair's timed time, decimal MB/s
+    /// (osu_mbw_mr's aggregate).
+    #[serde(rename = "aggregate_MBps")]
+    pub aggregate_mbps: f64,
+    /// Every pair's messages over the longest pair's timed time.
+    pub messages_per_s: f64,
+    /// The slowest pair's own MB/s: what one pair gets under contention.
+    #[serde(rename = "slowest_pair_MBps")]
+    pub slowest_pair_mbps: f64,
+    /// Each pair, sender first.
+    pub pairs: Vec<PairRate>,
+    /// The run was stopped while this size was measured.
+    pub partial: bool,
+}
+
+/// One pair's share of a `--pairs` point.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairRate {
+    /// Sending rank.
+    pub from: usize,
+    /// Receiving rank.
+    pub to: usize,
+    /// Its bytes over its own timed time, decimal MB/s.
+    #[serde(rename = "bandwidth_MBps")]
+    pub bandwidth_mbps: f64,
+    /// Its messages over its own timed time.
+    pub messages_per_s: f64,
+    /// Its timed time, seconds.
+    pub timed_s: f64,
+    /// Time of one window, ns.
+    pub window_time: Summary,
+}
+
+impl PointMeta for PairsPoint {
+    fn count(&self) -> u64 {
+        self.pairs.iter().map(|p| p.window_time.count).sum()
+    }
+    fn warmup(&self) -> u64 {
+        3 * self.pairs.len() as u64
+    }
+    fn partial(&self) -> bool {
+        self.partial
+    }
+    fn warnings(&self) -> &[String] {
+        &[]
+    }
+    fn label(&self) -> String {
+        format!("{} pairs, {} B", self.pairs.len(), self.size_bytes)
+    }
+    fn sample_noun(&self) -> &'static str {
+        "windows"
+    }
+}
+
+/// What a `--pairs` run adds beside its points.
+#[derive(Clone, Debug, Serialize)]
+pub struct PairsExtra {
+    /// Pairs streaming at once.
+    pub pairs: usize,
+    /// Ranks in the job (those from 2K on stand by).
+    pub ranks_total: usize,
+    /// What each rank reported of itself.
+    pub ranks: Vec<RankInfo>,
+}

@@ -11,7 +11,11 @@
 //! timeout ends the run, with the pairs measured so far written and the
 //! rest marked missing.
 
+// The collation and the schedule are plain code, used by the MPI driver.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 mod assemble;
+#[cfg(feature = "mpi")]
+mod pairs;
 #[cfg(feature = "mpi")]
 mod run;
 
@@ -42,9 +46,33 @@ pub fn run(
     #[cfg(not(feature = "mpi"))]
     {
         let _ = (stop, progress);
-        Err(Error::usage(
-            "this xferbench was built without MPI; rebuild with `cargo build --release --features mpi` (needs Debian's openmpi-bin, libopenmpi-dev and libclang) and run under `mpirun -n N`",
-        ))
+        Err(Error::usage(crate::transport::mpi::NOT_BUILT))
+    }
+}
+
+/// `curve -t mpi --pairs K` on this rank: K senders stream to K receivers
+/// at once. Rank 0 returns the run; every other rank returns `None`.
+pub fn pairs(
+    cfg: &crate::options::CurveConfig,
+    stop: &Arc<AtomicBool>,
+    progress: &dyn Progress,
+) -> Result<Option<(crate::result::mesh::PairsRun, Option<Error>)>> {
+    cfg.validate()?;
+    let k = cfg.pairs.unwrap_or(1) as usize;
+    if !launched_by_mpi() {
+        return Err(Error::usage(format!(
+            "--pairs runs MPI ranks in pairs: start it as `mpirun -n {} xferbench curve -t mpi --pairs {k}`",
+            2 * k
+        )));
+    }
+    #[cfg(feature = "mpi")]
+    {
+        pairs::run(cfg, k, stop, progress)
+    }
+    #[cfg(not(feature = "mpi"))]
+    {
+        let _ = (stop, progress);
+        Err(Error::usage(crate::transport::mpi::NOT_BUILT))
     }
 }
 
@@ -73,11 +101,13 @@ pub fn launcher_rank() -> Option<usize> {
 
 /// One round of the tournament: the unordered pairs (lower rank first)
 /// that run in it.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub type Round = Vec<(usize, usize)>;
 
 /// The round-robin ("circle") schedule: N − 1 rounds for even N, N for odd
 /// N (one rank sits out each round); every unordered pair exactly once, and
 /// no rank twice in a round.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn tournament(n: usize) -> Vec<Round> {
     if n < 2 {
         return Vec::new();
@@ -105,6 +135,7 @@ pub fn tournament(n: usize) -> Vec<Round> {
 /// Seconds a mesh will take, roughly: each measurement's duration plus a
 /// fifth for warm-up and hand-over, per direction of each pair (all of a
 /// round's pairs at once when concurrent).
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn estimate_s(cfg: &MeshConfig, ranks: usize) -> f64 {
     let per_direction = (cfg.latency_sizes().len() + cfg.bandwidth_sizes().len()) as f64
         * cfg.duration.as_secs_f64()

@@ -14,8 +14,8 @@ use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
 
 /// The words rank 0 sends after each step.
-const GO: u8 = 1;
-const STOP: u8 = 0;
+pub(super) const GO: u8 = 1;
+pub(super) const STOP: u8 = 0;
 
 pub fn run(
     cfg: &MeshConfig,
@@ -94,7 +94,7 @@ pub fn run(
 
 /// Every rank says where it runs and what command line it has; rank 0
 /// refuses a job whose ranks disagree. Returns the ranks on rank 0.
-fn hello(g: &Group) -> Result<Option<Vec<RankInfo>>> {
+pub(super) fn hello(g: &Group) -> Result<Option<Vec<RankInfo>>> {
     let mine = Hello {
         argv: std::env::args().skip(1).collect(),
         info: rank_info(g.rank()),

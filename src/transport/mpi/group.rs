@@ -47,7 +47,6 @@ pub struct Group {
     rank: usize,
     size: usize,
     buf: *mut u8,
-    cap: usize,
     word: *mut u64,
     timeout: Duration,
     /// Busy time added before each message this rank sends (the injected
@@ -73,7 +72,6 @@ impl Group {
             rank: w.rank() as usize,
             size: w.size() as usize,
             buf,
-            cap,
             word,
             timeout,
             delay: Duration::ZERO,
@@ -402,10 +400,6 @@ impl Group {
         }
     }
 
-    /// The largest message the buffers hold.
-    pub fn capacity(&self) -> usize {
-        self.cap
-    }
 }
 
 /// Timed exchanges for a budget, given one warm-up exchange's time.

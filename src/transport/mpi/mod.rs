@@ -38,9 +38,7 @@ impl Transport for Mpi {
 
     #[cfg(not(feature = "mpi"))]
     fn open(&self, _cfg: &LinkConfig) -> Result<Box<dyn Link>> {
-        Err(Error::usage(
-            "this xferbench was built without MPI; rebuild with `cargo build --release --features mpi` (needs Debian's openmpi-bin, libopenmpi-dev and libclang) and run under `mpirun -n 2`",
-        ))
+        Err(Error::usage(NOT_BUILT))
     }
 
     #[cfg(feature = "mpi")]
@@ -53,6 +51,10 @@ impl Transport for Mpi {
 pub mod group;
 #[cfg(feature = "mpi")]
 pub mod world;
+
+/// What a build without the `mpi` feature says when MPI is asked for.
+#[cfg_attr(feature = "mpi", allow(dead_code))]
+pub const NOT_BUILT: &str = "this xferbench was built without MPI; rebuild with `cargo build --release --features mpi` (needs Debian's openmpi-bin, libopenmpi-dev and libclang) and run under `mpirun -n N`";
 
 /// This process's rank, once MPI is initialised.
 pub fn rank() -> Option<usize> {
