@@ -382,14 +382,20 @@ impl MeshConfig {
             ));
         }
         if self.duration.is_zero() {
-            return Err(Error::usage("--duration 0: give each measurement some time, e.g. 50ms"));
+            return Err(Error::usage(
+                "--duration 0: give each measurement some time, e.g. 50ms",
+            ));
         }
         if self.timeout.is_zero() {
-            return Err(Error::usage("--timeout 0: give ranks some time to answer, e.g. 10s"));
+            return Err(Error::usage(
+                "--timeout 0: give ranks some time to answer, e.g. 10s",
+            ));
         }
         if let Some(b) = self.min_bandwidth {
             if !(b.is_finite() && b > 0.0) {
-                return Err(Error::usage("--min-bandwidth: give a bandwidth above 0, e.g. 5000 (MB/s) or 5GB/s"));
+                return Err(Error::usage(
+                    "--min-bandwidth: give a bandwidth above 0, e.g. 5000 (MB/s) or 5GB/s",
+                ));
             }
         }
         Ok(())
@@ -416,7 +422,11 @@ impl MeshConfig {
     /// The size the latency matrices show.
     pub fn latency_matrix_size(&self) -> u64 {
         let s = self.latency_sizes();
-        if s.contains(&self.latency_size) { self.latency_size } else { s[0] }
+        if s.contains(&self.latency_size) {
+            self.latency_size
+        } else {
+            s[0]
+        }
     }
 
     /// The size the bandwidth matrix shows.
@@ -445,11 +455,17 @@ pub fn parse_bandwidth(s: &str) -> std::result::Result<f64, String> {
         "gb/s" if t[cut..].trim().starts_with("Gb") => 1e3 / 8.0,
         "gb/s" | "gbps" => 1e3,
         "tb/s" => 1e6,
-        _ => return Err(format!("bandwidth {s:?}: give MB/s (e.g. 5000), or a unit: 800MB/s, 5GB/s, 100Gb/s")),
+        _ => {
+            return Err(format!(
+                "bandwidth {s:?}: give MB/s (e.g. 5000), or a unit: 800MB/s, 5GB/s, 100Gb/s"
+            ));
+        }
     };
     match num.parse::<f64>() {
         Ok(v) if v.is_finite() && v > 0.0 => Ok(v * scale),
-        _ => Err(format!("bandwidth {s:?}: give a number above 0, e.g. 5000 (MB/s) or 5GB/s")),
+        _ => Err(format!(
+            "bandwidth {s:?}: give a number above 0, e.g. 5000 (MB/s) or 5GB/s"
+        )),
     }
 }
 

@@ -154,7 +154,11 @@ fn mesh(c: &crate::options::MeshConfig, quiet: bool) -> Result<()> {
             format!(" (every pair of rank {:?})", h.failing_ranks)
         },
         h.failing.first().map_or("", String::as_str),
-        if h.failing.len() > 1 { "; the results list them all" } else { "" }
+        if h.failing.len() > 1 {
+            "; the results list them all"
+        } else {
+            ""
+        }
     )))
 }
 
@@ -167,7 +171,10 @@ fn ranked<R: Render>(
     out: &Output,
     quiet: bool,
     timeout: std::time::Duration,
-    run: impl FnOnce(&std::sync::Arc<std::sync::atomic::AtomicBool>, &Bar) -> Result<Option<(R, Option<Error>)>>,
+    run: impl FnOnce(
+        &std::sync::Arc<std::sync::atomic::AtomicBool>,
+        &Bar,
+    ) -> Result<Option<(R, Option<Error>)>>,
 ) -> Result<Option<R>> {
     use crate::transport::mpi;
     let root = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);

@@ -209,7 +209,12 @@ pub struct CurveArgs {
 #[derive(Args, Debug, Clone)]
 pub struct MeshArgs {
     /// The transport: mpi, the one that spans ranks (run under mpirun -n N or srun).
-    #[arg(short = 't', long = "transport", value_name = "NAME", default_value = "mpi")]
+    #[arg(
+        short = 't',
+        long = "transport",
+        value_name = "NAME",
+        default_value = "mpi"
+    )]
     pub transport: String,
     /// Message size of the latency matrices (one-way, half a ping-pong).
     #[arg(long, value_name = "SIZE", value_parser = size_any, default_value = "8")]

@@ -136,6 +136,7 @@ pub struct RecorderWire {
 }
 
 impl Recorder {
+    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn to_wire(&self) -> RecorderWire {
         RecorderWire {
             count: self.count,

@@ -17,13 +17,21 @@ pub fn render(run: &PairsRun) -> String {
         2 * k - 1,
         run.extra.ranks_total
     );
-    let header: Vec<String> = ["size", "aggregate MB/s", "messages/s", "slowest pair MB/s", "windows"]
-        .into_iter()
-        .map(String::from)
-        .chain(run.points.first().into_iter().flat_map(|p| {
-            p.pairs.iter().map(|q| format!("{} → {} MB/s", q.from, q.to))
-        }))
-        .collect();
+    let header: Vec<String> = [
+        "size",
+        "aggregate MB/s",
+        "messages/s",
+        "slowest pair MB/s",
+        "windows",
+    ]
+    .into_iter()
+    .map(String::from)
+    .chain(run.points.first().into_iter().flat_map(|p| {
+        p.pairs
+            .iter()
+            .map(|q| format!("{} → {} MB/s", q.from, q.to))
+    }))
+    .collect();
     let rows: Vec<Vec<String>> = run
         .points
         .iter()

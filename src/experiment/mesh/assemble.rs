@@ -8,7 +8,7 @@ use crate::measure::stats::{Recorder, RecorderWire};
 use crate::options::MeshConfig;
 use crate::result::Run;
 use crate::result::mesh::{
-    Baseline, BandwidthPoint, Health, LatencyPoint, Matrices, Matrix, Merged, MeshExtra, MeshPair,
+    BandwidthPoint, Baseline, Health, LatencyPoint, Matrices, Matrix, Merged, MeshExtra, MeshPair,
     MeshRun, RankInfo, Schedule, Suspect,
 };
 use serde::{Deserialize, Serialize};
@@ -158,8 +158,15 @@ impl Collector {
             match m.kind {
                 Kind::Latency => {
                     if m.size == self.lat_size {
-                        let scope = if pair.intra_host { Scope::Intra } else { Scope::Inter };
-                        let e = self.merged.entry(scope).or_insert_with(|| (0, Recorder::new()));
+                        let scope = if pair.intra_host {
+                            Scope::Intra
+                        } else {
+                            Scope::Inter
+                        };
+                        let e = self
+                            .merged
+                            .entry(scope)
+                            .or_insert_with(|| (0, Recorder::new()));
                         e.0 += 1;
                         e.1.merge(&rec);
                     }
@@ -178,13 +185,18 @@ impl Collector {
                         warmup: m.warmup,
                         timed_s,
                         bytes,
-                        bandwidth_mbps: if timed_s > 0.0 { bytes as f64 / timed_s / 1e6 } else { 0.0 },
+                        bandwidth_mbps: if timed_s > 0.0 {
+                            bytes as f64 / timed_s / 1e6
+                        } else {
+                            0.0
+                        },
                         median_mbps: mbps(m.size, m.window, s.p50_ns as f64),
                         window_time: s,
                     });
                 }
             }
-            pair.missing = pair.latency.len() < self.lat_sizes || pair.bandwidth.len() < self.bw_sizes;
+            pair.missing =
+                pair.latency.len() < self.lat_sizes || pair.bandwidth.len() < self.bw_sizes;
         }
         for (from, to, msg) in rep.errors {
             if from < self.n && to < self.n && from != to {
@@ -209,7 +221,11 @@ impl Collector {
             .collect()
     }
 
-    fn latency_cell(&self, p: &MeshPair, q: impl Fn(&crate::measure::stats::Summary) -> u64) -> Option<f64> {
+    fn latency_cell(
+        &self,
+        p: &MeshPair,
+        q: impl Fn(&crate::measure::stats::Summary) -> u64,
+    ) -> Option<f64> {
         p.latency
             .iter()
             .find(|l| l.size_bytes == self.lat_size && l.oneway.count > 0)
@@ -250,12 +266,18 @@ impl Collector {
             ("bandwidth", &m.bandwidth_mbps, Better::Higher),
         ] {
             let a = outliers::analyse(cells, &hosts, better, &rule);
-            self.baselines.extend(a.scopes.into_iter().map(|stats| Baseline { metric, stats }));
-            self.findings.extend(a.findings.into_iter().map(|f| (metric, f)));
+            self.baselines
+                .extend(a.scopes.into_iter().map(|stats| Baseline { metric, stats }));
+            self.findings
+                .extend(a.findings.into_iter().map(|f| (metric, f)));
         }
         let mut out: Vec<(usize, usize)> = Vec::new();
         for (metric, f) in &self.findings {
-            let m = if *metric == "latency" { &m.latency_p50_us } else { &m.bandwidth_mbps };
+            let m = if *metric == "latency" {
+                &m.latency_p50_us
+            } else {
+                &m.bandwidth_mbps
+            };
             let mut cells: Vec<(usize, usize)> = f.cells.clone();
             // Worst first, so the few re-tested are the telling ones.
             let key = |c: &(usize, usize)| m[c.0][c.1].unwrap_or(0.0);
@@ -278,7 +300,11 @@ impl Collector {
         self.findings
             .iter()
             .map(|(metric, f)| {
-                let map = if *metric == "latency" { &self.retest_lat } else { &self.retest_bw };
+                let map = if *metric == "latency" {
+                    &self.retest_lat
+                } else {
+                    &self.retest_bw
+                };
                 let retest: Vec<f64> = f.cells.iter().filter_map(|c| map.get(c).copied()).collect();
                 let confirmed = (retested && !retest.is_empty())
                     .then(|| outliers::confirmed(f, &retest, better_of(metric), &rule));
@@ -304,7 +330,11 @@ impl Collector {
                 valued[f][t] = lat.is_some() || bw.is_some();
                 if let (Some(min), Some(b)) = (cfg.min_bandwidth, bw) {
                     if b < min {
-                        failing.push(format!("{} → {}: {b:.0} MB/s < {min} MB/s", name(f), name(t)));
+                        failing.push(format!(
+                            "{} → {}: {b:.0} MB/s < {min} MB/s",
+                            name(f),
+                            name(t)
+                        ));
                         bad[f][t] = true;
                     }
                 }
@@ -449,7 +479,11 @@ impl Collector {
 }
 
 fn better_of(metric: &str) -> Better {
-    if metric == "latency" { Better::Lower } else { Better::Higher }
+    if metric == "latency" {
+        Better::Lower
+    } else {
+        Better::Higher
+    }
 }
 
 /// Decimal MB/s of a window of `window` messages of `size` bytes taking `ns`.

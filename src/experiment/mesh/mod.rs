@@ -94,9 +94,14 @@ pub fn launched_by_mpi() -> bool {
 /// The rank the launcher gave this process, read before MPI starts (Open
 /// MPI, PMI/PMIx, Slurm).
 pub fn launcher_rank() -> Option<usize> {
-    ["OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "SLURM_PROCID"]
-        .iter()
-        .find_map(|v| std::env::var(v).ok()?.parse().ok())
+    [
+        "OMPI_COMM_WORLD_RANK",
+        "PMIX_RANK",
+        "PMI_RANK",
+        "SLURM_PROCID",
+    ]
+    .iter()
+    .find_map(|v| std::env::var(v).ok()?.parse().ok())
 }
 
 /// One round of the tournament: the unordered pairs (lower rank first)
@@ -163,7 +168,10 @@ mod tests {
                 let mut in_round = std::collections::BTreeSet::new();
                 for &(a, b) in r {
                     assert!(a < b && b < n);
-                    assert!(in_round.insert(a) && in_round.insert(b), "n={n}: rank twice");
+                    assert!(
+                        in_round.insert(a) && in_round.insert(b),
+                        "n={n}: rank twice"
+                    );
                     assert!(seen.insert((a, b)), "n={n}: ({a},{b}) twice");
                 }
                 assert_eq!(r.len(), n / 2, "n={n}: every round as full as it can be");

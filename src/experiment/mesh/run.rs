@@ -57,7 +57,11 @@ pub fn run(
             c.hosts(),
             n * (n - 1),
             rounds.len(),
-            if cfg.concurrent { "concurrent" } else { "one pair at a time" },
+            if cfg.concurrent {
+                "concurrent"
+            } else {
+                "one pair at a time"
+            },
             humantime::format_duration(Duration::from_secs(est.ceil() as u64))
         );
         progress.start(rounds.len() as u64);
@@ -84,7 +88,11 @@ pub fn run(
     let err = res.err();
     let schedule = Schedule {
         kind: "tournament",
-        mode: if cfg.concurrent { "concurrent" } else { "sequential" },
+        mode: if cfg.concurrent {
+            "concurrent"
+        } else {
+            "sequential"
+        },
         rounds: rounds.len(),
         pairs_per_round: n / 2,
     };
@@ -113,7 +121,10 @@ pub(super) fn hello(g: &Group) -> Result<Option<Vec<RankInfo>>> {
     let mut infos = Vec::with_capacity(got.len());
     let mut problem = None;
     for (r, b) in got.iter().enumerate() {
-        let Some(h) = b.as_deref().and_then(|b| serde_json::from_slice::<Hello>(b).ok()) else {
+        let Some(h) = b
+            .as_deref()
+            .and_then(|b| serde_json::from_slice::<Hello>(b).ok())
+        else {
             problem = Some(Error::run(format!(
                 "rank {r} did not answer within {}; is every rank running this xferbench?",
                 humantime::format_duration(g.timeout())
@@ -227,7 +238,11 @@ fn exchange(
 ) -> Result<()> {
     let bytes = serde_json::to_vec(&report).expect("plain data");
     // After a failed wait the others are late or gone: give them a timeout.
-    let wait = if failed.is_some() { Duration::ZERO } else { wait };
+    let wait = if failed.is_some() {
+        Duration::ZERO
+    } else {
+        wait
+    };
     let got = g.gather(bytes, wait)?;
     let Some(got) = got else {
         return match g.share(Vec::new(), wait)?.first() {
@@ -258,7 +273,10 @@ fn exchange(
     } else {
         failed.map_or(Ok(()), Err)
     };
-    let _ = g.share(vec![if verdict.is_ok() { GO } else { STOP }], Duration::ZERO);
+    let _ = g.share(
+        vec![if verdict.is_ok() { GO } else { STOP }],
+        Duration::ZERO,
+    );
     verdict
 }
 
@@ -360,7 +378,10 @@ fn retest(
     mut col: Option<&mut Collector>,
 ) -> Result<()> {
     let list = if cfg.retest { cells } else { Vec::new() };
-    let bytes = g.share(serde_json::to_vec(&list).expect("plain data"), Duration::ZERO)?;
+    let bytes = g.share(
+        serde_json::to_vec(&list).expect("plain data"),
+        Duration::ZERO,
+    )?;
     let list: Vec<(usize, usize)> = serde_json::from_slice(&bytes)
         .map_err(|_| Error::run("rank 0 sent a malformed re-test list"))?;
     if list.is_empty() {

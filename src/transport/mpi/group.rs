@@ -280,7 +280,13 @@ impl Group {
     }
 
     /// Times one warm-up window, for `curve --pairs` to agree on a count.
-    pub fn window_time(&self, peer: usize, lead: bool, size: usize, window: u32) -> Result<Duration> {
+    pub fn window_time(
+        &self,
+        peer: usize,
+        lead: bool,
+        size: usize,
+        window: u32,
+    ) -> Result<Duration> {
         let what = || format!("rank {peer} in the bandwidth warm-up ({size} B × {window})");
         let dl = self.deadline(&what, Duration::ZERO);
         let t = Instant::now();
@@ -288,7 +294,14 @@ impl Group {
         Ok(t.elapsed())
     }
 
-    fn window(&self, peer: usize, lead: bool, size: usize, window: u32, dl: &Deadline) -> Result<()> {
+    fn window(
+        &self,
+        peer: usize,
+        lead: bool,
+        size: usize,
+        window: u32,
+        dl: &Deadline,
+    ) -> Result<()> {
         let mut reqs: Vec<MPI_Request> = Vec::with_capacity(window as usize + 1);
         // SAFETY: `word` is a leaked [u64; 8]; word[4] carries the ack.
         let ack = unsafe { self.word.add(4) } as *mut u8;
@@ -327,7 +340,11 @@ impl Group {
     /// Rank 0 collects one message from every other rank, for at most
     /// `patience` beyond the timeout; the others send theirs and get `None`.
     /// Ranks that did not report in time are `None` in the result.
-    pub fn gather(&self, mine: Vec<u8>, patience: Duration) -> Result<Option<Vec<Option<Vec<u8>>>>> {
+    pub fn gather(
+        &self,
+        mine: Vec<u8>,
+        patience: Duration,
+    ) -> Result<Option<Vec<Option<Vec<u8>>>>> {
         let until = Instant::now() + self.timeout + patience;
         if self.rank != 0 {
             let what = || "rank 0 to take this rank's results".to_string();
@@ -399,7 +416,6 @@ impl Group {
             }
         }
     }
-
 }
 
 /// Timed exchanges for a budget, given one warm-up exchange's time.

@@ -19,8 +19,8 @@ pub fn world() -> Result<SimpleCommunicator> {
     UNIVERSE.with(|u| {
         let mut u = u.borrow_mut();
         if u.is_none() {
-            let (univ, _) = mpi::initialize_with_threading(mpi::Threading::Serialized)
-                .ok_or_else(|| {
+            let (univ, _) =
+                mpi::initialize_with_threading(mpi::Threading::Serialized).ok_or_else(|| {
                     Error::run("MPI was already initialised and finalised in this process")
                 })?;
             *u = Some(univ);
@@ -80,7 +80,9 @@ impl Deadline<'_> {
         // the ranks that measure keep the cores.
         let waited = now - start;
         if self.idle && waited > Duration::from_millis(1) {
-            std::thread::sleep((waited / 16).clamp(Duration::from_micros(50), Duration::from_millis(2)));
+            std::thread::sleep(
+                (waited / 16).clamp(Duration::from_micros(50), Duration::from_millis(2)),
+            );
         }
         Ok(())
     }
