@@ -38,7 +38,8 @@
 //!   ranks already kept and keeping the one with the largest share of cells
 //!   each `min_factor` worse (then the largest factor): one that no longer
 //!   reaches `min_factor` was bad only through its cells with worse ranks,
-//!   and is cleared. The side at fault is
+//!   and is cleared (one with no cells left to re-judge stays flagged). The
+//!   side at fault is
 //!   [`Side::Sends`] when only the row reaches `min_factor`,
 //!   [`Side::Receives`] when only the column does, [`Side::Both`] otherwise.
 //! - **Hosts.** With at least 3 hosts the same test runs with hosts in place
@@ -439,7 +440,8 @@ impl Judge<'_> {
     /// and taking the one with the largest share of bad cells (then the
     /// largest factor); one that no longer reaches min_factor was bad only
     /// through its cells with worse ones (with 4 ranks to a host, 2 bad ranks
-    /// spoil 4 of a good neighbour's 6 intra-host cells) and is cleared.
+    /// spoil 4 of a good neighbour's 6 intra-host cells) and is cleared. One
+    /// with no cells left to re-judge (the last rank of a bad host) stays.
     fn outliers(&self, members: &[Vec<usize>], n: usize) -> (Vec<Option<Group>>, Vec<Verdict>) {
         let mut kept = vec![false; n];
         let mut groups: Vec<Option<Group>> = members.iter().map(|m| self.group(m, &kept)).collect();
@@ -463,9 +465,10 @@ impl Judge<'_> {
             groups[g] = Some(group);
             pending.retain(|&p| p != g);
         }
-        pending
-            .into_iter()
-            .for_each(|g| verdicts[g].flagged = false);
+        for g in pending {
+            // Cleared on evidence only: with no cells left to re-judge it stays.
+            verdicts[g].flagged = self.group(&members[g], &kept).is_none();
+        }
         (groups, verdicts)
     }
 
@@ -939,6 +942,67 @@ mod tests {
             assert_eq!(got, want, "seed {seed}");
             let sends = a.findings.iter().find(|f| f.side == Side::Sends).unwrap();
             assert!(sends.cells.iter().all(|&(from, _)| from == 6));
+        }
+    }
+
+    #[test]
+    fn two_bad_ranks_on_one_host_stay_ranks() {
+        // Half the host's cells are bad: neither a bad host nor bad neighbours.
+        let h = hosts(16, 4);
+        for seed in SEEDS {
+            let m = matrix(16, seed, 0.1, |i, j| {
+                if [4, 5].contains(&i) || [4, 5].contains(&j) {
+                    3.0
+                } else {
+                    10.0
+                }
+            });
+            let a = analyse(&m, &h, Better::Higher, &Rule::default());
+            let mut got = subjects(&a);
+            got.sort_by_key(|s| (s.1, format!("{:?}", s.0)));
+            let want = [Scope::Intra, Scope::Inter]
+                .map(|s| [4, 5].map(|r| (rank(r, "node01"), s, Side::Both)));
+            assert_eq!(got, want.concat(), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn two_hosts_of_two_bad_rank() {
+        let h = hosts(4, 2);
+        for seed in SEEDS {
+            let m = matrix(
+                4,
+                seed,
+                0.05,
+                |i, j| if i == 2 || j == 2 { 3.0 } else { 10.0 },
+            );
+            let a = analyse(&m, &h, Better::Higher, &Rule::default());
+            assert_eq!(
+                subjects(&a),
+                [(rank(2, "node01"), Scope::Inter, Side::Both)],
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn slow_shared_memory_is_a_host_within() {
+        let h = hosts(8, 4);
+        for seed in SEEDS {
+            let m = matrix(8, seed, 0.1, |i, j| {
+                if i / 4 == 1 && j / 4 == 1 { 3.0 } else { 10.0 }
+            });
+            let a = analyse(&m, &h, Better::Higher, &Rule::default());
+            let host = Subject::Host {
+                host: "node01".into(),
+                ranks: vec![4, 5, 6, 7],
+            };
+            assert_eq!(
+                subjects(&a),
+                [(host, Scope::Intra, Side::Both)],
+                "seed {seed}"
+            );
+            assert_eq!(a.findings[0].cells.len(), 12);
         }
     }
 
