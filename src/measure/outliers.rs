@@ -24,24 +24,29 @@
 //!   large its z: on quiet hardware the MAD is tiny and 3 % of noise would
 //!   otherwise be an outlier.
 //! - **Ranks, leave-one-out.** A median over all cells fails: with 3 ranks one
-//!   bad rank spoils 4 of the 6 cells. So rank r is set against the median of
-//!   the scope's cells that do not involve r. Its factor is the worst of its
-//!   row (r → all), its column (all → r) and both together, each a median
-//!   over that baseline. r is flagged when the factor is ≥ `min_factor` and
-//!   the robust z of ln(factor) against the median and MAD of the other
-//!   ranks' ln(factor) is ≥ [`Rule::z`] (default 3.5; the others only, so
-//!   that a bad rank does not widen its own yardstick, which with 4 ranks
-//!   hides it); with fewer than 3 ranks, or a MAD of 0, the z test becomes
-//!   "is the single worst rank". A rank all of whose scope's cells involve it
-//!   (N = 2) has no baseline and is not judged. The flagged ranks are then
-//!   kept one at a time, re-judging those left without the cells that touch
-//!   ranks already kept and keeping the one with the largest share of cells
-//!   each `min_factor` worse (then the largest factor): one that no longer
-//!   reaches `min_factor` was bad only through its cells with worse ranks,
-//!   and is cleared (one with no cells left to re-judge stays flagged). The
-//!   side at fault is
-//!   [`Side::Sends`] when only the row reaches `min_factor`,
-//!   [`Side::Receives`] when only the column does, [`Side::Both`] otherwise.
+//!   bad rank spoils 4 of the 6 cells. So rank r is set against its
+//!   baseline, the median of the scope's cells that do not involve r (a rank
+//!   without such cells, as with N = 2, is not judged). Its factor is the
+//!   worst of its row (r → all), its column (all → r) and both together, each
+//!   a median against that baseline. r is flagged when
+//!   1. its factor is ≥ `min_factor`, and
+//!   2. the robust z of ln(factor) against the median and MAD of the other
+//!      ranks' ln(factor) is ≥ [`Rule::z`] (default 3.5). The others only: a
+//!      bad rank would widen its own yardstick, which among 4 ranks hides
+//!      it. With fewer than 3 ranks, or a MAD of 0, this test becomes "is
+//!      the single worst rank".
+//!
+//!   The side at fault is [`Side::Sends`] when only the row reaches
+//!   `min_factor`, [`Side::Receives`] when only the column does,
+//!   [`Side::Both`] otherwise.
+//! - **Neighbours of bad ranks.** A good rank whose few cells are mostly with
+//!   bad ranks looks bad too (4 ranks to a host, 2 of them bad: 4 of a good
+//!   neighbour's 6 intra-host cells are bad). So the flagged ranks are kept
+//!   one at a time, the one with the largest share of cells each
+//!   `min_factor` worse first (then the largest factor), each time
+//!   re-judging the others without the cells that touch ranks already kept;
+//!   one that falls below `min_factor` is cleared, one with no cells left to
+//!   re-judge stays flagged.
 //! - **Hosts.** With at least 3 hosts the same test runs with hosts in place
 //!   of ranks over the inter-host cells (host h's cells against the
 //!   inter-host cells touching neither end on h). A host whose ranks are all
