@@ -24,22 +24,37 @@
 //!   large its z: on quiet hardware the MAD is tiny and 3 % of noise would
 //!   otherwise be an outlier.
 //! - **Ranks, leave-one-out.** A median over all cells fails: with 3 ranks one
-//!   bad rank spoils 4 of the 6 cells. So rank r is set against the median of
-//!   the scope's cells that do not involve r. Its factor is the worst of its
-//!   row (r → all), its column (all → r) and both together, each a median
-//!   over that baseline. r is flagged when the factor is ≥ `min_factor` and
-//!   the robust z of ln(factor) across the scope's ranks is ≥ [`Rule::z`]
-//!   (default 3.5); with fewer than 3 ranks, or a MAD of 0, the z test becomes
-//!   "is the single worst rank". A rank all of whose scope's cells involve it
-//!   (N = 2) has no baseline and is not judged. The side at fault is
-//!   [`Side::Sends`] when only the row reaches `min_factor`,
-//!   [`Side::Receives`] when only the column does, [`Side::Both`] otherwise.
+//!   bad rank spoils 4 of the 6 cells. So rank r is set against its
+//!   baseline, the median of the scope's cells that do not involve r (a rank
+//!   without such cells, as with N = 2, is not judged). Its factor is the
+//!   worst of its row (r → all), its column (all → r) and both together, each
+//!   a median against that baseline. r is flagged when
+//!   1. its factor is ≥ `min_factor`, and
+//!   2. the robust z of ln(factor) against the median and MAD of the other
+//!      ranks' ln(factor) is ≥ [`Rule::z`] (default 3.5). The others only: a
+//!      bad rank would widen its own yardstick, which among 4 ranks hides
+//!      it. With fewer than 3 ranks, or a MAD of 0, this test becomes "is
+//!      the single worst rank".
+//!
+//!   The side at fault is [`Side::Sends`] when only the row reaches
+//!   `min_factor`, [`Side::Receives`] when only the column does,
+//!   [`Side::Both`] otherwise.
+//! - **Neighbours of bad ranks.** A good rank whose few cells are mostly with
+//!   bad ranks looks bad too (4 ranks to a host, 2 of them bad: 4 of a good
+//!   neighbour's 6 intra-host cells are bad). So the flagged ranks are kept
+//!   one at a time, the one with the largest share of cells each
+//!   `min_factor` worse first (then the largest factor), each time
+//!   re-judging the others without the cells that touch ranks already kept;
+//!   one that falls below `min_factor` is cleared, one with no cells left to
+//!   re-judge stays flagged.
 //! - **Hosts.** With at least 3 hosts the same test runs with hosts in place
 //!   of ranks over the inter-host cells (host h's cells against the
-//!   inter-host cells touching neither end on h). A host this test flags, or
-//!   whose ranks are all flagged in a scope, is reported once as a host in
-//!   place of its ranks, provided its cells in that scope are still
-//!   `min_factor` worse than the scope's cells not touching it.
+//!   inter-host cells touching neither end on h). A host whose ranks are all
+//!   flagged in a scope, or which this test flags and which is still
+//!   `min_factor` worse without the cells of its flagged ranks (two bad ranks
+//!   of four do not make a bad host), is reported once as a host in place of
+//!   its ranks, provided its cells in that scope are `min_factor` worse than
+//!   the scope's cells not touching it.
 //! - **Links.** The scope's cells that no rank or host finding rests on give
 //!   a median m and a MAD; a cell is a bad link when its robust z in the bad
 //!   direction is ≥ `z` and it is ≥ `min_factor` times worse than m (with a
@@ -327,7 +342,21 @@ struct Group {
     factor: f64,
 }
 
+impl Group {
+    /// The side at fault and the cells it rests on: the row or the column
+    /// alone when only it reaches `min_factor`, else all.
+    fn side(&self, min_factor: f64) -> (Side, &[usize]) {
+        let bad = |f: Option<f64>| f.is_some_and(|f| f >= min_factor);
+        match (bad(self.row_factor), bad(self.column_factor)) {
+            (true, false) => (Side::Sends, &self.row),
+            (false, true) => (Side::Receives, &self.column),
+            _ => (Side::Both, &self.all),
+        }
+    }
+}
+
 /// Whether a candidate passed, and the z it had.
+#[derive(Default)]
 struct Verdict {
     flagged: bool,
     z: Option<f64>,
@@ -350,6 +379,7 @@ impl Judge<'_> {
         let host_members: Vec<Vec<usize>> = (0..host_list.len())
             .map(|h| (0..n).filter(|&r| host_ix[r] == h).collect())
             .collect();
+        let flagged: Vec<bool> = rank_verdicts.iter().map(|v| v.flagged).collect();
         let (hosts, host_verdicts) = if self.scope == Scope::Inter && host_list.len() >= 3 {
             let (groups, verdicts) = self.outliers(&host_members, n);
             (groups, Some(verdicts))
@@ -366,8 +396,13 @@ impl Judge<'_> {
         let mut findings = Vec::new();
         let mut absorbed = vec![false; n];
         for (h, members) in host_members.into_iter().enumerate() {
-            let by_test = host_verdicts.as_ref().is_some_and(|v| v[h].flagged);
-            let by_ranks = members.iter().all(|&r| rank_verdicts[r].flagged);
+            let by_ranks = members.iter().all(|&r| flagged[r]);
+            // The host test counts only when the host is bad beyond its flagged
+            // ranks: two bad ranks of four make half its cells bad.
+            let by_test = host_verdicts.as_ref().is_some_and(|v| v[h].flagged)
+                && self
+                    .group(&members, &flagged)
+                    .is_some_and(|g| g.factor >= self.rule.min_factor);
             let Some(group) = hosts[h]
                 .as_ref()
                 .filter(|g| g.factor >= self.rule.min_factor)
@@ -405,38 +440,39 @@ impl Judge<'_> {
     }
 
     /// The groups of ranks `members` (ranks or hosts) and which of them are
-    /// outliers. The flagged ones are then taken worst first, each regrouped
-    /// without the cells that touch ranks already accepted: one that no longer
-    /// reaches min_factor was only bad through a worse neighbour (with 4 ranks
-    /// to a host, a good rank's 3 intra-host cells include one to the bad
-    /// rank) and is cleared.
+    /// outliers. The flagged ones are kept one at a time, each time
+    /// regrouping those left without the cells that touch ranks already kept
+    /// and taking the one with the largest share of bad cells (then the
+    /// largest factor); one that no longer reaches min_factor was bad only
+    /// through its cells with worse ones (with 4 ranks to a host, 2 bad ranks
+    /// spoil 4 of a good neighbour's 6 intra-host cells) and is cleared. One
+    /// with no cells left to re-judge (the last rank of a bad host) stays.
     fn outliers(&self, members: &[Vec<usize>], n: usize) -> (Vec<Option<Group>>, Vec<Verdict>) {
-        let mut groups: Vec<Option<Group>> = members
-            .iter()
-            .map(|m| self.group(m, &vec![false; n]))
-            .collect();
+        let mut kept = vec![false; n];
+        let mut groups: Vec<Option<Group>> = members.iter().map(|m| self.group(m, &kept)).collect();
         let mut verdicts = self.verdicts(&groups);
-        let factor = |g: &Option<Group>| g.as_ref().map_or(f64::NEG_INFINITY, |g| g.factor);
-        let mut order: Vec<usize> = (0..members.len())
+        let mut pending: Vec<usize> = (0..members.len())
             .filter(|&g| verdicts[g].flagged)
             .collect();
-        order.sort_by(|&a, &b| {
-            factor(&groups[b])
-                .total_cmp(&factor(&groups[a]))
-                .then(a.cmp(&b))
-        });
-        let mut accepted = vec![false; n];
-        for g in order {
-            match self
-                .group(&members[g], &accepted)
-                .filter(|g| g.factor >= self.rule.min_factor)
-            {
-                Some(regrouped) => {
-                    groups[g] = Some(regrouped);
-                    members[g].iter().for_each(|&r| accepted[r] = true);
-                }
-                None => verdicts[g].flagged = false,
-            }
+        while !pending.is_empty() {
+            let regrouped = pending.iter().filter_map(|&g| {
+                let group = self.group(&members[g], &kept)?;
+                (group.factor >= self.rule.min_factor).then(|| (g, self.share(&group), group))
+            });
+            // Most of its cells bad, then the larger factor, then the lowest index.
+            let worst = regrouped.max_by(|a, b| {
+                (a.1.total_cmp(&b.1))
+                    .then(a.2.factor.total_cmp(&b.2.factor))
+                    .then(b.0.cmp(&a.0))
+            });
+            let Some((g, _, group)) = worst else { break };
+            members[g].iter().for_each(|&r| kept[r] = true);
+            groups[g] = Some(group);
+            pending.retain(|&p| p != g);
+        }
+        for g in pending {
+            // Cleared on evidence only: with no cells left to re-judge it stays.
+            verdicts[g].flagged = self.group(&members[g], &kept).is_none();
         }
         (groups, verdicts)
     }
@@ -489,47 +525,39 @@ impl Judge<'_> {
     }
 
     /// Which groups are outliers among their peers: factor ≥ min_factor and
-    /// robust z of ln(factor) ≥ z, or, with fewer than 3 judged or a MAD of 0,
-    /// the single worst.
+    /// robust z of ln(factor) against the other judged groups ≥ z, or, with
+    /// fewer than 3 judged or a MAD of 0, the single worst.
     fn verdicts(&self, groups: &[Option<Group>]) -> Vec<Verdict> {
-        let mut logs: Vec<f64> = groups.iter().flatten().map(|g| g.factor.ln()).collect();
-        let judged = logs.len();
-        let (centre, mad) = median_mad(&mut logs);
-        let spread = MAD_SCALE * mad;
-        let robust = judged >= 3 && spread > 0.0;
-        let factors = || groups.iter().flatten().map(|g| g.factor);
-        let top = factors().fold(f64::NEG_INFINITY, f64::max);
-        let single_worst = factors().filter(|&f| f == top).count() == 1;
-        groups
+        let judged: Vec<(usize, f64)> = groups
             .iter()
-            .map(|g| match g {
-                None => Verdict {
-                    flagged: false,
-                    z: None,
-                },
-                Some(g) => {
-                    let z = robust.then(|| (g.factor.ln() - centre) / spread);
-                    let stands_out = match z {
-                        Some(z) => z >= self.rule.z,
-                        None => single_worst && g.factor == top,
-                    };
-                    Verdict {
-                        flagged: stands_out && g.factor >= self.rule.min_factor,
-                        z,
-                    }
-                }
-            })
-            .collect()
+            .enumerate()
+            .filter_map(|(i, g)| Some((i, g.as_ref()?.factor)))
+            .collect();
+        let top = judged.iter().map(|j| j.1).fold(f64::NEG_INFINITY, f64::max);
+        let single_worst = judged.iter().filter(|j| j.1 == top).count() == 1;
+        let mut verdicts: Vec<Verdict> = groups.iter().map(|_| Verdict::default()).collect();
+        for &(i, factor) in &judged {
+            // Against the others only: a bad group must not widen its own yardstick.
+            let mut others: Vec<f64> = judged
+                .iter()
+                .filter(|j| j.0 != i)
+                .map(|j| j.1.ln())
+                .collect();
+            let (centre, mad) = median_mad(&mut others);
+            let spread = MAD_SCALE * mad;
+            let z = (judged.len() >= 3 && spread > 0.0).then(|| (factor.ln() - centre) / spread);
+            let stands_out = z.map_or(single_worst && factor == top, |z| z >= self.rule.z);
+            verdicts[i] = Verdict {
+                flagged: stands_out && factor >= self.rule.min_factor,
+                z,
+            };
+        }
+        verdicts
     }
 
     /// A rank or host finding, on the side(s) that reach min_factor.
     fn finding(&self, subject: Subject, g: &Group, z: Option<f64>) -> Finding {
-        let bad = |f: Option<f64>| f.is_some_and(|f| f >= self.rule.min_factor);
-        let (side, ix) = match (bad(g.row_factor), bad(g.column_factor)) {
-            (true, false) => (Side::Sends, &g.row),
-            (false, true) => (Side::Receives, &g.column),
-            _ => (Side::Both, &g.all),
-        };
+        let (side, ix) = g.side(self.rule.min_factor);
         let value = self.median_of(ix);
         Finding {
             subject,
@@ -545,6 +573,16 @@ impl Judge<'_> {
                 .map(|&k| (self.cells[k].from, self.cells[k].to))
                 .collect(),
         }
+    }
+
+    /// The share of the cells on a group's bad side that are each
+    /// `min_factor` worse than its baseline.
+    fn share(&self, g: &Group) -> f64 {
+        let (_, ix) = g.side(self.rule.min_factor);
+        let bad = ix
+            .iter()
+            .filter(|&&k| self.better.factor(self.cells[k].v, g.baseline) >= self.rule.min_factor);
+        bad.count() as f64 / ix.len() as f64
     }
 
     /// Single bad cells among those no other finding rests on (`covered`, sorted).
@@ -909,6 +947,67 @@ mod tests {
             assert_eq!(got, want, "seed {seed}");
             let sends = a.findings.iter().find(|f| f.side == Side::Sends).unwrap();
             assert!(sends.cells.iter().all(|&(from, _)| from == 6));
+        }
+    }
+
+    #[test]
+    fn two_bad_ranks_on_one_host_stay_ranks() {
+        // Half the host's cells are bad: neither a bad host nor bad neighbours.
+        let h = hosts(16, 4);
+        for seed in SEEDS {
+            let m = matrix(16, seed, 0.1, |i, j| {
+                if [4, 5].contains(&i) || [4, 5].contains(&j) {
+                    3.0
+                } else {
+                    10.0
+                }
+            });
+            let a = analyse(&m, &h, Better::Higher, &Rule::default());
+            let mut got = subjects(&a);
+            got.sort_by_key(|s| (s.1, format!("{:?}", s.0)));
+            let want = [Scope::Intra, Scope::Inter]
+                .map(|s| [4, 5].map(|r| (rank(r, "node01"), s, Side::Both)));
+            assert_eq!(got, want.concat(), "seed {seed}");
+        }
+    }
+
+    #[test]
+    fn two_hosts_of_two_bad_rank() {
+        let h = hosts(4, 2);
+        for seed in SEEDS {
+            let m = matrix(
+                4,
+                seed,
+                0.05,
+                |i, j| if i == 2 || j == 2 { 3.0 } else { 10.0 },
+            );
+            let a = analyse(&m, &h, Better::Higher, &Rule::default());
+            assert_eq!(
+                subjects(&a),
+                [(rank(2, "node01"), Scope::Inter, Side::Both)],
+                "seed {seed}"
+            );
+        }
+    }
+
+    #[test]
+    fn slow_shared_memory_is_a_host_within() {
+        let h = hosts(8, 4);
+        for seed in SEEDS {
+            let m = matrix(8, seed, 0.1, |i, j| {
+                if i / 4 == 1 && j / 4 == 1 { 3.0 } else { 10.0 }
+            });
+            let a = analyse(&m, &h, Better::Higher, &Rule::default());
+            let host = Subject::Host {
+                host: "node01".into(),
+                ranks: vec![4, 5, 6, 7],
+            };
+            assert_eq!(
+                subjects(&a),
+                [(host, Scope::Intra, Side::Both)],
+                "seed {seed}"
+            );
+            assert_eq!(a.findings[0].cells.len(), 12);
         }
     }
 
