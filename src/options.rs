@@ -391,12 +391,12 @@ impl MeshConfig {
                 "--timeout 0: give ranks some time to answer, e.g. 10s",
             ));
         }
-        if let Some(b) = self.min_bandwidth {
-            if !(b.is_finite() && b > 0.0) {
-                return Err(Error::usage(
-                    "--min-bandwidth: give a bandwidth above 0, e.g. 5000 (MB/s) or 5GB/s",
-                ));
-            }
+        if let Some(b) = self.min_bandwidth
+            && !(b.is_finite() && b > 0.0)
+        {
+            return Err(Error::usage(
+                "--min-bandwidth: give a bandwidth above 0, e.g. 5000 (MB/s) or 5GB/s",
+            ));
         }
         Ok(())
     }

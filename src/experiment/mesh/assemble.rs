@@ -328,15 +328,15 @@ impl Collector {
             for t in (0..self.n).filter(|&t| t != f) {
                 let (lat, bw) = (m.latency_p50_us[f][t], m.bandwidth_mbps[f][t]);
                 valued[f][t] = lat.is_some() || bw.is_some();
-                if let (Some(min), Some(b)) = (cfg.min_bandwidth, bw) {
-                    if b < min {
-                        failing.push(format!(
-                            "{} → {}: {b:.0} MB/s < {min} MB/s",
-                            name(f),
-                            name(t)
-                        ));
-                        bad[f][t] = true;
-                    }
+                if let (Some(min), Some(b)) = (cfg.min_bandwidth, bw)
+                    && b < min
+                {
+                    failing.push(format!(
+                        "{} → {}: {b:.0} MB/s < {min} MB/s",
+                        name(f),
+                        name(t)
+                    ));
+                    bad[f][t] = true;
                 }
                 if let (Some(max), Some(l)) = (cfg.max_latency, lat) {
                     let max_us = max.as_secs_f64() * 1e6;

@@ -375,7 +375,7 @@ fn retest(
     cfg: &MeshConfig,
     g: &Group,
     cells: Vec<(usize, usize)>,
-    mut col: Option<&mut Collector>,
+    col: Option<&mut Collector>,
 ) -> Result<()> {
     let list = if cfg.retest { cells } else { Vec::new() };
     let bytes = g.share(
@@ -390,10 +390,10 @@ fn retest(
     let mut report = RankReport::default();
     let mut failed = None;
     for &(from, to) in &list {
-        if from == g.rank() || to == g.rank() {
-            if let Err(e) = one_way(cfg, g, from, to, usize::MAX, true, &mut report) {
-                report.errors.push((from, to, format!("re-test: {e}")));
-            }
+        if (from == g.rank() || to == g.rank())
+            && let Err(e) = one_way(cfg, g, from, to, usize::MAX, true, &mut report)
+        {
+            report.errors.push((from, to, format!("re-test: {e}")));
         }
         let what = || format!("the other ranks to finish re-testing {from} → {to}");
         if let Err(e) = g.barrier(patience(cfg, 1), &what) {
@@ -401,7 +401,7 @@ fn retest(
             break;
         }
     }
-    exchange(g, report, patience(cfg, 1), col.as_deref_mut(), failed)
+    exchange(g, report, patience(cfg, 1), col, failed)
 }
 
 /// The injected stall: this rank stops answering (until the job is ended).
