@@ -233,8 +233,10 @@ impl CudaLink {
             h_out,
             d_in,
             d_out,
-            user_in: if copies { vec![0; nin] } else { Vec::new() },
-            user_out: if copies { vec![0; nout] } else { Vec::new() },
+            // Written: calloc's untouched pages all read the kernel's zero
+            // page, from cache, and would flatter the staging copy.
+            user_in: if copies { vec![0x5a; nin] } else { Vec::new() },
+            user_out: if copies { vec![0x5a; nout] } else { Vec::new() },
             shape: ReplyShape::default(),
             graph: None,
             mmio,
