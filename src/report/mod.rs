@@ -11,6 +11,7 @@ pub mod headline;
 pub mod html;
 pub mod json;
 pub mod load;
+pub mod mesh;
 pub mod saved;
 pub mod stream;
 pub mod summary;
