@@ -525,13 +525,19 @@ pub fn mesh(runs: &[&SavedRun]) -> Vec<Figure> {
 
 /// One mesh run's median and p99 one-way latency and bandwidth matrices,
 /// ranks grouped by host; the first leads with the suspects and the health
-/// verdict. Dark is worse on all three: slow or narrow.
+/// verdict. Dark is worse on all three: slow or narrow. An empty `label`
+/// leaves the run's name out of titles and captions.
 pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
     let order = super::mesh::order(v);
     let size = |k: &str| {
         num(&v["matrices"], k).map_or("—".into(), |b| crate::units::format_size(b as u64))
     };
     let (lat, bw) = (size("latency_size_bytes"), size("bandwidth_size_bytes"));
+    let run = if label.is_empty() {
+        String::new()
+    } else {
+        format!(" ({label})")
+    };
     let rank_axis = |l: &str| Axis::new(l, false, Scale::Count);
     let numbers: Vec<f64> = order.ranks.iter().map(|&r| r as f64).collect();
     let specs = [
@@ -540,21 +546,21 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
             "latency-p50",
             "latency_p50_us",
             "median one-way latency (µs)",
-            format!("Median one-way latency between ranks, {lat} bytes"),
+            format!("Median one-way latency between ranks, {lat} bytes{run}"),
         ),
         (
             Kind::MeshLatency,
             "latency-p99",
             "latency_p99_us",
             "p99 one-way latency (µs)",
-            format!("p99 one-way latency between ranks, {lat} bytes"),
+            format!("p99 one-way latency between ranks, {lat} bytes{run}"),
         ),
         (
             Kind::MeshBandwidth,
             "bandwidth",
             "bandwidth_MBps",
-            "bandwidth (MB/s)",
-            format!("Bandwidth between ranks, {bw} bytes"),
+            "bandwidth, median window, decimal (MB/s)",
+            format!("Bandwidth between ranks, {bw} bytes{run}"),
         ),
     ];
     let mut figs: Vec<Figure> = specs
@@ -580,7 +586,7 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
                 kind,
                 id: format!("{id}-{stem}"),
                 title,
-                caption: mesh_caption(&h, label),
+                caption: mesh_caption(&h),
                 lead: Vec::new(),
                 plot: Plot::Heatmap(h),
             }
@@ -590,15 +596,19 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
     figs
 }
 
-fn mesh_caption(h: &Heatmap, label: &str) -> String {
+fn mesh_caption(h: &Heatmap) -> String {
     let n = h.cells.len();
-    let (what, worse) = if h.higher_is_better {
-        ("Median-window bandwidth in decimal MB/s", "lower bandwidth")
+    let worse = if h.higher_is_better {
+        "lower bandwidth"
     } else {
-        ("One-way latency in µs (half the round trip)", "slower")
+        "slower"
     };
+    let mut what = h.value.clone();
+    if let Some(first) = what.get(..1) {
+        what.replace_range(..1, &first.to_uppercase());
+    }
     format!(
-        "{what} from each sending rank (row) to each receiving rank (column), ranks labelled host:rank and grouped by host (lines between hosts). Darker is worse ({worse}), on a log scale over at least a factor of 4 from the best pair. Light grey diagonal: a rank with itself; hatched: a pair not measured ({} of {} missing). Run {label}.",
+        "{what} from each sending rank (row) to each receiving rank (column), ranks labelled host:rank and grouped by host (lines between hosts). Darker is worse ({worse}), on a log scale over at least a factor of 4 from the best pair. Grey diagonal: a rank with itself; white, hatched: a pair not measured ({} of {} missing).",
         h.missing_count(),
         n * n.saturating_sub(1)
     )

@@ -198,9 +198,18 @@ pub fn findings(v: &Value) -> Vec<String> {
     let h = health(v);
     if let Some((verdict, failing)) = h.split_first() {
         out.push(verdict.clone());
-        out.extend(failing.iter().take(12).cloned());
-        if failing.len() > 12 {
-            out.push(format!("… and {} more failing pairs", failing.len() - 12));
+        const SHOWN: usize = 12;
+        out.extend(
+            failing
+                .iter()
+                .take(SHOWN)
+                .map(|f| format!("outside the gate: {f}")),
+        );
+        if failing.len() > SHOWN {
+            out.push(format!(
+                "outside the gate: … and {} more pairs in the table output",
+                failing.len() - SHOWN
+            ));
         }
     }
     out
@@ -397,7 +406,7 @@ pub fn table(v: &Value) -> String {
         }
     }
     let first_left = |i: usize| if i == 0 { Align::Left } else { Align::Right };
-    for f in mesh_run("mesh", "this run", v) {
+    for f in mesh_run("mesh", "", v) {
         let (h, rows) = f.table();
         let _ = writeln!(
             o,

@@ -497,9 +497,9 @@ fn heatmap(root: &Area, title: &str, h: &Heatmap, l: &HeatLayout) -> Result<()> 
 
 type Drawn = std::result::Result<(), DrawingAreaErrorKind<std::io::Error>>;
 
-/// Light grey: a thing with itself. Missing cells are white, hatched grey.
-const SELF_FILL: RGBColor = RGBColor(220, 220, 220);
-const HATCH: RGBColor = RGBColor(170, 170, 170);
+/// Grey: a thing with itself. Missing cells are white, hatched darker.
+const SELF_FILL: RGBColor = RGBColor(205, 205, 205);
+const HATCH: RGBColor = RGBColor(110, 110, 110);
 
 fn cells(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
     let c = l.cell;
@@ -557,7 +557,7 @@ fn groups(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
     };
     let n = labels.names.len();
     let (right, bottom) = l.corner(n, n);
-    let line = RGBColor(40, 40, 40).stroke_width(2);
+    let line = RGBColor(40, 40, 40).stroke_width(if l.cell >= 24 { 2 } else { 1 });
     for &b in &labels.breaks {
         let (x, y) = l.corner(b, b);
         root.draw(&PathElement::new(vec![(x, l.top), (x, bottom)], line))?;
