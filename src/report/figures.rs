@@ -559,7 +559,7 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
             Kind::MeshBandwidth,
             "bandwidth",
             "bandwidth_MBps",
-            "bandwidth, median window, decimal (MB/s)",
+            "median-window bandwidth (MB/s)",
             format!("Bandwidth between ranks, {bw} bytes{run}"),
         ),
     ];
@@ -598,17 +598,17 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
 
 fn mesh_caption(h: &Heatmap) -> String {
     let n = h.cells.len();
-    let worse = if h.higher_is_better {
-        "lower bandwidth"
+    let (worse, unit) = if h.higher_is_better {
+        ("lower bandwidth", " MB/s are decimal (10^6 bytes/s).")
     } else {
-        "slower"
+        ("slower", "")
     };
     let mut what = h.value.clone();
     if let Some(first) = what.get(..1) {
         what.replace_range(..1, &first.to_uppercase());
     }
     format!(
-        "{what} from each sending rank (row) to each receiving rank (column), ranks labelled host:rank and grouped by host (lines between hosts). Darker is worse ({worse}), on a log scale over at least a factor of 4 from the best pair. Grey diagonal: a rank with itself; white, hatched: a pair not measured ({} of {} missing).",
+        "{what} from each sending rank (row) to each receiving rank (column), ranks labelled host:rank and grouped by host (lines between hosts). Darker is worse ({worse}), on a log scale over at least a factor of 4 from the best pair. Grey diagonal: a rank with itself; white, hatched: a pair not measured ({} of {} missing).{unit}",
         h.missing_count(),
         n * n.saturating_sub(1)
     )

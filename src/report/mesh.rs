@@ -147,37 +147,59 @@ pub fn suspects(v: &Value) -> Vec<String> {
     }
 }
 
+/// The health gate as set: its limits in words, whether every pair passed,
+/// and the pairs that did not; `None` when no gate was set.
+struct Gate {
+    limits: String,
+    passed: bool,
+    failing: Vec<String>,
+}
+
+fn gate(v: &Value) -> Option<Gate> {
+    let h = &v["health"];
+    let limits: Vec<String> = [
+        num(h, "min_bandwidth_MBps").map(|b| format!("bandwidth ≥ {} MB/s", si(b))),
+        num(h, "max_latency_us").map(|l| format!("p50 latency ≤ {} µs", si(l))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if limits.is_empty() {
+        return None;
+    }
+    let failing = strings(h.get("failing"));
+    Some(Gate {
+        limits: limits.join(", "),
+        passed: h
+            .get("passed")
+            .and_then(Value::as_bool)
+            .unwrap_or(failing.is_empty()),
+        failing,
+    })
+}
+
+/// "6 pairs", "1 pair".
+fn pairs(n: usize) -> String {
+    format!("{n} pair{}", if n == 1 { "" } else { "s" })
+}
+
 /// The health gate's verdict, then every failing pair; nothing when no gate
 /// was set.
 pub fn health(v: &Value) -> Vec<String> {
-    let h = &v["health"];
-    let mut gate = Vec::new();
-    if let Some(b) = num(h, "min_bandwidth_MBps") {
-        gate.push(format!("bandwidth ≥ {} MB/s", si(b)));
-    }
-    if let Some(l) = num(h, "max_latency_us") {
-        gate.push(format!("p50 latency ≤ {} µs", si(l)));
-    }
-    if gate.is_empty() {
+    let Some(g) = gate(v) else {
         return Vec::new();
-    }
-    let failing = strings(h.get("failing"));
-    let passed = h
-        .get("passed")
-        .and_then(Value::as_bool)
-        .unwrap_or(failing.is_empty());
-    let ranks: Vec<String> = array(h, "failing_ranks")
+    };
+    let ranks: Vec<String> = array(&v["health"], "failing_ranks")
         .iter()
         .map(Value::to_string)
         .collect();
-    let verdict = if passed {
-        format!("Health gate ({}): passed.", gate.join(", "))
+    let verdict = if g.passed {
+        format!("Health gate ({}): passed.", g.limits)
     } else {
         format!(
-            "Health gate ({}): FAILED, {} pair{} outside it{}.",
-            gate.join(", "),
-            failing.len(),
-            if failing.len() == 1 { "" } else { "s" },
+            "Health gate ({}): FAILED, {} outside it{}.",
+            g.limits,
+            pairs(g.failing.len()),
             if ranks.is_empty() {
                 String::new()
             } else {
@@ -188,17 +210,17 @@ pub fn health(v: &Value) -> Vec<String> {
             }
         )
     };
-    std::iter::once(verdict).chain(failing).collect()
+    std::iter::once(verdict).chain(g.failing).collect()
 }
 
 /// What to read before the matrices: the suspects and the health verdict
-/// (at most a dozen failing pairs).
+/// with its first few failing pairs (the heat maps show the rest).
 pub fn findings(v: &Value) -> Vec<String> {
     let mut out = suspects(v);
     let h = health(v);
     if let Some((verdict, failing)) = h.split_first() {
         out.push(verdict.clone());
-        const SHOWN: usize = 12;
+        const SHOWN: usize = 4;
         out.extend(
             failing
                 .iter()
@@ -207,7 +229,7 @@ pub fn findings(v: &Value) -> Vec<String> {
         );
         if failing.len() > SHOWN {
             out.push(format!(
-                "outside the gate: … and {} more pairs in the table output",
+                "outside the gate: … and {} more pairs, listed in the run's JSON",
                 failing.len() - SHOWN
             ));
         }
@@ -443,8 +465,10 @@ pub fn headline(v: &Value) -> String {
     }
     let n = array(v, "suspects").len();
     parts.push(format!("{n} suspect{}", if n == 1 { "" } else { "s" }));
-    if let Some(verdict) = health(v).first() {
-        parts.push(verdict.trim_end_matches('.').to_string());
+    match gate(v) {
+        Some(g) if g.passed => parts.push("health gate passed".into()),
+        Some(g) => parts.push(format!("health gate FAILED ({})", pairs(g.failing.len()))),
+        None => {}
     }
     parts.join(", ")
 }
@@ -611,6 +635,10 @@ mod tests {
         at("Missing pairs (1 of 6): 2→0.");
         at("latency min 1000, median 1000 round trips; bandwidth min 70, median 70 windows");
         at("- fixture caveat");
+        assert_eq!(
+            headline(&run()),
+            "3 ranks, 3 suspects, health gate FAILED (1 pair)"
+        );
     }
 
     #[test]
