@@ -1,6 +1,7 @@
 //! From saved runs to figures, one function per experiment. Runs of the same
 //! experiment share their line plots (several transports or machines
-//! overlaid); round-trip matrices get one heat map per configuration.
+//! overlaid); round-trip matrices get one heat map per configuration, and a
+//! mesh run three (latency p50 and p99, bandwidth between every two ranks).
 
 use super::figure::{Axis, Figure, Heatmap, Kind, Labels, Lines, Plot, Role, Scale, Series, si};
 use super::saved::SavedRun;

@@ -1,7 +1,9 @@
 //! Figures drawn as SVG with plotters. Text is written as SVG `<text>` (no
 //! font files needed at build or run time), so the browser lays it out with
-//! its own sans-serif font. The legend sits in its own column right of the
-//! plot, so it never hides a point.
+//! its own sans-serif font. A line plot's legend sits under the plot, so it
+//! never hides a point; a heat map is laid out by hand (square cells sized
+//! by its rows and columns, labels thinned to stay apart) with its colour
+//! scale beside it.
 
 use super::figure::{Axis, Figure, Heatmap, Lines, Plot, Role, Scale, si};
 use crate::error::{Error, Result};
@@ -501,10 +503,11 @@ type Drawn = std::result::Result<(), DrawingAreaErrorKind<std::io::Error>>;
 const SELF_FILL: RGBColor = RGBColor(205, 205, 205);
 const HATCH: RGBColor = RGBColor(110, 110, 110);
 
+/// Each cell in its colour (grey on the diagonal, hatched where missing),
+/// its value printed while cells are large enough; a frame round the grid.
 fn cells(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
     let c = l.cell;
     let values = h.cells.len().max(h.xs.len()) <= VALUES_UP_TO;
-    let value_pt = (c as f64 / 3.4).min(14.0) * 1.24;
     for (r, row) in h.cells.iter().enumerate() {
         for (i, cell) in row.iter().enumerate() {
             let (x, y) = l.corner(r, i);
@@ -516,29 +519,10 @@ fn cells(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
             };
             root.draw(&Rectangle::new([(x, y), (x + c, y + c)], fill.filled()))?;
             if h.missing(r, i) {
-                // Three strokes of "/" across the square.
-                for (a, b) in [
-                    ((0, c / 2), (c / 2, 0)),
-                    ((0, c), (c, 0)),
-                    ((c / 2, c), (c, c / 2)),
-                ] {
-                    root.draw(&PathElement::new(
-                        vec![(x + a.0, y + a.1), (x + b.0, y + b.1)],
-                        HATCH.stroke_width(1),
-                    ))?;
-                }
+                hatch(root, (x, y), c)?;
             }
             if let Some(v) = cell.filter(|_| values) {
-                let luminance =
-                    0.299 * fill.0 as f64 + 0.587 * fill.1 as f64 + 0.114 * fill.2 as f64;
-                let ink = if luminance < 140.0 { WHITE } else { BLACK };
-                root.draw(&Text::new(
-                    si(v),
-                    (x + c / 2, y + c / 2),
-                    TextStyle::from((FONT, value_pt))
-                        .color(&ink)
-                        .pos(Pos::new(HPos::Center, VPos::Center)),
-                ))?;
+                value(root, v, fill, (x + c / 2, y + c / 2), c)?;
             }
         }
     }
@@ -547,6 +531,35 @@ fn cells(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
     root.draw(&Rectangle::new(
         [(l.left, l.top), (x1, y1)],
         GREY.stroke_width(1),
+    ))
+}
+
+/// Three strokes of "/" across the square of side `c` whose top-left corner
+/// is `(x, y)`.
+fn hatch(root: &Area, (x, y): (i32, i32), c: i32) -> Drawn {
+    for (a, b) in [
+        ((0, c / 2), (c / 2, 0)),
+        ((0, c), (c, 0)),
+        ((c / 2, c), (c, c / 2)),
+    ] {
+        root.draw(&PathElement::new(
+            vec![(x + a.0, y + a.1), (x + b.0, y + b.1)],
+            HATCH.stroke_width(1),
+        ))?;
+    }
+    Ok(())
+}
+
+/// A cell's value centred on it, in white on dark colours, sized to fit a
+/// cell of side `c` (five characters at most: "12.3k").
+fn value(root: &Area, v: f64, fill: RGBColor, centre: (i32, i32), c: i32) -> Drawn {
+    let luminance = 0.299 * fill.0 as f64 + 0.587 * fill.1 as f64 + 0.114 * fill.2 as f64;
+    let ink = if luminance < 140.0 { WHITE } else { BLACK };
+    let px = (c as f64 / 3.4).min(14.0);
+    root.draw(&Text::new(
+        si(v),
+        centre,
+        text_style(px * 1.24, HPos::Center, VPos::Center).color(&ink),
     ))
 }
 
