@@ -350,3 +350,348 @@ fn experiments_take_compare_too() {
         stderr(&o)
     );
 }
+
+/// Every `<rect>` of an SVG as (x, y, width, height, fill).
+fn svg_rects(path: &Path) -> Vec<(f64, f64, f64, f64, String)> {
+    let s = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&s).unwrap();
+    let f =
+        |n: &roxmltree::Node, k: &str| n.attribute(k).and_then(|v| v.parse().ok()).unwrap_or(0.0);
+    doc.descendants()
+        .filter(|n| n.has_tag_name("rect"))
+        .map(|n| {
+            let fill = n.attribute("fill").unwrap_or("").to_string();
+            (
+                f(&n, "x"),
+                f(&n, "y"),
+                f(&n, "width"),
+                f(&n, "height"),
+                fill,
+            )
+        })
+        .collect()
+}
+
+/// The cells of a heat map: the squares of its most common size, a
+/// structural count that the legend's thin bars and the page never match.
+fn heat_cells(path: &Path) -> Vec<(f64, f64, String)> {
+    let rects = svg_rects(path);
+    let squares: Vec<f64> = rects
+        .iter()
+        .filter(|r| r.2 == r.3 && r.2 >= 10.0 && r.2 <= 80.0)
+        .map(|r| r.2)
+        .collect();
+    let side = squares
+        .iter()
+        .copied()
+        .max_by_key(|s| squares.iter().filter(|t| *t == s).count())
+        .unwrap_or_else(|| panic!("no square cells in {}", path.display()));
+    rects
+        .into_iter()
+        .filter(|r| r.2 == side && r.3 == side)
+        .map(|r| (r.0, r.1, r.4))
+        .collect()
+}
+
+/// A heat map's rank labels ("host:rank"): (text, x, y, font size, rotated).
+fn rank_labels(path: &Path) -> Vec<(String, f64, f64, f64, bool)> {
+    let s = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&s).unwrap();
+    let num = |n: &roxmltree::Node, k: &str| -> f64 {
+        n.attribute(k).and_then(|v| v.parse().ok()).unwrap_or(0.0)
+    };
+    doc.descendants()
+        .filter(|n| n.has_tag_name("text"))
+        .filter_map(|n| {
+            let t = n.text()?.trim().to_string();
+            let (host, rank) = t.rsplit_once(':')?;
+            let ok = !host.is_empty() && rank.parse::<usize>().is_ok();
+            ok.then(|| {
+                let rotated = n.attribute("transform").is_some();
+                (
+                    t.clone(),
+                    num(&n, "x"),
+                    num(&n, "y"),
+                    num(&n, "font-size"),
+                    rotated,
+                )
+            })
+        })
+        .collect()
+}
+
+fn report_ok(args: &[&std::ffi::OsStr]) -> String {
+    let mut c = xferbench();
+    c.arg("report").args(args);
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    String::from_utf8(o.stdout).unwrap()
+}
+
+const MESH_SVGS: [&str; 3] = [
+    "mesh-1-latency-p50.svg",
+    "mesh-1-latency-p99.svg",
+    "mesh-1-bandwidth.svg",
+];
+
+#[test]
+fn a_mesh_report_leads_with_its_suspect_then_three_host_grouped_matrices() {
+    let text = report_ok(&[fixture("mesh.json").as_os_str()]);
+    let at = |s: &str| {
+        text.find(s)
+            .unwrap_or_else(|| panic!("no '{s}' in\n{text}"))
+    };
+    let suspect = at("rank 1 (node02) ↔ all: bandwidth 0.40× the median");
+    assert!(text.contains("— confirmed by re-test"), "{text}");
+    assert!(suspect < at("Health gate (bandwidth ≥ 5000 MB/s): FAILED, 6 pairs"));
+    assert!(
+        suspect < at("from\\to"),
+        "suspect after the matrices:\n{text}"
+    );
+    // Three matrices, ranks (placed round-robin) regrouped by host.
+    let headers: Vec<Vec<&str>> = text
+        .lines()
+        .filter(|l| l.contains("from\\to"))
+        .map(|l| {
+            l.split('|')
+                .map(str::trim)
+                .filter(|c| !c.is_empty())
+                .collect()
+        })
+        .collect();
+    assert_eq!(headers.len(), 3, "{text}");
+    for h in &headers {
+        assert_eq!(
+            h[..],
+            [
+                "from\\to", "node01:0", "node01:2", "│", "node02:1", "node02:3"
+            ]
+        );
+    }
+    at("Median one-way latency between ranks, 8 bytes");
+    at("p99 one-way latency between ranks, 8 bytes");
+    at("Bandwidth between ranks, 1M bytes");
+    let row = text
+        .lines()
+        .find(|l| l.starts_with("| node02:1"))
+        .unwrap_or_else(|| panic!("no node02:1 row: {text}"));
+    assert!(row.contains(" · "), "diagonal: {row}");
+}
+
+#[test]
+fn mesh_heat_maps_have_a_cell_per_pair_rank_labels_and_a_colour_scale() {
+    let dir = tempfile::tempdir().unwrap();
+    report_ok(&[
+        fixture("mesh.json").as_os_str(),
+        "--svg".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    for (name, unit) in MESH_SVGS.iter().zip(["µs", "µs", "MB/s"]) {
+        let p = dir.path().join(name);
+        let cells = heat_cells(&p);
+        assert_eq!(cells.len(), 4 * 4, "{name}");
+        // The diagonal is grey, the same for every figure.
+        let grey = cells.iter().filter(|c| c.2 == "#CDCDCD").count();
+        assert_eq!(grey, 4, "{name}");
+        let t = svg_texts(&p);
+        for s in [
+            "node01:0",
+            "node01:2",
+            "node02:1",
+            "node02:3",
+            "from (sending rank)",
+            "to (receiving rank)",
+            unit,
+        ] {
+            assert!(t.iter().any(|x| x == s), "{name} lacks '{s}': {t:?}");
+        }
+        // The colour scale: a bar of many thin slices beside the grid.
+        let slices = svg_rects(&p)
+            .iter()
+            .filter(|r| r.2 == 16.0 && r.3 < 16.0)
+            .count();
+        assert!(slices >= 32, "{name}: {slices} legend slices");
+    }
+    // Dark is worse both ways: the darkest bandwidth cell is a pair of the
+    // slow rank (node02:1, third in the host order), the palest latency
+    // cell (the grey diagonal aside) a pair within one host.
+    let lum = |fill: &str| {
+        let c = |i| u32::from(u8::from_str_radix(&fill[i..i + 2], 16).unwrap());
+        c(1) + c(3) + c(5)
+    };
+    let extreme = |name: &str, darkest: bool| {
+        let cells = heat_cells(&dir.path().join(name));
+        let (x0, y0) = cells
+            .iter()
+            .fold((f64::MAX, f64::MAX), |m, c| (m.0.min(c.0), m.1.min(c.1)));
+        let side = (cells[1].0 - cells[0].0).abs();
+        let pick = cells.iter().filter(|c| c.2 != "#CDCDCD");
+        let c = if darkest {
+            pick.min_by_key(|c| lum(&c.2))
+        } else {
+            pick.max_by_key(|c| lum(&c.2))
+        };
+        let c = c.unwrap();
+        (((c.1 - y0) / side) as usize, ((c.0 - x0) / side) as usize)
+    };
+    let (row, col) = extreme("mesh-1-bandwidth.svg", true);
+    assert!(row == 2 || col == 2, "darkest bandwidth at {row}, {col}");
+    let (row, col) = extreme("mesh-1-latency-p50.svg", false);
+    assert_eq!(row / 2, col / 2, "palest latency at {row}, {col}");
+}
+
+#[test]
+fn a_mesh_run_cut_short_draws_its_missing_pairs() {
+    let text = report_ok(&[fixture("mesh-partial.json").as_os_str()]);
+    assert!(text.matches("missing").count() >= 3 * 3, "{text}");
+    assert!(text.contains("No suspects"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    report_ok(&[
+        fixture("mesh-partial.json").as_os_str(),
+        "--svg".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    for name in MESH_SVGS {
+        let p = dir.path().join(name);
+        assert_eq!(heat_cells(&p).len(), 3 * 3, "{name}");
+        let s = std::fs::read_to_string(&p).unwrap();
+        // Three hatch strokes in each of the three missing cells.
+        assert_eq!(s.matches("stroke=\"#6E6E6E\"").count(), 3 * 3, "{name}");
+    }
+    let t = svg_texts(&dir.path().join("mesh-1-latency-p50.svg"));
+    assert!(t.iter().any(|x| x == "µs"), "{t:?}");
+}
+
+#[test]
+fn the_html_report_shows_a_mesh_runs_suspects_beside_its_heat_maps() {
+    let dir = tempfile::tempdir().unwrap();
+    report_ok(&[
+        fixture("mesh.json").as_os_str(),
+        "--html".as_ref(),
+        dir.path().as_os_str(),
+    ]);
+    let html = std::fs::read_to_string(dir.path().join("index.html")).unwrap();
+    let at = |s: &str| html.find(s).unwrap_or_else(|| panic!("no '{s}'"));
+    assert!(at("<h2 id=\"mesh\">Mesh</h2>") < at("<div class=\"lead\">"));
+    assert!(at("<div class=\"lead\">") < at("<figure>"));
+    at("rank 1 (node02) ↔ all: bandwidth 0.40×");
+    at("Health gate (bandwidth ≥ 5000 MB/s): FAILED");
+    assert_eq!(html.matches("<figure>").count(), 3);
+    // The summary names the run's headline.
+    at("4 ranks, intra-host p50");
+}
+
+/// A synthetic mesh of `hosts` × `per_host` ranks (block placement):
+/// intra-host pairs faster, rank 5 slow, every pair measured.
+fn synthetic_mesh(hosts: usize, per_host: usize) -> serde_json::Value {
+    use serde_json::json;
+    let n = hosts * per_host;
+    let host = |r: usize| format!("node{:02}", r / per_host + 1);
+    let value = |f: usize, t: usize, intra: f64, inter: f64, slow: f64| {
+        let base = if f / per_host == t / per_host {
+            intra
+        } else {
+            inter
+        };
+        let noise = 1.0 + ((f * 7 + t * 13) % 10) as f64 / 100.0;
+        base * noise * if f == 5 || t == 5 { slow } else { 1.0 }
+    };
+    let matrix = |intra: f64, inter: f64, slow: f64| -> Vec<Vec<Option<f64>>> {
+        (0..n)
+            .map(|f| {
+                (0..n)
+                    .map(|t| (f != t).then(|| value(f, t, intra, inter, slow)))
+                    .collect()
+            })
+            .collect()
+    };
+    let points: Vec<serde_json::Value> = (0..n)
+        .flat_map(|f| (0..n).filter(move |&t| t != f).map(move |t| (f, t)))
+        .map(|(f, t)| {
+            json!({"from": f, "to": t, "intra_host": f / per_host == t / per_host, "round": 0,
+                   "latency": [{"size_bytes": 8, "oneway": {"count": 1000, "p50_ns": 1500, "p99_ns": 2500}}],
+                   "bandwidth": [{"size_bytes": 1048576, "median_MBps": 11000.0, "window_time": {"count": 50}}],
+                   "missing": false})
+        })
+        .collect();
+    json!({
+        "experiment": "mesh", "complete": true, "ranks_total": n,
+        "ranks": (0..n).map(|r| json!({"rank": r, "host": host(r)})).collect::<Vec<_>>(),
+        "schedule": {"kind": "tournament", "mode": "sequential", "rounds": n - 1, "pairs_per_round": n / 2},
+        "points": points,
+        "matrices": {"latency_size_bytes": 8, "bandwidth_size_bytes": 1048576,
+                     "latency_p50_us": matrix(0.45, 1.8, 1.3),
+                     "latency_p99_us": matrix(0.7, 2.9, 1.3),
+                     "bandwidth_MBps": matrix(8200.0, 11500.0, 0.41)},
+        "suspects": [{"metric": "bandwidth", "line": "rank 5 (node02) ↔ all: bandwidth 0.41× the median of the other pairs",
+                      "retest": [4700.0], "confirmed": true}],
+        "health": {"failing": [], "failing_ranks": [], "passed": true},
+        "missing": [], "warnings": []
+    })
+}
+
+#[test]
+fn mesh_heat_maps_stay_readable_at_16_and_64_ranks() {
+    let dir = tempfile::tempdir().unwrap();
+    for (hosts, per_host) in [(4, 4), (16, 4)] {
+        let n = hosts * per_host;
+        let json = dir.path().join(format!("mesh{n}.json"));
+        std::fs::write(&json, synthetic_mesh(hosts, per_host).to_string()).unwrap();
+        let out = dir.path().join(format!("svg{n}"));
+        report_ok(&[json.as_os_str(), "--svg".as_ref(), out.as_os_str()]);
+        let text = report_ok(&[json.as_os_str()]);
+        assert!(
+            text.contains(&format!("node{hosts:02}:{}", n - 1)),
+            "{n}: no last rank"
+        );
+        for name in MESH_SVGS {
+            let p = out.join(name);
+            let cells = heat_cells(&p);
+            assert_eq!(cells.len(), n * n, "{n} ranks, {name}");
+            let side = svg_rects(&p)
+                .iter()
+                .find(|r| r.0 == cells[1].0 && r.1 == cells[1].1)
+                .map(|r| r.2)
+                .unwrap();
+            assert!(side >= 10.0, "{n} ranks: {side} px cells");
+            let labels = rank_labels(&p);
+            let (cols, rows): (Vec<_>, Vec<_>) = labels.iter().partition(|l| l.4);
+            // Every rank labelled up to 32, at least every other one beyond.
+            let want = if n <= 32 { n } else { n / 2 };
+            assert!(
+                cols.len() >= want && rows.len() >= want,
+                "{n}: {} / {}",
+                cols.len(),
+                rows.len()
+            );
+            // Neighbouring labels at least a font height apart: column
+            // labels run upwards, so they are spaced along x; rows along y.
+            for (axis, coord) in [(&cols, 1usize), (&rows, 2)] {
+                let mut at: Vec<(f64, f64)> = axis
+                    .iter()
+                    .map(|l| (if coord == 1 { l.1 } else { l.2 }, l.3))
+                    .collect();
+                at.sort_by(|a, b| a.0.total_cmp(&b.0));
+                for w in at.windows(2) {
+                    assert!(
+                        w[1].0 - w[0].0 >= w[0].1,
+                        "{n} ranks, {name}: labels overlap at {w:?}"
+                    );
+                }
+            }
+            // Values in the cells while they are big enough (16 ranks), not beyond.
+            let numbers = svg_texts(&p)
+                .iter()
+                .filter(|t| t.chars().next().is_some_and(|c| c.is_ascii_digit()))
+                .count();
+            if n <= 16 {
+                assert!(numbers >= n * (n - 1), "{n} ranks: {numbers} values");
+            } else {
+                assert!(
+                    numbers < 20,
+                    "{n} ranks: {numbers} values printed in 12 px cells"
+                );
+            }
+        }
+    }
+}

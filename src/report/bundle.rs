@@ -71,6 +71,12 @@ impl Report {
         let mut o = String::new();
         for f in &self.figures {
             let _ = writeln!(o, "## {}\n", f.title);
+            for l in &f.lead {
+                let _ = writeln!(o, "- {l}");
+            }
+            if !f.lead.is_empty() {
+                o.push('\n');
+            }
             let (h, rows) = f.table();
             o.push_str(&markdown(&h, &rows));
             let _ = writeln!(o, "\n{}\n", f.caption);

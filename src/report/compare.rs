@@ -195,7 +195,7 @@ fn tables(figs: &[Figure], d: &Dataset, kinds: &[Kind]) -> Vec<Comparison> {
 
 fn lower_is_better(k: &Kind) -> &'static str {
     match k {
-        Kind::CurveLatency | Kind::RoundTrip | Kind::LoadLatency => {
+        Kind::CurveLatency | Kind::RoundTrip | Kind::LoadLatency | Kind::MeshLatency => {
             "below 1 is faster than the published figure."
         }
         _ => "above 1 is faster than the published figure.",
@@ -251,6 +251,7 @@ fn roundtrip(figs: &mut Vec<Figure>, d: &Dataset) -> Vec<Comparison> {
                     "Measured mean round trip over the published one ({}, {}) at each size both have; below 1 is faster.",
                     d.title, d.source
                 ),
+                lead: Vec::new(),
                 plot: Plot::Heatmap(Heatmap {
                     x: h.x.clone(),
                     y: h.y.clone(),
@@ -260,6 +261,8 @@ fn roundtrip(figs: &mut Vec<Figure>, d: &Dataset) -> Vec<Comparison> {
                     value: "ratio of means".into(),
                     second: None,
                     ratio: true,
+                    labels: None,
+                    higher_is_better: false,
                 }),
             };
             figs.insert(k + 1, fig);

@@ -145,13 +145,29 @@ pub struct Lines {
     pub series: Vec<Series>,
 }
 
-/// A matrix of values over two size axes (the round-trip in × out table).
+/// The names of a heat map's rows and columns when they are things rather
+/// than sizes: the ranks of a mesh, "host:rank", the same list on both axes
+/// (row = sender, column = receiver), grouped (by host).
+#[derive(Clone, Debug)]
+pub struct Labels {
+    pub names: Vec<String>,
+    /// Where each group after the first starts, as indices into `names`: a
+    /// line is drawn there, and the table gets a `│` column and a `─` row.
+    pub breaks: Vec<usize>,
+}
+
+/// A matrix of values over two size axes (the round-trip in × out table), or
+/// over one set of named things against itself (`labels`: a mesh's ranks).
 #[derive(Clone, Debug)]
 pub struct Heatmap {
     pub x: Axis,
     pub y: Axis,
     pub xs: Vec<f64>,
     pub ys: Vec<f64>,
+    /// Named rows and columns (then `xs` and `ys` are the things' numbers):
+    /// the diagonal, a thing with itself, holds no value, and an empty cell
+    /// off it is a missing measurement.
+    pub labels: Option<Labels>,
     /// `cells[row][col]`: row = index into `ys`, col = index into `xs`.
     pub cells: Vec<Vec<Option<f64>>>,
     /// What a cell holds, with its unit: "mean round trip (µs)".
@@ -162,6 +178,112 @@ pub struct Heatmap {
     /// Cells are ratios: coloured apart from 1 (faster one way, slower the
     /// other) rather than from the smallest cell.
     pub ratio: bool,
+    /// Larger values are better (bandwidth): the colour darkens as they
+    /// fall, so dark means worse on every heat map.
+    pub higher_is_better: bool,
+}
+
+impl Heatmap {
+    /// The column and row names: the labels, else the sizes formatted.
+    pub fn names(&self) -> (Vec<String>, Vec<String>) {
+        match &self.labels {
+            Some(l) => (l.names.clone(), l.names.clone()),
+            None => (
+                self.xs.iter().map(|&x| self.x.format(x)).collect(),
+                self.ys.iter().map(|&y| self.y.format(y)).collect(),
+            ),
+        }
+    }
+
+    /// A thing with itself: no measurement is expected there.
+    pub fn diagonal(&self, row: usize, col: usize) -> bool {
+        self.labels.is_some() && row == col
+    }
+
+    /// A cell that should hold a value and does not.
+    pub fn missing(&self, row: usize, col: usize) -> bool {
+        self.labels.is_some()
+            && row != col
+            && self.cells.get(row).and_then(|r| r.get(col)) == Some(&None)
+    }
+
+    /// How many cells are `missing`.
+    pub fn missing_count(&self) -> usize {
+        (0..self.cells.len())
+            .map(|r| {
+                (0..self.cells[r].len())
+                    .filter(|&c| self.missing(r, c))
+                    .count()
+            })
+            .sum()
+    }
+
+    /// What a cell's table entry reads: its value (with the second
+    /// statistic), "·" on the diagonal, "missing", or "—" for a size pair
+    /// not measured.
+    fn entry(&self, row: usize, col: usize) -> String {
+        let second = self.second.as_ref().and_then(|(_, m)| m[row][col]);
+        match (self.cells[row][col], second) {
+            (Some(v), Some(w)) => format!("{} ({})", si(v), si(w)),
+            (Some(v), None) => si(v),
+            (None, _) if self.diagonal(row, col) => "·".into(),
+            (None, _) if self.missing(row, col) => "missing".into(),
+            (None, _) => "—".into(),
+        }
+    }
+
+    /// The matrix as a table: rows `y`, columns `x`, each headed by its name.
+    fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut corner = format!("{}\\{}", short(&self.y.label), short(&self.x.label));
+        if let Some((name, _)) = &self.second {
+            corner = format!("{corner}: {} ({name})", short(&self.value));
+        }
+        let (xn, yn) = self.names();
+        let mut header = vec![corner];
+        header.extend(xn);
+        let rows = yn
+            .into_iter()
+            .enumerate()
+            .map(|(j, name)| {
+                let mut r = vec![name];
+                r.extend((0..self.cells[j].len()).map(|i| self.entry(j, i)));
+                r
+            })
+            .collect();
+        match &self.labels {
+            Some(l) => grouped(header, rows, &l.breaks),
+            None => (header, rows),
+        }
+    }
+}
+
+/// A table whose rows and columns (after the first column) are the same
+/// grouped things: a `│` column before each group but the first and a `─`
+/// row between groups of rows, so hosts stand apart in plain text.
+fn grouped(
+    header: Vec<String>,
+    rows: Vec<Vec<String>>,
+    breaks: &[usize],
+) -> (Vec<String>, Vec<Vec<String>>) {
+    let split = |r: Vec<String>, mark: &str| -> Vec<String> {
+        let mut out = Vec::with_capacity(r.len() + breaks.len());
+        for (i, c) in r.into_iter().enumerate() {
+            if i > 0 && breaks.contains(&(i - 1)) {
+                out.push(mark.to_string());
+            }
+            out.push(c);
+        }
+        out
+    };
+    let rule = split(vec!["─".to_string(); header.len()], "┼");
+    let mut out = Vec::with_capacity(rows.len() + breaks.len());
+    for (j, r) in rows.into_iter().enumerate() {
+        if breaks.contains(&j) {
+            out.push(rule.clone());
+        }
+        out.push(split(r, "│"));
+    }
+    (split(header, "│"), out)
 }
 
 #[derive(Clone, Debug)]
@@ -188,6 +310,10 @@ pub enum Kind {
     Flowgraph {
         cores: u64,
     },
+    /// A mesh run's rank × rank one-way latency (p50 or p99).
+    MeshLatency,
+    /// A mesh run's rank × rank bandwidth.
+    MeshBandwidth,
 }
 
 impl Kind {
@@ -208,6 +334,9 @@ pub struct Figure {
     pub title: String,
     /// One or two sentences under the figure: what is plotted and how.
     pub caption: String,
+    /// Findings to read before the figure, one line each: a mesh run's
+    /// suspects and health verdict, on the first of its figures.
+    pub lead: Vec<String>,
     pub plot: Plot,
 }
 
@@ -261,32 +390,7 @@ impl Figure {
                     .collect();
                 (header, rows)
             }
-            Plot::Heatmap(h) => {
-                let mut corner = format!("{}\\{}", short(&h.y.label), short(&h.x.label));
-                if let Some((name, _)) = &h.second {
-                    corner = format!("{corner}: {} ({name})", short(&h.value));
-                }
-                let mut header = vec![corner];
-                header.extend(h.xs.iter().map(|&x| h.x.format(x)));
-                let rows =
-                    h.ys.iter()
-                        .zip(&h.cells)
-                        .enumerate()
-                        .map(|(j, (&y, row))| {
-                            let mut r = vec![h.y.format(y)];
-                            r.extend(row.iter().enumerate().map(|(i, c)| {
-                                let second = h.second.as_ref().and_then(|(_, m)| m[j][i]);
-                                match (c, second) {
-                                    (Some(v), Some(w)) => format!("{} ({})", si(*v), si(w)),
-                                    (Some(v), None) => si(*v),
-                                    (None, _) => "—".into(),
-                                }
-                            }));
-                            r
-                        })
-                        .collect();
-                (header, rows)
-            }
+            Plot::Heatmap(h) => h.table(),
         }
     }
 }
@@ -327,6 +431,7 @@ mod tests {
             id: "t".into(),
             title: "t".into(),
             caption: String::new(),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("size (bytes)", true, Scale::Bytes),
                 y: Axis::new("µs", true, Scale::Number),
@@ -350,6 +455,7 @@ mod tests {
             id: "t".into(),
             title: "t".into(),
             caption: String::new(),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("saxpy blocks (M)", false, Scale::Count),
                 y: Axis::new("samples/s", true, Scale::Number),

@@ -1,10 +1,11 @@
 //! From saved runs to figures, one function per experiment. Runs of the same
 //! experiment share their line plots (several transports or machines
-//! overlaid); round-trip matrices get one heat map per configuration.
+//! overlaid); round-trip matrices get one heat map per configuration, and a
+//! mesh run three (latency p50 and p99, bandwidth between every two ranks).
 
-use super::figure::{Axis, Figure, Heatmap, Kind, Lines, Plot, Role, Scale, Series, si};
+use super::figure::{Axis, Figure, Heatmap, Kind, Labels, Lines, Plot, Role, Scale, Series, si};
 use super::saved::SavedRun;
-use super::saved::num;
+use super::saved::{array, num};
 use serde_json::Value;
 
 fn text<'a>(v: &'a Value, k: &str) -> &'a str {
@@ -25,6 +26,7 @@ pub fn all(runs: &[SavedRun]) -> Vec<Figure> {
     out.extend(stream(&of("stream")));
     out.extend(load(&of("load")));
     out.extend(flowgraph(&of("flowgraph")));
+    out.extend(mesh(&of("mesh")));
     out
 }
 
@@ -115,12 +117,15 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
                     "Mean round-trip time in µs for each request (in) and reply (out) size, as the Vollo tables; darker is slower. The table gives mean (p99). Run {}.",
                     run.label
                 ),
+                lead: Vec::new(),
                 plot: Plot::Heatmap(Heatmap {
                     x: Axis::new("in (bytes)", true, Scale::Bytes),
                     y: Axis::new("out (bytes)", true, Scale::Bytes),
                     cells: matrix("mean_ns"),
                     second: Some(("p99".into(), matrix("p99_ns"))),
                     ratio: false,
+                    labels: None,
+                    higher_is_better: false,
                     xs,
                     ys,
                     value: "mean round trip (µs)".into(),
@@ -197,12 +202,7 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
             }
         }
         // The fitted model, dashed in its curve's colour.
-        let fits = run
-            .value
-            .get("fits")
-            .and_then(Value::as_array)
-            .map_or(&[][..], Vec::as_slice);
-        for f in fits {
+        for f in array(&run.value, "fits") {
             let name = curve_name(f);
             let Some(of) = lat.iter().position(|s| s.name == name) else {
                 continue;
@@ -248,6 +248,7 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
             caption: format!(
                 "Median one-way time (half a round trip in pingpong) per message size, log-log; dashed: Hockney's model t0 + n/r∞ fitted to each curve. Runs: {labels}."
             ),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("message size (bytes)", true, Scale::Bytes),
                 y: Axis::new("one-way latency (µs)", true, Scale::Number),
@@ -261,6 +262,7 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
             caption: format!(
                 "Decimal MB/s (10^6 bytes/s) from the median one-way time; dashed: the fitted model. Runs: {labels}."
             ),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("message size (bytes)", true, Scale::Bytes),
                 y: Axis::new("bandwidth (MB/s)", true, Scale::Number),
@@ -321,6 +323,7 @@ pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
         id: "stream-bandwidth".into(),
         title: "Stream bandwidth vs block size".into(),
         caption: "Bandwidth of each fio-style job (its clones added up) in decimal MB/s per block size, one series per job, engine and completion mode.".into(),
+        lead: Vec::new(),
         plot: Plot::Lines(Lines {
             x: Axis::new("block size (bytes)", true, Scale::Bytes),
             y: Axis::new("bandwidth (MB/s)", true, Scale::Number),
@@ -373,6 +376,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
             id: "load-rate".into(),
             title: "Request rate vs transfer size under load".into(),
             caption: "Completed requests per second, closed loop, one series per load mode and direction, as rk11perf's req/s columns.".into(),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: size(),
                 y: Axis::new("requests/s", true, Scale::Number),
@@ -384,6 +388,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
             id: "load-kbps".into(),
             title: "Throughput vs transfer size under load".into(),
             caption: "KB/s (1 KB = 1024 bytes, as rk11perf) = requests/s × size / 1024, one series per load mode and direction.".into(),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: size(),
                 y: Axis::new("KB/s", true, Scale::Number),
@@ -395,6 +400,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
             id: "load-latency".into(),
             title: "Open-loop latency vs offered rate".into(),
             caption: "Latency measured from each request's scheduled send time (no coordinated omission): where it turns up is the knee.".into(),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("offered rate (requests/s)", true, Scale::Number),
                 y: Axis::new("latency (µs)", true, Scale::Number),
@@ -499,6 +505,7 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
                 "Samples/s through source → M saxpy → sink per scheduler (+handoff: on handed-off buffers rather than circular ones; dotted, in the colour of the same scheduler on circular buffers); dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.{}",
                 kernel_rates(runs)
             ),
+            lead: Vec::new(),
             plot: Plot::Lines(Lines {
                 x: Axis::new("saxpy blocks (M)", false, Scale::Count),
                 y: Axis::new("samples/s", true, Scale::Number),
@@ -507,6 +514,105 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
         });
     }
     out
+}
+
+/// Each mesh run's rank × rank matrices as heat maps.
+pub fn mesh(runs: &[&SavedRun]) -> Vec<Figure> {
+    runs.iter()
+        .enumerate()
+        .flat_map(|(i, r)| mesh_run(&format!("mesh-{}", i + 1), &r.label, &r.value))
+        .collect()
+}
+
+/// One mesh run's median and p99 one-way latency and bandwidth matrices,
+/// ranks grouped by host; the first leads with the suspects and the health
+/// verdict. Dark is worse on all three: slow or narrow. An empty `label`
+/// leaves the run's name out of titles and captions.
+pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
+    let order = super::mesh::order(v);
+    let size = |k: &str| {
+        num(&v["matrices"], k).map_or("—".into(), |b| crate::units::format_size(b as u64))
+    };
+    let (lat, bw) = (size("latency_size_bytes"), size("bandwidth_size_bytes"));
+    let run = if label.is_empty() {
+        String::new()
+    } else {
+        format!(" ({label})")
+    };
+    let rank_axis = |l: &str| Axis::new(l, false, Scale::Count);
+    let numbers: Vec<f64> = order.ranks.iter().map(|&r| r as f64).collect();
+    let specs = [
+        (
+            Kind::MeshLatency,
+            "latency-p50",
+            "latency_p50_us",
+            "median one-way latency (µs)",
+            format!("Median one-way latency between ranks, {lat} bytes{run}"),
+        ),
+        (
+            Kind::MeshLatency,
+            "latency-p99",
+            "latency_p99_us",
+            "p99 one-way latency (µs)",
+            format!("p99 one-way latency between ranks, {lat} bytes{run}"),
+        ),
+        (
+            Kind::MeshBandwidth,
+            "bandwidth",
+            "bandwidth_MBps",
+            "median-window bandwidth (MB/s)",
+            format!("Bandwidth between ranks, {bw} bytes{run}"),
+        ),
+    ];
+    let mut figs: Vec<Figure> = specs
+        .into_iter()
+        .map(|(kind, stem, key, value, title)| {
+            let higher = kind == Kind::MeshBandwidth;
+            let h = Heatmap {
+                x: rank_axis("to (receiving rank)"),
+                y: rank_axis("from (sending rank)"),
+                xs: numbers.clone(),
+                ys: numbers.clone(),
+                labels: Some(Labels {
+                    names: order.names.clone(),
+                    breaks: order.breaks.clone(),
+                }),
+                cells: super::mesh::matrix(v, key, &order),
+                value: value.into(),
+                second: None,
+                ratio: false,
+                higher_is_better: higher,
+            };
+            Figure {
+                kind,
+                id: format!("{id}-{stem}"),
+                title,
+                caption: mesh_caption(&h),
+                lead: Vec::new(),
+                plot: Plot::Heatmap(h),
+            }
+        })
+        .collect();
+    figs[0].lead = super::mesh::findings(v);
+    figs
+}
+
+fn mesh_caption(h: &Heatmap) -> String {
+    let n = h.cells.len();
+    let (worse, unit) = if h.higher_is_better {
+        ("lower bandwidth", " MB/s are decimal (10^6 bytes/s).")
+    } else {
+        ("slower", "")
+    };
+    let mut what = h.value.clone();
+    if let Some(first) = what.get(..1) {
+        what.replace_range(..1, &first.to_uppercase());
+    }
+    format!(
+        "{what} from each sending rank (row) to each receiving rank (column), ranks labelled host:rank and grouped by host (lines between hosts). Darker is worse ({worse}), on a log scale over at least a factor of 4 from the best pair. Grey diagonal: a rank with itself; white, hatched: a pair not measured ({} of {} missing).{unit}",
+        h.missing_count(),
+        n * n.saturating_sub(1)
+    )
 }
 
 #[cfg(test)]

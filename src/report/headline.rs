@@ -101,6 +101,7 @@ pub fn of(r: &SavedRun) -> String {
                 None => format!("{} points", pts.len()),
             }
         }
+        "mesh" => super::mesh::headline(&r.value),
         _ => format!("{} points", pts.len()),
     }
 }

@@ -27,6 +27,8 @@ code, pre { font: 12.5px/1.4 ui-monospace, "SFMono-Regular", Menlo, Consolas, mo
 pre { background: #f5f5f5; padding: 8px 10px; overflow-x: auto; white-space: pre-wrap; word-break: break-all; }
 .warn { background: #fff8e1; border-left: 4px solid #f0b400; padding: 8px 14px; margin: 10px 0; }
 .warn ul { margin: 4px 0; padding-left: 20px; }
+.lead { background: #eef4fc; border-left: 4px solid #0b57d0; padding: 6px 14px; margin: 8px 0; font-size: 14px; }
+.lead ul { margin: 2px 0; padding-left: 20px; }
 .bad { color: #b3261e; font-weight: 600; }
 .ok { color: #1e7d32; }
 .note { color: #555; font-size: 13.5px; }
@@ -89,6 +91,7 @@ fn section_of(f: &Figure) -> &'static str {
         StreamBandwidth => "Streams",
         LoadRate | LoadKbps | LoadLatency => "Under load",
         Flowgraph { .. } => "Flowgraph runtime",
+        MeshLatency | MeshBandwidth => "Mesh",
     }
 }
 
@@ -145,6 +148,7 @@ pub fn render(p: &Page) -> String {
         let _ = writeln!(o, "<h2 id=\"{}\">{}</h2>", anchor(s), esc(s));
         for (f, svg) in p.figures.iter().filter(|(f, _)| section_of(f) == *s) {
             let _ = writeln!(o, "<h3 id=\"{}\">{}</h3>", esc(&f.id), esc(&f.title));
+            lead(&mut o, &f.lead);
             let _ = writeln!(
                 o,
                 "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
@@ -178,6 +182,19 @@ pub fn render(p: &Page) -> String {
         esc(&p.rerender)
     );
     o
+}
+
+/// What to read before a figure (a mesh run's suspects and health
+/// verdict), as a list in a box.
+fn lead(o: &mut String, lines: &[String]) {
+    if lines.is_empty() {
+        return;
+    }
+    o.push_str("<div class=\"lead\"><ul>\n");
+    for l in lines {
+        let _ = writeln!(o, "<li>{}</li>", esc(l));
+    }
+    o.push_str("</ul></div>\n");
 }
 
 fn lede(o: &mut String, runs: &[SavedRun]) {

@@ -80,10 +80,7 @@ impl SavedRun {
         } else {
             "points"
         };
-        self.value
-            .get(key)
-            .and_then(Value::as_array)
-            .map_or(&[], Vec::as_slice)
+        array(&self.value, key)
     }
 
     /// Caveats on single points, each with how many points it applies to.
@@ -120,6 +117,13 @@ impl SavedRun {
 /// A number field of a saved point, if it is there and is a number.
 pub fn num(v: &Value, k: &str) -> Option<f64> {
     v.get(k).and_then(Value::as_f64)
+}
+
+/// The elements of an array field (none when absent or not an array).
+pub fn array<'a>(v: &'a Value, k: &str) -> &'a [Value] {
+    v.get(k)
+        .and_then(Value::as_array)
+        .map_or(&[], Vec::as_slice)
 }
 
 /// The strings of an array field (empty when absent).

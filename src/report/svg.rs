@@ -1,12 +1,13 @@
 //! Figures drawn as SVG with plotters. Text is written as SVG `<text>` (no
 //! font files needed at build or run time), so the browser lays it out with
-//! its own sans-serif font. The legend sits in its own column right of the
-//! plot, so it never hides a point.
+//! its own sans-serif font. A line plot's legend sits under the plot, so it
+//! never hides a point; a heat map is laid out by hand (square cells sized
+//! by its rows and columns, labels thinned to stay apart) with its colour
+//! scale beside it.
 
-use super::figure::{Axis, Figure, Heatmap, Lines, Plot, Role, Scale};
+use super::figure::{Axis, Figure, Heatmap, Lines, Plot, Role, Scale, si};
 use crate::error::{Error, Result};
 use plotters::coord::Shift;
-use plotters::coord::ranged1d::SegmentValue;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;
 use plotters::style::text_anchor::{HPos, Pos, VPos};
@@ -52,19 +53,27 @@ fn fail<E: std::fmt::Debug>(what: &str) -> impl FnOnce(E) -> Error + '_ {
 
 /// Renders the figure as a standalone SVG document.
 pub fn render(fig: &Figure) -> Result<String> {
-    let mut buf = String::new();
-    let height = match &fig.plot {
-        Plot::Lines(l) => HEIGHT + legend_height(l),
-        Plot::Heatmap(_) => HEIGHT,
-    };
-    {
-        let root = SVGBackend::with_string(&mut buf, (WIDTH, height)).into_drawing_area();
-        root.fill(&WHITE).map_err(fail(&fig.title))?;
-        match &fig.plot {
-            Plot::Lines(l) => lines(&root, &fig.title, l)?,
-            Plot::Heatmap(h) => heatmap(&root, &fig.title, h)?,
+    match &fig.plot {
+        Plot::Lines(l) => draw((WIDTH, HEIGHT + legend_height(l)), &fig.title, |root| {
+            lines(root, &fig.title, l)
+        }),
+        Plot::Heatmap(h) => {
+            let layout = HeatLayout::of(&fig.title, h);
+            draw((layout.width, layout.height), &fig.title, |root| {
+                heatmap(root, &fig.title, h, &layout)
+            })
         }
-        root.present().map_err(fail(&fig.title))?;
+    }
+}
+
+/// An SVG of `size` px on white, drawn by `f`.
+fn draw(size: (u32, u32), title: &str, f: impl FnOnce(&Area) -> Result<()>) -> Result<String> {
+    let mut buf = String::new();
+    {
+        let root = SVGBackend::with_string(&mut buf, size).into_drawing_area();
+        root.fill(&WHITE).map_err(fail(title))?;
+        f(&root)?;
+        root.present().map_err(fail(title))?;
     }
     Ok(buf)
 }
@@ -269,11 +278,9 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines) -> Result<()> {
     Ok(())
 }
 
-/// Cell colour: light (fast) to dark red (slow), on a log scale from the
-/// smallest value over at least a factor of 4, so a 15% spread stays pale
-/// rather than running the whole scale.
-fn heat(v: f64, lo: f64, hi: f64) -> RGBColor {
-    let hi = hi.max(lo * 4.0);
+/// Shade at `t` in 0..=1: pale yellow (best) through orange to dark red
+/// (worst).
+fn shade(t: f64) -> RGBColor {
     const STOPS: [(u8, u8, u8); 5] = [
         (255, 255, 204),
         (254, 217, 118),
@@ -281,12 +288,7 @@ fn heat(v: f64, lo: f64, hi: f64) -> RGBColor {
         (227, 26, 28),
         (128, 0, 38),
     ];
-    let t = if hi > lo && lo > 0.0 && v > 0.0 {
-        ((v / lo).ln() / (hi / lo).ln()).clamp(0.0, 1.0)
-    } else {
-        0.0
-    };
-    let f = t * (STOPS.len() - 1) as f64;
+    let f = t.clamp(0.0, 1.0) * (STOPS.len() - 1) as f64;
     let i = (f.floor() as usize).min(STOPS.len() - 2);
     let w = f - i as f64;
     let mix = |a: u8, b: u8| (a as f64 + (b as f64 - a as f64) * w).round() as u8;
@@ -312,89 +314,345 @@ fn diverging(v: f64) -> RGBColor {
     RGBColor(mix(to.0), mix(to.1), mix(to.2))
 }
 
-fn heatmap(root: &DrawingArea<SVGBackend, Shift>, title: &str, h: &Heatmap) -> Result<()> {
-    let (nx, ny) = (h.xs.len() as u32, h.ys.len() as u32);
-    let vals: Vec<f64> = h.cells.iter().flatten().flatten().copied().collect();
-    let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
-    let hi = vals.iter().copied().fold(f64::NEG_INFINITY, f64::max);
-    let mut chart = ChartBuilder::on(root)
-        .caption(title, (FONT, TITLE_PT))
-        .margin(12)
-        .x_label_area_size(48)
-        .y_label_area_size(64)
-        // An integer range a..b is split into the b - a + 1 segments a..=b.
-        .build_cartesian_2d(
-            (0..nx.max(1) - 1).into_segmented(),
-            (0..ny.max(1) - 1).into_segmented(),
-        )
-        .map_err(fail(title))?;
-    // Row 0 at the top, as in the tables.
-    let row_of = |j: u32| ny - 1 - j;
-    let fx = |v: &SegmentValue<u32>| match v {
-        SegmentValue::CenterOf(i) => {
-            h.xs.get(*i as usize)
-                .map_or(String::new(), |&x| h.x.format(x))
-        }
-        _ => String::new(),
-    };
-    let fy = |v: &SegmentValue<u32>| match v {
-        SegmentValue::CenterOf(j) if *j < ny => {
-            h.ys.get(row_of(*j) as usize)
-                .map_or(String::new(), |&y| h.y.format(y))
-        }
-        _ => String::new(),
-    };
-    chart
-        .configure_mesh()
-        .disable_mesh()
-        .x_desc(h.x.label.as_str())
-        .y_desc(h.y.label.as_str())
-        .x_labels(nx as usize + 1)
-        .y_labels(ny as usize + 1)
-        .x_label_formatter(&fx)
-        .y_label_formatter(&fy)
-        .axis_desc_style((FONT, AXIS_PT))
-        .label_style((FONT, LABEL_PT))
-        .draw()
-        .map_err(fail(title))?;
-    let size = match nx.max(ny) {
-        n if n > 12 => 11.0,
-        n if n > 8 => 14.0,
-        _ => 17.0,
-    };
-    for (r, row) in h.cells.iter().enumerate() {
-        let j = row_of(r as u32);
-        for (i, cell) in row.iter().enumerate() {
-            let i = i as u32;
-            let Some(v) = *cell else { continue };
-            let c = if h.ratio {
-                diverging(v)
-            } else {
-                heat(v, lo, hi)
-            };
-            chart
-                .draw_series(std::iter::once(Rectangle::new(
-                    [
-                        (SegmentValue::Exact(i), SegmentValue::Exact(j)),
-                        (SegmentValue::Exact(i + 1), SegmentValue::Exact(j + 1)),
-                    ],
-                    c.filled(),
-                )))
-                .map_err(fail(title))?;
-            let luminance = 0.299 * c.0 as f64 + 0.587 * c.1 as f64 + 0.114 * c.2 as f64;
-            let ink = if luminance < 140.0 { WHITE } else { BLACK };
-            chart
-                .draw_series(std::iter::once(Text::new(
-                    super::figure::si(v),
-                    (SegmentValue::CenterOf(i), SegmentValue::CenterOf(j)),
-                    TextStyle::from((FONT, size))
-                        .color(&ink)
-                        .pos(Pos::new(HPos::Center, VPos::Center)),
-                )))
-                .map_err(fail(title))?;
+/// How a heat map's values become colours, on a log scale from `lo` to `hi`:
+/// ratios diverge from 1; other values darken from the best cell to the
+/// worst (up for times, down for bandwidth), over at least a factor of 4 so
+/// a 15% spread stays pale rather than running the whole scale.
+#[derive(Clone, Debug)]
+struct ColourScale {
+    lo: f64,
+    hi: f64,
+    ratio: bool,
+    higher_is_better: bool,
+}
+
+impl ColourScale {
+    /// The scale of `h`'s cells; `None` when it has no positive value.
+    fn of(h: &Heatmap) -> Option<ColourScale> {
+        let vals = h.cells.iter().flatten().flatten().copied();
+        let vals: Vec<f64> = vals.filter(|v| v.is_finite() && *v > 0.0).collect();
+        let lo = vals.iter().copied().fold(f64::INFINITY, f64::min);
+        let hi = vals.iter().copied().fold(0.0, f64::max);
+        let (lo, hi) = match () {
+            _ if h.ratio => (1.0 / 16.0, 16.0),
+            _ if vals.is_empty() => return None,
+            _ if h.higher_is_better => (lo.min(hi / 4.0), hi),
+            _ => (lo, hi.max(lo * 4.0)),
+        };
+        Some(ColourScale {
+            lo,
+            hi,
+            ratio: h.ratio,
+            higher_is_better: h.higher_is_better,
+        })
+    }
+
+    /// Where `v` sits on the scale: 0 at `lo`, 1 at `hi`.
+    fn at(&self, v: f64) -> f64 {
+        if v > 0.0 {
+            ((v / self.lo).ln() / (self.hi / self.lo).ln()).clamp(0.0, 1.0)
+        } else {
+            0.0
         }
     }
+
+    fn colour(&self, v: f64) -> RGBColor {
+        match (self.ratio, self.higher_is_better) {
+            (true, _) => diverging(v),
+            (false, true) => shade(1.0 - self.at(v)),
+            (false, false) => shade(self.at(v)),
+        }
+    }
+
+    /// Five values evenly spread over the log scale, ends included.
+    fn ticks(&self) -> Vec<f64> {
+        (0..5)
+            .map(|k| self.lo * (self.hi / self.lo).powf(k as f64 / 4.0))
+            .collect()
+    }
+}
+
+/// Heat-map cells are square, sized so the grid spans about `HEAT_GRID` px
+/// whatever its rows and columns, within `CELL_MIN..=CELL_MAX`.
+const HEAT_GRID: i32 = 640;
+const CELL_MIN: i32 = 12;
+const CELL_MAX: i32 = 72;
+/// Cell values are printed up to this many rows or columns.
+const VALUES_UP_TO: usize = 16;
+const MARGIN: i32 = 12;
+/// Room for the title above the grid, and for an axis name beside it.
+const TITLE_ROOM: i32 = 40;
+const DESC_ROOM: i32 = 26;
+const BAR_WIDTH: i32 = 16;
+/// Pixel size of text drawn at `pt` (plotters writes `pt / 1.24`).
+fn px(pt: f64) -> f64 {
+    pt / 1.24
+}
+
+/// About how wide `s` is in a sans-serif font of `px` pixels.
+fn text_width(s: &str, px: f64) -> i32 {
+    (s.chars().count() as f64 * px * 0.6).ceil() as i32
+}
+
+/// Where each part of a heat map goes, in px.
+struct HeatLayout {
+    width: u32,
+    height: u32,
+    /// Side of a (square) cell.
+    cell: i32,
+    /// Top-left corner of the grid.
+    left: i32,
+    top: i32,
+    /// Every `step`-th row and column is labelled, so that labels are at
+    /// least 1.2 font heights apart.
+    step: usize,
+    /// Column labels run upwards: one would be wider than a cell.
+    rotate: bool,
+    /// Height of the column labels under the grid.
+    x_labels: i32,
+    /// Left edge and height of the colour bar.
+    bar_left: i32,
+    bar_height: i32,
+    scale: Option<ColourScale>,
+    /// The legend's heading: the unit, or what the cells hold.
+    unit: String,
+}
+
+impl HeatLayout {
+    fn of(title: &str, h: &Heatmap) -> HeatLayout {
+        let (xn, yn) = h.names();
+        let widest = |n: &[String]| n.iter().map(|s| text_width(s, px(LABEL_PT))).max();
+        let (nx, ny) = (xn.len().max(1) as i32, yn.len().max(1) as i32);
+        let cell = (HEAT_GRID / nx.max(ny)).clamp(CELL_MIN, CELL_MAX);
+        let step = (px(LABEL_PT) * 1.2 / cell as f64).ceil().max(1.0) as usize;
+        let rotate = widest(&xn).unwrap_or(0) > cell - 4;
+        let x_labels = if rotate {
+            widest(&xn).unwrap_or(0) + 12
+        } else {
+            px(LABEL_PT).ceil() as i32 + 12
+        };
+        let left = MARGIN + DESC_ROOM + widest(&yn).unwrap_or(0) + 10;
+        let top = MARGIN + TITLE_ROOM;
+        let (grid_w, grid_h) = (nx * cell, ny * cell);
+        let scale = ColourScale::of(h);
+        let unit = match h.value.rsplit_once('(') {
+            Some((_, u)) => u.trim_end_matches(')').to_string(),
+            None => h.value.clone(),
+        };
+        let ticks = scale.as_ref().map_or(0, |s| {
+            s.ticks()
+                .iter()
+                .map(|&t| text_width(&si(t), px(LABEL_PT)))
+                .max()
+                .unwrap_or(0)
+        });
+        let bar_left = left + grid_w + 28;
+        let legend = (BAR_WIDTH + 10 + ticks).max(text_width(&unit, px(LABEL_PT)));
+        let bar_height = grid_h.clamp(160, 400);
+        let width = (bar_left + legend + MARGIN).max(text_width(title, px(TITLE_PT)) + 2 * MARGIN);
+        let height = top + (grid_h + x_labels + DESC_ROOM).max(bar_height + 10) + MARGIN;
+        HeatLayout {
+            width: width as u32,
+            height: height as u32,
+            cell,
+            left,
+            top,
+            step,
+            rotate,
+            x_labels,
+            bar_left,
+            bar_height,
+            scale,
+            unit,
+        }
+    }
+
+    /// The top-left corner of the cell at `row`, `col`.
+    fn corner(&self, row: usize, col: usize) -> (i32, i32) {
+        (
+            self.left + col as i32 * self.cell,
+            self.top + row as i32 * self.cell,
+        )
+    }
+}
+
+type Area<'a> = DrawingArea<SVGBackend<'a>, Shift>;
+
+fn text_style(pt: f64, h: HPos, v: VPos) -> TextStyle<'static> {
+    TextStyle::from((FONT, pt))
+        .color(&BLACK)
+        .pos(Pos::new(h, v))
+}
+
+fn heatmap(root: &Area, title: &str, h: &Heatmap, l: &HeatLayout) -> Result<()> {
+    root.draw(&Text::new(
+        title.to_string(),
+        (l.width as i32 / 2, MARGIN),
+        text_style(TITLE_PT, HPos::Center, VPos::Top),
+    ))
+    .map_err(fail(title))?;
+    cells(root, h, l).map_err(fail(title))?;
+    groups(root, h, l).map_err(fail(title))?;
+    axes(root, h, l).map_err(fail(title))?;
+    colour_bar(root, l).map_err(fail(title))
+}
+
+type Drawn = std::result::Result<(), DrawingAreaErrorKind<std::io::Error>>;
+
+/// Grey: a thing with itself. Missing cells are white, hatched darker.
+const SELF_FILL: RGBColor = RGBColor(205, 205, 205);
+const HATCH: RGBColor = RGBColor(110, 110, 110);
+
+/// Each cell in its colour (grey on the diagonal, hatched where missing),
+/// its value printed while cells are large enough; a frame round the grid.
+fn cells(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
+    let c = l.cell;
+    let values = h.cells.len().max(h.xs.len()) <= VALUES_UP_TO;
+    for (r, row) in h.cells.iter().enumerate() {
+        for (i, cell) in row.iter().enumerate() {
+            let (x, y) = l.corner(r, i);
+            let fill = match (cell, &l.scale) {
+                (Some(v), Some(s)) => s.colour(*v),
+                _ if h.diagonal(r, i) => SELF_FILL,
+                _ if h.missing(r, i) => WHITE,
+                _ => continue,
+            };
+            root.draw(&Rectangle::new([(x, y), (x + c, y + c)], fill.filled()))?;
+            if h.missing(r, i) {
+                hatch(root, (x, y), c)?;
+            }
+            if let Some(v) = cell.filter(|_| values) {
+                value(root, v, fill, (x + c / 2, y + c / 2), c)?;
+            }
+        }
+    }
+    let (w, hgt) = (h.cells.first().map_or(0, Vec::len), h.cells.len());
+    let (x1, y1) = l.corner(hgt, w);
+    root.draw(&Rectangle::new(
+        [(l.left, l.top), (x1, y1)],
+        GREY.stroke_width(1),
+    ))
+}
+
+/// Three strokes of "/" across the square of side `c` whose top-left corner
+/// is `(x, y)`.
+fn hatch(root: &Area, (x, y): (i32, i32), c: i32) -> Drawn {
+    for (a, b) in [
+        ((0, c / 2), (c / 2, 0)),
+        ((0, c), (c, 0)),
+        ((c / 2, c), (c, c / 2)),
+    ] {
+        root.draw(&PathElement::new(
+            vec![(x + a.0, y + a.1), (x + b.0, y + b.1)],
+            HATCH.stroke_width(1),
+        ))?;
+    }
     Ok(())
+}
+
+/// A cell's value centred on it, in white on dark colours, sized to fit a
+/// cell of side `c` (five characters at most: "12.3k").
+fn value(root: &Area, v: f64, fill: RGBColor, centre: (i32, i32), c: i32) -> Drawn {
+    let luminance = 0.299 * fill.0 as f64 + 0.587 * fill.1 as f64 + 0.114 * fill.2 as f64;
+    let ink = if luminance < 140.0 { WHITE } else { BLACK };
+    let px = (c as f64 / 3.4).min(14.0);
+    root.draw(&Text::new(
+        si(v),
+        centre,
+        text_style(px * 1.24, HPos::Center, VPos::Center).color(&ink),
+    ))
+}
+
+/// A dark line between groups (hosts), across the whole grid both ways.
+fn groups(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
+    let Some(labels) = &h.labels else {
+        return Ok(());
+    };
+    let n = labels.names.len();
+    let (right, bottom) = l.corner(n, n);
+    let line = RGBColor(40, 40, 40).stroke_width(if l.cell >= 24 { 2 } else { 1 });
+    for &b in &labels.breaks {
+        let (x, y) = l.corner(b, b);
+        root.draw(&PathElement::new(vec![(x, l.top), (x, bottom)], line))?;
+        root.draw(&PathElement::new(vec![(l.left, y), (right, y)], line))?;
+    }
+    Ok(())
+}
+
+/// Row names left of the grid, column names under it (upwards when wider
+/// than a cell), every `step`-th; the axis names beyond them.
+fn axes(root: &Area, h: &Heatmap, l: &HeatLayout) -> Drawn {
+    let (xn, yn) = h.names();
+    let half = l.cell / 2;
+    for (j, name) in yn.iter().enumerate().step_by(l.step) {
+        let (_, y) = l.corner(j, 0);
+        let style = text_style(LABEL_PT, HPos::Right, VPos::Center);
+        root.draw(&Text::new(name.clone(), (l.left - 6, y + half), style))?;
+    }
+    let (_, bottom) = l.corner(yn.len(), 0);
+    for (i, name) in xn.iter().enumerate().step_by(l.step) {
+        let (x, _) = l.corner(0, i);
+        let style = if l.rotate {
+            text_style(LABEL_PT, HPos::Right, VPos::Center).transform(FontTransform::Rotate270)
+        } else {
+            text_style(LABEL_PT, HPos::Center, VPos::Top)
+        };
+        root.draw(&Text::new(name.clone(), (x + half, bottom + 6), style))?;
+    }
+    let (right, _) = l.corner(0, xn.len());
+    root.draw(&Text::new(
+        h.x.label.clone(),
+        ((l.left + right) / 2, bottom + l.x_labels),
+        text_style(AXIS_PT, HPos::Center, VPos::Top),
+    ))?;
+    root.draw(&Text::new(
+        h.y.label.clone(),
+        (MARGIN + DESC_ROOM / 2, (l.top + bottom) / 2),
+        text_style(AXIS_PT, HPos::Center, VPos::Center).transform(FontTransform::Rotate270),
+    ))
+}
+
+/// The colour scale right of the grid: a vertical bar, values growing
+/// upwards, five ticks, the unit on top.
+fn colour_bar(root: &Area, l: &HeatLayout) -> Drawn {
+    let Some(s) = &l.scale else {
+        return Ok(());
+    };
+    const STEPS: i32 = 48;
+    let (x, top, height) = (l.bar_left, l.top, l.bar_height);
+    let bottom = top + height;
+    for k in 0..STEPS {
+        let v = s.lo * (s.hi / s.lo).powf((k as f64 + 0.5) / STEPS as f64);
+        let (y0, y1) = (
+            bottom - (k + 1) * height / STEPS,
+            bottom - k * height / STEPS,
+        );
+        root.draw(&Rectangle::new(
+            [(x, y0), (x + BAR_WIDTH, y1)],
+            s.colour(v).filled(),
+        ))?;
+    }
+    root.draw(&Rectangle::new(
+        [(x, top), (x + BAR_WIDTH, bottom)],
+        GREY.stroke_width(1),
+    ))?;
+    for t in s.ticks() {
+        let y = bottom - (s.at(t) * height as f64).round() as i32;
+        root.draw(&PathElement::new(
+            vec![(x + BAR_WIDTH, y), (x + BAR_WIDTH + 4, y)],
+            BLACK.stroke_width(1),
+        ))?;
+        root.draw(&Text::new(
+            si(t),
+            (x + BAR_WIDTH + 7, y),
+            text_style(LABEL_PT, HPos::Left, VPos::Center),
+        ))?;
+    }
+    root.draw(&Text::new(
+        l.unit.clone(),
+        (x, top - 8),
+        text_style(LABEL_PT, HPos::Left, VPos::Bottom),
+    ))
 }
 
 #[cfg(test)]
@@ -471,23 +729,75 @@ mod tests {
         }
     }
 
+    fn scale_of(cells: Vec<Option<f64>>, higher_is_better: bool) -> ColourScale {
+        let h = Heatmap {
+            x: Axis::new("x", false, Scale::Count),
+            y: Axis::new("y", false, Scale::Count),
+            xs: vec![0.0; cells.len()],
+            ys: vec![0.0],
+            labels: None,
+            cells: vec![cells],
+            value: "v (µs)".into(),
+            second: None,
+            ratio: false,
+            higher_is_better,
+        };
+        ColourScale::of(&h).expect("values")
+    }
+
     #[test]
     fn ratio_colours_split_at_one() {
         assert_eq!(diverging(1.0), RGBColor(255, 255, 255));
         assert_eq!(diverging(16.0), RGBColor(178, 24, 43));
         assert_eq!(diverging(1.0 / 16.0), RGBColor(33, 102, 172));
-        let pale = heat(1.15, 1.0, 1.15);
+        let s = scale_of(vec![Some(1.0), Some(1.15)], false);
+        let pale = s.colour(1.15);
         assert!(pale.2 > 100, "a 15% spread stays pale: {pale:?}");
     }
 
     #[test]
-    fn heat_runs_light_to_dark() {
-        let light = heat(1.0, 1.0, 100.0);
-        let dark = heat(100.0, 1.0, 100.0);
-        assert_eq!(light, RGBColor(255, 255, 204));
-        assert_eq!(dark, RGBColor(128, 0, 38));
-        let mid = heat(10.0, 1.0, 100.0);
+    fn dark_is_worse_for_times_and_for_bandwidth() {
+        let light = RGBColor(255, 255, 204);
+        let dark = RGBColor(128, 0, 38);
+        let t = scale_of(vec![Some(1.0), Some(10.0), Some(100.0)], false);
+        assert_eq!((t.colour(1.0), t.colour(100.0)), (light, dark));
+        let mid = t.colour(10.0);
         assert!(mid.1 < light.1 && mid.1 > dark.1);
+        // Bandwidth: the widest pair is pale, the narrowest dark.
+        let b = scale_of(vec![Some(100.0), Some(1000.0), None], true);
+        assert_eq!((b.colour(1000.0), b.colour(100.0)), (light, dark));
+        // A 10% spread stays pale whichever way is better.
+        let b = scale_of(vec![Some(900.0), Some(1000.0)], true);
+        assert!(b.colour(900.0).2 > 100);
+        assert_eq!(b.ticks().len(), 5);
+        assert!((b.ticks()[0] - 250.0).abs() < 1e-9 && b.ticks()[4] == 1000.0);
+    }
+
+    #[test]
+    fn heat_map_cells_grow_smaller_with_n_but_stay_readable() {
+        let names = |n: usize| (0..n).map(|r| format!("node{:02}:{r}", r / 4)).collect();
+        let square = |n: usize| Heatmap {
+            x: Axis::new("to", false, Scale::Count),
+            y: Axis::new("from", false, Scale::Count),
+            xs: (0..n).map(|r| r as f64).collect(),
+            ys: (0..n).map(|r| r as f64).collect(),
+            labels: Some(super::super::figure::Labels {
+                names: names(n),
+                breaks: (4..n).step_by(4).collect(),
+            }),
+            cells: vec![vec![Some(1.0); n]; n],
+            value: "v (µs)".into(),
+            second: None,
+            ratio: false,
+            higher_is_better: false,
+        };
+        let four = HeatLayout::of("t", &square(4));
+        let sixteen = HeatLayout::of("t", &square(16));
+        let big = HeatLayout::of("t", &square(64));
+        assert_eq!((four.cell, sixteen.cell, big.cell), (72, 40, 12));
+        assert_eq!((four.step, sixteen.step, big.step), (1, 1, 2));
+        assert!(big.rotate && big.width > 64 * 12 && big.width < 1100);
+        assert!(four.width < sixteen.width && sixteen.width < big.width);
     }
 
     #[test]

@@ -209,17 +209,25 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
     }
     if !caveats.is_empty() {
         out.push_str("\nWarnings:\n");
-        const SHOWN: usize = 12;
-        for c in caveats.iter().take(SHOWN) {
-            let _ = writeln!(out, "- {c}");
-        }
-        if caveats.len() > SHOWN {
-            let _ = writeln!(
-                out,
-                "- … and {} more in the JSON output",
-                caveats.len() - SHOWN
-            );
-        }
+        out.push_str(&bullets(&caveats));
+    }
+    out
+}
+
+/// A Markdown list of the first dozen lines, then how many more the JSON
+/// output holds.
+pub fn bullets(lines: &[String]) -> String {
+    const SHOWN: usize = 12;
+    let mut out = String::new();
+    for c in lines.iter().take(SHOWN) {
+        let _ = writeln!(out, "- {c}");
+    }
+    if lines.len() > SHOWN {
+        let _ = writeln!(
+            out,
+            "- … and {} more in the JSON output",
+            lines.len() - SHOWN
+        );
     }
     out
 }

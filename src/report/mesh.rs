@@ -1,0 +1,674 @@
+//! Mesh runs (`xferbench mesh`): every ordered pair of MPI ranks, read from
+//! the run's JSON. The table puts what needs a look first (the suspects, the
+//! health gate's verdict), then the three rank × rank matrices (the heat
+//! maps' own numbers, ranks grouped by host), the baselines the suspects
+//! were judged against and the merged latency per scope. Every field may be
+//! absent or null: what is not there reads "—" or is left out.
+
+use super::csv::field;
+use super::figure::si;
+use super::figures::mesh_run;
+use super::saved::{array, num, strings};
+use super::table::{Align, bullets, markdown, markdown_with};
+use crate::units::{format_size, format_us};
+use serde_json::Value;
+use std::cmp::Ordering;
+use std::fmt::Write;
+
+/// The ranks in the order the matrices show them: by host (`node2` before
+/// `node10`), then by rank.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Order {
+    /// Rank numbers, in display order.
+    pub ranks: Vec<usize>,
+    /// "host:rank" for each, in display order.
+    pub names: Vec<String>,
+    /// Where each host after the first starts, as indices into `ranks`.
+    pub breaks: Vec<usize>,
+}
+
+/// Ranks in the job: the most that `ranks_total`, the rank records and the
+/// matrices account for.
+fn rank_count(v: &Value) -> usize {
+    let recorded = array(v, "ranks")
+        .iter()
+        .filter_map(|r| num(r, "rank"))
+        .map(|r| r as usize + 1)
+        .max()
+        .unwrap_or(0);
+    let total = num(v, "ranks_total").map_or(0, |n| n as usize);
+    let matrix = array(&v["matrices"], "latency_p50_us").len();
+    total.max(recorded).max(matrix)
+}
+
+/// Each rank's host, indexed by rank ("?" where the run does not say).
+pub fn hosts(v: &Value) -> Vec<String> {
+    let mut h = vec!["?".to_string(); rank_count(v)];
+    for r in array(v, "ranks") {
+        if let (Some(k), Some(name)) = (num(r, "rank"), r.get("host").and_then(Value::as_str)) {
+            h[k as usize] = name.to_string();
+        }
+    }
+    h
+}
+
+/// Compares names as people sort them: digit runs by value.
+fn natural(a: &str, b: &str) -> Ordering {
+    let key = |s: &str| -> Vec<(String, u64)> {
+        let mut out: Vec<(String, u64)> = Vec::new();
+        let mut rest = s;
+        while !rest.is_empty() {
+            let text_end = rest
+                .find(|c: char| c.is_ascii_digit())
+                .unwrap_or(rest.len());
+            let (text, tail) = rest.split_at(text_end);
+            let digits_end = tail
+                .find(|c: char| !c.is_ascii_digit())
+                .unwrap_or(tail.len());
+            let (digits, tail) = tail.split_at(digits_end);
+            out.push((text.to_string(), digits.parse().unwrap_or(0)));
+            rest = tail;
+        }
+        out
+    };
+    key(a).cmp(&key(b)).then_with(|| a.cmp(b))
+}
+
+pub fn order(v: &Value) -> Order {
+    let hosts = hosts(v);
+    let mut ranks: Vec<usize> = (0..hosts.len()).collect();
+    ranks.sort_by(|&a, &b| natural(&hosts[a], &hosts[b]).then(a.cmp(&b)));
+    Order {
+        names: ranks.iter().map(|&r| format!("{}:{r}", hosts[r])).collect(),
+        breaks: (1..ranks.len())
+            .filter(|&i| hosts[ranks[i]] != hosts[ranks[i - 1]])
+            .collect(),
+        ranks,
+    }
+}
+
+/// The matrix `matrices.KEY` (`[from][to]`, by rank) in display order; the
+/// diagonal and what the run does not hold are `None`.
+pub fn matrix(v: &Value, key: &str, order: &Order) -> Vec<Vec<Option<f64>>> {
+    let m = array(&v["matrices"], key);
+    let cell = |f: usize, t: usize| m.get(f)?.get(t)?.as_f64().filter(|_| f != t);
+    order
+        .ranks
+        .iter()
+        .map(|&f| order.ranks.iter().map(|&t| cell(f, t)).collect())
+        .collect()
+}
+
+/// A byte count as the report writes sizes ("8", "1M"), or "—".
+fn size(v: &Value, k: &str) -> String {
+    num(v, k).map_or("—".into(), |b| format_size(b as u64))
+}
+
+fn text<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
+    v.get(k).and_then(Value::as_str)
+}
+
+/// One suspect: the rule's line and what its re-test said.
+fn suspect(s: &Value) -> String {
+    let unit = match text(s, "metric") {
+        Some("latency") => "µs",
+        _ => "MB/s",
+    };
+    let retest: Vec<String> = array(s, "retest")
+        .iter()
+        .filter_map(Value::as_f64)
+        .map(si)
+        .collect();
+    let again = if retest.is_empty() {
+        String::new()
+    } else {
+        format!(" ({} {unit})", retest.join(", "))
+    };
+    let verdict = match s.get("confirmed").and_then(Value::as_bool) {
+        Some(true) => format!("confirmed by re-test{again}"),
+        Some(false) => format!("not confirmed by re-test (transient){again}"),
+        None => "not re-tested".into(),
+    };
+    format!(
+        "{} — {verdict}",
+        text(s, "line").unwrap_or("(a suspect without a description)")
+    )
+}
+
+/// The suspects, worst first, or a line saying there are none; nothing
+/// when the run holds no outlier verdict at all.
+pub fn suspects(v: &Value) -> Vec<String> {
+    match v.get("suspects").and_then(Value::as_array) {
+        Some(s) if s.is_empty() => {
+            vec!["No suspects: no rank, host or link stands out from the other pairs.".into()]
+        }
+        Some(s) => s.iter().map(suspect).collect(),
+        None => Vec::new(),
+    }
+}
+
+/// The health gate as set: its limits in words, whether every pair passed,
+/// and the pairs that did not; `None` when no gate was set.
+struct Gate {
+    limits: String,
+    passed: bool,
+    failing: Vec<String>,
+}
+
+fn gate(v: &Value) -> Option<Gate> {
+    let h = &v["health"];
+    let limits: Vec<String> = [
+        num(h, "min_bandwidth_MBps").map(|b| format!("bandwidth ≥ {} MB/s", si(b))),
+        num(h, "max_latency_us").map(|l| format!("p50 latency ≤ {} µs", si(l))),
+    ]
+    .into_iter()
+    .flatten()
+    .collect();
+    if limits.is_empty() {
+        return None;
+    }
+    let failing = strings(h.get("failing"));
+    Some(Gate {
+        limits: limits.join(", "),
+        passed: h
+            .get("passed")
+            .and_then(Value::as_bool)
+            .unwrap_or(failing.is_empty()),
+        failing,
+    })
+}
+
+/// "6 pairs", "1 pair".
+fn pairs(n: usize) -> String {
+    format!("{n} pair{}", if n == 1 { "" } else { "s" })
+}
+
+/// The health gate's verdict, then every failing pair; nothing when no gate
+/// was set.
+pub fn health(v: &Value) -> Vec<String> {
+    let Some(g) = gate(v) else {
+        return Vec::new();
+    };
+    let ranks: Vec<String> = array(&v["health"], "failing_ranks")
+        .iter()
+        .map(Value::to_string)
+        .collect();
+    let verdict = if g.passed {
+        format!("Health gate ({}): passed.", g.limits)
+    } else {
+        format!(
+            "Health gate ({}): FAILED, {} outside it{}.",
+            g.limits,
+            pairs(g.failing.len()),
+            if ranks.is_empty() {
+                String::new()
+            } else {
+                format!(
+                    "; every pair of rank {} failed (the node, not its links)",
+                    ranks.join(", ")
+                )
+            }
+        )
+    };
+    std::iter::once(verdict).chain(g.failing).collect()
+}
+
+/// What to read before the matrices: the suspects and the health verdict
+/// with its first few failing pairs (the heat maps show the rest).
+pub fn findings(v: &Value) -> Vec<String> {
+    let mut out = suspects(v);
+    let h = health(v);
+    if let Some((verdict, failing)) = h.split_first() {
+        out.push(verdict.clone());
+        const SHOWN: usize = 4;
+        out.extend(
+            failing
+                .iter()
+                .take(SHOWN)
+                .map(|f| format!("outside the gate: {f}")),
+        );
+        if failing.len() > SHOWN {
+            out.push(format!(
+                "outside the gate: … and {} more pairs, listed in the run's JSON",
+                failing.len() - SHOWN
+            ));
+        }
+    }
+    out
+}
+
+/// The run in one line: ranks, hosts, schedule, sizes, complete or not.
+fn heading(v: &Value) -> String {
+    let n = rank_count(v);
+    let mut hosts = hosts(v);
+    hosts.sort();
+    hosts.dedup();
+    let s = &v["schedule"];
+    let m = &v["matrices"];
+    let status = if v.get("complete").and_then(Value::as_bool) == Some(false) {
+        format!(
+            "INCOMPLETE ({})",
+            text(v, "stopped_by").unwrap_or("stopped early")
+        )
+    } else {
+        "complete".into()
+    };
+    format!(
+        "Mesh: {n} ranks on {} host{}, {} schedule ({}, {} rounds of {} pairs); latency at {} bytes, bandwidth at {} bytes; {status}",
+        hosts.len(),
+        if hosts.len() == 1 { "" } else { "s" },
+        text(s, "kind").unwrap_or("—"),
+        text(s, "mode").unwrap_or("—"),
+        num(s, "rounds").map_or("—".into(), |r| r.to_string()),
+        num(s, "pairs_per_round").map_or("—".into(), |r| r.to_string()),
+        size(m, "latency_size_bytes"),
+        size(m, "bandwidth_size_bytes"),
+    )
+}
+
+/// "intra-host" for "intra", "inter-host" for "inter".
+fn scope(v: &Value) -> String {
+    match text(v, "scope") {
+        Some(s) => format!("{s}-host"),
+        None => "—".into(),
+    }
+}
+
+/// The outlier rule's baselines, one line per metric and scope.
+fn baselines(v: &Value) -> Vec<String> {
+    array(v, "baselines")
+        .iter()
+        .map(|b| {
+            let s = &b["stats"];
+            let (name, unit) = match text(b, "metric") {
+                Some("latency") => ("latency p50", "µs"),
+                Some("bandwidth") => ("bandwidth", "MB/s"),
+                _ => ("—", ""),
+            };
+            let val = |k: &str| num(s, k).map_or("—".into(), si);
+            format!(
+                "{name}, {}: {} cells, median {} {unit}, MAD {} {unit}",
+                scope(s),
+                num(s, "cells").map_or("—".into(), |c| c.to_string()),
+                val("median"),
+                val("mad")
+            )
+        })
+        .collect()
+}
+
+/// Latency over all pairs of a scope together (merged histograms).
+fn merged(v: &Value) -> Option<String> {
+    let m = array(v, "merged");
+    if m.is_empty() {
+        return None;
+    }
+    let header: Vec<String> = ["scope", "pairs", "samples", "p50", "p99", "p99.9", "max"]
+        .map(String::from)
+        .to_vec();
+    let rows: Vec<Vec<String>> = m
+        .iter()
+        .map(|s| {
+            let o = &s["oneway"];
+            let us = |k: &str| num(o, k).map_or("—".into(), format_us);
+            let count = |v: &Value, k: &str| num(v, k).map_or("—".into(), |c| c.to_string());
+            vec![
+                scope(s),
+                count(s, "pairs"),
+                count(o, "count"),
+                us("p50_ns"),
+                us("p99_ns"),
+                us("p999_ns"),
+                us("max_ns"),
+            ]
+        })
+        .collect();
+    Some(markdown(&header, &rows))
+}
+
+fn median(sorted: &[f64]) -> f64 {
+    let mid = sorted.len() / 2;
+    if sorted.len().is_multiple_of(2) {
+        (sorted[mid - 1] + sorted[mid]) / 2.0
+    } else {
+        sorted[mid]
+    }
+}
+
+/// Samples per measured pair of one kind: "min 9.8k, median 10.0k".
+fn samples(v: &Value, list: &str, summary: &str) -> Option<String> {
+    let mut counts: Vec<f64> = array(v, "points")
+        .iter()
+        .filter(|p| p.get("missing").and_then(Value::as_bool) != Some(true))
+        .map(|p| {
+            array(p, list)
+                .iter()
+                .filter_map(|x| num(&x[summary], "count"))
+                .sum()
+        })
+        .collect();
+    if counts.is_empty() {
+        return None;
+    }
+    counts.sort_by(f64::total_cmp);
+    Some(format!(
+        "min {:.0}, median {:.0}",
+        counts[0],
+        median(&counts)
+    ))
+}
+
+/// The ordered pairs not measured: `missing`, else the points marked so.
+fn missing(v: &Value) -> Vec<(u64, u64)> {
+    let pair = |a: Option<f64>, b: Option<f64>| Some((a? as u64, b? as u64));
+    let listed: Vec<(u64, u64)> = array(v, "missing")
+        .iter()
+        .filter_map(|m| {
+            let m = m.as_array()?;
+            pair(m.first()?.as_f64(), m.get(1)?.as_f64())
+        })
+        .collect();
+    if !listed.is_empty() {
+        return listed;
+    }
+    array(v, "points")
+        .iter()
+        .filter(|p| p.get("missing").and_then(Value::as_bool) == Some(true))
+        .filter_map(|p| pair(num(p, "from"), num(p, "to")))
+        .collect()
+}
+
+/// Samples, missing pairs, and the run's caveats.
+fn footer(v: &Value) -> String {
+    let mut o = String::new();
+    let lat = samples(v, "latency", "oneway");
+    let bw = samples(v, "bandwidth", "window_time");
+    if lat.is_some() || bw.is_some() {
+        let _ = writeln!(
+            o,
+            "Samples per measured pair: latency {} round trips; bandwidth {} windows.",
+            lat.as_deref().unwrap_or("—"),
+            bw.as_deref().unwrap_or("—")
+        );
+    }
+    let n = rank_count(v);
+    let gone = missing(v);
+    if gone.is_empty() {
+        o.push_str("No pair missing.\n");
+    } else {
+        let list: Vec<String> = gone.iter().map(|(a, b)| format!("{a}→{b}")).collect();
+        let _ = writeln!(
+            o,
+            "Missing pairs ({} of {}): {}.",
+            gone.len(),
+            n * n.saturating_sub(1),
+            list.join(", ")
+        );
+    }
+    let warnings = strings(v.get("warnings"));
+    if !warnings.is_empty() {
+        o.push_str("\nWarnings:\n");
+        o.push_str(&bullets(&warnings));
+    }
+    o
+}
+
+/// The Markdown report of a mesh run (the JSON it wrote, or `--format json`
+/// read back).
+#[allow(
+    dead_code,
+    reason = "called by the mesh run's Render impl, wired apart"
+)]
+pub fn table(v: &Value) -> String {
+    let mut o = String::new();
+    let _ = writeln!(o, "## {}\n", heading(v));
+    for (title, lines) in [("Suspects", suspects(v)), ("Health gate", health(v))] {
+        if !lines.is_empty() {
+            let _ = writeln!(o, "### {title}\n\n{}", bullets(&lines));
+        }
+    }
+    let first_left = |i: usize| if i == 0 { Align::Left } else { Align::Right };
+    for f in mesh_run("mesh", "", v) {
+        let (h, rows) = f.table();
+        let _ = writeln!(
+            o,
+            "### {}\n\nRows: from (sending rank), columns: to; host:rank, grouped by host.\n\n{}",
+            f.title,
+            markdown_with(&h, &rows, first_left)
+        );
+    }
+    let b = baselines(v);
+    if !b.is_empty() {
+        let _ = writeln!(
+            o,
+            "Baselines of the outlier rule (median and MAD of each scope's cells):\n\n{}",
+            bullets(&b)
+        );
+    }
+    if let Some(t) = merged(v) {
+        let _ = writeln!(
+            o,
+            "One-way latency (µs) over every sample of a scope's pairs (histograms merged):\n\n{t}"
+        );
+    }
+    o.push_str(&footer(v));
+    o
+}
+
+/// One line for the report's summary table.
+pub fn headline(v: &Value) -> String {
+    let mut parts = vec![format!("{} ranks", rank_count(v))];
+    for m in array(v, "merged") {
+        if let Some(p50) = num(&m["oneway"], "p50_ns") {
+            parts.push(format!("{} p50 {} µs", scope(m), format_us(p50)));
+        }
+    }
+    let n = array(v, "suspects").len();
+    parts.push(format!("{n} suspect{}", if n == 1 { "" } else { "s" }));
+    match gate(v) {
+        Some(g) if g.passed => parts.push("health gate passed".into()),
+        Some(g) => parts.push(format!("health gate FAILED ({})", pairs(g.failing.len()))),
+        None => {}
+    }
+    parts.join(", ")
+}
+
+pub const CSV_HEADER: &str = "from,to,from_host,to_host,intra_host,latency_size_bytes,latency_p50_us,latency_p99_us,latency_samples,bandwidth_size_bytes,bandwidth_MBps,median_MBps,bandwidth_windows,missing";
+
+/// The latency columns of a row: size, p50, p99 (µs), samples.
+fn latency_cells(l: Option<&Value>) -> [String; 4] {
+    let Some(l) = l else {
+        return Default::default();
+    };
+    let o = &l["oneway"];
+    let us = |k: &str| num(o, k).map_or(String::new(), |ns| format!("{:.3}", ns / 1000.0));
+    let int = |v: &Value, k: &str| num(v, k).map_or(String::new(), |n| format!("{n:.0}"));
+    [
+        int(l, "size_bytes"),
+        us("p50_ns"),
+        us("p99_ns"),
+        int(o, "count"),
+    ]
+}
+
+/// The bandwidth columns of a row: size, MB/s, median window's MB/s, windows.
+fn bandwidth_cells(b: Option<&Value>) -> [String; 4] {
+    let Some(b) = b else {
+        return Default::default();
+    };
+    let mbps = |k: &str| num(b, k).map_or(String::new(), |v| format!("{v:.1}"));
+    let int = |v: &Value, k: &str| num(v, k).map_or(String::new(), |n| format!("{n:.0}"));
+    [
+        int(b, "size_bytes"),
+        mbps("bandwidth_MBps"),
+        mbps("median_MBps"),
+        int(&b["window_time"], "count"),
+    ]
+}
+
+/// One row per ordered pair, in run order. A pair measured at several sizes
+/// gets one row per size rank: row k holds its k-th latency size and its
+/// k-th bandwidth size (each list smallest first), the shorter list's
+/// columns empty; the pair's columns repeat on every row. A missing pair
+/// gets one row with `missing` true and the measured columns empty.
+/// Latency is one-way in µs; bandwidth in decimal MB/s.
+#[allow(
+    dead_code,
+    reason = "called by the mesh run's Render impl, wired apart"
+)]
+pub fn csv(v: &Value) -> String {
+    let hosts = hosts(v);
+    let host = |p: &Value, k: &str| {
+        num(p, k)
+            .and_then(|r| hosts.get(r as usize))
+            .map_or(String::new(), |h| field(h))
+    };
+    let mut o = format!("{CSV_HEADER}\n");
+    for p in array(v, "points") {
+        let (lat, bw) = (array(p, "latency"), array(p, "bandwidth"));
+        let flag = |k: &str| p.get(k).and_then(Value::as_bool).unwrap_or(false);
+        let rank = |k: &str| num(p, k).map_or(String::new(), |r| format!("{r:.0}"));
+        for k in 0..lat.len().max(bw.len()).max(1) {
+            let cells = [
+                rank("from"),
+                rank("to"),
+                host(p, "from"),
+                host(p, "to"),
+                flag("intra_host").to_string(),
+            ]
+            .into_iter()
+            .chain(latency_cells(lat.get(k)))
+            .chain(bandwidth_cells(bw.get(k)))
+            .chain([flag("missing").to_string()]);
+            let _ = writeln!(o, "{}", cells.collect::<Vec<_>>().join(","));
+        }
+    }
+    o
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn summary(p50: u64, count: u64) -> Value {
+        json!({"count": count, "mean_ns": p50 as f64, "stddev_ns": 10.0, "min_ns": p50 - 50,
+               "p50_ns": p50, "p90_ns": p50 + 100, "p99_ns": p50 * 2, "p999_ns": p50 * 3,
+               "p9999_ns": p50 * 4, "max_ns": p50 * 5})
+    }
+
+    /// Three ranks, rank 1 alone on "b10" and rank 2 on "b9" (sorted
+    /// before it), 2 → 0 never measured.
+    fn run() -> Value {
+        let pair = |f: u64, t: u64, missing: bool| {
+            if missing {
+                return json!({"from": f, "to": t, "intra_host": false, "round": 0,
+                              "latency": [], "bandwidth": [], "missing": true});
+            }
+            json!({"from": f, "to": t, "intra_host": false, "round": 0, "missing": false,
+                   "latency": [{"size_bytes": 8, "warmup": 10, "timed_s": 0.1, "oneway": summary(1500 + f * 100, 1000 + t)}],
+                   "bandwidth": [{"size_bytes": 65536, "window": 8, "warmup": 2, "timed_s": 0.1,
+                                  "bytes": 1, "bandwidth_MBps": 900.5, "median_MBps": 950.25,
+                                  "window_time": summary(500_000, 40)},
+                                 {"size_bytes": 1048576, "window": 8, "warmup": 2, "timed_s": 0.1,
+                                  "bytes": 1, "bandwidth_MBps": 1000.0, "median_MBps": 1100.0,
+                                  "window_time": summary(7_000_000, 30)}]})
+        };
+        json!({
+            "experiment": "mesh", "complete": false, "stopped_by": "interrupted",
+            "ranks_total": 3,
+            "ranks": [{"rank": 0, "host": "a"}, {"rank": 1, "host": "b10"}, {"rank": 2, "host": "b9"}],
+            "schedule": {"kind": "tournament", "mode": "sequential", "rounds": 3, "pairs_per_round": 1},
+            "points": [pair(0, 1, false), pair(1, 0, false), pair(2, 0, true)],
+            "matrices": {"latency_size_bytes": 8, "bandwidth_size_bytes": 1048576,
+                         "latency_p50_us": [[null, 1.5, 1.5], [1.6, null, null], [null, null, null]],
+                         "latency_p99_us": [[null, 3.0, 3.0], [3.2, null, null], [null, null, null]],
+                         "bandwidth_MBps": [[null, 1100.0, 1100.0], [1100.0, null, null], [null, null, null]]},
+            "suspects": [
+                {"metric": "latency", "line": "link 0 ↔ 2: latency 3.1× the median", "retest": [4.5], "confirmed": true},
+                {"metric": "bandwidth", "line": "rank 1 (b10) ↔ all: bandwidth 0.41×", "retest": [], "confirmed": null},
+                {"metric": "bandwidth", "line": "host b9: bandwidth 0.5×", "retest": [900.0], "confirmed": false}
+            ],
+            "health": {"min_bandwidth_MBps": 1000.0, "max_latency_us": null,
+                       "failing": ["rank 2 → rank 0: missing"], "failing_ranks": [2], "passed": false},
+            "missing": [[2, 0]],
+            "warnings": ["fixture caveat"]
+        })
+    }
+
+    #[test]
+    fn ranks_are_grouped_by_host_in_natural_order() {
+        let o = order(&run());
+        assert_eq!(o.ranks, [0, 2, 1]);
+        assert_eq!(o.names, ["a:0", "b9:2", "b10:1"]);
+        assert_eq!(o.breaks, [1, 2]);
+        let m = matrix(&run(), "latency_p50_us", &o);
+        assert_eq!(m[0], [None, Some(1.5), Some(1.5)]);
+        assert_eq!(m[2], [Some(1.6), None, None]);
+        // Nothing about ranks at all: one unknown host.
+        let bare = order(&json!({"matrices": {"latency_p50_us": [[null, 1], [2, null]]}}));
+        assert_eq!(bare.names, ["?:0", "?:1"]);
+        assert!(bare.breaks.is_empty());
+    }
+
+    #[test]
+    fn the_table_leads_with_suspects_and_the_gate() {
+        let t = table(&run());
+        let at = |s: &str| t.find(s).unwrap_or_else(|| panic!("no '{s}' in\n{t}"));
+        assert!(t.starts_with("## Mesh: 3 ranks on 3 hosts, tournament schedule"));
+        assert!(t.contains("latency at 8 bytes, bandwidth at 1M bytes; INCOMPLETE (interrupted)"));
+        at("- link 0 ↔ 2: latency 3.1× the median — confirmed by re-test (4.50 µs)");
+        at("- rank 1 (b10) ↔ all: bandwidth 0.41× — not re-tested");
+        at("- host b9: bandwidth 0.5× — not confirmed by re-test (transient) (900 MB/s)");
+        at(
+            "Health gate (bandwidth ≥ 1000 MB/s): FAILED, 1 pair outside it; every pair of rank 2 failed",
+        );
+        assert!(at("Suspects") < at("Health gate") && at("Health gate") < at("from\\to"));
+        // Grouped matrix: a │ column and a ─ row between hosts.
+        let row = t
+            .lines()
+            .find(|l| l.starts_with("| b10:1"))
+            .expect("b10:1 row");
+        let cells: Vec<&str> = row.split('|').map(str::trim).collect();
+        assert_eq!(cells[1..7], ["b10:1", "1.60", "│", "missing", "│", "·"]);
+        assert!(t.contains("| ─"), "{t}");
+        at("Missing pairs (1 of 6): 2→0.");
+        at("latency min 1000, median 1000 round trips; bandwidth min 70, median 70 windows");
+        at("- fixture caveat");
+        assert_eq!(
+            headline(&run()),
+            "3 ranks, 3 suspects, health gate FAILED (1 pair)"
+        );
+    }
+
+    #[test]
+    fn absent_fields_read_as_dashes_not_panics() {
+        let t = table(&json!({"experiment": "mesh"}));
+        assert!(t.contains("Mesh: 0 ranks on 0 hosts, — schedule"), "{t}");
+        assert_eq!(csv(&json!({})), format!("{CSV_HEADER}\n"));
+        assert!(health(&json!({"health": {"passed": true}})).is_empty());
+        assert_eq!(
+            health(&json!({"health": {"max_latency_us": 5, "failing": []}})),
+            ["Health gate (p50 latency ≤ 5.00 µs): passed."]
+        );
+    }
+
+    #[test]
+    fn csv_has_a_row_per_pair_and_size() {
+        let c = csv(&run());
+        let lines: Vec<&str> = c.lines().collect();
+        assert_eq!(lines[0], CSV_HEADER);
+        assert_eq!(lines.len(), 1 + 2 + 2 + 1);
+        assert_eq!(
+            lines[1],
+            "0,1,a,b10,false,8,1.500,3.000,1001,65536,900.5,950.2,40,false"
+        );
+        assert_eq!(
+            lines[2],
+            "0,1,a,b10,false,,,,,1048576,1000.0,1100.0,30,false"
+        );
+        assert_eq!(lines[5], "2,0,b9,a,false,,,,,,,,,true");
+        let cols = CSV_HEADER.split(',').count();
+        assert!(lines.iter().all(|l| l.split(',').count() == cols));
+    }
+}
