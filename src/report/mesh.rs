@@ -415,10 +415,6 @@ fn footer(v: &Value) -> String {
 
 /// The Markdown report of a mesh run (the JSON it wrote, or `--format json`
 /// read back).
-#[allow(
-    dead_code,
-    reason = "called by the mesh run's Render impl, wired apart"
-)]
 pub fn table(v: &Value) -> String {
     let mut o = String::new();
     let _ = writeln!(o, "## {}\n", heading(v));
@@ -512,10 +508,6 @@ fn bandwidth_cells(b: Option<&Value>) -> [String; 4] {
 /// columns empty; the pair's columns repeat on every row. A missing pair
 /// gets one row with `missing` true and the measured columns empty.
 /// Latency is one-way in µs; bandwidth in decimal MB/s.
-#[allow(
-    dead_code,
-    reason = "called by the mesh run's Render impl, wired apart"
-)]
 pub fn csv(v: &Value) -> String {
     let hosts = hosts(v);
     let host = |p: &Value, k: &str| {

@@ -133,6 +133,10 @@ pub struct Schedule {
     pub rounds: usize,
     /// Pairs per round (unordered; each measured both ways).
     pub pairs_per_round: usize,
+    /// Sequential pairs whose two ranks share a host and an unbound CPU set
+    /// were pinned to two distinct CPUs of it while they measured (else the
+    /// scheduler may put both on one CPU and time its context switches).
+    pub pinned_pairs: bool,
 }
 
 /// An N × N matrix, `cells[from][to]`; the diagonal and missing pairs are null.

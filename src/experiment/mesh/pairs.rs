@@ -51,14 +51,15 @@ pub fn run(
     } else {
         None
     };
-    if ranks.is_some() {
+    let root = g.rank() == 0;
+    if root {
         progress.start(cfg.sizes.len() as u64);
     }
     let mut points = Vec::new();
     let mut err = None;
     for &size in &cfg.sizes {
         let size = size as usize;
-        if ranks.is_some() {
+        if root {
             progress.point(&format!("{k} pairs, {size} B"));
         }
         match one_size(cfg, &g, k, role, size, duration) {
@@ -70,9 +71,9 @@ pub fn run(
             }
         }
     }
-    let Some(ranks) = ranks else {
+    if !root {
         return err.map_or(Ok(None), Err);
-    };
+    }
     progress.finish();
     let env = crate::measure::env::Env::capture();
     let warnings = env.warnings();

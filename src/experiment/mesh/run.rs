@@ -49,7 +49,7 @@ pub fn run(
     }
     let ranks = hello(&g)?;
     let rounds = tournament(n);
-    let mut col = ranks.map(|r| Collector::new(cfg, r, &rounds));
+    let mut col = (g.rank() == 0).then(|| Collector::new(cfg, ranks.clone(), &rounds));
     if let Some(c) = &col {
         let est = super::estimate_s(cfg, n);
         eprintln!(
@@ -66,11 +66,11 @@ pub fn run(
         );
         progress.start(rounds.len() as u64);
     }
-    let res = sweep(cfg, &g, &rounds, col.as_mut(), progress);
+    let res = sweep(cfg, &g, &ranks, &rounds, col.as_mut(), progress);
     let (res, retested) = match res {
         Ok(()) => {
             let cells = col.as_mut().map(|c| c.suspect_cells()).unwrap_or_default();
-            match retest(cfg, &g, cells, col.as_mut()) {
+            match retest(cfg, &g, &ranks, cells, col.as_mut()) {
                 Ok(()) => (Ok(()), true),
                 Err(e) => (Err(e), false),
             }
@@ -95,14 +95,15 @@ pub fn run(
         },
         rounds: rounds.len(),
         pairs_per_round: n / 2,
+        pinned_pairs: !cfg.concurrent && (0..n).any(|a| (a + 1..n).any(|b| pins(&ranks, a, b))),
     };
     let run = c.finish(cfg, schedule, retested, err.as_ref());
     Ok(Some((run, err)))
 }
 
 /// Every rank says where it runs and what command line it has; rank 0
-/// refuses a job whose ranks disagree. Returns the ranks on rank 0.
-pub(super) fn hello(g: &Group) -> Result<Option<Vec<RankInfo>>> {
+/// refuses a job whose ranks disagree, or sends every rank the list.
+pub(super) fn hello(g: &Group) -> Result<Vec<RankInfo>> {
     let mine = Hello {
         argv: std::env::args().skip(1).collect(),
         info: rank_info(g.rank()),
@@ -111,12 +112,11 @@ pub(super) fn hello(g: &Group) -> Result<Option<Vec<RankInfo>>> {
     let got = g.gather(bytes, Duration::ZERO)?;
     let Some(got) = got else {
         let verdict = g.share(Vec::new(), Duration::ZERO)?;
-        return if verdict.first() == Some(&GO) {
-            Ok(None)
-        } else {
-            // Rank 0 says why.
-            Err(Error::usage(String::new()))
-        };
+        // `null`: refused, and rank 0 says why.
+        return serde_json::from_slice::<Option<Vec<RankInfo>>>(&verdict)
+            .ok()
+            .flatten()
+            .ok_or_else(|| Error::usage(String::new()));
     };
     let mut infos = Vec::with_capacity(got.len());
     let mut problem = None;
@@ -141,11 +141,14 @@ pub(super) fn hello(g: &Group) -> Result<Option<Vec<RankInfo>>> {
         }
         infos.push(h.info);
     }
-    let word = if problem.is_some() { STOP } else { GO };
-    g.share(vec![word], Duration::ZERO)?;
+    let list = problem.is_none().then_some(&infos);
+    g.share(
+        serde_json::to_vec(&list).expect("plain data"),
+        Duration::ZERO,
+    )?;
     match problem {
         Some(e) => Err(e),
-        None => Ok(Some(infos)),
+        None => Ok(infos),
     }
 }
 
@@ -183,6 +186,7 @@ fn patience(cfg: &MeshConfig, slots: usize) -> Duration {
 fn sweep(
     cfg: &MeshConfig,
     g: &Group,
+    ranks: &[RankInfo],
     rounds: &[super::Round],
     mut col: Option<&mut Collector>,
     progress: &dyn Progress,
@@ -206,6 +210,9 @@ fn sweep(
                 break;
             }
             if a == g.rank() || b == g.rank() {
+                let _pin = (!cfg.concurrent)
+                    .then(|| pin_for_pair(ranks, a, b, g.rank()))
+                    .flatten();
                 both_ways(cfg, g, a, b, i, false, &mut report);
             }
             if !cfg.concurrent {
@@ -287,6 +294,34 @@ fn ranks_list(r: &[usize]) -> String {
     } else {
         format!("ranks {}", names.join(", "))
     }
+}
+
+/// Whether a pair's two ranks could land on one CPU: same host, same
+/// unbound CPU set (an oversubscribed or unbound launch). Such a pair is
+/// pinned while it measures, the lower rank to the set's first CPU and the
+/// other to its second, as the local transports pin their two ends; a
+/// launcher's binding is left as it is.
+pub(super) fn pins(ranks: &[RankInfo], a: usize, b: usize) -> bool {
+    let (ra, rb) = (&ranks[a], &ranks[b]);
+    ra.host == rb.host && ra.allowed_cpus == rb.allowed_cpus && ra.allowed_cpus.len() >= 2
+}
+
+/// Pins this rank for the pair a–b where [`pins`] says so; the guard gives
+/// the launcher's mask back.
+fn pin_for_pair(
+    ranks: &[RankInfo],
+    a: usize,
+    b: usize,
+    me: usize,
+) -> Option<crate::measure::placement::KeepAffinity> {
+    if !pins(ranks, a, b) {
+        return None;
+    }
+    let cpus = &ranks[me].allowed_cpus;
+    let keep = crate::measure::placement::KeepAffinity::new();
+    let cpu = if me == a.min(b) { cpus[0] } else { cpus[1] };
+    crate::measure::placement::pin_current(cpu).ok()?;
+    Some(keep)
 }
 
 /// One pair, both directions: `a` leads, then `b`.
@@ -374,6 +409,7 @@ fn one_way(
 fn retest(
     cfg: &MeshConfig,
     g: &Group,
+    ranks: &[RankInfo],
     cells: Vec<(usize, usize)>,
     col: Option<&mut Collector>,
 ) -> Result<()> {
@@ -390,10 +426,11 @@ fn retest(
     let mut report = RankReport::default();
     let mut failed = None;
     for &(from, to) in &list {
-        if (from == g.rank() || to == g.rank())
-            && let Err(e) = one_way(cfg, g, from, to, usize::MAX, true, &mut report)
-        {
-            report.errors.push((from, to, format!("re-test: {e}")));
+        if from == g.rank() || to == g.rank() {
+            let _pin = pin_for_pair(ranks, from, to, g.rank());
+            if let Err(e) = one_way(cfg, g, from, to, usize::MAX, true, &mut report) {
+                report.errors.push((from, to, format!("re-test: {e}")));
+            }
         }
         let what = || format!("the other ranks to finish re-testing {from} → {to}");
         if let Err(e) = g.barrier(patience(cfg, 1), &what) {

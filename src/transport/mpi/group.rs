@@ -68,7 +68,8 @@ impl Group {
         // Leaked on purpose (see the module comment). Page-aligned and
         // written: untouched pages would all be the kernel's zero page, read
         // from cache, and inflate bandwidth.
-        let buf = Box::leak(Box::new(crate::buffer::PageBuf::filled(cap.max(64), 0x5a))).as_mut_ptr();
+        let buf =
+            Box::leak(Box::new(crate::buffer::PageBuf::filled(cap.max(64), 0x5a))).as_mut_ptr();
         let word = Box::leak(Box::new([0u64; 8])).as_mut_ptr();
         Ok(Group {
             rank: w.rank() as usize,

@@ -76,12 +76,11 @@ impl Deadline<'_> {
                 (self.what)()
             )));
         }
-        // Idle: sleep longer the longer the wait (50 µs up to 2 ms), so
-        // the ranks that measure keep the cores.
-        let waited = now - start;
-        if self.idle && waited > Duration::from_millis(1) {
+        // Idle: sleep at once, longer the longer the wait (20 µs up to
+        // 2 ms), so the ranks that measure keep the cores.
+        if self.idle {
             std::thread::sleep(
-                (waited / 16).clamp(Duration::from_micros(50), Duration::from_millis(2)),
+                ((now - start) / 16).clamp(Duration::from_micros(20), Duration::from_millis(2)),
             );
         }
         Ok(())
@@ -114,7 +113,7 @@ pub fn wait_all(reqs: &mut [ffi::MPI_Request], dl: &Deadline) -> Result<()> {
             return Ok(());
         }
         spins = spins.wrapping_add(1);
-        if spins.is_multiple_of(256) {
+        if dl.idle || spins.is_multiple_of(256) {
             dl.check(start)?;
         }
     }
