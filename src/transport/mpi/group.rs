@@ -107,7 +107,7 @@ impl Group {
 
     fn deadline<'a>(&'a self, what: &'a dyn Fn() -> String, extra: Duration) -> Deadline<'a> {
         Deadline {
-            until: Instant::now() + self.timeout + extra,
+            limit: self.timeout + extra,
             what,
             stop: &self.stop,
             idle: false,
@@ -195,18 +195,25 @@ impl Group {
         budget: Budget,
     ) -> Result<Option<Sampled>> {
         let what = || format!("rank {peer} in the latency ping-pong ({size} B)");
-        // Up to 100 round trips, and no more than 64 MiB of warm-up.
-        let warm = (64 << 20) / size.max(1);
-        let warm = self.announce(peer, lead, 1, size, (warm as u64).clamp(2, 100))?;
-        let t0 = Instant::now();
         let dl = self.deadline(&what, Duration::ZERO);
-        for _ in 0..warm {
+        // Three round trips say how long one takes; then more warm-up, up
+        // to 100 in all, a quarter of the budget and 64 MiB moved.
+        let first = self.announce(peer, lead, 1, size, 3)?;
+        let t0 = Instant::now();
+        for _ in 0..first {
             self.pingpong(peer, lead, size, &dl)?;
         }
+        let per = t0.elapsed() / first.max(1) as u32;
+        let more = ((budget.duration / 4).as_nanos() / per.as_nanos().max(1)) as u64;
+        let more = more.min(97).min(((64usize << 20) / size.max(1)) as u64);
+        let more = self.announce(peer, lead, 5, size, more)?;
+        for _ in 0..more {
+            self.pingpong(peer, lead, size, &dl)?;
+        }
+        let warm = first + more;
         let per = t0.elapsed() / warm.max(1) as u32;
         let n = timed_count(budget, per);
         let n = self.announce(peer, lead, 2, size, n)?;
-        let dl = self.deadline(&what, budget.duration * 4);
         let mut rec = Recorder::new();
         let start = Instant::now();
         for _ in 0..n {
@@ -257,14 +264,16 @@ impl Group {
         let what = || format!("rank {peer} in the bandwidth window ({size} B × {window})");
         let warm = self.announce(peer, lead, 3, size, 2)?;
         let t0 = Instant::now();
-        let dl = self.deadline(&what, Duration::ZERO);
+        // A window may take long by itself: allow it 100 MB/s beyond the timeout.
+        let slow = Duration::from_secs_f64((size as f64 * window as f64) / 100e6);
+        let dl = self.deadline(&what, slow);
         for _ in 0..warm {
             self.window(peer, lead, size, window, &dl)?;
         }
         let per = t0.elapsed() / warm.max(1) as u32;
         let n = count.unwrap_or_else(|| timed_count(budget, per));
         let n = self.announce(peer, lead, 4, size, n)?;
-        let dl = self.deadline(&what, budget.duration * 4);
+        let dl = self.deadline(&what, per * 4);
         let mut rec = Recorder::new();
         let start = Instant::now();
         for _ in 0..n {
@@ -291,7 +300,8 @@ impl Group {
         window: u32,
     ) -> Result<Duration> {
         let what = || format!("rank {peer} in the bandwidth warm-up ({size} B × {window})");
-        let dl = self.deadline(&what, Duration::ZERO);
+        let slow = Duration::from_secs_f64((size as f64 * window as f64) / 100e6);
+        let dl = self.deadline(&what, slow);
         let t = Instant::now();
         self.window(peer, lead, size, window, &dl)?;
         Ok(t.elapsed())
