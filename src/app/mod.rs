@@ -137,8 +137,24 @@ fn mesh(c: &crate::options::MeshConfig, quiet: bool) -> Result<()> {
     })?;
     let Some(run) = run else { return Ok(()) };
     if !quiet {
-        for s in &run.extra.suspects {
-            eprintln!("xferbench: suspect: {}", s.line);
+        let (transient, kept): (Vec<_>, Vec<_>) = run
+            .extra
+            .suspects
+            .iter()
+            .partition(|s| s.confirmed == Some(false));
+        for s in kept {
+            let verdict = if s.confirmed == Some(true) {
+                " (confirmed by re-test)"
+            } else {
+                ""
+            };
+            eprintln!("xferbench: suspect: {}{verdict}", s.line);
+        }
+        if !transient.is_empty() {
+            eprintln!(
+                "xferbench: {} more suspect(s) not confirmed by re-test (transient), listed with the results",
+                transient.len()
+            );
         }
     }
     let h = &run.extra.health;

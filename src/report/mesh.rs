@@ -216,7 +216,28 @@ pub fn health(v: &Value) -> Vec<String> {
 /// What to read before the matrices: the suspects and the health verdict
 /// with its first few failing pairs (the heat maps show the rest).
 pub fn findings(v: &Value) -> Vec<String> {
-    let mut out = suspects(v);
+    // Transient suspects (the re-test disagreed) in one line: a noisy
+    // machine has many, and they would bury the confirmed ones.
+    let all = v.get("suspects").and_then(Value::as_array);
+    let transient = all.map_or(0, |a| {
+        a.iter()
+            .filter(|s| s.get("confirmed").and_then(Value::as_bool) == Some(false))
+            .count()
+    });
+    let mut out: Vec<String> = match all {
+        Some(a) if transient > 0 => {
+            let mut kept: Vec<String> = a
+                .iter()
+                .filter(|s| s.get("confirmed").and_then(Value::as_bool) != Some(false))
+                .map(suspect)
+                .collect();
+            kept.push(format!(
+                "{transient} more suspect(s) not confirmed by re-test (transient): listed in the run's JSON and in the mesh command's table output"
+            ));
+            kept
+        }
+        _ => suspects(v),
+    };
     let h = health(v);
     if let Some((verdict, failing)) = h.split_first() {
         out.push(verdict.clone());

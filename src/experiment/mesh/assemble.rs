@@ -294,10 +294,14 @@ impl Collector {
         out
     }
 
+    /// Every finding with its re-test, in the order people read them:
+    /// confirmed before transient, hosts and ranks before links, then the
+    /// worst first.
     fn suspects(&self, retested: bool) -> Vec<Suspect> {
         let hosts = self.hosts_by_rank();
         let rule = Rule::default();
-        self.findings
+        let mut out: Vec<Suspect> = self
+            .findings
             .iter()
             .map(|(metric, f)| {
                 let map = if *metric == "latency" {
@@ -316,7 +320,22 @@ impl Collector {
                     confirmed,
                 }
             })
-            .collect()
+            .collect();
+        out.sort_by(|a, b| {
+            let key = |s: &Suspect| {
+                (
+                    s.confirmed == Some(false),
+                    matches!(
+                        s.finding.subject,
+                        crate::measure::outliers::Subject::Link { .. }
+                    ),
+                )
+            };
+            key(a)
+                .cmp(&key(b))
+                .then(b.finding.factor.total_cmp(&a.finding.factor))
+        });
+        out
     }
 
     fn health(&self, cfg: &MeshConfig, m: &Matrices) -> Health {
