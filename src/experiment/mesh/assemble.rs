@@ -470,7 +470,7 @@ impl Collector {
         Run {
             experiment: "mesh",
             complete: err.is_none(),
-            stopped_by: err.map(|e| e.to_string()),
+            stopped_by: err.map(stopped_by),
             env,
             options: serde_json::to_value(cfg).unwrap_or_default(),
             placement,
@@ -494,6 +494,17 @@ impl Collector {
             warnings,
             devices: Vec::new(),
         }
+    }
+}
+
+/// Why an MPI run stopped, in the results: a signal is Ctrl-C or the
+/// launcher ending the job, which it does when a rank exits or is killed.
+pub fn stopped_by(e: &Error) -> String {
+    match e {
+        Error::Interrupted => {
+            "interrupted: Ctrl-C, or the launcher ended the job (it does when a rank exits or is killed)".into()
+        }
+        e => e.to_string(),
     }
 }
 

@@ -81,7 +81,7 @@ pub fn run(
     let run = Run {
         experiment: "pairs",
         complete: err.is_none(),
-        stopped_by: err.as_ref().map(|e| e.to_string()),
+        stopped_by: err.as_ref().map(super::assemble::stopped_by),
         env,
         options: serde_json::to_value(cfg).unwrap_or_default(),
         placement: crate::measure::placement::Placement {

@@ -86,6 +86,7 @@ pub fn run(
         };
     };
     let err = res.err();
+    progress.finish();
     let schedule = Schedule {
         kind: "tournament",
         mode: if cfg.concurrent {
