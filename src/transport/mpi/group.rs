@@ -200,29 +200,19 @@ impl Group {
         // to 100 in all, a quarter of the budget and 64 MiB moved.
         let first = self.announce(peer, lead, 1, size, 3)?;
         let t0 = Instant::now();
-        for _ in 0..first {
-            self.pingpong(peer, lead, size, &dl)?;
-        }
+        self.pingpongs(peer, lead, size, first, &dl, None)?;
         let per = t0.elapsed() / first.max(1) as u32;
         let more = ((budget.duration / 4).as_nanos() / per.as_nanos().max(1)) as u64;
         let more = more.min(97).min(((64usize << 20) / size.max(1)) as u64);
         let more = self.announce(peer, lead, 5, size, more)?;
-        for _ in 0..more {
-            self.pingpong(peer, lead, size, &dl)?;
-        }
+        self.pingpongs(peer, lead, size, more, &dl, None)?;
         let warm = first + more;
         let per = t0.elapsed() / warm.max(1) as u32;
         let n = timed_count(budget, per);
         let n = self.announce(peer, lead, 2, size, n)?;
         let mut rec = Recorder::new();
         let start = Instant::now();
-        for _ in 0..n {
-            let t = Instant::now();
-            self.pingpong(peer, lead, size, &dl)?;
-            if lead {
-                rec.record((t.elapsed().as_nanos() / 2) as u64);
-            }
-        }
+        self.pingpongs(peer, lead, size, n, &dl, Some(&mut rec))?;
         let timed = start.elapsed();
         Ok(lead.then_some(Sampled {
             rec,
@@ -231,20 +221,48 @@ impl Group {
         }))
     }
 
-    #[inline]
-    fn pingpong(&self, peer: usize, lead: bool, size: usize, dl: &Deadline) -> Result<()> {
+    /// `n` ping-pongs. The leader posts each reply's receive before its
+    /// ping leaves and, given `rec`, records half of each round trip; the
+    /// follower keeps the next ping's receive posted while it answers, so
+    /// no message waits in MPI's unexpected queue.
+    #[inline(never)]
+    fn pingpongs(
+        &self,
+        peer: usize,
+        lead: bool,
+        size: usize,
+        n: u64,
+        dl: &Deadline,
+        mut rec: Option<&mut Recorder>,
+    ) -> Result<()> {
         if lead {
-            // The reply's receive is posted before the ping leaves.
-            let rx = self.irecv(self.buf, size, peer, TAG_DATA);
-            self.lag(1);
-            let tx = self.isend(self.buf, size, peer, TAG_DATA);
-            wait_all(&mut [tx, rx], dl)
-        } else {
-            let mut rx = [self.irecv(self.buf, size, peer, TAG_DATA)];
-            wait_all(&mut rx, dl)?;
-            self.lag(1);
-            wait_all(&mut [self.isend(self.buf, size, peer, TAG_DATA)], dl)
+            for _ in 0..n {
+                let t = Instant::now();
+                let rx = self.irecv(self.buf, size, peer, TAG_DATA);
+                self.lag(1);
+                let tx = self.isend(self.buf, size, peer, TAG_DATA);
+                wait_all(&mut [tx, rx], dl)?;
+                if let Some(r) = rec.as_deref_mut() {
+                    r.record((t.elapsed().as_nanos() / 2) as u64);
+                }
+            }
+            return Ok(());
         }
+        if n == 0 {
+            return Ok(());
+        }
+        // The next ping cannot arrive before this pong has been read: the
+        // leader sends it only then, so one buffer serves both.
+        let mut rx = self.irecv(self.buf, size, peer, TAG_DATA);
+        for i in 0..n {
+            wait_all(std::slice::from_mut(&mut rx), dl)?;
+            if i + 1 < n {
+                rx = self.irecv(self.buf, size, peer, TAG_DATA);
+            }
+            self.lag(1);
+            wait_all(&mut [self.isend(self.buf, size, peer, TAG_DATA)], dl)?;
+        }
+        Ok(())
     }
 
     /// Bandwidth from the leader to `peer` at `size` bytes: windows of
