@@ -105,12 +105,17 @@ pub fn wait_all(reqs: &mut [ffi::MPI_Request], dl: &Deadline) -> Result<()> {
         // SAFETY: the requests are live handles from MPI_Isend/Irecv/Ibarrier
         // (or MPI_REQUEST_NULL once complete).
         unsafe {
-            ffi::MPI_Testall(
-                reqs.len() as i32,
-                reqs.as_mut_ptr(),
-                &mut flag,
-                ffi::RSMPI_STATUSES_IGNORE,
-            );
+            if let [one] = reqs {
+                // The ping-pong's case: MPI_Test skips Testall's array walk.
+                ffi::MPI_Test(one, &mut flag, ffi::RSMPI_STATUS_IGNORE);
+            } else {
+                ffi::MPI_Testall(
+                    reqs.len() as i32,
+                    reqs.as_mut_ptr(),
+                    &mut flag,
+                    ffi::RSMPI_STATUSES_IGNORE,
+                );
+            }
         }
         if flag != 0 {
             return Ok(());
