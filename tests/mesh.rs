@@ -72,7 +72,8 @@ mod mpi {
     use serde_json::Value;
     use std::process::{Command, Output};
 
-    fn mpirun(n: usize, args: &[&str]) -> Output {
+    /// `mpirun -n N xferbench ARGS…` (space-separated), then `more`.
+    fn mpirun(n: usize, args: &str, more: &[&str]) -> Output {
         let mut c = Command::new("mpirun");
         c.args([
             "--allow-run-as-root",
@@ -81,7 +82,8 @@ mod mpi {
             &n.to_string(),
         ])
         .arg(env!("CARGO_BIN_EXE_xferbench"))
-        .args(args);
+        .args(args.split_whitespace())
+        .args(more);
         finish(c)
     }
 
@@ -163,7 +165,7 @@ mod mpi {
             // others (a few ms), and 200 ms per measurement steadies their
             // medians.
             let args = "mesh -t mpi --duration 200ms --bandwidth-size 64k --window 8 --inject-delay 1:20ms --format json";
-            let o = mpirun(n, &args.split(' ').collect::<Vec<_>>());
+            let o = mpirun(n, args, &[]);
             assert!(o.status.success(), "n={n}: {}", stderr(&o));
             let d = json(&o);
             check_complete(&d, n);
@@ -203,26 +205,14 @@ mod mpi {
         let f = dir.path().join("m.json");
         let o = mpirun(
             4,
-            &[
-                "mesh",
-                "-t",
-                "mpi",
-                "--duration",
-                "10ms",
-                "--concurrent",
-                "--no-retest",
-                "-o",
-                f.to_str().unwrap(),
-            ],
+            "mesh -t mpi --duration 10ms --concurrent --no-retest -o",
+            &[f.to_str().unwrap()],
         );
         assert!(o.status.success(), "{}", stderr(&o));
         let d: Value = serde_json::from_str(&std::fs::read_to_string(&f).unwrap()).unwrap();
         check_complete(&d, 4);
         assert_eq!(d["schedule"]["mode"], "concurrent");
-        let o = mpirun(
-            3,
-            &["mesh", "-t", "mpi", "--duration", "10ms", "--format", "csv"],
-        );
+        let o = mpirun(3, "mesh -t mpi --duration 10ms --format csv", &[]);
         assert!(o.status.success(), "{}", stderr(&o));
         let csv = String::from_utf8_lossy(&o.stdout);
         assert_eq!(
@@ -239,19 +229,8 @@ mod mpi {
         let f = dir.path().join("partial.json");
         let o = mpirun(
             4,
-            &[
-                "mesh",
-                "-t",
-                "mpi",
-                "--duration",
-                "10ms",
-                "--timeout",
-                "2s",
-                "--inject-stall",
-                "2",
-                "-o",
-                f.to_str().unwrap(),
-            ],
+            "mesh -t mpi --duration 10ms --timeout 2s --inject-stall 2 -o",
+            &[f.to_str().unwrap()],
         );
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         assert!(
@@ -293,10 +272,10 @@ mod mpi {
         let o = finish(c);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("same command line"), "{}", stderr(&o));
-        let o = mpirun(1, &["mesh", "-t", "mpi"]);
+        let o = mpirun(1, "mesh -t mpi", &[]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("at least two ranks"), "{}", stderr(&o));
-        let o = mpirun(3, &["curve", "-t", "mpi", "--pairs", "2", "--sizes", "1k"]);
+        let o = mpirun(3, "curve -t mpi --pairs 2 --sizes 1k", &[]);
         assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
         assert!(stderr(&o).contains("needs 4 ranks"), "{}", stderr(&o));
     }
@@ -306,18 +285,8 @@ mod mpi {
         let _t = super::common::turn();
         let o = mpirun(
             3,
-            &[
-                "mesh",
-                "-t",
-                "mpi",
-                "--duration",
-                "10ms",
-                "--no-retest",
-                "--min-bandwidth",
-                "100TB/s",
-                "--format",
-                "json",
-            ],
+            "mesh -t mpi --duration 10ms --no-retest --min-bandwidth 100TB/s --format json",
+            &[],
         );
         assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
         let d = json(&o);
@@ -331,18 +300,8 @@ mod mpi {
         );
         let o = mpirun(
             3,
-            &[
-                "mesh",
-                "-t",
-                "mpi",
-                "--duration",
-                "10ms",
-                "--no-retest",
-                "--max-latency",
-                "10s",
-                "--format",
-                "json",
-            ],
+            "mesh -t mpi --duration 10ms --no-retest --max-latency 10s --format json",
+            &[],
         );
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(json(&o)["health"]["passed"], true);
@@ -354,11 +313,8 @@ mod mpi {
         let agg = |k: &str| -> (f64, Value) {
             let o = mpirun(
                 4,
+                "curve -t mpi --pairs",
                 &[
-                    "curve",
-                    "-t",
-                    "mpi",
-                    "--pairs",
                     k,
                     "--sizes",
                     "64k,1M",

@@ -695,3 +695,30 @@ fn mesh_heat_maps_stay_readable_at_16_and_64_ranks() {
         }
     }
 }
+
+#[test]
+fn a_pairs_run_draws_aggregate_and_per_pair_bandwidth_and_the_message_rate() {
+    // `curve -t mpi --pairs 2` under mpirun -n 4 on this machine.
+    let text = report_ok(&[fixture("pairs.json").as_os_str()]);
+    assert!(text.contains("2 pairs, aggregate"), "{text}");
+    assert!(
+        text.contains("pair 0 → 2") && text.contains("pair 1 → 3"),
+        "{text}"
+    );
+    assert!(text.contains("message rate vs message size"), "{text}");
+    let dir = tempfile::tempdir().unwrap();
+    let mut c = xferbench();
+    c.arg("report")
+        .arg(fixture("pairs.json"))
+        .arg("--svg")
+        .arg(dir.path());
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    for f in ["pairs-bandwidth.svg", "pairs-rate.svg"] {
+        let texts = svg_texts(&dir.path().join(f));
+        assert!(
+            texts.iter().any(|t| t.contains("message size")),
+            "{f}: {texts:?}"
+        );
+    }
+}

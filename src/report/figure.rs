@@ -314,6 +314,8 @@ pub enum Kind {
     MeshLatency,
     /// A mesh run's rank × rank bandwidth.
     MeshBandwidth,
+    /// `curve --pairs`: aggregate and per-pair MB/s, or messages/s, vs size.
+    Pairs,
 }
 
 impl Kind {

@@ -27,6 +27,79 @@ pub fn all(runs: &[SavedRun]) -> Vec<Figure> {
     out.extend(load(&of("load")));
     out.extend(flowgraph(&of("flowgraph")));
     out.extend(mesh(&of("mesh")));
+    out.extend(pairs(&of("pairs")));
+    out
+}
+
+/// `curve --pairs` runs: the aggregate and each pair's MB/s, and the
+/// aggregate message rate, over message size (osu_mbw_mr's two columns).
+pub fn pairs(runs: &[&SavedRun]) -> Vec<Figure> {
+    if runs.is_empty() {
+        return Vec::new();
+    }
+    let (mut bw, mut rate) = (Vec::new(), Vec::new());
+    for run in runs {
+        let k = num(&run.value, "pairs").unwrap_or(0.0);
+        let agg = format!("{k} pairs, aggregate");
+        let (mut b, mut r): (Vec<Series>, Vec<Series>) = (Vec::new(), Vec::new());
+        for p in run.entries() {
+            let Some(x) = num(p, "size_bytes") else {
+                continue;
+            };
+            if let Some(y) = num(p, "aggregate_MBps") {
+                let i = series_index(&mut b, &agg, Role::Measured);
+                b[i].points.push((x, y));
+            }
+            for q in array(p, "pairs") {
+                if let Some(y) = num(q, "bandwidth_MBps") {
+                    let name = format!(
+                        "pair {} → {}",
+                        num(q, "from").unwrap_or(0.0),
+                        num(q, "to").unwrap_or(0.0)
+                    );
+                    let i = series_index(&mut b, &name, Role::Measured);
+                    b[i].points.push((x, y));
+                }
+            }
+            if let Some(y) = num(p, "messages_per_s") {
+                let i = series_index(&mut r, &agg, Role::Measured);
+                r[i].points.push((x, y));
+            }
+        }
+        bw.push((*run, b));
+        rate.push((*run, r));
+    }
+    let size = || Axis::new("message size (bytes)", true, Scale::Bytes);
+    let mut out = vec![
+        Figure {
+            kind: Kind::Pairs,
+            id: "pairs-bandwidth".into(),
+            title: "Pairs streaming at once: bandwidth vs message size".into(),
+            caption: "MB/s (10^6 bytes/s) of every pair together (their bytes over the longest pair's time, as osu_mbw_mr) and of each pair alone, windows of messages in flight.".into(),
+            lead: Vec::new(),
+            plot: Plot::Lines(Lines {
+                x: size(),
+                y: Axis::new("MB/s", true, Scale::Number),
+                series: name_runs(bw),
+            }),
+        },
+        Figure {
+            kind: Kind::Pairs,
+            id: "pairs-rate".into(),
+            title: "Pairs streaming at once: message rate vs message size".into(),
+            caption: "Messages per second of every pair together, over the longest pair's time.".into(),
+            lead: Vec::new(),
+            plot: Plot::Lines(Lines {
+                x: size(),
+                y: Axis::new("messages/s", true, Scale::Number),
+                series: name_runs(rate),
+            }),
+        },
+    ];
+    out.retain(|f| match &f.plot {
+        Plot::Lines(l) => l.series.iter().any(|s| !s.points.is_empty()),
+        Plot::Heatmap(_) => true,
+    });
     out
 }
 

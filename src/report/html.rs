@@ -92,6 +92,7 @@ fn section_of(f: &Figure) -> &'static str {
         LoadRate | LoadKbps | LoadLatency => "Under load",
         Flowgraph { .. } => "Flowgraph runtime",
         MeshLatency | MeshBandwidth => "Mesh",
+        Pairs => "Pairs at once",
     }
 }
 
