@@ -79,18 +79,21 @@ pub use experiment::Progress;
 pub use experiment::curve::run as curve;
 pub use experiment::flowgraph::run as flowgraph;
 pub use experiment::load::run as load;
+pub use experiment::mesh::{pairs as mpi_pairs, run as mesh};
 pub use experiment::roundtrip::run as roundtrip;
 pub use experiment::stream::run as stream;
 pub use format::Format;
 pub use measure::fit;
 pub use options::{
-    Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
+    Common, CurveConfig, FlowgraphConfig, LoadConfig, MeshConfig, Output, RoundtripConfig,
+    StreamConfig,
 };
 pub use report::Render;
 pub use result::Run;
 pub use result::curve::CurveRun;
 pub use result::flowgraph::FlowRun;
 pub use result::load::LoadRun;
+pub use result::mesh::{MeshRun, PairsRun};
 pub use result::stream::StreamRun;
 
 /// Runs the `xferbench` command line on this process's arguments and returns
