@@ -376,7 +376,7 @@ impl MeshConfig {
                 )));
             }
         }
-        if self.bandwidth_sizes().contains(&0) {
+        if self.bandwidth_sizes().iter().all(|&s| s == 0) {
             return Err(Error::usage(
                 "a bandwidth size of 0 moves no data; give --bandwidth-size (or --sizes) above 0",
             ));
@@ -410,12 +410,13 @@ impl MeshConfig {
         }
     }
 
-    /// Sizes bandwidth is measured at, smallest first.
+    /// Sizes bandwidth is measured at, smallest first (a 0 in `sizes` is a
+    /// latency point only: it moves no data).
     pub fn bandwidth_sizes(&self) -> Vec<u64> {
         if self.sizes.is_empty() {
             vec![self.bandwidth_size]
         } else {
-            sorted(&self.sizes)
+            sorted(&self.sizes).into_iter().filter(|&s| s > 0).collect()
         }
     }
 
@@ -435,7 +436,7 @@ impl MeshConfig {
         if s.contains(&self.bandwidth_size) {
             self.bandwidth_size
         } else {
-            *s.last().expect("at least one size")
+            s.last().copied().unwrap_or(self.bandwidth_size)
         }
     }
 }

@@ -64,6 +64,14 @@ fn bandwidth_units_read_as_written() {
     // The matrices take the listed sizes nearest the asked-for ones' roles.
     assert_eq!(c.latency_matrix_size(), 8);
     assert_eq!(c.bandwidth_matrix_size(), 1 << 20);
+    // A 0 in the sweep is a latency point only.
+    let z = MeshConfig {
+        sizes: vec![0, 64],
+        ..MeshConfig::default()
+    };
+    assert!(z.validate().is_ok());
+    assert_eq!(z.latency_sizes(), [0, 64]);
+    assert_eq!(z.bandwidth_sizes(), [64]);
 }
 
 #[cfg(feature = "mpi")]

@@ -5,7 +5,7 @@ use crate::experiment::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
-pub struct Bar(ProgressBar);
+pub struct Bar(ProgressBar, bool);
 
 impl Bar {
     pub fn new(quiet: bool) -> Bar {
@@ -20,7 +20,7 @@ impl Bar {
             .expect("static template")
             .progress_chars("=> "),
         );
-        Bar(pb)
+        Bar(pb, quiet)
     }
 }
 
@@ -61,5 +61,12 @@ impl Progress for Bar {
 
     fn finish(&self) {
         self.0.finish_and_clear();
+    }
+
+    /// On stderr unless --quiet, terminal or not: a log keeps it too.
+    fn note(&self, line: &str) {
+        if !self.1 {
+            self.0.suspend(|| eprintln!("xferbench: {line}"));
+        }
     }
 }

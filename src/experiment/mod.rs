@@ -31,6 +31,9 @@ pub trait Progress {
     fn start_bytes(&self, _total: u64, _label: &str) {}
     /// Bytes moved so far, after [`start_bytes`](Progress::start_bytes).
     fn at(&self, _done: u64) {}
+    /// A line worth saying before a long run starts: what it will do and
+    /// about how long it takes (`mesh`).
+    fn note(&self, _line: &str) {}
 }
 
 /// No progress shown: what a program embedding the library passes when it

@@ -52,18 +52,19 @@ pub fn run(
     let mut col = (g.rank() == 0).then(|| Collector::new(cfg, ranks.clone(), &rounds));
     if let Some(c) = &col {
         let est = super::estimate_s(cfg, n);
-        eprintln!(
-            "xferbench: mesh of {n} ranks on {} hosts: {} ordered pairs in {} rounds ({}), about {} ",
-            c.hosts(),
+        let hosts = c.hosts();
+        progress.note(&format!(
+            "mesh of {n} ranks on {hosts} host{}: {} ordered pairs in {} rounds ({}), about {}",
+            if hosts == 1 { "" } else { "s" },
             n * (n - 1),
             rounds.len(),
             if cfg.concurrent {
-                "concurrent"
+                "a round's pairs at once"
             } else {
                 "one pair at a time"
             },
             humantime::format_duration(Duration::from_secs(est.ceil() as u64))
-        );
+        ));
         progress.start(rounds.len() as u64);
     }
     let res = sweep(cfg, &g, &ranks, &rounds, col.as_mut(), progress);

@@ -18,7 +18,7 @@ impl Transport for Mpi {
     }
 
     fn summary(&self) -> &'static str {
-        "MPI ranks 0 and 1 (run under mpirun -n 2; cargo feature `mpi`)"
+        "MPI ranks 0 and 1 (run under mpirun -n 2; cargo feature `mpi`); `mesh -t mpi` spans every rank"
     }
 
     fn capabilities(&self) -> Capabilities {
