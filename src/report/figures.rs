@@ -31,6 +31,16 @@ pub fn all(runs: &[SavedRun]) -> Vec<Figure> {
     out
 }
 
+/// The figures that have something to draw: a line plot with no point is
+/// left out.
+fn with_points(mut figs: Vec<Figure>) -> Vec<Figure> {
+    figs.retain(|f| match &f.plot {
+        Plot::Lines(l) => l.series.iter().any(|s| !s.points.is_empty()),
+        Plot::Heatmap(_) => true,
+    });
+    figs
+}
+
 /// `curve --pairs` runs: the aggregate and each pair's MB/s, and the
 /// aggregate message rate, over message size (osu_mbw_mr's two columns).
 pub fn pairs(runs: &[&SavedRun]) -> Vec<Figure> {
@@ -70,7 +80,7 @@ pub fn pairs(runs: &[&SavedRun]) -> Vec<Figure> {
         rate.push((*run, r));
     }
     let size = || Axis::new("message size (bytes)", true, Scale::Bytes);
-    let mut out = vec![
+    let out = vec![
         Figure {
             kind: Kind::Pairs,
             id: "pairs-bandwidth".into(),
@@ -96,11 +106,7 @@ pub fn pairs(runs: &[&SavedRun]) -> Vec<Figure> {
             }),
         },
     ];
-    out.retain(|f| match &f.plot {
-        Plot::Lines(l) => l.series.iter().any(|s| !s.points.is_empty()),
-        Plot::Heatmap(_) => true,
-    });
-    out
+    with_points(out)
 }
 
 /// Adds the run's label to series names that several runs share, so
@@ -443,7 +449,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
         lat.push((*run, l));
     }
     let size = || Axis::new("transfer size (bytes)", true, Scale::Bytes);
-    let mut out = vec![
+    let out = vec![
         Figure {
             kind: Kind::LoadRate,
             id: "load-rate".into(),
@@ -481,11 +487,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
             }),
         },
     ];
-    out.retain(|f| match &f.plot {
-        Plot::Lines(l) => l.series.iter().any(|s| !s.points.is_empty()),
-        Plot::Heatmap(_) => true,
-    });
-    out
+    with_points(out)
 }
 
 /// What the kernel alone reached in each run, at its best buffer size and
