@@ -69,7 +69,6 @@ pub struct Collector {
     retest_lat: BTreeMap<(usize, usize), f64>,
     retest_bw: BTreeMap<(usize, usize), f64>,
     errors: Vec<String>,
-    rounds_done: usize,
     findings: Vec<(&'static str, Finding)>,
     baselines: Vec<Baseline>,
 }
@@ -112,7 +111,6 @@ impl Collector {
             retest_lat: BTreeMap::new(),
             retest_bw: BTreeMap::new(),
             errors: Vec::new(),
-            rounds_done: 0,
             findings: Vec::new(),
             baselines: Vec::new(),
         }
@@ -124,10 +122,6 @@ impl Collector {
         h.sort_unstable();
         h.dedup();
         h.len()
-    }
-
-    pub fn set_round_done(&mut self, i: usize) {
-        self.rounds_done = self.rounds_done.max(i + 1);
     }
 
     /// The first thing that went wrong in a pair, if any.

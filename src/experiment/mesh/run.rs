@@ -224,8 +224,7 @@ fn sweep(
         }
         let wait = patience(cfg, if cfg.concurrent { 2 } else { 2 * round.len() });
         let go = exchange(g, report, wait, col.as_deref_mut(), failed);
-        if let Some(c) = col.as_deref_mut() {
-            c.set_round_done(i);
+        if col.is_some() {
             progress.point(&format!("round {}/{}", i + 1, rounds.len()));
         }
         go?;

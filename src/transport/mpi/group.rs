@@ -282,13 +282,14 @@ impl Group {
         count: Option<u64>,
     ) -> Result<Option<Sampled>> {
         let what = || format!("rank {peer} in the bandwidth window ({size} B × {window})");
+        let mut reqs: Vec<MPI_Request> = Vec::with_capacity(window as usize + 1);
         let warm = self.announce(peer, lead, 3, size, 2)?;
         let t0 = Instant::now();
         // A window may take long by itself: allow it 100 MB/s beyond the timeout.
         let slow = Duration::from_secs_f64((size as f64 * window as f64) / 100e6);
         let dl = self.deadline(&what, slow);
         for _ in 0..warm {
-            self.window(peer, lead, size, window, &dl)?;
+            self.window(peer, lead, size, window, &dl, &mut reqs)?;
         }
         let per = t0.elapsed() / warm.max(1) as u32;
         let n = count.unwrap_or_else(|| timed_count(budget, per));
@@ -298,7 +299,7 @@ impl Group {
         let start = Instant::now();
         for _ in 0..n {
             let t = Instant::now();
-            self.window(peer, lead, size, window, &dl)?;
+            self.window(peer, lead, size, window, &dl, &mut reqs)?;
             if lead {
                 rec.record(t.elapsed().as_nanos() as u64);
             }
@@ -320,13 +321,16 @@ impl Group {
         window: u32,
     ) -> Result<Duration> {
         let what = || format!("rank {peer} in the bandwidth warm-up ({size} B × {window})");
+        let mut reqs: Vec<MPI_Request> = Vec::with_capacity(window as usize + 1);
         let slow = Duration::from_secs_f64((size as f64 * window as f64) / 100e6);
         let dl = self.deadline(&what, slow);
         let t = Instant::now();
-        self.window(peer, lead, size, window, &dl)?;
+        self.window(peer, lead, size, window, &dl, &mut reqs)?;
         Ok(t.elapsed())
     }
 
+    /// One window. `reqs` is the caller's, allocated once, so the timed
+    /// loop allocates nothing.
     fn window(
         &self,
         peer: usize,
@@ -334,8 +338,9 @@ impl Group {
         size: usize,
         window: u32,
         dl: &Deadline,
+        reqs: &mut Vec<MPI_Request>,
     ) -> Result<()> {
-        let mut reqs: Vec<MPI_Request> = Vec::with_capacity(window as usize + 1);
+        reqs.clear();
         // SAFETY: `word` is a leaked [u64; 8]; word[4] carries the ack.
         let ack = unsafe { self.word.add(4) } as *mut u8;
         if lead {
@@ -344,14 +349,14 @@ impl Group {
                 self.lag(1);
                 reqs.push(self.isend(self.buf, size, peer, TAG_DATA));
             }
-            wait_all(&mut reqs, dl)
+            wait_all(reqs, dl)
         } else {
             // Every message lands in the same buffer, as in osu_bw: the
             // contents are not looked at.
             for _ in 0..window {
                 reqs.push(self.irecv(self.buf, size, peer, TAG_DATA));
             }
-            wait_all(&mut reqs, dl)?;
+            wait_all(reqs, dl)?;
             self.lag(window);
             wait_all(&mut [self.isend(ack, 1, peer, TAG_ACK)], dl)
         }
