@@ -49,6 +49,13 @@ pub struct Output {
     pub output: Option<PathBuf>,
     /// Published datasets to put beside the results (`xferbench reference list`).
     pub compare: Vec<String>,
+    /// Runs of the whole sweep, one after another; each point keeps every
+    /// repeat's figures (1: one run).
+    pub repeat: u32,
+    /// Also store the result as the baseline of this name.
+    pub save_baseline: Option<String>,
+    /// Compare the result with the baseline of this name.
+    pub baseline: Option<String>,
 }
 
 impl Default for Output {
@@ -57,6 +64,9 @@ impl Default for Output {
             format: Format::Table,
             output: None,
             compare: Vec::new(),
+            repeat: 1,
+            save_baseline: None,
+            baseline: None,
         }
     }
 }

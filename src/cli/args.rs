@@ -156,6 +156,15 @@ pub struct OutputArgs {
     /// Put published figures beside the results in the tables (column and ratio): names from `xferbench reference list`.
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub compare: Vec<String>,
+    /// Run the whole sweep K times, one sweep after another (A B C A B C), and keep every repeat's figures: what `xferbench compare` needs to tell run-to-run noise from a change (5 for a CI gate).
+    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    pub repeat: u32,
+    /// Also store the result as the baseline NAME (in $XFERBENCH_BASELINE_DIR, else .xferbench/baselines).
+    #[arg(long, value_name = "NAME")]
+    pub save_baseline: Option<String>,
+    /// Compare the result with the baseline NAME saved before (as `xferbench compare` does; exit 1 on a regression).
+    #[arg(long, value_name = "NAME")]
+    pub baseline: Option<String>,
 }
 
 #[derive(Args, Debug, Clone)]
@@ -557,6 +566,9 @@ impl From<OutputArgs> for Output {
             format: a.format,
             output: a.output,
             compare: a.compare,
+            repeat: a.repeat,
+            save_baseline: a.save_baseline,
+            baseline: a.baseline,
         }
     }
 }

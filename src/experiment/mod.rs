@@ -6,6 +6,7 @@ pub mod curve;
 pub mod flowgraph;
 pub mod load;
 pub mod mesh;
+pub mod repeat;
 pub mod roundtrip;
 pub mod sample;
 pub mod stream;
@@ -134,10 +135,8 @@ pub fn point_warnings(m: &Measured, shown: &[Stat]) -> Vec<String> {
             s.count
         ));
     }
-    let (a, b) = (
-        m.halves[0].quantile(0.5) as f64,
-        m.halves[1].quantile(0.5) as f64,
-    );
+    let [h0, h1] = m.halves();
+    let (a, b) = (h0.quantile(0.5) as f64, h1.quantile(0.5) as f64);
     if a > 0.0 && b > 0.0 {
         let d = (a - b).abs() / a.min(b);
         if d > 0.10 {

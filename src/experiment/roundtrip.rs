@@ -4,6 +4,7 @@
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
 use crate::experiment::sample::{self, Budget, Outcome};
+use crate::measure::distribution::latency_figures;
 use crate::measure::placement::Placement;
 use crate::options::{Common, RoundtripConfig};
 use crate::result::{NoExtra, Point, Run};
@@ -48,13 +49,26 @@ fn validate(args: &RoundtripConfig) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)>
 
 /// Runs the matrix. Always returns the run (possibly incomplete); the error,
 /// if any, says why it stopped early.
+/// With `--repeat K`, the whole matrix runs K times and each point keeps
+/// every repeat.
 pub fn run(
     args: &RoundtripConfig,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(Run, Option<Error>)> {
+    let checked = validate(args)?;
+    super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
+        once(args, &checked, stop, p)
+    })
+}
+
+fn once(
+    args: &RoundtripConfig,
+    (ins, outs, cfgs): &(Vec<u64>, Vec<u64>, Vec<Config>),
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<(Run, Option<Error>)> {
     let _keep = crate::measure::placement::KeepAffinity::new();
-    let (ins, outs, cfgs) = validate(args)?;
     let common: &Common = &args.common;
     let budget = Budget {
         warmup: common.warmup,
@@ -75,15 +89,15 @@ pub fn run(
     );
     let delay_ns = common.responder_delay.as_nanos() as u64;
     let result = (|| -> Result<()> {
-        for c in &cfgs {
+        for c in cfgs {
             let lc = link_config(c, common, &placement, mi, mo)?;
             let mut link = c.transport.open(&lc)?;
             // A recognisable pattern, written once: the payload is not the point.
             for (i, b) in link.request_buf().iter_mut().enumerate() {
                 *b = i as u8;
             }
-            for &o in &outs {
-                for &i in &ins {
+            for &o in outs {
+                for &i in ins {
                     progress.point(&format!(
                         "{} {}/{} in {} out {}",
                         c.spec,
@@ -118,8 +132,9 @@ pub fn run(
                         timed_s: m.timed_s,
                         partial,
                         summary: m.all.summary(),
-                        half_p50_ns: [m.halves[0].quantile(0.5), m.halves[1].quantile(0.5)],
+                        half_p50_ns: m.halves().map(|h| h.quantile(0.5)),
                         warnings,
+                        spread: m.spread(|s| latency_figures(&s)),
                     });
                     if stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);

@@ -5,7 +5,8 @@
 //! Ctrl-C per sample.
 
 use crate::error::{Error, Result};
-use crate::measure::stats::Recorder;
+use crate::measure::distribution::{BLOCKS, Distribution, Figures, Spread};
+use crate::measure::stats::{Recorder, Summary};
 use crate::payload::{self, Direction};
 use crate::transport::{Link, Pattern, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -33,8 +34,10 @@ const MAX_BATCH: u64 = 1 << 20;
 /// One point's measurement.
 pub struct Measured {
     pub all: Recorder,
-    /// The first and second halves, kept apart to see drift within the point.
-    pub halves: [Recorder; 2],
+    /// Consecutive blocks of the samples ([`BLOCKS`] of them, fewer when
+    /// there are fewer samples), kept apart to see how much the figures
+    /// wander within the point: drift, and the spread a comparison needs.
+    pub blocks: Vec<Recorder>,
     pub warmup: u64,
     /// Time spent in timed loops, seconds.
     pub timed_s: f64,
@@ -48,11 +51,36 @@ pub enum Outcome {
 }
 
 impl Measured {
+    /// `all` from the blocks; empty blocks (a stop came first) dropped.
+    fn gather(&mut self) {
+        self.blocks.retain(|b| b.count() > 0);
+        for b in &self.blocks {
+            self.all.merge(b);
+        }
+    }
+
+    /// What a comparison needs of the point: the histogram of every
+    /// sample, and `figures` of each block's summary.
+    pub fn spread(&self, figures: impl Fn(Summary) -> Figures) -> Spread {
+        Spread {
+            histogram: Some(Distribution::of(&self.all)),
+            repeats: Vec::new(),
+            blocks: self.blocks.iter().map(|b| figures(b.summary())).collect(),
+        }
+    }
+
+    /// The first and second halves of the samples, by whole blocks.
+    pub fn halves(&self) -> [Recorder; 2] {
+        let mut h = [Recorder::new(), Recorder::new()];
+        let mid = self.blocks.len().div_ceil(2);
+        for (i, b) in self.blocks.iter().enumerate() {
+            h[usize::from(i >= mid)].merge(b);
+        }
+        h
+    }
     /// Wraps what was timed before a stop request.
     fn interrupted(mut self, timed_s: f64) -> Outcome {
-        let [h0, h1] = &self.halves;
-        self.all.merge(h0);
-        self.all.merge(h1);
+        self.gather();
         self.timed_s = timed_s;
         if self.all.count() == 0 {
             Outcome::Interrupted(None)
@@ -144,7 +172,7 @@ pub fn measure(
 ) -> Result<Outcome> {
     let mut m = Measured {
         all: Recorder::new(),
-        halves: [Recorder::new(), Recorder::new()],
+        blocks: Vec::new(),
         warmup: 0,
         timed_s: 0.0,
     };
@@ -176,30 +204,31 @@ pub fn measure(
     }
     match (budget.samples, budget.duration) {
         (Some(n), _) => {
+            let blocks = (n as usize).clamp(1, BLOCKS);
+            m.blocks = (0..blocks).map(|_| Recorder::new()).collect();
             let start = Instant::now();
-            let first = n / 2;
-            let [h0, h1] = &mut m.halves;
-            if batch(link, shape, first, Some(h0), stop)? < first
-                || batch(link, shape, n - first, Some(h1), stop)? < n - first
-            {
-                return Ok(m.interrupted(start.elapsed().as_secs_f64()));
+            for (i, rec) in m.blocks.iter_mut().enumerate() {
+                // Block i holds samples [n·i/B, n·(i+1)/B).
+                let size = n * (i as u64 + 1) / blocks as u64 - n * i as u64 / blocks as u64;
+                if batch(link, shape, size, Some(rec), stop)? < size {
+                    return Ok(m.interrupted(start.elapsed().as_secs_f64()));
+                }
             }
             m.timed_s = start.elapsed().as_secs_f64();
         }
         (None, duration) => {
             let duration = duration.unwrap_or(Duration::from_secs(1));
             let total = duration.as_secs_f64();
+            m.blocks = (0..BLOCKS).map(|_| Recorder::new()).collect();
+            let end_of = |b: usize| total * (b + 1) as f64 / BLOCKS as f64;
             while m.timed_s < total {
-                // Aim at the half-way mark first, so both halves get samples.
-                let left = if m.timed_s < total / 2.0 {
-                    total / 2.0 - m.timed_s
-                } else {
-                    total - m.timed_s
-                };
+                // Aim at the end of the current block, so every block gets
+                // samples.
+                let block = ((m.timed_s / total * BLOCKS as f64) as usize).min(BLOCKS - 1);
+                let left = end_of(block) - m.timed_s;
                 let size = ((left / per.max(1e-9)).ceil() as u64).clamp(1, MAX_BATCH);
-                let half = usize::from(m.timed_s >= total / 2.0);
                 let start = Instant::now();
-                let done = batch(link, shape, size, Some(&mut m.halves[half]), stop)?;
+                let done = batch(link, shape, size, Some(&mut m.blocks[block]), stop)?;
                 let took = start.elapsed().as_secs_f64();
                 m.timed_s += took;
                 if done < size {
@@ -210,8 +239,6 @@ pub fn measure(
             }
         }
     }
-    let [h0, h1] = &m.halves;
-    m.all.merge(h0);
-    m.all.merge(h1);
+    m.gather();
     Ok(Outcome::Done(m))
 }

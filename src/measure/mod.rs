@@ -1,10 +1,11 @@
 //! The measurement core below every experiment: the statistics a sample feeds
 //! (`stats`), the model fitted to a curve (`fit`), where the endpoints run
-//! (`placement`), the background load beside them (`loadgen`), the ranks,
+//! (`placement`), what a comparison of two runs needs (`distribution`), the background load beside them (`loadgen`), the ranks,
 //! hosts and links that stand out of an all-pairs mesh (`outliers`) and the
 //! environment recorded with every result (`env`). Nothing here knows a
 //! transport, an experiment or an output format.
 
+pub mod distribution;
 pub mod env;
 pub mod fit;
 pub mod loadgen;

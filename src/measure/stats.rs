@@ -13,6 +13,7 @@ const SIGFIG: u8 = 3;
 
 /// Collects one point's samples. Built before the timed loop; `record` neither
 /// allocates nor locks.
+#[derive(Clone)]
 pub struct Recorder {
     hist: Histogram<u64>,
     count: u64,
@@ -60,6 +61,11 @@ impl Recorder {
 
     pub fn count(&self) -> u64 {
         self.count
+    }
+
+    /// The histogram behind the quantiles.
+    pub fn histogram(&self) -> &Histogram<u64> {
+        &self.hist
     }
 
     /// Samples beyond the histogram's ceiling (kept exactly in min/max/mean).

@@ -7,6 +7,7 @@ pub mod load;
 pub mod mesh;
 pub mod stream;
 
+pub use crate::measure::distribution::{Figures, Spread};
 pub use crate::measure::env::{Env, Gpu};
 pub use crate::measure::placement::Placement;
 pub use crate::measure::stats::Summary;
@@ -29,6 +30,17 @@ pub trait PointMeta {
     fn sample_noun(&self) -> &'static str {
         "round trips"
     }
+}
+
+/// A point that can be measured more than once and merged.
+pub trait Repeatable: Sized {
+    /// What names the same point in every repeat (transport, modes, sizes).
+    fn identity(&self) -> String;
+    /// This measurement's headline figures, as one repeat of the point.
+    fn figures(&self) -> Figures;
+    /// One point from the K measurements of it, in run order (at least
+    /// one): samples pooled, every repeat's figures kept.
+    fn merge(reps: Vec<Self>) -> Self;
 }
 
 /// An experiment that adds nothing at the top level.
@@ -97,6 +109,91 @@ pub struct Point {
     pub half_p50_ns: [u64; 2],
     /// Caveats on this point's figures.
     pub warnings: Vec<String>,
+    /// The samples' histogram, and each repeat's and block's figures.
+    #[serde(flatten)]
+    pub spread: Spread,
+}
+
+impl Repeatable for Point {
+    fn identity(&self) -> String {
+        self.label()
+    }
+    fn figures(&self) -> Figures {
+        let mut f = crate::measure::distribution::latency_figures(&self.summary);
+        f.insert("timed_s", self.timed_s);
+        f
+    }
+    fn merge(reps: Vec<Point>) -> Point {
+        let figures: Vec<Figures> = reps.iter().map(Repeatable::figures).collect();
+        let summaries: Vec<Summary> = reps.iter().map(|p| p.summary.clone()).collect();
+        let warnings = merged_warnings(reps.iter().map(|p| &p.warnings), &figures, "p50_ns");
+        let half_p50_ns = [reps[0].half_p50_ns[0], reps[reps.len() - 1].half_p50_ns[1]];
+        let (warmup, timed_s) = (
+            reps.iter().map(|p| p.warmup).sum(),
+            reps.iter().map(|p| p.timed_s).sum(),
+        );
+        let partial = reps.iter().any(|p| p.partial);
+        let spread = Spread::of_repeats(reps.iter().map(|p| p.spread.clone()).collect(), figures);
+        let summary = pooled(&summaries, &spread);
+        let first = reps.into_iter().next().expect("at least one repeat");
+        Point {
+            warmup,
+            timed_s,
+            partial,
+            summary,
+            half_p50_ns,
+            warnings,
+            spread,
+            ..first
+        }
+    }
+}
+
+/// The summary of every repeat's samples together.
+pub fn pooled(parts: &[Summary], spread: &Spread) -> Summary {
+    let hist = spread
+        .histogram
+        .as_ref()
+        .and_then(|d| crate::measure::distribution::Distribution::decode(d.as_str()).ok());
+    crate::measure::distribution::combine(parts, hist.as_ref())
+}
+
+/// Every repeat's warnings once, and one more when the repeats' `key`
+/// figures spread over more than 10%: the run-to-run noise a single run
+/// cannot show.
+pub fn merged_warnings<'a>(
+    lists: impl Iterator<Item = &'a Vec<String>>,
+    figures: &[Figures],
+    key: &str,
+) -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for w in lists.flatten() {
+        if !out.contains(w) {
+            out.push(w.clone());
+        }
+    }
+    let v: Vec<f64> = figures.iter().filter_map(|f| f.get(key).copied()).collect();
+    let (lo, hi) = v
+        .iter()
+        .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+    if v.len() > 1 && lo > 0.0 && hi / lo > 1.10 {
+        out.push(format!(
+            "{key} varies by {:.0}% between repeats ({} to {}): run-to-run noise",
+            (hi / lo - 1.0) * 100.0,
+            figure(key, lo),
+            figure(key, hi)
+        ));
+    }
+    out
+}
+
+/// A figure for a warning line: times in µs, the rest to 3 digits.
+fn figure(key: &str, v: f64) -> String {
+    if key.ends_with("_ns") {
+        format!("{} µs", crate::units::format_us(v))
+    } else {
+        format!("{v:.3}")
+    }
 }
 
 impl PointMeta for Point {
