@@ -6,6 +6,7 @@
 //! experiment's.
 
 use crate::error::{Error, Result};
+use crate::measure::distribution::{Distribution, Figures, Spread};
 use crate::measure::stats::Recorder;
 use crate::options::CurveConfig;
 use crate::result::curve::{CurvePoint, Skipped};
@@ -140,6 +141,21 @@ fn point(
         oneway,
         bandwidth_mbps: ways * size as f64 * f64::from(k) * 1e3 / median,
         warnings,
+        // Each trial is a block: its own one-way time and bandwidth.
+        spread: Spread {
+            histogram: Some(Distribution::of(rec)),
+            repeats: Vec::new(),
+            blocks: trials
+                .iter()
+                .map(|&ns| {
+                    Figures::from([
+                        ("p50_ns", ns / f64::from(k)),
+                        ("mean_ns", ns / f64::from(k)),
+                        ("bandwidth_MBps", ways * size as f64 * f64::from(k) * 1e3 / ns),
+                    ])
+                })
+                .collect(),
+        },
     }
 }
 

@@ -7,6 +7,7 @@ use crate::error::{Error, Result};
 use crate::experiment::sample::{self, Budget, Measured, Outcome};
 use crate::measure::fit::{self};
 use crate::measure::placement::Placement;
+use crate::measure::distribution::latency_figures;
 use crate::measure::stats::per_message;
 use crate::options::{CurveConfig, PayloadMode};
 use crate::result::curve::*;
@@ -207,6 +208,13 @@ fn point(
     let oneway = per_message(&exchange, by);
     // Unrounded median: a sub-ns rounding must not move small-size bandwidth.
     let median_ns = m.all.quantile(0.5) as f64 / by;
+    let bandwidth = |median_ns: f64| {
+        if median_ns > 0.0 {
+            ways * len as f64 * 1e3 / median_ns
+        } else {
+            0.0
+        }
+    };
     let mut warnings = point_warnings(
         m,
         &[
@@ -240,12 +248,13 @@ fn point(
         partial,
         exchange,
         oneway,
-        bandwidth_mbps: if median_ns > 0.0 {
-            ways * len as f64 * 1e3 / median_ns
-        } else {
-            0.0
-        },
+        bandwidth_mbps: bandwidth(median_ns),
         warnings,
+        spread: m.spread(|s| {
+            let mut f = latency_figures(&per_message(&s, by));
+            f.insert("bandwidth_MBps", bandwidth(s.p50_ns as f64 / by));
+            f
+        }),
     }
 }
 
@@ -262,13 +271,51 @@ fn cuda_stream(
 
 /// Runs every curve. Always returns the run (possibly incomplete); the
 /// error, if any, says why it stopped early.
+/// With `--repeat K`, every curve runs K times, one sweep after another,
+/// and the fits are made again on the merged points.
 pub fn run(
     args: &CurveConfig,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(CurveRun, Option<Error>)> {
+    let checked = validate(args)?;
+    let k = args.common.out.repeat;
+    let (mut run, err) =
+        super::repeat::repeated(k, progress, |_, p| once(args, &checked, stop, p))?;
+    if k > 1 {
+        refit(&mut run, args.breakpoint);
+    }
+    Ok((run, err))
+}
+
+/// Each curve's fits from its merged points.
+fn refit(run: &mut CurveRun, breakpoint: crate::options::Breakpoint) {
+    for f in &mut run.extra.fits {
+        let curve: Vec<(u64, f64)> = run
+            .points
+            .iter()
+            .filter(|p| {
+                p.spec == f.spec
+                    && p.buffers == f.buffers
+                    && p.completion == f.completion
+                    && p.mode == f.mode
+                    && p.chunk == f.chunk
+            })
+            .map(|p| (p.size_bytes, p.oneway.p50_ns as f64))
+            .collect();
+        f.fit = fit::hockney(&curve);
+        f.two_segment = fit::two_segment(&curve, breakpoint);
+    }
+    run.extra.fit = run.extra.fits.first().and_then(|f| f.fit.clone());
+}
+
+fn once(
+    args: &CurveConfig,
+    (sizes, cfgs): &(Vec<u64>, Vec<Config>),
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<(CurveRun, Option<Error>)> {
     let _keep = crate::measure::placement::KeepAffinity::new();
-    let (sizes, cfgs) = validate(args)?;
     let common = &args.common;
     let budget = Budget {
         warmup: common.warmup,
@@ -298,13 +345,13 @@ pub fn run(
             .map_or(0x5eed, |d| d.as_nanos() as u64)
     });
     let result = (|| -> Result<()> {
-        for c in &cfgs {
+        for c in cfgs {
             if cuda_stream(args, c).is_some() {
                 let curves = super::cuda_curve::run(
                     args,
                     &c.spec,
                     c.completion,
-                    &sizes,
+                    sizes,
                     &mut run.points,
                     &mut run.extra.skipped,
                     progress,
@@ -343,7 +390,7 @@ pub fn run(
             };
             for &chunk in &strat {
                 let mut curve: Vec<(u64, f64)> = Vec::new();
-                for &len in &sizes {
+                for &len in sizes {
                     progress.point(&format!(
                         "{} {} B",
                         curve_label(&c.spec.to_string(), args.mode, chunk),

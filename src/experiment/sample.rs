@@ -220,13 +220,17 @@ pub fn measure(
             let duration = duration.unwrap_or(Duration::from_secs(1));
             let total = duration.as_secs_f64();
             m.blocks = (0..BLOCKS).map(|_| Recorder::new()).collect();
+            let mut last = (MAX_BATCH / 4).min(16);
             let end_of = |b: usize| total * (b + 1) as f64 / BLOCKS as f64;
             while m.timed_s < total {
                 // Aim at the end of the current block, so every block gets
                 // samples.
                 let block = ((m.timed_s / total * BLOCKS as f64) as usize).min(BLOCKS - 1);
                 let left = end_of(block) - m.timed_s;
-                let size = ((left / per.max(1e-9)).ceil() as u64).clamp(1, MAX_BATCH);
+                // At most 4× the last batch: a wrong estimate of one
+                // exchange's time cannot overshoot several blocks at once.
+                let size = ((left / per.max(1e-9)).ceil() as u64).clamp(1, last * 4);
+                last = size;
                 let start = Instant::now();
                 let done = batch(link, shape, size, Some(&mut m.blocks[block]), stop)?;
                 let took = start.elapsed().as_secs_f64();

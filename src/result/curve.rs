@@ -3,7 +3,8 @@
 pub use crate::measure::fit::{Fit, TwoSegment};
 use crate::measure::stats::Summary;
 use crate::options::PayloadMode;
-use crate::result::{PointMeta, Run};
+use crate::measure::distribution::latency_figures;
+use crate::result::{Figures, PointMeta, Repeatable, Run, Spread, merged_warnings, pooled};
 use crate::transport::{self, BufferMode, Pattern};
 use crate::units::Chunk;
 use serde::Serialize;
@@ -53,6 +54,67 @@ pub struct CurvePoint {
     pub bandwidth_mbps: f64,
     /// Caveats on this point's figures.
     pub warnings: Vec<String>,
+    /// The exchange times' histogram (ns), and each repeat's and block's
+    /// one-way figures and `bandwidth_MBps`.
+    #[serde(flatten)]
+    pub spread: Spread,
+}
+
+impl Repeatable for CurvePoint {
+    fn identity(&self) -> String {
+        format!("{} {}", self.label(), self.completion.name())
+    }
+    fn figures(&self) -> Figures {
+        let mut f = latency_figures(&self.oneway);
+        f.insert("bandwidth_MBps", self.bandwidth_mbps);
+        f.insert("timed_s", self.timed_s);
+        f
+    }
+    /// The exchanges of every repeat pooled; one-way times divide them as
+    /// each repeat's did, and bandwidth keeps each repeat's bytes per
+    /// median exchange time.
+    fn merge(reps: Vec<CurvePoint>) -> CurvePoint {
+        let figures: Vec<Figures> = reps.iter().map(Repeatable::figures).collect();
+        let warnings = merged_warnings(reps.iter().map(|p| &p.warnings), &figures, "p50_ns");
+        let exchanges: Vec<Summary> = reps.iter().map(|p| p.exchange.clone()).collect();
+        let spread = Spread::of_repeats(reps.iter().map(|p| p.spread.clone()).collect(), figures);
+        let exchange = pooled(&exchanges, &spread);
+        let first = &reps[0];
+        let by = if first.oneway.mean_ns > 0.0 {
+            first.exchange.mean_ns / first.oneway.mean_ns
+        } else {
+            1.0
+        };
+        // bandwidth × median exchange time: the bytes one exchange carries
+        // (× 1e3), the same in every repeat.
+        let mut carried: Vec<f64> = reps
+            .iter()
+            .map(|p| p.bandwidth_mbps * p.exchange.p50_ns as f64)
+            .collect();
+        carried.sort_by(f64::total_cmp);
+        let bandwidth_mbps = if exchange.p50_ns > 0 {
+            carried[carried.len() / 2] / exchange.p50_ns as f64
+        } else {
+            0.0
+        };
+        let (warmup, timed_s, partial) = (
+            reps.iter().map(|p| p.warmup).sum(),
+            reps.iter().map(|p| p.timed_s).sum(),
+            reps.iter().any(|p| p.partial),
+        );
+        let first = reps.into_iter().next().expect("at least one repeat");
+        CurvePoint {
+            warmup,
+            timed_s,
+            partial,
+            oneway: crate::measure::stats::per_message(&exchange, by),
+            exchange,
+            bandwidth_mbps,
+            warnings,
+            spread,
+            ..first
+        }
+    }
 }
 
 impl PointMeta for CurvePoint {
