@@ -64,6 +64,7 @@ pub(crate) mod app;
 pub(crate) mod buffer;
 pub(crate) mod cli;
 pub(crate) mod command;
+pub mod compare;
 pub(crate) mod experiment;
 pub(crate) mod flowgraph;
 pub(crate) mod format;
@@ -74,6 +75,7 @@ pub(crate) mod stream;
 pub(crate) mod words;
 
 pub use command::serve::{ServeConfig, run as serve};
+pub use compare::{Comparison, Settings as CompareSettings, compare};
 pub use error::{Error, Result};
 pub use experiment::Progress;
 pub use experiment::curve::run as curve;

@@ -15,6 +15,7 @@ use crate::options::{
 };
 use crate::report::{self, Render};
 use crate::transport::{self, ResponderArgs};
+use std::io::IsTerminal;
 
 /// Runs the command line; returns the exit code.
 pub fn main() -> i32 {
@@ -53,6 +54,7 @@ fn dispatch(cli: Cli) -> Result<()> {
         },
         Some(Command::Reference(a)) => crate::command::reference::run(&a.action.into()),
         Some(Command::Report(a)) => report_cmd(&a),
+        Some(Command::Compare(a)) => compare_cmd(&a),
         Some(Command::Serve(a)) => crate::command::serve::run(&a.into(), cli.quiet),
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Curve(a)) if a.pairs.is_some() => {
@@ -114,6 +116,15 @@ fn measured<R: Render>(
 ) -> Result<()> {
     report::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;
+    // A baseline that is not there, or a bad name, fails before the run.
+    let base = out
+        .baseline
+        .as_deref()
+        .map(crate::compare::baseline::load)
+        .transpose()?;
+    if let Some(name) = &out.save_baseline {
+        crate::compare::baseline::check_name(name)?;
+    }
     let stop = crate::app::interrupt::install();
     let bar = Bar::new(quiet);
     let (run, err) = run(&stop, &bar)?;
@@ -126,7 +137,108 @@ fn measured<R: Render>(
     if format == Format::Table && !refs.is_empty() {
         text += &comparison(&run.json()?, &refs)?;
     }
-    emit_run(&text, out.output.as_deref(), run.points(), err)
+    emit_run(&text, out.output.as_deref(), run.points(), err)?;
+    baselines(out, base, &run.json()?)
+}
+
+/// `--save-baseline NAME` keeps a complete run under NAME; `--baseline NAME`
+/// compares the run with NAME as `xferbench compare` does (on stdout after
+/// the results, or on stderr when stdout carries JSON or CSV) and fails on
+/// a regression.
+fn baselines(
+    out: &Output,
+    base: Option<report::saved::SavedRun>,
+    json: &str,
+) -> Result<()> {
+    if out.save_baseline.is_none() && base.is_none() {
+        return Ok(());
+    }
+    let value: serde_json::Value = serde_json::from_str(json)
+        .map_err(|e| Error::run(format!("reading back the result: {e}")))?;
+    let mut verdict = Ok(());
+    if let Some(base) = base {
+        let new = report::saved::SavedRun::from_value("this run", value.clone())?;
+        let c = crate::compare::compare(&base, &new, &crate::compare::Settings::default())?;
+        let to_stdout = out.output.is_some() || out.effective_format() == Format::Table;
+        let colour = if to_stdout {
+            colour_for(std::io::stdout().is_terminal())
+        } else {
+            colour_for(std::io::stderr().is_terminal())
+        };
+        let text = crate::compare::render::render(
+            &c,
+            crate::compare::render::CompareFormat::Table,
+            colour,
+        )?;
+        if to_stdout {
+            report::emit(&format!("\n{text}"), None)?;
+        } else {
+            eprint!("{text}");
+        }
+        verdict = gate(&c);
+    }
+    if let Some(name) = &out.save_baseline {
+        if value.get("complete").and_then(serde_json::Value::as_bool) == Some(false) {
+            eprintln!("xferbench: not saved as baseline {name}: the run is incomplete");
+        } else {
+            let p = crate::compare::baseline::save(name, json)?;
+            eprintln!("xferbench: baseline {name} saved to {}", p.display());
+        }
+    }
+    verdict
+}
+
+/// Colour only on a terminal, and never with NO_COLOR set.
+fn colour_for(terminal: bool) -> bool {
+    terminal && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Exit 1 when the comparison failed, naming the first regression.
+fn gate(c: &crate::compare::Comparison) -> Result<()> {
+    if !c.failed {
+        return Ok(());
+    }
+    let first = c
+        .rows
+        .iter()
+        .find(|r| r.gates && r.verdict != crate::compare::method::Verdict::NoChange)
+        .map(|r| {
+            format!(
+                ": first, {} of {} ({} {:+.1}%)",
+                r.stat.name(),
+                r.point,
+                r.verdict.name(),
+                r.change.change * 100.0
+            )
+        })
+        .unwrap_or_default();
+    Err(Error::run(format!(
+        "{} regressed, {} inconclusive{}{}",
+        c.tally.regressed,
+        c.tally.inconclusive,
+        if c.settings.strict { " (--strict)" } else { "" },
+        first
+    )))
+}
+
+/// `xferbench compare BASE NEW`.
+fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
+    use crate::compare::{baseline, render};
+    report::check_writable(a.output.as_deref())?;
+    let base = baseline::resolve(&a.base)?;
+    let new = baseline::resolve(&a.new)?;
+    let settings = crate::compare::Settings {
+        confidence: a.confidence,
+        noise: a.noise,
+        stats: a.stats.clone(),
+        fail_on: a.fail_on.clone(),
+        strict: a.strict,
+        allow_different: a.allow_different,
+    };
+    let c = crate::compare::compare(&base, &new, &settings)?;
+    let colour = a.output.is_none() && colour_for(std::io::stdout().is_terminal());
+    report::emit(&render::render(&c, a.format, colour)?, a.output.as_deref())?;
+    gate(&c)
 }
 
 /// `mesh`: every rank measures, rank 0 writes; a health gate that fails

@@ -456,6 +456,72 @@ pub struct ReportArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct CompareArgs {
+    /// The run to compare against: a results file (--format json), or the name of a baseline saved with --save-baseline.
+    #[arg(value_name = "BASE")]
+    pub base: String,
+    /// The run to judge: a results file, or a baseline name.
+    #[arg(value_name = "NEW")]
+    pub new: String,
+    /// Confidence of the intervals: 99%, 95% or 0.99.
+    #[arg(long, default_value = "99%", value_parser = parse_confidence)]
+    pub confidence: f64,
+    /// Changes within ± this are no change: 5%, 2% or 0.05.
+    #[arg(long, default_value = "5%", value_parser = parse_noise)]
+    pub noise: f64,
+    /// Statistics to compare: p50, mean, p90, p99, p999, bandwidth, iops, rate (default: p50, mean, p99 and every rate the points have).
+    #[arg(long, value_delimiter = ',')]
+    pub stats: Vec<crate::compare::extract::Statistic>,
+    /// Statistics whose regression fails the comparison (exit 1); default: every statistic compared.
+    #[arg(long, value_delimiter = ',', value_name = "STATS")]
+    pub fail_on: Vec<crate::compare::extract::Statistic>,
+    /// An inconclusive verdict fails too (exit 1).
+    #[arg(long)]
+    pub strict: bool,
+    /// Compare runs whose figure-changing options or machines differ, listing the differences first.
+    #[arg(long)]
+    pub allow_different: bool,
+    /// Output format (markdown: a pull-request comment).
+    #[arg(long, value_enum, default_value = "table")]
+    pub format: crate::compare::render::CompareFormat,
+    /// Write the comparison to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+}
+
+/// A fraction from "5%", "0.05" (below 1) or "5" (a percentage).
+fn parse_fraction(s: &str) -> Result<f64, String> {
+    let t = s.trim();
+    let (num, percent) = match t.strip_suffix('%') {
+        Some(n) => (n.trim(), true),
+        None => (t, false),
+    };
+    let v: f64 = num
+        .parse()
+        .map_err(|_| format!("{s:?} is not a number: give e.g. 5% or 0.05"))?;
+    if !v.is_finite() || v < 0.0 {
+        return Err(format!("{s:?} must be a positive number"));
+    }
+    Ok(if percent || v >= 1.0 { v / 100.0 } else { v })
+}
+
+fn parse_confidence(s: &str) -> Result<f64, String> {
+    let v = parse_fraction(s)?;
+    if v <= 0.5 || v >= 1.0 {
+        return Err(format!("{s}: a confidence lies between 50% and 100% (99% is usual)"));
+    }
+    Ok(v)
+}
+
+fn parse_noise(s: &str) -> Result<f64, String> {
+    let v = parse_fraction(s)?;
+    if v >= 1.0 {
+        return Err(format!("{s}: a noise threshold below 100% (5% is usual)"));
+    }
+    Ok(v)
+}
+
+#[derive(Args, Debug)]
 pub struct ReferenceArgs {
     #[command(subcommand)]
     pub action: ReferenceAction,

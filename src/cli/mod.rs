@@ -89,6 +89,8 @@ value_enum_by_word!(
     crate::options::PayloadMode,
     crate::options::DataDirection,
     crate::options::Arrival,
+    crate::compare::extract::Statistic,
+    crate::compare::render::CompareFormat,
 );
 
 /// A doc comment as clap's derive turns it into a value's help: the first
@@ -120,6 +122,8 @@ pub enum Command {
     Stream(Box<StreamArgs>),
     /// Re-renders saved results (JSON) as an HTML report, SVG plots or tables, optionally beside published figures (--compare).
     Report(ReportArgs),
+    /// Did it get slower? Two runs of one experiment (files, or baselines saved with --save-baseline), point by point: change, 99% interval, verdict; exit 1 on a regression.
+    Compare(CompareArgs),
     /// Request rate under background CPU and memory load (rk11perf), and open-loop latency at offered rates.
     Load(Box<LoadArgs>),
     /// Every pair of MPI ranks (mpiGraph): N × N latency and bandwidth matrices, the slow node or link found and re-tested, a health gate. Run under mpirun -n N or srun.
