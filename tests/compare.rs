@@ -15,8 +15,21 @@ fn measure(dir: &Path, name: &str, extra: &[&str]) -> PathBuf {
     let path = dir.join(name);
     let mut c = xferbench();
     c.args([
-        "roundtrip", "-t", "thread", "--in", "64,256", "--out", "64", "--samples", "2000",
-        "--warmup", "200", "--repeat", "3", "--quiet", "-o",
+        "roundtrip",
+        "-t",
+        "thread",
+        "--in",
+        "64,256",
+        "--out",
+        "64",
+        "--samples",
+        "2000",
+        "--warmup",
+        "200",
+        "--repeat",
+        "3",
+        "--quiet",
+        "-o",
     ])
     .arg(&path)
     .args(extra);
@@ -53,7 +66,7 @@ fn scaled(src: &Path, dst: &Path, f: f64) {
     }
     for p in v["points"].as_array_mut().unwrap() {
         scale(&mut p["summary"], f);
-        for list in ["repeats", "blocks"] {
+        for list in ["repeats", "intervals"] {
             for r in p[list].as_array_mut().unwrap() {
                 scale(r, f);
             }
@@ -70,7 +83,7 @@ fn steady(dir: &Path) -> PathBuf {
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&src).unwrap()).unwrap();
     for p in v["points"].as_array_mut().unwrap() {
         let head = p["summary"].clone();
-        for list in ["repeats", "blocks"] {
+        for list in ["repeats", "intervals"] {
             for (i, r) in p[list].as_array_mut().unwrap().iter_mut().enumerate() {
                 let f = [0.999, 1.0, 1.001][i % 3];
                 for (k, x) in r.as_object_mut().unwrap().iter_mut() {
@@ -165,7 +178,11 @@ fn a_50_percent_slowdown_regresses_and_the_gate_follows_fail_on_and_strict() {
     std::fs::write(&noisy, v.to_string()).unwrap();
     let o = compare(&["--stats", "p50", "--format", "json"], &[&a, &noisy]);
     assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
-    assert!(verdicts(&json_of(&o)).iter().all(|(_, v)| v == "inconclusive"));
+    assert!(
+        verdicts(&json_of(&o))
+            .iter()
+            .all(|(_, v)| v == "inconclusive")
+    );
     let o = compare(&["--stats", "p50", "--strict"], &[&a, &noisy]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
 }
@@ -232,7 +249,7 @@ fn old_files_without_distributions_fall_back_and_say_so() {
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
     for p in v["points"].as_array_mut().unwrap() {
         let o = p.as_object_mut().unwrap();
-        for k in ["histogram", "repeats", "blocks"] {
+        for k in ["histogram", "repeats", "intervals"] {
             o.remove(k);
         }
     }
@@ -247,7 +264,10 @@ fn old_files_without_distributions_fall_back_and_say_so() {
         .iter()
         .map(|r| r["method"].as_str().unwrap())
         .collect();
-    assert!(methods.contains(&"summary") && methods.contains(&"none"), "{methods:?}");
+    assert!(
+        methods.contains(&"summary") && methods.contains(&"none"),
+        "{methods:?}"
+    );
     assert!(
         c["notes"].to_string().contains("no stored distribution"),
         "{}",
@@ -271,7 +291,11 @@ fn refusals_name_the_problem_and_exit_2() {
     std::fs::write(&cut, &text[..text.len() / 2]).unwrap();
     let o = compare(&[], &[&a, &cut]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("cut.json is not JSON"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("cut.json is not JSON"),
+        "{}",
+        stderr(&o)
+    );
 
     // Hand-edited: a figure that is not a number, named with its point.
     let mut v: Value = serde_json::from_str(&text).unwrap();
@@ -299,7 +323,10 @@ fn refusals_name_the_problem_and_exit_2() {
     std::fs::write(&other, v.to_string()).unwrap();
     let o = compare(&[], &[&a, &other]);
     let t = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(t.contains("Only in a (1)") && t.contains("Only in other (1)"), "{t}");
+    assert!(
+        t.contains("Only in a (1)") && t.contains("Only in other (1)"),
+        "{t}"
+    );
 
     // A missing file, a bad flag value.
     let o = compare(&[], &[&a, &dir.path().join("nope.json")]);
@@ -323,8 +350,18 @@ fn baselines_are_saved_by_name_and_compared_against() {
         let mut c = xferbench();
         c.env("XFERBENCH_BASELINE_DIR", dir.path().join("bl"))
             .args([
-                "roundtrip", "-t", "thread", "--in", "64", "--out", "64", "--samples", "1000",
-                "--repeat", "2", "--quiet",
+                "roundtrip",
+                "-t",
+                "thread",
+                "--in",
+                "64",
+                "--out",
+                "64",
+                "--samples",
+                "1000",
+                "--repeat",
+                "2",
+                "--quiet",
             ])
             .args(extra);
         finish(c)
@@ -338,7 +375,10 @@ fn baselines_are_saved_by_name_and_compared_against() {
 
     let o = run(&["--baseline", "main"]);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(out.contains("## compare roundtrip: main → this run"), "{out}");
+    assert!(
+        out.contains("## compare roundtrip: main → this run"),
+        "{out}"
+    );
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
 
     let o = run(&["--baseline", "nightly"]);
@@ -358,4 +398,31 @@ fn baselines_are_saved_by_name_and_compared_against() {
     let o = finish(c);
     assert!(matches!(o.status.code(), Some(0 | 1)), "{}", stderr(&o));
     assert!(String::from_utf8_lossy(&o.stdout).contains("main → new"));
+}
+
+#[test]
+fn every_experiments_saved_results_compare_with_themselves() {
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures");
+    for name in [
+        "roundtrip",
+        "curve",
+        "stream",
+        "load",
+        "flowgraph",
+        "mesh",
+        "pairs",
+    ] {
+        let f = dir.join(format!("{name}.json"));
+        let o = compare(&["--format", "json"], &[&f, &f]);
+        assert_eq!(o.status.code(), Some(0), "{name}: {}", stderr(&o));
+        let c = json_of(&o);
+        assert_eq!(c["experiment"], name);
+        let rows = c["rows"].as_array().unwrap();
+        assert!(!rows.is_empty(), "{name}");
+        assert!(
+            rows.iter()
+                .all(|r| r["verdict"] != "regressed" && r["change"] == 0.0),
+            "{name}: {c}"
+        );
+    }
 }

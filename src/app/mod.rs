@@ -145,11 +145,7 @@ fn measured<R: Render>(
 /// compares the run with NAME as `xferbench compare` does (on stdout after
 /// the results, or on stderr when stdout carries JSON or CSV) and fails on
 /// a regression.
-fn baselines(
-    out: &Output,
-    base: Option<report::saved::SavedRun>,
-    json: &str,
-) -> Result<()> {
+fn baselines(out: &Output, base: Option<report::saved::SavedRun>, json: &str) -> Result<()> {
     if out.save_baseline.is_none() && base.is_none() {
         return Ok(());
     }

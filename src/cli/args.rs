@@ -508,7 +508,9 @@ fn parse_fraction(s: &str) -> Result<f64, String> {
 fn parse_confidence(s: &str) -> Result<f64, String> {
     let v = parse_fraction(s)?;
     if v <= 0.5 || v >= 1.0 {
-        return Err(format!("{s}: a confidence lies between 50% and 100% (99% is usual)"));
+        return Err(format!(
+            "{s}: a confidence lies between 50% and 100% (99% is usual)"
+        ));
     }
     Ok(v)
 }

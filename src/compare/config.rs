@@ -31,7 +31,14 @@ const NOT_FIGURES: &[&str] = &[
 ];
 
 /// The environment fields that change figures.
-const ENV: &[&str] = &["hostname", "kernel", "arch", "cpu_model", "cpus_online", "governor"];
+const ENV: &[&str] = &[
+    "hostname",
+    "kernel",
+    "arch",
+    "cpu_model",
+    "cpus_online",
+    "governor",
+];
 
 /// Job fields of a stream run that change its figures.
 const JOB: &[&str] = &[
@@ -148,14 +155,13 @@ pub fn differences(base: &SavedRun, new: &SavedRun) -> Vec<Difference> {
 
 /// Stream jobs of the same name that were set up differently.
 fn jobs(base: &SavedRun, new: &SavedRun, out: &mut Vec<Difference>) {
+    use super::extract::job_name;
     for b in base.entries() {
-        let Some(name) = b.get("jobname").and_then(Value::as_str) else {
-            continue;
-        };
+        let Ok(name) = job_name(b) else { continue };
         let Some(n) = new
             .entries()
             .iter()
-            .find(|n| n.get("jobname").and_then(Value::as_str) == Some(name))
+            .find(|n| job_name(n).ok().as_ref() == Some(&name))
         else {
             continue;
         };
@@ -201,10 +207,7 @@ mod tests {
         );
         assert!(differences(&a, &b).is_empty());
         assert_eq!(hash(&a), hash(&b));
-        let c = run(
-            json!({"samples": 1000, "responder_delay_s": 2e-6}),
-            "other",
-        );
+        let c = run(json!({"samples": 1000, "responder_delay_s": 2e-6}), "other");
         let d = differences(&a, &c);
         let whats: Vec<&str> = d.iter().map(|d| d.what.as_str()).collect();
         assert_eq!(whats, ["responder_delay_s", "hostname"]);

@@ -102,19 +102,46 @@ type Found<T> = Result<T, String>;
 fn num(v: &Value, path: &str) -> Found<f64> {
     let mut cur = v;
     for k in path.split('.') {
-        cur = cur.get(k).ok_or_else(|| format!("field {path} is missing"))?;
+        cur = cur
+            .get(k)
+            .ok_or_else(|| format!("field {path} is missing"))?;
     }
     cur.as_f64()
         .ok_or_else(|| format!("field {path} is not a number ({cur})"))
 }
 
+/// A field that names the point. Files from older versions lack some
+/// (load points had no `spec`): a missing one is left out of the name, one
+/// of the wrong type is refused.
 fn text(v: &Value, k: &str) -> Found<String> {
     match v.get(k) {
         Some(Value::String(s)) => Ok(s.clone()),
         Some(Value::Number(n)) => Ok(n.to_string()),
+        None | Some(Value::Null) => Ok(match k {
+            "spec" => v
+                .get("transport")
+                .and_then(Value::as_str)
+                .unwrap_or("-")
+                .to_string(),
+            _ => "-".into(),
+        }),
         Some(x) => Err(format!("field {k} is not a string ({x})")),
-        None => Err(format!("field {k} is missing")),
     }
+}
+
+/// The name of a stream job across runs: its name, clone and swept size
+/// (its file may be a fresh temporary one each run).
+pub fn job_name(job: &Value) -> Found<String> {
+    let mut name = text(job, "jobname")?;
+    if let Ok(c) = num(job, "clone")
+        && c > 0.0
+    {
+        name += &format!(" clone {c}");
+    }
+    if let Ok(bs) = num(job, "sweep_bs") {
+        name += &format!(" bs {bs}");
+    }
+    Ok(name)
 }
 
 /// The `key` figure of each repeat or block of `spread` (an entry holding
@@ -146,14 +173,19 @@ fn evidence(spread: &Value, value: f64, key: &str, scale: f64) -> Found<Evidence
     Ok(Evidence {
         value,
         repeats: replicates(spread, "repeats", key, scale)?,
-        blocks: replicates(spread, "blocks", key, scale)?,
+        blocks: replicates(spread, "intervals", key, scale)?,
         moments: None,
     })
 }
 
 /// The latency figures of `summary` (a Summary object), with evidence from
 /// `spread`.
+/// No summary at all (an older file) gives no latency figures; a summary
+/// missing a field is refused.
 fn latency(summary: &Value, spread: &Value, prefix: &str, out: &mut Vec<Figure>) -> Found<()> {
+    if summary.is_null() {
+        return Ok(());
+    }
     for stat in [
         Statistic::P50,
         Statistic::Mean,
@@ -193,6 +225,17 @@ fn rate(
     })
 }
 
+/// A number that names the point (a size, a count): missing is `-`.
+fn id_num(v: &Value, k: &str) -> Found<String> {
+    match v.get(k) {
+        None | Some(Value::Null) => Ok("-".into()),
+        Some(x) => x
+            .as_f64()
+            .map(|n| n.to_string())
+            .ok_or_else(|| format!("field {k} is not a number ({x})")),
+    }
+}
+
 fn repeats_of(entry: &Value) -> usize {
     entry
         .get("repeats")
@@ -230,19 +273,35 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
     let mut figures = Vec::new();
     let id = match experiment {
         "roundtrip" => {
-            latency(e.get("summary").unwrap_or(&Value::Null), e, "summary.", &mut figures)?;
+            latency(
+                e.get("summary").unwrap_or(&Value::Null),
+                e,
+                "summary.",
+                &mut figures,
+            )?;
             format!(
                 "{} {}/{} in {} out {}",
                 text(e, "spec")?,
                 text(e, "buffers")?,
                 text(e, "completion")?,
-                num(e, "in_bytes")?,
-                num(e, "out_bytes")?
+                id_num(e, "in_bytes")?,
+                id_num(e, "out_bytes")?
             )
         }
         "curve" => {
-            latency(e.get("oneway").unwrap_or(&Value::Null), e, "oneway.", &mut figures)?;
-            figures.push(rate(e, Statistic::Bandwidth, "bandwidth_MBps", "MB/s", 1.0)?);
+            latency(
+                e.get("oneway").unwrap_or(&Value::Null),
+                e,
+                "oneway.",
+                &mut figures,
+            )?;
+            figures.push(rate(
+                e,
+                Statistic::Bandwidth,
+                "bandwidth_MBps",
+                "MB/s",
+                1.0,
+            )?);
             let chunk = text(e, "chunk").unwrap_or_else(|_| "whole".into());
             format!(
                 "{} {}{} {}/{} {} B",
@@ -255,23 +314,33 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
                 },
                 text(e, "buffers")?,
                 text(e, "completion")?,
-                num(e, "size_bytes")?
+                id_num(e, "size_bytes")?
             )
         }
         "load" if e.get("offered_per_s").is_some() => {
-            latency(e.get("latency").unwrap_or(&Value::Null), e, "latency.", &mut figures)?;
+            latency(
+                e.get("latency").unwrap_or(&Value::Null),
+                e,
+                "latency.",
+                &mut figures,
+            )?;
             figures.push(rate(e, Statistic::Rate, "achieved_per_s", "req/s", 1.0)?);
             format!(
                 "{} {} {} B at {:.0}/s {}",
                 text(e, "spec")?,
                 text(e, "direction")?,
-                num(e, "size_bytes")?,
+                id_num(e, "size_bytes")?,
                 num(e, "offered_per_s")?,
                 text(e, "arrival").unwrap_or_default()
             )
         }
         "load" => {
-            latency(e.get("latency").unwrap_or(&Value::Null), e, "latency.", &mut figures)?;
+            latency(
+                e.get("latency").unwrap_or(&Value::Null),
+                e,
+                "latency.",
+                &mut figures,
+            )?;
             figures.push(rate(e, Statistic::Rate, "req_per_s", "req/s", 1.0)?);
             format!(
                 "{} {}/{} {} {} B under {} inflight {}",
@@ -279,9 +348,9 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
                 text(e, "buffers")?,
                 text(e, "completion")?,
                 text(e, "direction")?,
-                num(e, "size_bytes")?,
+                id_num(e, "size_bytes")?,
                 text(e, "load")?,
-                num(e, "inflight")?
+                id_num(e, "inflight")?
             )
         }
         "flowgraph" => {
@@ -290,14 +359,24 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
                 "{} {} N={} M={}",
                 text(e, "scheduler")?,
                 text(e, "edges")?,
-                num(e, "cores")?,
-                num(e, "blocks")?
+                id_num(e, "cores")?,
+                id_num(e, "blocks")?
             )
         }
         "pairs" => {
-            figures.push(rate(e, Statistic::Bandwidth, "aggregate_MBps", "MB/s", 1.0)?);
+            figures.push(rate(
+                e,
+                Statistic::Bandwidth,
+                "aggregate_MBps",
+                "MB/s",
+                1.0,
+            )?);
             figures.push(rate(e, Statistic::Rate, "messages_per_s", "msg/s", 1.0)?);
-            format!("{} B window {}", num(e, "size_bytes")?, num(e, "window")?)
+            format!(
+                "{} B window {}",
+                id_num(e, "size_bytes")?,
+                id_num(e, "window")?
+            )
         }
         x => return Err(format!("experiment {x:?} has no points a comparison knows")),
     };
@@ -310,15 +389,7 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
 
 /// A stream job: one subject per direction that did I/O.
 fn stream(job: &Value, out: &mut Vec<Subject>) -> Found<()> {
-    let mut name = text(job, "jobname")?;
-    if let Ok(c) = num(job, "clone")
-        && c > 0.0
-    {
-        name += &format!(" clone {c}");
-    }
-    if let Ok(bs) = num(job, "sweep_bs") {
-        name += &format!(" bs {bs}");
-    }
+    let name = job_name(job)?;
     for dir in ["read", "write"] {
         let d = job
             .get(dir)
@@ -332,12 +403,16 @@ fn stream(job: &Value, out: &mut Vec<Subject>) -> Found<()> {
             rate(d, Statistic::Bandwidth, "bw_bytes", "MB/s", 1e-6).map_err(at)?,
             rate(d, Statistic::Iops, "iops", "IOPS", 1.0).map_err(at)?,
         ];
-        // fio's percentile keys hold dots: read them whole.
-        let pv = |p: &str| -> Found<f64> {
-            clat.get("percentile")
-                .and_then(|m| m.get(p))
-                .and_then(Value::as_f64)
-                .ok_or_else(|| format!("clat_ns.percentile[{p}] is missing or not a number"))
+        // fio's percentile keys hold dots: read them whole. A percentile
+        // the file does not list is not compared.
+        let pv = |p: &str| -> Found<Option<f64>> {
+            match clat.get("percentile").and_then(|m| m.get(p)) {
+                None => Ok(None),
+                Some(x) => x
+                    .as_f64()
+                    .map(Some)
+                    .ok_or_else(|| format!("clat_ns.percentile[{p}] is not a number ({x})")),
+            }
         };
         for (stat, p, key) in [
             (Statistic::P50, "50.000000", "p50_ns"),
@@ -345,11 +420,13 @@ fn stream(job: &Value, out: &mut Vec<Subject>) -> Found<()> {
             (Statistic::P99, "99.000000", "p99_ns"),
             (Statistic::P999, "99.900000", "p999_ns"),
         ] {
-            figures.push(Figure {
-                stat,
-                unit: "ns",
-                evidence: evidence(d, pv(p).map_err(at)?, key, 1.0).map_err(at)?,
-            });
+            if let Some(v) = pv(p).map_err(at)? {
+                figures.push(Figure {
+                    stat,
+                    unit: "ns",
+                    evidence: evidence(d, v, key, 1.0).map_err(at)?,
+                });
+            }
         }
         let mut mean = evidence(d, num(clat, "mean").map_err(at)?, "mean_ns", 1.0).map_err(at)?;
         mean.moments = Some((
@@ -376,7 +453,10 @@ fn mesh(pair: &Value, out: &mut Vec<Subject>) -> Found<()> {
         return Ok(());
     }
     let (from, to) = (num(pair, "from")?, num(pair, "to")?);
-    for (j, l) in crate::report::saved::array(pair, "latency").iter().enumerate() {
+    for (j, l) in crate::report::saved::array(pair, "latency")
+        .iter()
+        .enumerate()
+    {
         let mut figures = Vec::new();
         latency(
             l.get("oneway").unwrap_or(&Value::Null),
@@ -390,7 +470,10 @@ fn mesh(pair: &Value, out: &mut Vec<Subject>) -> Found<()> {
             repeats: repeats_of(l),
         });
     }
-    for (j, b) in crate::report::saved::array(pair, "bandwidth").iter().enumerate() {
+    for (j, b) in crate::report::saved::array(pair, "bandwidth")
+        .iter()
+        .enumerate()
+    {
         out.push(Subject {
             id: format!("{from}→{to} {} B bandwidth", num(b, "size_bytes")?),
             figures: vec![

@@ -7,8 +7,8 @@
 //! as independent (a rank test on the samples, a bootstrap of samples)
 //! therefore finds "significant" differences between two runs of the same
 //! thing. The unit of replication has to be a whole run or, lacking
-//! repeats, a block of consecutive samples. We take the figure of each
-//! repeat (or block), work on its logarithm (changes are ratios, and
+//! repeats, an interval of consecutive samples. We take the figure of each
+//! repeat (or interval), work on its logarithm (changes are ratios, and
 //! run-to-run noise is multiplicative), and give Welch's t interval for the
 //! difference of the two sides' mean logarithms: it allows unequal
 //! spreads and counts, and with the few repeats a run affords (3–10) it
@@ -26,9 +26,10 @@ pub enum Method {
     /// Each side's repeats (`--repeat K`, K ≥ 2 on both): run-to-run
     /// noise is measured.
     Repeats,
-    /// Consecutive blocks of one run on each side: noise within a run
-    /// only; what changes between runs is not measured.
-    Blocks,
+    /// Consecutive intervals of one run on each side (the `intervals`
+    /// figures): noise within a run only; what changes between runs is
+    /// not measured.
+    Intervals,
     /// The samples' mean and standard deviation (an old file without
     /// distributions): treats samples as independent.
     Summary,
@@ -41,7 +42,7 @@ impl Method {
     pub fn name(self) -> &'static str {
         match self {
             Method::Repeats => "repeats",
-            Method::Blocks => "blocks",
+            Method::Intervals => "intervals",
             Method::Summary => "summary",
             Method::None => "none",
         }
@@ -185,7 +186,7 @@ pub fn change(base: &Evidence, new: &Evidence, confidence: f64) -> Change {
     if let Some(c) = ratio_interval(&base.repeats, &new.repeats, Method::Repeats) {
         return c;
     }
-    if let Some(c) = ratio_interval(&base.blocks, &new.blocks, Method::Blocks) {
+    if let Some(c) = ratio_interval(&base.blocks, &new.blocks, Method::Intervals) {
         return c;
     }
     if let (Some((sb, nb)), Some((sn, nn))) = (base.moments, new.moments)
@@ -306,7 +307,7 @@ mod tests {
         );
         b.blocks = vec![99.0, 100.0, 101.0];
         n.blocks = vec![199.0, 200.0, 201.0];
-        assert_eq!(change(&b, &n, 0.99).method, Method::Blocks);
+        assert_eq!(change(&b, &n, 0.99).method, Method::Intervals);
         b.blocks.clear();
         b.moments = Some((10.0, 1000));
         n.moments = Some((10.0, 1000));

@@ -217,7 +217,10 @@ pub fn compare(base: &SavedRun, new: &SavedRun, settings: &Settings) -> Result<C
             let c = method::change(&fb.evidence, &fnew.evidence, settings.confidence);
             let verdict = method::verdict(&c, stat.lower_is_better(), settings.noise);
             let delta_interval = (fb.unit == "ns")
-                .then(|| c.interval.map(|[lo, hi]| [lo * fb.evidence.value, hi * fb.evidence.value]))
+                .then(|| {
+                    c.interval
+                        .map(|[lo, hi]| [lo * fb.evidence.value, hi * fb.evidence.value])
+                })
                 .flatten();
             rows.push(Row {
                 point: b.id.clone(),
@@ -251,9 +254,17 @@ pub fn compare(base: &SavedRun, new: &SavedRun, settings: &Settings) -> Result<C
                 " with the statistics asked for".into()
             },
             base.label,
-            if bs.is_empty() { "none".into() } else { sample(&bs) },
+            if bs.is_empty() {
+                "none".into()
+            } else {
+                sample(&bs)
+            },
             new.label,
-            if ns.is_empty() { "none".into() } else { sample(&ns) }
+            if ns.is_empty() {
+                "none".into()
+            } else {
+                sample(&ns)
+            }
         )));
     }
     let rank = |v: Verdict| match v {
@@ -320,7 +331,7 @@ fn notes(
             out.push("2 repeats give wide intervals: 5 is a good number for a CI gate".into());
         }
     }
-    if count(Method::Blocks) > 0 {
+    if count(Method::Intervals) > 0 {
         let one = if kb < 2 && kn < 2 {
             format!("{} and {} ran once", base.label, new.label)
         } else if kb < 2 {
@@ -329,8 +340,8 @@ fn notes(
             format!("{} ran once", new.label)
         };
         out.push(format!(
-            "{one}: {} intervals rest on blocks of samples within one run, so noise from run to run is not in them; run both with --repeat 5 for a verdict that holds across runs",
-            count(Method::Blocks)
+            "{one}: {} intervals rest on intervals of samples within one run, so noise from run to run is not in them; run both with --repeat 5 for a verdict that holds across runs",
+            count(Method::Intervals)
         ));
     }
     if count(Method::Summary) + count(Method::None) > 0 {

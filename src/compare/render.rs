@@ -76,18 +76,14 @@ fn interval(r: &Row) -> String {
 
 fn delta(r: &Row) -> String {
     match r.delta_interval {
-        Some([lo, hi]) => format!(
-            "{:+.3} … {:+.3} µs",
-            lo / 1000.0,
-            hi / 1000.0
-        ),
+        Some([lo, hi]) => format!("{:+.3} … {:+.3} µs", lo / 1000.0, hi / 1000.0),
         None => String::new(),
     }
 }
 
 fn method(r: &Row) -> String {
     match r.change.method {
-        Method::Repeats | Method::Blocks => format!(
+        Method::Repeats | Method::Intervals => format!(
             "{} {}/{}",
             r.change.method.name(),
             r.change.n[0],
@@ -133,7 +129,12 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
         trim(c.settings.noise * 100.0)
     );
     o += &if c.failed {
-        paint(Verdict::Regressed, &format!("FAIL: {head}"), colour, markdown)
+        paint(
+            Verdict::Regressed,
+            &format!("FAIL: {head}"),
+            colour,
+            markdown,
+        )
     } else {
         format!("PASS: {head}")
     };
@@ -159,7 +160,11 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
         .map(|r| {
             let mut cells = vec![
                 r.point.clone(),
-                format!("{}{}", r.stat.name(), if r.gates { "" } else { " (no gate)" }),
+                format!(
+                    "{}{}",
+                    r.stat.name(),
+                    if r.gates { "" } else { " (no gate)" }
+                ),
                 value(r.unit, r.base),
                 value(r.unit, r.new),
                 pct(r.change.change),
@@ -206,7 +211,11 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
             .enumerate()
             .map(|(i, (s, &w))| {
                 let p = pad(s, w);
-                if i == verdict_col { paint(*v, &p, colour, markdown) } else { p }
+                if i == verdict_col {
+                    paint(*v, &p, colour, markdown)
+                } else {
+                    p
+                }
             })
             .collect();
         o += &format!("| {} |\n", line.join(" | "));
@@ -246,7 +255,9 @@ fn csv(c: &Comparison) -> String {
         let [lo, hi] = r
             .change
             .interval
-            .map_or([String::new(), String::new()], |[a, b]| [a.to_string(), b.to_string()]);
+            .map_or([String::new(), String::new()], |[a, b]| {
+                [a.to_string(), b.to_string()]
+            });
         o += &format!(
             "{},{},{},{},{},{},{lo},{hi},{},{},{},{},{},{}\n",
             q(&r.point),

@@ -151,7 +151,10 @@ fn point(
                     Figures::from([
                         ("p50_ns", ns / f64::from(k)),
                         ("mean_ns", ns / f64::from(k)),
-                        ("bandwidth_MBps", ways * size as f64 * f64::from(k) * 1e3 / ns),
+                        (
+                            "bandwidth_MBps",
+                            ways * size as f64 * f64::from(k) * 1e3 / ns,
+                        ),
                     ])
                 })
                 .collect(),

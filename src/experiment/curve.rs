@@ -5,9 +5,9 @@
 use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
 use crate::experiment::sample::{self, Budget, Measured, Outcome};
+use crate::measure::distribution::latency_figures;
 use crate::measure::fit::{self};
 use crate::measure::placement::Placement;
-use crate::measure::distribution::latency_figures;
 use crate::measure::stats::per_message;
 use crate::options::{CurveConfig, PayloadMode};
 use crate::result::curve::*;

@@ -1,9 +1,9 @@
 //! Curve results: one point per size and packetization, the fits, the packet rule.
 
+use crate::measure::distribution::latency_figures;
 pub use crate::measure::fit::{Fit, TwoSegment};
 use crate::measure::stats::Summary;
 use crate::options::PayloadMode;
-use crate::measure::distribution::latency_figures;
 use crate::result::{Figures, PointMeta, Repeatable, Run, Spread, merged_warnings, pooled};
 use crate::transport::{self, BufferMode, Pattern};
 use crate::units::Chunk;
