@@ -883,7 +883,7 @@ fn two_runs_of_the_same_point_share_one_spectrum() {
     // The caption, in the tables on stdout, names the baseline and what
     // was left out.
     let text = report_ok(&[a.as_os_str(), b.as_os_str()]);
-    assert!(text.contains("dashed: rt-a, the first run given"), "{text}");
+    assert!(text.contains("dashed: rt-a (given first)"), "{text}");
     assert!(
         text.contains("3 points measured in one run only are not compared"),
         "{text}"

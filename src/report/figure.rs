@@ -105,7 +105,9 @@ pub enum Role {
     Measured,
     /// A model fitted to a measured series: dashed, in that series' colour.
     Model,
-    /// Published figures (`--compare`): dashed, hollow markers.
+    /// Published figures (`--compare`), or the baseline run the others
+    /// are read against (spectra of one point in several runs): dashed,
+    /// hollow markers.
     Reference,
     /// A theoretical bound: dashed grey, no markers.
     Bound,

@@ -484,7 +484,7 @@ fn compared(
                 labels.join(" vs ")
             ),
             caption: format!(
-                "{READING} Percentiles of the {} of each run at this point; dashed: {}, the first run given, to read the others (solid) against.{shown}",
+                "{READING} Percentiles of the {} of each run at this point; dashed: {} (given first), the baseline to read the others (solid) against.{shown}",
                 latency(e).1,
                 labels[0]
             ),
