@@ -722,3 +722,194 @@ fn a_pairs_run_draws_aggregate_and_per_pair_bandwidth_and_the_message_rate() {
         );
     }
 }
+
+/// A histogram field as the runs write it (HdrHistogram V2 + deflate,
+/// base64) of `n` samples around `ns`, with a tail: one in a hundred ten
+/// times slower.
+fn histogram(ns: u64, n: u64) -> String {
+    use base64::Engine;
+    use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+    let mut h = hdrhistogram::Histogram::<u64>::new_with_bounds(1, 600_000_000_000, 3).unwrap();
+    for i in 0..n {
+        let v = ns + (i * 7919) % (ns / 4 + 1);
+        h.record(if i % 100 == 7 { v * 10 } else { v }).unwrap();
+    }
+    let mut bytes = Vec::new();
+    V2DeflateSerializer::new()
+        .serialize(&h, &mut bytes)
+        .unwrap();
+    base64::engine::general_purpose::STANDARD.encode(bytes)
+}
+
+/// The round-trip fixture with a histogram of 2000 samples on each point
+/// `keep` accepts (the others dropped), written to `dir/NAME.json`; `slow`
+/// scales the latencies.
+fn with_histograms(
+    dir: &Path,
+    name: &str,
+    slow: u64,
+    keep: impl Fn(&serde_json::Value) -> bool,
+) -> PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("roundtrip.json")).unwrap()).unwrap();
+    let points = v["points"].as_array_mut().unwrap();
+    points.retain(|p| keep(p));
+    for p in points.iter_mut() {
+        let mean = p["summary"]["mean_ns"].as_f64().unwrap() as u64;
+        p["histogram"] = histogram(mean * slow, 2000).into();
+    }
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    path
+}
+
+/// How many series a line plot draws: the distinct colours of its 2 px
+/// lines (each series has its own).
+fn series_colours(path: &Path) -> usize {
+    let s = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&s).unwrap();
+    let mut c: Vec<&str> = doc
+        .descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("2"))
+        .filter_map(|n| n.attribute("stroke"))
+        .collect();
+    c.sort_unstable();
+    c.dedup();
+    c.len()
+}
+
+/// `report ARGS --svg DIR`: the SVG files' names, and stderr.
+fn spectra(args: &[&Path], dir: &Path) -> (Vec<String>, String) {
+    let mut c = xferbench();
+    c.arg("report").args(args).arg("--svg").arg(dir);
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let mut names: Vec<String> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .filter(|n| n.starts_with("spectrum-"))
+        .collect();
+    names.sort();
+    (names, stderr(&o))
+}
+
+#[test]
+fn a_run_with_histograms_gets_a_latency_spectrum_per_configuration() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = with_histograms(tmp.path(), "rt-a", 1, |_| true);
+    let out = tmp.path().join("svg");
+    let (names, err) = spectra(&[&a], &out);
+    // Two configurations (tcp, pipe), four sizes each.
+    assert_eq!(
+        names,
+        ["spectrum-roundtrip-1.svg", "spectrum-roundtrip-2.svg"]
+    );
+    assert!(!err.contains("warning"), "{err}");
+    let path = out.join("spectrum-roundtrip-1.svg");
+    let t = svg_texts(&path);
+    let has = |s: &str| t.iter().any(|x| x == s);
+    assert!(has("Latency spectrum, tcp user/block (rt-a)"), "{t:?}");
+    // The nines axis, as far as 2000 samples reach (99.95%) and no further.
+    for s in [
+        "0%",
+        "90%",
+        "99%",
+        "99.9%",
+        "percentile (nines)",
+        "round-trip time (µs)",
+    ] {
+        assert!(has(s), "no '{s}' in {t:?}");
+    }
+    assert!(!has("99.99%"), "a tick beyond the samples: {t:?}");
+    for s in [
+        "in 64, out 64",
+        "in 1k, out 64",
+        "in 64, out 1k",
+        "in 1k, out 1k",
+    ] {
+        assert!(has(s), "no series '{s}' in {t:?}");
+    }
+    assert_eq!(series_colours(&path), 4);
+    // A sampled curve: no marker per point.
+    assert_eq!(markers(&path), 0);
+    // The HTML says how to read one, and the table gives the percentiles.
+    let mut c = xferbench();
+    c.arg("report")
+        .arg(&a)
+        .arg("--html")
+        .arg(tmp.path().join("html"));
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(tmp.path().join("html/index.html")).unwrap();
+    assert!(html.contains("Latency distributions"));
+    assert!(
+        html.contains("the right end is the tail"),
+        "no reading guide"
+    );
+    assert!(html.contains("<th>99.9%</th>"), "no percentile table");
+}
+
+#[test]
+fn two_runs_of_the_same_point_share_one_spectrum() {
+    let tmp = tempfile::tempdir().unwrap();
+    let a = with_histograms(tmp.path(), "rt-a", 1, |_| true);
+    // The second run: tcp at 64 × 64 only, twice as slow.
+    let b = with_histograms(tmp.path(), "rt-b", 2, |p| {
+        p["spec"] == "tcp" && p["in_bytes"] == 64 && p["out_bytes"] == 64
+    });
+    let out = tmp.path().join("svg");
+    let (names, _) = spectra(&[&a, &b], &out);
+    // tcp 64 × 64 compared; pipe, in run a only, on its own.
+    assert_eq!(
+        names,
+        ["spectrum-roundtrip-1.svg", "spectrum-roundtrip-2.svg"]
+    );
+    let path = out.join("spectrum-roundtrip-1.svg");
+    let t = svg_texts(&path);
+    assert!(
+        t.iter()
+            .any(|x| x == "Latency spectrum, tcp user/block, in 64, out 64: rt-a vs rt-b"),
+        "{t:?}"
+    );
+    let legend: Vec<&String> = t.iter().filter(|x| x.starts_with("rt-")).collect();
+    assert_eq!(legend, ["rt-a", "rt-b"]);
+    assert_eq!(series_colours(&path), 2);
+    let t = svg_texts(&out.join("spectrum-roundtrip-2.svg"));
+    assert!(
+        t.iter()
+            .any(|x| x == "Latency spectrum, pipe user/block (rt-a)"),
+        "{t:?}"
+    );
+    // The caption, in the tables on stdout, names the baseline and what
+    // was left out.
+    let text = report_ok(&[a.as_os_str(), b.as_os_str()]);
+    assert!(text.contains("dashed: rt-a (given first)"), "{text}");
+    assert!(
+        text.contains("3 points measured in one run only are not compared"),
+        "{text}"
+    );
+}
+
+#[test]
+fn runs_saved_before_histograms_and_a_broken_histogram_still_render() {
+    let tmp = tempfile::tempdir().unwrap();
+    // Old JSON: no histogram anywhere, no spectrum, no warning.
+    let (names, err) = spectra(&[&fixture("roundtrip.json")], &tmp.path().join("old"));
+    assert!(names.is_empty(), "{names:?}");
+    assert!(!err.contains("warning"), "{err}");
+    // One point's histogram mangled: left out with a warning, not a panic.
+    let a = with_histograms(tmp.path(), "rt-a", 1, |_| true);
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    v["points"][0]["histogram"] = "not a histogram!".into();
+    std::fs::write(&a, v.to_string()).unwrap();
+    let out = tmp.path().join("svg");
+    let (names, err) = spectra(&[&a], &out);
+    assert_eq!(names.len(), 2, "{names:?}");
+    assert_eq!(err.matches("warning").count(), 1, "{err}");
+    assert!(
+        err.contains("warning: rt-a: tcp user/block, in 64, out 64: histogram is not base64"),
+        "{err}"
+    );
+    assert_eq!(series_colours(&out.join("spectrum-roundtrip-1.svg")), 3);
+}

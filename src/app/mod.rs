@@ -365,6 +365,9 @@ fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
         .map(|p| report::saved::SavedRun::load(p))
         .collect::<Result<Vec<_>>>()?;
     let r = report::bundle::Report::new(runs, &refs);
+    for w in &r.warnings {
+        eprintln!("xferbench: warning: {w}");
+    }
     if a.html.is_none() && a.svg.is_none() {
         return report::emit(&r.text(), None);
     }

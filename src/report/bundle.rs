@@ -4,7 +4,7 @@
 use super::compare::{self, Comparison};
 use super::figure::Figure;
 use super::saved::SavedRun;
-use super::{figures, html, svg, table::markdown};
+use super::{figures, html, spectrum, svg, table::markdown};
 use crate::error::{Error, Result};
 use crate::reference::Dataset;
 use std::fmt::Write;
@@ -14,11 +14,16 @@ pub struct Report {
     pub runs: Vec<SavedRun>,
     pub figures: Vec<Figure>,
     pub comparisons: Vec<Comparison>,
+    /// What could not be drawn and why (a histogram that does not
+    /// decode), for the caller to pass on: the library prints nothing.
+    pub warnings: Vec<String>,
 }
 
 impl Report {
     pub fn new(runs: Vec<SavedRun>, compare: &[Dataset]) -> Report {
         let mut figs = figures::all(&runs);
+        let (spectra, warnings) = spectrum::figures(&runs);
+        figs.extend(spectra);
         let mut comparisons = Vec::new();
         for d in compare {
             comparisons.extend(compare::apply(&mut figs, d));
@@ -27,6 +32,7 @@ impl Report {
             runs,
             figures: figs,
             comparisons,
+            warnings,
         }
     }
 

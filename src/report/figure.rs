@@ -14,6 +14,15 @@ pub enum Scale {
     Number,
     /// Small integers (cores, blocks).
     Count,
+    /// The "nines" of a percentile spectrum: position x is quantile
+    /// 1 − 10^−x, written as a percentage (0%, 90%, 99%, 99.9%).
+    Nines,
+}
+
+/// Where quantile `q` sits on a nines axis: log10(1/(1−q)), so 90% is at
+/// 1, 99% at 2, 99.9% at 3: each step ten times rarer.
+pub fn nines(q: f64) -> f64 {
+    -(1.0 - q).log10()
 }
 
 #[derive(Clone, Debug)]
@@ -55,6 +64,11 @@ impl Axis {
             Scale::Count if v.fract() == 0.0 => format!("{v:.0}"),
             // Cores and blocks come whole: no tick at 1.5 blocks.
             Scale::Count => String::new(),
+            Scale::Nines => {
+                // As many decimals as it has nines past the second: 99.9%.
+                let decimals = (v - 1e-9).ceil().max(2.0) as usize - 2;
+                format!("{:.decimals$}%", 100.0 * (1.0 - 10f64.powf(-v)))
+            }
             _ => si(v),
         }
     }
@@ -91,7 +105,9 @@ pub enum Role {
     Measured,
     /// A model fitted to a measured series: dashed, in that series' colour.
     Model,
-    /// Published figures (`--compare`): dashed, hollow markers.
+    /// Published figures (`--compare`), or the baseline run the others
+    /// are read against (spectra of one point in several runs): dashed,
+    /// hollow markers.
     Reference,
     /// A theoretical bound: dashed grey, no markers.
     Bound,
@@ -316,6 +332,9 @@ pub enum Kind {
     MeshBandwidth,
     /// `curve --pairs`: aggregate and per-pair MB/s, or messages/s, vs size.
     Pairs,
+    /// Latency percentile spectra (x on the nines axis) drawn from the
+    /// points' histograms: one run's sizes, or one point in several runs.
+    Spectrum,
 }
 
 impl Kind {
@@ -323,8 +342,15 @@ impl Kind {
     /// flowgraph has a dozen schedulers over three to five M, which side by
     /// side would not fit a terminal. The others keep their seeds' layout
     /// (rk11perf: a row per size).
+    /// A spectrum's too: its columns are the labelled percentiles.
     pub fn rows_per_series(&self) -> bool {
-        matches!(self, Kind::Flowgraph { .. })
+        matches!(self, Kind::Flowgraph { .. } | Kind::Spectrum)
+    }
+
+    /// Whether its series are curves sampled from a distribution rather
+    /// than measured points: drawn as lines, without a marker per point.
+    pub fn sampled(&self) -> bool {
+        matches!(self, Kind::Spectrum)
     }
 }
 
@@ -361,6 +387,10 @@ impl Figure {
                     .collect();
                 xs.sort_by(f64::total_cmp);
                 xs.dedup();
+                // A spectrum is tabulated at its labelled nines and the median.
+                if l.x.scale == Scale::Nines {
+                    xs.retain(|&x| x.fract() == 0.0 || x == nines(0.5));
+                }
                 let cell = |s: &Series, x: f64| {
                     s.points
                         .iter()

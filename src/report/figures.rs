@@ -8,7 +8,8 @@ use super::saved::SavedRun;
 use super::saved::{array, num};
 use serde_json::Value;
 
-fn text<'a>(v: &'a Value, k: &str) -> &'a str {
+/// A text field of a saved point ("" when absent or not text).
+pub fn text<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
 }
 
@@ -226,7 +227,7 @@ pub fn config_name(p: &Value) -> String {
 }
 
 /// One curve's name: spec, mode, packet strategy, and buffers/completion.
-fn curve_name(p: &Value) -> String {
+pub fn curve_name(p: &Value) -> String {
     let mut s = format!("{} {}", text(p, "spec"), text(p, "mode"));
     let chunk = p.get("chunk").map_or(String::new(), |c| match c {
         Value::String(s) => s.clone(),
@@ -360,6 +361,17 @@ fn stream_direction(rw: &str) -> &'static str {
     }
 }
 
+/// A stream job's name: job, rw, engine and completion.
+pub fn stream_name(j: &Value) -> String {
+    format!(
+        "{} {} {}/{}",
+        text(j, "jobname"),
+        text(j, "rw"),
+        text(j, "ioengine"),
+        text(j, "completion")
+    )
+}
+
 pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
     if runs.is_empty() {
         return Vec::new();
@@ -370,13 +382,7 @@ pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
         let mut ss: Vec<Series> = Vec::new();
         for j in run.entries() {
             let dir = stream_direction(text(j, "rw"));
-            let name = format!(
-                "{} {} {}/{}",
-                text(j, "jobname"),
-                text(j, "rw"),
-                text(j, "ioengine"),
-                text(j, "completion")
-            );
+            let name = stream_name(j);
             let Some(bs) = num(j, "sweep_bs").or_else(|| num(j, "bs")) else {
                 continue;
             };
@@ -411,6 +417,15 @@ pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
     }]
 }
 
+/// A closed-loop load cell's series: transport, load and direction.
+pub fn load_name(p: &Value) -> String {
+    let key = format!("{} {}", text(p, "load"), text(p, "direction"));
+    match text(p, "transport") {
+        "" => key,
+        t => format!("{t} {key}"),
+    }
+}
+
 pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
     if runs.is_empty() {
         return Vec::new();
@@ -423,10 +438,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
         for p in run.entries() {
             if let (Some(x), Some(req)) = (num(p, "size_bytes"), num(p, "req_per_s")) {
                 let key = format!("{} {}", text(p, "load"), text(p, "direction"));
-                let name = match text(p, "transport") {
-                    "" => key.clone(),
-                    t => format!("{t} {key}"),
-                };
+                let name = load_name(p);
                 let i = series_index(&mut r, &name, Role::Measured);
                 r[i].key = Some(key.clone());
                 r[i].points.push((x, req));

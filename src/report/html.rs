@@ -93,6 +93,7 @@ fn section_of(f: &Figure) -> &'static str {
         Flowgraph { .. } => "Flowgraph runtime",
         MeshLatency | MeshBandwidth => "Mesh",
         Pairs => "Pairs at once",
+        Spectrum => "Latency distributions",
     }
 }
 

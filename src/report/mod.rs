@@ -14,6 +14,7 @@ pub mod load;
 pub mod mesh;
 pub mod pairs;
 pub mod saved;
+pub mod spectrum;
 pub mod stream;
 pub mod summary;
 pub mod svg;

@@ -55,7 +55,7 @@ fn fail<E: std::fmt::Debug>(what: &str) -> impl FnOnce(E) -> Error + '_ {
 pub fn render(fig: &Figure) -> Result<String> {
     match &fig.plot {
         Plot::Lines(l) => draw((WIDTH, HEIGHT + legend_height(l)), &fig.title, |root| {
-            lines(root, &fig.title, l)
+            lines(root, &fig.title, l, !fig.kind.sampled())
         }),
         Plot::Heatmap(h) => {
             let layout = HeatLayout::of(&fig.title, h);
@@ -151,12 +151,24 @@ fn legend_height(l: &Lines) -> u32 {
     n.div_ceil(legend_columns(l)) * LEGEND_ROW + 8
 }
 
-fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Result<()> {
+/// A line plot with its legend under it; `markers`: a marker on every
+/// point (measured points), else lines alone (curves sampled from a
+/// distribution).
+fn lines(
+    root: &DrawingArea<SVGBackend, Shift>,
+    title: &str,
+    l: &Lines,
+    markers: bool,
+) -> Result<()> {
     let (plot_area, legend_area) = root.split_vertically(HEIGHT);
     let xs = l.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
     let ys = l.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
-    let (x0, x1) = span(xs, &l.x, false);
+    let (mut x0, mut x1) = span(xs, &l.x, false);
     let (y0, y1) = span(ys, &l.y, true);
+    let mut x_labels = if l.x.log { 12 } else { 10 };
+    if l.x.scale == Scale::Nines {
+        ((x0, x1), x_labels) = nines_span(l, (x0, x1));
+    }
     let mut b = ChartBuilder::on(&plot_area);
     b.caption(title, (FONT, TITLE_PT))
         .margin(12)
@@ -170,7 +182,7 @@ fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Resul
             let mut chart = b.build_cartesian_2d($xr, $yr).map_err(fail(title))?;
             chart
                 .configure_mesh()
-                .x_labels(if l.x.log { 12 } else { 10 })
+                .x_labels(x_labels)
                 .y_labels(if l.y.log { 6 } else { 8 })
                 .x_desc(l.x.label.as_str())
                 .y_desc(l.y.label.as_str())
@@ -206,6 +218,7 @@ fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Resul
                 }
                 .map_err(fail(title))?;
                 match s.role {
+                    _ if !markers => Ok(()),
                     Role::Measured if s.of.is_some() => chart
                         .draw_series(pts.iter().map(|&p| {
                             EmptyElement::at(p) + Rectangle::new([(-3, -3), (3, 3)], c.filled())
@@ -230,12 +243,26 @@ fn lines(root: &DrawingArea<SVGBackend, Shift>, title: &str, l: &Lines) -> Resul
         (false, true) => draw!(x0..x1, (y0..y1).log_scale().base(by)),
         (false, false) => draw!(x0..x1, y0..y1),
     }
-    legend(&legend_area, l)
+    legend(&legend_area, l, markers)
+}
+
+/// The whole nines (0%, 90%, 99%…) the data reach, none beyond: the x
+/// span ends short of the next, and one label per whole nine makes
+/// plotters tick each of them.
+fn nines_span(l: &Lines, (x0, x1): (f64, f64)) -> ((f64, f64), usize) {
+    let top = l
+        .series
+        .iter()
+        .flat_map(|s| s.points.iter().map(|p| p.0))
+        .filter(|x| x.is_finite())
+        .fold(0.0, f64::max);
+    let whole = (top + 1e-9).floor();
+    ((x0, x1.min(whole + 0.99)), whole as usize + 1)
 }
 
 /// A key per series under the plot, in one or two columns: a line sample in
 /// the series' style and its name.
-fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines) -> Result<()> {
+fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines, markers: bool) -> Result<()> {
     let text = TextStyle::from((FONT, LABEL_PT)).color(&BLACK);
     let cols = legend_columns(l) as usize;
     // Each model or variant right after the series it belongs to.
@@ -259,6 +286,7 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines) -> Result<()> {
             None => area.draw(&PathElement::new(sample, style)),
         }
         .and_then(|_| match s.role {
+            _ if !markers => Ok(()),
             Role::Measured if s.of.is_some() => area.draw(&Rectangle::new(
                 [(x + 9, y - 3), (x + 15, y + 3)],
                 c.filled(),
@@ -679,7 +707,7 @@ mod tests {
         let mut buf = String::new();
         {
             let root = SVGBackend::with_string(&mut buf, (WIDTH, 600)).into_drawing_area();
-            lines(&root, "t", l).unwrap();
+            lines(&root, "t", l, true).unwrap();
             root.present().unwrap();
         }
         buf
