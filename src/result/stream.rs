@@ -667,3 +667,179 @@ impl StreamExtra {
 
 /// The result of `xferbench stream`: one point per job run.
 pub type StreamRun = Run<JobResult, StreamExtra>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::intervals::{Cut, Intervals};
+
+    /// A read job of `ios` I/Os of 4 KiB, one every `gap_ns`, each taking
+    /// `lat_ns` (and one more slow one in the middle).
+    fn job(ios: u64, gap_ns: u64, lat_ns: u64) -> JobResult {
+        let mut iv = Intervals::new(Cut::new(false, None, ios));
+        for i in 0..ios {
+            let slow = if i == ios / 2 { 50 * lat_ns } else { 0 };
+            iv.record(0, (i + 1) * gap_ns, lat_ns + slow + i % 7, 4096);
+        }
+        let runtime = ios * gap_ns;
+        let t = iv.finish(runtime);
+        let (r, w) = (t.total(0), t.total(1));
+        JobResult {
+            jobname: "j".into(),
+            groupid: 0,
+            error: 0,
+            error_text: None,
+            read: DirStats::of(&r, ios * 4096, runtime).with(t.spread(0, &r)),
+            write: DirStats::of(&w, 0, runtime).with(t.spread(1, &w)),
+            sweep_bs: None,
+            clone: 0,
+            filename: "/tmp/f".into(),
+            mapped_from: None,
+            target: None,
+            prepared: None,
+            rw: Rw::Read,
+            bs: 4096,
+            offset: 0,
+            size: ios * 4096,
+            ioengine: IoEngine::Psync,
+            iodepth: 1,
+            direct: false,
+            iomem: crate::stream::job::IoMem::Malloc,
+            completion: Completion::Interrupt,
+            completion_detail: String::new(),
+            device: None,
+            start_ns: 0,
+            end_ns: runtime,
+            ramp_ios: 0,
+            verify: None,
+            partial: false,
+            group_reporting: false,
+            warnings: vec![],
+            line: 3,
+        }
+    }
+
+    fn decoded_count(d: &DirStats) -> u64 {
+        let h = d.spread.histogram.as_ref().expect("a histogram");
+        Distribution::decode(h.as_str()).unwrap().len()
+    }
+
+    #[test]
+    fn a_direction_keeps_its_histogram_and_blocks_that_add_up_to_it() {
+        let j = job(200, 10_000, 3_000);
+        let r = &j.read;
+        assert_eq!(decoded_count(r), r.total_ios);
+        assert_eq!(r.spread.blocks.len(), crate::measure::distribution::BLOCKS);
+        let mut bytes = 0.0;
+        let mut ios = 0.0;
+        for b in &r.spread.blocks {
+            let keys: Vec<&str> = b.keys().copied().collect();
+            assert_eq!(
+                keys,
+                [
+                    "bw_bytes", "count", "iops", "mean_ns", "p50_ns", "p90_ns", "p999_ns", "p99_ns"
+                ]
+            );
+            assert!(b["p50_ns"] >= 3_000.0 && b["p50_ns"] <= 3_010.0, "{b:?}");
+            // A block's bytes: its rate times its length (count / iops).
+            bytes += b["bw_bytes"] * b["count"] / b["iops"];
+            ios += b["count"];
+        }
+        assert!((bytes - r.io_bytes as f64).abs() < 1.0, "{bytes}");
+        assert_eq!(ios, r.total_ios as f64);
+        // The slow I/O shows in its block's mean only.
+        let means: Vec<f64> = r.spread.blocks.iter().map(|b| b["mean_ns"]).collect();
+        assert!(means[5] > 2.0 * means[0], "{means:?}");
+        // No writes: nothing beside fio's figures.
+        let w = serde_json::to_value(&j.write).unwrap();
+        for k in ["histogram", "blocks", "repeats"] {
+            assert!(w.get(k).is_none(), "{k} in {w}");
+        }
+        let v = serde_json::to_value(&j.read).unwrap();
+        assert!(v["histogram"].is_string() && v["blocks"].is_array());
+    }
+
+    #[test]
+    fn two_repeats_merge_into_one_job_keeping_each_repeats_figures() {
+        let (a, b) = (job(200, 10_000, 3_000), job(100, 40_000, 6_000));
+        assert_eq!(a.identity(), b.identity());
+        let m = JobResult::merge(vec![a.clone(), b.clone()]);
+        let r = &m.read;
+        assert_eq!(r.total_ios, 300);
+        assert_eq!(r.io_bytes, 300 * 4096);
+        assert_eq!(r.runtime_ns, 200 * 10_000 + 100 * 40_000);
+        assert_eq!(r.bw_bytes, (300.0 * 4096.0 / 6e-3) as u64);
+        assert_eq!(decoded_count(r), 300);
+        assert_eq!(r.clat_ns.n, 300);
+        // Two thirds of the I/Os at ~3 µs: the pooled median is theirs,
+        // the 90th percentile the slower repeat's.
+        assert!(r.clat_ns.at(50.0) < 3_100 && r.clat_ns.at(90.0) >= 6_000);
+        assert_eq!(r.spread.repeats.len(), 2);
+        assert_eq!(r.spread.repeats[0], a.read.figures());
+        assert!((r.spread.repeats[1]["bw_bytes"] - 4096.0 / 40e-6).abs() < 1e-3);
+        assert_eq!(r.spread.blocks.len(), 20);
+        // The write side did nothing in either repeat: still nothing.
+        assert_eq!(m.write.total_ios, 0);
+        assert!(m.write.spread.histogram.is_none() && m.write.spread.repeats.is_empty());
+        // bw differs by 2×: said once, with the repeats' warnings.
+        assert!(m.warnings.iter().any(|w| w.contains("bw_bytes varies")));
+        // One run alone is itself.
+        let one = JobResult::merge(vec![a.clone()]);
+        assert_eq!(one.read.total_ios, 200);
+        assert!(one.read.spread.repeats.is_empty());
+        assert_eq!(one.read.spread.blocks.len(), 10);
+    }
+
+    #[test]
+    fn groups_and_sweep_rows_merge_across_repeats() {
+        let (a, b) = (job(200, 10_000, 3_000), job(100, 40_000, 6_000));
+        let group = |j: &JobResult| GroupResult {
+            groupid: 0,
+            sweep_bs: Some(4096),
+            jobname: "j".into(),
+            jobs: 1,
+            group_reporting: false,
+            error: 0,
+            read: GroupDir {
+                agg: j.read.clone(),
+                min_bw_bytes: j.read.bw_bytes,
+                max_bw_bytes: j.read.bw_bytes,
+                min_runtime: j.read.runtime,
+                max_runtime: j.read.runtime,
+            },
+            write: GroupDir::default(),
+        };
+        let row = |j: &JobResult| SweepRow {
+            bs: 4096,
+            jobs: 1,
+            io_bytes: j.read.io_bytes,
+            ios: j.read.total_ios,
+            wall_ns: j.read.runtime_ns,
+            bw_bytes: j.read.bw_bytes as f64,
+            iops: j.read.iops,
+            clat_p50_ns: j.read.clat_ns.at(50.0),
+            clat_p99_ns: j.read.clat_ns.at(99.0),
+            errors: 0,
+        };
+        let extra = |j: &JobResult| StreamExtra {
+            job_file: None,
+            groups: vec![group(j)],
+            sweep: vec![row(j)],
+        };
+        let mut merged = JobResult::merge(vec![a.clone(), b.clone()]);
+        merged.sweep_bs = Some(4096);
+        let x = StreamExtra::merge_repeats(vec![extra(&a), extra(&b)], &[merged.clone()]);
+        let g = &x.groups[0].read;
+        assert_eq!(g.agg.total_ios, 300);
+        assert_eq!(g.agg.spread.repeats.len(), 2);
+        assert_eq!(
+            (g.min_bw_bytes, g.max_bw_bytes),
+            (b.read.bw_bytes, a.read.bw_bytes)
+        );
+        assert_eq!(x.groups[0].write.agg.total_ios, 0);
+        let s = &x.sweep[0];
+        assert_eq!((s.ios, s.wall_ns), (300, merged.read.runtime_ns));
+        assert_eq!(s.clat_p50_ns, merged.read.clat_ns.at(50.0));
+        assert_eq!(s.clat_p99_ns, merged.read.clat_ns.at(99.0));
+    }
+}
