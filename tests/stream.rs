@@ -519,3 +519,80 @@ fn bad_input_is_one_clear_line() {
         assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     }
 }
+
+/// The `histogram` field of a direction, decoded.
+fn histogram(v: &serde_json::Value) -> hdrhistogram::Histogram<u64> {
+    use base64::Engine;
+    let bytes = base64::engine::general_purpose::STANDARD
+        .decode(v.as_str().expect("histogram is a string"))
+        .expect("base64");
+    hdrhistogram::serialization::Deserializer::new()
+        .deserialize(&mut bytes.as_slice())
+        .expect("HdrHistogram V2")
+}
+
+#[test]
+fn repeats_keep_each_directions_histogram_blocks_and_repeat_figures_under_a_rate_limit() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r");
+    std::fs::write(&f, vec![7u8; 256 << 10]).unwrap();
+    // 64 reads of 4 KiB at 4 MiB/s: about 60 ms a repeat.
+    let rate = 4u64 << 20;
+    let o = stream(
+        dir.path(),
+        &[
+            "--filename",
+            f.to_str().unwrap(),
+            "--rw",
+            "read",
+            "--bs",
+            "4k",
+            "--size",
+            "256k",
+            "--set",
+            &format!("rate={rate}"),
+            "--repeat",
+            "2",
+            "--format",
+            "json",
+        ],
+    );
+    let d = json(&o);
+    let jobs = d["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "one job, its repeats merged");
+    let r = &jobs[0]["read"];
+    assert_eq!(r["total_ios"], 128);
+    assert_eq!(r["io_bytes"], 2 * (256 << 10));
+    assert_eq!(histogram(&r["histogram"]).len(), 128);
+    let blocks = r["blocks"].as_array().unwrap();
+    assert_eq!(blocks.len(), 20, "10 per repeat: {blocks:?}");
+    let repeats = r["repeats"].as_array().unwrap();
+    assert_eq!(repeats.len(), 2);
+    // The limiter sleeps until each I/O is due: never faster than the rate
+    // (but for the last I/O of a repeat), however loaded the machine.
+    let most = rate as f64 * 64.0 / 63.0 * 1.01;
+    for f in blocks.iter().chain(repeats) {
+        for k in [
+            "bw_bytes", "iops", "count", "mean_ns", "p50_ns", "p90_ns", "p99_ns", "p999_ns",
+        ] {
+            assert!(f[k].as_f64().is_some_and(|v| v > 0.0), "{k} in {f}");
+        }
+    }
+    for f in repeats {
+        assert_eq!(f["count"], 64.0);
+        assert!(f["bw_bytes"].as_f64().unwrap() <= most, "{f}");
+    }
+    assert!(common::num(r, "bw_bytes") <= most);
+    let bytes: f64 = blocks
+        .iter()
+        .map(|b| common::num(b, "bw_bytes") * common::num(b, "count") / common::num(b, "iops"))
+        .sum();
+    assert!((bytes / (512 << 10) as f64 - 1.0).abs() < 1e-6, "{bytes}");
+    // Nothing was written: no spread that way.
+    assert!(jobs[0]["write"].get("histogram").is_none());
+    assert!(jobs[0]["write"].get("repeats").is_none());
+    // The group's aggregate is merged the same way.
+    let g = &d["groups"][0]["read"];
+    assert_eq!(g["total_ios"], 128);
+    assert_eq!(g["repeats"].as_array().map(Vec::len), Some(2));
+}

@@ -12,6 +12,7 @@ use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
 use crate::result::stream::*;
 use crate::stream::engine::{self, Dir, Done, Engine, IoMemory, Op, Target};
+use crate::stream::intervals::{Cut, Intervals, Timeline};
 use crate::stream::job::{IoEngine, Job, Rw};
 use crate::stream::jobfile;
 use crate::stream::verify;
@@ -32,9 +33,28 @@ struct Prepared {
     after: Vec<usize>,
 }
 
-/// Runs the jobs; returns the run (partial if stopped) and the error that
-/// stopped or failed it.
+/// Runs the jobs (`--repeat K`: K times, every job of a run in turn, then
+/// merged job by job); returns the run (partial if stopped) and the error
+/// that stopped or failed it.
 pub fn run(
+    args: &StreamConfig,
+    stop: &Arc<AtomicBool>,
+    bar: &dyn Bar,
+) -> Result<(StreamRun, Option<Error>)> {
+    let mut extras = Vec::new();
+    let (mut run, err) = super::repeat::repeated(args.out.repeat, bar, |_, bar| {
+        let (run, err) = once(args, stop, bar)?;
+        extras.push(run.extra.clone());
+        Ok((run, err))
+    })?;
+    if extras.len() > 1 {
+        run.extra = StreamExtra::merge_repeats(extras, &run.points);
+    }
+    Ok((run, err))
+}
+
+/// One run of every job.
+fn once(
     args: &StreamConfig,
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
@@ -76,15 +96,15 @@ pub fn run(
             Some(b) if sweeping => format!("bs={}", crate::units::format_size(*b)),
             _ => String::new(),
         };
-        let (mut results, recs, err) = run_set(jobs, &ctx, stop, bar, &label);
+        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label);
         for r in &mut results {
             r.sweep_bs = bs.filter(|_| sweeping);
         }
         run.extra
             .groups
-            .extend(groups(&results, &recs, bs.filter(|_| sweeping)));
+            .extend(groups(&results, &outs, bs.filter(|_| sweeping)));
         if let Some(b) = bs.filter(|_| sweeping) {
-            run.extra.sweep.push(sweep_row(b, &results, &recs));
+            run.extra.sweep.push(sweep_row(b, &results, &outs));
         }
         run.points.extend(results);
         if let Some(e) = err {
@@ -279,10 +299,19 @@ enum State {
     Done,
 }
 
-/// A worker's output: its result and its latency recorders (for groups).
+/// A worker's output: its result, and its latency recorders and intervals
+/// (for groups).
 struct Outcome {
     result: JobResult,
+    rest: Recorded,
+}
+
+/// What a job recorded, beside its result.
+struct Recorded {
+    /// Every I/O's latency, reads and writes.
     recs: [Recorder; 2],
+    /// The timed span cut into intervals.
+    timeline: Timeline,
 }
 
 /// Runs one set of jobs concurrently, honouring stonewall and wait_for;
@@ -293,7 +322,7 @@ fn run_set(
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
     label: &str,
-) -> (Vec<JobResult>, Vec<[Recorder; 2]>, Option<Error>) {
+) -> (Vec<JobResult>, Vec<Recorded>, Option<Error>) {
     let states = Arc::new((Mutex::new(vec![State::Waiting; jobs.len()]), Condvar::new()));
     let progress: Vec<Arc<JobProgress>> = jobs.iter().map(|_| Arc::default()).collect();
     let total: u64 = jobs
@@ -391,7 +420,7 @@ fn run_set(
                     err = Some(Error::Interrupted);
                 }
                 results.push(o.result);
-                recs.push(o.recs);
+                recs.push(o.rest);
             }
             Err(e) => {
                 // Jobs that never started (interrupted, bad target) are
@@ -508,13 +537,13 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         readback_s: None,
         dumped: Vec::new(),
     });
-    let mut recs = [Recorder::new(), Recorder::new()];
+    let total_ios = if job.time_based { u64::MAX } else { nblocks };
+    let mut intervals = Intervals::new(Cut::new(job.time_based, job.runtime, total_ios));
     let mut bytes = [0u64; 2];
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut flights: Vec<Option<Flight>> = vec![None; depth];
     let mut done: Vec<Done> = Vec::with_capacity(depth);
     let mut rng = job.randseed ^ 0xa5a5 ^ u64::from(job.clone);
-    let total_ios = if job.time_based { u64::MAX } else { nblocks };
     let mut issued = 0u64;
     let mut writes_issued = 0u64;
     let mut inflight = 0usize;
@@ -582,6 +611,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         }
         eng.reap(1, ctx.timeout, &mut done)?;
         let now = Instant::now();
+        let at_ns = now.duration_since(measure_start).as_nanos() as u64;
         for d in done.drain(..) {
             inflight -= 1;
             free.push(d.slot);
@@ -619,7 +649,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             if ramping {
                 ramp_ios += 1;
             } else {
-                recs[di].record(now.duration_since(f.t0).as_nanos() as u64);
+                let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
+                intervals.record(di, at_ns, lat_ns, job.bs);
                 bytes[di] += job.bs;
             }
             prog.bytes.fetch_add(job.bs, Ordering::Relaxed);
@@ -652,7 +683,13 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         if ramping && now >= ramp_end {
             ramping = false;
             measure_start = now;
-            recs = [Recorder::new(), Recorder::new()];
+            // Nothing was recorded while ramping: the intervals are empty;
+            // a sized job has what the ramp did not do left.
+            intervals.recut(Cut::new(
+                job.time_based,
+                job.runtime,
+                total_ios.saturating_sub(ramp_ios),
+            ));
             bytes = [0; 2];
             window = (now, 0);
             if job.runtime.is_some() {
@@ -721,6 +758,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     {
         failure.get_or_insert(why);
     }
+    let timeline = intervals.finish(runtime_ns);
+    let recs = [timeline.total(0), timeline.total(1)];
     let n = recs[0].count() + recs[1].count();
     let warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
     let result = JobResult {
@@ -728,8 +767,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         groupid: job.group,
         error: i32::from(failure.is_some()),
         error_text: failure,
-        read: DirStats::of(&recs[0], bytes[0], runtime_ns),
-        write: DirStats::of(&recs[1], bytes[1], runtime_ns),
+        read: DirStats::of(&recs[0], bytes[0], runtime_ns).with(timeline.spread(0, &recs[0])),
+        write: DirStats::of(&recs[1], bytes[1], runtime_ns).with(timeline.spread(1, &recs[1])),
         sweep_bs: None,
         clone: job.clone,
         filename: p.path.clone(),
@@ -754,8 +793,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         partial,
         group_reporting: job.group_reporting,
         warnings,
+        line: job.line,
     };
-    Ok(Outcome { result, recs })
+    Ok(Outcome {
+        result,
+        rest: Recorded { recs, timeline },
+    })
 }
 
 /// The job's target and engine: a file or device opened for its engine, or a
@@ -969,11 +1012,7 @@ fn pin_to(cpus: &[usize]) -> std::result::Result<(), String> {
 }
 
 /// Groups' aggregates, in group order.
-fn groups(
-    results: &[JobResult],
-    recs: &[[Recorder; 2]],
-    sweep_bs: Option<u64>,
-) -> Vec<GroupResult> {
+fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -> Vec<GroupResult> {
     let mut ids: Vec<u32> = results.iter().map(|r| r.groupid).collect();
     ids.sort_unstable();
     ids.dedup();
@@ -983,6 +1022,12 @@ fn groups(
                 .filter(|&i| results[i].groupid == g)
                 .collect();
             let first = &results[members[0]];
+            let timeline = Timeline::merge(
+                &members
+                    .iter()
+                    .map(|&i| &recs[i].timeline)
+                    .collect::<Vec<_>>(),
+            );
             let dir = |d: usize| {
                 let mut merged = Recorder::new();
                 let mut bytes = 0;
@@ -997,14 +1042,14 @@ fn groups(
                     if s.total_ios == 0 {
                         continue;
                     }
-                    merged.merge(&recs[i][d]);
+                    merged.merge(&recs[i].recs[d]);
                     bytes += s.io_bytes;
                     bws.push(s.bw_bytes);
                     runs.push(s.runtime_ns);
                 }
                 let longest = runs.iter().copied().max().unwrap_or(0);
                 GroupDir {
-                    agg: DirStats::of(&merged, bytes, longest),
+                    agg: DirStats::of(&merged, bytes, longest).with(timeline.spread(d, &merged)),
                     min_bw_bytes: bws.iter().copied().min().unwrap_or(0),
                     max_bw_bytes: bws.iter().copied().max().unwrap_or(0),
                     min_runtime: runs.iter().copied().min().unwrap_or(0).div_ceil(1_000_000),
@@ -1026,11 +1071,11 @@ fn groups(
 }
 
 /// One sweep row: all jobs of a block size.
-fn sweep_row(bs: u64, results: &[JobResult], recs: &[[Recorder; 2]]) -> SweepRow {
+fn sweep_row(bs: u64, results: &[JobResult], recs: &[Recorded]) -> SweepRow {
     let mut merged = Recorder::new();
     for r in recs {
-        merged.merge(&r[0]);
-        merged.merge(&r[1]);
+        merged.merge(&r.recs[0]);
+        merged.merge(&r.recs[1]);
     }
     let io_bytes: u64 = results
         .iter()

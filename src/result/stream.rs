@@ -1,9 +1,13 @@
 //! Stream results in fio's JSON shape: per-job figures, reporting groups, a block-size sweep.
 
-use crate::measure::stats::Recorder;
-use crate::result::{PointMeta, Run};
+use crate::measure::distribution::{
+    Distribution, Figures, Spread, combine, latency_figures, quantile,
+};
+use crate::measure::stats::{Recorder, Summary};
+use crate::result::{PointMeta, Repeatable, Run, merged_warnings};
 pub use crate::stream::engine::TargetKind;
 pub use crate::stream::job::{Completion, IoEngine, Rw};
+use hdrhistogram::Histogram;
 use serde::Serialize;
 use std::collections::BTreeMap;
 
@@ -52,6 +56,56 @@ impl Clat {
         }
     }
 
+    /// Several parts' I/Os together: count, mean, stddev, min and max
+    /// exactly from the parts', the percentiles from `merged` (their
+    /// histograms added; without it, the median of the parts' own).
+    pub fn pooled(parts: &[&Clat], merged: Option<&Histogram<u64>>) -> Clat {
+        let summaries: Vec<Summary> = parts.iter().map(|c| c.summary()).collect();
+        let s = combine(&summaries, merged);
+        let with: Vec<&&Clat> = parts.iter().filter(|c| c.n > 0).collect();
+        Clat {
+            min: s.min_ns,
+            max: s.max_ns,
+            mean: s.mean_ns,
+            stddev: s.stddev_ns,
+            n: s.count,
+            percentile: if s.count == 0 {
+                BTreeMap::new()
+            } else {
+                PERCENTILES
+                    .iter()
+                    .map(|p| {
+                        let v = match merged {
+                            Some(h) => quantile(h, p / 100.0, s.min_ns, s.max_ns),
+                            None => {
+                                let mut v: Vec<u64> = with.iter().map(|c| c.at(*p)).collect();
+                                v.sort_unstable();
+                                v[v.len() / 2]
+                            }
+                        };
+                        (format!("{p:.6}"), v)
+                    })
+                    .collect()
+            },
+        }
+    }
+
+    /// The figures as a [`Summary`] (its percentiles from fio's list).
+    pub fn summary(&self) -> Summary {
+        Summary {
+            count: self.n,
+            mean_ns: self.mean,
+            stddev_ns: self.stddev,
+            min_ns: self.min,
+            p50_ns: self.at(50.0),
+            p90_ns: self.at(90.0),
+            p99_ns: self.at(99.0),
+            p999_ns: self.at(99.9),
+            p9999_ns: self.at(99.99),
+            max_ns: self.max,
+        }
+    }
+
     /// The value at percentile `p` (one of fio's list), ns; 0 when absent.
     pub fn at(&self, p: f64) -> u64 {
         self.percentile
@@ -83,6 +137,14 @@ pub struct DirStats {
     pub runtime_ns: u64,
     /// Latency of each I/O from queueing it to reaping its completion, ns.
     pub clat_ns: Clat,
+    /// For comparisons, when this direction did I/O (flattened; nothing
+    /// otherwise): `histogram`, every I/O's latency (ns); `blocks`, the
+    /// figures of consecutive intervals of the timed span (`bw_bytes`,
+    /// `iops`, and `count`, `mean_ns`, `p50_ns`, `p90_ns`, `p99_ns`,
+    /// `p999_ns` of their I/Os' latency); `repeats`, the same figures of
+    /// the whole span in each repeat (`--repeat K`).
+    #[serde(flatten)]
+    pub spread: Spread,
 }
 
 impl DirStats {
@@ -99,7 +161,79 @@ impl DirStats {
             total_ios: rec.count(),
             runtime_ns,
             clat_ns: Clat::of(rec),
+            spread: Spread::default(),
         }
+    }
+
+    /// These figures with `spread` beside them.
+    pub(crate) fn with(self, spread: Spread) -> DirStats {
+        DirStats { spread, ..self }
+    }
+
+    /// The headline figures, as one repeat or block has them: `bw_bytes`,
+    /// `iops` and the latency figures of `clat_ns`.
+    pub fn figures(&self) -> Figures {
+        let secs = self.runtime_ns as f64 / 1e9;
+        let rate = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
+        let mut f = latency_figures(&self.clat_ns.summary());
+        f.insert("bw_bytes", rate(self.io_bytes as f64));
+        f.insert("iops", rate(self.total_ios as f64));
+        f
+    }
+
+    /// Several parts' I/Os together over `runtime_ns`: bytes and I/Os
+    /// summed, the rates from the totals, the latency pooled (percentiles
+    /// from the parts' histograms added, which `spread.histogram` keeps).
+    /// Parts with no I/O count for nothing; no blocks or repeats are kept.
+    pub fn pooled(parts: &[&DirStats], runtime_ns: u64) -> DirStats {
+        let with: Vec<&&DirStats> = parts.iter().filter(|d| d.total_ios > 0).collect();
+        let histogram = if !with.is_empty() && with.iter().all(|d| d.spread.histogram.is_some()) {
+            Distribution::merge(with.iter().filter_map(|d| d.spread.histogram.as_ref()))
+        } else {
+            None
+        };
+        let hist = histogram
+            .as_ref()
+            .and_then(|h| Distribution::decode(h.as_str()).ok());
+        let bytes: u64 = with.iter().map(|d| d.io_bytes).sum();
+        let ios: u64 = with.iter().map(|d| d.total_ios).sum();
+        let secs = runtime_ns as f64 / 1e9;
+        let rate = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
+        let clats: Vec<&Clat> = with.iter().map(|d| &d.clat_ns).collect();
+        DirStats {
+            io_bytes: bytes,
+            io_kbytes: bytes / 1024,
+            bw_bytes: rate(bytes as f64) as u64,
+            bw: (rate(bytes as f64) / 1024.0) as u64,
+            iops: rate(ios as f64),
+            runtime: runtime_ns.div_ceil(1_000_000),
+            total_ios: ios,
+            runtime_ns,
+            clat_ns: Clat::pooled(&clats, hist.as_ref()),
+            spread: Spread {
+                histogram,
+                ..Spread::default()
+            },
+        }
+    }
+
+    /// One direction measured K times (`--repeat`), in run order: I/Os,
+    /// bytes and runtimes summed, the rates from the totals, latency from
+    /// every I/O; `repeats` holds each repeat's [`figures`](Self::figures)
+    /// (those that did I/O this way) and `blocks` every repeat's blocks.
+    pub fn merge_repeats(parts: &[&DirStats]) -> DirStats {
+        let runtime: u64 = parts.iter().map(|d| d.runtime_ns).sum();
+        let mut merged = DirStats::pooled(parts, runtime);
+        if merged.total_ios == 0 {
+            return merged;
+        }
+        let with: Vec<&&DirStats> = parts.iter().filter(|d| d.total_ios > 0).collect();
+        let figures = with.iter().map(|d| d.figures()).collect();
+        let mut spread =
+            Spread::of_repeats(with.iter().map(|d| d.spread.clone()).collect(), figures);
+        spread.histogram = merged.spread.histogram.take();
+        merged.spread = spread;
+        merged
     }
 }
 
@@ -181,7 +315,8 @@ pub struct JobResult {
     /// transport engine: name, ABI, library, counters).
     #[serde(skip_serializing_if = "Option::is_none")]
     pub device: Option<serde_json::Value>,
-    /// Start and end of the timed span, ns from the start of the run.
+    /// Start and end of the timed span, ns from the start of the run (with
+    /// `--repeat`, the first repeat's).
     pub start_ns: u64,
     /// End of the timed span (after `end_fsync`, before any verify read-back),
     /// ns from the start of the run.
@@ -197,12 +332,102 @@ pub struct JobResult {
     pub group_reporting: bool,
     /// Caveats on this job's figures.
     pub warnings: Vec<String>,
+    /// Line of the job's section in the job file (0 from flags): with the
+    /// name, clone and block size, what tells the same job apart in every
+    /// repeat.
+    #[serde(skip)]
+    pub line: usize,
 }
 
 impl JobResult {
     /// I/Os completed both ways in the timed span.
     pub fn total_ios(&self) -> u64 {
         self.read.total_ios + self.write.total_ios
+    }
+
+    /// The direction that did more I/Os (reads when even).
+    pub fn main_dir(&self) -> &DirStats {
+        if self.write.total_ios > self.read.total_ios {
+            &self.write
+        } else {
+            &self.read
+        }
+    }
+}
+
+/// `--repeat K`: a job's K runs as one. Each direction's I/Os pooled and
+/// each repeat's figures kept in that direction's `repeats`
+/// ([`DirStats::merge_repeats`]); `start_ns` and `end_ns` are the first
+/// repeat's (each repeat counts from its own start).
+impl Repeatable for JobResult {
+    fn identity(&self) -> String {
+        format!(
+            "job {} (line {}, clone {}, bs {}) on {}",
+            self.jobname,
+            self.line,
+            self.clone,
+            self.sweep_bs.unwrap_or(self.bs),
+            self.filename
+        )
+    }
+
+    /// The figures of the job's main direction ([`JobResult::main_dir`]).
+    fn figures(&self) -> Figures {
+        self.main_dir().figures()
+    }
+
+    fn merge(reps: Vec<JobResult>) -> JobResult {
+        let figures: Vec<Figures> = reps.iter().map(Repeatable::figures).collect();
+        let warnings = merged_warnings(reps.iter().map(|r| &r.warnings), &figures, "bw_bytes");
+        let read = DirStats::merge_repeats(&reps.iter().map(|r| &r.read).collect::<Vec<_>>());
+        let write = DirStats::merge_repeats(&reps.iter().map(|r| &r.write).collect::<Vec<_>>());
+        let error = reps.iter().map(|r| r.error).max().unwrap_or(0);
+        let error_text = reps.iter().find_map(|r| r.error_text.clone());
+        let ramp_ios = reps.iter().map(|r| r.ramp_ios).sum();
+        let partial = reps.iter().any(|r| r.partial);
+        let verify = VerifyReport::merge(reps.iter().filter_map(|r| r.verify.as_ref()));
+        let first = reps.into_iter().next().expect("at least one repeat");
+        JobResult {
+            error,
+            error_text,
+            read,
+            write,
+            ramp_ios,
+            verify,
+            partial,
+            warnings,
+            ..first
+        }
+    }
+}
+
+impl VerifyReport {
+    /// Several repeats' checks as one: blocks and bad ones summed, the first
+    /// bad block described, read-back times summed.
+    fn merge<'a>(parts: impl Iterator<Item = &'a VerifyReport>) -> Option<VerifyReport> {
+        let mut out: Option<VerifyReport> = None;
+        for p in parts {
+            match &mut out {
+                None => out = Some(p.clone()),
+                Some(o) => {
+                    o.blocks += p.blocks;
+                    o.bad += p.bad;
+                    if o.first_bad.is_none() {
+                        o.first_bad = p.first_bad.clone();
+                    }
+                    o.readback_s = match (o.readback_s, p.readback_s) {
+                        (Some(a), Some(b)) => Some(a + b),
+                        (a, b) => a.or(b),
+                    };
+                    for d in &p.dumped {
+                        if !o.dumped.contains(d) {
+                            o.dumped.push(d.clone());
+                        }
+                    }
+                }
+            }
+        }
+        out
     }
 }
 
@@ -306,5 +531,315 @@ pub struct StreamExtra {
     pub sweep: Vec<SweepRow>,
 }
 
+impl GroupDir {
+    /// One direction of a group measured K times: the aggregate as a job's
+    /// ([`DirStats::merge_repeats`]), the slowest and fastest member and
+    /// the shortest and longest runtime over every repeat.
+    fn merge_repeats(parts: &[&GroupDir]) -> GroupDir {
+        let with: Vec<&&GroupDir> = parts.iter().filter(|g| g.agg.total_ios > 0).collect();
+        GroupDir {
+            agg: DirStats::merge_repeats(&parts.iter().map(|g| &g.agg).collect::<Vec<_>>()),
+            min_bw_bytes: with.iter().map(|g| g.min_bw_bytes).min().unwrap_or(0),
+            max_bw_bytes: with.iter().map(|g| g.max_bw_bytes).max().unwrap_or(0),
+            min_runtime: with.iter().map(|g| g.min_runtime).min().unwrap_or(0),
+            max_runtime: with.iter().map(|g| g.max_runtime).max().unwrap_or(0),
+        }
+    }
+}
+
+impl GroupResult {
+    /// A group measured K times (at least one).
+    fn merge_repeats(parts: &[&GroupResult]) -> GroupResult {
+        let first = parts[0];
+        let dir = |f: fn(&GroupResult) -> &GroupDir| {
+            GroupDir::merge_repeats(&parts.iter().map(|g| f(g)).collect::<Vec<_>>())
+        };
+        GroupResult {
+            group_reporting: parts.iter().any(|g| g.group_reporting),
+            error: parts.iter().map(|g| g.error).max().unwrap_or(0),
+            read: dir(|g| &g.read),
+            write: dir(|g| &g.write),
+            ..first.clone()
+        }
+    }
+}
+
+impl SweepRow {
+    /// A block size's row measured K times (at least one): bytes, I/Os and
+    /// wall times summed, the rates from the totals, the latency
+    /// percentiles from the histograms of `jobs` (the merged jobs) at that
+    /// block size, else the median of the repeats'.
+    fn merge_repeats(rows: &[&SweepRow], jobs: &[JobResult]) -> SweepRow {
+        let first = rows[0];
+        let io_bytes = rows.iter().map(|r| r.io_bytes).sum();
+        let ios = rows.iter().map(|r| r.ios).sum();
+        let wall_ns: u64 = rows.iter().map(|r| r.wall_ns).sum();
+        let secs = wall_ns as f64 / 1e9;
+        let rate = |v: u64| if secs > 0.0 { v as f64 / secs } else { 0.0 };
+        let dirs: Vec<&DirStats> = jobs
+            .iter()
+            .filter(|j| j.sweep_bs == Some(first.bs))
+            .flat_map(|j| [&j.read, &j.write])
+            .filter(|d| d.total_ios > 0)
+            .collect();
+        let mut hist: Option<Histogram<u64>> = None;
+        let mut whole = !dirs.is_empty();
+        for d in &dirs {
+            match d
+                .spread
+                .histogram
+                .as_ref()
+                .map(|h| Distribution::decode(h.as_str()))
+            {
+                Some(Ok(h)) => match &mut hist {
+                    None => hist = Some(h),
+                    Some(a) => whole &= a.add(&h).is_ok(),
+                },
+                _ => whole = false,
+            }
+        }
+        let (min, max) = (
+            dirs.iter().map(|d| d.clat_ns.min).min().unwrap_or(0),
+            dirs.iter().map(|d| d.clat_ns.max).max().unwrap_or(0),
+        );
+        let q = |p: f64, own: fn(&SweepRow) -> u64| match (&hist, whole) {
+            (Some(h), true) => quantile(h, p, min, max),
+            _ => {
+                let mut v: Vec<u64> = rows.iter().map(|r| own(r)).collect();
+                v.sort_unstable();
+                v[v.len() / 2]
+            }
+        };
+        SweepRow {
+            io_bytes,
+            ios,
+            wall_ns,
+            bw_bytes: rate(io_bytes),
+            iops: rate(ios),
+            clat_p50_ns: q(0.5, |r| r.clat_p50_ns),
+            clat_p99_ns: q(0.99, |r| r.clat_p99_ns),
+            errors: rows.iter().map(|r| r.errors).max().unwrap_or(0),
+            ..first.clone()
+        }
+    }
+}
+
+impl StreamExtra {
+    /// The groups and sweep rows of K repeats (`--repeat`), in run order,
+    /// as one, given the merged `jobs`: each group and row merged with its
+    /// own in the other repeats (groups by number and block size, rows by
+    /// block size).
+    pub fn merge_repeats(reps: Vec<StreamExtra>, jobs: &[JobResult]) -> StreamExtra {
+        let Some(first) = reps.first() else {
+            return StreamExtra::default();
+        };
+        let groups = first
+            .groups
+            .iter()
+            .map(|g| {
+                let same: Vec<&GroupResult> = reps
+                    .iter()
+                    .flat_map(|x| &x.groups)
+                    .filter(|o| o.groupid == g.groupid && o.sweep_bs == g.sweep_bs)
+                    .collect();
+                GroupResult::merge_repeats(&same)
+            })
+            .collect();
+        let sweep = first
+            .sweep
+            .iter()
+            .map(|row| {
+                let same: Vec<&SweepRow> = reps
+                    .iter()
+                    .flat_map(|x| &x.sweep)
+                    .filter(|o| o.bs == row.bs)
+                    .collect();
+                SweepRow::merge_repeats(&same, jobs)
+            })
+            .collect();
+        StreamExtra {
+            job_file: first.job_file.clone(),
+            groups,
+            sweep,
+        }
+    }
+}
+
 /// The result of `xferbench stream`: one point per job run.
 pub type StreamRun = Run<JobResult, StreamExtra>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::intervals::{Cut, Intervals};
+
+    /// A read job of `ios` I/Os of 4 KiB, one every `gap_ns`, each taking
+    /// `lat_ns` (and one more slow one in the middle).
+    fn job(ios: u64, gap_ns: u64, lat_ns: u64) -> JobResult {
+        let mut iv = Intervals::new(Cut::new(false, None, ios));
+        for i in 0..ios {
+            let slow = if i == ios / 2 { 50 * lat_ns } else { 0 };
+            iv.record(0, (i + 1) * gap_ns, lat_ns + slow + i % 7, 4096);
+        }
+        let runtime = ios * gap_ns;
+        let t = iv.finish(runtime);
+        let (r, w) = (t.total(0), t.total(1));
+        JobResult {
+            jobname: "j".into(),
+            groupid: 0,
+            error: 0,
+            error_text: None,
+            read: DirStats::of(&r, ios * 4096, runtime).with(t.spread(0, &r)),
+            write: DirStats::of(&w, 0, runtime).with(t.spread(1, &w)),
+            sweep_bs: None,
+            clone: 0,
+            filename: "/tmp/f".into(),
+            mapped_from: None,
+            target: None,
+            prepared: None,
+            rw: Rw::Read,
+            bs: 4096,
+            offset: 0,
+            size: ios * 4096,
+            ioengine: IoEngine::Psync,
+            iodepth: 1,
+            direct: false,
+            iomem: crate::stream::job::IoMem::Malloc,
+            completion: Completion::Interrupt,
+            completion_detail: String::new(),
+            device: None,
+            start_ns: 0,
+            end_ns: runtime,
+            ramp_ios: 0,
+            verify: None,
+            partial: false,
+            group_reporting: false,
+            warnings: vec![],
+            line: 3,
+        }
+    }
+
+    fn decoded_count(d: &DirStats) -> u64 {
+        let h = d.spread.histogram.as_ref().expect("a histogram");
+        Distribution::decode(h.as_str()).unwrap().len()
+    }
+
+    #[test]
+    fn a_direction_keeps_its_histogram_and_blocks_that_add_up_to_it() {
+        let j = job(200, 10_000, 3_000);
+        let r = &j.read;
+        assert_eq!(decoded_count(r), r.total_ios);
+        assert_eq!(r.spread.blocks.len(), crate::measure::distribution::BLOCKS);
+        let mut bytes = 0.0;
+        let mut ios = 0.0;
+        for b in &r.spread.blocks {
+            let keys: Vec<&str> = b.keys().copied().collect();
+            assert_eq!(
+                keys,
+                [
+                    "bw_bytes", "count", "iops", "mean_ns", "p50_ns", "p90_ns", "p999_ns", "p99_ns"
+                ]
+            );
+            assert!(b["p50_ns"] >= 3_000.0 && b["p50_ns"] <= 3_010.0, "{b:?}");
+            // A block's bytes: its rate times its length (count / iops).
+            bytes += b["bw_bytes"] * b["count"] / b["iops"];
+            ios += b["count"];
+        }
+        assert!((bytes - r.io_bytes as f64).abs() < 1.0, "{bytes}");
+        assert_eq!(ios, r.total_ios as f64);
+        // The slow I/O shows in its block's mean only.
+        let means: Vec<f64> = r.spread.blocks.iter().map(|b| b["mean_ns"]).collect();
+        assert!(means[5] > 2.0 * means[0], "{means:?}");
+        // No writes: nothing beside fio's figures.
+        let w = serde_json::to_value(&j.write).unwrap();
+        for k in ["histogram", "blocks", "repeats"] {
+            assert!(w.get(k).is_none(), "{k} in {w}");
+        }
+        let v = serde_json::to_value(&j.read).unwrap();
+        assert!(v["histogram"].is_string() && v["blocks"].is_array());
+    }
+
+    #[test]
+    fn two_repeats_merge_into_one_job_keeping_each_repeats_figures() {
+        let (a, b) = (job(200, 10_000, 3_000), job(100, 40_000, 6_000));
+        assert_eq!(a.identity(), b.identity());
+        let m = JobResult::merge(vec![a.clone(), b.clone()]);
+        let r = &m.read;
+        assert_eq!(r.total_ios, 300);
+        assert_eq!(r.io_bytes, 300 * 4096);
+        assert_eq!(r.runtime_ns, 200 * 10_000 + 100 * 40_000);
+        assert_eq!(r.bw_bytes, (300.0 * 4096.0 / 6e-3) as u64);
+        assert_eq!(decoded_count(r), 300);
+        assert_eq!(r.clat_ns.n, 300);
+        // Two thirds of the I/Os at ~3 µs: the pooled median is theirs,
+        // the 90th percentile the slower repeat's.
+        assert!(r.clat_ns.at(50.0) < 3_100 && r.clat_ns.at(90.0) >= 6_000);
+        assert_eq!(r.spread.repeats.len(), 2);
+        assert_eq!(r.spread.repeats[0], a.read.figures());
+        assert!((r.spread.repeats[1]["bw_bytes"] - 4096.0 / 40e-6).abs() < 1e-3);
+        assert_eq!(r.spread.blocks.len(), 20);
+        // The write side did nothing in either repeat: still nothing.
+        assert_eq!(m.write.total_ios, 0);
+        assert!(m.write.spread.histogram.is_none() && m.write.spread.repeats.is_empty());
+        // bw differs by 2×: said once, with the repeats' warnings.
+        assert!(m.warnings.iter().any(|w| w.contains("bw_bytes varies")));
+        // One run alone is itself.
+        let one = JobResult::merge(vec![a.clone()]);
+        assert_eq!(one.read.total_ios, 200);
+        assert!(one.read.spread.repeats.is_empty());
+        assert_eq!(one.read.spread.blocks.len(), 10);
+    }
+
+    #[test]
+    fn groups_and_sweep_rows_merge_across_repeats() {
+        let (a, b) = (job(200, 10_000, 3_000), job(100, 40_000, 6_000));
+        let group = |j: &JobResult| GroupResult {
+            groupid: 0,
+            sweep_bs: Some(4096),
+            jobname: "j".into(),
+            jobs: 1,
+            group_reporting: false,
+            error: 0,
+            read: GroupDir {
+                agg: j.read.clone(),
+                min_bw_bytes: j.read.bw_bytes,
+                max_bw_bytes: j.read.bw_bytes,
+                min_runtime: j.read.runtime,
+                max_runtime: j.read.runtime,
+            },
+            write: GroupDir::default(),
+        };
+        let row = |j: &JobResult| SweepRow {
+            bs: 4096,
+            jobs: 1,
+            io_bytes: j.read.io_bytes,
+            ios: j.read.total_ios,
+            wall_ns: j.read.runtime_ns,
+            bw_bytes: j.read.bw_bytes as f64,
+            iops: j.read.iops,
+            clat_p50_ns: j.read.clat_ns.at(50.0),
+            clat_p99_ns: j.read.clat_ns.at(99.0),
+            errors: 0,
+        };
+        let extra = |j: &JobResult| StreamExtra {
+            job_file: None,
+            groups: vec![group(j)],
+            sweep: vec![row(j)],
+        };
+        let mut merged = JobResult::merge(vec![a.clone(), b.clone()]);
+        merged.sweep_bs = Some(4096);
+        let x = StreamExtra::merge_repeats(vec![extra(&a), extra(&b)], &[merged.clone()]);
+        let g = &x.groups[0].read;
+        assert_eq!(g.agg.total_ios, 300);
+        assert_eq!(g.agg.spread.repeats.len(), 2);
+        assert_eq!(
+            (g.min_bw_bytes, g.max_bw_bytes),
+            (b.read.bw_bytes, a.read.bw_bytes)
+        );
+        assert_eq!(x.groups[0].write.agg.total_ios, 0);
+        let s = &x.sweep[0];
+        assert_eq!((s.ios, s.wall_ns), (300, merged.read.runtime_ns));
+        assert_eq!(s.clat_p50_ns, merged.read.clat_ns.at(50.0));
+        assert_eq!(s.clat_p99_ns, merged.read.clat_ns.at(99.0));
+    }
+}

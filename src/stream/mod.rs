@@ -3,6 +3,7 @@
 //! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
 
 pub mod engine;
+pub mod intervals;
 pub mod job;
 pub mod jobfile;
 pub mod verify;
