@@ -564,7 +564,7 @@ fn repeats_keep_each_directions_histogram_blocks_and_repeat_figures_under_a_rate
     assert_eq!(r["total_ios"], 128);
     assert_eq!(r["io_bytes"], 2 * (256 << 10));
     assert_eq!(histogram(&r["histogram"]).len(), 128);
-    let blocks = r["blocks"].as_array().unwrap();
+    let blocks = r["intervals"].as_array().unwrap();
     assert_eq!(blocks.len(), 20, "10 per repeat: {blocks:?}");
     let repeats = r["repeats"].as_array().unwrap();
     assert_eq!(repeats.len(), 2);

@@ -752,11 +752,11 @@ mod tests {
         assert!(means[5] > 2.0 * means[0], "{means:?}");
         // No writes: nothing beside fio's figures.
         let w = serde_json::to_value(&j.write).unwrap();
-        for k in ["histogram", "blocks", "repeats"] {
+        for k in ["histogram", "intervals", "repeats"] {
             assert!(w.get(k).is_none(), "{k} in {w}");
         }
         let v = serde_json::to_value(&j.read).unwrap();
-        assert!(v["histogram"].is_string() && v["blocks"].is_array());
+        assert!(v["histogram"].is_string() && v["intervals"].is_array());
     }
 
     #[test]
