@@ -214,6 +214,20 @@ pub fn change(base: &Evidence, new: &Evidence, confidence: f64) -> Change {
     }
 }
 
+/// The interval of one side's figure itself at `confidence`, from its
+/// repeats (else intervals): a t interval on the logarithms, centred on
+/// the figure, for drawing a run's curve with its uncertainty.
+pub fn level(e: &Evidence, confidence: f64) -> Option<[f64; 2]> {
+    let l = logs(&e.repeats).or_else(|| logs(&e.blocks))?;
+    if e.value <= 0.0 {
+        return None;
+    }
+    let (_, var) = mean_var(&l);
+    let half =
+        t_quantile(0.5 + confidence / 2.0, l.len() as f64 - 1.0) * (var / l.len() as f64).sqrt();
+    Some([e.value * (-half).exp(), e.value * half.exp()])
+}
+
 /// The verdict on a change, for a figure where `lower_is_better`: worse
 /// needs the whole interval beyond `noise` (and so significance), no change
 /// needs the whole interval within it. Without an interval only the

@@ -781,6 +781,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         size: region_size,
         ioengine: job.ioengine,
         iodepth: depth as u32,
+        rate: job.rate,
         direct: job.direct,
         iomem: mem.kind(),
         completion: job.completion(),

@@ -303,6 +303,9 @@ pub struct JobResult {
     pub ioengine: IoEngine,
     /// I/Os in flight at most (1 for the synchronous engines, whatever was asked).
     pub iodepth: u32,
+    /// `rate=`: the cap on the job's bandwidth, bytes/s.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub rate: Option<u64>,
     /// The target was opened with O_DIRECT (`direct=1`).
     pub direct: bool,
     /// Where the I/O buffers came from (fio's `iomem`).
@@ -703,6 +706,7 @@ mod tests {
             size: ios * 4096,
             ioengine: IoEngine::Psync,
             iodepth: 1,
+            rate: None,
             direct: false,
             iomem: crate::stream::job::IoMem::Malloc,
             completion: Completion::Interrupt,
