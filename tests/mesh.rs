@@ -48,6 +48,29 @@ fn bad_mesh_and_pairs_flags_are_usage_errors() {
 }
 
 #[test]
+fn mesh_and_pairs_refuse_to_repeat() {
+    for args in [
+        &["mesh", "-t", "mpi", "--repeat", "2"][..],
+        &["curve", "-t", "mpi", "--pairs", "1", "--repeat", "3"],
+    ] {
+        let o = finish({
+            let mut c = xferbench();
+            c.args(args);
+            c
+        });
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        assert!(
+            e.contains(
+                "mesh does not repeat sweeps yet: run the job K times and compare the files"
+            ),
+            "{args:?}: {e}"
+        );
+    }
+}
+
+#[test]
 fn bandwidth_units_read_as_written() {
     use xferbench::options::MeshConfig;
     let parse = xferbench::options::parse_bandwidth;
