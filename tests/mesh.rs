@@ -179,6 +179,21 @@ mod mpi {
                 p["latency"][0]["oneway"]["count"].as_u64().unwrap() >= 10,
                 "{p}"
             );
+            // What a comparison needs: the one-way histogram, and the
+            // timed loop's blocks adding up to the point's count.
+            for l in p["latency"].as_array().unwrap() {
+                assert!(
+                    l["histogram"].as_str().is_some_and(|h| !h.is_empty()),
+                    "{l}"
+                );
+                let blocks = l["blocks"].as_array().unwrap();
+                assert!((1..=10).contains(&blocks.len()), "{l}");
+                let n: u64 = blocks
+                    .iter()
+                    .map(|b| b["count"].as_f64().unwrap() as u64)
+                    .sum();
+                assert_eq!(n, l["oneway"]["count"].as_u64().unwrap(), "{l}");
+            }
             assert!(
                 p["bandwidth"][0]["window_time"]["count"].as_u64().unwrap() >= 3,
                 "{p}"
