@@ -111,11 +111,8 @@ impl Progress for Relay<'_> {
         }
     }
     fn point(&self, label: &str) {
-        self.inner.point(&format!(
-            "repeat {}/{}: {label}",
-            self.repeat.get() + 1,
-            self.k
-        ));
+        self.inner
+            .point(&format!("repeat {}/{}: {label}", self.repeat.get() + 1, self.k));
     }
     fn finish(&self) {}
     fn start_bytes(&self, total: u64, label: &str) {
@@ -202,10 +199,7 @@ mod tests {
     #[test]
     fn a_stop_keeps_what_was_measured_and_says_so() {
         let (r, e) = repeated(4, &(), |k, _| {
-            let mut run = run(vec![P {
-                id: "a",
-                v: vec![1.0],
-            }]);
+            let mut run = run(vec![P { id: "a", v: vec![1.0] }]);
             if k == 1 {
                 run.complete = false;
                 return Ok((run, Some(Error::Interrupted)));

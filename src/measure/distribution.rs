@@ -94,11 +94,7 @@ pub fn combine(parts: &[Summary], merged: Option<&Histogram<u64>>) -> Summary {
     if n == 0 {
         return Summary::default();
     }
-    let mean = parts
-        .iter()
-        .map(|s| s.count as f64 * s.mean_ns)
-        .sum::<f64>()
-        / n as f64;
+    let mean = parts.iter().map(|s| s.count as f64 * s.mean_ns).sum::<f64>() / n as f64;
     let ss: f64 = parts
         .iter()
         .map(|s| {
@@ -121,11 +117,7 @@ pub fn combine(parts: &[Summary], merged: Option<&Histogram<u64>>) -> Summary {
     Summary {
         count: n,
         mean_ns: mean,
-        stddev_ns: if n > 1 {
-            (ss / (n - 1) as f64).sqrt()
-        } else {
-            0.0
-        },
+        stddev_ns: if n > 1 { (ss / (n - 1) as f64).sqrt() } else { 0.0 },
         min_ns: min,
         p50_ns: q(0.50, |s| s.p50_ns),
         p90_ns: q(0.90, |s| s.p90_ns),
@@ -174,11 +166,7 @@ impl Spread {
         };
         Spread {
             histogram,
-            repeats: if figures.len() > 1 {
-                figures
-            } else {
-                Vec::new()
-            },
+            repeats: if figures.len() > 1 { figures } else { Vec::new() },
             blocks: parts.into_iter().flat_map(|p| p.blocks).collect(),
         }
     }
@@ -210,11 +198,7 @@ mod tests {
 
     #[test]
     fn garbage_is_refused_with_what_is_wrong() {
-        assert!(
-            Distribution::decode("not base64!")
-                .unwrap_err()
-                .contains("base64")
-        );
+        assert!(Distribution::decode("not base64!").unwrap_err().contains("base64"));
         assert!(Distribution::decode("aGVsbG8=").unwrap_err().contains("V2"));
     }
 
