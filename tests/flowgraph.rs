@@ -298,3 +298,56 @@ fn noisy(p: &serde_json::Value) -> bool {
             .any(|w| w.as_str().is_some_and(|w| w.contains("noisy")))
     })
 }
+
+/// `--repeat 2`: one point per (scheduler, N, M) with both repeats' rates
+/// and its windows in blocks, under `intervals` (`blocks` is M).
+#[test]
+fn repeats_pool_a_points_windows_and_keep_each_repeats_rate() {
+    let _t = turn();
+    let mut c = xferbench();
+    c.args([
+        "flowgraph",
+        "--cores",
+        "1",
+        "--blocks",
+        "2",
+        "--scheduler",
+        "seq",
+        "--edges",
+        "circular",
+        "--duration",
+        "40ms",
+        "--warmup",
+        "10ms",
+        "--rounds",
+        "1",
+        "--kernel-sizes",
+        "16k",
+        "--repeat",
+        "2",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    assert_eq!(d["complete"], true);
+    let pts = d["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 1, "the repeats merged: {pts:?}");
+    let p = &pts[0];
+    assert_eq!(f(p, "blocks"), 2.0, "M stays M: {p}");
+    assert_eq!(f(p, "rounds"), 2.0, "one round a repeat: {p}");
+    assert!(p.get("histogram").is_none(), "no time per item: {p}");
+    let reps = p["repeats"].as_array().unwrap();
+    assert_eq!(reps.len(), 2, "{p}");
+    for r in reps {
+        assert!(f(r, "samples_per_s") > 0.0 && f(r, "mean_sps") > 0.0, "{r}");
+    }
+    let blocks = p["intervals"].as_array().unwrap();
+    assert!(blocks.len() >= 2, "{p}");
+    assert!(blocks.iter().all(|b| f(b, "samples_per_s") > 0.0), "{p}");
+    let ideal = f(p, "ideal_static_sps");
+    assert!(
+        (f(p, "efficiency") - f(p, "samples_per_s") / ideal).abs()
+            < 1e-9 * f(p, "efficiency").max(1.0)
+    );
+}

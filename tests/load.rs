@@ -233,3 +233,111 @@ fn bad_load_options_are_one_line_usage_errors() {
         assert!(e.contains(want), "{args:?}: {e}");
     }
 }
+
+/// `--repeat 2`: each cell and each offered rate once, with both repeats'
+/// figures, every repeat's blocks and one histogram of all its requests.
+#[test]
+fn repeats_keep_every_repeat_and_block_of_a_cell() {
+    let _t = turn();
+    let mut c = xferbench();
+    c.args([
+        "load",
+        "-t",
+        "pipe",
+        "--sizes",
+        "512",
+        "--load",
+        "idle",
+        "--direction",
+        "write",
+        "--cell-time",
+        "50ms",
+        "--repeat",
+        "2",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    assert_eq!(d["complete"], true);
+    assert_eq!(d["options"]["repeat"], 2, "{}", d["options"]);
+    assert_eq!(
+        d["loads"].as_array().unwrap().len(),
+        2,
+        "each repeat's load"
+    );
+    let pts = d["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 1, "the repeats merged: {pts:?}");
+    let p = &pts[0];
+    assert!(
+        p["histogram"].as_str().is_some_and(|h| !h.is_empty()),
+        "{p}"
+    );
+    let reps = p["repeats"].as_array().unwrap();
+    assert_eq!(reps.len(), 2, "{p}");
+    for r in reps {
+        for k in [
+            "req_per_s",
+            "kb_per_s",
+            "count",
+            "mean_ns",
+            "p50_ns",
+            "p99_ns",
+        ] {
+            assert!(r[k].is_number(), "{k} missing from {r}");
+        }
+    }
+    let counted: f64 = reps.iter().map(|r| f(r, "count")).sum();
+    assert_eq!(counted, f(p, "requests"), "{p}");
+    assert_eq!(f(p, "requests"), f(&p["latency"], "count"), "{p}");
+    let rps = f(p, "requests") / f(p, "seconds");
+    assert!((f(p, "req_per_s") - rps).abs() < 1e-6 * rps, "{p}");
+    // Up to ten blocks a repeat (a stall longer than a block skips one).
+    let blocks = p["intervals"].as_array().unwrap();
+    assert!((2..=20).contains(&blocks.len()), "{p}");
+    for b in blocks {
+        assert!(f(b, "req_per_s") > 0.0 && b["p50_ns"].is_number(), "{b}");
+    }
+    let in_blocks: f64 = blocks.iter().map(|b| f(b, "count")).sum();
+    assert_eq!(in_blocks, f(p, "requests"), "{p}");
+
+    // The open loop: ten tenths of the cell a repeat, by when replies came.
+    let mut c = xferbench();
+    c.args([
+        "load",
+        "-t",
+        "pipe",
+        "--sizes",
+        "512",
+        "--direction",
+        "write",
+        "--rates",
+        "2000",
+        "--cell-time",
+        "50ms",
+        "--repeat",
+        "2",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&finish(c));
+    let pts = d["points"].as_array().unwrap();
+    assert_eq!(pts.len(), 1, "{pts:?}");
+    let p = &pts[0];
+    assert!(p["histogram"].is_string(), "{p}");
+    let reps = p["repeats"].as_array().unwrap();
+    assert_eq!(reps.len(), 2, "{p}");
+    assert!(reps.iter().all(|r| r["achieved_per_s"].is_number()), "{p}");
+    let counted: f64 = reps.iter().map(|r| f(r, "count")).sum();
+    assert_eq!(counted, f(p, "completed"), "{p}");
+    assert_eq!(f(p, "missed"), f(p, "due") - f(p, "completed"), "{p}");
+    let blocks = p["intervals"].as_array().unwrap();
+    assert_eq!(blocks.len(), 20, "{p}");
+    assert!(
+        blocks.iter().all(|b| b["achieved_per_s"].is_number()),
+        "{p}"
+    );
+    let in_blocks: f64 = blocks.iter().map(|b| f(b, "count")).sum();
+    assert_eq!(in_blocks, f(p, "completed"), "{p}");
+}

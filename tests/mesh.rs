@@ -48,6 +48,29 @@ fn bad_mesh_and_pairs_flags_are_usage_errors() {
 }
 
 #[test]
+fn mesh_and_pairs_refuse_to_repeat() {
+    for args in [
+        &["mesh", "-t", "mpi", "--repeat", "2"][..],
+        &["curve", "-t", "mpi", "--pairs", "1", "--repeat", "3"],
+    ] {
+        let o = finish({
+            let mut c = xferbench();
+            c.args(args);
+            c
+        });
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
+        assert!(
+            e.contains(
+                "mesh does not repeat sweeps yet: run the job K times and compare the files"
+            ),
+            "{args:?}: {e}"
+        );
+    }
+}
+
+#[test]
 fn bandwidth_units_read_as_written() {
     use xferbench::options::MeshConfig;
     let parse = xferbench::options::parse_bandwidth;
@@ -156,6 +179,21 @@ mod mpi {
                 p["latency"][0]["oneway"]["count"].as_u64().unwrap() >= 10,
                 "{p}"
             );
+            // What a comparison needs: the one-way histogram, and the
+            // timed loop's blocks adding up to the point's count.
+            for l in p["latency"].as_array().unwrap() {
+                assert!(
+                    l["histogram"].as_str().is_some_and(|h| !h.is_empty()),
+                    "{l}"
+                );
+                let blocks = l["intervals"].as_array().unwrap();
+                assert!((1..=10).contains(&blocks.len()), "{l}");
+                let n: u64 = blocks
+                    .iter()
+                    .map(|b| b["count"].as_f64().unwrap() as u64)
+                    .sum();
+                assert_eq!(n, l["oneway"]["count"].as_u64().unwrap(), "{l}");
+            }
             assert!(
                 p["bandwidth"][0]["window_time"]["count"].as_u64().unwrap() >= 3,
                 "{p}"

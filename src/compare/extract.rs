@@ -326,8 +326,10 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
             )?;
             figures.push(rate(e, Statistic::Rate, "achieved_per_s", "req/s", 1.0)?);
             format!(
-                "{} {} {} B at {:.0}/s {}",
+                "{} {}/{} {} {} B at {:.0}/s {}",
                 text(e, "spec")?,
+                text(e, "buffers")?,
+                text(e, "completion")?,
                 text(e, "direction")?,
                 id_num(e, "size_bytes")?,
                 num(e, "offered_per_s")?,

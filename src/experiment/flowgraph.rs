@@ -14,6 +14,7 @@ use crate::flowgraph::rate::{Windows, quantile};
 use crate::flowgraph::ring_reference as reference;
 use crate::flowgraph::saxpy;
 use crate::flowgraph::sched::Scheduler;
+use crate::measure::distribution::{BLOCKS, Spread};
 use crate::measure::env::Env;
 use crate::measure::placement::Placement;
 use crate::options::FlowgraphConfig;
@@ -152,7 +153,8 @@ fn scan(args: &FlowgraphConfig, kernel: saxpy::Kernel, cpu: usize) -> Result<Vec
 }
 
 /// Fills in each point's bounds from the run's kernel-only rate (and its
-/// paired efficiency from the kernel measured beside it).
+/// paired efficiency from the kernel measured beside it). Run again on
+/// merged repeats, it redoes them (and the warning) from the merged rates.
 fn bound(run: &mut FlowRun) {
     let k = run.extra.kernel_only_sps;
     for p in &mut run.points {
@@ -164,8 +166,9 @@ fn bound(run: &mut FlowRun) {
         p.efficiency_paired = p.samples_per_s * m.div_ceil(p.cores) as f64 / p.kernel_paired_sps;
         p.efficiency_same_size =
             p.samples_per_s * m.div_ceil(p.cores) as f64 / run.extra.kernel_at_buffer_sps;
+        p.warnings.retain(|w| w != FASTER_THAN_BOUND);
         if p.samples_per_s > p.ideal_dynamic_sps.max(p.ideal_static_sps) * 1.05 {
-            p.warnings.push("faster than the ideal bound: the host ran faster during this point than the kernel's typical rate (see efficiency_paired)".into());
+            p.warnings.push(FASTER_THAN_BOUND.into());
         }
     }
 }
@@ -312,18 +315,39 @@ const PAIRED: Duration = Duration::from_millis(100);
 
 /// Runs the flowgraph plan. Always returns the run (possibly incomplete) once
 /// measuring begins; the error, if any, says why it stopped early. Setting
-/// `stop` interrupts it.
+/// `stop` interrupts it. With `--repeat K` the whole plan, kernel scan
+/// included, runs K times; each point pools its repeats' windows, and the
+/// kernel-only references (the bounds' unit) are the first repeat's.
 pub fn run(
     args: &FlowgraphConfig,
     stop: &Arc<AtomicBool>,
     progress: &dyn Progress,
 ) -> Result<(FlowRun, Option<Error>)> {
-    let _keep = crate::measure::placement::KeepAffinity::new();
     args.validate()?;
     let allowed = cpus_of(args)?;
     let plan = plan(args, allowed.len())?;
-    let (kernel, kernel_name) = kernel_for(&args.kernel)?;
-    let mut run = new_run(args, &allowed, kernel_name);
+    let kernel = kernel_for(&args.kernel)?;
+    let k = args.out.repeat;
+    let (mut run, err) = super::repeat::repeated(k, progress, |_, p| {
+        once(args, &allowed, plan.clone(), kernel, stop, p)
+    })?;
+    if k > 1 {
+        bound(&mut run);
+    }
+    Ok((run, err))
+}
+
+/// One run of the whole plan.
+fn once(
+    args: &FlowgraphConfig,
+    allowed: &[usize],
+    plan: Vec<Step>,
+    (kernel, kernel_name): (saxpy::Kernel, &'static str),
+    stop: &Arc<AtomicBool>,
+    progress: &dyn Progress,
+) -> Result<(FlowRun, Option<Error>)> {
+    let _keep = crate::measure::placement::KeepAffinity::new();
+    let mut run = new_run(args, allowed, kernel_name);
     let l2 = run.extra.l2_cache_bytes;
     let eb = edge_buffers(args, l2);
     run.extra.edge_buffers = eb;
@@ -452,7 +476,7 @@ pub fn run(
                 kernel_paired,
             };
             run.points
-                .push(point(args, st, &allowed, eb, l2, rounds, measured));
+                .push(point(args, st, allowed, eb, l2, rounds, measured));
         }
         if err.is_some() {
             break 'groups;
@@ -579,19 +603,13 @@ fn point(
         kernel_paired,
     } = m;
     let r = windows.rate();
-    let mut w = Vec::new();
-    if r.seconds < 0.1 {
-        w.push(format!(
-            "measured over only {:.0} ms: noisy",
-            r.seconds * 1e3
-        ));
-    }
+    let mut w = rate_warnings(&r);
     if done < rounds {
         w.push(format!(
             "measured in {done} of {rounds} rounds (the run was stopped)"
         ));
     }
-    w.extend(r.noise_warning());
+    let blocks = windows.blocks(BLOCKS).iter().map(rate_figures).collect();
     FlowPoint {
         scheduler: st.scheduler.name(),
         edges: st.edges.name(),
@@ -614,6 +632,12 @@ fn point(
         measured_s: r.seconds,
         partial: done < rounds,
         warnings: w,
+        spread: Spread {
+            histogram: None,
+            repeats: Vec::new(),
+            blocks,
+        },
+        windows_kept: windows,
         ..FlowPoint::default()
     }
 }

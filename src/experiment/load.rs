@@ -7,7 +7,8 @@
 use super::{Progress, begin, configs, finish, link_config, point_warnings};
 use crate::error::{Error, Result};
 use crate::experiment::sample::{self, Budget, Outcome};
-use crate::measure::loadgen::{Background, LoadMode};
+use crate::measure::distribution::{BLOCKS, Distribution, Figures, Spread, latency_figures};
+use crate::measure::loadgen::{Background, LoadMode, LoadStats};
 use crate::measure::stats::{Recorder, Stat};
 use crate::options::{Arrival, DataDirection, LoadConfig};
 use crate::result::load::*;
@@ -101,15 +102,34 @@ fn validate(args: &LoadConfig) -> Result<()> {
 
 /// Runs the load matrix. Always returns the run (possibly incomplete) once
 /// measuring begins; the error, if any, says why it stopped early. Setting
-/// `stop` interrupts it.
+/// `stop` interrupts it. With `--repeat K`, the whole matrix runs K times
+/// and each cell keeps every repeat; `loads` then lists every repeat's
+/// background loads, in the order they ran.
 pub fn run(
     args: &LoadConfig,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(LoadRun, Option<Error>)> {
-    let _keep = crate::measure::placement::KeepAffinity::new();
     validate(args)?;
     let cfgs = configs(&args.common, crate::transport::Capabilities::user_buffers)?;
+    let mut loads: Vec<LoadStats> = Vec::new();
+    let (mut run, err) = super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
+        let (run, err) = once(args, &cfgs, stop, p)?;
+        loads.extend(run.extra.loads.iter().cloned());
+        Ok((run, err))
+    })?;
+    run.extra.loads = loads;
+    Ok((run, err))
+}
+
+/// One run of the whole matrix.
+fn once(
+    args: &LoadConfig,
+    cfgs: &[super::Config],
+    stop: &AtomicBool,
+    progress: &dyn Progress,
+) -> Result<(LoadRun, Option<Error>)> {
+    let _keep = crate::measure::placement::KeepAffinity::new();
     let max = *args.sizes.iter().max().expect("validated");
     let options =
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
@@ -128,7 +148,7 @@ pub fn run(
     };
     progress.start(cells as u64);
     let result = (|| -> Result<()> {
-        for c in &cfgs {
+        for c in cfgs {
             let lc = link_config(
                 c,
                 &args.common,
@@ -215,18 +235,21 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
                 let mut all = Recorder::new();
                 let (mut secs, mut partial) = (0.0f64, false);
                 let mut warnings = Vec::new();
+                let mut measured = Vec::new();
                 for r in results {
                     match r? {
                         Outcome::Done(m) => {
                             all.merge(&m.all);
                             secs = secs.max(m.timed_s);
                             warnings.extend(point_warnings(&m, &[Stat::Mean, Stat::P99]));
+                            measured.push(m);
                         }
                         Outcome::Interrupted(m) => {
                             partial = true;
                             if let Some(m) = m {
                                 all.merge(&m.all);
                                 secs = secs.max(m.timed_s);
+                                measured.push(m);
                             }
                         }
                     }
@@ -253,6 +276,11 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
                         latency: all.summary(),
                         partial,
                         warnings,
+                        spread: Spread {
+                            histogram: Some(Distribution::of(&all)),
+                            repeats: Vec::new(),
+                            blocks: closed_blocks(&measured),
+                        },
                     }));
                 }
                 if partial {
@@ -271,6 +299,38 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
         }
     }
     Ok(())
+}
+
+/// The closed loop's blocks: each tenth of the cell's timed span (the
+/// sampler's time blocks), every link's requests in it together. The links
+/// run side by side, so block i of each covers about the same stretch of
+/// time: its rate is their requests over the longest link's time in it,
+/// as the cell's own rate is over the longest link's span. None when the
+/// links kept different numbers of blocks (a block with no request at all
+/// on one link: a request longer than a tenth of the cell).
+fn closed_blocks(measured: &[sample::Measured]) -> Vec<Figures> {
+    let Some(n) = measured.first().map(|m| m.blocks.len()) else {
+        return Vec::new();
+    };
+    if measured
+        .iter()
+        .any(|m| m.blocks.len() != n || m.block_s.len() != n)
+    {
+        return Vec::new();
+    }
+    (0..n)
+        .map(|i| {
+            let mut rec = Recorder::new();
+            let mut secs = 0.0f64;
+            for m in measured {
+                rec.merge(&m.blocks[i]);
+                secs = secs.max(m.block_s[i]);
+            }
+            let mut f = latency_figures(&rec.summary());
+            f.insert("req_per_s", rec.count() as f64 / secs.max(1e-9));
+            f
+        })
+        .collect()
 }
 
 /// Exchanges configured with the responder at a time in the open loop: the
@@ -338,11 +398,9 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
                         dir_name(dir),
                         size
                     ));
-                    let p = open_cell(args, link, shape(size, dir, delay), rate, stop)?;
+                    let p = open_cell(args, c, link, shape(size, dir, delay), rate, stop)?;
                     let interrupted = p.partial;
                     run.points.push(LoadPoint::Open(OpenPoint {
-                        transport: c.transport.name().into(),
-                        spec: c.spec.to_string(),
                         direction: dir,
                         size_bytes: size,
                         load: load_label(args, mode),
@@ -362,9 +420,13 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
     Ok(())
 }
 
-/// One offered rate for one cell time.
+/// One offered rate for one cell time. Each reply is filed in the tenth of
+/// the cell it came back in, so the blocks show whether the rate and the
+/// latencies held through the cell (a queue that builds up shows as
+/// latencies growing block after block).
 fn open_cell(
     args: &LoadConfig,
+    c: &super::Config,
     link: &mut dyn Link,
     mut sh: ReplyShape,
     rate: f64,
@@ -382,7 +444,8 @@ fn open_cell(
             }
         }
     };
-    let mut rec = Recorder::new();
+    let mut blocks: Vec<Recorder> = (0..BLOCKS).map(|_| Recorder::new()).collect();
+    let per_block = BLOCKS as f64 / cell_s;
     let (mut completed, mut late, mut due_at) = (0u64, 0u64, 0.0f64);
     let mut partial = false;
     let start = Instant::now();
@@ -412,7 +475,9 @@ fn open_cell(
         }
         link.exchange()?;
         owed -= 1;
-        rec.record((Instant::now() - due).as_nanos() as u64);
+        let back = Instant::now();
+        let block = (((back - start).as_secs_f64() * per_block) as usize).min(BLOCKS - 1);
+        blocks[block].record((back - due).as_nanos() as u64);
         completed += 1;
         due_at += gap(&mut rng);
     }
@@ -434,13 +499,17 @@ fn open_cell(
     let missed = due.saturating_sub(completed);
     let mut warnings = Vec::new();
     if missed > 0 {
-        warnings.push(format!(
-            "{missed} of {due} requests due were never sent: the path is slower than the offered rate, so latency grows with the run's length"
-        ));
+        warnings.push(missed_warning(missed, due));
+    }
+    let mut rec = Recorder::new();
+    for b in &blocks {
+        rec.merge(b);
     }
     Ok(OpenPoint {
-        transport: String::new(),
-        spec: String::new(),
+        transport: c.transport.name().into(),
+        spec: c.spec.to_string(),
+        buffers: c.buffers,
+        completion: c.completion,
         direction: DataDirection::Write,
         size_bytes: 0,
         load: String::new(),
@@ -455,7 +524,42 @@ fn open_cell(
         latency: rec.summary(),
         partial,
         warnings,
+        spread: Spread {
+            histogram: Some(Distribution::of(&rec)),
+            repeats: Vec::new(),
+            blocks: open_blocks(&blocks, cell_s, elapsed),
+        },
     })
+}
+
+/// The open loop's blocks: the replies that came back in each tenth of the
+/// cell, over that tenth's length (the last runs to the end of the cell's
+/// elapsed time, a stop cuts one short and drops those after it). A tenth
+/// in which nothing came back is kept, at 0/s: a stall is what it shows.
+fn open_blocks(blocks: &[Recorder], cell_s: f64, elapsed: f64) -> Vec<Figures> {
+    let n = blocks.len();
+    blocks
+        .iter()
+        .enumerate()
+        .filter_map(|(i, r)| {
+            let from = cell_s * i as f64 / n as f64;
+            let to = if i + 1 == n {
+                elapsed
+            } else {
+                (cell_s * (i + 1) as f64 / n as f64).min(elapsed)
+            };
+            if to <= from {
+                return None;
+            }
+            let mut f = if r.count() > 0 {
+                latency_figures(&r.summary())
+            } else {
+                Figures::from([("count", 0.0)])
+            };
+            f.insert("achieved_per_s", r.count() as f64 / (to - from));
+            Some(f)
+        })
+        .collect()
 }
 
 #[cfg(test)]

@@ -38,6 +38,9 @@ pub struct Measured {
     /// there are fewer samples), kept apart to see how much the figures
     /// wander within the point: drift, and the spread a comparison needs.
     pub blocks: Vec<Recorder>,
+    /// Timed seconds of each block, beside `blocks`: a block's rate is its
+    /// count over its own time.
+    pub block_s: Vec<f64>,
     pub warmup: u64,
     /// Time spent in timed loops, seconds.
     pub timed_s: f64,
@@ -53,6 +56,9 @@ pub enum Outcome {
 impl Measured {
     /// `all` from the blocks; empty blocks (a stop came first) dropped.
     fn gather(&mut self) {
+        let kept: Vec<bool> = self.blocks.iter().map(|b| b.count() > 0).collect();
+        let mut keep = kept.iter();
+        self.block_s.retain(|_| *keep.next().unwrap_or(&false));
         self.blocks.retain(|b| b.count() > 0);
         for b in &self.blocks {
             self.all.merge(b);
@@ -173,6 +179,7 @@ pub fn measure(
     let mut m = Measured {
         all: Recorder::new(),
         blocks: Vec::new(),
+        block_s: Vec::new(),
         warmup: 0,
         timed_s: 0.0,
     };
@@ -206,11 +213,15 @@ pub fn measure(
         (Some(n), _) => {
             let blocks = (n as usize).clamp(1, BLOCKS);
             m.blocks = (0..blocks).map(|_| Recorder::new()).collect();
+            m.block_s = vec![0.0; blocks];
             let start = Instant::now();
             for (i, rec) in m.blocks.iter_mut().enumerate() {
                 // Block i holds samples [n·i/B, n·(i+1)/B).
                 let size = n * (i as u64 + 1) / blocks as u64 - n * i as u64 / blocks as u64;
-                if batch(link, shape, size, Some(rec), stop)? < size {
+                let t = Instant::now();
+                let done = batch(link, shape, size, Some(rec), stop)?;
+                m.block_s[i] = t.elapsed().as_secs_f64();
+                if done < size {
                     return Ok(m.interrupted(start.elapsed().as_secs_f64()));
                 }
             }
@@ -221,6 +232,7 @@ pub fn measure(
             let total = duration.as_secs_f64();
             m.blocks = (0..BLOCKS).map(|_| Recorder::new()).collect();
             let mut last = (MAX_BATCH / 4).min(16);
+            m.block_s = vec![0.0; BLOCKS];
             let end_of = |b: usize| total * (b + 1) as f64 / BLOCKS as f64;
             while m.timed_s < total {
                 // Aim at the end of the current block, so every block gets
@@ -235,6 +247,7 @@ pub fn measure(
                 let done = batch(link, shape, size, Some(&mut m.blocks[block]), stop)?;
                 let took = start.elapsed().as_secs_f64();
                 m.timed_s += took;
+                m.block_s[block] += took;
                 if done < size {
                     let t = m.timed_s;
                     return Ok(m.interrupted(t));

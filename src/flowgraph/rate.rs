@@ -20,9 +20,10 @@ pub const WINDOW: Duration = Duration::from_millis(10);
 const MIN_WINDOWS: usize = 5;
 
 /// Items counted over windows of time.
-#[derive(Default)]
+#[derive(Clone, Debug, Default)]
 pub struct Windows {
-    rates: Vec<f64>,
+    /// Each window's items and seconds, in time order.
+    spans: Vec<(u64, f64)>,
     items: u64,
     seconds: f64,
 }
@@ -46,7 +47,7 @@ impl Windows {
     /// Room for `expected` windows, so recording does not allocate.
     pub fn with_capacity(expected: usize) -> Windows {
         Windows {
-            rates: Vec::with_capacity(expected),
+            spans: Vec::with_capacity(expected),
             ..Windows::default()
         }
     }
@@ -54,7 +55,7 @@ impl Windows {
     /// `items` counted over `seconds`: one window.
     pub fn record(&mut self, items: u64, seconds: f64) {
         if seconds > 0.0 {
-            self.rates.push(items as f64 / seconds);
+            self.spans.push((items, seconds));
             self.items += items;
             self.seconds += seconds;
         }
@@ -62,7 +63,7 @@ impl Windows {
 
     /// Pools `other`'s windows into these (the same point measured again).
     pub fn merge(&mut self, other: Windows) {
-        self.rates.extend(other.rates);
+        self.spans.extend(other.spans);
         self.items += other.items;
         self.seconds += other.seconds;
     }
@@ -78,18 +79,37 @@ impl Windows {
             mean_per_s: mean,
             p10_per_s: mean,
             p90_per_s: mean,
-            windows: self.rates.len(),
+            windows: self.spans.len(),
             items: self.items,
             seconds: self.seconds,
         };
-        if self.rates.len() >= MIN_WINDOWS {
-            let mut s = self.rates.clone();
+        if self.spans.len() >= MIN_WINDOWS {
+            let mut s: Vec<f64> = self.spans.iter().map(|&(i, t)| i as f64 / t).collect();
             s.sort_by(f64::total_cmp);
             r.per_s = quantile(&s, 0.5);
             r.p10_per_s = quantile(&s, 0.1);
             r.p90_per_s = quantile(&s, 0.9);
         }
         r
+    }
+}
+
+impl Windows {
+    /// The windows cut into `n` runs of consecutive windows (as even as
+    /// they go; fewer runs when there are fewer windows), each estimated
+    /// as the whole is: how much the rate wanders within one measurement.
+    pub fn blocks(&self, n: usize) -> Vec<Rate> {
+        let w = self.spans.len();
+        let n = n.min(w);
+        (0..n)
+            .map(|b| {
+                let mut part = Windows::default();
+                for &(items, seconds) in &self.spans[w * b / n..w * (b + 1) / n] {
+                    part.record(items, seconds);
+                }
+                part.rate()
+            })
+            .collect()
     }
 }
 
@@ -163,6 +183,21 @@ mod tests {
         assert_eq!((r.windows, r.items), (7, 1500));
         assert_eq!(r.per_s, 300.0, "the median of all seven windows");
         assert!((r.mean_per_s - 1500.0 / 7.0).abs() < 1e-9);
+    }
+
+    #[test]
+    fn blocks_cut_the_windows_in_time_order() {
+        let mut w = Windows::default();
+        for k in 0..23u64 {
+            w.record(100 * (k / 12 + 1), 1.0);
+        }
+        let b = w.blocks(10);
+        assert_eq!(b.len(), 10);
+        assert_eq!(b.iter().map(|r| r.windows).sum::<usize>(), 23);
+        assert_eq!(b.iter().map(|r| r.items).sum::<u64>(), w.rate().items);
+        assert_eq!((b[0].per_s, b[9].per_s), (100.0, 200.0));
+        assert_eq!(Windows::default().blocks(10).len(), 0);
+        assert_eq!(w.blocks(50).len(), 23, "never an empty block");
     }
 
     #[test]

@@ -1,7 +1,8 @@
 //! Flowgraph results: one point per scheduler, edges, N and M, with the kernel-only scan and bounds.
 
 use crate::flowgraph::edge::{self};
-use crate::result::{PointMeta, Run};
+use crate::flowgraph::rate::{Rate, Windows, quantile};
+use crate::result::{Figures, PointMeta, Repeatable, Run, Spread, merged_warnings};
 use serde::Serialize;
 
 /// One flowgraph measured: a scheduler and an edge kind on N cores with M
@@ -68,6 +69,127 @@ pub struct FlowPoint {
     /// Caveats on this point's figures (short or noisy measurement, a rate
     /// above the ideal bound).
     pub warnings: Vec<String>,
+    /// Each repeat's figures (`repeats`), and the windows cut into
+    /// consecutive runs (`intervals`). No histogram: the sink counts items
+    /// per window, not a time per item.
+    #[serde(flatten)]
+    pub spread: Spread,
+    /// The windows themselves, so that repeats pool them into one median as
+    /// rounds do.
+    #[serde(skip)]
+    pub(crate) windows_kept: Windows,
+}
+
+/// What a point's windows say of its measurement: too short, or windows
+/// that disagree widely.
+pub fn rate_warnings(r: &Rate) -> Vec<String> {
+    let mut w = Vec::new();
+    if r.seconds < 0.1 {
+        w.push(format!(
+            "measured over only {:.0} ms: noisy",
+            r.seconds * 1e3
+        ));
+    }
+    w.extend(r.noise_warning());
+    w
+}
+
+/// The warning of a point faster than its ideal bound.
+pub const FASTER_THAN_BOUND: &str = "faster than the ideal bound: the host ran faster during this point than the kernel's typical rate (see efficiency_paired)";
+
+/// A block's or a repeat's figures of a rate.
+pub fn rate_figures(r: &Rate) -> Figures {
+    Figures::from([("samples_per_s", r.per_s), ("mean_sps", r.mean_per_s)])
+}
+
+impl Repeatable for FlowPoint {
+    fn identity(&self) -> String {
+        self.label()
+    }
+    fn figures(&self) -> Figures {
+        Figures::from([
+            ("samples_per_s", self.samples_per_s),
+            ("mean_sps", self.mean_sps),
+        ])
+    }
+    /// One point from its repeats. A repeat is more rounds of the same
+    /// point, so the windows of every repeat are pooled and `samples_per_s`
+    /// (and p10, p90) is their median, exactly as a single run pools its
+    /// rounds: the same estimator whatever K, and as robust to a stalled
+    /// window. (The median of the repeats' medians would weigh a short
+    /// repeat as much as a long one; it is used only when the windows are
+    /// not at hand.) `mean_sps` is every item over every measured second;
+    /// windows, rounds, items and seconds are summed; the kernel beside the
+    /// point is the mean of the repeats'. The bounds and efficiencies are
+    /// the experiment's to redo against the run's kernel rate.
+    fn merge(reps: Vec<FlowPoint>) -> FlowPoint {
+        let figures: Vec<Figures> = reps.iter().map(Repeatable::figures).collect();
+        let pooled = reps.iter().all(|p| p.windows_kept.rate().windows > 0);
+        let mut windows = Windows::default();
+        if pooled {
+            for p in &reps {
+                windows.merge(p.windows_kept.clone());
+            }
+        }
+        // Each repeat's own rate warnings give way to the pooled windows'.
+        let own: Vec<Vec<String>> = reps
+            .iter()
+            .map(|p| {
+                let mine = rate_warnings(&p.windows_kept.rate());
+                p.warnings
+                    .iter()
+                    .filter(|w| !(pooled && mine.contains(w)) && *w != FASTER_THAN_BOUND)
+                    .cloned()
+                    .collect()
+            })
+            .collect();
+        let mut warnings = merged_warnings(own.iter(), &figures, "samples_per_s");
+        let items: u64 = reps.iter().map(|p| p.items).sum();
+        let measured_s: f64 = reps.iter().map(|p| p.measured_s).sum();
+        let (per_s, p10, p90) = if pooled {
+            let r = windows.rate();
+            warnings.extend(rate_warnings(&r));
+            (r.per_s, r.p10_per_s, r.p90_per_s)
+        } else {
+            let median = |f: fn(&FlowPoint) -> f64| {
+                let mut v: Vec<f64> = reps.iter().map(f).collect();
+                v.sort_by(f64::total_cmp);
+                quantile(&v, 0.5)
+            };
+            (
+                median(|p| p.samples_per_s),
+                median(|p| p.p10_sps),
+                median(|p| p.p90_sps),
+            )
+        };
+        let spread = Spread::of_repeats(reps.iter().map(|p| p.spread.clone()).collect(), figures);
+        let kernel_paired_sps =
+            reps.iter().map(|p| p.kernel_paired_sps).sum::<f64>() / reps.len() as f64;
+        let windows_n = reps.iter().map(|p| p.windows).sum();
+        let rounds = reps.iter().map(|p| p.rounds).sum();
+        let partial = reps.iter().any(|p| p.partial);
+        let first = reps.into_iter().next().expect("at least one repeat");
+        FlowPoint {
+            samples_per_s: per_s,
+            mean_sps: if measured_s > 0.0 {
+                items as f64 / measured_s
+            } else {
+                0.0
+            },
+            p10_sps: p10,
+            p90_sps: p90,
+            windows: windows_n,
+            rounds,
+            kernel_paired_sps,
+            items,
+            measured_s,
+            partial,
+            warnings,
+            spread,
+            windows_kept: windows,
+            ..first
+        }
+    }
 }
 
 impl PointMeta for FlowPoint {
@@ -147,3 +269,89 @@ pub struct FlowExtra {
 
 /// The result of `xferbench flowgraph`.
 pub type FlowRun = Run<FlowPoint, FlowExtra>;
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A point measured over `n` windows of 10 ms, `items` each.
+    fn point(n: u64, items: u64) -> FlowPoint {
+        let mut w = Windows::default();
+        for _ in 0..n {
+            w.record(items, 0.01);
+        }
+        let r = w.rate();
+        FlowPoint {
+            scheduler: "static",
+            edges: "circular",
+            cores: 2,
+            blocks: 3,
+            samples_per_s: r.per_s,
+            mean_sps: r.mean_per_s,
+            p10_sps: r.p10_per_s,
+            p90_sps: r.p90_per_s,
+            windows: r.windows,
+            rounds: 3,
+            kernel_paired_sps: 1e9,
+            items: r.items,
+            measured_s: r.seconds,
+            warnings: rate_warnings(&r),
+            spread: Spread {
+                histogram: None,
+                repeats: Vec::new(),
+                blocks: w.blocks(10).iter().map(rate_figures).collect(),
+            },
+            windows_kept: w,
+            ..FlowPoint::default()
+        }
+    }
+
+    #[test]
+    fn repeats_pool_their_windows_and_keep_their_figures() {
+        let reps = vec![point(20, 100), point(10, 400)];
+        let id = reps[0].identity();
+        assert_eq!(id, reps[1].identity());
+        let m = FlowPoint::merge(reps);
+        assert_eq!(m.identity(), id, "identity survives the merge");
+        assert_eq!((m.windows, m.rounds, m.items), (30, 6, 2000 + 4000));
+        assert!((m.measured_s - 0.3).abs() < 1e-9);
+        assert!((m.mean_sps - 6000.0 / 0.3).abs() < 1e-6);
+        // The median of all 30 windows: twenty at 10 k/s, ten at 40 k/s.
+        assert_eq!(m.samples_per_s, 10_000.0);
+        assert_eq!((m.p10_sps, m.p90_sps), (10_000.0, 40_000.0));
+        assert_eq!(m.kernel_paired_sps, 1e9);
+        let r = &m.spread.repeats;
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (r[0]["samples_per_s"], r[1]["samples_per_s"]),
+            (10_000.0, 40_000.0)
+        );
+        assert_eq!(m.spread.blocks.len(), 20, "every repeat's blocks");
+        assert!(
+            m.warnings
+                .iter()
+                .any(|w| w.contains("samples_per_s varies"))
+        );
+        assert_eq!(
+            m.warnings.iter().filter(|w| w.contains("p10")).count(),
+            1,
+            "one noise warning, the pooled windows': {:?}",
+            m.warnings
+        );
+    }
+
+    #[test]
+    fn spread_keeps_clear_of_the_count_of_blocks() {
+        let one = FlowPoint::merge(vec![point(20, 100)]);
+        let j = serde_json::to_value(&one).unwrap();
+        assert_eq!(j["blocks"], 3, "M, as the reports read it");
+        assert_eq!(j["intervals"].as_array().unwrap().len(), 10);
+        assert!(j["intervals"][0]["samples_per_s"].is_number());
+        assert!(j.get("histogram").is_none() && j.get("repeats").is_none());
+        assert!(j.get("windows_kept").is_none());
+        let two = FlowPoint::merge(vec![point(20, 100), point(20, 100)]);
+        let j = serde_json::to_value(&two).unwrap();
+        assert_eq!(j["repeats"].as_array().unwrap().len(), 2);
+        assert_eq!(j["intervals"].as_array().unwrap().len(), 20);
+    }
+}

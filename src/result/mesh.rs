@@ -4,7 +4,7 @@
 
 pub use crate::measure::outliers::{Better, Finding, Scope, ScopeStats, Side, Subject};
 use crate::measure::stats::Summary;
-use crate::result::{PointMeta, Run};
+use crate::result::{PointMeta, Run, Spread};
 use serde::Serialize;
 
 /// A mesh run: one point per ordered pair of ranks (`from` ≠ `to`).
@@ -41,6 +41,10 @@ pub struct LatencyPoint {
     pub timed_s: f64,
     /// Half of each round trip, ns, from the pair's own histogram.
     pub oneway: Summary,
+    /// The one-way times' histogram, and the latency figures of the timed
+    /// loop's consecutive blocks (`histogram`, `blocks`).
+    #[serde(flatten)]
+    pub spread: Spread,
 }
 
 /// Bandwidth of a pair at one size: windows of messages in flight one way,

@@ -3,14 +3,15 @@
 //! Nothing here speaks MPI, so it builds (and is tested) without it.
 
 use crate::error::Error;
+use crate::measure::distribution::{Distribution, latency_figures};
 use crate::measure::outliers::{self, Better, Finding, Rule, Scope};
-use crate::measure::stats::{Recorder, RecorderWire};
+use crate::measure::stats::{Recorder, RecorderWire, Summary};
 use crate::options::MeshConfig;
-use crate::result::Run;
 use crate::result::mesh::{
     BandwidthPoint, Baseline, Health, LatencyPoint, Matrices, Matrix, Merged, MeshExtra, MeshPair,
     MeshRun, RankInfo, Schedule, Suspect,
 };
+use crate::result::{Run, Spread};
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
@@ -41,6 +42,9 @@ pub struct Measured {
     pub warmup: u64,
     pub timed_ns: u64,
     pub rec: RecorderWire,
+    /// Summaries of the timed loop's consecutive blocks (latency only).
+    #[serde(default)]
+    pub blocks: Vec<Summary>,
 }
 
 /// What one rank sends rank 0 after a round.
@@ -164,11 +168,18 @@ impl Collector {
                         e.0 += 1;
                         e.1.merge(&rec);
                     }
+                    // Only the encoded histogram is kept: a 64-rank mesh
+                    // has 4032 pairs.
                     pair.latency.push(LatencyPoint {
                         size_bytes: m.size,
                         warmup: m.warmup,
                         timed_s,
                         oneway: s,
+                        spread: Spread {
+                            histogram: Some(Distribution::of(&rec)),
+                            repeats: Vec::new(),
+                            blocks: m.blocks.iter().map(latency_figures).collect(),
+                        },
                     });
                 }
                 Kind::Bandwidth => {
@@ -516,5 +527,76 @@ fn mbps(size: u64, window: u32, ns: f64) -> f64 {
         0.0
     } else {
         (size * window as u64) as f64 / ns * 1e3
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn info(rank: usize) -> RankInfo {
+        RankInfo {
+            rank,
+            host: "h".into(),
+            cpu: None,
+            core: None,
+            socket: None,
+            allowed_cpus: vec![0, 1],
+            pid: 1,
+        }
+    }
+
+    #[test]
+    fn a_latency_point_keeps_its_histogram_and_blocks_only() {
+        let cfg = MeshConfig::default();
+        let mut col = Collector::new(&cfg, vec![info(0), info(1)], &super::super::tournament(2));
+        let mut rec = Recorder::new();
+        let mut blocks = Vec::new();
+        for b in 0..10u64 {
+            let mut r = Recorder::new();
+            for i in 0..50 {
+                r.record(1_000 + 10 * b + i);
+            }
+            rec.merge(&r);
+            blocks.push(r.summary());
+        }
+        col.file(RankReport {
+            measured: vec![Measured {
+                from: 0,
+                to: 1,
+                round: 0,
+                retest: false,
+                kind: Kind::Latency,
+                size: cfg.latency_matrix_size(),
+                window: 1,
+                warmup: 3,
+                timed_ns: 1_000_000,
+                rec: rec.to_wire(),
+                blocks,
+            }],
+            errors: Vec::new(),
+        });
+        let schedule = Schedule {
+            kind: "tournament",
+            mode: "sequential",
+            rounds: 1,
+            pairs_per_round: 1,
+            pinned_pairs: false,
+        };
+        let run = col.finish(&cfg, schedule, false, None);
+        let p = run
+            .points
+            .iter()
+            .find(|p| (p.from, p.to) == (0, 1))
+            .unwrap();
+        let l = &p.latency[0];
+        let h = Distribution::decode(l.spread.histogram.as_ref().unwrap().as_str()).unwrap();
+        assert_eq!(h.len(), 500);
+        assert_eq!(l.spread.blocks.len(), 10);
+        assert_eq!(l.spread.blocks[3]["count"], 50.0);
+        assert!(l.spread.blocks[9]["p50_ns"] > l.spread.blocks[0]["p50_ns"]);
+        let j = serde_json::to_value(l).unwrap();
+        assert!(j["histogram"].is_string() && j["intervals"].as_array().unwrap().len() == 10);
+        assert!(j.get("repeats").is_none());
     }
 }

@@ -34,6 +34,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Option<(MeshRun, Option<Error>)>> {
     cfg.validate()?;
+    no_repeats(cfg.out.repeat)?;
     if !launched_by_mpi() {
         return Err(Error::usage(
             "mesh runs every pair of MPI ranks: start it as `mpirun -n N xferbench mesh -t mpi` (N ≥ 2), or under Slurm as `srun -n N xferbench mesh -t mpi`",
@@ -58,6 +59,7 @@ pub fn pairs(
     progress: &dyn Progress,
 ) -> Result<Option<(crate::result::mesh::PairsRun, Option<Error>)>> {
     cfg.validate()?;
+    no_repeats(cfg.common.out.repeat)?;
     let k = cfg.pairs.unwrap_or(1) as usize;
     if !launched_by_mpi() {
         return Err(Error::usage(format!(
@@ -74,6 +76,17 @@ pub fn pairs(
         let _ = (stop, progress);
         Err(Error::usage(crate::transport::mpi::NOT_BUILT))
     }
+}
+
+/// `--repeat K` (K > 1) is refused on the MPI commands: every rank would
+/// have to run the same sweeps and rank 0 merge them, which they do not do.
+fn no_repeats(k: u32) -> Result<()> {
+    if k > 1 {
+        return Err(Error::usage(
+            "mesh does not repeat sweeps yet: run the job K times and compare the files",
+        ));
+    }
+    Ok(())
 }
 
 /// Whether a launcher started this process as an MPI rank (Open MPI,

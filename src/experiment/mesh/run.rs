@@ -387,6 +387,7 @@ fn one_way(
                 warmup: s.warmup,
                 timed_ns: s.timed.as_nanos() as u64,
                 rec: s.rec.to_wire(),
+                blocks: s.blocks,
             });
         }
     };

@@ -11,7 +11,8 @@
 
 use super::world::{self, Deadline, wait_all};
 use crate::error::{Error, Result};
-use crate::measure::stats::Recorder;
+use crate::measure::distribution::BLOCKS;
+use crate::measure::stats::{Recorder, Summary};
 use mpi::ffi::{self, MPI_Request};
 use mpi::traits::Communicator;
 use std::os::raw::c_void;
@@ -32,6 +33,10 @@ pub struct Sampled {
     pub warmup: u64,
     /// Time in the timed loop.
     pub timed: Duration,
+    /// The timed loop's consecutive blocks (latency: up to
+    /// [`BLOCKS`](crate::measure::distribution::BLOCKS), in time order;
+    /// bandwidth: none).
+    pub blocks: Vec<Summary>,
 }
 
 /// How long a phase measures: warm-up, then as many exchanges as fit.
@@ -210,14 +215,35 @@ impl Group {
         let per = t0.elapsed() / warm.max(1) as u32;
         let n = timed_count(budget, per);
         let n = self.announce(peer, lead, 2, size, n)?;
-        let mut rec = Recorder::new();
+        if !lead {
+            self.pingpongs(peer, lead, size, n, &dl, None)?;
+            return Ok(None);
+        }
+        // The leader times its ping-pongs in consecutive blocks, each its
+        // own recorder (the follower answers them as one run: every ping
+        // pong is the same to it).
+        let count = (n as usize).clamp(1, BLOCKS) as u64;
+        let mut blocks: Vec<Recorder> = (0..count).map(|_| Recorder::new()).collect();
         let start = Instant::now();
-        self.pingpongs(peer, lead, size, n, &dl, Some(&mut rec))?;
+        for (i, r) in blocks.iter_mut().enumerate() {
+            let i = i as u64;
+            let part = n * (i + 1) / count - n * i / count;
+            self.pingpongs(peer, lead, size, part, &dl, Some(r))?;
+        }
         let timed = start.elapsed();
-        Ok(lead.then_some(Sampled {
+        let mut rec = Recorder::new();
+        for b in &blocks {
+            rec.merge(b);
+        }
+        Ok(Some(Sampled {
             rec,
             warmup: warm,
             timed,
+            blocks: blocks
+                .iter()
+                .filter(|b| b.count() > 0)
+                .map(Recorder::summary)
+                .collect(),
         }))
     }
 
@@ -309,6 +335,7 @@ impl Group {
             rec,
             warmup: warm,
             timed,
+            blocks: Vec::new(),
         }))
     }
 
