@@ -350,6 +350,27 @@ fn notes(
             count(Method::Summary) + count(Method::None)
         ));
     }
+    let busy = |r: &SavedRun| -> Option<f64> {
+        let la = r.value.get("env")?.get("load_average")?.as_array()?;
+        la.iter()
+            .filter_map(serde_json::Value::as_f64)
+            .reduce(f64::max)
+    };
+    if let (Some(lb), Some(ln)) = (busy(base), busy(new)) {
+        let cpus = base
+            .env
+            .as_ref()
+            .map_or(1.0, |e| e.cpus_online.max(1) as f64);
+        if (lb - ln).abs() >= 0.5 && (lb - ln).abs() >= 0.25 * cpus {
+            out.push(format!(
+                "the machine was busier beside {} (1-minute load average up to {:.1} against {:.1}, on {} CPUs): a change may be the neighbours', not the code's",
+                if lb > ln { &base.label } else { &new.label },
+                lb.max(ln),
+                lb.min(ln),
+                cpus
+            ));
+        }
+    }
     for r in [base, new] {
         if !r.complete {
             out.push(format!(

@@ -191,6 +191,7 @@ pub fn begin<P, X: Default>(
 /// to the caller beside the (partial) run.
 pub fn finish<P, X>(mut run: Run<P, X>, result: Result<()>) -> (Run<P, X>, Option<Error>) {
     run.env.gpus = crate::transport::cuda::driver::used_devices();
+    run.env.ended();
     match result {
         Ok(()) => {
             run.complete = true;

@@ -36,6 +36,11 @@ pub struct Env {
     /// GPUs the run used (the cuda transport), as the driver describes them.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub gpus: Vec<Gpu>,
+    /// The 1-minute load average (runnable threads, all processes) when
+    /// the run began and ended: how busy the machine was beside it. Two
+    /// runs on one machine loaded differently are not like with like.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_average: Option<[f64; 2]>,
 }
 
 impl std::fmt::Display for Gpu {
@@ -136,6 +141,14 @@ impl Env {
             governor: read("/sys/devices/system/cpu/cpu0/cpufreq/scaling_governor"),
             command: std::env::args().collect(),
             gpus: Vec::new(),
+            load_average: load_average().map(|l| [l, l]),
+        }
+    }
+
+    /// Records the load average at the end of the run.
+    pub fn ended(&mut self) {
+        if let (Some(la), Some(now)) = (&mut self.load_average, load_average()) {
+            la[1] = now;
         }
     }
 
@@ -292,4 +305,14 @@ fn hypervisor_name() -> Option<String> {
 #[cfg(not(target_arch = "x86_64"))]
 fn hypervisor_name() -> Option<String> {
     None
+}
+
+/// The 1-minute load average, from /proc/loadavg.
+fn load_average() -> Option<f64> {
+    std::fs::read_to_string("/proc/loadavg")
+        .ok()?
+        .split_whitespace()
+        .next()?
+        .parse()
+        .ok()
 }
