@@ -91,6 +91,7 @@ pub use options::{
     StreamConfig,
 };
 pub use report::Render;
+pub use report::saved::SavedRun;
 pub use result::Run;
 pub use result::curve::CurveRun;
 pub use result::flowgraph::FlowRun;

@@ -426,3 +426,25 @@ fn every_experiments_saved_results_compare_with_themselves() {
         );
     }
 }
+
+#[test]
+fn the_library_repeats_and_compares_without_the_cli() {
+    let _t = common::turn();
+    let mut c = xferbench::RoundtripConfig::default();
+    c.common.transports = xferbench::transport::parse_specs("thread").unwrap();
+    c.in_sizes = vec![64];
+    c.out_sizes = vec![64];
+    c.common.samples = Some(500);
+    c.common.out.repeat = 3;
+    let stop = std::sync::atomic::AtomicBool::new(false);
+    let (run, err) = xferbench::roundtrip(&c, &stop, &()).unwrap();
+    assert!(err.is_none() && run.complete);
+    let v: Value = serde_json::from_str(&xferbench::Render::json(&run).unwrap()).unwrap();
+    assert_eq!(v["points"][0]["repeats"].as_array().unwrap().len(), 3);
+    assert_eq!(v["points"][0]["summary"]["count"], 1500);
+    let a = xferbench::SavedRun::from_value("a", v.clone()).unwrap();
+    let b = xferbench::SavedRun::from_value("b", v).unwrap();
+    let cmp = xferbench::compare(&a, &b, &xferbench::CompareSettings::default()).unwrap();
+    assert!(!cmp.failed);
+    assert!(cmp.rows.iter().all(|r| r.change.change == 0.0));
+}

@@ -7,21 +7,29 @@ use crate::measure::env::Env;
 use serde_json::Value;
 use std::path::Path;
 
+/// A results file read back (any experiment, any version): what `report`
+/// renders and `compare` compares.
 #[derive(Clone, Debug)]
 pub struct SavedRun {
     /// Names the run in legends and headings: the file stem, or the
     /// experiment for a run made in this process.
     pub label: String,
+    /// The experiment that wrote it (`roundtrip`, `curve`…).
     pub experiment: String,
+    /// The whole result, as JSON.
     pub value: Value,
+    /// The machine it ran on, when the file says.
     pub env: Option<Env>,
+    /// False when the run stopped early.
     pub complete: bool,
+    /// Why it stopped early.
     pub stopped_by: Option<String>,
     /// Caveats on the whole run.
     pub warnings: Vec<String>,
 }
 
 impl SavedRun {
+    /// Reads a results file written with `--format json`.
     pub fn load(path: &Path) -> Result<SavedRun> {
         let text = std::fs::read_to_string(path).map_err(|e| {
             Error::usage(format!(
@@ -46,6 +54,7 @@ impl SavedRun {
         })
     }
 
+    /// A result already parsed, named `label`.
     pub fn from_value(label: impl Into<String>, value: Value) -> Result<SavedRun> {
         let experiment = value
             .get("experiment")
