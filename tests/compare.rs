@@ -214,7 +214,12 @@ fn a_2us_responder_delay_is_a_regression_of_about_2us() {
         let [lo, hi] = [0, 1].map(|i| r["delta_interval"][i].as_f64().unwrap());
         assert!(hi > 1000.0 && lo < 4000.0, "{r}");
         assert_ne!(r["verdict"], "improved", "{r}");
-        assert_ne!(r["verdict"], "no_change", "{r}");
+        // 2 µs is beyond the 5% threshold only while the round trip is
+        // under 40 µs: a machine loaded enough to slow it past that may
+        // rightly call +2 µs no change.
+        if r["base"].as_f64().unwrap() < 40_000.0 {
+            assert_ne!(r["verdict"], "no_change", "{r}");
+        }
     }
     assert_eq!(o.status.code(), Some(i32::from(c["failed"] == true)));
 }
