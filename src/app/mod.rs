@@ -116,15 +116,7 @@ fn measured<R: Render>(
 ) -> Result<()> {
     report::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;
-    // A baseline that is not there, or a bad name, fails before the run.
-    let base = out
-        .baseline
-        .as_deref()
-        .map(crate::compare::baseline::load)
-        .transpose()?;
-    if let Some(name) = &out.save_baseline {
-        crate::compare::baseline::check_name(name)?;
-    }
+    let base = baseline_first(out)?;
     let stop = crate::app::interrupt::install();
     let bar = Bar::new(quiet);
     let (run, err) = run(&stop, &bar)?;
@@ -139,6 +131,17 @@ fn measured<R: Render>(
     }
     emit_run(&text, out.output.as_deref(), run.points(), err)?;
     baselines(out, base, &run.json()?)
+}
+
+/// A baseline that is not there, or a bad name, fails before the run.
+fn baseline_first(out: &Output) -> Result<Option<report::saved::SavedRun>> {
+    if let Some(name) = &out.save_baseline {
+        crate::compare::baseline::check_name(name)?;
+    }
+    out.baseline
+        .as_deref()
+        .map(crate::compare::baseline::load)
+        .transpose()
 }
 
 /// `--save-baseline NAME` keeps a complete run under NAME; `--baseline NAME`
@@ -302,8 +305,14 @@ fn ranked<R: Render>(
 ) -> Result<Option<R>> {
     use crate::transport::mpi;
     let root = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
+    // Names are checked on every rank, so a bad one stops them all alike.
+    for name in [&out.save_baseline, &out.baseline].into_iter().flatten() {
+        crate::compare::baseline::check_name(name)?;
+    }
+    let mut base = None;
     if root {
         report::check_writable(out.output.as_deref())?;
+        base = baseline_first(out)?;
     }
     let stop = crate::app::interrupt::install();
     let bar = Bar::new(quiet || !root);
@@ -337,6 +346,7 @@ fn ranked<R: Render>(
         }
         None => {
             report::emit(&text, out.output.as_deref())?;
+            baselines(out, base, &result.json()?)?;
             Ok(Some(result))
         }
     }
