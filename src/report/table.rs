@@ -152,12 +152,16 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
     };
     let _ = writeln!(
         out,
-        "Samples per point: {}{} after {} warm-up {} (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
+        "Samples per point: {}{}{} after {} warm-up {} (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
         lo,
         if hi != lo {
             format!("–{hi}")
         } else {
             String::new()
+        },
+        match run.options["repeat"].as_u64() {
+            Some(k) if k > 1 => format!(" in {k} repeats of the whole sweep"),
+            _ => String::new(),
         },
         warm,
         run.points
