@@ -229,9 +229,11 @@ pub fn level(e: &Evidence, confidence: f64) -> Option<[f64; 2]> {
 }
 
 /// The verdict on a change, for a figure where `lower_is_better`: worse
-/// needs the whole interval beyond `noise` (and so significance), no change
-/// needs the whole interval within it. Without an interval only the
-/// change itself can say "no change".
+/// needs the whole interval beyond `noise` (and so significance); no change
+/// needs the whole interval within it, or a change within it that is not
+/// significant. What is left — significant but maybe within the noise, or
+/// not significant with a change beyond it — is inconclusive. Without an
+/// interval only the change itself can say "no change".
 pub fn verdict(c: &Change, lower_is_better: bool, noise: f64) -> Verdict {
     let worse = |x: f64| if lower_is_better { x } else { -x };
     let Some([a, b]) = c.interval else {
@@ -245,11 +247,14 @@ pub fn verdict(c: &Change, lower_is_better: bool, noise: f64) -> Verdict {
         let (x, y) = (worse(a), worse(b));
         (x.min(y), x.max(y))
     };
+    let small = worse(c.change).abs() <= noise;
     if lo > noise {
         Verdict::Regressed
     } else if hi < -noise {
         Verdict::Improved
-    } else if lo >= -noise && hi <= noise {
+    } else if (lo >= -noise && hi <= noise) || (lo <= 0.0 && hi >= 0.0 && small) {
+        // Wholly within the threshold; or not significant and the change
+        // itself within it (criterion's "no change detected").
         Verdict::NoChange
     } else {
         Verdict::Inconclusive
@@ -303,10 +308,21 @@ mod tests {
     }
 
     #[test]
-    fn noisy_repeats_make_a_large_change_inconclusive() {
+    fn noisy_repeats_make_a_large_change_inconclusive_and_a_small_one_no_change() {
         let b = ev(100.0, &[60.0, 100.0, 140.0]);
         let n = ev(120.0, &[80.0, 120.0, 170.0]);
         let c = change(&b, &n, 0.99);
+        assert_eq!(verdict(&c, true, 0.05), Verdict::Inconclusive);
+        let n = ev(102.0, &[80.0, 102.0, 130.0]);
+        assert_eq!(
+            verdict(&change(&b, &n, 0.99), true, 0.05),
+            Verdict::NoChange
+        );
+        // Significant, but the interval straddles the threshold.
+        let b = ev(100.0, &[99.0, 100.0, 101.0, 100.0, 100.5]);
+        let n = ev(105.0, &[103.0, 105.0, 107.0, 104.0, 106.0]);
+        let c = change(&b, &n, 0.99);
+        assert!(c.interval.unwrap()[0] > 0.0 && c.interval.unwrap()[0] < 0.05);
         assert_eq!(verdict(&c, true, 0.05), Verdict::Inconclusive);
     }
 

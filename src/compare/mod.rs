@@ -318,7 +318,7 @@ fn notes(
     let kb = bs.iter().map(|x| x.repeats).max().unwrap_or(1);
     let kn = ns.iter().map(|x| x.repeats).max().unwrap_or(1);
     out.push(format!(
-        "a verdict needs the whole {:.0}% interval of the change beyond ±{}% (regressed/improved) or within it (no change); otherwise inconclusive",
+        "regressed/improved: the whole {:.0}% interval of the change beyond ±{}%; no change: the interval within it, or a change within it that is not significant; otherwise inconclusive",
         s.confidence * 100.0,
         trim(s.noise * 100.0)
     ));
