@@ -74,6 +74,9 @@ pub const BARS: &str = "Bars: the 99% interval of each run's figure, from its re
 /// series group (a curve, a configuration), and x.
 type Place = (String, String, f64);
 
+/// Where an entry (of a stream job: one direction) goes, if on a panel.
+type Placer = Box<dyn Fn(&Value, Option<&str>) -> Option<Place>>;
+
 /// One statistic of an experiment against one x: a figure per key.
 struct Panel {
     stem: &'static str,
@@ -85,8 +88,7 @@ struct Panel {
     y: Axis,
     /// Plotted units per figure unit (ns → µs: 1e-3).
     scale: f64,
-    /// Where an entry (of a stream job: one direction) goes, if on this panel.
-    place: Box<dyn Fn(&Value, Option<&str>) -> Option<Place>>,
+    place: Placer,
 }
 
 /// A run's entries beside their subjects: one per point, a stream job once
@@ -137,12 +139,11 @@ fn bytes() -> Axis {
 
 /// The panels of an experiment (none for mesh: its matrices are heat maps).
 fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
-    // y is drawn on a log scale where a figure spans a decade.
-    let us = |label: &str| Axis::new(label, true, Scale::Number);
-    let rate = us;
+    // Log where the figure spans a decade (set when it is drawn).
+    let y = |label: &str| Axis::new(label, true, Scale::Number);
     match experiment {
         "curve" => {
-            let place = || -> Box<dyn Fn(&Value, Option<&str>) -> Option<Place>> {
+            let place = || -> Placer {
                 Box::new(|e, _| Some((String::new(), curve_name(e), num(e, "size_bytes")?)))
             };
             vec![
@@ -152,7 +153,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
                     what: "Median one-way time (half a round trip in pingpong) per message size.",
                     stat: Statistic::P50,
                     x: bytes(),
-                    y: us("one-way latency p50 (µs)"),
+                    y: y("one-way latency p50 (µs)"),
                     scale: 1e-3,
                     place: place(),
                 },
@@ -162,7 +163,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
                     what: "Decimal MB/s (10^6 bytes/s) from the median one-way time, per message size.",
                     stat: Statistic::Bandwidth,
                     x: bytes(),
-                    y: rate("bandwidth (MB/s)"),
+                    y: y("bandwidth (MB/s)"),
                     scale: 1.0,
                     place: place(),
                 },
@@ -178,7 +179,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
                 ("out_bytes", "in_bytes", "in")
             };
             let several = ins.len().min(outs.len()) > 1;
-            let place = move || -> Box<dyn Fn(&Value, Option<&str>) -> Option<Place>> {
+            let place = move || -> Placer {
                 Box::new(move |e, _| {
                     let mut group = config_name(e);
                     if several {
@@ -211,7 +212,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
                     what: "Median round-trip time per point.",
                     stat: Statistic::P50,
                     x: Axis::new(axis, true, Scale::Bytes),
-                    y: us("round trip p50 (µs)"),
+                    y: y("round trip p50 (µs)"),
                     scale: 1e-3,
                     place: place(),
                 },
@@ -221,7 +222,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
                     what: "99th-percentile round-trip time per point.",
                     stat: Statistic::P99,
                     x: Axis::new(axis, true, Scale::Bytes),
-                    y: us("round trip p99 (µs)"),
+                    y: y("round trip p99 (µs)"),
                     scale: 1e-3,
                     place: place(),
                 },
@@ -233,7 +234,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
             what: "Decimal MB/s of each job and direction (clones apart) per block size.",
             stat: Statistic::Bandwidth,
             x: Axis::new("block size (bytes)", true, Scale::Bytes),
-            y: rate("bandwidth (MB/s)"),
+            y: y("bandwidth (MB/s)"),
             scale: 1.0,
             place: Box::new(|j, dir| {
                 let mut group = text(j, "jobname").to_string();
@@ -252,7 +253,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
                 what: "Completed requests per second, closed loop, per load mode and direction.",
                 stat: Statistic::Rate,
                 x: Axis::new("transfer size (bytes)", true, Scale::Bytes),
-                y: rate("requests/s"),
+                y: y("requests/s"),
                 scale: 1.0,
                 place: Box::new(|p, _| {
                     num(p, "req_per_s")?;
@@ -265,7 +266,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
                 what: "Median latency from each request's scheduled send time, per offered rate.",
                 stat: Statistic::P50,
                 x: Axis::new("offered rate (requests/s)", true, Scale::Number),
-                y: us("latency p50 (µs)"),
+                y: y("latency p50 (µs)"),
                 scale: 1e-3,
                 place: Box::new(|p, _| {
                     let size = format_size(num(p, "size_bytes")? as u64);
@@ -280,7 +281,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
             what: "Samples/s through source → M saxpy → sink per scheduler.",
             stat: Statistic::Rate,
             x: Axis::new("saxpy blocks (M)", false, Scale::Count),
-            y: rate("samples/s"),
+            y: y("samples/s"),
             scale: 1.0,
             place: Box::new(|p, _| {
                 let n = num(p, "cores")?;
@@ -295,7 +296,7 @@ fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
             what: "MB/s of every pair together, per message size.",
             stat: Statistic::Bandwidth,
             x: bytes(),
-            y: rate("MB/s"),
+            y: y("MB/s"),
             scale: 1.0,
             place: Box::new(|p, _| {
                 let w = num(p, "window").map_or(String::new(), |w| format!(", window {w}"));
@@ -390,7 +391,7 @@ pub fn figures(id: &str, base: &SavedRun, new: &SavedRun) -> Vec<Figure> {
             let mut series: Vec<Series> = Vec::new();
             for g in &mine {
                 let mut pair = Vec::new();
-                for ((run, _), ms) in sides.iter().zip(&per_side) {
+                for (k, ((run, _), ms)) in sides.iter().zip(&per_side).enumerate() {
                     let mut pts: Vec<&Mark> = ms
                         .iter()
                         .filter(|m| m.figure == *key && m.group == **g)
@@ -404,7 +405,7 @@ pub fn figures(id: &str, base: &SavedRun, new: &SavedRun) -> Vec<Figure> {
                     } else {
                         run.label.clone()
                     };
-                    let role = if std::ptr::eq(*run, base) {
+                    let role = if k == 0 {
                         Role::Reference
                     } else {
                         Role::Measured

@@ -759,6 +759,28 @@ mod tests {
         assert!(render_lines_for_test(&l).contains("static+handoff"));
     }
 
+    #[test]
+    fn a_baseline_wears_the_colour_of_its_new_series_and_leads_it_in_the_legend() {
+        let s = |name: &str, role| super::super::figure::Series::new(name, role, vec![(1.0, 2.0)]);
+        let mut base = s("tcp · a", Role::Reference);
+        base.of = Some(1);
+        base.bars = vec![(1.0, [1.5, 2.5])];
+        let l = Lines {
+            x: Axis::new("x", false, Scale::Count),
+            y: Axis::new("y", false, Scale::Number),
+            series: vec![
+                base,
+                s("tcp · b", Role::Measured),
+                s("thread · b", Role::Measured),
+            ],
+        };
+        assert_eq!(colour(&l, 0), colour(&l, 1));
+        assert_eq!(colour(&l, 2), PALETTE[1]);
+        let t = texts(&render_lines_for_test(&l));
+        let legend: Vec<&String> = t.iter().filter(|x| x.contains(" · ")).collect();
+        assert_eq!(legend, ["tcp · a", "tcp · b", "thread · b"]);
+    }
+
     fn render_lines_for_test(l: &Lines) -> String {
         let mut buf = String::new();
         {
