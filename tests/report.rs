@@ -913,3 +913,184 @@ fn runs_saved_before_histograms_and_a_broken_histogram_still_render() {
     );
     assert_eq!(series_colours(&out.join("spectrum-roundtrip-1.svg")), 3);
 }
+
+/// A copy of a fixture, `dir/NAME.json`, `k` times slower: every latency
+/// figure (`*_ns`, in the summaries, repeats and intervals) times `k`,
+/// bandwidth over `k`; `edit` changes each point after.
+fn slowed(
+    dir: &Path,
+    from: &str,
+    name: &str,
+    k: f64,
+    edit: impl Fn(&mut serde_json::Value),
+) -> PathBuf {
+    fn scale(v: &mut serde_json::Value, k: f64) {
+        match v {
+            serde_json::Value::Object(o) => {
+                for (key, x) in o.iter_mut() {
+                    match x.as_f64() {
+                        Some(n) if key.ends_with("_ns") && key != "responder_delay_ns" => {
+                            *x = (n * k).into()
+                        }
+                        Some(n) if key == "bandwidth_MBps" => *x = (n / k).into(),
+                        _ => scale(x, k),
+                    }
+                }
+            }
+            serde_json::Value::Array(a) => a.iter_mut().for_each(|x| scale(x, k)),
+            _ => {}
+        }
+    }
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture(from)).unwrap()).unwrap();
+    for p in v["points"].as_array_mut().unwrap() {
+        scale(p, k);
+        edit(p);
+    }
+    let path = dir.join(format!("{name}.json"));
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    path
+}
+
+/// Error bars in an SVG: the I shapes (six-point polylines, 1 px) drawn
+/// at each point with an interval.
+fn error_bars(path: &Path) -> usize {
+    let s = std::fs::read_to_string(path).unwrap();
+    let doc = roxmltree::Document::parse(&s).unwrap();
+    doc.descendants()
+        .filter(|n| n.has_tag_name("polyline") && n.attribute("stroke-width") == Some("1"))
+        .filter(|n| n.attribute("points").map(|p| p.split_whitespace().count()) == Some(6))
+        .count()
+}
+
+/// `report ARGS --html DIR/html --svg DIR/svg`: the page, and stdout of
+/// the same report as text.
+fn compared(args: &[&Path], dir: &Path) -> (String, String) {
+    let mut c = xferbench();
+    c.arg("report")
+        .args(args)
+        .arg("--html")
+        .arg(dir.join("html"))
+        .arg("--svg")
+        .arg(dir.join("svg"));
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let html = std::fs::read_to_string(dir.join("html/index.html")).unwrap();
+    let args: Vec<&std::ffi::OsStr> = args.iter().map(|p| p.as_os_str()).collect();
+    (html, report_ok(&args))
+}
+
+#[test]
+fn two_curve_runs_get_a_comparison_table_and_both_curves_with_their_intervals() {
+    // A real `curve --repeat 3` run, and the same half as fast again.
+    let tmp = tempfile::tempdir().unwrap();
+    let base = fixture("curve-repeats.json");
+    let slow = slowed(tmp.path(), "curve-repeats.json", "slow", 1.5, |_| {});
+    let (html, text) = compared(&[&base, &slow], tmp.path());
+    // The text: compare's Markdown table, then the figures' numbers with
+    // each value's interval.
+    assert!(
+        text.contains("## compare curve: curve-repeats → slow"),
+        "{text}"
+    );
+    assert!(text.contains("FAIL: "), "{text}");
+    assert!(text.contains("| **regressed"), "{text}");
+    assert!(
+        text.contains("## One-way latency (p50) vs message size: curve-repeats vs slow"),
+        "{text}"
+    );
+    assert!(text.contains("99% interval of each run's figure"), "{text}");
+    // The page: a section of its own, linked, with the table's regressed
+    // rows marked and the figures inline.
+    assert!(html.contains("<a href=\"#comparison-of-runs\">Comparison of runs</a>"));
+    assert!(
+        html.contains("<h3>curve: curve-repeats → slow</h3>"),
+        "no heading"
+    );
+    assert!(html.contains("<p class=\"bad\">FAIL: "), "no tally");
+    assert!(
+        html.contains("<tr class=\"regressed\">"),
+        "no regressed row"
+    );
+    assert!(html.contains("<td class=\"verdict\">regressed</td>"));
+    assert!(html.contains("<th>99% interval</th>"));
+    assert!(html.contains("intervals from the spread between repeats"));
+    for id in ["compared-1-p50", "compared-1-bandwidth"] {
+        assert!(
+            html.contains(&format!("<h3 id=\"{id}\">")),
+            "{id} not inline"
+        );
+    }
+    // The SVG: two series (a colour each), legend = the runs, and a bar at
+    // each of the three sizes of both runs.
+    let svg = tmp.path().join("svg/compared-1-p50.svg");
+    assert_eq!(series_colours(&svg), 2);
+    let t = svg_texts(&svg);
+    let legend: Vec<&String> = t
+        .iter()
+        .filter(|x| *x == "curve-repeats" || *x == "slow")
+        .collect();
+    assert_eq!(legend, ["curve-repeats", "slow"]);
+    assert!(t.iter().any(|x| x == "one-way latency p50 (µs)"), "{t:?}");
+    assert_eq!(error_bars(&svg), 2 * 3);
+    assert_eq!(
+        error_bars(&tmp.path().join("svg/compared-1-bandwidth.svg")),
+        2 * 3
+    );
+    // The runs' own figures are still there, apart.
+    assert!(tmp.path().join("svg/curve-latency.svg").exists());
+}
+
+#[test]
+fn two_roundtrip_runs_compare_p50_and_p99_over_the_request_size() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = fixture("roundtrip-repeats.json");
+    let slow = slowed(tmp.path(), "roundtrip-repeats.json", "slow", 1.5, |_| {});
+    let (html, text) = compared(&[&base, &slow], tmp.path());
+    assert!(text.contains("## compare roundtrip: roundtrip-repeats → slow"));
+    assert!(
+        html.contains("<tr class=\"regressed\">"),
+        "no regressed row"
+    );
+    for (stem, y) in [
+        ("p50", "round trip p50 (µs)"),
+        ("p99", "round trip p99 (µs)"),
+    ] {
+        let svg = tmp.path().join(format!("svg/compared-1-{stem}.svg"));
+        let t = svg_texts(&svg);
+        // One out size: x is the request size, a series per run.
+        for s in [y, "request size, in (bytes)", "64", "1k"] {
+            assert!(t.iter().any(|x| x == s), "{stem}: no '{s}' in {t:?}");
+        }
+        assert_eq!(series_colours(&svg), 2, "{stem}");
+        assert_eq!(error_bars(&svg), 2 * 2, "{stem}");
+    }
+}
+
+#[test]
+fn runs_with_no_point_in_common_still_report_and_say_why() {
+    let tmp = tempfile::tempdir().unwrap();
+    let base = fixture("curve-repeats.json");
+    // The same sizes over another transport: nothing to compare.
+    let other = slowed(tmp.path(), "curve-repeats.json", "tcp", 1.0, |p| {
+        p["spec"] = "tcp".into()
+    });
+    let (html, text) = compared(&[&base, &other], tmp.path());
+    assert!(
+        text.contains("## compare curve: curve-repeats → tcp\n\nNot compared: curve-repeats and tcp have no point in common"),
+        "{text}"
+    );
+    assert!(
+        html.contains(
+            "<p class=\"warn\">Not compared: curve-repeats and tcp have no point in common"
+        ),
+        "no reason in the page"
+    );
+    // No comparison figure, the runs' own figures as ever.
+    let svgs: Vec<String> = std::fs::read_dir(tmp.path().join("svg"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    assert!(!svgs.iter().any(|n| n.starts_with("compared-")), "{svgs:?}");
+    assert!(svgs.iter().any(|n| n == "curve-latency.svg"), "{svgs:?}");
+}

@@ -112,49 +112,35 @@ fn paint(v: Verdict, s: &str, colour: bool, markdown: bool) -> String {
     format!("\x1b[{code}m{s}\x1b[0m")
 }
 
-fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
-    let mut o = String::new();
+/// The verdict line: PASS or FAIL, the tally, and the thresholds.
+pub fn headline(c: &Comparison) -> String {
     let t = &c.tally;
-    o += &format!(
-        "## compare {}: {} → {}\n\n",
-        c.experiment, c.base.label, c.new.label
-    );
-    let head = format!(
-        "{} regressed, {} improved, {} no change, {} inconclusive · {}% intervals · noise ±{}%",
+    format!(
+        "{}: {} regressed, {} improved, {} no change, {} inconclusive · {}% intervals · noise ±{}%",
+        if c.failed { "FAIL" } else { "PASS" },
         t.regressed,
         t.improved,
         t.no_change,
         t.inconclusive,
         trim(c.settings.confidence * 100.0),
         trim(c.settings.noise * 100.0)
-    );
-    o += &if c.failed {
-        paint(
-            Verdict::Regressed,
-            &format!("FAIL: {head}"),
-            colour,
-            markdown,
-        )
-    } else {
-        format!("PASS: {head}")
-    };
-    o += "\n\n";
-    if !c.differences.is_empty() {
-        o += "The runs differ (compared because of --allow-different):\n";
-        for d in &c.differences {
-            o += &format!("- {} {}: {} → {}\n", d.kind, d.what, d.base, d.new);
-        }
-        o += "\n";
-    }
+    )
+}
+
+/// The table's header, and each row's verdict and cells: point, statistic,
+/// base, new, change, interval (Δ interval where a row has one), verdict,
+/// method.
+pub fn table(c: &Comparison) -> (Vec<String>, Vec<(Verdict, Vec<String>)>) {
     let with_delta = c.rows.iter().any(|r| r.delta_interval.is_some());
-    let mut header = vec!["point", "stat", "base", "new", "change"];
-    let ci = format!("{}% interval", trim(c.settings.confidence * 100.0));
-    header.push(&ci);
+    let mut header: Vec<String> = ["point", "stat", "base", "new", "change"]
+        .map(String::from)
+        .to_vec();
+    header.push(format!("{}% interval", trim(c.settings.confidence * 100.0)));
     if with_delta {
-        header.push("Δ interval");
+        header.push("Δ interval".into());
     }
-    header.extend(["verdict", "method"]);
-    let rows: Vec<(Verdict, Vec<String>)> = c
+    header.extend(["verdict".into(), "method".into()]);
+    let rows = c
         .rows
         .iter()
         .map(|r| {
@@ -178,6 +164,30 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
             (r.verdict, cells)
         })
         .collect();
+    (header, rows)
+}
+
+fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
+    let mut o = String::new();
+    o += &format!(
+        "## compare {}: {} → {}\n\n",
+        c.experiment, c.base.label, c.new.label
+    );
+    let head = headline(c);
+    o += &if c.failed {
+        paint(Verdict::Regressed, &head, colour, markdown)
+    } else {
+        head
+    };
+    o += "\n\n";
+    if !c.differences.is_empty() {
+        o += "The runs differ (compared because of --allow-different):\n";
+        for d in &c.differences {
+            o += &format!("- {} {}: {} → {}\n", d.kind, d.what, d.base, d.new);
+        }
+        o += "\n";
+    }
+    let (header, rows) = table(c);
     let n = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for (_, cells) in &rows {

@@ -1,10 +1,14 @@
-//! A report over saved runs: their figures, the comparisons asked for, and
-//! the three ways out — an HTML page, SVG files, or tables on stdout.
+//! A report over saved runs: their figures, the comparisons asked for (runs
+//! of one experiment read against each other, published datasets beside
+//! them), and the three ways out — an HTML page, SVG files, or tables on
+//! stdout.
 
 use super::compare::{self, Comparison};
 use super::figure::Figure;
+use super::runs_compared::{self, RunComparison};
 use super::saved::SavedRun;
 use super::{figures, html, spectrum, svg, table::markdown};
+use crate::compare::render::{CompareFormat, render};
 use crate::error::{Error, Result};
 use crate::reference::Dataset;
 use std::fmt::Write;
@@ -14,6 +18,8 @@ pub struct Report {
     pub runs: Vec<SavedRun>,
     pub figures: Vec<Figure>,
     pub comparisons: Vec<Comparison>,
+    /// Each run read against the first run of its experiment before it.
+    pub runs_compared: Vec<RunComparison>,
     /// What could not be drawn and why (a histogram that does not
     /// decode), for the caller to pass on: the library prints nothing.
     pub warnings: Vec<String>,
@@ -29,6 +35,7 @@ impl Report {
             comparisons.extend(compare::apply(&mut figs, d));
         }
         Report {
+            runs_compared: runs_compared::all(&runs),
             runs,
             figures: figs,
             comparisons,
@@ -36,10 +43,13 @@ impl Report {
         }
     }
 
-    /// Each figure drawn as SVG, beside the figure.
+    /// Each figure drawn as SVG, beside the figure: the runs' own, then
+    /// those of the runs compared.
     pub fn drawn(&self) -> Result<Vec<(Figure, String)>> {
+        let compared = self.runs_compared.iter().flat_map(|c| &c.figures);
         self.figures
             .iter()
+            .chain(compared)
             .map(|f| Ok((f.clone(), svg::render(f)?)))
             .collect()
     }
@@ -53,6 +63,7 @@ impl Report {
             runs: &self.runs,
             figures: &drawn,
             comparisons: &self.comparisons,
+            runs_compared: &self.runs_compared,
             rerender,
         });
         let path = dir.join("index.html");
@@ -72,22 +83,32 @@ impl Report {
         Ok(out)
     }
 
-    /// The figures' numbers and the comparisons as Markdown tables.
+    /// The figures' numbers and the comparisons as Markdown tables, the
+    /// runs compared last.
     pub fn text(&self) -> String {
         let mut o = String::new();
         for f in &self.figures {
-            let _ = writeln!(o, "## {}\n", f.title);
-            for l in &f.lead {
-                let _ = writeln!(o, "- {l}");
-            }
-            if !f.lead.is_empty() {
-                o.push('\n');
-            }
-            let (h, rows) = f.table();
-            o.push_str(&markdown(&h, &rows));
-            let _ = writeln!(o, "\n{}\n", f.caption);
+            figure_text(&mut o, f);
         }
         o.push_str(&self.comparison_text());
+        for c in &self.runs_compared {
+            match &c.outcome {
+                Ok(cmp) => {
+                    o.push_str(&render(cmp, CompareFormat::Markdown, false).unwrap_or_default());
+                    o.push('\n');
+                }
+                Err(why) => {
+                    let _ = writeln!(
+                        o,
+                        "## compare {}: {} → {}\n\nNot compared: {why}\n",
+                        c.experiment, c.base, c.new
+                    );
+                }
+            }
+            for f in &c.figures {
+                figure_text(&mut o, f);
+            }
+        }
         o
     }
 
@@ -104,6 +125,20 @@ impl Report {
         }
         o
     }
+}
+
+/// A figure as text: its title, lead, numbers and caption.
+fn figure_text(o: &mut String, f: &Figure) {
+    let _ = writeln!(o, "## {}\n", f.title);
+    for l in &f.lead {
+        let _ = writeln!(o, "- {l}");
+    }
+    if !f.lead.is_empty() {
+        o.push('\n');
+    }
+    let (h, rows) = f.table();
+    o.push_str(&markdown(&h, &rows));
+    let _ = writeln!(o, "\n{}\n", f.caption);
 }
 
 fn make_dir(dir: &Path) -> Result<()> {

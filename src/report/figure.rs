@@ -127,6 +127,9 @@ pub struct Series {
     /// none (e.g. "read" vs "write" streams).
     pub key: Option<String>,
     pub points: Vec<(f64, f64)>,
+    /// The interval of some points' y (x, [low, high]): drawn as an error
+    /// bar at that x, and given beside the value in the table.
+    pub bars: Vec<(f64, [f64; 2])>,
 }
 
 impl Series {
@@ -137,6 +140,7 @@ impl Series {
             of: None,
             key: None,
             points,
+            bars: Vec::new(),
         }
     }
 
@@ -152,6 +156,24 @@ impl Series {
             _ => true,
         }
     }
+}
+
+/// Whether the series' positive y values (their bars' ends included) span
+/// more than a factor of 10: worth a log axis. Under that a linear one,
+/// from zero, shows their differences better.
+pub fn spans_decade(series: &[Series]) -> bool {
+    let ys = || {
+        series
+            .iter()
+            .flat_map(|s| {
+                let bars = s.bars.iter().flat_map(|(_, [lo, hi])| [*lo, *hi]);
+                s.points.iter().map(|p| p.1).chain(bars)
+            })
+            .filter(|y| *y > 0.0)
+    };
+    let lo = ys().fold(f64::INFINITY, f64::min);
+    let hi = ys().fold(0.0, f64::max);
+    hi > 10.0 * lo
 }
 
 #[derive(Clone, Debug)]
@@ -335,6 +357,9 @@ pub enum Kind {
     /// Latency percentile spectra (x on the nines axis) drawn from the
     /// points' histograms: one run's sizes, or one point in several runs.
     Spectrum,
+    /// Two runs of one experiment read against each other (`report BASE
+    /// NEW`): one statistic of both, each point with its interval.
+    RunsCompared,
 }
 
 impl Kind {
@@ -392,10 +417,13 @@ impl Figure {
                     xs.retain(|&x| x.fract() == 0.0 || x == nines(0.5));
                 }
                 let cell = |s: &Series, x: f64| {
-                    s.points
-                        .iter()
-                        .find(|p| p.0 == x)
-                        .map_or("—".into(), |p| si(p.1))
+                    let Some(p) = s.points.iter().find(|p| p.0 == x) else {
+                        return "—".into();
+                    };
+                    match s.bars.iter().find(|b| b.0 == x) {
+                        Some((_, [lo, hi])) => format!("{} ({}–{})", si(p.1), si(*lo), si(*hi)),
+                        None => si(p.1),
+                    }
                 };
                 if self.kind.rows_per_series() {
                     let mut header = vec![format!("series \\ {}", l.x.label)];

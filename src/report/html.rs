@@ -2,8 +2,10 @@
 //! script, no network) that opens from disk and can be mailed as one file.
 
 use super::compare::Comparison;
-use super::figure::Figure;
+use super::figure::{Figure, Kind};
+use super::runs_compared::RunComparison;
 use super::saved::SavedRun;
+use crate::compare::method::Verdict;
 use std::fmt::Write;
 
 const STYLE: &str = r#"
@@ -32,6 +34,11 @@ pre { background: #f5f5f5; padding: 8px 10px; overflow-x: auto; white-space: pre
 .bad { color: #b3261e; font-weight: 600; }
 .ok { color: #1e7d32; }
 .note { color: #555; font-size: 13.5px; }
+tr.regressed td { background: #fdecea; }
+tr.regressed td.verdict { color: #b3261e; font-weight: 600; }
+tr.improved td { background: #edf7ee; }
+tr.improved td.verdict { color: #1e7d32; }
+tr.inconclusive td.verdict { color: #8a5a00; }
 nav { font-size: 13.5px; margin: 10px 0 0; }
 nav a { margin-right: 14px; color: #0b57d0; text-decoration: none; }
 "#;
@@ -53,16 +60,37 @@ pub fn esc(s: &str) -> String {
 }
 
 fn table(out: &mut String, header: &[String], rows: &[Vec<String>], left_cols: usize) {
+    let rows: Vec<(&str, &[String])> = rows.iter().map(|r| ("", r.as_slice())).collect();
+    classed(out, header, &rows, left_cols, None);
+}
+
+/// A table whose rows each carry a class (none where empty), the cells of
+/// column `marked` the class `verdict`.
+fn classed(
+    out: &mut String,
+    header: &[String],
+    rows: &[(&str, &[String])],
+    left_cols: usize,
+    marked: Option<usize>,
+) {
     out.push_str("<div class=\"table-wrap\"><table>\n<tr>");
     for (i, h) in header.iter().enumerate() {
         let cls = if i < left_cols { " class=\"l\"" } else { "" };
         let _ = write!(out, "<th{cls}>{}</th>", esc(h));
     }
     out.push_str("</tr>\n");
-    for r in rows {
-        out.push_str("<tr>");
+    for (class, r) in rows {
+        if class.is_empty() {
+            out.push_str("<tr>");
+        } else {
+            let _ = write!(out, "<tr class=\"{}\">", esc(class));
+        }
         for (i, c) in r.iter().enumerate() {
-            let cls = if i < left_cols { " class=\"l\"" } else { "" };
+            let cls = match (i < left_cols, marked == Some(i)) {
+                (true, _) => " class=\"l\"",
+                (false, true) => " class=\"verdict\"",
+                (false, false) => "",
+            };
             let _ = write!(out, "<td{cls}>{}</td>", esc(c));
         }
         out.push_str("</tr>\n");
@@ -83,6 +111,9 @@ fn folded(out: &mut String, label: &str, header: &[String], rows: &[Vec<String>]
     out.push_str("</details>\n");
 }
 
+/// The section of the runs compared, and its heading.
+const COMPARED: &str = "Comparison of runs";
+
 fn section_of(f: &Figure) -> &'static str {
     use super::figure::Kind::*;
     match f.kind {
@@ -94,6 +125,7 @@ fn section_of(f: &Figure) -> &'static str {
         MeshLatency | MeshBandwidth => "Mesh",
         Pairs => "Pairs at once",
         Spectrum => "Latency distributions",
+        RunsCompared => COMPARED,
     }
 }
 
@@ -116,6 +148,9 @@ pub struct Page<'a> {
     pub runs: &'a [SavedRun],
     pub figures: &'a [(Figure, String)],
     pub comparisons: &'a [Comparison],
+    /// Runs read against the first run of their experiment; their figures
+    /// are among `figures`, by id.
+    pub runs_compared: &'a [RunComparison],
     /// The command that re-renders this report.
     pub rerender: String,
 }
@@ -130,12 +165,19 @@ pub fn render(p: &Page) -> String {
     );
     lede(&mut o, p.runs);
     let mut sections: Vec<&str> = Vec::new();
-    for (f, _) in p.figures {
+    for (f, _) in p
+        .figures
+        .iter()
+        .filter(|(f, _)| f.kind != Kind::RunsCompared)
+    {
         if !sections.contains(&section_of(f)) {
             sections.push(section_of(f));
         }
     }
     o.push_str("<nav><a href=\"#summary\">Summary</a>");
+    if !p.runs_compared.is_empty() {
+        let _ = write!(o, "<a href=\"#{}\">{COMPARED}</a>", anchor(COMPARED));
+    }
     for s in &sections {
         let _ = write!(o, "<a href=\"#{}\">{}</a>", anchor(s), esc(s));
     }
@@ -146,19 +188,11 @@ pub fn render(p: &Page) -> String {
 
     summary(&mut o, p.runs);
     warnings(&mut o, p.runs);
+    runs_compared(&mut o, p);
     for s in &sections {
         let _ = writeln!(o, "<h2 id=\"{}\">{}</h2>", anchor(s), esc(s));
         for (f, svg) in p.figures.iter().filter(|(f, _)| section_of(f) == *s) {
-            let _ = writeln!(o, "<h3 id=\"{}\">{}</h3>", esc(&f.id), esc(&f.title));
-            lead(&mut o, &f.lead);
-            let _ = writeln!(
-                o,
-                "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
-                svg.trim(),
-                esc(&f.caption)
-            );
-            let (h, rows) = f.table();
-            folded(&mut o, "The numbers", &h, &rows, 1);
+            figure(&mut o, f, svg);
         }
     }
     if !p.comparisons.is_empty() {
@@ -184,6 +218,106 @@ pub fn render(p: &Page) -> String {
         esc(&p.rerender)
     );
     o
+}
+
+/// A figure: its heading, lead, SVG, caption and numbers.
+fn figure(o: &mut String, f: &Figure, svg: &str) {
+    let _ = writeln!(o, "<h3 id=\"{}\">{}</h3>", esc(&f.id), esc(&f.title));
+    lead(o, &f.lead);
+    let _ = writeln!(
+        o,
+        "<figure>\n{}\n<figcaption>{}</figcaption>\n</figure>",
+        svg.trim(),
+        esc(&f.caption)
+    );
+    let (h, rows) = f.table();
+    folded(o, "The numbers", &h, &rows, 1);
+}
+
+fn verdict_class(v: Verdict) -> &'static str {
+    match v {
+        Verdict::Regressed => "regressed",
+        Verdict::Improved => "improved",
+        Verdict::NoChange => "no-change",
+        Verdict::Inconclusive => "inconclusive",
+    }
+}
+
+/// Each pair of runs compared: the verdict line, how the runs differ, the
+/// table (regressions first, highlighted), what was measured in one run
+/// only, how to read it, then both runs' curves with their intervals. A
+/// pair that cannot be compared says why.
+fn runs_compared(o: &mut String, p: &Page) {
+    if p.runs_compared.is_empty() {
+        return;
+    }
+    let _ = writeln!(o, "<h2 id=\"{}\">{COMPARED}</h2>", anchor(COMPARED));
+    o.push_str("<p class=\"note\">Each run read against the first run of its experiment given before it, as <code>xferbench compare --allow-different</code> does.</p>\n");
+    for c in p.runs_compared {
+        let _ = writeln!(
+            o,
+            "<h3>{}: {} → {}</h3>",
+            esc(&c.experiment),
+            esc(&c.base),
+            esc(&c.new)
+        );
+        let cmp = match &c.outcome {
+            Ok(cmp) => cmp,
+            Err(why) => {
+                let _ = writeln!(o, "<p class=\"warn\">Not compared: {}</p>", esc(why));
+                continue;
+            }
+        };
+        let _ = writeln!(
+            o,
+            "<p class=\"{}\">{}</p>",
+            if cmp.failed { "bad" } else { "ok" },
+            esc(&crate::compare::render::headline(cmp))
+        );
+        if !cmp.differences.is_empty() {
+            o.push_str("<div class=\"warn\">The runs differ, so a change may come from how they were run:<ul>\n");
+            for d in &cmp.differences {
+                let _ = writeln!(
+                    o,
+                    "<li>{} {}: {} → {}</li>",
+                    esc(d.kind),
+                    esc(&d.what),
+                    esc(&d.base),
+                    esc(&d.new)
+                );
+            }
+            o.push_str("</ul></div>\n");
+        }
+        let (header, rows) = crate::compare::render::table(cmp);
+        let rows: Vec<(&str, &[String])> = rows
+            .iter()
+            .map(|(v, cells)| (verdict_class(*v), cells.as_slice()))
+            .collect();
+        classed(o, &header, &rows, 2, Some(header.len() - 2));
+        for (label, list) in [(&c.base, &cmp.only_in_base), (&c.new, &cmp.only_in_new)] {
+            if !list.is_empty() {
+                let _ = writeln!(
+                    o,
+                    "<p class=\"note\">Only in {} ({}): {}</p>",
+                    esc(label),
+                    list.len(),
+                    esc(&list.join("; "))
+                );
+            }
+        }
+        if !cmp.notes.is_empty() {
+            o.push_str("<ul class=\"note\">\n");
+            for n in &cmp.notes {
+                let _ = writeln!(o, "<li>{}</li>", esc(n));
+            }
+            o.push_str("</ul>\n");
+        }
+        for f in &c.figures {
+            if let Some((f, svg)) = p.figures.iter().find(|(d, _)| d.id == f.id) {
+                figure(o, f, svg);
+            }
+        }
+    }
 }
 
 /// What to read before a figure (a mesh run's suspects and health

@@ -13,6 +13,7 @@ pub mod json;
 pub mod load;
 pub mod mesh;
 pub mod pairs;
+pub mod runs_compared;
 pub mod saved;
 pub mod spectrum;
 pub mod stream;

@@ -17,7 +17,9 @@
 //! (at most `MAX_SERIES` per configuration), a series per run, the first run
 //! dashed as the baseline the others are read against.
 
-use super::figure::{Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, nines, si};
+use super::figure::{
+    Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, nines, si, spans_decade,
+};
 use super::figures::{config_name, curve_name, load_name, stream_name, text};
 use super::saved::{SavedRun, num};
 use crate::measure::distribution::{Distribution, quantile};
@@ -274,17 +276,9 @@ fn latency(experiment: &str) -> (&'static str, &'static str) {
 /// A spectrum plot of `series`: the nines along x, latency up y, on a log
 /// scale when it spans more than a decade.
 fn plot(experiment: &str, series: Vec<Series>) -> Plot {
-    let ys = || {
-        series
-            .iter()
-            .flat_map(|s| s.points.iter().map(|p| p.1))
-            .filter(|y| *y > 0.0)
-    };
-    let lo = ys().fold(f64::INFINITY, f64::min);
-    let hi = ys().fold(0.0, f64::max);
     Plot::Lines(Lines {
         x: Axis::new("percentile (nines)", false, Scale::Nines),
-        y: Axis::new(latency(experiment).0, hi > 10.0 * lo, Scale::Number),
+        y: Axis::new(latency(experiment).0, spans_decade(&series), Scale::Number),
         series,
     })
 }

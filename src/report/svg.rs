@@ -78,14 +78,15 @@ fn draw(size: (u32, u32), title: &str, f: impl FnOnce(&Area) -> Result<()>) -> R
     Ok(buf)
 }
 
-/// The colour of series `i`: a model takes the colour of what it models;
-/// references follow the measured series in the palette.
+/// The colour of series `i`: a model takes the colour of what it models, a
+/// baseline the colour of the series read against it; references follow the
+/// measured series in the palette.
 fn colour(l: &Lines, i: usize) -> RGBColor {
     let s = &l.series[i];
     match s.role {
         Role::Bound => GREY,
         Role::Model => s.of.map_or(GREY, |j| colour(l, j)),
-        Role::Measured if s.of.is_some() => s.of.map_or(GREY, |j| colour(l, j)),
+        Role::Measured | Role::Reference if s.of.is_some() => s.of.map_or(GREY, |j| colour(l, j)),
         Role::Measured | Role::Reference => {
             let k = l.series[..i]
                 .iter()
@@ -134,6 +135,10 @@ fn span(vals: impl Iterator<Item = f64>, axis: &Axis, from_zero: bool) -> (f64, 
 }
 
 const LEGEND_ROW: u32 = 22;
+/// Error bars of series at the same x stand this many px apart, their caps
+/// this many px either side.
+const BAR_DODGE: f64 = 5.0;
+const BAR_CAP: i32 = 3;
 
 /// Legend columns: two when the longest name fits in half the width.
 fn legend_columns(l: &Lines) -> u32 {
@@ -162,7 +167,10 @@ fn lines(
 ) -> Result<()> {
     let (plot_area, legend_area) = root.split_vertically(HEIGHT);
     let xs = l.series.iter().flat_map(|s| s.points.iter().map(|p| p.0));
-    let ys = l.series.iter().flat_map(|s| s.points.iter().map(|p| p.1));
+    let ys = l.series.iter().flat_map(|s| {
+        let bars = s.bars.iter().flat_map(|(_, [lo, hi])| [*lo, *hi]);
+        s.points.iter().map(|p| p.1).chain(bars)
+    });
     let (mut x0, mut x1) = span(xs, &l.x, false);
     let (y0, y1) = span(ys, &l.y, true);
     let mut x_labels = if l.x.log { 12 } else { 10 };
@@ -234,6 +242,47 @@ fn lines(
                 }
                 .map_err(fail(title))?;
             }
+            // Error bars, each series' beside the others' at the same x.
+            let barred: Vec<usize> = (0..l.series.len())
+                .filter(|&i| !l.series[i].bars.is_empty())
+                .collect();
+            for (k, &i) in barred.iter().enumerate() {
+                let dx = ((k as f64 - (barred.len() - 1) as f64 / 2.0) * BAR_DODGE).round() as i32;
+                let style = colour(l, i).stroke_width(1);
+                let bars: Vec<(f64, f64, f64)> = l.series[i]
+                    .bars
+                    .iter()
+                    .map(|&(x, [lo, hi])| (x, lo, hi))
+                    .filter(|&(x, lo, hi)| {
+                        x.is_finite()
+                            && lo.is_finite()
+                            && hi.is_finite()
+                            && (!l.x.log || x > 0.0)
+                            && (!l.y.log || lo > 0.0)
+                    })
+                    .collect();
+                // An I from low to high, its height in px from the axis.
+                let shapes: Vec<_> = bars
+                    .iter()
+                    .map(|&(x, lo, hi)| {
+                        let h = chart.backend_coord(&(x, hi)).1 - chart.backend_coord(&(x, lo)).1;
+                        let c = BAR_CAP;
+                        EmptyElement::at((x, lo))
+                            + PathElement::new(
+                                vec![
+                                    (dx - c, h),
+                                    (dx + c, h),
+                                    (dx, h),
+                                    (dx, 0),
+                                    (dx - c, 0),
+                                    (dx + c, 0),
+                                ],
+                                style,
+                            )
+                    })
+                    .collect();
+                chart.draw_series(shapes).map_err(fail(title))?;
+            }
         }};
     }
     let (bx, by) = (log_base(&l.x, x0, x1), log_base(&l.y, y0, y1));
@@ -265,12 +314,19 @@ fn nines_span(l: &Lines, (x0, x1): (f64, f64)) -> ((f64, f64), usize) {
 fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines, markers: bool) -> Result<()> {
     let text = TextStyle::from((FONT, LABEL_PT)).color(&BLACK);
     let cols = legend_columns(l) as usize;
-    // Each model or variant right after the series it belongs to.
+    // Each model or variant right after the series it belongs to; a
+    // baseline right before the series read against it.
     let mut order: Vec<usize> = Vec::new();
+    let with = |i: usize, base: bool| {
+        (0..l.series.len()).filter(move |&j| {
+            l.series[j].of == Some(i) && (l.series[j].role == Role::Reference) == base
+        })
+    };
     for (i, s) in l.series.iter().enumerate() {
         if s.of.is_none() {
+            order.extend(with(i, true));
             order.push(i);
-            order.extend((0..l.series.len()).filter(|&j| l.series[j].of == Some(i)));
+            order.extend(with(i, false));
         }
     }
     for (k, &i) in order.iter().enumerate() {
@@ -701,6 +757,28 @@ mod tests {
         assert_eq!(colour(&l, 1), colour(&l, 0));
         assert_eq!(colour(&l, 2), PALETTE[1]);
         assert!(render_lines_for_test(&l).contains("static+handoff"));
+    }
+
+    #[test]
+    fn a_baseline_wears_the_colour_of_its_new_series_and_leads_it_in_the_legend() {
+        let s = |name: &str, role| super::super::figure::Series::new(name, role, vec![(1.0, 2.0)]);
+        let mut base = s("tcp · a", Role::Reference);
+        base.of = Some(1);
+        base.bars = vec![(1.0, [1.5, 2.5])];
+        let l = Lines {
+            x: Axis::new("x", false, Scale::Count),
+            y: Axis::new("y", false, Scale::Number),
+            series: vec![
+                base,
+                s("tcp · b", Role::Measured),
+                s("thread · b", Role::Measured),
+            ],
+        };
+        assert_eq!(colour(&l, 0), colour(&l, 1));
+        assert_eq!(colour(&l, 2), PALETTE[1]);
+        let t = texts(&render_lines_for_test(&l));
+        let legend: Vec<&String> = t.iter().filter(|x| x.contains(" · ")).collect();
+        assert_eq!(legend, ["tcp · a", "tcp · b", "thread · b"]);
     }
 
     fn render_lines_for_test(l: &Lines) -> String {

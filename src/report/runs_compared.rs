@@ -1,0 +1,570 @@
+//! `report BASE.json NEW.json`: two runs of one experiment read against
+//! each other. The verdicts are `compare`'s (the table `xferbench compare`
+//! prints, with the runs' differences listed rather than refused); the
+//! figures draw both runs' curves on one plot, each point with the interval
+//! of its figure, so the reader sees what each verdict rests on.
+//!
+//! Each run is compared with the first run of its experiment given before
+//! it: `report a.json b.json c.json` reads b and c against a.
+
+use super::figure::{Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, spans_decade};
+use super::figures::{config_name, curve_name, load_name, text};
+use super::saved::{SavedRun, num};
+use crate::compare::extract::{self, Statistic, Subject};
+use crate::compare::{self, Comparison, Settings, method};
+use crate::units::format_size;
+use serde_json::Value;
+
+/// Two runs compared: the table, or why there is none, and the figures.
+#[derive(Clone, Debug)]
+pub struct RunComparison {
+    pub experiment: String,
+    /// The labels of the run read against and of the run judged.
+    pub base: String,
+    pub new: String,
+    /// The comparison, or the one-line reason there is none (no point in
+    /// common).
+    pub outcome: std::result::Result<Comparison, String>,
+    /// Both runs' curves with their intervals (none without a comparison).
+    pub figures: Vec<Figure>,
+}
+
+/// How a report compares: `compare`'s defaults (99% intervals, ±5% noise),
+/// runs that were run differently compared anyway, their differences listed.
+pub fn settings() -> Settings {
+    Settings {
+        allow_different: true,
+        ..Settings::default()
+    }
+}
+
+/// Each run against the first run of its experiment given before it.
+pub fn all(runs: &[SavedRun]) -> Vec<RunComparison> {
+    let mut out = Vec::new();
+    for (j, new) in runs.iter().enumerate() {
+        let Some(base) = runs[..j].iter().find(|r| r.experiment == new.experiment) else {
+            continue;
+        };
+        let id = format!("compared-{}", out.len() + 1);
+        out.push(pair(&id, base, new));
+    }
+    out
+}
+
+/// `new` read against `base`; figure ids start with `id`.
+pub fn pair(id: &str, base: &SavedRun, new: &SavedRun) -> RunComparison {
+    let outcome = compare::compare(base, new, &settings()).map_err(|e| e.to_string());
+    let figures = match &outcome {
+        Ok(_) => figures(id, base, new),
+        Err(_) => Vec::new(),
+    };
+    RunComparison {
+        experiment: base.experiment.clone(),
+        base: base.label.clone(),
+        new: new.label.clone(),
+        outcome,
+        figures,
+    }
+}
+
+/// What every comparison figure's bars are.
+pub const BARS: &str = "Bars: the 99% interval of each run's figure, from its repeats, else from the intervals within the run; none where a run has only one figure.";
+
+/// Where a point's figure goes: the figure (empty: the only one), the
+/// series group (a curve, a configuration), and x.
+type Place = (String, String, f64);
+
+/// Where an entry (of a stream job: one direction) goes, if on a panel.
+type Placer = Box<dyn Fn(&Value, Option<&str>) -> Option<Place>>;
+
+/// One statistic of an experiment against one x: a figure per key.
+struct Panel {
+    stem: &'static str,
+    title: &'static str,
+    /// What is plotted, opening the caption.
+    what: &'static str,
+    stat: Statistic,
+    x: Axis,
+    y: Axis,
+    /// Plotted units per figure unit (ns → µs: 1e-3).
+    scale: f64,
+    place: Placer,
+}
+
+/// A run's entries beside their subjects: one per point, a stream job once
+/// per direction that did I/O. A run `compare` cannot read gives none.
+fn items(run: &SavedRun) -> Vec<(&Value, Option<&'static str>, Subject)> {
+    let Ok(subjects) = extract::subjects(run) else {
+        return Vec::new();
+    };
+    match run.experiment.as_str() {
+        "mesh" => Vec::new(),
+        "stream" => {
+            let mut out = Vec::new();
+            for j in run.entries() {
+                let Ok(name) = extract::job_name(j) else {
+                    continue;
+                };
+                for dir in ["read", "write"] {
+                    let id = format!("job {name} {dir}");
+                    if let Some(s) = subjects.iter().find(|s| s.id == id) {
+                        out.push((j, Some(dir), s.clone()));
+                    }
+                }
+            }
+            out
+        }
+        _ => run
+            .entries()
+            .iter()
+            .zip(subjects)
+            .map(|(e, s)| (e, None, s))
+            .collect(),
+    }
+}
+
+fn distinct(runs: [&SavedRun; 2], k: &str) -> Vec<f64> {
+    let mut v: Vec<f64> = runs
+        .iter()
+        .flat_map(|r| r.entries().iter().filter_map(|e| num(e, k)))
+        .collect();
+    v.sort_by(f64::total_cmp);
+    v.dedup();
+    v
+}
+
+fn bytes() -> Axis {
+    Axis::new("message size (bytes)", true, Scale::Bytes)
+}
+
+/// The panels of an experiment (none for mesh: its matrices are heat maps).
+fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
+    // Log where the figure spans a decade (set when it is drawn).
+    let y = |label: &str| Axis::new(label, true, Scale::Number);
+    match experiment {
+        "curve" => {
+            let place = || -> Placer {
+                Box::new(|e, _| Some((String::new(), curve_name(e), num(e, "size_bytes")?)))
+            };
+            vec![
+                Panel {
+                    stem: "p50",
+                    title: "One-way latency (p50) vs message size",
+                    what: "Median one-way time (half a round trip in pingpong) per message size.",
+                    stat: Statistic::P50,
+                    x: bytes(),
+                    y: y("one-way latency p50 (µs)"),
+                    scale: 1e-3,
+                    place: place(),
+                },
+                Panel {
+                    stem: "bandwidth",
+                    title: "Bandwidth vs message size",
+                    what: "Decimal MB/s (10^6 bytes/s) from the median one-way time, per message size.",
+                    stat: Statistic::Bandwidth,
+                    x: bytes(),
+                    y: y("bandwidth (MB/s)"),
+                    scale: 1.0,
+                    place: place(),
+                },
+            ]
+        }
+        "roundtrip" => {
+            // x: whichever of in and out takes more sizes; a series per
+            // size of the other where it takes several.
+            let (ins, outs) = (distinct(runs, "in_bytes"), distinct(runs, "out_bytes"));
+            let (x, other, other_name) = if ins.len() >= outs.len() {
+                ("in_bytes", "out_bytes", "out")
+            } else {
+                ("out_bytes", "in_bytes", "in")
+            };
+            let several = ins.len().min(outs.len()) > 1;
+            let place = move || -> Placer {
+                Box::new(move |e, _| {
+                    let mut group = config_name(e);
+                    if several {
+                        let o = format_size(num(e, other)? as u64);
+                        group = format!("{group}, {other_name} {o}");
+                    }
+                    Some((String::new(), group, num(e, x)?))
+                })
+            };
+            let axis = if x == "in_bytes" {
+                "request size, in (bytes)"
+            } else {
+                "reply size, out (bytes)"
+            };
+            let (t50, t99) = if x == "in_bytes" {
+                (
+                    "Round trip (p50) vs request size",
+                    "Round trip (p99) vs request size",
+                )
+            } else {
+                (
+                    "Round trip (p50) vs reply size",
+                    "Round trip (p99) vs reply size",
+                )
+            };
+            vec![
+                Panel {
+                    stem: "p50",
+                    title: t50,
+                    what: "Median round-trip time per point.",
+                    stat: Statistic::P50,
+                    x: Axis::new(axis, true, Scale::Bytes),
+                    y: y("round trip p50 (µs)"),
+                    scale: 1e-3,
+                    place: place(),
+                },
+                Panel {
+                    stem: "p99",
+                    title: t99,
+                    what: "99th-percentile round-trip time per point.",
+                    stat: Statistic::P99,
+                    x: Axis::new(axis, true, Scale::Bytes),
+                    y: y("round trip p99 (µs)"),
+                    scale: 1e-3,
+                    place: place(),
+                },
+            ]
+        }
+        "stream" => vec![Panel {
+            stem: "bandwidth",
+            title: "Stream bandwidth vs block size",
+            what: "Decimal MB/s of each job and direction (clones apart) per block size.",
+            stat: Statistic::Bandwidth,
+            x: Axis::new("block size (bytes)", true, Scale::Bytes),
+            y: y("bandwidth (MB/s)"),
+            scale: 1.0,
+            place: Box::new(|j, dir| {
+                let mut group = text(j, "jobname").to_string();
+                if let Some(c) = num(j, "clone").filter(|&c| c > 0.0) {
+                    group.push_str(&format!(" clone {c}"));
+                }
+                group.push_str(&format!(" {}", dir?));
+                let bs = num(j, "sweep_bs").or_else(|| num(j, "bs"))?;
+                Some((String::new(), group, bs))
+            }),
+        }],
+        "load" => vec![
+            Panel {
+                stem: "rate",
+                title: "Request rate vs transfer size under load",
+                what: "Completed requests per second, closed loop, per load mode and direction.",
+                stat: Statistic::Rate,
+                x: Axis::new("transfer size (bytes)", true, Scale::Bytes),
+                y: y("requests/s"),
+                scale: 1.0,
+                place: Box::new(|p, _| {
+                    num(p, "req_per_s")?;
+                    Some((String::new(), load_name(p), num(p, "size_bytes")?))
+                }),
+            },
+            Panel {
+                stem: "latency",
+                title: "Open-loop latency (p50) vs offered rate",
+                what: "Median latency from each request's scheduled send time, per offered rate.",
+                stat: Statistic::P50,
+                x: Axis::new("offered rate (requests/s)", true, Scale::Number),
+                y: y("latency p50 (µs)"),
+                scale: 1e-3,
+                place: Box::new(|p, _| {
+                    let size = format_size(num(p, "size_bytes")? as u64);
+                    let group = format!("{} {size} bytes", load_name(p));
+                    Some((String::new(), group, num(p, "offered_per_s")?))
+                }),
+            },
+        ],
+        "flowgraph" => vec![Panel {
+            stem: "rate",
+            title: "Flowgraph throughput vs blocks",
+            what: "Samples/s through source → M saxpy → sink per scheduler.",
+            stat: Statistic::Rate,
+            x: Axis::new("saxpy blocks (M)", false, Scale::Count),
+            y: y("samples/s"),
+            scale: 1.0,
+            place: Box::new(|p, _| {
+                let n = num(p, "cores")?;
+                let key = format!("{n} core{}", if n == 1.0 { "" } else { "s" });
+                let group = crate::flowgraph::edge::series_of(p);
+                Some((key, group, num(p, "blocks")?))
+            }),
+        }],
+        "pairs" => vec![Panel {
+            stem: "bandwidth",
+            title: "Pairs streaming at once: aggregate bandwidth vs message size",
+            what: "MB/s of every pair together, per message size.",
+            stat: Statistic::Bandwidth,
+            x: bytes(),
+            y: y("MB/s"),
+            scale: 1.0,
+            place: Box::new(|p, _| {
+                let w = num(p, "window").map_or(String::new(), |w| format!(", window {w}"));
+                Some((
+                    String::new(),
+                    format!("aggregate{w}"),
+                    num(p, "size_bytes")?,
+                ))
+            }),
+        }],
+        _ => Vec::new(),
+    }
+}
+
+/// A point drawn: its figure, group, x, y and the interval of y.
+struct Mark {
+    figure: String,
+    group: String,
+    x: f64,
+    y: f64,
+    bar: Option<[f64; 2]>,
+}
+
+fn marks(
+    p: &Panel,
+    items: &[(&Value, Option<&'static str>, Subject)],
+    confidence: f64,
+) -> Vec<Mark> {
+    items
+        .iter()
+        .filter_map(|(e, dir, s)| {
+            let (figure, group, x) = (p.place)(e, *dir)?;
+            let f = s.figures.iter().find(|f| f.stat == p.stat)?;
+            Some(Mark {
+                figure,
+                group,
+                x,
+                y: f.evidence.value * p.scale,
+                bar: method::level(&f.evidence, confidence)
+                    .map(|[lo, hi]| [lo * p.scale, hi * p.scale]),
+            })
+        })
+        .collect()
+}
+
+fn push_new<T: PartialEq + Clone>(v: &mut Vec<T>, x: &T) {
+    if !v.contains(x) {
+        v.push(x.clone());
+    }
+}
+
+/// Lower-case letters and digits, the rest dashes: a figure key in an id.
+fn slug(s: &str) -> String {
+    s.chars()
+        .map(|c| {
+            if c.is_ascii_alphanumeric() {
+                c.to_ascii_lowercase()
+            } else {
+                '-'
+            }
+        })
+        .collect()
+}
+
+/// Both runs' curves on one plot per panel (and per figure key): for each
+/// group, the base dashed and the new solid, in one colour when there are
+/// several groups (else a colour each), each point with its interval.
+pub fn figures(id: &str, base: &SavedRun, new: &SavedRun) -> Vec<Figure> {
+    let confidence = settings().confidence;
+    let sides = [(base, items(base)), (new, items(new))];
+    let mut out = Vec::new();
+    for p in panels(&base.experiment, [base, new]) {
+        let per_side: Vec<Vec<Mark>> = sides
+            .iter()
+            .map(|(_, it)| marks(&p, it, confidence))
+            .collect();
+        let (mut keys, mut groups) = (Vec::new(), Vec::new());
+        for m in per_side.iter().flatten() {
+            push_new(&mut keys, &m.figure);
+            push_new(&mut groups, &m.group);
+        }
+        for key in &keys {
+            let mine: Vec<&String> = groups
+                .iter()
+                .filter(|g| {
+                    per_side
+                        .iter()
+                        .flatten()
+                        .any(|m| m.figure == *key && m.group == **g)
+                })
+                .collect();
+            let mut series: Vec<Series> = Vec::new();
+            for g in &mine {
+                let mut pair = Vec::new();
+                for (k, ((run, _), ms)) in sides.iter().zip(&per_side).enumerate() {
+                    let mut pts: Vec<&Mark> = ms
+                        .iter()
+                        .filter(|m| m.figure == *key && m.group == **g)
+                        .collect();
+                    if pts.is_empty() {
+                        continue;
+                    }
+                    pts.sort_by(|a, b| a.x.total_cmp(&b.x));
+                    let name = if mine.len() > 1 {
+                        format!("{g} · {}", run.label)
+                    } else {
+                        run.label.clone()
+                    };
+                    let role = if k == 0 {
+                        Role::Reference
+                    } else {
+                        Role::Measured
+                    };
+                    let mut s = Series::new(name, role, pts.iter().map(|m| (m.x, m.y)).collect());
+                    s.bars = pts.iter().filter_map(|m| Some((m.x, m.bar?))).collect();
+                    pair.push(s);
+                }
+                // Several groups: a colour per group, the base in its new's.
+                if mine.len() > 1 && pair.len() == 2 {
+                    pair[0].of = Some(series.len() + 1);
+                }
+                series.extend(pair);
+            }
+            if series.is_empty() {
+                continue;
+            }
+            let (title, stem) = if key.is_empty() {
+                (p.title.to_string(), p.stem.to_string())
+            } else {
+                (
+                    format!("{}, {key}", p.title),
+                    format!("{}-{}", p.stem, slug(key)),
+                )
+            };
+            out.push(Figure {
+                kind: Kind::RunsCompared,
+                id: format!("{id}-{stem}"),
+                title: format!("{title}: {} vs {}", base.label, new.label),
+                caption: format!(
+                    "{} Dashed: {} (the base); solid: {}. {BARS}",
+                    p.what, base.label, new.label
+                ),
+                lead: Vec::new(),
+                plot: Plot::Lines(Lines {
+                    x: p.x.clone(),
+                    y: Axis {
+                        log: spans_decade(&series),
+                        ..p.y.clone()
+                    },
+                    series,
+                }),
+            });
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn curve_point(spec: &str, size: u64, p50: f64, repeats: &[f64]) -> Value {
+        let reps: Vec<Value> = repeats
+            .iter()
+            .map(|r| {
+                json!({"p50_ns": r, "mean_ns": r, "p90_ns": r, "p99_ns": r, "p999_ns": r,
+                            "bandwidth_MBps": size as f64 / r * 1e3})
+            })
+            .collect();
+        json!({"spec": spec, "mode": "pingpong", "chunk": "whole", "buffers": "raw",
+               "completion": "poll", "size_bytes": size,
+               "oneway": {"p50_ns": p50, "mean_ns": p50, "p90_ns": p50, "p99_ns": p50,
+                          "p999_ns": p50, "stddev_ns": 1.0, "count": 100},
+               "bandwidth_MBps": size as f64 / p50 * 1e3, "repeats": reps})
+    }
+
+    fn run(label: &str, points: Vec<Value>) -> SavedRun {
+        SavedRun::from_value(label, json!({"experiment": "curve", "points": points})).unwrap()
+    }
+
+    #[test]
+    fn one_curve_is_two_series_named_by_run_with_bars() {
+        let a = run(
+            "a",
+            vec![
+                curve_point("thread", 64, 100.0, &[99.0, 100.0, 101.0]),
+                curve_point("thread", 1024, 200.0, &[198.0, 200.0, 202.0]),
+            ],
+        );
+        let b = run(
+            "b",
+            vec![
+                curve_point("thread", 64, 150.0, &[149.0, 150.0, 151.0]),
+                // One figure only: no bar.
+                curve_point("thread", 1024, 300.0, &[]),
+            ],
+        );
+        let c = pair("compared-1", &a, &b);
+        let cmp = c.outcome.as_ref().expect("compared");
+        assert!(cmp.tally.regressed > 0);
+        let ids: Vec<&str> = c.figures.iter().map(|f| f.id.as_str()).collect();
+        assert_eq!(ids, ["compared-1-p50", "compared-1-bandwidth"]);
+        let Plot::Lines(l) = &c.figures[0].plot else {
+            panic!("lines")
+        };
+        let s: Vec<(&str, Role, usize)> = l
+            .series
+            .iter()
+            .map(|s| (s.name.as_str(), s.role, s.bars.len()))
+            .collect();
+        assert_eq!(s, [("a", Role::Reference, 2), ("b", Role::Measured, 1)]);
+        assert_eq!(l.series[0].points, [(64.0, 0.1), (1024.0, 0.2)]);
+        let [lo, hi] = l.series[0].bars[0].1;
+        assert!(lo < 0.1 && hi > 0.1 && hi < 0.11, "{lo} {hi}");
+        assert!(c.figures[0].caption.contains("99% interval"));
+        // The table gives each value with its interval.
+        let (_, rows) = c.figures[0].table();
+        assert!(rows[0][1].starts_with("0.100 (0.09"), "{rows:?}");
+    }
+
+    #[test]
+    fn several_curves_pair_each_base_with_its_new_in_one_colour() {
+        let pts = |k: f64| {
+            vec![
+                curve_point("thread", 64, 100.0 * k, &[100.0 * k, 101.0 * k]),
+                curve_point("tcp", 64, 900.0 * k, &[900.0 * k, 910.0 * k]),
+            ]
+        };
+        let c = pair("x", &run("a", pts(1.0)), &run("b", pts(1.5)));
+        let Plot::Lines(l) = &c.figures[0].plot else {
+            panic!("lines")
+        };
+        let s: Vec<(&str, Option<usize>)> =
+            l.series.iter().map(|s| (s.name.as_str(), s.of)).collect();
+        assert_eq!(
+            s,
+            [
+                ("thread pingpong raw/poll · a", Some(1)),
+                ("thread pingpong raw/poll · b", None),
+                ("tcp pingpong raw/poll · a", Some(3)),
+                ("tcp pingpong raw/poll · b", None),
+            ]
+        );
+    }
+
+    #[test]
+    fn runs_without_a_point_in_common_say_why_and_draw_nothing() {
+        let a = run("a", vec![curve_point("thread", 64, 100.0, &[])]);
+        let b = run("b", vec![curve_point("tcp", 64, 100.0, &[])]);
+        let c = pair("x", &a, &b);
+        let why = c.outcome.expect_err("nothing in common");
+        assert!(why.contains("no point in common"), "{why}");
+        assert!(c.figures.is_empty());
+    }
+
+    #[test]
+    fn each_run_is_read_against_the_first_of_its_experiment() {
+        let p = || vec![curve_point("thread", 64, 100.0, &[])];
+        let other = SavedRun::from_value(
+            "f",
+            json!({"experiment": "flowgraph", "points": [{"scheduler": "seq", "cores": 1,
+                   "blocks": 1, "samples_per_s": 1e9}]}),
+        )
+        .unwrap();
+        let runs = [run("a", p()), other, run("b", p()), run("c", p())];
+        let pairs: Vec<(String, String)> =
+            all(&runs).into_iter().map(|c| (c.base, c.new)).collect();
+        assert_eq!(pairs, [("a".into(), "b".into()), ("a".into(), "c".into())]);
+    }
+}
