@@ -181,7 +181,7 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
     };
     o += "\n\n";
     if !c.differences.is_empty() {
-        o += "The runs differ (compared because of --allow-different):\n";
+        o += "The runs differ (compared all the same):\n";
         for d in &c.differences {
             o += &format!("- {} {}: {} → {}\n", d.kind, d.what, d.base, d.new);
         }

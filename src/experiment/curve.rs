@@ -114,7 +114,9 @@ fn shape(args: &CurveConfig, len: u64, packet: u64, seed: Option<u64>) -> ReplyS
             // The acknowledgement: one byte says the window arrived.
             Pattern::Stream => 1,
         },
-        delay_ns: 0,
+        // --responder-delay: the responder spins before each reply (or
+        // acknowledgement), a known change to check a comparison against.
+        delay_ns: args.common.responder_delay.as_nanos() as u64,
         exchanges: 0,
         pattern: args.mode,
         window: if args.mode == Pattern::Pingpong {
