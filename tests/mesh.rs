@@ -48,11 +48,8 @@ fn bad_mesh_and_pairs_flags_are_usage_errors() {
 }
 
 #[test]
-fn mesh_and_pairs_refuse_to_repeat() {
-    for args in [
-        &["mesh", "-t", "mpi", "--repeat", "2"][..],
-        &["curve", "-t", "mpi", "--pairs", "1", "--repeat", "3"],
-    ] {
+fn mesh_refuses_to_repeat() {
+    for args in [&["mesh", "-t", "mpi", "--repeat", "2"][..]] {
         let o = finish({
             let mut c = xferbench();
             c.args(args);
@@ -351,6 +348,39 @@ mod mpi {
         );
         assert!(o.status.success(), "{}", stderr(&o));
         assert_eq!(json(&o)["health"]["passed"], true);
+    }
+
+    #[test]
+    fn pairs_repeat_whole_sweeps_and_merge_each_size() {
+        let _t = super::common::turn();
+        let o = mpirun(
+            2,
+            "curve -t mpi --pairs 1 --sizes 4k,64k --duration 20ms --repeat 3 --format json",
+            &[],
+        );
+        assert!(o.status.success(), "{}", stderr(&o));
+        let d = json(&o);
+        let pts = d["points"].as_array().unwrap();
+        assert_eq!(pts.len(), 2, "one point per size, repeats merged");
+        for p in pts {
+            let reps = p["repeats"].as_array().unwrap();
+            assert_eq!(reps.len(), 3, "{p}");
+            let agg = p["aggregate_MBps"].as_f64().unwrap();
+            let each: Vec<f64> = reps
+                .iter()
+                .map(|r| r["aggregate_MBps"].as_f64().unwrap())
+                .collect();
+            // All bytes over all time: within the repeats' own range.
+            let (lo, hi) = each
+                .iter()
+                .fold((f64::INFINITY, 0.0f64), |(l, h), &x| (l.min(x), h.max(x)));
+            assert!(
+                agg >= lo * 0.999 && agg <= hi * 1.001,
+                "{agg} not in {each:?}"
+            );
+            let pair = &p["pairs"][0];
+            assert_eq!(pair["window_time"]["count"], p["windows"], "{p}");
+        }
     }
 
     #[test]

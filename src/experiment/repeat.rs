@@ -42,6 +42,45 @@ pub fn repeated<P: Repeatable, X>(
     Ok((merge_runs(runs, k), err))
 }
 
+/// `repeated` for an MPI command: every rank runs the K sweeps in step;
+/// the rank whose sweeps return a run (rank 0) merges them, the others
+/// return `None`.
+#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
+pub fn repeated_ranked<P: Repeatable, X>(
+    k: u32,
+    progress: &dyn Progress,
+    mut once: impl FnMut(u32, &dyn Progress) -> Result<Option<(Run<P, X>, Option<Error>)>>,
+) -> Result<Option<(Run<P, X>, Option<Error>)>> {
+    if k <= 1 {
+        return once(0, progress);
+    }
+    let relay = Relay {
+        inner: progress,
+        k,
+        repeat: Cell::new(0),
+    };
+    let mut runs: Vec<Run<P, X>> = Vec::new();
+    let mut err = None;
+    for r in 0..k {
+        relay.repeat.set(r);
+        match once(r, &relay)? {
+            None => {}
+            Some((run, e)) => {
+                runs.push(run);
+                if e.is_some() {
+                    err = e;
+                    break;
+                }
+            }
+        }
+    }
+    if runs.is_empty() {
+        return Ok(None);
+    }
+    progress.finish();
+    Ok(Some((merge_runs(runs, k), err)))
+}
+
 /// The K runs as one: the first run's environment and options, every
 /// point merged with its other measurements, warnings of all runs once.
 fn merge_runs<P: Repeatable, X>(runs: Vec<Run<P, X>>, k: u32) -> Run<P, X> {

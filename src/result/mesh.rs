@@ -264,6 +264,91 @@ pub struct PairsPoint {
     pub pairs: Vec<PairRate>,
     /// The run was stopped while this size was measured.
     pub partial: bool,
+    /// Each repeat's `aggregate_MBps`, `messages_per_s` and
+    /// `slowest_pair_MBps` (`--repeat K`).
+    #[serde(flatten)]
+    pub spread: crate::result::Spread,
+}
+
+impl crate::result::Repeatable for PairsPoint {
+    fn identity(&self) -> String {
+        format!("{} B window {}", self.size_bytes, self.window)
+    }
+    fn figures(&self) -> crate::result::Figures {
+        crate::result::Figures::from([
+            ("aggregate_MBps", self.aggregate_mbps),
+            ("messages_per_s", self.messages_per_s),
+            ("slowest_pair_MBps", self.slowest_pair_mbps),
+        ])
+    }
+    /// Every repeat's bytes and messages over every repeat's time: each
+    /// pair's own, and the aggregate's (all pairs' bytes over the longest
+    /// pair's time, as in one repeat).
+    fn merge(reps: Vec<PairsPoint>) -> PairsPoint {
+        let figures: Vec<crate::result::Figures> = reps
+            .iter()
+            .map(crate::result::Repeatable::figures)
+            .collect();
+        let spread = crate::result::Spread::of_repeats(
+            reps.iter().map(|p| p.spread.clone()).collect(),
+            figures,
+        );
+        let first = &reps[0];
+        let per_window = (first.size_bytes * u64::from(first.window)) as f64;
+        let k = first.pairs.len().max(1) as f64;
+        let windows: u64 = reps.iter().map(|p| p.windows).sum();
+        // The aggregate's time in each repeat: its bytes over its rate.
+        let time: f64 = reps
+            .iter()
+            .filter(|p| p.aggregate_mbps > 0.0)
+            .map(|p| k * per_window * p.windows as f64 / (p.aggregate_mbps * 1e6))
+            .sum();
+        let mut pairs: Vec<PairRate> = Vec::new();
+        for p in first.pairs.iter() {
+            let mine: Vec<&PairRate> = reps
+                .iter()
+                .filter_map(|r| r.pairs.iter().find(|q| q.from == p.from && q.to == p.to))
+                .collect();
+            let t: f64 = mine.iter().map(|q| q.timed_s).sum();
+            let parts: Vec<Summary> = mine.iter().map(|q| q.window_time.clone()).collect();
+            let rate = |per: f64| {
+                if t > 0.0 {
+                    per * windows as f64 / t
+                } else {
+                    0.0
+                }
+            };
+            pairs.push(PairRate {
+                from: p.from,
+                to: p.to,
+                bandwidth_mbps: rate(per_window) / 1e6,
+                messages_per_s: rate(f64::from(first.window)),
+                timed_s: t,
+                window_time: crate::measure::distribution::combine(&parts, None),
+            });
+        }
+        let rate = |per: f64| {
+            if time > 0.0 {
+                k * per * windows as f64 / time
+            } else {
+                0.0
+            }
+        };
+        PairsPoint {
+            size_bytes: first.size_bytes,
+            window: first.window,
+            windows,
+            aggregate_mbps: rate(per_window) / 1e6,
+            messages_per_s: rate(f64::from(first.window)),
+            slowest_pair_mbps: pairs
+                .iter()
+                .map(|p| p.bandwidth_mbps)
+                .fold(f64::INFINITY, f64::min),
+            partial: reps.iter().any(|p| p.partial),
+            pairs,
+            spread,
+        }
+    }
 }
 
 /// One pair's share of a `--pairs` point.

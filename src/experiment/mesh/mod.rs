@@ -59,7 +59,6 @@ pub fn pairs(
     progress: &dyn Progress,
 ) -> Result<Option<(crate::result::mesh::PairsRun, Option<Error>)>> {
     cfg.validate()?;
-    no_repeats(cfg.common.out.repeat)?;
     let k = cfg.pairs.unwrap_or(1) as usize;
     if !launched_by_mpi() {
         return Err(Error::usage(format!(
@@ -69,7 +68,9 @@ pub fn pairs(
     }
     #[cfg(feature = "mpi")]
     {
-        pairs::run(cfg, k, stop, progress)
+        crate::experiment::repeat::repeated_ranked(cfg.common.out.repeat, progress, |_, p| {
+            pairs::run(cfg, k, stop, p)
+        })
     }
     #[cfg(not(feature = "mpi"))]
     {
@@ -78,8 +79,9 @@ pub fn pairs(
     }
 }
 
-/// `--repeat K` (K > 1) is refused on the MPI commands: every rank would
-/// have to run the same sweeps and rank 0 merge them, which they do not do.
+/// `--repeat K` (K > 1) is refused on `mesh`: its matrices, outliers,
+/// re-tests and health gate would have to be made again from K sweeps'
+/// merged pairs. (`curve --pairs` repeats: its points merge alone.)
 fn no_repeats(k: u32) -> Result<()> {
     if k > 1 {
         return Err(Error::usage(

@@ -211,5 +211,6 @@ fn point(size: u64, window: u32, windows: u64, timed: Vec<Timed>) -> PairsPoint 
             .fold(f64::INFINITY, f64::min),
         pairs,
         partial: false,
+        spread: crate::result::Spread::default(),
     }
 }
