@@ -93,10 +93,15 @@ fn method(r: &Row) -> String {
     }
 }
 
+/// Marks a (padded) cell: bold in Markdown — the word, not its padding,
+/// or it would not render — coloured on a terminal.
 fn paint(v: Verdict, s: &str, colour: bool, markdown: bool) -> String {
     if markdown {
         return match v {
-            Verdict::Regressed => format!("**{s}**"),
+            Verdict::Regressed => {
+                let word = s.trim_end();
+                format!("**{word}**{}", &s[word.len()..])
+            }
             _ => s.to_string(),
         };
     }
