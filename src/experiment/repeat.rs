@@ -42,6 +42,10 @@ pub fn repeated<P: Repeatable, X>(
     Ok((merge_runs(runs, k), err))
 }
 
+/// What a sweep on one MPI rank gives: rank 0's run (and why it stopped
+/// early, if it did); nothing on the other ranks.
+type Ranked<P, X> = Result<Option<(Run<P, X>, Option<Error>)>>;
+
 /// `repeated` for an MPI command: every rank runs the K sweeps in step;
 /// the rank whose sweeps return a run (rank 0) merges them, the others
 /// return `None`.
@@ -49,8 +53,8 @@ pub fn repeated<P: Repeatable, X>(
 pub fn repeated_ranked<P: Repeatable, X>(
     k: u32,
     progress: &dyn Progress,
-    mut once: impl FnMut(u32, &dyn Progress) -> Result<Option<(Run<P, X>, Option<Error>)>>,
-) -> Result<Option<(Run<P, X>, Option<Error>)>> {
+    mut once: impl FnMut(u32, &dyn Progress) -> Ranked<P, X>,
+) -> Ranked<P, X> {
     if k <= 1 {
         return once(0, progress);
     }
