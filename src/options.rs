@@ -919,6 +919,9 @@ pub struct StreamConfig {
     /// Give up on an I/O that has not completed for this long.
     #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
     pub timeout: Duration,
+    /// Lay out a file for reading even past the sane bound (8 GiB of zeros,
+    /// or half the file system's free space).
+    pub allow_large_layout: bool,
     /// Where the results go.
     #[serde(flatten)]
     pub out: Output,
@@ -949,6 +952,7 @@ impl Default for StreamConfig {
             time_based: false,
             rate: None,
             timeout: Duration::from_secs(10),
+            allow_large_layout: false,
             out: Output::default(),
         }
     }

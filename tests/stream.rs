@@ -596,3 +596,76 @@ fn repeats_keep_each_directions_histogram_blocks_and_repeat_figures_under_a_rate
     assert_eq!(g["total_ios"], 128);
     assert_eq!(g["repeats"].as_array().map(Vec::len), Some(2));
 }
+
+#[test]
+fn a_read_far_past_a_files_end_is_refused_before_any_zero_is_written() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("small.bin");
+    std::fs::write(&f, vec![0u8; 64 << 10]).unwrap();
+    let name = f.to_str().unwrap();
+    // 131 GB in: more than the disk holds here, and over the sane bound
+    // anywhere without --allow-large-layout.
+    for offset in ["131g", "9g"] {
+        let o = stream(
+            dir.path(),
+            &[
+                "--name",
+                "far",
+                "--filename",
+                name,
+                "--rw",
+                "read",
+                "--bs",
+                "4k",
+                "--size",
+                "64k",
+                "--offset",
+                offset,
+                "--quiet",
+            ],
+        );
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{offset}: {e}");
+        assert_eq!(e.trim().lines().count(), 1, "{e}");
+        assert!(e.contains("of zeros") && e.contains("free"), "{e}");
+        assert!(
+            e.contains("--allow-large-layout") || e.contains("lower offset="),
+            "{e}"
+        );
+        assert_eq!(
+            std::fs::metadata(&f).unwrap().len(),
+            64 << 10,
+            "nothing written"
+        );
+    }
+    // A small layout still happens, as fio does it.
+    let o = stream(
+        dir.path(),
+        &[
+            "--name",
+            "near",
+            "--filename",
+            name,
+            "--rw",
+            "read",
+            "--bs",
+            "4k",
+            "--size",
+            "64k",
+            "--offset",
+            "1m",
+            "--quiet",
+            "--format",
+            "json",
+        ],
+    );
+    let d = json(&o);
+    assert!(
+        d["jobs"][0]["prepared"]
+            .as_str()
+            .unwrap()
+            .contains("laid out"),
+        "{d}"
+    );
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), (1 << 20) + (64 << 10));
+}

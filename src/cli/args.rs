@@ -624,6 +624,9 @@ pub struct StreamArgs {
     /// Give up on an I/O that has not completed for this long.
     #[arg(long, value_parser = duration, default_value = "10s")]
     pub timeout: Duration,
+    /// Lay out a file for a read job even when that means writing more than 8 GiB of zeros or half the file system's free space (never more than fits).
+    #[arg(long)]
+    pub allow_large_layout: bool,
     #[command(flatten)]
     pub out: OutputArgs,
 }
@@ -778,6 +781,7 @@ impl From<StreamArgs> for StreamConfig {
             time_based: a.time_based,
             rate: a.rate,
             timeout: a.timeout,
+            allow_large_layout: a.allow_large_layout,
             out: a.out.into(),
         }
     }

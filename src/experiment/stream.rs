@@ -85,6 +85,7 @@ fn once(
         timeout: args.timeout,
         exe,
         t0,
+        allow_large_layout: args.allow_large_layout,
     };
     let sweeping = points.sets.len() > 1;
     let mut first_err: Option<Error> = None;
@@ -280,6 +281,8 @@ struct Ctx {
     timeout: Duration,
     exe: PathBuf,
     t0: Instant,
+    /// `--allow-large-layout`.
+    allow_large_layout: bool,
 }
 
 /// A job's progress, read by the coordinator (its own cache line: the
@@ -827,7 +830,7 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
             (None, Box::new(e))
         }
         None => {
-            let t = Target::open(job, Path::new(&p.path))?;
+            let t = Target::open(job, Path::new(&p.path), ctx.allow_large_layout)?;
             let e = engine::open(job, &t, depth)?;
             (Some(t), e)
         }

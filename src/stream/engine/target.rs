@@ -39,8 +39,9 @@ pub fn job_reads(job: &Job) -> bool {
 }
 
 impl Target {
-    /// Opens `path` (the job's filename after `--map`) for `job`.
-    pub fn open(job: &Job, path: &Path) -> Result<Target> {
+    /// Opens `path` (the job's filename after `--map`) for `job`;
+    /// `allow_large` lifts the sane bound on laying a file out for reading.
+    pub fn open(job: &Job, path: &Path, allow_large: bool) -> Result<Target> {
         // Jobs sharing a file open it at once; one at a time, so one that
         // creates or extends it never truncates what another just extended.
         static PREPARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
@@ -162,6 +163,7 @@ impl Target {
         }
         if kind == TargetKind::File && end > current {
             let step = if job.rw.reads() {
+                check_layout(name, path, current, end, allow_large)?;
                 lay_out(path, current, end).map_err(|e| {
                     Error::run(format!(
                         "job {name}: cannot lay out {shown} to {end} bytes: {e}"
@@ -230,18 +232,97 @@ fn block_size(f: &File) -> std::io::Result<u64> {
     Ok(n)
 }
 
-/// Writes zeros from `from` to `to` so reads find real blocks, as fio lays
-/// out a file before a read job (untimed).
+/// The most zeros a read job's layout writes without `--allow-large-layout`.
+const LAYOUT_BOUND: u64 = 8 << 30;
+
+/// Free bytes (for an unprivileged user) and whether it is tmpfs, of the
+/// file system holding `path`.
+fn file_system(path: &Path) -> Option<(u64, bool)> {
+    use std::os::unix::ffi::OsStrExt;
+    let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
+    // SAFETY: statfs fills the struct; the path is NUL-terminated.
+    let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
+        return None;
+    }
+    const TMPFS_MAGIC: i64 = 0x0102_1994;
+    Some((
+        (st.f_bavail as u64).saturating_mul(st.f_bsize as u64),
+        st.f_type as i64 == TMPFS_MAGIC,
+    ))
+}
+
+/// Refuses a layout that would not fit on the file system, or that passes
+/// the sane bound (8 GiB of zeros, or half the free space) without
+/// `allow_large`: a read job with `offset=` far past a small file's end
+/// would otherwise write zeros until the disk is full.
+fn check_layout(name: &str, path: &Path, from: u64, to: u64, allow_large: bool) -> Result<()> {
+    let need = to - from;
+    let shown = path.display();
+    let gib = |b: u64| format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30));
+    let Some((free, _)) = file_system(path) else {
+        return Ok(());
+    };
+    if need > free.saturating_sub(free / 20) {
+        return Err(Error::usage(format!(
+            "job {name}: reading {shown} up to byte {to} means laying it out first with {} of zeros, but its file system has {} free; lower offset=/size= (e.g. --set size=8m), or map the file elsewhere with --map",
+            gib(need),
+            gib(free)
+        )));
+    }
+    if !allow_large && (need > LAYOUT_BOUND || need > free / 2) {
+        return Err(Error::usage(format!(
+            "job {name}: reading {shown} up to byte {to} means laying it out first with {} of zeros ({} free there); lower offset=/size=, or pass --allow-large-layout if that is meant",
+            gib(need),
+            gib(free)
+        )));
+    }
+    Ok(())
+}
+
+/// Lays out `from..to` so reads find real blocks, as fio does before a
+/// read job (untimed): the space is reserved first with fallocate (so a
+/// full disk fails at once, not half-way), then written with zeros — on
+/// tmpfs the reservation alone gives the same state, zeroed pages. A bar
+/// shows on a terminal for layouts over 256 MiB.
 fn lay_out(path: &Path, from: u64, to: u64) -> std::io::Result<()> {
     use std::os::unix::fs::FileExt;
     // A handle of its own: the job's may be read-only or O_DIRECT.
     let f = OpenOptions::new().write(true).open(path)?;
+    // SAFETY: plain syscall on an open descriptor.
+    let r = unsafe { libc::fallocate(f.as_raw_fd(), 0, from as i64, (to - from) as i64) };
+    if r != 0 {
+        let e = std::io::Error::last_os_error();
+        if e.raw_os_error() == Some(libc::ENOSPC) {
+            return Err(e);
+        }
+        // EOPNOTSUPP and the like: the zeros below do it.
+    } else if file_system(path).is_some_and(|(_, tmpfs)| tmpfs) {
+        return Ok(());
+    }
+    let bar = (to - from > 256 << 20).then(|| {
+        let b = indicatif::ProgressBar::new(to - from);
+        b.set_style(
+            indicatif::ProgressStyle::with_template(
+                "laying out {msg} {bar:30} {bytes}/{total_bytes} ({eta})",
+            )
+            .unwrap_or_else(|_| indicatif::ProgressStyle::default_bar()),
+        );
+        b.set_message(path.display().to_string());
+        b
+    });
     let chunk = vec![0u8; 1 << 20];
     let mut at = from;
     while at < to {
         let n = (to - at).min(chunk.len() as u64) as usize;
         f.write_all_at(&chunk[..n], at)?;
         at += n as u64;
+        if let Some(b) = &bar {
+            b.set_position(at - from);
+        }
+    }
+    if let Some(b) = bar {
+        b.finish_and_clear();
     }
     Ok(())
 }
