@@ -669,3 +669,36 @@ fn a_read_far_past_a_files_end_is_refused_before_any_zero_is_written() {
     );
     assert_eq!(std::fs::metadata(&f).unwrap().len(), (1 << 20) + (64 << 10));
 }
+
+#[test]
+fn the_null_engine_opens_no_file_and_reports_xferbenchs_own_cost_per_io() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("null.fio");
+    std::fs::write(
+        &job,
+        "[global]\nioengine=null\nbs=4k\nsize=8m\n\n[nullread]\nrw=randread\nfilename=never-made\n",
+    )
+    .unwrap();
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    );
+    let d = json(&o);
+    let j = &d["jobs"][0];
+    assert_eq!(j["ioengine"], "null");
+    assert_eq!(j["read"]["total_ios"], 2048);
+    assert!(!dir.path().join("never-made").exists(), "no file opened");
+    let w = j["warnings"].to_string();
+    assert!(w.contains("ns per I/O is xferbench's own cost"), "{w}");
+    // Nothing to verify.
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--set", "verify=crc32c"],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("null engine moves none"),
+        "{}",
+        stderr(&o)
+    );
+}

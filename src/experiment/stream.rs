@@ -809,6 +809,21 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
 /// transport link for `filename=xfer:…`.
 fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>, Box<dyn Engine>)> {
     let job = &p.job;
+    if job.ioengine == IoEngine::Null {
+        if job.verify.is_some() {
+            return Err(Error::usage(format!(
+                "job {}: verify= checks data and the null engine moves none; drop verify= or pick a real engine",
+                job.name
+            )));
+        }
+        if job.size.unwrap_or(0) < job.bs && !job.time_based {
+            return Err(Error::usage(format!(
+                "job {}: the null engine needs size= (at least one block) or time_based with runtime=",
+                job.name
+            )));
+        }
+        return Ok((None, Box::new(engine::Null::new(depth))));
+    }
     Ok(match &p.transport {
         Some(spec) => {
             let size = job.size.unwrap_or(0);
@@ -948,6 +963,12 @@ fn job_warnings(
     failed: bool,
 ) -> Vec<String> {
     let mut warnings = Vec::new();
+    if job.ioengine == IoEngine::Null && ios > 0 && runtime_ns > 0 {
+        warnings.push(format!(
+            "ioengine=null moves no data: its {:.0} ns per I/O is xferbench's own cost (worker loop, clock, recorder), the floor under every engine",
+            runtime_ns as f64 / ios as f64
+        ));
+    }
     if sync_engine && job.iodepth > 1 {
         warnings.push(format!(
             "iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",

@@ -63,6 +63,9 @@ pub enum IoEngine {
     Mmap,
     /// One-way stream over an xferbench transport (`filename=xfer:tcp`).
     Transport,
+    /// fio's `null`: every I/O completes at once, no data moves, no file
+    /// is opened; its rate is xferbench's own cost per I/O.
+    Null,
 }
 
 impl IoEngine {
@@ -73,6 +76,7 @@ impl IoEngine {
             IoEngine::IoUring => "io_uring",
             IoEngine::Mmap => "mmap",
             IoEngine::Transport => "transport",
+            IoEngine::Null => "null",
         }
     }
 }
@@ -354,9 +358,10 @@ impl Job {
             "io_uring" => (IoEngine::IoUring, None),
             "mmap" => (IoEngine::Mmap, None),
             "transport" => (IoEngine::Transport, None),
+            "null" => (IoEngine::Null, None),
             _ => {
                 return Err(o.bad(
-                    "unknown engine; use psync, io_uring, mmap or transport (sync, pvsync and libaio are accepted too)",
+                    "unknown engine; use psync, io_uring, mmap, null or transport (sync, pvsync and libaio are accepted too)",
                 ));
             }
         };

@@ -5,12 +5,14 @@
 mod link;
 mod memory;
 mod mmap;
+mod null;
 mod psync;
 mod target;
 mod uring;
 
 pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
+pub use null::Null;
 pub use target::{Target, TargetKind};
 
 use crate::error::Result;
@@ -68,9 +70,9 @@ pub fn open(job: &Job, target: &Target, depth: usize) -> Result<Box<dyn Engine>>
         IoEngine::Psync => Box::new(psync::Psync::new(target, poll)),
         IoEngine::IoUring => Box::new(uring::Uring::new(target, job, depth)?),
         IoEngine::Mmap => Box::new(mmap::Mmap::new(target, job)?),
-        IoEngine::Transport => {
+        IoEngine::Transport | IoEngine::Null => {
             return Err(crate::error::Error::usage(
-                "the transport engine streams through a link, not a file",
+                "the transport and null engines open no file",
             ));
         }
     })
