@@ -1,7 +1,8 @@
 //! End-to-end tests of `xferbench stream`: the aws-fpga XDMA job files mapped
 //! onto ordinary files, verify catching a flipped byte at its offset, a
 //! 4-worker job whose blocks land at the right offsets, both engines, the
-//! sweep table, fio-shaped JSON, and bad input. Times are never asserted.
+//! sweep table, fio-shaped JSON, bad input, and the stall watchdog (a
+//! rate-limited job is not stuck; a hung I/O is). Times are never asserted.
 
 mod common;
 
