@@ -1,7 +1,8 @@
 //! End-to-end tests of `xferbench stream`: the aws-fpga XDMA job files mapped
 //! onto ordinary files, verify catching a flipped byte at its offset, a
 //! 4-worker job whose blocks land at the right offsets, both engines, the
-//! sweep table, fio-shaped JSON, and bad input. Times are never asserted.
+//! sweep table, fio-shaped JSON, bad input, and the stall watchdog (a
+//! rate-limited job is not stuck; a hung I/O is). Times are never asserted.
 
 mod common;
 
@@ -701,4 +702,73 @@ fn the_null_engine_opens_no_file_and_reports_xferbenchs_own_cost_per_io() {
         "{}",
         stderr(&o)
     );
+}
+
+/// A 4 KiB file and the flags of a read job over `size` of it at `rate`
+/// bytes/s, with `--timeout` (the watchdog gives up after twice that).
+fn slow_job(f: &Path, size: &str, rate: &str, timeout: &str) -> Vec<String> {
+    [
+        "--quiet",
+        "stream",
+        "--name",
+        "slow",
+        "--filename",
+        f.to_str().unwrap(),
+        "--rw",
+        "read",
+        "--bs",
+        "4k",
+        "--size",
+        size,
+        "--rate",
+        rate,
+        "--timeout",
+        timeout,
+        "--format",
+        "json",
+    ]
+    .iter()
+    .map(|s| s.to_string())
+    .collect()
+}
+
+#[test]
+fn a_rate_limited_job_waiting_longer_than_the_stall_limit_is_not_stuck() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r");
+    std::fs::write(&f, vec![7u8; 12 << 10]).unwrap();
+    // One 4 KiB read a second; the watchdog's limit is 2 × 200 ms.
+    let a = slow_job(&f, "12k", "4k", "200ms");
+    let o = xb_in(dir.path(), &args(&a));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(!stderr(&o).contains("no progress"), "{}", stderr(&o));
+    let d = json(&o);
+    assert_eq!(d["jobs"][0]["read"]["total_ios"], 3, "{d}");
+    assert_eq!(d["jobs"][0]["read"]["io_bytes"], 12 << 10, "{d}");
+}
+
+#[test]
+fn an_io_that_never_completes_is_still_a_stall() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("r");
+    std::fs::write(&f, vec![7u8; 16 << 10]).unwrap();
+    // The second I/O blocks forever: without a rate limit, and after a
+    // deliberate 1 s wait for it (the limit counts from the wait's end).
+    for rate in ["0", "4k"] {
+        let a = slow_job(&f, "16k", rate, "200ms");
+        let mut c = common::xferbench();
+        c.args(args(&a))
+            .current_dir(dir.path())
+            .env("XFERBENCH_ENGINE_FAULT", "hang-after:1");
+        let start = std::time::Instant::now();
+        let o = common::finish(c);
+        let e = stderr(&o);
+        assert!(!o.status.success(), "rate={rate}: {e}");
+        assert!(
+            e.contains("job slow made no progress for 400ms"),
+            "rate={rate}: {e}"
+        );
+        // Loose: caught long before the harness's own limit.
+        assert!(start.elapsed() < std::time::Duration::from_secs(60));
+    }
 }

@@ -293,6 +293,52 @@ struct JobProgress {
     bytes: AtomicU64,
     /// ns since t0 of the last completion, to tell a hung job from a slow one.
     last_ns: AtomicU64,
+    /// ns since t0 at which the job's current (or last) deliberate wait ends
+    /// — the rate limiter holding the next I/O until it is due. Written once
+    /// per wait, never per I/O; a job waiting by design is not stuck.
+    wait_until_ns: AtomicU64,
+}
+
+impl JobProgress {
+    /// The time (ns since t0) from which a job with nothing completed is
+    /// stalled: its last completion, or the end of its last deliberate wait,
+    /// whichever is later (0: the job has not started its I/O loop).
+    fn quiet_since(&self) -> u64 {
+        let last = self.last_ns.load(Ordering::Relaxed);
+        if last == 0 {
+            return 0;
+        }
+        last.max(self.wait_until_ns.load(Ordering::Relaxed))
+    }
+
+    /// Waits until `until` (or a stop), saying so first, so that the
+    /// watchdog measures a stall from the end of the wait, not from the last
+    /// completion. Sleeps in short slices: a wait may be long (`rate=300`
+    /// with 4 KiB blocks is one I/O every 13 s) and Ctrl-C must not wait.
+    fn wait(&self, t0: Instant, now: Instant, until: Instant, stop: &AtomicBool) {
+        if until <= now {
+            return;
+        }
+        self.wait_until_ns.store(
+            until.duration_since(t0).as_nanos() as u64,
+            Ordering::Relaxed,
+        );
+        loop {
+            let left = until.saturating_duration_since(Instant::now());
+            if left.is_zero() || stop.load(Ordering::Relaxed) {
+                return;
+            }
+            std::thread::sleep(left.min(Duration::from_millis(100)));
+        }
+    }
+}
+
+/// Whether a job quiet since `since` (ns since t0; 0: not started) is
+/// stalled at `now` under `limit`: nothing completed for longer than the
+/// limit, counted from its last completion or the end of its last
+/// deliberate wait (a wait still running is never a stall).
+fn stalled(since: u64, now: u64, limit: Duration) -> bool {
+    since > 0 && now.saturating_sub(since) > limit.as_nanos() as u64
 }
 
 #[derive(Clone, Copy, PartialEq, Eq)]
@@ -388,11 +434,7 @@ fn run_set(
             let now = ctx.t0.elapsed().as_nanos() as u64;
             let st = states.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
             for (i, p) in progress.iter().enumerate() {
-                let last = p.last_ns.load(Ordering::Relaxed);
-                if st[i] == State::Running
-                    && last > 0
-                    && now.saturating_sub(last) > ctx.timeout.as_nanos() as u64 * 2
-                {
+                if st[i] == State::Running && stalled(p.quiet_since(), now, ctx.timeout * 2) {
                     eprintln!(
                         "xferbench: error: job {} made no progress for {} (stuck in the kernel on {}); giving up",
                         jobs[i].job.name,
@@ -710,11 +752,17 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             continue;
         }
         let moved = bytes[0] + bytes[1];
-        if let Some(rate) = job.rate.filter(|r| *r > 0) {
+        // The rate limiter holds the next I/O until it is due (none after
+        // the last one); the watchdog is told, as the gap may be longer than
+        // its limit.
+        if let Some(rate) = job.rate.filter(|r| *r > 0)
+            && issued < total_ios
+            && !stopping
+        {
             let due = measure_start + Duration::from_secs_f64(moved as f64 / rate as f64);
-            if due > now {
-                std::thread::sleep(due - now);
-            }
+            // Not past the job's runtime: a time-based job ends on time.
+            let until = deadline.map_or(due, |d| due.min(d));
+            prog.wait(ctx.t0, now, until, stop);
         }
         if let Some(min) = job.ratemin.filter(|r| *r > 0) {
             let span = now.duration_since(window.0);
@@ -1132,6 +1180,28 @@ fn sweep_row(bs: u64, results: &[JobResult], recs: &[Recorded]) -> SweepRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn stall_is_counted_from_the_end_of_a_deliberate_wait() {
+        let s = 1_000_000_000u64;
+        let limit = Duration::from_secs(20);
+        let p = JobProgress::default();
+        // Not started: never stalled.
+        assert!(!stalled(p.quiet_since(), 100 * s, limit));
+        p.last_ns.store(s, Ordering::Relaxed);
+        assert!(!stalled(p.quiet_since(), 20 * s, limit));
+        assert!(stalled(p.quiet_since(), 22 * s, limit));
+        // Rate-limited: the next I/O is due at 31 s; waiting is not a stall,
+        // and the limit runs from the end of the wait.
+        p.wait_until_ns.store(31 * s, Ordering::Relaxed);
+        assert!(!stalled(p.quiet_since(), 25 * s, limit));
+        assert!(!stalled(p.quiet_since(), 50 * s, limit));
+        assert!(stalled(p.quiet_since(), 52 * s, limit));
+        // A later completion moves it on again.
+        p.last_ns.store(60 * s, Ordering::Relaxed);
+        assert!(!stalled(p.quiet_since(), 79 * s, limit));
+        assert!(stalled(p.quiet_since(), 81 * s, limit));
+    }
 
     #[test]
     fn random_order_is_a_permutation() {

@@ -66,7 +66,7 @@ pub trait Engine {
 /// Opens the engine `job` names on `target`, for `depth` I/Os in flight.
 pub fn open(job: &Job, target: &Target, depth: usize) -> Result<Box<dyn Engine>> {
     let poll = job.completion() == Completion::Poll;
-    Ok(match job.ioengine {
+    let eng: Box<dyn Engine> = match job.ioengine {
         IoEngine::Psync => Box::new(psync::Psync::new(target, poll)),
         IoEngine::IoUring => Box::new(uring::Uring::new(target, job, depth)?),
         IoEngine::Mmap => Box::new(mmap::Mmap::new(target, job)?),
@@ -75,7 +75,56 @@ pub fn open(job: &Job, target: &Target, depth: usize) -> Result<Box<dyn Engine>>
                 "the transport and null engines open no file",
             ));
         }
+    };
+    Ok(match hang_after_from_env() {
+        Some(after) => Box::new(Hang {
+            inner: eng,
+            after,
+            queued: 0,
+        }),
+        None => eng,
     })
+}
+
+/// `XFERBENCH_ENGINE_FAULT=hang-after:N` (for tests of the stall watchdog):
+/// the engine's I/O after the N-th never completes, as a read of a device
+/// that never answers would block in the kernel.
+fn hang_after_from_env() -> Option<u64> {
+    let v = std::env::var("XFERBENCH_ENGINE_FAULT").ok()?;
+    let (kind, n) = v.split_once(':')?;
+    (kind == "hang-after").then(|| n.parse().ok())?
+}
+
+/// An engine whose I/Os after the first `after` block forever in `queue`
+/// (a synchronous engine stuck in a syscall); the rest goes to `inner`.
+struct Hang {
+    inner: Box<dyn Engine>,
+    after: u64,
+    queued: u64,
+}
+
+impl Engine for Hang {
+    fn queue(&mut self, op: Op) -> Result<()> {
+        if self.queued >= self.after {
+            loop {
+                std::thread::park();
+            }
+        }
+        self.queued += 1;
+        self.inner.queue(op)
+    }
+    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+        self.inner.reap(min, timeout, out)
+    }
+    fn sync(&mut self) -> Result<()> {
+        self.inner.sync()
+    }
+    fn completion_detail(&self) -> String {
+        self.inner.completion_detail()
+    }
+    fn device(&mut self) -> Option<serde_json::Value> {
+        self.inner.device()
+    }
 }
 
 /// errno as text, for messages.
