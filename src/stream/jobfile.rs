@@ -3,7 +3,7 @@
 //! Every option goes through [`Job::set`], so the file and the flags agree.
 
 use crate::error::{Error, Result};
-use crate::stream::job::{Job, SetOutcome};
+use crate::stream::job::{Job, NAME_KEYWORDS, SetOutcome};
 use std::path::Path;
 
 /// A parsed job file: the jobs in order (clones expanded) and one warning per
@@ -131,6 +131,10 @@ pub fn parse(
             if c > 0 {
                 (j.new_group, j.stonewall) = (false, false);
             }
+            let name = j.resolved_filename().map_err(|m| {
+                Error::usage(format!("{path}:{}: job {}: {m}", job.line, job.name))
+            })?;
+            j.filename = Some(name);
             j.offset = u64::from(c)
                 .checked_mul(job.offset_increment)
                 .and_then(|d| d.checked_add(job.offset))
@@ -220,6 +224,14 @@ fn expand(v: &str, env: &dyn Fn(&str) -> Option<String>) -> std::result::Result<
             return Err(format!(
                 "arithmetic $(...) in '{v}' is not supported; write the value out"
             ));
+        } else if let Some(k) = NAME_KEYWORDS.iter().find(|k| {
+            rest.get(..k.len() - 1)
+                .is_some_and(|h| h.eq_ignore_ascii_case(&k[1..]))
+        }) {
+            // filename_format's keywords stay for the job to expand.
+            out.push_str(&v[v.len() - rest.len() - 1..][..k.len()]);
+            rest = &rest[k.len() - 1..];
+            continue;
         } else {
             let end = rest
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
