@@ -762,6 +762,32 @@ mod tests {
     }
 
     #[test]
+    fn filename_format_expansion() {
+        let x = |f: &str, c| expand_filename_format(f, "job", c, 0).unwrap();
+        assert_eq!(x(DEFAULT_FILENAME_FORMAT, 0), "job.0.0");
+        assert_eq!(x("$jobname.$jobnum.$filenum", 7), "job.7.0");
+        assert_eq!(x("/d/$JobName-$JOBNUM", 2), "/d/job-2");
+        assert_eq!(x("$$cost$", 1), "$$cost$");
+        assert!(expand_filename_format("$clientuid", "j", 0, 0).is_err());
+        let mut j = Job {
+            name: "w".into(),
+            clone: 3,
+            ..Job::default()
+        };
+        assert_eq!(j.resolved_filename().unwrap(), "w.3.0");
+        set(&mut j, "directory", Some("/tmp/x")).unwrap();
+        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/w.3.0");
+        set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
+        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/f3");
+        set(&mut j, "filename", Some("/dev/sda")).unwrap();
+        assert_eq!(j.resolved_filename().unwrap(), "/dev/sda");
+        set(&mut j, "nrfiles", Some("2")).unwrap();
+        assert!(j.resolved_filename().unwrap_err().starts_with("nrfiles=2:"));
+        set(&mut j, "directory", Some(r"/a\:b")).unwrap();
+        assert_eq!(j.directory.as_deref(), Some("/a:b"));
+    }
+
+    #[test]
     fn numbers_durations_cpus() {
         let mut j = Job::default();
         set(&mut j, "runtime", Some("30")).unwrap();

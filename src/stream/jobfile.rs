@@ -424,6 +424,38 @@ mod tests {
     }
 
     #[test]
+    fn default_filenames_as_fio_makes_them() {
+        let names = |t: &str| -> Vec<String> {
+            ok(t).jobs.into_iter().map(|j| j.filename.unwrap()).collect()
+        };
+        // No filename=: jobname.jobnum.filenum, one per clone, here.
+        assert_eq!(
+            names("[seq-w]\nnumjobs=3\n[r]\n"),
+            ["seq-w.0.0", "seq-w.1.0", "seq-w.2.0", "r.0.0"]
+        );
+        // directory= holds generated and relative names, not absolute ones.
+        assert_eq!(
+            names("[global]\ndirectory=/mnt/t\n[a]\nnumjobs=2\n[b]\nfilename=f\n[c]\nfilename=/dev/x\n[d]\nfilename=xfer:tcp\n"),
+            ["/mnt/t/a.0.0", "/mnt/t/a.1.0", "/mnt/t/f", "/dev/x", "xfer:tcp"]
+        );
+        // filename_format= with its keywords (any case), not taken for
+        // environment variables.
+        assert_eq!(
+            names("[global]\nfilename_format=data/$JOBNAME-$jobnumx$filenum.$jobname$\n[j]\nnumjobs=2\n"),
+            ["data/j-0x0.j$", "data/j-1x0.j$"]
+        );
+        assert!(
+            err("[j]\nfilename_format=f.$clientuid\n").starts_with("t.fio:1: job j: filename_format=f.$clientuid: $clientuid is fio's client address"),
+        );
+        assert_eq!(
+            err("\n[j]\nnrfiles=4\n"),
+            "t.fio:2: job j: nrfiles=4: several files per job are not supported; use one file per job (numjobs=N gives each clone its own file)"
+        );
+        assert_eq!(names("[j]\nnrfiles=1\n"), ["j.0.0"]);
+        assert!(err("[j]\ndirectory=/a:/b\n").contains("several directories"));
+    }
+
+    #[test]
     fn groups() {
         let f = ok("[a]\n[b]\n[c]\nstonewall\n[d]\nnew_group=1\n[e]\nwait_for_previous=0\n");
         let g: Vec<u32> = f.jobs.iter().map(|j| j.group).collect();
