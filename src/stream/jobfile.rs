@@ -131,9 +131,9 @@ pub fn parse(
             if c > 0 {
                 (j.new_group, j.stonewall) = (false, false);
             }
-            let name = j.resolved_filename().map_err(|m| {
-                Error::usage(format!("{path}:{}: job {}: {m}", job.line, job.name))
-            })?;
+            let name = j
+                .resolved_filename()
+                .map_err(|m| Error::usage(format!("{path}:{}: job {}: {m}", job.line, job.name)))?;
             j.filename = Some(name);
             j.offset = u64::from(c)
                 .checked_mul(job.offset_increment)
@@ -426,7 +426,11 @@ mod tests {
     #[test]
     fn default_filenames_as_fio_makes_them() {
         let names = |t: &str| -> Vec<String> {
-            ok(t).jobs.into_iter().map(|j| j.filename.unwrap()).collect()
+            ok(t)
+                .jobs
+                .into_iter()
+                .map(|j| j.filename.unwrap())
+                .collect()
         };
         // No filename=: jobname.jobnum.filenum, one per clone, here.
         assert_eq!(
@@ -435,18 +439,28 @@ mod tests {
         );
         // directory= holds generated and relative names, not absolute ones.
         assert_eq!(
-            names("[global]\ndirectory=/mnt/t\n[a]\nnumjobs=2\n[b]\nfilename=f\n[c]\nfilename=/dev/x\n[d]\nfilename=xfer:tcp\n"),
-            ["/mnt/t/a.0.0", "/mnt/t/a.1.0", "/mnt/t/f", "/dev/x", "xfer:tcp"]
+            names(
+                "[global]\ndirectory=/mnt/t\n[a]\nnumjobs=2\n[b]\nfilename=f\n[c]\nfilename=/dev/x\n[d]\nfilename=xfer:tcp\n"
+            ),
+            [
+                "/mnt/t/a.0.0",
+                "/mnt/t/a.1.0",
+                "/mnt/t/f",
+                "/dev/x",
+                "xfer:tcp"
+            ]
         );
         // filename_format= with its keywords (any case), not taken for
         // environment variables.
         assert_eq!(
-            names("[global]\nfilename_format=data/$JOBNAME-$jobnumx$filenum.$jobname$\n[j]\nnumjobs=2\n"),
+            names(
+                "[global]\nfilename_format=data/$JOBNAME-$jobnumx$filenum.$jobname$\n[j]\nnumjobs=2\n"
+            ),
             ["data/j-0x0.j$", "data/j-1x0.j$"]
         );
-        assert!(
-            err("[j]\nfilename_format=f.$clientuid\n").starts_with("t.fio:1: job j: filename_format=f.$clientuid: $clientuid is fio's client address"),
-        );
+        assert!(err("[j]\nfilename_format=f.$clientuid\n").starts_with(
+            "t.fio:1: job j: filename_format=f.$clientuid: $clientuid is fio's client address"
+        ),);
         assert_eq!(
             err("\n[j]\nnrfiles=4\n"),
             "t.fio:2: job j: nrfiles=4: several files per job are not supported; use one file per job (numjobs=N gives each clone its own file)"
