@@ -772,3 +772,39 @@ fn an_io_that_never_completes_is_still_a_stall() {
         assert!(start.elapsed() < std::time::Duration::from_secs(60));
     }
 }
+
+#[test]
+fn a_job_without_filename_uses_fios_default_name_in_the_working_directory() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("noname.fio");
+    std::fs::write(
+        &job,
+        "[global]\nbs=4k\nsize=64k\n\n[name]\nrw=write\nnumjobs=2\n\n[sub]\nstonewall\nrw=read\ndirectory=d\nfilename_format=$jobname-$jobnum\n",
+    )
+    .unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let d = json(&o);
+    let names: Vec<&str> = d["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["filename"].as_str().unwrap())
+        .collect();
+    assert_eq!(names, ["name.0.0", "name.1.0", "d/sub-0"]);
+    for f in ["name.0.0", "name.1.0", "d/sub-0"] {
+        let m = std::fs::metadata(dir.path().join(f)).unwrap();
+        assert_eq!(m.len(), 64 << 10, "{f}");
+    }
+    // nrfiles=2 is refused in one line that names the file and line.
+    std::fs::write(&job, "[global]\nsize=64k\n[n]\nnrfiles=2\n").unwrap();
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let e = stderr(&o);
+    assert!(e.contains("noname.fio:3: job n: nrfiles=2"), "{e}");
+    assert_eq!(e.lines().count(), 1, "{e}");
+}

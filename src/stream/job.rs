@@ -5,6 +5,7 @@
 use crate::error::{Error, Result};
 use crate::units::parse_fio_size;
 use serde::Serialize;
+use std::path::Path;
 use std::time::Duration;
 
 /// fio's `rw=`.
@@ -129,6 +130,13 @@ pub struct Job {
     /// Reporting group: starts at 0, +1 at every `new_group` or `stonewall`.
     pub group: u32,
     pub filename: Option<String>,
+    /// `directory=`: where a relative or generated filename lives.
+    pub directory: Option<String>,
+    /// `filename_format=`: how a job without `filename=` names its file
+    /// (fio's default `$jobname.$jobnum.$filenum`).
+    pub filename_format: Option<String>,
+    /// `nrfiles=`: files per job; only 1 is supported.
+    pub nrfiles: u32,
     /// `filesize=`: the target's size, used when the target reports none
     /// (a character device) or when a file is created.
     pub filesize: Option<u64>,
@@ -190,6 +198,9 @@ impl Default for Job {
             clone: 0,
             group: 0,
             filename: None,
+            directory: None,
+            filename_format: None,
+            nrfiles: 1,
             filesize: None,
             size: None,
             offset: 0,
@@ -249,6 +260,90 @@ impl Job {
     }
 }
 
+/// fio's `filename_format=` keywords (matched in any case).
+pub const NAME_KEYWORDS: [&str; 4] = ["$jobname", "$jobnum", "$filenum", "$clientuid"];
+
+/// fio's default `filename_format=`.
+pub const DEFAULT_FILENAME_FORMAT: &str = "$jobname.$jobnum.$filenum";
+
+/// Expands a `filename_format=` as fio does: `$jobname` is the job's name,
+/// `$jobnum` its clone (0..numjobs-1), `$filenum` the file (0..nrfiles-1).
+/// `$clientuid` (fio's client address in client/server mode) is refused.
+pub fn expand_filename_format(
+    fmt: &str,
+    jobname: &str,
+    jobnum: u32,
+    filenum: u32,
+) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(fmt.len() + jobname.len());
+    let mut rest = fmt;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let kw = NAME_KEYWORDS.iter().find(|k| {
+            rest.get(..k.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(k))
+        });
+        match kw.copied() {
+            Some("$jobname") => out.push_str(jobname),
+            Some("$jobnum") => out.push_str(&jobnum.to_string()),
+            Some("$filenum") => out.push_str(&filenum.to_string()),
+            Some(_) => {
+                return Err(format!(
+                    "filename_format={fmt}: $clientuid is fio's client address in client/server mode, which xferbench does not have; drop it"
+                ));
+            }
+            None => {
+                out.push('$');
+                rest = &rest[1..];
+                continue;
+            }
+        }
+        rest = &rest[kw.map_or(1, |k| k.len())..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl Job {
+    /// The file this clone uses: `filename=` (under `directory=` when it is
+    /// a relative path), or without one fio's generated name,
+    /// `directory/filename_format` (default `jobname.jobnum.0`, in the
+    /// current directory). Errors carry no location; the caller adds it.
+    pub fn resolved_filename(&self) -> std::result::Result<String, String> {
+        if self.nrfiles > 1 {
+            return Err(format!(
+                "nrfiles={}: several files per job are not supported; use one file per job (numjobs=N gives each clone its own file)",
+                self.nrfiles
+            ));
+        }
+        let under_dir = |name: String| match &self.directory {
+            Some(d) if !name.starts_with('/') => {
+                Path::new(d).join(&name).to_string_lossy().into_owned()
+            }
+            _ => name,
+        };
+        match &self.filename {
+            Some(f) if f.starts_with(TRANSPORT_PREFIX) => Ok(f.clone()),
+            Some(f) => Ok(under_dir(f.clone())),
+            None => {
+                let fmt = self
+                    .filename_format
+                    .as_deref()
+                    .filter(|f| !f.is_empty())
+                    .unwrap_or(DEFAULT_FILENAME_FORMAT);
+                let name = expand_filename_format(fmt, &self.name, self.clone, 0)?;
+                if name.is_empty() {
+                    return Err(format!(
+                        "filename_format={fmt} gives an empty file name; name the file with filename="
+                    ));
+                }
+                Ok(under_dir(name))
+            }
+        }
+    }
+}
+
 /// What [`Job::set`] did with an option.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SetOutcome {
@@ -269,6 +364,9 @@ impl Job {
         match key {
             "name" => self.name = o.value()?.to_string(),
             "filename" => self.filename = Some(o.filename()?),
+            "directory" => self.directory = Some(o.directory()?),
+            "filename_format" => self.filename_format = Some(o.value()?.to_string()),
+            "nrfiles" | "nr_files" => self.nrfiles = o.int(1, 1 << 20)?,
             "filesize" => self.filesize = Some(o.size()?),
             "size" | "io_size" | "io_limit" => self.size = Some(o.size()?),
             "offset" => self.offset = o.size()?,
@@ -482,6 +580,16 @@ impl<'a> Opt<'a> {
         Ok(out)
     }
 
+    /// fio separates several directories with ':'; xferbench takes one.
+    fn directory(&self) -> Result<String> {
+        let v = self.value()?;
+        let out = v.replace(r"\:", "\0");
+        if out.contains(':') {
+            return Err(self.bad("several directories are not supported; name one"));
+        }
+        Ok(out.replace('\0', ":"))
+    }
+
     fn rw(&self) -> Result<Rw> {
         Ok(match self.value()? {
             "read" => Rw::Read,
@@ -656,6 +764,32 @@ mod tests {
             err("filename", Some("/dev/a:/dev/b")),
             "filename=/dev/a:/dev/b: multiple files per job are not supported; use one job per file"
         );
+    }
+
+    #[test]
+    fn filename_format_expansion() {
+        let x = |f: &str, c| expand_filename_format(f, "job", c, 0).unwrap();
+        assert_eq!(x(DEFAULT_FILENAME_FORMAT, 0), "job.0.0");
+        assert_eq!(x("$jobname.$jobnum.$filenum", 7), "job.7.0");
+        assert_eq!(x("/d/$JobName-$JOBNUM", 2), "/d/job-2");
+        assert_eq!(x("$$cost$", 1), "$$cost$");
+        assert!(expand_filename_format("$clientuid", "j", 0, 0).is_err());
+        let mut j = Job {
+            name: "w".into(),
+            clone: 3,
+            ..Job::default()
+        };
+        assert_eq!(j.resolved_filename().unwrap(), "w.3.0");
+        set(&mut j, "directory", Some("/tmp/x")).unwrap();
+        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/w.3.0");
+        set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
+        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/f3");
+        set(&mut j, "filename", Some("/dev/sda")).unwrap();
+        assert_eq!(j.resolved_filename().unwrap(), "/dev/sda");
+        set(&mut j, "nrfiles", Some("2")).unwrap();
+        assert!(j.resolved_filename().unwrap_err().starts_with("nrfiles=2:"));
+        set(&mut j, "directory", Some(r"/a\:b")).unwrap();
+        assert_eq!(j.directory.as_deref(), Some("/a:b"));
     }
 
     #[test]

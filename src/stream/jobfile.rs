@@ -3,7 +3,7 @@
 //! Every option goes through [`Job::set`], so the file and the flags agree.
 
 use crate::error::{Error, Result};
-use crate::stream::job::{Job, SetOutcome};
+use crate::stream::job::{Job, NAME_KEYWORDS, SetOutcome};
 use std::path::Path;
 
 /// A parsed job file: the jobs in order (clones expanded) and one warning per
@@ -131,6 +131,10 @@ pub fn parse(
             if c > 0 {
                 (j.new_group, j.stonewall) = (false, false);
             }
+            let name = j
+                .resolved_filename()
+                .map_err(|m| Error::usage(format!("{path}:{}: job {}: {m}", job.line, job.name)))?;
+            j.filename = Some(name);
             j.offset = u64::from(c)
                 .checked_mul(job.offset_increment)
                 .and_then(|d| d.checked_add(job.offset))
@@ -220,6 +224,14 @@ fn expand(v: &str, env: &dyn Fn(&str) -> Option<String>) -> std::result::Result<
             return Err(format!(
                 "arithmetic $(...) in '{v}' is not supported; write the value out"
             ));
+        } else if let Some(k) = NAME_KEYWORDS.iter().find(|k| {
+            rest.get(..k.len() - 1)
+                .is_some_and(|h| h.eq_ignore_ascii_case(&k[1..]))
+        }) {
+            // filename_format's keywords stay for the job to expand.
+            out.push_str(&v[v.len() - rest.len() - 1..][..k.len()]);
+            rest = &rest[k.len() - 1..];
+            continue;
         } else {
             let end = rest
                 .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
@@ -409,6 +421,52 @@ mod tests {
                 ("b", 0, 0, 0, false),
             ]
         );
+    }
+
+    #[test]
+    fn default_filenames_as_fio_makes_them() {
+        let names = |t: &str| -> Vec<String> {
+            ok(t)
+                .jobs
+                .into_iter()
+                .map(|j| j.filename.unwrap())
+                .collect()
+        };
+        // No filename=: jobname.jobnum.filenum, one per clone, here.
+        assert_eq!(
+            names("[seq-w]\nnumjobs=3\n[r]\n"),
+            ["seq-w.0.0", "seq-w.1.0", "seq-w.2.0", "r.0.0"]
+        );
+        // directory= holds generated and relative names, not absolute ones.
+        assert_eq!(
+            names(
+                "[global]\ndirectory=/mnt/t\n[a]\nnumjobs=2\n[b]\nfilename=f\n[c]\nfilename=/dev/x\n[d]\nfilename=xfer:tcp\n"
+            ),
+            [
+                "/mnt/t/a.0.0",
+                "/mnt/t/a.1.0",
+                "/mnt/t/f",
+                "/dev/x",
+                "xfer:tcp"
+            ]
+        );
+        // filename_format= with its keywords (any case), not taken for
+        // environment variables.
+        assert_eq!(
+            names(
+                "[global]\nfilename_format=data/$JOBNAME-$jobnumx$filenum.$jobname$\n[j]\nnumjobs=2\n"
+            ),
+            ["data/j-0x0.j$", "data/j-1x0.j$"]
+        );
+        assert!(err("[j]\nfilename_format=f.$clientuid\n").starts_with(
+            "t.fio:1: job j: filename_format=f.$clientuid: $clientuid is fio's client address"
+        ),);
+        assert_eq!(
+            err("\n[j]\nnrfiles=4\n"),
+            "t.fio:2: job j: nrfiles=4: several files per job are not supported; use one file per job (numjobs=N gives each clone its own file)"
+        );
+        assert_eq!(names("[j]\nnrfiles=1\n"), ["j.0.0"]);
+        assert!(err("[j]\ndirectory=/a:/b\n").contains("several directories"));
     }
 
     #[test]
