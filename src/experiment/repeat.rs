@@ -19,27 +19,8 @@ pub fn repeated<P: Repeatable, X>(
     progress: &dyn Progress,
     mut once: impl FnMut(u32, &dyn Progress) -> Result<(Run<P, X>, Option<Error>)>,
 ) -> Result<(Run<P, X>, Option<Error>)> {
-    if k <= 1 {
-        return once(0, progress);
-    }
-    let relay = Relay {
-        inner: progress,
-        k,
-        repeat: Cell::new(0),
-    };
-    let mut runs: Vec<Run<P, X>> = Vec::new();
-    let mut err = None;
-    for r in 0..k {
-        relay.repeat.set(r);
-        let (run, e) = once(r, &relay)?;
-        runs.push(run);
-        if e.is_some() {
-            err = e;
-            break;
-        }
-    }
-    progress.finish();
-    Ok((merge_runs(runs, k), err))
+    repeated_ranked(k, progress, |r, p| once(r, p).map(Some))?
+        .ok_or_else(|| Error::run("no repeat gave a result"))
 }
 
 /// What a sweep on one MPI rank gives: rank 0's run (and why it stopped
@@ -49,7 +30,6 @@ type Ranked<P, X> = Result<Option<(Run<P, X>, Option<Error>)>>;
 /// `repeated` for an MPI command: every rank runs the K sweeps in step;
 /// the rank whose sweeps return a run (rank 0) merges them, the others
 /// return `None`.
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn repeated_ranked<P: Repeatable, X>(
     k: u32,
     progress: &dyn Progress,
