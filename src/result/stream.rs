@@ -38,22 +38,7 @@ pub struct Clat {
 
 impl Clat {
     pub(crate) fn of(r: &Recorder) -> Clat {
-        let s = r.summary();
-        Clat {
-            min: s.min_ns,
-            max: s.max_ns,
-            mean: s.mean_ns,
-            stddev: s.stddev_ns,
-            n: s.count,
-            percentile: if s.count == 0 {
-                BTreeMap::new()
-            } else {
-                PERCENTILES
-                    .iter()
-                    .map(|p| (format!("{p:.6}"), r.quantile(p / 100.0)))
-                    .collect()
-            },
-        }
+        Clat::from(&r.summary(), |p| r.quantile(p / 100.0))
     }
 
     /// Several parts' I/Os together: count, mean, stddev, min and max
@@ -63,6 +48,19 @@ impl Clat {
         let summaries: Vec<Summary> = parts.iter().map(|c| c.summary()).collect();
         let s = combine(&summaries, merged);
         let with: Vec<&&Clat> = parts.iter().filter(|c| c.n > 0).collect();
+        Clat::from(&s, |p| match merged {
+            Some(h) => quantile(h, p / 100.0, s.min_ns, s.max_ns),
+            None => {
+                let mut v: Vec<u64> = with.iter().map(|c| c.at(p)).collect();
+                v.sort_unstable();
+                v[v.len() / 2]
+            }
+        })
+    }
+
+    /// A summary's moments, with fio's percentile list from `at` (percent
+    /// in, ns out); no percentiles without samples.
+    fn from(s: &Summary, at: impl Fn(f64) -> u64) -> Clat {
         Clat {
             min: s.min_ns,
             max: s.max_ns,
@@ -74,17 +72,7 @@ impl Clat {
             } else {
                 PERCENTILES
                     .iter()
-                    .map(|p| {
-                        let v = match merged {
-                            Some(h) => quantile(h, p / 100.0, s.min_ns, s.max_ns),
-                            None => {
-                                let mut v: Vec<u64> = with.iter().map(|c| c.at(*p)).collect();
-                                v.sort_unstable();
-                                v[v.len() / 2]
-                            }
-                        };
-                        (format!("{p:.6}"), v)
-                    })
+                    .map(|&p| (format!("{p:.6}"), at(p)))
                     .collect()
             },
         }
