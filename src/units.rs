@@ -208,11 +208,11 @@ pub fn parse_fio_size(s: &str) -> Result<u64> {
     let (num, suffix) = t.split_at(end);
     let shift = match suffix.trim().to_ascii_lowercase().as_str() {
         "" | "b" => 0,
-        "k" | "kb" | "kib" => 10,
-        "m" | "mb" | "mib" => 20,
-        "g" | "gb" | "gib" => 30,
-        "t" | "tb" | "tib" => 40,
-        "p" | "pb" | "pib" => 50,
+        "k" | "kb" | "ki" | "kib" => 10,
+        "m" | "mb" | "mi" | "mib" => 20,
+        "g" | "gb" | "gi" | "gib" => 30,
+        "t" | "tb" | "ti" | "tib" => 40,
+        "p" | "pb" | "pi" | "pib" => 50,
         _ => return Err(bad()),
     };
     let (int, frac) = num.split_once('.').unwrap_or((num, ""));

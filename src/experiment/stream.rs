@@ -175,7 +175,11 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
     }
     if let Some((_, first)) = sets.first() {
         for (old, _) in &args.map {
-            if !first.iter().any(|p| p.mapped_from.as_deref() == Some(old)) {
+            let used = |f: &str| f == old || under(f, old).is_some();
+            if !first
+                .iter()
+                .any(|p| p.mapped_from.as_deref().is_some_and(used))
+            {
                 warnings.push(format!("--map {old}=…: no job uses {old}"));
             }
         }
@@ -193,8 +197,8 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
                 "job {name}: no filename; set filename= in the job or --filename"
             )));
         };
-        let (path, mapped_from) = match map.iter().rev().find(|(old, _)| *old == file) {
-            Some((_, new)) => (new.clone(), Some(file.clone())),
+        let (path, mapped_from) = match mapped(&file, map) {
+            Some(new) => (new, Some(file.clone())),
             None => (file.clone(), None),
         };
         let transport = match engine::transport_spec(&path) {
@@ -274,6 +278,33 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
         });
     }
     Ok(out)
+}
+
+/// Where `--map` sends `file`: the last rule naming it exactly, else the
+/// last rule naming a directory above it (`--map /mnt/nvme=/tmp/x` sends
+/// `/mnt/nvme/job.0.0` to `/tmp/x/job.0.0`), so a job file's `directory=`
+/// can be mapped as its devices are.
+fn mapped(file: &str, map: &[(String, String)]) -> Option<String> {
+    map.iter()
+        .rev()
+        .find(|(old, _)| old == file)
+        .map(|(_, new)| new.clone())
+        .or_else(|| {
+            map.iter()
+                .rev()
+                .find_map(|(old, new)| under(file, old).map(|rest| join(new, rest)))
+        })
+}
+
+/// The rest of `file` below directory `dir`, if it lies below it.
+fn under<'a>(file: &'a str, dir: &str) -> Option<&'a str> {
+    file.strip_prefix(dir.trim_end_matches('/'))?
+        .strip_prefix('/')
+        .filter(|r| !r.is_empty())
+}
+
+fn join(dir: &str, rest: &str) -> String {
+    Path::new(dir).join(rest).to_string_lossy().into_owned()
 }
 
 /// What every worker shares.
@@ -1180,6 +1211,26 @@ fn sweep_row(bs: u64, results: &[JobResult], recs: &[Recorded]) -> SweepRow {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn map_rules_exact_first_then_directories() {
+        let m = |a: &str, b: &str| (a.to_string(), b.to_string());
+        let map = [
+            m("/mnt/nvme", "/tmp/x"),
+            m("/dev/sdb", "/tmp/sdb"),
+            m("/mnt/nvme/special", "/tmp/s"),
+        ];
+        assert_eq!(mapped("/dev/sdb", &map).as_deref(), Some("/tmp/sdb"));
+        assert_eq!(mapped("/dev/sdb1", &map), None);
+        assert_eq!(
+            mapped("/mnt/nvme/job.0.0", &map).as_deref(),
+            Some("/tmp/x/job.0.0")
+        );
+        assert_eq!(mapped("/mnt/nvme/special", &map).as_deref(), Some("/tmp/s"));
+        assert_eq!(mapped("/mnt/nvme2/f", &map), None);
+        let slash = [m("/data/", "/tmp/d")];
+        assert_eq!(mapped("/data/a/b", &slash).as_deref(), Some("/tmp/d/a/b"));
+    }
 
     #[test]
     fn stall_is_counted_from_the_end_of_a_deliberate_wait() {

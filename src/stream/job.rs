@@ -125,6 +125,9 @@ pub struct Job {
     pub name: String,
     /// Line of the section header in the job file; 0 for command-line jobs.
     pub line: usize,
+    /// The file that section is in (an `include`d file's own name).
+    #[serde(skip)]
+    pub source: String,
     /// Which `numjobs` clone this is (0-based).
     pub clone: u32,
     /// Reporting group: starts at 0, +1 at every `new_group` or `stonewall`.
@@ -195,6 +198,7 @@ impl Default for Job {
         Job {
             name: "job".to_string(),
             line: 0,
+            source: String::new(),
             clone: 0,
             group: 0,
             filename: None,

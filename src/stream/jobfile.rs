@@ -45,9 +45,9 @@ pub fn parse(
     let mut in_global = false;
     let mut cur: Option<Section> = None;
     let mut done: Vec<Job> = Vec::new();
-    for (raw, n) in text.lines().zip(1..) {
-        let at = format!("{path}:{n}");
-        let line = strip_comment(raw).trim();
+    for (raw, file, n) in with_includes(text, path, 0)? {
+        let at = format!("{file}:{n}");
+        let line = strip_comment(&raw).trim();
         if line.is_empty() {
             continue;
         }
@@ -71,6 +71,7 @@ pub fn parse(
                 let mut s = global.clone();
                 s.job.name = name.to_string();
                 s.job.line = n;
+                s.job.source = file.clone();
                 cur = Some(s);
             }
             continue;
@@ -84,11 +85,6 @@ pub fn parse(
                 .chars()
                 .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
         {
-            if line.starts_with("include ") {
-                return Err(Error::usage(format!(
-                    "{at}: include is not supported; paste the included file in its place"
-                )));
-            }
             return Err(malformed());
         }
         let sec = match &mut cur {
@@ -100,10 +96,28 @@ pub fn parse(
                 )));
             }
         };
+        let mut unset = Vec::new();
         let value = value
-            .map(|v| expand(v, env))
+            .map(|v| expand(v, env, &mut unset))
             .transpose()
             .map_err(|m| Error::usage(format!("{at}: {m}")))?;
+        if !unset.is_empty() {
+            // fio substitutes an empty string for an unset variable; a value
+            // left empty leaves the option at its default, said once.
+            let vars = unset.join(", ");
+            let left_empty = value.as_deref().is_some_and(|v| v.trim().is_empty());
+            let w = if left_empty {
+                format!("{at}: {key}: environment variable {vars} is not set, so {key} keeps its default; set it to choose")
+            } else {
+                format!("{at}: {key}: environment variable {vars} is not set and was taken as empty, as fio does")
+            };
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+            if left_empty {
+                continue;
+            }
+        }
         apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings)?;
         if key == "wait_for" {
             sec.wait_at = at;
@@ -133,15 +147,17 @@ pub fn parse(
             }
             let name = j
                 .resolved_filename()
-                .map_err(|m| Error::usage(format!("{path}:{}: job {}: {m}", job.line, job.name)))?;
+                .map_err(|m| {
+                    Error::usage(format!("{}:{}: job {}: {m}", job.source, job.line, job.name))
+                })?;
             j.filename = Some(name);
             j.offset = u64::from(c)
                 .checked_mul(job.offset_increment)
                 .and_then(|d| d.checked_add(job.offset))
                 .ok_or_else(|| {
                     Error::usage(format!(
-                        "{path}:{}: offset + numjobs x offset_increment is past 2^64; use a smaller offset_increment",
-                        job.line
+                        "{}:{}: offset + numjobs x offset_increment is past 2^64; use a smaller offset_increment",
+                        job.source, job.line
                     ))
                 })?;
             jobs.push(j);
@@ -195,6 +211,45 @@ fn finish(
     Ok(s.job)
 }
 
+/// How deep `include` may nest: deeper is taken for a loop.
+const MAX_INCLUDE_DEPTH: usize = 8;
+
+/// The lines of `text` with fio's `include FILE` directives replaced by the
+/// named file's lines (a relative name is taken from the including file's
+/// directory), each line with the file and line number it came from.
+fn with_includes(
+    text: &str,
+    path: &str,
+    depth: usize,
+) -> Result<Vec<(String, String, usize)>> {
+    let mut out = Vec::new();
+    for (raw, n) in text.lines().zip(1..) {
+        let line = strip_comment(raw).trim();
+        let Some(name) = line.strip_prefix("include").filter(|r| r.starts_with([' ', '\t'])) else {
+            out.push((raw.to_string(), path.to_string(), n));
+            continue;
+        };
+        let name = name.trim();
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(Error::usage(format!(
+                "{path}:{n}: include {name}: includes nest more than {MAX_INCLUDE_DEPTH} deep (a file including itself?); flatten them"
+            )));
+        }
+        let full = match Path::new(path).parent() {
+            Some(dir) if !Path::new(name).is_absolute() => dir.join(name),
+            _ => Path::new(name).to_path_buf(),
+        };
+        let shown = full.display().to_string();
+        let inner = std::fs::read_to_string(&full).map_err(|e| {
+            Error::usage(format!(
+                "{path}:{n}: include {name}: cannot read {shown}: {e}; check the path (relative names are taken from the including file's directory)"
+            ))
+        })?;
+        out.extend(with_includes(&inner, &shown, depth + 1)?);
+    }
+    Ok(out)
+}
+
 /// Drops `#`/`;` comments: whole lines, and (as fio does) trailing ones that
 /// follow whitespace, so `#` inside a value such as a path survives.
 fn strip_comment(line: &str) -> &str {
@@ -208,8 +263,13 @@ fn strip_comment(line: &str) -> &str {
     }
 }
 
-/// Replaces `$NAME` and `${NAME}`: fio's built-ins first, then `env`.
-fn expand(v: &str, env: &dyn Fn(&str) -> Option<String>) -> std::result::Result<String, String> {
+/// Replaces `$NAME` and `${NAME}`: fio's built-ins first, then `env`; an
+/// unset variable becomes the empty string, as in fio, and is named in `unset`.
+fn expand(
+    v: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    unset: &mut Vec<String>,
+) -> std::result::Result<String, String> {
     let mut out = String::with_capacity(v.len());
     let mut rest = v;
     while let Some(i) = rest.find('$') {
@@ -243,10 +303,10 @@ fn expand(v: &str, env: &dyn Fn(&str) -> Option<String>) -> std::result::Result<
             }
             rest.split_at(end)
         };
-        let value = builtin(name).or_else(|| env(name)).ok_or_else(|| {
-            format!("environment variable {name} is not set; set it or write the value in the file")
-        })?;
-        out.push_str(&value);
+        match builtin(name).or_else(|| env(name)) {
+            Some(value) => out.push_str(&value),
+            None => unset.push(name.to_string()),
+        }
         rest = after;
     }
     out.push_str(rest);
@@ -342,10 +402,15 @@ mod tests {
     #[test]
     fn env_substitution() {
         let env = |k: &str| (k == "DEV").then(|| "/dev/nvme0n1".to_string());
-        let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\n", "t.fio", &env, &[]);
+        // Unset: empty, as in fio; an option left empty keeps its default.
+        let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\nbs=${BS}k\n", "t.fio", &env, &[]);
+        let e = f.unwrap_err().to_string();
+        assert!(e.starts_with("t.fio:4: bs=k: malformed size"), "{e}");
+        let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\n", "t.fio", &env, &[]).unwrap();
+        assert_eq!(f.jobs[0].size, None);
         assert_eq!(
-            f.unwrap_err().to_string(),
-            "t.fio:3: environment variable SZ is not set; set it or write the value in the file"
+            f.warnings,
+            ["t.fio:3: size: environment variable SZ is not set, so size keeps its default; set it to choose"]
         );
         let f = parse(
             "[j]\nfilename=${DEV}p1\nbs=$pagesize\nnumjobs=$ncpus\ndescription=cost $\n",
@@ -358,13 +423,30 @@ mod tests {
         assert_eq!(f.jobs[0].bs, 4096);
         let ncpus = std::thread::available_parallelism().unwrap().get();
         assert_eq!(f.jobs.len(), ncpus);
-        let e = parse("[global]\n\n[j]\nfilename=$NOPE/x\n", "t.fio", &env, &[]).unwrap_err();
-        assert!(
-            e.to_string()
-                .starts_with("t.fio:4: environment variable NOPE is not set"),
-            "{e}"
-        );
+        let f = parse("[global]\n\n[j]\nfilename=$NOPE/x\n", "t.fio", &env, &[]).unwrap();
+        assert_eq!(f.jobs[0].filename.as_deref(), Some("/x"));
+        assert!(f.warnings[0].contains("taken as empty, as fio does"), "{:?}", f.warnings);
         assert!(err("[j]\nsize=$(1+2)\n").contains("arithmetic"));
+    }
+
+    #[test]
+    fn include_takes_the_named_file_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main.fio");
+        std::fs::write(dir.path().join("common.inc"), "bs=8k\n\nbogus line\n").unwrap();
+        std::fs::write(&main, "[global]\ninclude common.inc\n[j]\n").unwrap();
+        let shown = main.display().to_string();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.ends_with("common.inc:3: malformed line 'bogus line': expected [section], key=value or a comment"), "{e}");
+        std::fs::write(dir.path().join("common.inc"), "bs=8k\n").unwrap();
+        let f = load(&main, &[]).unwrap();
+        assert_eq!(f.jobs[0].bs, 8192);
+        std::fs::write(&main, "[j]\ninclude missing.inc\n").unwrap();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.starts_with(&format!("{shown}:2: include missing.inc: cannot read")), "{e}");
+        std::fs::write(&main, "[j]\ninclude main.fio\n").unwrap();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.contains("nest more than 8 deep"), "{e}");
     }
 
     #[test]
@@ -380,7 +462,6 @@ mod tests {
             "t.fio:2: option 'bs' outside any [section]; put it under [global] or a job section"
         );
         assert!(err("[global]\nbs=4k\n").starts_with("t.fio: no jobs defined (only [global]?)"));
-        assert!(err("[j]\ninclude other.fio\n").contains("include is not supported"));
     }
 
     #[test]
