@@ -13,8 +13,9 @@ use crate::options::StreamConfig;
 use crate::result::stream::*;
 use crate::stream::engine::{self, Dir, Done, Engine, IoMemory, Op, Target};
 use crate::stream::intervals::{Cut, Intervals, Timeline};
-use crate::stream::job::{IoEngine, Job, Rw};
+use crate::stream::job::{ExitWhat, IoEngine, Job, Rw};
 use crate::stream::jobfile;
+use crate::stream::offsets::{Offsets, splitmix};
 use crate::stream::verify;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -86,6 +87,7 @@ fn once(
         exe,
         t0,
         allow_large_layout: args.allow_large_layout,
+        ending: Ending::new(),
     };
     let sweeping = points.sets.len() > 1;
     let mut first_err: Option<Error> = None;
@@ -213,6 +215,13 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             }
             None => None,
         };
+        // rate_iops / rate_iops_min are rates in blocks.
+        if let Some(iops) = job.rate_iops {
+            job.rate = Some(iops.saturating_mul(job.bs));
+        }
+        if let Some(iops) = job.rate_iops_min {
+            job.ratemin = Some(iops.saturating_mul(job.bs));
+        }
         if job.time_based && job.runtime.is_none() {
             return Err(Error::usage(format!(
                 "job {name}: time_based needs runtime= (how long to run)"
@@ -307,6 +316,43 @@ fn join(dir: &str, rest: &str) -> String {
     Path::new(dir).join(rest).to_string_lossy().into_owned()
 }
 
+/// Jobs ended early by an `exitall` job (fio's `exit_what=`).
+struct Ending(AtomicU64);
+
+impl Ending {
+    const NONE: u64 = u64::MAX;
+    const ALL: u64 = u64::MAX - 1;
+
+    fn new() -> Ending {
+        Ending(AtomicU64::new(Self::NONE))
+    }
+
+    /// `job` has ended: stop the others its `exit_what` names.
+    fn end(&self, job: &Job, failed: bool) {
+        let v = if failed && job.exitall_on_error {
+            Self::ALL
+        } else if !job.exitall {
+            return;
+        } else if job.exit_what == ExitWhat::Stonewall {
+            u64::from(job.group)
+        } else {
+            Self::ALL
+        };
+        let _ = self
+            .0
+            .compare_exchange(Self::NONE, v, Ordering::Relaxed, Ordering::Relaxed);
+    }
+
+    /// Whether `job` is to stop now.
+    fn stops(&self, job: &Job) -> bool {
+        match self.0.load(Ordering::Relaxed) {
+            Self::NONE => false,
+            Self::ALL => true,
+            g => g == u64::from(job.group),
+        }
+    }
+}
+
 /// What every worker shares.
 struct Ctx {
     timeout: Duration,
@@ -314,6 +360,8 @@ struct Ctx {
     t0: Instant,
     /// `--allow-large-layout`.
     allow_large_layout: bool,
+    /// Set when an `exitall` job ends.
+    ending: Ending,
 }
 
 /// A job's progress, read by the coordinator (its own cache line: the
@@ -511,54 +559,6 @@ fn run_set(
     (results, recs, err)
 }
 
-/// Order of blocks in a pass: sequential, or a full-period permutation so a
-/// random job touches every block exactly once per pass (fio's random map).
-struct Order {
-    n: u64,
-    mult: u64,
-    add: u64,
-}
-
-impl Order {
-    fn new(random: bool, n: u64, seed: u64) -> Order {
-        if !random || n < 2 {
-            return Order { n, mult: 1, add: 0 };
-        }
-        let mut s = seed | 1;
-        let mut mult = (splitmix(&mut s) % n) | 1;
-        while gcd(mult, n) != 1 {
-            mult = (mult + 2) % n;
-            if mult == 0 {
-                mult = 1;
-            }
-        }
-        Order {
-            n,
-            mult,
-            add: splitmix(&mut s) % n,
-        }
-    }
-
-    #[inline]
-    fn at(&self, i: u64) -> u64 {
-        ((u128::from(i % self.n) * u128::from(self.mult) + u128::from(self.add))
-            % u128::from(self.n)) as u64
-    }
-}
-
-fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
-}
-
-#[inline]
-fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
-}
-
 /// An I/O in flight.
 #[derive(Clone, Copy)]
 struct Flight {
@@ -572,7 +572,23 @@ struct Flight {
 fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Result<Outcome> {
     let job = &p.job;
     if let Some(cpus) = &job.cpus_allowed {
-        pin_to(cpus).map_err(|e| Error::usage(format!("job {}: cpus_allowed: {e}", job.name)))?;
+        // cpus_allowed_policy=split: each clone on one CPU of the set.
+        let mine = match cpus.len() {
+            n if job.cpus_split && n > 0 => vec![cpus[job.clone as usize % n]],
+            _ => cpus.clone(),
+        };
+        pin_to(&mine).map_err(|e| Error::usage(format!("job {}: cpus_allowed: {e}", job.name)))?;
+    }
+    // fio's startdelay counts from the start of the run, not of the job.
+    if let Some((lo, hi)) = job.startdelay {
+        let mut s = job.randseed ^ u64::from(job.clone);
+        let span = hi.saturating_sub(lo).as_nanos() as u64;
+        let pick = lo + Duration::from_nanos(if span > 0 { splitmix(&mut s) % span } else { 0 });
+        let now = Instant::now();
+        prog.wait(ctx.t0, now, ctx.t0 + pick, stop);
+        if stop.load(Ordering::Relaxed) {
+            return Err(Error::Interrupted);
+        }
     }
     let sync_engine = matches!(job.ioengine, IoEngine::Psync | IoEngine::Mmap);
     let depth = if sync_engine {
@@ -587,23 +603,20 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         None => (0, (job.size.unwrap_or(0) / job.bs).max(1) * job.bs),
     };
     let mut mem = IoMemory::new(job.iomem, depth, bs)?;
-    if job.rw.writes() && job.verify.is_none() {
-        // fio's default: buffers filled with random bytes once.
+    let fills = job.rw.writes() && job.verify.is_none();
+    if fills {
         for s in 0..depth {
-            crate::payload::fill(
-                mem.slot(s, bs),
-                job.randseed,
-                s as u64,
-                crate::payload::Direction::Request,
-            );
+            fill_write(mem.slot(s, bs), job, s as u64);
         }
     }
     let nblocks = region_size / job.bs;
-    let order = Order::new(
-        job.rw.random(),
-        nblocks,
-        job.randseed ^ u64::from(job.clone),
-    );
+    // randrepeat=0: a different random order every run.
+    let seed = if job.randrepeat {
+        job.randseed
+    } else {
+        job.randseed ^ ctx.t0.elapsed().as_nanos() as u64 ^ u64::from(std::process::id())
+    };
+    let order = Offsets::new(job, region_size, seed ^ u64::from(job.clone));
     let check_reads = job.verify.is_some() && job.do_verify && job.rw.reads();
     let mut verify_state = job.verify.map(|k| VerifyReport {
         kind: verify::kind_name(k),
@@ -613,7 +626,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         readback_s: None,
         dumped: Vec::new(),
     });
-    let total_ios = if job.time_based { u64::MAX } else { nblocks };
+    let total_ios = if job.time_based {
+        u64::MAX
+    } else {
+        nblocks.saturating_mul(u64::from(job.loops))
+    };
+    let total_ios = job.number_ios.map_or(total_ios, |n| n.min(total_ios));
     let mut intervals = Intervals::new(Cut::new(job.time_based, job.runtime, total_ios));
     let mut bytes = [0u64; 2];
     let mut free: Vec<usize> = (0..depth).rev().collect();
@@ -635,12 +653,26 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let mut ramp_ios = 0u64;
     let mut deadline = job.runtime.map(|r| ramp_end + r);
     let mut window = (start, 0u64);
-    let block = |i: u64| order.at(i);
+    let offset_of = |i: u64| order.at(i);
+    let mut next_due = Instant::now();
+    let mut think_done = 0u64;
     prog.last_ns
         .store(ctx.t0.elapsed().as_nanos() as u64 | 1, Ordering::Relaxed);
     loop {
-        while inflight < depth && issued < total_ios && !stopping && !want_sync {
-            let blk = block(issued);
+        // iodepth_low: once the queue is full, refill only when it has
+        // drained to the low-water mark.
+        let refilling = job.iodepth_low.is_none_or(|low| inflight <= low as usize);
+        while refilling && inflight < depth && issued < total_ios && !stopping && !want_sync {
+            if let Some(pause) = job.thinktime
+                && issued > 0
+                && issued.is_multiple_of(u64::from(job.thinktime_blocks))
+                && think_done < issued
+            {
+                think_done = issued;
+                think(job, pause, prog, ctx, stop);
+            }
+            let rel = offset_of(issued);
+            let blk = rel / job.bs;
             issued += 1;
             let dir = match job.rw {
                 Rw::ReadWrite | Rw::RandRw => {
@@ -654,11 +686,13 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 _ => Dir::Write,
             };
             let Some(slot) = free.pop() else { break };
-            let offset = region_off + blk * job.bs;
+            let offset = region_off + rel;
             if dir == Dir::Write {
                 writes_issued += 1;
                 if let Some(kind) = job.verify {
                     verify::fill(mem.slot(slot, bs), kind, offset, blk, job.randseed);
+                } else if job.refill_buffers {
+                    fill_write(mem.slot(slot, bs), job, issued);
                 }
             }
             let buf = mem.slot_ptr(slot);
@@ -679,13 +713,20 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         }
         if inflight == 0 {
             if want_sync {
-                eng.sync()?;
+                match (&target, job.fsync) {
+                    (Some(t), 0) => datasync(t)?,
+                    _ => eng.sync()?,
+                }
                 want_sync = false;
                 continue;
             }
             break;
         }
-        eng.reap(1, ctx.timeout, &mut done)?;
+        eng.reap(
+            (job.batch_complete_min as usize).clamp(1, inflight),
+            ctx.timeout,
+            &mut done,
+        )?;
         let now = Instant::now();
         let at_ns = now.duration_since(measure_start).as_nanos() as u64;
         for d in done.drain(..) {
@@ -728,6 +769,20 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
                 intervals.record(di, at_ns, lat_ns, job.bs);
                 bytes[di] += job.bs;
+                if let Some(max) = job.max_latency
+                    && lat_ns > max.as_nanos() as u64
+                {
+                    failure.get_or_insert_with(|| {
+                        format!(
+                            "job {}: a {what} at offset {} took {}, beyond max_latency={}",
+                            job.name,
+                            f.offset,
+                            format!("{} µs", crate::units::format_us(lat_ns as f64)),
+                            humantime::format_duration(max)
+                        )
+                    });
+                    stopping = true;
+                }
             }
             prog.bytes.fetch_add(job.bs, Ordering::Relaxed);
             if f.dir == Dir::Read
@@ -743,9 +798,14 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     }
                 }
             }
-            if f.dir == Dir::Write && job.fsync > 0 {
+            let every = if job.fsync > 0 {
+                job.fsync
+            } else {
+                job.fdatasync
+            };
+            if f.dir == Dir::Write && every > 0 {
                 since_fsync += 1;
-                if since_fsync >= job.fsync {
+                if since_fsync >= every {
                     since_fsync = 0;
                     want_sync = true;
                 }
@@ -779,6 +839,9 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             stopping = true;
             partial = true;
         }
+        if ctx.ending.stops(job) {
+            stopping = true;
+        }
         if ramping {
             continue;
         }
@@ -790,14 +853,21 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             && issued < total_ios
             && !stopping
         {
-            let due = measure_start + Duration::from_secs_f64(moved as f64 / rate as f64);
+            let due = if job.poisson {
+                // Exponential gaps with the rate's mean: a Poisson process.
+                let u = (splitmix(&mut rng) >> 11) as f64 / (1u64 << 53) as f64;
+                next_due += Duration::from_secs_f64(-(1.0 - u).ln() * job.bs as f64 / rate as f64);
+                next_due.max(measure_start)
+            } else {
+                measure_start + Duration::from_secs_f64(moved as f64 / rate as f64)
+            };
             // Not past the job's runtime: a time-based job ends on time.
             let until = deadline.map_or(due, |d| due.min(d));
             prog.wait(ctx.t0, now, until, stop);
         }
         if let Some(min) = job.ratemin.filter(|r| *r > 0) {
             let span = now.duration_since(window.0);
-            if span >= Duration::from_secs(1) {
+            if span >= job.rate_cycle {
                 let bw = (moved - window.1) as f64 / span.as_secs_f64();
                 if bw < min as f64 {
                     failure.get_or_insert_with(|| {
@@ -831,6 +901,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             region_off,
             count: writes_issued.min(nblocks),
             order: &order,
+            bs: job.bs,
         };
         failure = read_back(p, ctx, prog, stop, &mut *eng, &mut mem, vs, &rb)?;
     }
@@ -839,6 +910,19 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         .and_then(|vs| verify_failure(vs, job, &p.path))
     {
         failure.get_or_insert(why);
+    }
+    ctx.ending.end(job, failure.is_some());
+    if job.unlink
+        && let Some(t) = target
+            .as_ref()
+            .filter(|t| t.kind == engine::TargetKind::File)
+        && let Err(e) = std::fs::remove_file(&t.path)
+    {
+        eprintln!(
+            "xferbench: warning: job {}: unlink: cannot remove {}: {e}",
+            job.name,
+            t.path.display()
+        );
     }
     let timeline = intervals.finish(runtime_ns);
     let recs = [timeline.total(0), timeline.total(1)];
@@ -935,9 +1019,10 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
 struct ReadBack<'a> {
     kind: crate::stream::job::VerifyKind,
     region_off: u64,
+    bs: u64,
     /// Blocks written (each block is read back once, in write order).
     count: u64,
-    order: &'a Order,
+    order: &'a Offsets,
 }
 
 /// The writer's read-back pass (fio's `do_verify` after a write phase): every
@@ -961,8 +1046,8 @@ fn read_back(
     let t = Instant::now();
     let mut i = 0u64;
     while i < count && !stop.load(Ordering::Relaxed) {
-        let blk = rb.order.at(i);
-        let offset = region_off + blk * job.bs;
+        let rel = rb.order.at(i);
+        let (blk, offset) = (rel / rb.bs, region_off + rel);
         let buf = mem.slot_ptr(0);
         eng.queue(Op {
             dir: Dir::Read,
@@ -1008,6 +1093,42 @@ fn read_back(
     }
     vs.readback_s = Some(t.elapsed().as_secs_f64());
     Ok(failure)
+}
+
+/// Fills a write buffer as fio's buffer options say: zeros, a repeated
+/// pattern, or (fio's default) random bytes, varied by `n` so refilled
+/// buffers differ.
+fn fill_write(buf: &mut [u8], job: &Job, n: u64) {
+    if job.zero_buffers {
+        buf.fill(0);
+    } else if let Some(p) = &job.buffer_pattern {
+        for (b, v) in buf.iter_mut().zip(p.iter().cycle()) {
+            *b = *v;
+        }
+    } else {
+        crate::payload::fill(buf, job.randseed, n, crate::payload::Direction::Request);
+    }
+}
+
+/// fio's `thinktime`: the job pauses before its next I/O, spinning for
+/// `thinktime_spin` of it and sleeping the rest (a deliberate wait the stall
+/// watchdog is told of).
+fn think(job: &Job, think: Duration, prog: &JobProgress, ctx: &Ctx, stop: &AtomicBool) {
+    let start = Instant::now();
+    let spin = job.thinktime_spin.unwrap_or_default().min(think);
+    while start.elapsed() < spin {
+        std::hint::spin_loop();
+    }
+    prog.wait(ctx.t0, Instant::now(), start + think, stop);
+}
+
+/// fdatasync on the job's target (fio's `fdatasync=N`).
+fn datasync(t: &Target) -> Result<()> {
+    // SAFETY: plain fdatasync on an open descriptor; no I/O is in flight.
+    if unsafe { libc::fdatasync(t.fd()) } < 0 {
+        return Err(Error::os("fdatasync"));
+    }
+    Ok(())
 }
 
 /// Why the job fails when blocks did not verify, naming the first bad one.
@@ -1252,22 +1373,5 @@ mod tests {
         p.last_ns.store(60 * s, Ordering::Relaxed);
         assert!(!stalled(p.quiet_since(), 79 * s, limit));
         assert!(stalled(p.quiet_since(), 81 * s, limit));
-    }
-
-    #[test]
-    fn random_order_is_a_permutation() {
-        for n in [1u64, 2, 3, 7, 64, 1000, 4096] {
-            let o = Order::new(true, n, 42);
-            let mut seen: Vec<u64> = (0..n).map(|i| o.at(i)).collect();
-            seen.sort_unstable();
-            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n={n}");
-        }
-        let o = Order::new(true, 1000, 42);
-        assert!((0..10).any(|i| o.at(i) != i), "not shuffled");
-        let s = Order::new(false, 5, 1);
-        assert_eq!(
-            (0..5).map(|i| s.at(i)).collect::<Vec<_>>(),
-            vec![0, 1, 2, 3, 4]
-        );
     }
 }

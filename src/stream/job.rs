@@ -3,6 +3,7 @@
 //! [`Job::set`], so a flag and a job-file line can never mean different things.
 
 use crate::error::{Error, Result};
+pub use crate::stream::offsets::{Sequencer, Zones};
 use crate::units::parse_fio_size;
 use serde::Serialize;
 use std::path::Path;
@@ -191,6 +192,84 @@ pub struct Job {
     pub completion: Option<Completion>,
     /// `cpus_allowed=`: CPUs this job's worker may run on.
     pub cpus_allowed: Option<Vec<usize>>,
+    /// `cpus_allowed_policy=split`: each clone takes one CPU of the set.
+    pub cpus_split: bool,
+    /// `rw=read:N` on a sequential job: bytes added after each block
+    /// (holes; negative runs backwards).
+    pub seq_add: i64,
+    /// `rw=randread:N`: I/Os per random offset (the rest per `rw_sequencer`).
+    pub seq_nr: u32,
+    pub rw_sequencer: Sequencer,
+    /// `norandommap`: random blocks drawn independently, repeats allowed.
+    pub norandommap: bool,
+    /// `randrepeat=` (default on): the same random order every run.
+    pub randrepeat: bool,
+    /// `zonemode=strided` with `zonerange=`, `zonesize=`, `zoneskip=`.
+    pub strided: bool,
+    pub zonerange: Option<u64>,
+    pub zonesize: Option<u64>,
+    pub zoneskip: u64,
+    /// `startdelay=`: how long after the run starts the job may start (a
+    /// range picks a time in it).
+    pub startdelay: Option<(Duration, Duration)>,
+    /// `number_ios=`: stop after this many I/Os.
+    pub number_ios: Option<u64>,
+    /// `loops=`: passes over the region.
+    pub loops: u32,
+    /// `thinktime=`: pause after every `thinktime_blocks` I/Os, the first
+    /// `thinktime_spin` of it spinning.
+    pub thinktime: Option<Duration>,
+    pub thinktime_spin: Option<Duration>,
+    pub thinktime_blocks: u32,
+    /// `rate_iops=` / `rate_iops_min=`: rates in I/Os per second.
+    pub rate_iops: Option<u64>,
+    pub rate_iops_min: Option<u64>,
+    /// `rate_process=poisson`: I/Os at exponentially spaced times.
+    pub poisson: bool,
+    /// `rate_cycle=`: the window `ratemin` is judged over (fio's 1 s default).
+    pub rate_cycle: Duration,
+    /// `max_latency=`: fail the job when one I/O takes longer.
+    pub max_latency: Option<Duration>,
+    /// `size=N%` / `offset=N%`: fractions of the target's size.
+    pub size_pct: Option<f64>,
+    pub offset_pct: Option<f64>,
+    /// `invalidate=` (default on): drop the target's cached pages first.
+    pub invalidate: bool,
+    /// `fadvise_hint=`: the POSIX_FADV_* advice given, if any.
+    pub fadvise: Option<i32>,
+    /// `sync=`: open with O_SYNC or O_DSYNC.
+    pub open_sync: Option<i32>,
+    /// `fdatasync=N`: fdatasync after every N writes.
+    pub fdatasync: u32,
+    /// `fallocate=`: preallocate a file the job writes (fio's default), or not.
+    pub fallocate: bool,
+    /// `unlink=`: remove the job's file (never a device) when it is done.
+    pub unlink: bool,
+    /// `zero_buffers`, `buffer_pattern=`, `refill_buffers`: what writes carry.
+    pub zero_buffers: bool,
+    pub buffer_pattern: Option<Vec<u8>>,
+    pub refill_buffers: bool,
+    /// `iodepth_low=`: refill the queue only when this few are in flight.
+    pub iodepth_low: Option<u32>,
+    /// `iodepth_batch_complete_min=`: reap at least this many at once.
+    pub batch_complete_min: u32,
+    /// `exitall` / `exit_what=` / `exitall_on_error`: when this job ends
+    /// (or fails), stop the others.
+    pub exitall: bool,
+    pub exit_what: ExitWhat,
+    pub exitall_on_error: bool,
+}
+
+/// fio's `exit_what=`: which jobs an `exitall` job stops when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitWhat {
+    /// The jobs running now (fio's default, `group`).
+    Group,
+    /// The running jobs of this job's stonewall group.
+    Stonewall,
+    /// Every job, running or not yet started.
+    All,
 }
 
 impl Default for Job {
@@ -238,6 +317,43 @@ impl Default for Job {
             sqthread_poll: false,
             completion: None,
             cpus_allowed: None,
+            cpus_split: false,
+            seq_add: 0,
+            seq_nr: 1,
+            rw_sequencer: Sequencer::Sequential,
+            norandommap: false,
+            randrepeat: true,
+            strided: false,
+            zonerange: None,
+            zonesize: None,
+            zoneskip: 0,
+            startdelay: None,
+            number_ios: None,
+            loops: 1,
+            thinktime: None,
+            thinktime_spin: None,
+            thinktime_blocks: 1,
+            rate_iops: None,
+            rate_iops_min: None,
+            poisson: false,
+            rate_cycle: Duration::from_secs(1),
+            max_latency: None,
+            size_pct: None,
+            offset_pct: None,
+            invalidate: true,
+            fadvise: None,
+            open_sync: None,
+            fdatasync: 0,
+            fallocate: true,
+            unlink: false,
+            zero_buffers: false,
+            buffer_pattern: None,
+            refill_buffers: false,
+            iodepth_low: None,
+            batch_complete_min: 1,
+            exitall: false,
+            exit_what: ExitWhat::Group,
+            exitall_on_error: false,
         }
     }
 }
@@ -253,6 +369,19 @@ impl Completion {
 }
 
 impl Job {
+    /// The strided zones in force (`zonemode=strided`), in bytes.
+    pub fn zones(&self) -> Option<Zones> {
+        if !self.strided {
+            return None;
+        }
+        let range = self.zonerange.or(self.zonesize)?;
+        Some(Zones {
+            range,
+            size: self.zonesize.unwrap_or(range),
+            skip: self.zoneskip,
+        })
+    }
+
     /// The completion mode in force.
     pub fn completion(&self) -> Completion {
         self.completion
@@ -348,10 +477,113 @@ impl Job {
     }
 }
 
+/// The options [`Job::set`] takes itself (aliases included), for
+/// "did you mean" (a test checks each is taken).
+pub const HANDLED: &[&str] = &[
+    "allow_file_create",
+    "allrandrepeat",
+    "blocksize",
+    "bs",
+    "buffer_pattern",
+    "buffered",
+    "completion",
+    "cpumask",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "direct",
+    "directory",
+    "do_verify",
+    "end_fsync",
+    "exit_what",
+    "exitall",
+    "exitall_on_error",
+    "fadvise_hint",
+    "fallocate",
+    "fdatasync",
+    "filename",
+    "filename_format",
+    "fileoffset",
+    "filesize",
+    "fsync",
+    "fsync_on_close",
+    "group_reporting",
+    "hipri",
+    "invalidate",
+    "io_limit",
+    "io_size",
+    "iodepth",
+    "iodepth_batch",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_max",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_submit",
+    "iodepth_low",
+    "ioengine",
+    "iomem",
+    "iomem_align",
+    "kb_base",
+    "loops",
+    "max_latency",
+    "mem",
+    "mem_align",
+    "name",
+    "new_group",
+    "norandommap",
+    "nr_files",
+    "nrfiles",
+    "number_ios",
+    "numa_cpu_nodes",
+    "numjobs",
+    "offset",
+    "offset_increment",
+    "randrepeat",
+    "randseed",
+    "ramp_time",
+    "rate",
+    "rate_cycle",
+    "rate_iops",
+    "rate_iops_min",
+    "rate_process",
+    "ratecycle",
+    "ratemin",
+    "readwrite",
+    "refill_buffers",
+    "runtime",
+    "rw",
+    "rw_sequencer",
+    "rwmixread",
+    "rwmixwrite",
+    "scramble_buffers",
+    "size",
+    "sqthread_poll",
+    "startdelay",
+    "stonewall",
+    "sync",
+    "thinktime",
+    "thinktime_blocks",
+    "thinktime_spin",
+    "thread",
+    "time_based",
+    "timeout",
+    "unlink",
+    "verify",
+    "verify_dump",
+    "verify_fatal",
+    "wait_for",
+    "wait_for_previous",
+    "zero_buffers",
+    "zonemode",
+    "zonerange",
+    "zonesize",
+    "zoneskip",
+];
+
 /// What [`Job::set`] did with an option.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SetOutcome {
     Applied,
+    /// Accepted without effect on any figure; the text says why, for a note.
+    Note(String),
     /// Ignored, or applied differently from fio. The text names the option so
     /// the caller can warn, or refuse under `--strict`.
     Unsupported(String),
@@ -372,14 +604,151 @@ impl Job {
             "filename_format" => self.filename_format = Some(o.value()?.to_string()),
             "nrfiles" | "nr_files" => self.nrfiles = o.int(1, 1 << 20)?,
             "filesize" => self.filesize = Some(o.size()?),
-            "size" | "io_size" | "io_limit" => self.size = Some(o.size()?),
-            "offset" => self.offset = o.size()?,
+            "size" | "io_size" | "io_limit" => match o.percent()? {
+                Some(p) => (self.size, self.size_pct) = (None, Some(p)),
+                None => (self.size, self.size_pct) = (Some(o.size()?), None),
+            },
+            "offset" | "fileoffset" => match o.percent()? {
+                Some(p) => (self.offset, self.offset_pct) = (0, Some(p)),
+                None => (self.offset, self.offset_pct) = (o.size()?, None),
+            },
             "offset_increment" => self.offset_increment = o.size()?,
             "bs" | "blocksize" => match o.pair("block size")? {
                 0 => return Err(o.bad("the block size must be at least 1 byte")),
                 bs => self.bs = bs,
             },
-            "rw" | "readwrite" => self.rw = o.rw()?,
+            "rw" | "readwrite" => {
+                (self.rw, self.seq_add, self.seq_nr) = o.rw()?;
+            }
+            "rw_sequencer" => {
+                self.rw_sequencer = match o.value()? {
+                    "sequential" => Sequencer::Sequential,
+                    "identical" => Sequencer::Identical,
+                    _ => return Err(o.bad("use sequential or identical")),
+                }
+            }
+            "norandommap" => self.norandommap = o.bool()?,
+            "randrepeat" | "allrandrepeat" => self.randrepeat = o.bool()?,
+            "zonemode" => {
+                self.strided = match o.value()? {
+                    "none" => false,
+                    "strided" => true,
+                    "zbd" => return Err(o.bad("zoned block devices are not supported; run the job on a conventional target or use zonemode=strided")),
+                    _ => return Err(o.bad("use none or strided")),
+                }
+            }
+            "zonerange" => self.zonerange = Some(o.size()?).filter(|&z| z > 0),
+            "zonesize" => self.zonesize = Some(o.size()?).filter(|&z| z > 0),
+            "zoneskip" => self.zoneskip = o.size()?,
+            "startdelay" => self.startdelay = o.duration_range()?,
+            "number_ios" => self.number_ios = Some(o.size()?).filter(|&n| n > 0),
+            "thinktime" => self.thinktime = o.micros()?,
+            "thinktime_spin" => self.thinktime_spin = o.micros()?,
+            "thinktime_blocks" => self.thinktime_blocks = o.int(1, u32::MAX.into())?,
+            "rate_iops" => self.rate_iops = Some(o.pair("rate")?).filter(|r| *r > 0),
+            "rate_iops_min" => self.rate_iops_min = Some(o.pair("rate")?).filter(|r| *r > 0),
+            "rate_process" => {
+                self.poisson = match o.value()? {
+                    "linear" => false,
+                    "poisson" => true,
+                    _ => return Err(o.bad("use linear or poisson")),
+                }
+            }
+            "rate_cycle" | "ratecycle" => {
+                self.rate_cycle = Duration::from_millis(o.int(1, u32::MAX.into())?.into())
+            }
+            "max_latency" => self.max_latency = o.micros()?,
+            "invalidate" => self.invalidate = o.bool()?,
+            "fadvise_hint" => {
+                self.fadvise = match o.value.unwrap_or("1") {
+                    "0" | "none" => None,
+                    "1" => Some(-1),
+                    "sequential" => Some(libc::POSIX_FADV_SEQUENTIAL),
+                    "random" => Some(libc::POSIX_FADV_RANDOM),
+                    "normal" => Some(libc::POSIX_FADV_NORMAL),
+                    _ => return Err(o.bad("use 0, 1, sequential, random or normal")),
+                }
+            }
+            "sync" => {
+                self.open_sync = match o.value.unwrap_or("1") {
+                    "0" | "none" | "false" => None,
+                    "1" | "sync" | "true" => Some(libc::O_SYNC),
+                    "dsync" => Some(libc::O_DSYNC),
+                    _ => return Err(o.bad("use none, sync or dsync (0 or 1)")),
+                }
+            }
+            "fdatasync" => self.fdatasync = o.int(0, u32::MAX.into())?,
+            "fsync_on_close" => self.end_fsync |= o.bool()?,
+            "fallocate" => {
+                self.fallocate = match o.value.unwrap_or("native") {
+                    "none" | "0" | "truncate" => false,
+                    "native" | "posix" | "keep" | "1" => true,
+                    _ => return Err(o.bad("use none, native, posix, keep or truncate")),
+                }
+            }
+            "unlink" => self.unlink = o.bool()?,
+            "zero_buffers" => self.zero_buffers = o.bool()?,
+            "refill_buffers" => self.refill_buffers = o.bool()?,
+            "buffer_pattern" => self.buffer_pattern = Some(o.pattern()?),
+            "iodepth_low" => self.iodepth_low = Some(o.int(0, 65536)?),
+            "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+                self.batch_complete_min = o.int(0, 65536)?.max(1)
+            }
+            "exitall" => self.exitall = o.bool()?,
+            "exitall_on_error" => self.exitall_on_error = o.bool()?,
+            "exit_what" => {
+                self.exit_what = match o.value()? {
+                    "group" => ExitWhat::Group,
+                    "stonewall" => ExitWhat::Stonewall,
+                    "all" => ExitWhat::All,
+                    _ => return Err(o.bad("use group, stonewall or all")),
+                }
+            }
+            "cpus_allowed_policy" => {
+                self.cpus_split = match o.value()? {
+                    "shared" => false,
+                    "split" => true,
+                    _ => return Err(o.bad("use shared or split")),
+                }
+            }
+            "cpumask" => {
+                let mask = o.value()?;
+                let bits = match mask.strip_prefix("0x").or_else(|| mask.strip_prefix("0X")) {
+                    Some(h) => u64::from_str_radix(h, 16),
+                    None => mask.parse::<u64>(),
+                }
+                .map_err(|_| o.bad("expected a bit mask, as in 0x3 or 3"))?;
+                self.cpus_allowed = Some((0..64).filter(|b| bits >> b & 1 == 1).collect());
+            }
+            "iomem_align" | "mem_align" => {
+                let a = o.size()?;
+                let page = 4096;
+                if a > page || (a > 0 && !a.is_power_of_two()) {
+                    return Err(o.bad("xferbench aligns buffers to the page (4096 bytes); larger or odd alignments are not supported"));
+                }
+                return Ok(SetOutcome::Note(format!(
+                    "{key}={a}: xferbench's buffers are page-aligned, which satisfies it"
+                )));
+            }
+            "openfiles" | "file_service_type" | "create_on_open" | "create_serialize"
+                if self.nrfiles == 1 =>
+            {
+                return Ok(SetOutcome::Note(format!(
+                    "{key}: this job has one file, so it changes nothing"
+                )));
+            }
+            "iodepth_batch" | "iodepth_batch_submit" | "iodepth_batch_complete_max" => {
+                o.int(0, 65536)?;
+                return Ok(SetOutcome::Note(format!(
+                    "{key}: xferbench refills the queue to iodepth and submits what is queued in one call before each reap"
+                )));
+            }
+            "scramble_buffers" => {
+                o.bool()?;
+                return Ok(SetOutcome::Note(
+                    "scramble_buffers: xferbench's write buffers are random bytes already".into(),
+                ));
+            }
             "rwmixread" => self.rwmixread = o.int(0, 100)?,
             "rwmixwrite" => self.rwmixread = 100 - o.int(0, 100)?,
             "numjobs" => self.numjobs = o.int(1, 4096)?,
@@ -426,25 +795,18 @@ impl Job {
                 })?
             }
             // fio options whose setting here is what xferbench always does:
-            // workers are threads, random orders come from a fixed seed.
-            "thread" | "randrepeat" if o.bool()? => {}
-            "loops" if o.value == Some("1") => {}
-            "loops" => {
-                return Ok(ignored(
-                    key,
-                    "; each job runs once (use time_based with runtime= to run longer)",
-                ));
-            }
+            // workers are threads.
+            "thread" if o.bool()? => {}
+            "loops" => self.loops = o.int(1, u32::MAX.into())?,
             // Ignoring kb_base=1000 would silently change every size.
             "kb_base" if o.value == Some("1024") => {}
             "kb_base" => {
                 return Err(o.bad("xferbench sizes are binary (k = 1024); drop kb_base and write sizes in bytes or with k/m/g"));
             }
-            "cpumask" | "numa_cpu_nodes" => return Ok(ignored(key, "; use cpus_allowed")),
-            // Everything else, including fio options that change nothing this
-            // tool measures (logs, percentiles, description, invalidate,
-            // io_uring fixedbufs/registerfiles...): named, so a typo shows.
-            _ => return Ok(ignored(key, "")),
+            "numa_cpu_nodes" => {
+                self.cpus_allowed = Some(numa_cpus(o.value()?).map_err(|e| o.bad(&e))?)
+            }
+            _ => return unhandled(key),
         }
         Ok(SetOutcome::Applied)
     }
@@ -472,10 +834,48 @@ impl Job {
     }
 }
 
-fn ignored(key: &str, hint: &str) -> SetOutcome {
-    SetOutcome::Unsupported(format!(
-        "option '{key}' is not supported by xferbench and was ignored{hint}"
-    ))
+/// Options `Job::set` does not implement: a note, a refusal, or "not a
+/// fio option" with the nearest spelling.
+fn unhandled(key: &str) -> Result<SetOutcome> {
+    use crate::stream::fio_options::{Unhandled, nearest, unhandled};
+    match unhandled(key) {
+        Unhandled::Note(why) => Ok(SetOutcome::Note(format!(
+            "option '{key}' changes no figure xferbench reports and was accepted: {why}"
+        ))),
+        Unhandled::EngineOnly(engine) => Ok(SetOutcome::Note(format!(
+            "option '{key}' belongs to ioengine={engine}; a job on another engine ignores it"
+        ))),
+        Unhandled::Refuse(why) => Err(Error::usage(format!(
+            "option '{key}' is not supported: {why}"
+        ))),
+        Unhandled::Unknown => Err(Error::usage(match nearest(key, HANDLED) {
+            Some(near) => {
+                format!("unknown option '{key}' (not a fio option); did you mean '{near}'?")
+            }
+            None => format!(
+                "unknown option '{key}' (not a fio option); check the spelling against fio's HOWTO"
+            ),
+        })),
+    }
+}
+
+/// The CPUs of NUMA nodes `list` (as in `0-1,3`), from sysfs.
+fn numa_cpus(list: &str) -> std::result::Result<Vec<usize>, String> {
+    let nodes = crate::units::parse_cpu_list(list)
+        .map_err(|_| "malformed node list (expected numbers and ranges, as in 0-1)".to_string())?
+        .unwrap_or_default();
+    let mut cpus = Vec::new();
+    for n in nodes {
+        let path = format!("/sys/devices/system/node/node{n}/cpulist");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|_| format!("NUMA node {n} does not exist here ({path} is missing)"))?;
+        cpus.extend(
+            crate::units::parse_cpu_list(text.trim())
+                .map_err(|_| format!("cannot read {path}"))?
+                .unwrap_or_default(),
+        );
+    }
+    Ok(cpus)
 }
 
 /// One option being parsed: knows how to word errors about itself.
@@ -594,7 +994,114 @@ impl<'a> Opt<'a> {
         Ok(out.replace('\0', ":"))
     }
 
-    fn rw(&self) -> Result<Rw> {
+    /// `N%` as a fraction of the target (0 < N ≤ 100), or None for a size.
+    fn percent(&self) -> Result<Option<f64>> {
+        let Some(p) = self.value()?.strip_suffix('%') else {
+            return Ok(None);
+        };
+        match p.trim().parse::<f64>() {
+            Ok(p) if p > 0.0 && p <= 100.0 => Ok(Some(p / 100.0)),
+            _ => Err(self.bad("expected a percentage above 0 and at most 100, as in 50%")),
+        }
+    }
+
+    /// fio's time values whose bare numbers are microseconds (`thinktime`,
+    /// `max_latency`); 0 means none.
+    fn micros(&self) -> Result<Option<Duration>> {
+        let v = self.value()?;
+        let d = if v.bytes().all(|b| b.is_ascii_digit()) {
+            Duration::from_micros(v.parse().map_err(|_| self.bad("number too large"))?)
+        } else {
+            crate::units::parse_duration(v).map_err(|_| {
+                self.bad("malformed time (microseconds, or a number with a unit us, ms or s)")
+            })?
+        };
+        Ok(Some(d).filter(|d| !d.is_zero()))
+    }
+
+    /// A duration or a range `A-B` (seconds when bare), as `startdelay`.
+    fn duration_range(&self) -> Result<Option<(Duration, Duration)>> {
+        let v = self.value()?;
+        let one = |s: &str| {
+            crate::units::parse_duration(s.trim())
+                .map_err(|_| self.bad("malformed duration or range (seconds, as in 5 or 2-10)"))
+        };
+        let (lo, hi) = match v.split_once('-') {
+            Some((a, b)) => (one(a)?, one(b)?),
+            None => (one(v)?, one(v)?),
+        };
+        if hi < lo {
+            return Err(self.bad("the range's end comes before its start"));
+        }
+        Ok(Some((lo, hi)).filter(|(_, h)| !h.is_zero()))
+    }
+
+    /// fio's `buffer_pattern=`: hex (`0xdeadbeef`), a quoted string, or a
+    /// decimal byte, joined with `|` or written one after another.
+    fn pattern(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for part in self.value()?.split('|') {
+            let p = part.trim();
+            if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+                let h = if h.len() % 2 == 1 {
+                    format!("0{h}")
+                } else {
+                    h.to_string()
+                };
+                for i in (0..h.len()).step_by(2) {
+                    out.push(
+                        u8::from_str_radix(&h[i..i + 2], 16)
+                            .map_err(|_| self.bad("malformed hex pattern"))?,
+                    );
+                }
+            } else if let Some(q) = p.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+                out.extend_from_slice(q.as_bytes());
+            } else if let Some(q) = p.strip_prefix('\'').and_then(|q| q.strip_suffix('\'')) {
+                out.extend_from_slice(q.as_bytes());
+            } else {
+                out.push(p.parse::<u8>().map_err(|_| {
+                    self.bad("expected hex (0xdeadbeef), a quoted string or a byte value")
+                })?);
+            }
+        }
+        if out.is_empty() {
+            return Err(self.bad("the pattern is empty"));
+        }
+        Ok(out)
+    }
+
+    /// The workload and fio's offset modifier after ':': bytes added after
+    /// each block for sequential jobs, I/Os per random offset for random ones.
+    fn rw(&self) -> Result<(Rw, i64, u32)> {
+        let v = self.value()?;
+        let (name, modifier) = match v.split_once(':') {
+            Some((n, m)) => (n.trim(), Some(m.trim())),
+            None => (v, None),
+        };
+        let rw = Opt {
+            key: self.key,
+            value: Some(name),
+        }
+        .rw_name()?;
+        let Some(m) = modifier else {
+            return Ok((rw, 0, 1));
+        };
+        if rw.random() {
+            let n = m.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                self.bad("after ':' a random workload takes a count of I/Os per random offset, as in randread:8")
+            })?;
+            return Ok((rw, 0, n));
+        }
+        let (neg, mag) = match m.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, m),
+        };
+        let add = i64::try_from(self.parse_size(mag)?)
+            .map_err(|_| self.bad("offset modifier too large"))?;
+        Ok((rw, if neg { -add } else { add }, 1))
+    }
+
+    fn rw_name(&self) -> Result<Rw> {
         Ok(match self.value()? {
             "read" => Rw::Read,
             "write" => Rw::Write,
@@ -604,9 +1111,6 @@ impl<'a> Opt<'a> {
             "randrw" => Rw::RandRw,
             "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
                 return Err(self.bad("trim workloads are not supported; use read, write, randread, randwrite, rw or randrw"));
-            }
-            v if v.contains(':') => {
-                return Err(self.bad("the ':N' offset modifier is not supported; drop it"));
             }
             _ => {
                 return Err(self.bad("unknown workload; use read, write, randread, randwrite, rw (readwrite) or randrw"));
@@ -704,10 +1208,11 @@ mod tests {
             err("bs", Some("4q")),
             "bs=4q: malformed size (expected a number with an optional k/m/g/t suffix, as in 4k or 1m)"
         );
-        assert_eq!(
-            err("size", Some("50%")),
-            "size=50% (percentage of the target) is not supported; give a size"
-        );
+        set(&mut j, "size", Some("50%")).unwrap();
+        assert_eq!((j.size, j.size_pct), (None, Some(0.5)));
+        set(&mut j, "size", Some("8m")).unwrap();
+        assert_eq!((j.size, j.size_pct), (Some(8 << 20), None));
+        assert!(err("size", Some("150%")).contains("at most 100"));
         assert!(err("size", None).contains("size needs a value"));
     }
 
@@ -719,7 +1224,12 @@ mod tests {
         set(&mut j, "rwmixwrite", Some("30")).unwrap();
         assert_eq!(j.rwmixread, 70);
         assert!(err("rw", Some("trim")).contains("trim workloads are not supported"));
-        assert!(err("rw", Some("randread:8")).contains("offset modifier"));
+        set(&mut j, "rw", Some("randread:8")).unwrap();
+        assert_eq!((j.rw, j.seq_nr), (Rw::RandRead, 8));
+        set(&mut j, "rw", Some("read:-8k")).unwrap();
+        assert_eq!((j.rw, j.seq_add, j.seq_nr), (Rw::Read, -8192, 1));
+        assert!(err("rw", Some("randread:0")).contains("count of I/Os"));
+        assert!(err("rw", Some("read:8q")).contains("malformed size"));
         assert!(err("rwmixread", Some("101")).contains("from 0 to 100"));
 
         assert_eq!(
@@ -817,30 +1327,57 @@ mod tests {
     }
 
     #[test]
-    fn ignored_options_are_named() {
+    fn every_option_is_taken_noted_or_refused() {
         let mut j = Job::default();
-        assert_eq!(
-            set(&mut j, "norandommap", None).unwrap(),
-            SetOutcome::Unsupported(
-                "option 'norandommap' is not supported by xferbench and was ignored".into()
-            )
+        // Every name offered for "did you mean" is one set() takes.
+        for k in HANDLED {
+            let v = match *k {
+                "filename" | "directory" | "filename_format" | "name" | "wait_for" => "x",
+                "rw" | "readwrite" => "read",
+                "ioengine" => "psync",
+                "iomem" | "mem" => "malloc",
+                "verify" => "crc32c",
+                "completion" => "poll",
+                "fadvise_hint" | "sync" | "fallocate" => "1",
+                "rw_sequencer" => "identical",
+                "rate_process" => "poisson",
+                "zonemode" => "strided",
+                "exit_what" => "all",
+                "cpus_allowed_policy" => "split",
+                "kb_base" => "1024",
+                "buffer_pattern" => "0xab",
+                "cpus_allowed" | "numa_cpu_nodes" => "0",
+                "startdelay" => "0",
+                _ => "1",
+            };
+            let r = j.set(k, Some(v));
+            assert!(r.is_ok(), "{k}={v}: {r:?}");
+        }
+        assert!(
+            matches!(set(&mut j, "write_lat_log", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("histogram"))
         );
         assert!(
-            matches!(set(&mut j, "cpumask", Some("3")), Ok(SetOutcome::Unsupported(w)) if w.contains("cpus_allowed"))
+            matches!(set(&mut j, "http_host", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("ioengine=http"))
         );
-        assert!(matches!(
-            set(&mut j, "loops", Some("3")),
-            Ok(SetOutcome::Unsupported(_))
-        ));
-        // Settings xferbench already follows are not worth a warning.
-        for (k, v) in [
-            ("thread", None),
-            ("randrepeat", Some("1")),
-            ("kb_base", Some("1024")),
-            ("loops", Some("1")),
-        ] {
-            assert_eq!(set(&mut j, k, v).unwrap(), SetOutcome::Applied, "{k}");
-        }
+        assert!(err("latency_target", Some("1ms")).contains("not supported"));
+        assert!(err("thinkcycles", Some("10")).contains("use thinktime="));
+        assert!(err("directoy", Some("/x")).ends_with("did you mean 'directory'?"));
         assert!(err("kb_base", Some("1000")).contains("binary"));
+        set(&mut j, "cpumask", Some("0x5")).unwrap();
+        assert_eq!(j.cpus_allowed, Some(vec![0, 2]));
+        set(&mut j, "thinktime", Some("250")).unwrap();
+        assert_eq!(j.thinktime, Some(Duration::from_micros(250)));
+        set(&mut j, "startdelay", Some("2-5")).unwrap();
+        assert_eq!(
+            j.startdelay,
+            Some((Duration::from_secs(2), Duration::from_secs(5)))
+        );
+        set(&mut j, "buffer_pattern", Some("0xdead|\"ab\"")).unwrap();
+        assert_eq!(
+            j.buffer_pattern.as_deref(),
+            Some(&[0xde, 0xad, b'a', b'b'][..])
+        );
+        assert!(err("buffer_pattern", Some("zz")).contains("expected hex"));
+        assert!(err("zonemode", Some("zbd")).contains("zoned block devices"));
     }
 }

@@ -107,9 +107,13 @@ pub fn parse(
             let vars = unset.join(", ");
             let left_empty = value.as_deref().is_some_and(|v| v.trim().is_empty());
             let w = if left_empty {
-                format!("{at}: {key}: environment variable {vars} is not set, so {key} keeps its default; set it to choose")
+                format!(
+                    "{at}: {key}: environment variable {vars} is not set, so {key} keeps its default; set it to choose"
+                )
             } else {
-                format!("{at}: {key}: environment variable {vars} is not set and was taken as empty, as fio does")
+                format!(
+                    "{at}: {key}: environment variable {vars} is not set and was taken as empty, as fio does"
+                )
             };
             if !warnings.contains(&w) {
                 warnings.push(w);
@@ -145,11 +149,12 @@ pub fn parse(
             if c > 0 {
                 (j.new_group, j.stonewall) = (false, false);
             }
-            let name = j
-                .resolved_filename()
-                .map_err(|m| {
-                    Error::usage(format!("{}:{}: job {}: {m}", job.source, job.line, job.name))
-                })?;
+            let name = j.resolved_filename().map_err(|m| {
+                Error::usage(format!(
+                    "{}:{}: job {}: {m}",
+                    job.source, job.line, job.name
+                ))
+            })?;
             j.filename = Some(name);
             j.offset = u64::from(c)
                 .checked_mul(job.offset_increment)
@@ -178,7 +183,7 @@ fn apply(
     let outcome = job
         .set(key, value)
         .map_err(|e| Error::usage(format!("{at}: {e}")))?;
-    if let SetOutcome::Unsupported(w) = outcome {
+    if let SetOutcome::Unsupported(w) | SetOutcome::Note(w) = outcome {
         let w = format!("{at}: {w}");
         if !warnings.contains(&w) {
             warnings.push(w);
@@ -217,15 +222,14 @@ const MAX_INCLUDE_DEPTH: usize = 8;
 /// The lines of `text` with fio's `include FILE` directives replaced by the
 /// named file's lines (a relative name is taken from the including file's
 /// directory), each line with the file and line number it came from.
-fn with_includes(
-    text: &str,
-    path: &str,
-    depth: usize,
-) -> Result<Vec<(String, String, usize)>> {
+fn with_includes(text: &str, path: &str, depth: usize) -> Result<Vec<(String, String, usize)>> {
     let mut out = Vec::new();
     for (raw, n) in text.lines().zip(1..) {
         let line = strip_comment(raw).trim();
-        let Some(name) = line.strip_prefix("include").filter(|r| r.starts_with([' ', '\t'])) else {
+        let Some(name) = line
+            .strip_prefix("include")
+            .filter(|r| r.starts_with([' ', '\t']))
+        else {
             out.push((raw.to_string(), path.to_string(), n));
             continue;
         };
@@ -403,14 +407,21 @@ mod tests {
     fn env_substitution() {
         let env = |k: &str| (k == "DEV").then(|| "/dev/nvme0n1".to_string());
         // Unset: empty, as in fio; an option left empty keeps its default.
-        let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\nbs=${BS}k\n", "t.fio", &env, &[]);
+        let f = parse(
+            "[j]\nfilename=$DEV\nsize=${SZ}\nbs=${BS}k\n",
+            "t.fio",
+            &env,
+            &[],
+        );
         let e = f.unwrap_err().to_string();
         assert!(e.starts_with("t.fio:4: bs=k: malformed size"), "{e}");
         let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\n", "t.fio", &env, &[]).unwrap();
         assert_eq!(f.jobs[0].size, None);
         assert_eq!(
             f.warnings,
-            ["t.fio:3: size: environment variable SZ is not set, so size keeps its default; set it to choose"]
+            [
+                "t.fio:3: size: environment variable SZ is not set, so size keeps its default; set it to choose"
+            ]
         );
         let f = parse(
             "[j]\nfilename=${DEV}p1\nbs=$pagesize\nnumjobs=$ncpus\ndescription=cost $\n",
@@ -425,7 +436,11 @@ mod tests {
         assert_eq!(f.jobs.len(), ncpus);
         let f = parse("[global]\n\n[j]\nfilename=$NOPE/x\n", "t.fio", &env, &[]).unwrap();
         assert_eq!(f.jobs[0].filename.as_deref(), Some("/x"));
-        assert!(f.warnings[0].contains("taken as empty, as fio does"), "{:?}", f.warnings);
+        assert!(
+            f.warnings[0].contains("taken as empty, as fio does"),
+            "{:?}",
+            f.warnings
+        );
         assert!(err("[j]\nsize=$(1+2)\n").contains("arithmetic"));
     }
 
@@ -443,7 +458,10 @@ mod tests {
         assert_eq!(f.jobs[0].bs, 8192);
         std::fs::write(&main, "[j]\ninclude missing.inc\n").unwrap();
         let e = load(&main, &[]).unwrap_err().to_string();
-        assert!(e.starts_with(&format!("{shown}:2: include missing.inc: cannot read")), "{e}");
+        assert!(
+            e.starts_with(&format!("{shown}:2: include missing.inc: cannot read")),
+            "{e}"
+        );
         std::fs::write(&main, "[j]\ninclude main.fio\n").unwrap();
         let e = load(&main, &[]).unwrap_err().to_string();
         assert!(e.contains("nest more than 8 deep"), "{e}");
@@ -474,14 +492,20 @@ mod tests {
             err("[j]\nbs=4k,8k\n")
                 .starts_with("t.fio:2: bs=4k,8k: different read and write block sizes")
         );
-        // A [global] line reaching three jobs warns once; job lines each warn.
-        let f = ok("[global]\nthread\nnorandommap\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
+        // A [global] line reaching three jobs notes once; job lines each note.
+        let f = ok("[global]\nthread\nlog_avg_msec=10\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
+        assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
+        assert!(f.warnings[0].starts_with("t.fio:3: option 'log_avg_msec' changes no figure"));
+        assert!(f.warnings[1].starts_with("t.fio:7: option 'gtod_reduce' changes no figure"));
+        // Options that would change a figure are refused where they stand;
+        // misspellings are named with the nearest fio option.
         assert_eq!(
-            f.warnings,
-            [
-                "t.fio:3: option 'norandommap' is not supported by xferbench and was ignored",
-                "t.fio:7: option 'gtod_reduce' is not supported by xferbench and was ignored",
-            ]
+            err("[a]\nbs=4k\nbssplit=4k/50:8k/50\n"),
+            "t.fio:3: option 'bssplit' is not supported: block size mixes are not supported; run one job per block size"
+        );
+        assert_eq!(
+            err("[a]\ndirecotry=/tmp\n"),
+            "t.fio:2: unknown option 'direcotry' (not a fio option); did you mean 'directory'?"
         );
     }
 
@@ -577,13 +601,18 @@ mod tests {
         let o = vec![
             ("bs".to_string(), Some("64k".to_string())),
             ("direct".to_string(), None),
-            ("fancy".to_string(), Some("1".to_string())),
+            ("write_bw_log".to_string(), Some("x".to_string())),
         ];
         let f = parse("[a]\nbs=4k\n[b]\n", "t.fio", &no_env, &o).unwrap();
         assert!(f.jobs.iter().all(|j| j.bs == 65536 && j.direct));
+        assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+        assert!(f.warnings[0].starts_with("command line: option 'write_bw_log' changes no figure"));
+        let o = vec![("fancy".to_string(), Some("1".to_string()))];
         assert_eq!(
-            f.warnings,
-            ["command line: option 'fancy' is not supported by xferbench and was ignored"]
+            parse("[a]\n", "t.fio", &no_env, &o)
+                .unwrap_err()
+                .to_string(),
+            "command line: unknown option 'fancy' (not a fio option); check the spelling against fio's HOWTO"
         );
         let o = vec![("iodepth".to_string(), Some("0".to_string()))];
         let e = parse("[a]\n", "t.fio", &no_env, &o)

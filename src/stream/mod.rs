@@ -3,7 +3,9 @@
 //! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
 
 pub mod engine;
+pub mod fio_options;
 pub mod intervals;
 pub mod job;
 pub mod jobfile;
+pub mod offsets;
 pub mod verify;

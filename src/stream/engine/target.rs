@@ -82,6 +82,7 @@ impl Target {
         if job.direct {
             flags |= libc::O_DIRECT;
         }
+        flags |= job.open_sync.unwrap_or(0);
         if job.ioengine == IoEngine::Psync && job.completion() == Completion::Poll {
             flags |= libc::O_NONBLOCK;
         }
@@ -118,16 +119,35 @@ impl Target {
             TargetKind::File => current.max(job.filesize.unwrap_or(0)),
             _ => limit.unwrap_or(0),
         };
-        let offset = job.offset;
-        let size = match job.size {
-            Some(s) => s,
-            None if avail > offset => avail - offset,
-            None if kind == TargetKind::Char => {
+        // offset=N% and size=N% are fractions of the target, the offset
+        // rounded down to a block.
+        let offset = match job.offset_pct {
+            Some(p) if avail > 0 => {
+                let o = (avail as f64 * p) as u64;
+                o - o % job.bs
+            }
+            Some(_) => {
+                return Err(Error::usage(format!(
+                    "job {name}: offset= is a percentage but {shown} reports no size; give offset= in bytes"
+                )));
+            }
+            None => job.offset,
+        };
+        let size = match (job.size, job.size_pct) {
+            (_, Some(p)) if avail > offset => ((avail - offset) as f64 * p) as u64,
+            (_, Some(_)) => {
+                return Err(Error::usage(format!(
+                    "job {name}: size= is a percentage but {shown} has nothing past offset {offset} to take it of; give size= in bytes"
+                )));
+            }
+            (Some(s), None) => s,
+            (None, None) if avail > offset => avail - offset,
+            (None, None) if kind == TargetKind::Char => {
                 return Err(Error::usage(format!(
                     "job {name}: {shown} is a character device and reports no size; set size= or filesize="
                 )));
             }
-            None => {
+            (None, None) => {
                 return Err(Error::usage(format!(
                     "job {name}: {shown} holds nothing past offset {offset}; set size= (and filesize=) for the job"
                 )));
@@ -170,6 +190,8 @@ impl Target {
                     ))
                 })?;
                 format!("laid out to {end} bytes (zeros) for reading")
+            } else if job.fallocate && preallocate(&file, current, end) {
+                format!("preallocated to {end} bytes (fallocate)")
             } else {
                 file.set_len(end).map_err(|e| {
                     Error::run(format!(
@@ -183,6 +205,7 @@ impl Target {
                 None => step,
             });
         }
+        advise(&file, job, kind, offset, size);
         Ok(Target {
             file,
             path: path.to_path_buf(),
@@ -195,6 +218,46 @@ impl Target {
 
     pub fn fd(&self) -> i32 {
         self.file.as_raw_fd()
+    }
+}
+
+/// fio's default `fallocate=native` for a file a write job extends: the
+/// blocks are reserved before timing starts. False where the file system
+/// cannot (the file is then extended sparse, as `fallocate=none`).
+fn preallocate(file: &File, from: u64, to: u64) -> bool {
+    // SAFETY: fallocate on our descriptor; mode 0 extends the file.
+    unsafe {
+        libc::fallocate(
+            file.as_raw_fd(),
+            0,
+            from as libc::off_t,
+            (to - from) as libc::off_t,
+        ) == 0
+    }
+}
+
+/// fio's `invalidate` (default on: drop the region's cached pages, so a
+/// buffered read starts cold) and `fadvise_hint`. Advice only: a target
+/// that takes none (a character device) is left as it is.
+fn advise(file: &File, job: &Job, kind: TargetKind, offset: u64, size: u64) {
+    if kind == TargetKind::Char {
+        return;
+    }
+    let fd = file.as_raw_fd();
+    let (off, len) = (offset as libc::off_t, size as libc::off_t);
+    // SAFETY: posix_fadvise only advises the kernel about our descriptor.
+    unsafe {
+        if job.invalidate && !job.direct {
+            libc::posix_fadvise(fd, off, len, libc::POSIX_FADV_DONTNEED);
+        }
+        let hint = match job.fadvise {
+            Some(-1) if job.rw.random() => Some(libc::POSIX_FADV_RANDOM),
+            Some(-1) => Some(libc::POSIX_FADV_SEQUENTIAL),
+            other => other,
+        };
+        if let Some(h) = hint {
+            libc::posix_fadvise(fd, off, len, h);
+        }
     }
 }
 

@@ -1,0 +1,300 @@
+//! Where each I/O of a job goes: fio's offset generators. Sequential or
+//! random order (each block once per pass, or with `norandommap` drawn
+//! afresh), holes and backwards runs (`rw=read:8k`, `rw=read:-8k`), runs of
+//! sequential or identical offsets after each random one (`rw=randread:8`
+//! with `rw_sequencer=`), and strided zones (`zonemode=strided`). Offsets
+//! are pure functions of the I/O's index, so the verify read-back visits
+//! exactly what the write phase did.
+
+use crate::stream::job::Job;
+
+/// fio's `rw_sequencer=`: what the I/Os between two random offsets do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Sequencer {
+    /// The next blocks after the random one.
+    Sequential,
+    /// The same block again.
+    Identical,
+}
+
+/// fio's `zonemode=strided` (`zonerange`, `zonesize`, `zoneskip`), in bytes.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
+pub struct Zones {
+    /// Size of one zone: I/O stays inside it.
+    pub range: u64,
+    /// Bytes moved in a zone before the job goes on to the next.
+    pub size: u64,
+    /// Bytes skipped between zones.
+    pub skip: u64,
+}
+
+/// The order blocks are visited in one pass: sequential, or a full-period
+/// permutation so a random job touches every block exactly once per pass
+/// (fio's random map).
+#[derive(Clone, Debug)]
+struct Order {
+    n: u64,
+    mult: u64,
+    add: u64,
+}
+
+impl Order {
+    fn new(random: bool, n: u64, seed: u64) -> Order {
+        if !random || n < 2 {
+            return Order {
+                n: n.max(1),
+                mult: 1,
+                add: 0,
+            };
+        }
+        let mut s = seed | 1;
+        let mut mult = (splitmix(&mut s) % n) | 1;
+        while gcd(mult, n) != 1 {
+            mult = (mult + 2) % n;
+            if mult == 0 {
+                mult = 1;
+            }
+        }
+        Order {
+            n,
+            mult,
+            add: splitmix(&mut s) % n,
+        }
+    }
+
+    #[inline]
+    fn at(&self, i: u64) -> u64 {
+        ((u128::from(i % self.n) * u128::from(self.mult) + u128::from(self.add))
+            % u128::from(self.n)) as u64
+    }
+}
+
+/// A job's offset generator over a region of `size` bytes.
+#[derive(Clone, Debug)]
+pub struct Offsets {
+    bs: u64,
+    size: u64,
+    random: bool,
+    /// `norandommap`: each random block drawn independently (repeats allowed).
+    fresh: bool,
+    seed: u64,
+    order: Order,
+    /// Sequential jobs: bytes added after each block (fio's `rw=read:N`).
+    add: i64,
+    /// Random jobs: I/Os per random offset, and what the rest do.
+    per_random: u64,
+    sequencer: Sequencer,
+    zones: Option<Zones>,
+}
+
+impl Offsets {
+    /// The generator for `job` over a region of `size` bytes (a multiple of
+    /// the block size); `seed` varies per clone.
+    pub fn new(job: &Job, size: u64, seed: u64) -> Offsets {
+        let bs = job.bs.max(1);
+        let random = job.rw.random();
+        // In zones, random blocks are drawn within one zone's range.
+        let span = job.zones().map_or(size, |z| z.range.min(size));
+        Offsets {
+            bs,
+            size,
+            random,
+            fresh: job.norandommap,
+            seed,
+            order: Order::new(random, (span / bs).max(1), seed),
+            add: job.seq_add,
+            per_random: u64::from(job.seq_nr.max(1)),
+            sequencer: job.rw_sequencer,
+            zones: job.zones(),
+        }
+    }
+
+    /// Byte offset, relative to the region, of the `i`-th I/O (0-based).
+    pub fn at(&self, i: u64) -> u64 {
+        match self.zones {
+            Some(z) => self.in_zones(z, i),
+            None => self.plain(i, self.size),
+        }
+    }
+
+    /// Offset of I/O `i` within a span of `span` bytes.
+    fn plain(&self, i: u64, span: u64) -> u64 {
+        let blocks = (span / self.bs).max(1);
+        if self.random {
+            let (group, within) = (i / self.per_random, i % self.per_random);
+            let base = if self.fresh {
+                let mut s = self.seed ^ group.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                splitmix(&mut s) % blocks
+            } else {
+                self.order.at(group) % blocks
+            };
+            let blk = match self.sequencer {
+                Sequencer::Sequential => (base + within) % blocks,
+                Sequencer::Identical => base,
+            };
+            return blk * self.bs;
+        }
+        if self.add == 0 {
+            return (i % blocks) * self.bs;
+        }
+        // Holes (add > 0) or backwards runs (add < 0): each I/O starts
+        // bs + add after the last one started; backwards starts at the end.
+        let span = i128::from(blocks * self.bs);
+        let stride = i128::from(self.bs) + i128::from(self.add);
+        let first = if self.add < 0 {
+            (span + i128::from(self.add)).max(0)
+        } else {
+            0
+        };
+        let last_start = span - i128::from(self.bs);
+        let at = (first + stride * i128::from(i)).rem_euclid(span);
+        // A start too near the end for a whole block wraps as fio does:
+        // forwards to the start, backwards to the last whole block.
+        (if at > last_start {
+            if stride > 0 { 0 } else { last_start }
+        } else {
+            at
+        }) as u64
+    }
+
+    fn in_zones(&self, z: Zones, i: u64) -> u64 {
+        let per_zone = (z.size / self.bs).max(1);
+        let (zone, within) = (i / per_zone, i % per_zone);
+        let range = z.range.min(self.size).max(self.bs);
+        let pitch = range + z.skip;
+        // Zones that fit in the region; past the last, back to the first.
+        let count = ((self.size - range) / pitch + 1).max(1);
+        let start = (zone % count) * pitch;
+        let inner = if self.random {
+            self.plain(zone * per_zone + within, range)
+        } else {
+            (within % (range / self.bs)) * self.bs
+        };
+        start + inner
+    }
+}
+
+fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
+/// A fast, well-mixed 64-bit generator step (splitmix64).
+#[inline]
+pub fn splitmix(s: &mut u64) -> u64 {
+    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
+    let mut z = *s;
+    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
+    z ^ (z >> 31)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::job::Rw;
+
+    fn offsets(set: &[(&str, &str)], size: u64) -> Vec<u64> {
+        let mut j = Job::default();
+        for (k, v) in set {
+            j.set(k, Some(v)).unwrap();
+        }
+        let o = Offsets::new(&j, size, 7);
+        (0..size / j.bs).map(|i| o.at(i)).collect()
+    }
+
+    #[test]
+    fn random_order_is_a_permutation() {
+        for n in [1u64, 2, 3, 7, 64, 1000, 4096] {
+            let o = Order::new(true, n, 42);
+            let mut seen: Vec<u64> = (0..n).map(|i| o.at(i)).collect();
+            seen.sort_unstable();
+            assert_eq!(seen, (0..n).collect::<Vec<_>>(), "n={n}");
+        }
+        let o = Order::new(true, 1000, 42);
+        assert!((0..10).any(|i| o.at(i) != i), "not shuffled");
+        let s = Order::new(false, 5, 1);
+        assert_eq!(
+            (0..5).map(|i| s.at(i)).collect::<Vec<_>>(),
+            vec![0, 1, 2, 3, 4]
+        );
+    }
+
+    #[test]
+    fn sequential_random_and_norandommap() {
+        assert_eq!(offsets(&[("bs", "4k")], 16 << 10), [0, 4096, 8192, 12288]);
+        let mut r = offsets(&[("rw", "randread"), ("bs", "1k")], 64 << 10);
+        assert_ne!(r, (0..64).map(|b| b * 1024).collect::<Vec<_>>());
+        r.sort_unstable();
+        assert_eq!(r, (0..64).map(|b| b * 1024).collect::<Vec<_>>());
+        let f = offsets(
+            &[("rw", "randread"), ("bs", "1k"), ("norandommap", "1")],
+            64 << 10,
+        );
+        assert!(f.iter().all(|&o| o < 64 << 10 && o % 1024 == 0));
+        let mut d = f.clone();
+        d.sort_unstable();
+        d.dedup();
+        assert!(
+            d.len() < f.len(),
+            "64 draws from 64 blocks should repeat one"
+        );
+    }
+
+    #[test]
+    fn holes_and_backwards() {
+        // rw=write:4k with bs=4k: every other block, then wrap.
+        assert_eq!(
+            offsets(&[("rw", "write:4k"), ("bs", "4k")], 32 << 10),
+            [0, 8192, 16384, 24576, 0, 8192, 16384, 24576]
+        );
+        // rw=read:-8k with bs=4k walks back 4k at a time from the end.
+        let b = offsets(&[("rw", "read:-8k"), ("bs", "4k")], 32 << 10);
+        assert_eq!(&b[..4], [24576, 20480, 16384, 12288]);
+        assert!(b.iter().all(|&o| o + 4096 <= 32 << 10));
+    }
+
+    #[test]
+    fn random_runs_sequential_or_identical() {
+        let s = offsets(&[("rw", "randread:4"), ("bs", "1k")], 64 << 10);
+        for run in s.chunks(4) {
+            for w in run.windows(2) {
+                assert!(w[1] == w[0] + 1024 || w[1] == 0, "{run:?}");
+            }
+        }
+        let i = offsets(
+            &[
+                ("rw", "randread:4"),
+                ("rw_sequencer", "identical"),
+                ("bs", "1k"),
+            ],
+            64 << 10,
+        );
+        for run in i.chunks(4) {
+            assert!(run.iter().all(|&o| o == run[0]), "{run:?}");
+        }
+    }
+
+    #[test]
+    fn strided_zones() {
+        // 4 zones of 16k with 8k skipped between, 8k moved in each.
+        let z = offsets(
+            &[
+                ("bs", "4k"),
+                ("zonemode", "strided"),
+                ("zonerange", "16k"),
+                ("zonesize", "8k"),
+                ("zoneskip", "8k"),
+            ],
+            96 << 10,
+        );
+        assert_eq!(&z[..8], [0, 4096, 24576, 28672, 49152, 53248, 73728, 77824]);
+        // Past the last zone that fits, back to the first.
+        assert_eq!(z[8], 0);
+        let j = Job {
+            rw: Rw::RandRead,
+            ..Job::default()
+        };
+        assert!(Offsets::new(&j, 1 << 20, 1).at(5) < 1 << 20);
+    }
+}
