@@ -82,7 +82,15 @@ impl Target {
         if job.direct {
             flags |= libc::O_DIRECT;
         }
-        if job.ioengine == IoEngine::Psync && job.completion() == Completion::Poll {
+        let sync_family = matches!(
+            job.ioengine,
+            IoEngine::Sync
+                | IoEngine::Psync
+                | IoEngine::Vsync
+                | IoEngine::Pvsync
+                | IoEngine::Pvsync2
+        );
+        if sync_family && job.completion() == Completion::Poll {
             flags |= libc::O_NONBLOCK;
         }
         oo.custom_flags(flags);
