@@ -808,3 +808,247 @@ fn a_job_without_filename_uses_fios_default_name_in_the_working_directory() {
     assert!(e.contains("noname.fio:3: job n: nrfiles=2"), "{e}");
     assert_eq!(e.lines().count(), 1, "{e}");
 }
+
+/// `xferbench --quiet stream --job FILE --format json` on `text`, in `dir`.
+fn job_json(dir: &Path, text: &str) -> serde_json::Value {
+    let job = dir.join("engines.fio");
+    std::fs::write(&job, text).unwrap();
+    json(&stream(
+        dir,
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    ))
+}
+
+#[test]
+fn each_sync_family_engine_reads_back_what_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    for engine in ["sync", "psync", "vsync", "pvsync", "pvsync2"] {
+        let f = dir.path().join(engine);
+        // The writer reads its blocks back (do_verify), then a second job
+        // reads them in a random order, checking each.
+        let d = job_json(
+            dir.path(),
+            &format!(
+                "[global]\nioengine={engine}\nfilename={}\nbs=4k\nsize=256k\nverify=crc32c\niodepth=8\n[w]\nrw=write\n[r]\nstonewall\nrw=randread\n",
+                f.display()
+            ),
+        );
+        for (i, j) in d["jobs"].as_array().unwrap().iter().enumerate() {
+            assert_eq!(j["ioengine"], engine);
+            let detail = j["completion_detail"].as_str().unwrap();
+            assert!(detail.starts_with(&format!("{engine}, ")), "{detail}");
+            assert_eq!(j["verify"]["blocks"], 64, "{engine} job {i}");
+            assert_eq!(j["verify"]["bad"], 0, "{engine} job {i}");
+            assert_eq!(j["error"], 0);
+        }
+        assert_eq!(d["jobs"][0]["write"]["io_bytes"], 256 << 10);
+        assert_eq!(d["jobs"][1]["read"]["total_ios"], 64);
+        let writer = d["jobs"][0]["completion_detail"].as_str().unwrap();
+        match engine {
+            "sync" => assert!(writer.contains("lseek + read/write"), "{writer}"),
+            "vsync" => assert!(writer.contains("coalesced up to 8 per call"), "{writer}"),
+            "pvsync2" => assert!(writer.contains("preadv2/pwritev2"), "{writer}"),
+            _ => {}
+        }
+        // vsync takes iodepth (it coalesces); the others do one at a time.
+        let depth = if engine == "vsync" { 8 } else { 1 };
+        assert_eq!(d["jobs"][0]["iodepth"], depth, "{engine}");
+    }
+}
+
+#[test]
+fn libaio_and_posixaio_keep_iodepth_in_flight_and_move_the_right_bytes() {
+    let dir = tempfile::tempdir().unwrap();
+    for engine in ["libaio", "posixaio"] {
+        let f = dir.path().join(engine);
+        let d = job_json(
+            dir.path(),
+            &format!(
+                "[global]\nioengine={engine}\niodepth=8\nfilename={}\nbs=16k\nsize=1m\n[w]\nrw=randwrite\nverify=crc32c\ndo_verify=0\n[r]\nstonewall\nrw=read\nverify=crc32c\n[poll]\nstonewall\nrw=read\ncompletion=poll\n",
+                f.display()
+            ),
+        );
+        let jobs = d["jobs"].as_array().unwrap();
+        assert_eq!(jobs[0]["ioengine"], engine);
+        assert_eq!(jobs[0]["iodepth"], 8);
+        assert_eq!(jobs[0]["write"]["io_bytes"], 1 << 20);
+        assert_eq!(jobs[1]["read"]["io_bytes"], 1 << 20);
+        assert_eq!(jobs[1]["verify"]["blocks"], 64);
+        assert_eq!(jobs[1]["verify"]["bad"], 0);
+        assert_eq!(jobs[2]["read"]["total_ios"], 64);
+        assert_eq!(jobs[2]["completion"], "poll");
+        let detail = jobs[0]["completion_detail"].as_str().unwrap();
+        assert!(detail.starts_with(&format!("{engine}, ")), "{detail}");
+        if engine == "libaio" {
+            assert!(
+                detail.contains("io_submit/io_getevents (kernel AIO), up to 8 in flight"),
+                "{detail}"
+            );
+            let polled = jobs[2]["completion_detail"].as_str().unwrap();
+            assert!(polled.contains("spin on io_getevents"), "{polled}");
+        }
+        // Every 16 KiB block's header names the offset it sits at.
+        let data = std::fs::read(&f).unwrap();
+        for (i, b) in data.chunks(16 << 10).enumerate() {
+            assert_eq!(&b[0..4], b"XBVF");
+            assert_eq!(
+                u64::from_le_bytes(b[16..24].try_into().unwrap()),
+                (i << 14) as u64
+            );
+        }
+    }
+}
+
+#[test]
+fn io_uring_fixedbufs_with_registerfiles_and_its_other_options_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("u");
+    let d = job_json(
+        dir.path(),
+        &format!(
+            "[global]\nioengine=io_uring\niodepth=16\nfilename={}\nbs=8k\nsize=512k\n[w]\nrw=write\nverify=xxhash\nfixedbufs\nregisterfiles\n[r]\nstonewall\nrw=randread\nverify=xxhash\nnonvectored=0\nforce_async=4\n",
+            f.display()
+        ),
+    );
+    let jobs = d["jobs"].as_array().unwrap();
+    let w = jobs[0]["completion_detail"].as_str().unwrap();
+    assert!(
+        w.contains("READ_FIXED/WRITE_FIXED on registered buffers (fixedbufs)"),
+        "{w}"
+    );
+    assert!(w.contains("registered file (registerfiles)"), "{w}");
+    assert_eq!(jobs[0]["verify"]["blocks"], 64);
+    assert_eq!(jobs[0]["verify"]["bad"], 0);
+    let r = jobs[1]["completion_detail"].as_str().unwrap();
+    assert!(
+        r.contains("READV/WRITEV") && r.contains("IOSQE_ASYNC on every 4 requests (16 of 64"),
+        "{r}"
+    );
+    assert_eq!(jobs[1]["verify"]["bad"], 0);
+}
+
+#[test]
+fn file_engines_create_stat_and_delete_nrfiles_named_as_fio_names_them() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("d")).unwrap();
+    // fio's example shape: rw=filecreate, nrfiles per job, one job per section.
+    let d = job_json(
+        dir.path(),
+        "[global]\nrw=filecreate\nioengine=filecreate\nnrfiles=40\nfilesize=4k\ndirectory=d\n[t0]\n[t1]\n",
+    );
+    for (i, j) in d["jobs"].as_array().unwrap().iter().enumerate() {
+        assert_eq!(j["ioengine"], "filecreate");
+        assert_eq!(j["read"]["total_ios"], 40, "{j}");
+        assert_eq!(j["read"]["io_bytes"], 0);
+        assert!(j["read"]["iops"].as_f64().unwrap() > 0.0);
+        let detail = j["completion_detail"].as_str().unwrap();
+        assert!(
+            detail.starts_with("filecreate: one open(O_CREAT|O_RDWR, 0600) + close per I/O"),
+            "{detail}"
+        );
+        for n in 0..40 {
+            assert!(
+                dir.path().join(format!("d/t{i}.0.{n}")).exists(),
+                "t{i}.0.{n}"
+            );
+        }
+    }
+    assert_eq!(std::fs::read_dir(dir.path().join("d")).unwrap().count(), 80);
+    // stat them (making the 10 more filestat asks for), then delete them all.
+    let d = job_json(
+        dir.path(),
+        "[global]\ndirectory=d\nfilesize=4k\n[t0]\nioengine=filestat\nstat_type=lstat\nnrfiles=50\n[t0]\nstonewall\nioengine=filedelete\nnrfiles=50\nrw=write\n",
+    );
+    let jobs = d["jobs"].as_array().unwrap();
+    assert_eq!(jobs[0]["read"]["total_ios"], 50);
+    let detail = jobs[0]["completion_detail"].as_str().unwrap();
+    assert!(
+        detail.contains("one lstat per I/O") && detail.contains("10 created first"),
+        "{detail}"
+    );
+    assert_eq!(jobs[1]["write"]["total_ios"], 50);
+    assert_eq!(
+        std::fs::read_dir(dir.path().join("d")).unwrap().count(),
+        40,
+        "t1's remain"
+    );
+}
+
+#[test]
+fn cpuio_burns_beside_the_io_jobs_and_reports_no_bandwidth() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("c");
+    let d = job_json(
+        dir.path(),
+        &format!(
+            "[burn]\nioengine=cpuio\ncpuload=40\ncpuchunks=10000\n[io]\nfilename={}\nrw=write\nbs=4k\nsize=8m\nrate=16m\n",
+            f.display()
+        ),
+    );
+    let jobs = d["jobs"].as_array().unwrap();
+    let burn = &jobs[0];
+    assert_eq!(burn["ioengine"], "cpuio");
+    assert_eq!(burn["read"]["total_ios"], 0);
+    assert_eq!(burn["write"]["total_ios"], 0);
+    let detail = burn["completion_detail"].as_str().unwrap();
+    assert!(
+        detail.starts_with("cpuio: a load, not I/O — cpuload=40%"),
+        "{detail}"
+    );
+    assert!(
+        detail.contains("until the I/O jobs beside it were done"),
+        "{detail}"
+    );
+    assert_eq!(burn["warnings"].as_array().unwrap().len(), 0, "{burn}");
+    // The group's figures are the I/O job's alone.
+    assert_eq!(jobs[1]["write"]["io_bytes"], 8 << 20);
+    // Alone and without runtime= it would never end: refused.
+    let job = dir.path().join("alone.fio");
+    std::fs::write(&job, "[burn]\nioengine=cpuio\ncpuload=10\n").unwrap();
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give it runtime="), "{}", stderr(&o));
+}
+
+#[test]
+fn a_hostile_engine_value_is_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("h.fio");
+    for (text, want) in [
+        (
+            "[j]\nioengine=sg\nsize=4k\n",
+            "h.fio:2: ioengine=sg: this engine needs SCSI generic (sg) devices",
+        ),
+        (
+            "[j]\nioengine=cpuio\ncpuload=500\n",
+            "h.fio:3: cpuload=500: expected a whole number from 1 to 100",
+        ),
+        (
+            "[j]\nioengine=psync\nfixedbufs\nsize=4k\n",
+            "job j: fixedbufs is an option of ioengine=io_uring, not of ioengine=psync",
+        ),
+        (
+            "[j]\nioengine=psync\nnrfiles=3\nsize=4k\n",
+            "job j: nrfiles=3: only the file engines",
+        ),
+        (
+            "[j]\nioengine=pvsync2\nhipri_percentage=-4\n",
+            "hipri_percentage=-4: expected a whole number from 0 to 100",
+        ),
+        (
+            "[j]\nioengine=filestat\nnrfiles=2\nfilename_format=same\n",
+            "put $filenum in it",
+        ),
+        (
+            "[j]\nioengine=filecreate\nnrfiles=2\ndirectory=/nonexistent-xb\n",
+            "directory /nonexistent-xb does not exist",
+        ),
+    ] {
+        std::fs::write(&job, text).unwrap();
+        let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {e}");
+        assert!(e.contains(want), "{text}: {e}");
+        assert_eq!(e.lines().count(), 1, "{text}: {e}");
+    }
+}

@@ -594,10 +594,13 @@ pub struct StreamArgs {
     /// target, as fio's numjobs (1 to 4096).
     #[arg(long)]
     pub numjobs: Option<String>,
-    /// I/Os in flight per job (io_uring; psync and mmap do one at a time).
+    /// I/Os in flight per job (io_uring, libaio, posixaio; vsync coalesces up to
+    /// this many adjacent I/Os; the other synchronous engines do one at a time).
     #[arg(long)]
     pub iodepth: Option<String>,
-    /// psync, io_uring, mmap (libaio runs as io_uring).
+    /// fio's engines, each making fio's syscalls: sync, psync, vsync, pvsync,
+    /// pvsync2, libaio, posixaio, io_uring, mmap, null, filecreate, filestat,
+    /// filedelete, cpuio.
     #[arg(long)]
     pub ioengine: Option<String>,
     /// Buffers: malloc, mmap, mmaphuge.

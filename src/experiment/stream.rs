@@ -11,14 +11,14 @@ use crate::measure::placement::Placement;
 use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
 use crate::result::stream::*;
-use crate::stream::engine::{self, Dir, Done, Engine, IoMemory, Op, Target};
+use crate::stream::engine::{self, Accounting, Dir, Done, Engine, IoMemory, Op, Target};
 use crate::stream::intervals::{Cut, Intervals, Timeline};
 use crate::stream::job::{ExitWhat, IoEngine, Job, Rw};
 use crate::stream::jobfile;
 use crate::stream::offsets::{Offsets, splitmix};
 use crate::stream::verify;
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::{Arc, Condvar, Mutex};
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,8 @@ struct Prepared {
     transport: Option<crate::transport::Spec>,
     /// Indices (into this sweep point's jobs) that must finish first.
     after: Vec<usize>,
+    /// An I/O job that cpuio jobs run beside (it does not wait for one).
+    beside_cpuio: bool,
 }
 
 /// Runs the jobs (`--repeat K`: K times, every job of a run in turn, then
@@ -88,6 +90,7 @@ fn once(
         t0,
         allow_large_layout: args.allow_large_layout,
         ending: Ending::new(),
+        io_left: Arc::default(),
     };
     let sweeping = points.sets.len() > 1;
     let mut first_err: Option<Error> = None;
@@ -222,7 +225,16 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
         if let Some(iops) = job.rate_iops_min {
             job.ratemin = Some(iops.saturating_mul(job.bs));
         }
-        if job.time_based && job.runtime.is_none() {
+        engine::check(&job)?;
+        if job.ioengine == IoEngine::Cpuio {
+            // A load until runtime= or the I/O jobs beside it end.
+            job.time_based = true;
+        }
+        if job.ioengine.file_op() {
+            // One nominal block per file; no data moves.
+            job.size = Some(u64::from(job.nrfiles) * job.bs);
+        }
+        if job.time_based && job.runtime.is_none() && job.ioengine != IoEngine::Cpuio {
             return Err(Error::usage(format!(
                 "job {name}: time_based needs runtime= (how long to run)"
             )));
@@ -248,16 +260,6 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
                 job.bs
             )));
         }
-        if job.hipri && job.ioengine != IoEngine::IoUring {
-            return Err(Error::usage(format!(
-                "job {name}: hipri (IOPOLL) is an io_uring option; set ioengine=io_uring or use completion=poll"
-            )));
-        }
-        if job.sqthread_poll && job.ioengine != IoEngine::IoUring {
-            return Err(Error::usage(format!(
-                "job {name}: sqthread_poll is an io_uring option; set ioengine=io_uring"
-            )));
-        }
         let mut after = Vec::new();
         if job.stonewall && i > 0 {
             after.extend(0..i);
@@ -278,13 +280,29 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
         }
         after.sort_unstable();
         after.dedup();
+        // Waits for a cpuio job, itself or through the jobs it waits for.
+        let behind_cpuio = after
+            .iter()
+            .any(|&j| out[j].job.ioengine == IoEngine::Cpuio || !out[j].beside_cpuio);
+        let beside_cpuio = job.ioengine != IoEngine::Cpuio && !behind_cpuio;
         out.push(Prepared {
             job,
             path,
             mapped_from,
             transport,
             after,
+            beside_cpuio,
         });
+    }
+    if let Some(p) = out
+        .iter()
+        .find(|p| p.job.ioengine == IoEngine::Cpuio && p.job.runtime.is_none())
+        && !out.iter().any(|q| q.beside_cpuio)
+    {
+        return Err(Error::usage(format!(
+            "job {}: ioengine=cpuio runs beside I/O jobs until they end, and no I/O job runs beside it (each waits for a cpuio job); give it runtime=",
+            p.job.name
+        )));
     }
     Ok(out)
 }
@@ -362,6 +380,8 @@ struct Ctx {
     allow_large_layout: bool,
     /// Set when an `exitall` job ends.
     ending: Ending,
+    /// I/O jobs of the running set that cpuio jobs run beside, not yet done.
+    io_left: Arc<AtomicUsize>,
 }
 
 /// A job's progress, read by the coordinator (its own cache line: the
@@ -464,6 +484,10 @@ fn run_set(
         })
         .sum();
     bar.start_bytes(total, label);
+    ctx.io_left.store(
+        jobs.iter().filter(|p| p.beside_cpuio).count(),
+        Ordering::Relaxed,
+    );
     let mut outcomes: Vec<Option<Result<Outcome>>> = (0..jobs.len()).map(|_| None).collect();
     std::thread::scope(|s| {
         let handles: Vec<_> = jobs
@@ -493,6 +517,9 @@ fn run_set(
                         run_job(p, ctx, &prog, &stop)
                     };
                     lock.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
+                    if p.beside_cpuio {
+                        ctx.io_left.fetch_sub(1, Ordering::Relaxed);
+                    }
                     cv.notify_all();
                     out
                 })
@@ -590,21 +617,27 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             return Err(Error::Interrupted);
         }
     }
-    let sync_engine = matches!(job.ioengine, IoEngine::Psync | IoEngine::Mmap);
+    let sync_engine = engine::one_at_a_time(job.ioengine);
     let depth = if sync_engine {
         1
     } else {
         job.iodepth.max(1) as usize
     };
     let bs = job.bs as usize;
+    // The buffers before the engine, so the engine is dropped first: an
+    // asynchronous one waits there for I/O still in flight into them.
+    let mut mem = IoMemory::new(job.iomem, depth, bs)?;
     let (target, mut eng) = open_engine(p, ctx, depth)?;
     let (region_off, region_size) = match &target {
         Some(t) => (t.offset, t.size),
         None => (0, (job.size.unwrap_or(0) / job.bs).max(1) * job.bs),
     };
-    let mut mem = IoMemory::new(job.iomem, depth, bs)?;
-    let fills = job.rw.writes() && job.verify.is_none();
-    if fills {
+    eng.register_memory(&mut mem)?;
+    // What a completion counts for: bytes, an operation, or nothing (cpuio).
+    let acct = eng.accounting();
+    let io_bytes = if acct == Accounting::Bytes { job.bs } else { 0 };
+    if job.rw.writes() && job.verify.is_none() {
+        // fio's default: buffers filled with random bytes once.
         for s in 0..depth {
             fill_write(mem.slot(s, bs), job, s as u64);
         }
@@ -765,10 +798,10 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             let di = f.dir as usize;
             if ramping {
                 ramp_ios += 1;
-            } else {
+            } else if acct != Accounting::Nothing {
                 let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
-                intervals.record(di, at_ns, lat_ns, job.bs);
-                bytes[di] += job.bs;
+                intervals.record(di, at_ns, lat_ns, io_bytes);
+                bytes[di] += io_bytes;
                 if let Some(max) = job.max_latency
                     && lat_ns > max.as_nanos() as u64
                 {
@@ -832,7 +865,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 deadline = job.runtime.map(|r| now + r);
             }
         }
-        if deadline.is_some_and(|d| now >= d) {
+        if deadline.is_some_and(|d| now >= d) || eng.finished() {
             stopping = true;
         }
         if stop.load(Ordering::Relaxed) && !stopping {
@@ -972,6 +1005,13 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
 /// transport link for `filename=xfer:…`.
 fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>, Box<dyn Engine>)> {
     let job = &p.job;
+    if job.ioengine.file_op() {
+        return Ok((None, Box::new(engine::FileOps::open(job, &p.path)?)));
+    }
+    if job.ioengine == IoEngine::Cpuio {
+        let e = engine::CpuIo::new(job, Arc::clone(&ctx.io_left));
+        return Ok((None, Box::new(e)));
+    }
     if job.ioengine == IoEngine::Null {
         if job.verify.is_some() {
             return Err(Error::usage(format!(
@@ -1176,7 +1216,7 @@ fn job_warnings(
             job.ioengine.name()
         ));
     }
-    if failed {
+    if failed || job.ioengine == IoEngine::Cpuio {
         return warnings;
     }
     if ios < 100 && !partial {

@@ -4,7 +4,7 @@
 
 use super::table::markdown;
 use crate::error::Result;
-use crate::result::stream::{DirStats, GroupDir, GroupResult, JobResult, StreamRun};
+use crate::result::stream::{DirStats, GroupDir, GroupResult, IoEngine, JobResult, StreamRun};
 use crate::units::format_size;
 use std::fmt::Write;
 
@@ -44,14 +44,25 @@ fn dir_lines(out: &mut String, what: &str, d: &DirStats) {
     if d.total_ios == 0 {
         return;
     }
-    let (bi, bd) = bw_pair(d.bw_bytes);
-    let _ = writeln!(
-        out,
-        "  {what}: IOPS={}, BW={bi} ({bd})({}/{}msec)",
-        fio_num(d.iops, false, ""),
-        fio_num(d.io_bytes as f64, true, "B"),
-        d.runtime
-    );
+    if d.io_bytes == 0 {
+        // The file engines: operations, no data.
+        let _ = writeln!(
+            out,
+            "  {what}: IOPS={}, no data moved ({} ops/{}msec)",
+            fio_num(d.iops, false, ""),
+            d.total_ios,
+            d.runtime
+        );
+    } else {
+        let (bi, bd) = bw_pair(d.bw_bytes);
+        let _ = writeln!(
+            out,
+            "  {what}: IOPS={}, BW={bi} ({bd})({}/{}msec)",
+            fio_num(d.iops, false, ""),
+            fio_num(d.io_bytes as f64, true, "B"),
+            d.runtime
+        );
+    }
     let c = &d.clat_ns;
     let _ = writeln!(
         out,
@@ -92,6 +103,28 @@ fn head_line(out: &mut String, name: &str, groupid: u32, jobs: u32, error: i32, 
 
 fn job_block(out: &mut String, r: &JobResult) {
     head_line(out, &r.jobname, r.groupid, 1, r.error, r);
+    if r.ioengine == IoEngine::Cpuio {
+        // A load: no file, no region; its completion line says what it did.
+    } else if r.ioengine.file_op() {
+        let _ = writeln!(
+            out,
+            "  files: {} (the first; one operation per file per pass)",
+            r.filename
+        );
+    } else {
+        file_line(out, r);
+    }
+    let _ = writeln!(
+        out,
+        "  completion: {} ({})",
+        r.completion.name(),
+        r.completion_detail
+    );
+    dir_and_verify_lines(out, r);
+}
+
+/// The target, its region and what was done to it first.
+fn file_line(out: &mut String, r: &JobResult) {
     let _ = writeln!(
         out,
         "  file: {}{}{}, region {}..{} ({}){}",
@@ -113,12 +146,9 @@ fn job_block(out: &mut String, r: &JobResult) {
             .as_ref()
             .map_or(String::new(), |p| format!("; {p}"))
     );
-    let _ = writeln!(
-        out,
-        "  completion: {} ({})",
-        r.completion.name(),
-        r.completion_detail
-    );
+}
+
+fn dir_and_verify_lines(out: &mut String, r: &JobResult) {
     dir_lines(out, "read", &r.read);
     dir_lines(out, "write", &r.write);
     if let Some(v) = &r.verify {
@@ -162,6 +192,17 @@ fn group_block(out: &mut String, g: &GroupResult, results: &[&JobResult]) {
 
 fn status_line(out: &mut String, what: &str, d: &GroupDir) {
     if d.agg.total_ios == 0 {
+        return;
+    }
+    if d.agg.io_bytes == 0 {
+        let _ = writeln!(
+            out,
+            "  {what}: iops={}, no data moved, ops={}, run={}-{}msec",
+            fio_num(d.agg.iops, false, ""),
+            d.agg.total_ios,
+            d.min_runtime,
+            d.max_runtime
+        );
         return;
     }
     let (ai, ad) = bw_pair(d.agg.bw_bytes);

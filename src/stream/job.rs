@@ -53,14 +53,27 @@ impl Rw {
     }
 }
 
-/// fio's `ioengine=`.
+/// fio's `ioengine=`: each variant is the engine fio names so, making the
+/// syscalls fio's does (see `stream::engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoEngine {
-    /// pread/pwrite, one block per call.
+    /// `sync`: lseek, then read/write.
+    Sync,
+    /// `psync`: pread/pwrite, one block per call.
     Psync,
-    /// io_uring with `iodepth` requests in flight (`libaio` maps here).
+    /// `vsync`: lseek, then readv/writev; adjacent I/Os coalesced.
+    Vsync,
+    /// `pvsync`: preadv/pwritev.
+    Pvsync,
+    /// `pvsync2`: preadv2/pwritev2 with RWF_* flags (`hipri`, `nowait`).
+    Pvsync2,
+    /// io_uring with `iodepth` requests in flight.
     IoUring,
+    /// Linux kernel AIO: io_submit/io_getevents, `iodepth` in flight.
+    Libaio,
+    /// POSIX AIO (glibc's aio_read/aio_write), `iodepth` in flight.
+    Posixaio,
     /// memcpy to and from a shared mapping of the target.
     Mmap,
     /// One-way stream over an xferbench transport (`filename=xfer:tcp`).
@@ -68,18 +81,45 @@ pub enum IoEngine {
     /// fio's `null`: every I/O completes at once, no data moves, no file
     /// is opened; its rate is xferbench's own cost per I/O.
     Null,
+    /// `filecreate`: each I/O creates (opens with O_CREAT) one of `nrfiles`.
+    Filecreate,
+    /// `filestat`: each I/O stats one of `nrfiles` files.
+    Filestat,
+    /// `filedelete`: each I/O unlinks one of `nrfiles` files.
+    Filedelete,
+    /// `cpuio`: burns `cpuload`% of a CPU alongside the other jobs; no I/O.
+    Cpuio,
 }
 
 impl IoEngine {
     /// fio's word for it (`io_uring`, `psync`…).
     pub fn name(self) -> &'static str {
         match self {
+            IoEngine::Sync => "sync",
             IoEngine::Psync => "psync",
+            IoEngine::Vsync => "vsync",
+            IoEngine::Pvsync => "pvsync",
+            IoEngine::Pvsync2 => "pvsync2",
             IoEngine::IoUring => "io_uring",
+            IoEngine::Libaio => "libaio",
+            IoEngine::Posixaio => "posixaio",
             IoEngine::Mmap => "mmap",
             IoEngine::Transport => "transport",
             IoEngine::Null => "null",
+            IoEngine::Filecreate => "filecreate",
+            IoEngine::Filestat => "filestat",
+            IoEngine::Filedelete => "filedelete",
+            IoEngine::Cpuio => "cpuio",
         }
+    }
+
+    /// The engines whose I/O is an operation on a whole file (one per file
+    /// of `nrfiles`), not data moved.
+    pub fn file_op(self) -> bool {
+        matches!(
+            self,
+            IoEngine::Filecreate | IoEngine::Filestat | IoEngine::Filedelete
+        )
     }
 }
 
@@ -139,7 +179,8 @@ pub struct Job {
     /// `filename_format=`: how a job without `filename=` names its file
     /// (fio's default `$jobname.$jobnum.$filenum`).
     pub filename_format: Option<String>,
-    /// `nrfiles=`: files per job; only 1 is supported.
+    /// `nrfiles=`: files per job; above 1 only for the file engines
+    /// (`filecreate`, `filestat`, `filedelete`).
     pub nrfiles: u32,
     /// `filesize=`: the target's size, used when the target reports none
     /// (a character device) or when a file is created.
@@ -258,6 +299,8 @@ pub struct Job {
     pub exitall: bool,
     pub exit_what: ExitWhat,
     pub exitall_on_error: bool,
+    /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
+    pub engine_opts: crate::stream::engine::EngineOpts,
 }
 
 /// fio's `exit_what=`: which jobs an `exitall` job stops when it ends.
@@ -354,6 +397,7 @@ impl Default for Job {
             exitall: false,
             exit_what: ExitWhat::Group,
             exitall_on_error: false,
+            engine_opts: Default::default(),
         }
     }
 }
@@ -444,9 +488,15 @@ impl Job {
     /// `directory/filename_format` (default `jobname.jobnum.0`, in the
     /// current directory). Errors carry no location; the caller adds it.
     pub fn resolved_filename(&self) -> std::result::Result<String, String> {
-        if self.nrfiles > 1 {
+        if self.nrfiles > 1 && !self.ioengine.file_op() {
             return Err(format!(
-                "nrfiles={}: several files per job are not supported; use one file per job (numjobs=N gives each clone its own file)",
+                "nrfiles={}: only the file engines (filecreate, filestat, filedelete) take several files per job; use one file per job (numjobs=N gives each clone its own file)",
+                self.nrfiles
+            ));
+        }
+        if self.nrfiles > 1 && self.filename.is_some() {
+            return Err(format!(
+                "nrfiles={} with filename=: filename= names one file; drop it and the files are named by filename_format= ($filenum counts them)",
                 self.nrfiles
             ));
         }
@@ -471,9 +521,43 @@ impl Job {
                         "filename_format={fmt} gives an empty file name; name the file with filename="
                     ));
                 }
+                if self.nrfiles > 1
+                    && expand_filename_format(fmt, &self.name, self.clone, 1)? == name
+                {
+                    return Err(format!(
+                        "nrfiles={}: filename_format={fmt} gives every file the same name; put $filenum in it",
+                        self.nrfiles
+                    ));
+                }
                 Ok(under_dir(name))
             }
         }
+    }
+
+    /// The `nrfiles` files of a file engine's job (whose filename is file
+    /// 0's, from [`Job::resolved_filename`], then `--map`): `path` itself
+    /// when there is one file, else `filename_format=` for each `$filenum`
+    /// under `directory=`.
+    pub fn file_names(&self, path: &str) -> std::result::Result<Vec<String>, String> {
+        if self.nrfiles <= 1 {
+            return Ok(vec![path.to_string()]);
+        }
+        let fmt = self
+            .filename_format
+            .as_deref()
+            .filter(|f| !f.is_empty())
+            .unwrap_or(DEFAULT_FILENAME_FORMAT);
+        (0..self.nrfiles)
+            .map(|n| {
+                let name = expand_filename_format(fmt, &self.name, self.clone, n)?;
+                Ok(match &self.directory {
+                    Some(d) if !name.starts_with('/') => {
+                        Path::new(d).join(&name).to_string_lossy().into_owned()
+                    }
+                    _ => name,
+                })
+            })
+            .collect()
     }
 }
 
@@ -617,6 +701,14 @@ impl Job {
                 0 => return Err(o.bad("the block size must be at least 1 byte")),
                 bs => self.bs = bs,
             },
+            // fio's examples for the file engines write rw=filecreate (and
+            // filestat, filedelete): the job keeps its rw, and the value must
+            // go with its engine (stream::engine::check).
+            "rw" | "readwrite"
+                if matches!(o.value, Some("filecreate" | "filestat" | "filedelete")) =>
+            {
+                self.engine_opts.file_rw(o.value.unwrap_or_default())
+            }
             "rw" | "readwrite" => {
                 (self.rw, self.seq_add, self.seq_nr) = o.rw()?;
             }
@@ -806,31 +898,39 @@ impl Job {
             "numa_cpu_nodes" => {
                 self.cpus_allowed = Some(numa_cpus(o.value()?).map_err(|e| o.bad(&e))?)
             }
-            _ => return unhandled(key),
+            // Engine options (fixedbufs, nowait, cpuload…), then the rest:
+            // noted, refused, or named as not fio's.
+            _ => {
+                if let Some(outcome) = self.engine_opts.set(key, o.value)? {
+                    return Ok(outcome);
+                }
+                return unhandled(key);
+            }
         }
         Ok(SetOutcome::Applied)
     }
 
     fn set_engine(&mut self, o: &Opt) -> Result<SetOutcome> {
-        let (engine, note) = match o.value()? {
-            "psync" | "pvsync" => (IoEngine::Psync, None),
-            "sync" => (
-                IoEngine::Psync,
-                Some("ioengine=sync runs as psync (pread/pwrite at explicit offsets)"),
-            ),
-            "libaio" => (IoEngine::IoUring, Some("ioengine=libaio runs as io_uring")),
-            "io_uring" => (IoEngine::IoUring, None),
-            "mmap" => (IoEngine::Mmap, None),
-            "transport" => (IoEngine::Transport, None),
-            "null" => (IoEngine::Null, None),
-            _ => {
-                return Err(o.bad(
-                    "unknown engine; use psync, io_uring, mmap, null or transport (sync, pvsync and libaio are accepted too)",
-                ));
-            }
+        let v = o.value()?;
+        self.ioengine = match v {
+            "sync" => IoEngine::Sync,
+            "psync" => IoEngine::Psync,
+            "vsync" => IoEngine::Vsync,
+            "pvsync" => IoEngine::Pvsync,
+            "pvsync2" => IoEngine::Pvsync2,
+            "io_uring" => IoEngine::IoUring,
+            "libaio" => IoEngine::Libaio,
+            "posixaio" => IoEngine::Posixaio,
+            "mmap" => IoEngine::Mmap,
+            "transport" => IoEngine::Transport,
+            "null" => IoEngine::Null,
+            "filecreate" => IoEngine::Filecreate,
+            "filestat" => IoEngine::Filestat,
+            "filedelete" => IoEngine::Filedelete,
+            "cpuio" => IoEngine::Cpuio,
+            _ => return Err(o.bad(&crate::stream::engine::refusal(v))),
         };
-        self.ioengine = engine;
-        Ok(note.map_or(SetOutcome::Applied, |n| SetOutcome::Unsupported(n.into())))
+        Ok(SetOutcome::Applied)
     }
 }
 
@@ -1232,22 +1332,65 @@ mod tests {
         assert!(err("rw", Some("read:8q")).contains("malformed size"));
         assert!(err("rwmixread", Some("101")).contains("from 0 to 100"));
 
-        assert_eq!(
-            set(&mut j, "ioengine", Some("pvsync")).unwrap(),
-            SetOutcome::Applied
-        );
-        assert_eq!(j.ioengine, IoEngine::Psync);
-        let SetOutcome::Unsupported(w) = set(&mut j, "ioengine", Some("libaio")).unwrap() else {
-            panic!("libaio should warn")
-        };
-        assert_eq!(
-            (w.as_str(), j.ioengine),
-            ("ioengine=libaio runs as io_uring", IoEngine::IoUring)
-        );
+        // Every engine runs as itself, under fio's name.
+        for e in [
+            "sync",
+            "psync",
+            "vsync",
+            "pvsync",
+            "pvsync2",
+            "io_uring",
+            "libaio",
+            "posixaio",
+            "mmap",
+            "null",
+            "filecreate",
+            "filestat",
+            "filedelete",
+            "cpuio",
+        ] {
+            assert_eq!(
+                set(&mut j, "ioengine", Some(e)).unwrap(),
+                SetOutcome::Applied
+            );
+            assert_eq!(j.ioengine.name(), e);
+            assert_eq!(serde_json::to_value(j.ioengine).unwrap(), e);
+        }
+        // Engines that need hardware or a service: one line naming what,
+        // and what xferbench offers instead.
+        for e in [
+            "sg",
+            "io_uring_cmd",
+            "rdma",
+            "rbd",
+            "http",
+            "libcufile",
+            "nbd",
+            "xnvme",
+            "spdk",
+            "dfs",
+        ] {
+            let m = err("ioengine", Some(e));
+            assert!(
+                m.starts_with(&format!("ioengine={e}: this engine needs ")),
+                "{m}"
+            );
+            assert!(
+                m.contains("device plugin") && m.contains("docs/plugins.md"),
+                "{m}"
+            );
+            assert_eq!(m.lines().count(), 1);
+        }
         assert!(
-            matches!(set(&mut j, "ioengine", Some("sync")), Ok(SetOutcome::Unsupported(w)) if w.contains("psync"))
+            err("ioengine", Some("splice")).contains("not supported by xferbench; use sync, psync")
         );
-        assert!(err("ioengine", Some("posixaio")).contains("use psync, io_uring, mmap"));
+        assert!(err("ioengine", Some("external:/tmp/x.o")).contains("device plugin"));
+        assert!(err("ioengine", Some("net")).contains("unknown engine; use sync, psync"));
+        assert!(err("ioengine", Some("bogus")).contains("unknown engine"));
+        // fio's file-engine examples say rw=filecreate: the job keeps its rw.
+        set(&mut j, "rw", Some("write")).unwrap();
+        set(&mut j, "rw", Some("filecreate")).unwrap();
+        assert_eq!(j.rw, Rw::Write);
 
         set(&mut j, "mem", Some("shmhuge")).unwrap();
         assert_eq!(j.iomem, IoMem::MmapHuge);
@@ -1302,6 +1445,28 @@ mod tests {
         assert_eq!(j.resolved_filename().unwrap(), "/dev/sda");
         set(&mut j, "nrfiles", Some("2")).unwrap();
         assert!(j.resolved_filename().unwrap_err().starts_with("nrfiles=2:"));
+        // The file engines take nrfiles, named by filename_format=.
+        set(&mut j, "ioengine", Some("filecreate")).unwrap();
+        assert!(
+            j.resolved_filename()
+                .unwrap_err()
+                .contains("filename= names one file")
+        );
+        j.filename = None;
+        j.filename_format = None;
+        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/w.3.0");
+        assert_eq!(
+            j.file_names("/tmp/x/w.3.0").unwrap(),
+            ["/tmp/x/w.3.0", "/tmp/x/w.3.1"]
+        );
+        set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
+        assert!(
+            j.resolved_filename()
+                .unwrap_err()
+                .contains("put $filenum in it")
+        );
+        set(&mut j, "nrfiles", Some("1")).unwrap();
+        assert_eq!(j.file_names("/mapped").unwrap(), ["/mapped"]);
         set(&mut j, "directory", Some(r"/a\:b")).unwrap();
         assert_eq!(j.directory.as_deref(), Some("/a:b"));
     }

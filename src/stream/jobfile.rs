@@ -568,9 +568,14 @@ mod tests {
         ),);
         assert_eq!(
             err("\n[j]\nnrfiles=4\n"),
-            "t.fio:2: job j: nrfiles=4: several files per job are not supported; use one file per job (numjobs=N gives each clone its own file)"
+            "t.fio:2: job j: nrfiles=4: only the file engines (filecreate, filestat, filedelete) take several files per job; use one file per job (numjobs=N gives each clone its own file)"
         );
         assert_eq!(names("[j]\nnrfiles=1\n"), ["j.0.0"]);
+        // The file engines take nrfiles; the job's filename is file 0's.
+        assert_eq!(
+            names("[j]\nnrfiles=3\nioengine=filestat\nnumjobs=2\n"),
+            ["j.0.0", "j.1.0"]
+        );
         assert!(err("[j]\ndirectory=/a:/b\n").contains("several directories"));
     }
 

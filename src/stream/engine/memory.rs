@@ -13,6 +13,7 @@ pub struct IoMemory {
     map: *mut u8,
     map_len: usize,
     slot_len: usize,
+    slots: usize,
 }
 
 // SAFETY: IoMemory owns its mapping exclusively and is used by one worker.
@@ -30,6 +31,7 @@ impl IoMemory {
             map: std::ptr::null_mut(),
             map_len: 0,
             slot_len,
+            slots,
         };
         match kind {
             IoMem::Malloc => m.heap = Some(PageBuf::zeroed(total)),
@@ -76,6 +78,16 @@ impl IoMemory {
 
     pub fn kind(&self) -> IoMem {
         self.kind
+    }
+
+    /// How many slots there are.
+    pub fn slots(&self) -> usize {
+        self.slots
+    }
+
+    /// Each slot's length: the block size rounded up to whole pages.
+    pub fn slot_len(&self) -> usize {
+        self.slot_len
     }
 
     /// Start of slot `i`.

@@ -2,21 +2,29 @@
 //! engines fills in `ioengine_ops` — queue an I/O, reap completions. The
 //! worker loop in `experiment::stream` knows nothing of syscalls or rings.
 
+mod cpuio;
+mod fileops;
+mod libaio;
 mod link;
 mod memory;
 mod mmap;
 mod null;
-mod psync;
+mod opts;
+mod posixaio;
+mod sync;
 mod target;
 mod uring;
 
+pub use cpuio::CpuIo;
+pub use fileops::FileOps;
 pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
 pub use null::Null;
+pub use opts::{CpuMode, EngineOpts, StatType};
 pub use target::{Target, TargetKind};
 
-use crate::error::Result;
-use crate::stream::job::{Completion, IoEngine, Job};
+use crate::error::{Error, Result};
+use crate::stream::job::{IoEngine, Job};
 use std::time::Duration;
 
 /// Which way an I/O moves data.
@@ -61,19 +69,67 @@ pub trait Engine {
     fn device(&mut self) -> Option<serde_json::Value> {
         None
     }
+    /// Called once the worker's buffers exist, before any I/O: an engine
+    /// that registers them with the kernel (io_uring `fixedbufs`) does so.
+    fn register_memory(&mut self, _mem: &mut IoMemory) -> Result<()> {
+        Ok(())
+    }
+    /// What a completed I/O counts for in the job's figures.
+    fn accounting(&self) -> Accounting {
+        Accounting::Bytes
+    }
+    /// The engine has nothing more to do (cpuio once the I/O jobs beside it
+    /// are done): the worker stops queueing, as at the end of `runtime`.
+    fn finished(&self) -> bool {
+        false
+    }
+}
+
+/// How the worker counts an engine's completions.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Accounting {
+    /// `bs` bytes moved per I/O: bandwidth and IOPS.
+    Bytes,
+    /// An operation that moves no data (a file created, stat-ed, deleted):
+    /// IOPS and latency, no bytes — fio's figures for its file engines.
+    Ops,
+    /// Nothing: a load beside the I/O jobs (cpuio), whose own account is
+    /// its completion detail; it adds nothing to a group's figures.
+    Nothing,
+}
+
+/// Whether the engine does one I/O at a time whatever `iodepth` says (the
+/// synchronous syscalls; vsync coalesces up to `iodepth` adjacent I/Os into
+/// one call, so it takes a depth).
+pub fn one_at_a_time(e: IoEngine) -> bool {
+    !matches!(
+        e,
+        IoEngine::Vsync
+            | IoEngine::IoUring
+            | IoEngine::Libaio
+            | IoEngine::Posixaio
+            | IoEngine::Null
+            | IoEngine::Transport
+    )
 }
 
 /// Opens the engine `job` names on `target`, for `depth` I/Os in flight.
 pub fn open(job: &Job, target: &Target, depth: usize) -> Result<Box<dyn Engine>> {
-    let poll = job.completion() == Completion::Poll;
     let eng: Box<dyn Engine> = match job.ioengine {
-        IoEngine::Psync => Box::new(psync::Psync::new(target, poll)),
+        IoEngine::Sync
+        | IoEngine::Psync
+        | IoEngine::Vsync
+        | IoEngine::Pvsync
+        | IoEngine::Pvsync2 => Box::new(sync::SyncIo::new(target, job, depth)),
         IoEngine::IoUring => Box::new(uring::Uring::new(target, job, depth)?),
+        IoEngine::Libaio => Box::new(libaio::Libaio::new(target, job, depth)?),
+        IoEngine::Posixaio => Box::new(posixaio::PosixAio::new(target, job, depth)),
         IoEngine::Mmap => Box::new(mmap::Mmap::new(target, job)?),
-        IoEngine::Transport | IoEngine::Null => {
-            return Err(crate::error::Error::usage(
-                "the transport and null engines open no file",
-            ));
+        e => {
+            return Err(Error::usage(format!(
+                "ioengine={} opens no file of its own here",
+                e.name()
+            )));
         }
     };
     Ok(match hang_after_from_env() {
@@ -125,9 +181,218 @@ impl Engine for Hang {
     fn device(&mut self) -> Option<serde_json::Value> {
         self.inner.device()
     }
+    fn register_memory(&mut self, mem: &mut IoMemory) -> Result<()> {
+        self.inner.register_memory(mem)
+    }
+    fn accounting(&self) -> Accounting {
+        self.inner.accounting()
+    }
+    fn finished(&self) -> bool {
+        self.inner.finished()
+    }
+}
+
+/// Checks, once all of a job's options are in, that its engine options
+/// belong to its engine and go together; one line naming the job and fix.
+pub fn check(job: &Job) -> Result<()> {
+    let name = &job.name;
+    let e = job.ioengine;
+    let o = &job.engine_opts;
+    for given in &o.given {
+        let owners = opts::OWNERS
+            .iter()
+            .find(|(k, _)| k == given)
+            .map_or(&[][..], |(_, v)| *v);
+        if !owners.contains(&e.name()) {
+            return Err(Error::usage(format!(
+                "job {name}: {given} is an option of ioengine={}, not of ioengine={}; drop it or change the engine",
+                owners.join(" or ioengine="),
+                e.name()
+            )));
+        }
+    }
+    if job.hipri && !matches!(e, IoEngine::IoUring | IoEngine::Pvsync2) {
+        return Err(Error::usage(format!(
+            "job {name}: hipri is an option of io_uring (IOPOLL) and pvsync2 (RWF_HIPRI); set one of those engines or use completion=poll"
+        )));
+    }
+    if job.sqthread_poll && e != IoEngine::IoUring {
+        return Err(Error::usage(format!(
+            "job {name}: sqthread_poll is an io_uring option; set ioengine=io_uring"
+        )));
+    }
+    if o.sqthread_poll_cpu.is_some() && !job.sqthread_poll {
+        return Err(Error::usage(format!(
+            "job {name}: sqthread_poll_cpu places the SQPOLL thread, which only sqthread_poll starts; add sqthread_poll"
+        )));
+    }
+    if o.given.contains(&"hipri_percentage") && !job.hipri {
+        return Err(Error::usage(format!(
+            "job {name}: hipri_percentage is the share of I/Os given RWF_HIPRI, which only hipri sets; add hipri"
+        )));
+    }
+    let moves_no_data = e.file_op() || e == IoEngine::Cpuio;
+    if moves_no_data && let Some(v) = job.verify {
+        return Err(Error::usage(format!(
+            "job {name}: verify={} checks data and ioengine={} moves none; drop verify=",
+            crate::stream::verify::kind_name(v),
+            e.name()
+        )));
+    }
+    if moves_no_data && (job.rate.is_some() || job.ratemin.is_some()) {
+        return Err(Error::usage(format!(
+            "job {name}: rate=/ratemin= are bandwidths, and ioengine={} moves no data; drop them",
+            e.name()
+        )));
+    }
+    if e == IoEngine::Cpuio && o.cpuload.is_none() {
+        return Err(Error::usage(format!(
+            "job {name}: ioengine=cpuio needs cpuload= (the percent of one CPU to burn, 1 to 100)"
+        )));
+    }
+    if e == IoEngine::Filedelete && job.time_based {
+        return Err(Error::usage(format!(
+            "job {name}: ioengine=filedelete deletes each file once, so time_based would run out of files; drop time_based (or raise nrfiles=)"
+        )));
+    }
+    Ok(())
+}
+
+/// Why `ioengine=NAME` is refused, and what xferbench offers instead.
+pub fn refusal(name: &str) -> String {
+    let needs = match name {
+        "sg" => "SCSI generic (sg) devices",
+        "io_uring_cmd" => "NVMe passthrough (/dev/ngXnY)",
+        "rdma"
+        | "librpma_apm_client"
+        | "librpma_apm_server"
+        | "librpma_gpspm_client"
+        | "librpma_gpspm_server" => "an RDMA NIC and a peer",
+        "rbd" | "rados" => "a Ceph cluster",
+        "http" => "an HTTP, WebDAV or S3 server",
+        "libcufile" => "NVIDIA GPUDirect Storage (cuFile)",
+        "nbd" => "an NBD server",
+        "xnvme" => "the xNVMe library",
+        "spdk" | "spdk_bdev" => "SPDK",
+        "dfs" => "a DAOS pool",
+        "nfs" => "an NFS server reached through libnfs",
+        "libhdfs" => "HDFS",
+        "gfapi" | "gfapi_async" => "GlusterFS",
+        "libiscsi" => "an iSCSI target",
+        "libpmem" | "dev-dax" => "persistent memory",
+        "mtd" => "an MTD flash device",
+        "libzbc" => "zoned SCSI/ATA devices",
+        "ime_psync" | "ime_psyncv" | "ime_aio" => "DDN's IME",
+        "libblkio" => "libblkio",
+        "windowsaio" => "Windows",
+        "solarisaio" => "Solaris",
+        "splice" | "falloc" | "ftruncate" | "e4defrag" | "exec" => {
+            return format!(
+                "ioengine={name} is not supported by xferbench; use sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring or mmap"
+            );
+        }
+        n if n.starts_with("external") => {
+            return "external engines (fio's .so engines) do not load into xferbench; put the device behind a device plugin (filename=xfer:plugin:path=LIB.so, see docs/plugins.md)".into();
+        }
+        _ => {
+            return "unknown engine; use sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring, mmap, null, filecreate, filestat, filedelete, cpuio, or transport (filename=xfer:NAME)".into();
+        }
+    };
+    format!(
+        "this engine needs {needs}, which xferbench does not drive; measure a vendor device or SDK through a device plugin (filename=xfer:plugin:path=LIB.so, see docs/plugins.md), and files or block devices with psync, libaio or io_uring"
+    )
 }
 
 /// errno as text, for messages.
 pub fn errno_text(e: i32) -> String {
     std::io::Error::from_raw_os_error(e).to_string()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn checked(lines: &[(&str, Option<&str>)]) -> std::result::Result<(), String> {
+        let mut j = Job {
+            name: "j".into(),
+            ..Job::default()
+        };
+        for (k, v) in lines {
+            j.set(k, *v).map_err(|e| e.to_string())?;
+        }
+        check(&j).map_err(|e| e.to_string())
+    }
+
+    #[test]
+    fn engine_options_must_suit_the_engine_in_one_line() {
+        assert!(
+            checked(&[
+                ("ioengine", Some("io_uring")),
+                ("fixedbufs", None),
+                ("registerfiles", None)
+            ])
+            .is_ok()
+        );
+        // Order does not matter: the option may come before ioengine=.
+        assert!(checked(&[("nowait", None), ("ioengine", Some("libaio"))]).is_ok());
+        let e = checked(&[("fixedbufs", None), ("ioengine", Some("psync"))]).unwrap_err();
+        assert_eq!(
+            e,
+            "job j: fixedbufs is an option of ioengine=io_uring, not of ioengine=psync; drop it or change the engine"
+        );
+        let e = checked(&[("ioengine", Some("sync")), ("nowait", None)]).unwrap_err();
+        assert!(
+            e.contains("ioengine=pvsync2 or ioengine=libaio or ioengine=io_uring"),
+            "{e}"
+        );
+        assert!(checked(&[("ioengine", Some("pvsync2")), ("hipri", None)]).is_ok());
+        assert!(
+            checked(&[("ioengine", Some("libaio")), ("hipri", None)])
+                .unwrap_err()
+                .contains("pvsync2 (RWF_HIPRI)")
+        );
+        assert!(
+            checked(&[
+                ("ioengine", Some("io_uring")),
+                ("sqthread_poll_cpu", Some("1"))
+            ])
+            .unwrap_err()
+            .contains("add sqthread_poll")
+        );
+        assert!(
+            checked(&[
+                ("ioengine", Some("pvsync2")),
+                ("hipri_percentage", Some("5"))
+            ])
+            .unwrap_err()
+            .contains("add hipri")
+        );
+        assert!(
+            checked(&[("ioengine", Some("cpuio"))])
+                .unwrap_err()
+                .contains("needs cpuload=")
+        );
+        assert!(
+            checked(&[("ioengine", Some("filecreate")), ("verify", Some("crc32c"))])
+                .unwrap_err()
+                .contains("moves none")
+        );
+        assert!(
+            checked(&[("ioengine", Some("filestat")), ("rate", Some("1m"))])
+                .unwrap_err()
+                .contains("moves no data")
+        );
+        assert!(
+            checked(&[("ioengine", Some("filedelete")), ("time_based", None)])
+                .unwrap_err()
+                .contains("run out of files")
+        );
+        assert!(one_at_a_time(IoEngine::Pvsync2) && !one_at_a_time(IoEngine::Vsync));
+        // fio's rw=filecreate goes with its engine only.
+        assert!(checked(&[("rw", Some("filestat")), ("ioengine", Some("filestat"))]).is_ok());
+        assert_eq!(
+            checked(&[("rw", Some("filecreate")), ("ioengine", Some("psync"))]).unwrap_err(),
+            "job j: rw=filecreate is an option of ioengine=filecreate, not of ioengine=psync; drop it or change the engine"
+        );
+    }
 }

@@ -83,7 +83,15 @@ impl Target {
             flags |= libc::O_DIRECT;
         }
         flags |= job.open_sync.unwrap_or(0);
-        if job.ioengine == IoEngine::Psync && job.completion() == Completion::Poll {
+        let sync_family = matches!(
+            job.ioengine,
+            IoEngine::Sync
+                | IoEngine::Psync
+                | IoEngine::Vsync
+                | IoEngine::Pvsync
+                | IoEngine::Pvsync2
+        );
+        if sync_family && job.completion() == Completion::Poll {
             flags |= libc::O_NONBLOCK;
         }
         oo.custom_flags(flags);

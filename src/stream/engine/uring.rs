@@ -2,51 +2,138 @@
 //! completion sleeps in `io_uring_enter`; polled completion either lets the
 //! kernel poll the device (`hipri` → IORING_SETUP_IOPOLL, needs O_DIRECT on a
 //! device with poll queues) or spins on the completion ring in user space;
-//! `sqthread_poll` adds a kernel thread that picks up submissions (SQPOLL).
+//! `sqthread_poll` adds a kernel thread that picks up submissions (SQPOLL),
+//! on `sqthread_poll_cpu` if given.
+//!
+//! fio's options change the requests as they do in fio: `fixedbufs`
+//! registers the worker's buffers (READ_FIXED/WRITE_FIXED), `registerfiles`
+//! the target's descriptor (a fixed file), `nonvectored=0` makes every
+//! request READV/WRITEV with one iovec (READ/WRITE otherwise, fio's default
+//! where the kernel has them), `force_async=N` sets IOSQE_ASYNC on every
+//! N-th request, `nowait` sets RWF_NOWAIT.
 
-use super::{Dir, Done, Engine, Op, Target};
+use super::{Dir, Done, Engine, IoMemory, Op, Target};
 use crate::error::{Error, Result};
 use crate::stream::job::{Completion, Job};
-use io_uring::{IoUring, opcode, types};
+use io_uring::{IoUring, opcode, squeue, types};
 use std::time::{Duration, Instant};
 
+/// How a request names its buffer.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Buf {
+    /// READ/WRITE with the address.
+    Plain,
+    /// READV/WRITEV with one iovec (`nonvectored=0`).
+    Vectored,
+    /// READ_FIXED/WRITE_FIXED with the registered buffer's index.
+    Fixed,
+}
+
 pub struct Uring {
+    /// The job's name, for messages.
+    job: String,
     ring: IoUring,
     fd: i32,
     iopoll: bool,
     sqpoll: bool,
+    sqpoll_cpu: Option<u32>,
     spin: bool,
+    buf: Buf,
+    /// `fixedbufs` asked (the buffers are registered once they exist).
+    fixedbufs: bool,
+    /// The target's descriptor is registered: requests name fixed file 0.
+    fixed_file: bool,
+    force_async: u32,
+    rw_flags: i32,
+    /// One iovec per slot for READV/WRITEV, where the kernel reads it.
+    iovs: Vec<libc::iovec>,
     /// The op each slot carries and how many of its bytes have moved, so a
     /// short transfer is continued rather than lost.
     pending: Vec<Option<(Op, usize)>>,
     unsubmitted: usize,
+    pushed: u64,
+    forced: u64,
+    eagain: u64,
 }
+
+// SAFETY: the iovecs point into the worker's own buffers; one thread uses it.
+unsafe impl Send for Uring {}
 
 impl Uring {
     pub fn new(target: &Target, job: &Job, depth: usize) -> Result<Uring> {
+        let o = &job.engine_opts;
         let mut b = IoUring::builder();
         if job.hipri {
             b.setup_iopoll();
         }
         if job.sqthread_poll {
             b.setup_sqpoll(1000);
+            if let Some(cpu) = o.sqthread_poll_cpu {
+                b.setup_sqpoll_cpu(cpu);
+            }
         }
         let entries = depth.next_power_of_two().max(1) as u32;
         let ring = b.build(entries).map_err(|e| {
+            let what = match (job.sqthread_poll, o.sqthread_poll_cpu) {
+                (true, Some(c)) => format!(" and SQPOLL on CPU {c}"),
+                (true, None) => " and SQPOLL".into(),
+                _ => String::new(),
+            };
+            let hint = match e.raw_os_error() {
+                Some(libc::EPERM) if job.sqthread_poll => {
+                    "SQPOLL needs root (CAP_SYS_NICE) before Linux 5.11; drop sqthread_poll or run as root"
+                }
+                Some(libc::EINVAL) if o.sqthread_poll_cpu.is_some() => {
+                    "that CPU is not online or not allowed here; pick another sqthread_poll_cpu"
+                }
+                _ => {
+                    "check that io_uring is enabled (sysctl kernel.io_uring_disabled=0) or use ioengine=psync"
+                }
+            };
             Error::run(format!(
-                "job {}: cannot set up io_uring with {entries} entries{}: {e}; check that io_uring is enabled (sysctl kernel.io_uring_disabled=0) or use ioengine=psync",
-                job.name,
-                if job.sqthread_poll { " and SQPOLL" } else { "" }
+                "job {}: cannot set up io_uring with {entries} entries{what}: {e}; {hint}",
+                job.name
             ))
         })?;
+        let fd = target.fd();
+        if o.registerfiles {
+            ring.submitter().register_files(&[fd]).map_err(|e| {
+                Error::run(format!(
+                    "job {}: registerfiles: cannot register {} with io_uring: {e}; drop registerfiles",
+                    job.name,
+                    target.path.display()
+                ))
+            })?;
+        }
         Ok(Uring {
+            job: job.name.clone(),
             ring,
-            fd: target.fd(),
+            fd,
             iopoll: job.hipri,
             sqpoll: job.sqthread_poll,
+            sqpoll_cpu: o.sqthread_poll_cpu,
             spin: job.completion() == Completion::Poll && !job.hipri,
+            buf: if o.nonvectored == 0 {
+                Buf::Vectored
+            } else {
+                Buf::Plain
+            },
+            fixedbufs: o.fixedbufs,
+            fixed_file: o.registerfiles,
+            force_async: o.force_async,
+            rw_flags: if o.nowait { libc::RWF_NOWAIT } else { 0 },
+            iovs: vec![
+                libc::iovec {
+                    iov_base: std::ptr::null_mut(),
+                    iov_len: 0
+                };
+                depth
+            ],
             pending: vec![None; depth],
             unsubmitted: 0,
+            pushed: 0,
+            forced: 0,
+            eagain: 0,
         })
     }
 
@@ -55,12 +142,55 @@ impl Uring {
         let p = unsafe { op.buf.add(moved) };
         let len = (op.len - moved) as u32;
         let off = op.offset + moved as u64;
-        let fd = types::Fd(self.fd);
-        let e = match op.dir {
-            Dir::Read => opcode::Read::new(fd, p, len).offset(off).build(),
-            Dir::Write => opcode::Write::new(fd, p, len).offset(off).build(),
+        let flags = self.rw_flags;
+        let slot = op.slot;
+        self.iovs[slot] = libc::iovec {
+            iov_base: p.cast(),
+            iov_len: len as usize,
+        };
+        let iov: *const libc::iovec = &self.iovs[slot];
+        // One request, naming the file either way (the types differ).
+        macro_rules! sqe {
+            ($fd:expr) => {
+                match (op.dir, self.buf) {
+                    (Dir::Read, Buf::Plain) => opcode::Read::new($fd, p, len)
+                        .offset(off)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Write, Buf::Plain) => opcode::Write::new($fd, p, len)
+                        .offset(off)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Read, Buf::Vectored) => opcode::Readv::new($fd, iov, 1)
+                        .offset(off)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Write, Buf::Vectored) => opcode::Writev::new($fd, iov, 1)
+                        .offset(off)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Read, Buf::Fixed) => opcode::ReadFixed::new($fd, p, len, slot as u16)
+                        .offset(off)
+                        .rw_flags(flags)
+                        .build(),
+                    (Dir::Write, Buf::Fixed) => opcode::WriteFixed::new($fd, p, len, slot as u16)
+                        .offset(off)
+                        .rw_flags(flags)
+                        .build(),
+                }
+            };
         }
-        .user_data(op.slot as u64);
+        let mut e = if self.fixed_file {
+            sqe!(types::Fixed(0))
+        } else {
+            sqe!(types::Fd(self.fd))
+        }
+        .user_data(slot as u64);
+        self.pushed += 1;
+        if self.force_async > 0 && self.pushed.is_multiple_of(u64::from(self.force_async)) {
+            e = e.flags(squeue::Flags::ASYNC);
+            self.forced += 1;
+        }
         // SAFETY: as above.
         while unsafe { self.ring.submission().push(&e) }.is_err() {
             self.ring
@@ -91,6 +221,24 @@ impl Uring {
                     return Err(Error::usage(
                         "hipri (IOPOLL) is not supported by this target: polled I/O needs direct=1 on a block device with poll queues; drop hipri or use completion=poll (user-space spin)",
                     ));
+                }
+                if -res == libc::EAGAIN && self.rw_flags & libc::RWF_NOWAIT != 0 {
+                    self.eagain += 1;
+                    self.push(op, moved)?;
+                    continue;
+                }
+                if (-res == libc::EOPNOTSUPP || -res == libc::EINVAL) && self.rw_flags != 0 {
+                    return Err(Error::usage(format!(
+                        "job {}: ioengine=io_uring: nowait (RWF_NOWAIT) was refused ({}); drop nowait",
+                        self.job,
+                        super::errno_text(-res)
+                    )));
+                }
+                if -res == libc::EBADF && self.sqpoll && !self.fixed_file {
+                    return Err(Error::usage(format!(
+                        "job {}: sqthread_poll on this kernel needs the file registered (before Linux 5.11): add registerfiles",
+                        self.job
+                    )));
                 }
                 out.push(Done {
                     slot,
@@ -177,8 +325,72 @@ impl Engine for Uring {
         }
         if self.sqpoll {
             s.push_str(", SQPOLL submission thread");
+            if let Some(c) = self.sqpoll_cpu {
+                s.push_str(&format!(" on CPU {c}"));
+            }
+        }
+        s.push_str(match self.buf {
+            Buf::Plain => ", READ/WRITE",
+            Buf::Vectored => ", READV/WRITEV with one iovec (nonvectored=0)",
+            Buf::Fixed => ", READ_FIXED/WRITE_FIXED on registered buffers (fixedbufs)",
+        });
+        if self.fixed_file {
+            s.push_str(", registered file (registerfiles)");
+        }
+        if self.force_async > 0 {
+            s.push_str(&format!(
+                ", IOSQE_ASYNC on every {} request{} ({} of {}, force_async)",
+                self.force_async,
+                if self.force_async == 1 { "" } else { "s" },
+                self.forced,
+                self.pushed
+            ));
+        }
+        if self.rw_flags & libc::RWF_NOWAIT != 0 {
+            s.push_str(&format!(
+                ", RWF_NOWAIT ({} EAGAIN resubmitted)",
+                self.eagain
+            ));
         }
         s
+    }
+
+    fn register_memory(&mut self, mem: &mut IoMemory) -> Result<()> {
+        if !self.fixedbufs {
+            return Ok(());
+        }
+        let len = mem.slot_len();
+        let iovs: Vec<libc::iovec> = (0..mem.slots())
+            .map(|i| libc::iovec {
+                iov_base: mem.slot_ptr(i).cast(),
+                iov_len: len,
+            })
+            .collect();
+        // SAFETY: the buffers live as long as the worker's memory, which
+        // outlives every request; the ring unregisters them when dropped.
+        unsafe { self.ring.submitter().register_buffers(&iovs) }.map_err(|e| {
+            let total = len * iovs.len();
+            let limit = {
+                // SAFETY: getrlimit fills the struct.
+                let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+                if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } == 0
+                    && r.rlim_cur != libc::RLIM_INFINITY
+                {
+                    crate::units::format_size(r.rlim_cur as u64)
+                } else {
+                    "unlimited".into()
+                }
+            };
+            Error::run(format!(
+                "job {}: fixedbufs: cannot register {} buffers of {} ({}) with io_uring: {e}; registered buffers are locked in memory, against the memlock limit ({limit} here): raise it (ulimit -l), lower bs or iodepth, or drop fixedbufs",
+                self.job,
+                iovs.len(),
+                crate::units::format_size(len as u64),
+                crate::units::format_size(total as u64),
+            ))
+        })?;
+        self.buf = Buf::Fixed;
+        Ok(())
     }
 }
 
@@ -187,4 +399,98 @@ fn hang(timeout: Duration) -> Error {
         "no I/O completed within {} (target hung or far too slow); raise --timeout if this device is that slow",
         humantime::format_duration(timeout)
     ))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::stream::job::IoMem;
+
+    fn job(opts: &[(&str, Option<&str>)]) -> Job {
+        let mut j = Job::default();
+        for (k, v) in [
+            ("ioengine", Some("io_uring")),
+            ("rw", Some("rw")),
+            ("size", Some("64k")),
+            ("bs", Some("8k")),
+            ("iodepth", Some("8")),
+        ]
+        .iter()
+        .chain(opts)
+        {
+            j.set(k, *v).unwrap();
+        }
+        j
+    }
+
+    /// Writes then reads 8 blocks in flight; the detail names the mode.
+    fn round_trip(j: &Job, f: &std::path::Path) -> Option<String> {
+        let t = Target::open(j, f, false).unwrap();
+        let mut e = match Uring::new(&t, j, 8) {
+            Ok(e) => e,
+            Err(err) => {
+                eprintln!("skipped: {err}");
+                return None;
+            }
+        };
+        let mut mem = IoMemory::new(IoMem::Malloc, 8, 8192).unwrap();
+        e.register_memory(&mut mem).unwrap();
+        for dir in [Dir::Write, Dir::Read] {
+            for s in 0..8 {
+                mem.slot(s, 8192)
+                    .fill(if dir == Dir::Write { 0x41 + s as u8 } else { 0 });
+                let buf = mem.slot_ptr(s);
+                e.queue(Op {
+                    dir,
+                    offset: s as u64 * 8192,
+                    len: 8192,
+                    slot: s,
+                    buf,
+                })
+                .unwrap();
+            }
+            let mut out = Vec::new();
+            while out.len() < 8 {
+                e.reap(1, Duration::from_secs(5), &mut out).unwrap();
+            }
+            assert!(out.iter().all(|d| d.res == Ok(8192)));
+        }
+        for s in 0..8 {
+            assert!(mem.slot(s, 8192).iter().all(|&b| b == 0x41 + s as u8));
+        }
+        Some(e.completion_detail())
+    }
+
+    #[test]
+    fn fixedbufs_registerfiles_and_the_rest_move_the_right_bytes() {
+        let dir = tempfile::tempdir().unwrap();
+        type Case<'a> = (&'a [(&'a str, Option<&'a str>)], &'a [&'a str]);
+        let cases: [Case; 4] = [
+            (
+                &[("fixedbufs", None), ("registerfiles", None)],
+                &["READ_FIXED/WRITE_FIXED", "registered file"],
+            ),
+            (
+                &[("nonvectored", Some("0")), ("force_async", Some("2"))],
+                &["READV/WRITEV", "IOSQE_ASYNC on every 2 requests (8 of 16"],
+            ),
+            (
+                &[("fixedbufs", None), ("completion", Some("poll"))],
+                &["READ_FIXED", "user-space spin"],
+            ),
+            (
+                &[("registerfiles", None), ("sqthread_poll", None)],
+                &["SQPOLL", "registered file"],
+            ),
+        ];
+        for (i, (opts, want)) in cases.iter().enumerate() {
+            let j = job(opts);
+            let Some(d) = round_trip(&j, &dir.path().join(i.to_string())) else {
+                return;
+            };
+            for w in *want {
+                assert!(d.contains(w), "{w} in {d}");
+            }
+        }
+    }
 }
