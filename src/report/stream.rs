@@ -130,10 +130,10 @@ fn job_block(out: &mut String, r: &JobResult) {
             v.bad,
             match (v.readback_s, v.backlog) {
                 (None, _) => String::new(),
-                (Some(s), None) => format!(", read-back pass {s:.2} s (not in the bandwidth above)"),
-                (Some(s), Some(n)) => format!(
-                    ", read-back {s:.2} s (every {n} blocks: inside the bandwidth above)"
-                ),
+                (Some(s), None) =>
+                    format!(", read-back pass {s:.2} s (not in the bandwidth above)"),
+                (Some(s), Some(n)) =>
+                    format!(", read-back {s:.2} s (every {n} blocks: inside the bandwidth above)"),
             }
         );
     }

@@ -78,7 +78,9 @@ impl std::fmt::Display for Sum {
             return write!(f, "{:#0w$x}", self.inline(), w = 2 + 2 * n.max(1));
         }
         f.write_str("0x")?;
-        self.as_bytes().iter().try_for_each(|b| write!(f, "{b:02x}"))
+        self.as_bytes()
+            .iter()
+            .try_for_each(|b| write!(f, "{b:02x}"))
     }
 }
 
@@ -149,7 +151,10 @@ mod tests {
         assert_eq!(hex(VerifyKind::Crc64), "0x995dc9bbdf1939fa");
         let abc = |k| of(k, b"abc").to_string();
         assert_eq!(abc(VerifyKind::Md5), "0x900150983cd24fb0d6963f7d28e17f72");
-        assert_eq!(abc(VerifyKind::Sha1), "0xa9993e364706816aba3e25717850c26c9cd0d89d");
+        assert_eq!(
+            abc(VerifyKind::Sha1),
+            "0xa9993e364706816aba3e25717850c26c9cd0d89d"
+        );
         assert_eq!(
             abc(VerifyKind::Sha256),
             "0xba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"

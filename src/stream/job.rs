@@ -718,7 +718,6 @@ impl<'a> Opt<'a> {
             }
         })
     }
-
 }
 
 #[cfg(test)]

@@ -385,7 +385,10 @@ mod tests {
 
     #[test]
     fn errors_and_warnings_carry_lines() {
-        assert!(err("[j]\n\nverify=md4\n").starts_with("t.fio:3: verify=md4: unknown verify kind; use one of md5,"));
+        assert!(
+            err("[j]\n\nverify=md4\n")
+                .starts_with("t.fio:3: verify=md4: unknown verify kind; use one of md5,")
+        );
         assert!(
             err("[j]\nbs=4k,8k\n")
                 .starts_with("t.fio:2: bs=4k,8k: different read and write block sizes")

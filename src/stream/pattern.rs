@@ -46,12 +46,18 @@ impl Pattern {
                 if end == 0 {
                     return Err("an empty string \"\" adds no bytes; drop it".into());
                 }
-                (Piece::Bytes(Cow::Borrowed(&r.as_bytes()[..end])), &r[end + 1..])
+                (
+                    Piece::Bytes(Cow::Borrowed(&r.as_bytes()[..end])),
+                    &r[end + 1..],
+                )
             } else if let Some(r) = rest.strip_prefix('\'') {
                 let end = r
                     .find('\'')
                     .ok_or("a file name is not closed; end it with '")?;
-                (Piece::Bytes(Cow::Owned(read_file(&r[..end])?)), &r[end + 1..])
+                (
+                    Piece::Bytes(Cow::Owned(read_file(&r[..end])?)),
+                    &r[end + 1..],
+                )
             } else if let Some(r) = rest.strip_prefix("%o") {
                 (Piece::Offset, r)
             } else if rest.len() >= 2 && rest[..2].eq_ignore_ascii_case("0x") {
@@ -144,7 +150,9 @@ enum Piece<'a> {
 /// right after the digits starts the next number (`0xff0x14`).
 fn hex(s: &str) -> Result<(Piece<'_>, &str), String> {
     let mut end = s.bytes().take_while(u8::is_ascii_hexdigit).count();
-    if end >= 2 && s.as_bytes()[end - 1] == b'0' && matches!(s.as_bytes().get(end), Some(b'x' | b'X'))
+    if end >= 2
+        && s.as_bytes()[end - 1] == b'0'
+        && matches!(s.as_bytes().get(end), Some(b'x' | b'X'))
     {
         end -= 1;
     }
@@ -172,7 +180,9 @@ fn decimal(s: &str) -> Result<(Piece<'_>, &str), String> {
     let sign = usize::from(s.starts_with(['-', '+']));
     let mut end = sign + s[sign..].bytes().take_while(u8::is_ascii_digit).count();
     // `10x20` is 1 then 0x20, as fio reads it.
-    if end > sign + 1 && s.as_bytes()[end - 1] == b'0' && matches!(s.as_bytes().get(end), Some(b'x' | b'X'))
+    if end > sign + 1
+        && s.as_bytes()[end - 1] == b'0'
+        && matches!(s.as_bytes().get(end), Some(b'x' | b'X'))
     {
         end -= 1;
     }
@@ -212,7 +222,9 @@ fn read_file(name: &str) -> Result<Vec<u8>, String> {
         .read_to_end(&mut b)
         .map_err(|e| format!("cannot read pattern file '{name}': {e}"))?;
     if b.is_empty() {
-        return Err(format!("pattern file '{name}' is empty; name one with the bytes to write"));
+        return Err(format!(
+            "pattern file '{name}' is empty; name one with the bytes to write"
+        ));
     }
     Ok(b)
 }
@@ -234,10 +246,15 @@ mod tests {
         assert_eq!(bytes("0xFF0X1"), [0xff, 0x01]);
         assert_eq!(bytes("0xaaa"), [0x0a, 0xaa]);
         assert_eq!(bytes("0xdeadbeef"), [0xde, 0xad, 0xbe, 0xef]);
-        assert_eq!(bytes("\"123\"0xFFeeCC"), [0x31, 0x32, 0x33, 0xff, 0xee, 0xcc]);
+        assert_eq!(
+            bytes("\"123\"0xFFeeCC"),
+            [0x31, 0x32, 0x33, 0xff, 0xee, 0xcc]
+        );
         assert_eq!(
             bytes("-100xab\"1\"%o\"2\""),
-            [0xf6, 0xff, 0xff, 0xff, 0xab, 0x31, 2, 1, 0, 0, 0, 0, 0, 0, 0x32]
+            [
+                0xf6, 0xff, 0xff, 0xff, 0xab, 0x31, 2, 1, 0, 0, 0, 0, 0, 0, 0x32
+            ]
         );
         assert_eq!(bytes("0xff0x14"), [0xff, 0x14]);
         assert_eq!(bytes(&format!("0x{}", "fe".repeat(21))), [0xfe; 21]);

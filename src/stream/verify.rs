@@ -64,7 +64,10 @@ impl Header {
     /// Writes the header, then any long checksum, into `out` (exactly
     /// [`region_len`] bytes).
     fn encode(&self, out: &mut [u8]) {
-        let code = CODES.iter().find(|(_, k)| *k == self.kind).map_or(0, |c| c.0);
+        let code = CODES
+            .iter()
+            .find(|(_, k)| *k == self.kind)
+            .map_or(0, |c| c.0);
         let b = &mut out[..HEADER_LEN];
         b.fill(0);
         b[0..4].copy_from_slice(&MAGIC.to_le_bytes());
@@ -316,12 +319,17 @@ enum Fault {
 fn check_chunk(chunk: &[u8], spec: &Spec, offset: u64, pos: usize, seed: u64) -> Result<(), Fault> {
     let hl = region_len(spec.kind);
     let pattern_ok = |from: usize| {
-        spec.pattern
-            .as_ref()
-            .is_none_or(|p| p.first_mismatch(&chunk[from..], offset, pos + from).is_none())
+        spec.pattern.as_ref().is_none_or(|p| {
+            p.first_mismatch(&chunk[from..], offset, pos + from)
+                .is_none()
+        })
     };
     if hl == 0 {
-        return if pattern_ok(0) { Ok(()) } else { Err(Fault::Pattern) };
+        return if pattern_ok(0) {
+            Ok(())
+        } else {
+            Err(Fault::Pattern)
+        };
     }
     let h = Header::decode(chunk).map_err(Fault::NoHeader)?;
     if h.offset != offset + pos as u64 {
@@ -338,7 +346,11 @@ fn check_chunk(chunk: &[u8], spec: &Spec, offset: u64, pos: usize, seed: u64) ->
     }
     if spec.kind == VerifyKind::Meta {
         // fio's meta: the header only, and the pattern when one is given.
-        return if pattern_ok(hl) { Ok(()) } else { Err(Fault::Pattern) };
+        return if pattern_ok(hl) {
+            Ok(())
+        } else {
+            Err(Fault::Pattern)
+        };
     }
     let sum = checksum::of(spec.kind, &chunk[hl..]);
     if sum != h.sum {
@@ -413,7 +425,16 @@ pub fn check(
     let cl = spec.chunk_len(block.len());
     for (i, chunk) in plain.chunks(cl).enumerate() {
         if let Err(fault) = check_chunk(chunk, spec, offset, i * cl, seed) {
-            return Err(Box::new(describe(block, chunk, spec, offset, i * cl, seq, seed, fault)));
+            return Err(Box::new(describe(
+                block,
+                chunk,
+                spec,
+                offset,
+                i * cl,
+                seq,
+                seed,
+                fault,
+            )));
         }
     }
     Ok(())
@@ -433,7 +454,11 @@ fn describe(
     fault: Fault,
 ) -> BadBlock {
     let hl = region_len(spec.kind);
-    let found = if hl > 0 { Header::decode(chunk).ok() } else { None };
+    let found = if hl > 0 {
+        Header::decode(chunk).ok()
+    } else {
+        None
+    };
     // The block as its writer made it: from the header's own seed and
     // sequence when they can be read.
     let mut want = vec![0u8; block.len()];
@@ -461,7 +486,10 @@ fn describe(
             "header names a {n}-byte block, the job reads {} (written with another bs or verify_interval?)",
             chunk.len()
         ),
-        Fault::Kind(k) => format!("written with verify={}, checked with verify={kind}", k.name()),
+        Fault::Kind(k) => format!(
+            "written with verify={}, checked with verify={kind}",
+            k.name()
+        ),
         Fault::Seed(s) => format!(
             "header seed {s:#x} is not this job's {seed:#x} (written by a run with another randseed; verify_header_seed=0 accepts it)"
         ),
@@ -517,7 +545,10 @@ mod tests {
             let bad = check(&b, &spec, 8192, 2, 7).unwrap_err();
             assert_eq!(bad.byte, Some(8192 + at as u64), "{kind:?}: {bad}");
             assert_eq!(bad.found_byte.unwrap() ^ bad.expected_byte.unwrap(), 0x10);
-            assert!(bad.to_string().contains(&format!("offset {}", 8192 + at)), "{bad}");
+            assert!(
+                bad.to_string().contains(&format!("offset {}", 8192 + at)),
+                "{bad}"
+            );
             assert!(bad.to_string().contains("expected header"), "{bad}");
         }
     }
@@ -570,14 +601,21 @@ mod tests {
         let bad = check(&b, &x, 512, 1, 7).unwrap_err();
         assert!(bad.what.contains("misplaced"), "{}", bad.what);
         let bad = check(&b, &Spec::new(VerifyKind::Md5), 0, 0, 7).unwrap_err();
-        assert_eq!(bad.what, "written with verify=xxhash, checked with verify=md5");
+        assert_eq!(
+            bad.what,
+            "written with verify=xxhash, checked with verify=md5"
+        );
         let seeded = Spec {
             check_seed: true,
             ..x.clone()
         };
         assert!(check(&b, &seeded, 0, 0, 7).is_ok());
         let bad = check(&b, &seeded, 0, 0, 8).unwrap_err();
-        assert!(bad.what.contains("header seed 0x7 is not this job's 0x8"), "{}", bad.what);
+        assert!(
+            bad.what.contains("header seed 0x7 is not this job's 0x8"),
+            "{}",
+            bad.what
+        );
         b[20] ^= 1;
         let bad = check(&b, &x, 0, 0, 7).unwrap_err();
         assert!(bad.what.contains("header checksum"), "{}", bad.what);
@@ -602,7 +640,11 @@ mod tests {
         b[101] = 0;
         let bad = check(&b, &spec, 4096, 0, 7).unwrap_err();
         assert_eq!(bad.byte, Some(4096 + 101));
-        assert!(bad.to_string().contains("data does not match verify_pattern=0xdeadbeef"), "{bad}");
+        assert!(
+            bad.to_string()
+                .contains("data does not match verify_pattern=0xdeadbeef"),
+            "{bad}"
+        );
         assert!(!bad.to_string().contains("header"), "{bad}");
         // meta with a pattern: the header, then the pattern after it, in
         // phase with the block's start (as fio fills it).
@@ -626,7 +668,12 @@ mod tests {
         fill(&mut b, &o, 512, 0, 7);
         assert!(check(&b, &o, 512, 0, 7).is_ok());
         assert!(check(&b, &o, 1024, 0, 7).is_err());
-        assert!(Spec::new(VerifyKind::Pattern).fits(4096).unwrap_err().contains("verify_pattern="));
+        assert!(
+            Spec::new(VerifyKind::Pattern)
+                .fits(4096)
+                .unwrap_err()
+                .contains("verify_pattern=")
+        );
     }
 
     #[test]
@@ -639,25 +686,44 @@ mod tests {
         fill(&mut b, &spec, 65536, 3, 7);
         for c in 0..4 {
             let h = Header::decode(&b[c * 1024..]).unwrap();
-            assert_eq!((h.offset, h.block_len, h.seq), (65536 + c as u64 * 1024, 1024, 3));
+            assert_eq!(
+                (h.offset, h.block_len, h.seq),
+                (65536 + c as u64 * 1024, 1024, 3)
+            );
         }
         assert!(check(&b, &spec, 65536, 3, 7).is_ok());
         b[2 * 1024 + 500] ^= 1;
         let bad = check(&b, &spec, 65536, 3, 7).unwrap_err();
         assert_eq!(bad.chunk, Some(65536 + 2048));
         assert_eq!(bad.byte, Some(65536 + 2048 + 500));
-        assert!(bad.to_string().contains("(verify_interval chunk at offset 67584)"), "{bad}");
+        assert!(
+            bad.to_string()
+                .contains("(verify_interval chunk at offset 67584)"),
+            "{bad}"
+        );
         // Read with another interval: the header says so.
         let whole = Spec::new(VerifyKind::Sha256);
         let bad = check(&b, &whole, 65536, 3, 7).unwrap_err();
-        assert!(bad.what.contains("another bs or verify_interval"), "{}", bad.what);
+        assert!(
+            bad.what.contains("another bs or verify_interval"),
+            "{}",
+            bad.what
+        );
         assert!(spec.fits(4096).is_ok());
-        assert!(spec.fits(3072 + 512).unwrap_err().contains("divide bs=3584"));
+        assert!(
+            spec.fits(3072 + 512)
+                .unwrap_err()
+                .contains("divide bs=3584")
+        );
         let tiny = Spec {
             interval: Some(64),
             ..spec.clone()
         };
-        assert!(tiny.fits(4096).unwrap_err().contains("smaller than the 96-byte header and checksum"));
+        assert!(
+            tiny.fits(4096)
+                .unwrap_err()
+                .contains("smaller than the 96-byte header and checksum")
+        );
     }
 
     #[test]

@@ -61,16 +61,16 @@ impl Job {
             }
             "verify_async" if count(o)? == 0 => {}
             "verify_async" | "verify_async_cpus" => {
-                o.value()?;
                 return Ok(SetOutcome::Unsupported(format!(
-                    "{}: xferbench checks blocks inline in the job's worker, not in extra threads, so a verifying read job's figures include the checking time (a writer's read-back is outside its figures either way)",
-                    o.key
+                    "{}={}: xferbench checks blocks inline in the job's worker, not in extra threads, so a verifying read job's figures include the checking time (a writer's read-back is outside its figures either way)",
+                    o.key,
+                    o.value()?
                 )));
             }
             "verify_state_save" | "verify_state_load" if !o.bool()? => {}
             "verify_state_save" | "verify_state_load" => {
                 return Ok(SetOutcome::Unsupported(format!(
-                    "{}: xferbench keeps no verify state file; a writer checks what it wrote in this run, a read job checks its whole region",
+                    "{}=1: xferbench keeps no verify state file; a writer checks what it wrote in this run, a read job checks its whole region",
                     o.key
                 )));
             }
@@ -134,11 +134,19 @@ mod tests {
         assert_eq!(j.verify, Some(VerifyKind::Crc32c));
         set(&mut j, "verify", "0").unwrap();
         assert_eq!(j.verify, None);
-        assert!(matches!(set(&mut j, "verify", "null"), Ok(SetOutcome::Unsupported(w)) if w.contains("pretend")));
+        assert!(
+            matches!(set(&mut j, "verify", "null"), Ok(SetOutcome::Unsupported(w)) if w.contains("pretend"))
+        );
         assert_eq!(j.verify, None);
         let e = err("verify", "sha4");
-        assert!(e.starts_with("verify=sha4: unknown verify kind; use one of md5, crc64"), "{e}");
-        assert!(e.contains("sha3-512, meta, pattern, crc32c-intel, null or 0"), "{e}");
+        assert!(
+            e.starts_with("verify=sha4: unknown verify kind; use one of md5, crc64"),
+            "{e}"
+        );
+        assert!(
+            e.contains("sha3-512, meta, pattern, crc32c-intel, null or 0"),
+            "{e}"
+        );
         let bare = Job::default().set("verify", None).unwrap_err().to_string();
         assert!(bare.contains("verify needs a value"), "{bare}");
     }
@@ -157,7 +165,10 @@ mod tests {
         set(&mut j, "verify", "0").unwrap();
         set(&mut j, "verify_pattern", "0x01").unwrap();
         assert_eq!(j.verify, None);
-        assert!(err("verify_pattern", "0xzz").starts_with("verify_pattern=0xzz: '0xzz' has no hex digits"));
+        assert!(
+            err("verify_pattern", "0xzz")
+                .starts_with("verify_pattern=0xzz: '0xzz' has no hex digits")
+        );
     }
 
     #[test]
@@ -170,16 +181,33 @@ mod tests {
         set(&mut j, "verify_only", "1").unwrap();
         set(&mut j, "verify_header_seed", "1").unwrap();
         assert_eq!(
-            (j.verify_interval, j.verify_offset, j.verify_backlog, j.verify_backlog_batch),
+            (
+                j.verify_interval,
+                j.verify_offset,
+                j.verify_backlog,
+                j.verify_backlog_batch
+            ),
             (Some(512), 1024, 16, Some(8))
         );
         assert!(j.verify_only && j.verify_header_seed);
         assert!(err("verify_backlog", "x").contains("expected a whole number"));
-        for (k, v) in [("verify_async", "0"), ("verify_state_save", "0"), ("experimental_verify", "1")] {
+        for (k, v) in [
+            ("verify_async", "0"),
+            ("verify_state_save", "0"),
+            ("experimental_verify", "1"),
+        ] {
             assert_eq!(set(&mut j, k, v).unwrap(), SetOutcome::Applied, "{k}");
         }
-        for (k, v) in [("verify_async", "2"), ("verify_async_cpus", "1"), ("verify_state_save", "1"), ("verify_state_load", "1")] {
-            assert!(matches!(set(&mut j, k, v), Ok(SetOutcome::Unsupported(w)) if w.starts_with(k)), "{k}");
+        for (k, v) in [
+            ("verify_async", "2"),
+            ("verify_async_cpus", "1"),
+            ("verify_state_save", "1"),
+            ("verify_state_load", "1"),
+        ] {
+            assert!(
+                matches!(set(&mut j, k, v), Ok(SetOutcome::Unsupported(w)) if w.starts_with(k)),
+                "{k}"
+            );
         }
     }
 
