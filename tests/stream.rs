@@ -1052,3 +1052,271 @@ fn a_hostile_engine_value_is_one_line() {
         assert_eq!(e.lines().count(), 1, "{text}: {e}");
     }
 }
+
+/// A one-job file on `f` with these extra lines.
+fn job_file(dir: &Path, f: &Path, lines: &str) -> PathBuf {
+    let job = dir.join("v.fio");
+    std::fs::write(
+        &job,
+        format!("[v]\nfilename={}\nbs=4k\nsize=64k\n{lines}\n", f.display()),
+    )
+    .unwrap();
+    job
+}
+
+/// The stderr line that says where verification failed.
+fn failure_line(o: &Output) -> String {
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(o));
+    let e = stderr(o);
+    e.lines()
+        .find(|l| l.contains("verify failed"))
+        .unwrap_or_else(|| panic!("no verify failure line: {e}"))
+        .to_string()
+}
+
+#[test]
+fn every_verify_kind_writes_checks_and_names_a_corrupted_byte() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    for kind in [
+        "md5",
+        "crc64",
+        "crc32",
+        "crc32c-intel",
+        "crc16",
+        "crc7",
+        "xxhash",
+        "sha1",
+        "sha224",
+        "sha256",
+        "sha384",
+        "sha512",
+        "sha3-224",
+        "sha3-256",
+        "sha3-384",
+        "sha3-512",
+        "meta",
+    ] {
+        let _ = std::fs::remove_file(&f);
+        // The writer reads every block back and checks it.
+        let job = job_file(dir.path(), &f, &format!("rw=write\nverify={kind}"));
+        let d = json(&stream(
+            dir.path(),
+            &["--job", job.to_str().unwrap(), "--format", "json"],
+        ));
+        let v = &d["jobs"][0]["verify"];
+        assert_eq!(
+            (v["blocks"].as_u64(), v["bad"].as_u64()),
+            (Some(16), Some(0)),
+            "{kind}: {v}"
+        );
+        assert_eq!(v["kind"], kind.trim_end_matches("-intel"));
+        // A reader in a later run finds the flipped byte: in the payload,
+        // or for meta (the header alone is checked) in the header.
+        let at = 3 * 4096 + if kind == "meta" { 20 } else { 1000 };
+        let mut data = std::fs::read(&f).unwrap();
+        data[at] ^= 0x08;
+        std::fs::write(&f, &data).unwrap();
+        let o = stream(
+            dir.path(),
+            &["--job", job.to_str().unwrap(), "--set", "rw=read"],
+        );
+        let line = failure_line(&o);
+        assert!(line.contains("bad block at offset 12288"), "{kind}: {line}");
+        assert!(
+            line.contains(&format!("first bad byte at offset {at}")),
+            "{kind}: {line}"
+        );
+    }
+}
+
+#[test]
+fn verify_patterns_fill_blocks_as_fio_does_and_are_checked() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("pat");
+    // verify=pattern: no header, the pattern (with %o, the block's offset)
+    // from each block's start.
+    let job = job_file(
+        dir.path(),
+        &f,
+        "rw=write\nverify=pattern\nverify_pattern=0xff%o\"abcd\"-12",
+    );
+    let d = json(&stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    ));
+    assert_eq!(d["jobs"][0]["verify"]["pattern"], "0xff%o\"abcd\"-12");
+    assert_eq!(d["jobs"][0]["verify"]["blocks"], 16);
+    let data = std::fs::read(&f).unwrap();
+    for (i, b) in data.chunks(4096).enumerate() {
+        let mut unit = vec![0xff];
+        unit.extend_from_slice(&((i * 4096) as u64).to_le_bytes());
+        unit.extend_from_slice(b"abcd");
+        unit.extend_from_slice(&(-12i32).to_le_bytes());
+        let want: Vec<u8> = unit.iter().copied().cycle().take(4096).collect();
+        assert!(b == want.as_slice(), "block {i}");
+    }
+    let mut bad = data.clone();
+    bad[5 * 4096 + 77] = 0x5a;
+    std::fs::write(&f, &bad).unwrap();
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--set", "rw=read"],
+    );
+    let line = failure_line(&o);
+    assert!(
+        line.contains("bad block at offset 20480: data does not match verify_pattern="),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!("first bad byte at offset {}", 5 * 4096 + 77)),
+        "{line}"
+    );
+
+    // verify_pattern alone: a header per block, then the pattern, both checked.
+    let _ = std::fs::remove_file(&f);
+    let job = job_file(dir.path(), &f, "rw=write\nverify_pattern=0xdeadbeef");
+    let d = json(&stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    ));
+    assert_eq!(d["jobs"][0]["verify"]["kind"], "meta");
+    let mut data = std::fs::read(&f).unwrap();
+    assert_eq!(&data[0..4], b"XBVF");
+    assert_eq!(
+        &data[64..72],
+        &[0xde, 0xad, 0xbe, 0xef, 0xde, 0xad, 0xbe, 0xef]
+    );
+    data[4096 + 3000] ^= 1;
+    std::fs::write(&f, &data).unwrap();
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--set", "rw=read"],
+    );
+    let line = failure_line(&o);
+    assert!(
+        line.contains(&format!("first bad byte at offset {}", 4096 + 3000)),
+        "{line}"
+    );
+}
+
+#[test]
+fn verify_interval_offset_backlog_and_only() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("chunks");
+    let opts = "verify=sha256\nverify_interval=1k\nverify_offset=512";
+    // A random writer that checks every 5 blocks as it goes.
+    let job = job_file(
+        dir.path(),
+        &f,
+        &format!("rw=randwrite\n{opts}\nverify_backlog=5"),
+    );
+    let d = json(&stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    ));
+    let j = &d["jobs"][0];
+    assert_eq!(j["verify"]["blocks"], 16, "{j}");
+    assert_eq!(j["verify"]["backlog"], 5);
+    assert!(
+        j["warnings"].to_string().contains("verify_backlog=5"),
+        "{j}"
+    );
+    // Each 1k chunk holds its header 512 bytes in.
+    let data = std::fs::read(&f).unwrap();
+    for c in 0..64 {
+        assert_eq!(&data[c * 1024 + 512..c * 1024 + 516], b"XBVF", "chunk {c}");
+    }
+    // verify_only: the same job checks without writing.
+    let job = job_file(
+        dir.path(),
+        &f,
+        &format!("rw=randwrite\n{opts}\nverify_only=1"),
+    );
+    let d = json(&stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    ));
+    let j = &d["jobs"][0];
+    assert_eq!(
+        (
+            j["write"]["total_ios"].as_u64(),
+            j["read"]["total_ios"].as_u64()
+        ),
+        (Some(0), Some(16)),
+        "{j}"
+    );
+    assert_eq!(j["verify"]["bad"], 0);
+    assert_eq!(std::fs::read(&f).unwrap(), data, "verify_only wrote");
+    // A damaged chunk is named along with its block.
+    let mut bad = data.clone();
+    bad[9 * 4096 + 3 * 1024 + 900] ^= 0x80;
+    std::fs::write(&f, &bad).unwrap();
+    let line = failure_line(&stream(dir.path(), &["--job", job.to_str().unwrap()]));
+    assert!(
+        line.contains("bad block at offset 36864 (verify_interval chunk at offset 39936)"),
+        "{line}"
+    );
+    assert!(
+        line.contains(&format!(
+            "first bad byte at offset {}",
+            9 * 4096 + 3 * 1024 + 900
+        )),
+        "{line}"
+    );
+}
+
+#[test]
+fn verify_options_that_cannot_work_are_one_line_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("x");
+    for (lines, want) in [
+        (
+            "verify=sha4",
+            "verify=sha4: unknown verify kind; use one of md5, crc64",
+        ),
+        (
+            "verify=md5\nverify_write_sequence=0",
+            "verify_write_sequence is not supported; the verify options xferbench takes are verify,",
+        ),
+        ("verify=pattern", "verify=pattern needs verify_pattern="),
+        (
+            "verify=sha512\nverify_interval=100",
+            "verify_interval=100 is smaller than the 128-byte header and checksum",
+        ),
+        (
+            "verify=md5\nverify_interval=3k",
+            "verify_interval=3072 must divide bs=4096",
+        ),
+        (
+            "verify=0\nverify_backlog=4",
+            "verify_backlog= needs verify=",
+        ),
+        (
+            "verify=md5\nverify_only=1\ntime_based\nruntime=1",
+            "verify_only checks the blocks one pass",
+        ),
+        (
+            "verify_pattern=0xgg",
+            "verify_pattern=0xgg: '0xgg' has no hex digits",
+        ),
+    ] {
+        let job = job_file(dir.path(), &f, &format!("rw=write\n{lines}"));
+        let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{lines}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains(want), "{lines}: {e}");
+    }
+    // Threads for checking: taken with a note, refused under --strict.
+    let job = job_file(dir.path(), &f, "rw=write\nverify=crc7\nverify_async=2");
+    let o = xb_in(dir.path(), &["stream", "--job", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("verify_async=2: xferbench checks blocks inline"),
+        "{}",
+        stderr(&o)
+    );
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap(), "--strict"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

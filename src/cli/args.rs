@@ -609,7 +609,7 @@ pub struct StreamArgs {
     /// O_DIRECT (1) or buffered (0).
     #[arg(long, value_name = "0|1")]
     pub direct: Option<String>,
-    /// Write a header and checksum into every block and check them on read: xxhash or crc32c.
+    /// Write a header and checksum into every block and check them on read: md5, crc64, crc32c, xxhash, sha1, sha256, sha512, sha3-256…, meta or pattern (with --set verify_pattern=).
     #[arg(long)]
     pub verify: Option<String>,
     /// interrupt (sleep until woken) or poll (spin; io_uring hipri/sqthread_poll add kernel polling).

@@ -239,21 +239,7 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
                 "job {name}: time_based needs runtime= (how long to run)"
             )));
         }
-        if let Some(kind) = job.verify {
-            if matches!(job.rw, Rw::ReadWrite | Rw::RandRw) {
-                return Err(Error::usage(format!(
-                    "job {name}: verify needs a job that only writes or only reads (rw=write, randwrite, read or randread), not rw={}",
-                    job.rw.name()
-                )));
-            }
-            if (job.bs as usize) < verify::HEADER_LEN {
-                return Err(Error::usage(format!(
-                    "job {name}: verify={} needs bs of at least {} bytes (the block header)",
-                    verify::kind_name(kind),
-                    verify::HEADER_LEN
-                )));
-            }
-        }
+        check_verify(&mut job)?;
         if job.bs > (1 << 30) {
             return Err(Error::usage(format!(
                 "job {name}: bs={} is larger than the 1 GiB limit",
@@ -369,6 +355,54 @@ impl Ending {
             g => g == u64::from(job.group),
         }
     }
+}
+
+/// Checks a job's verify options together; `verify_only` turns a writer
+/// into the reader that checks what it would have written.
+fn check_verify(job: &mut Job) -> Result<()> {
+    let name = job.name.clone();
+    let Some(spec) = verify::Spec::of(job) else {
+        let set = [
+            ("verify_only", job.verify_only),
+            ("verify_interval=", job.verify_interval.is_some()),
+            ("verify_offset=", job.verify_offset > 0),
+            ("verify_backlog=", job.verify_backlog > 0),
+            ("verify_pattern=", job.verify_pattern.is_some()),
+        ];
+        return match set.iter().find(|(_, on)| *on) {
+            Some((opt, _)) => Err(Error::usage(format!(
+                "job {name}: {opt} needs verify= (what to write and check); add verify= or drop {opt}"
+            ))),
+            None => Ok(()),
+        };
+    };
+    if matches!(job.rw, Rw::ReadWrite | Rw::RandRw) {
+        return Err(Error::usage(format!(
+            "job {name}: verify needs a job that only writes or only reads (rw=write, randwrite, read or randread), not rw={}",
+            job.rw.name()
+        )));
+    }
+    spec.fits(job.bs)
+        .map_err(|why| Error::usage(format!("job {name}: {why}")))?;
+    if job.verify_only {
+        if job.time_based {
+            return Err(Error::usage(format!(
+                "job {name}: verify_only checks the blocks one pass of the job writes, and time_based has no such pass; drop time_based"
+            )));
+        }
+        if !job.do_verify {
+            return Err(Error::usage(format!(
+                "job {name}: verify_only with do_verify=0 would neither write nor check; drop one"
+            )));
+        }
+        // The blocks the writes would have gone to, in the same order.
+        job.rw = match job.rw {
+            Rw::Write => Rw::Read,
+            Rw::RandWrite => Rw::RandRead,
+            rw => rw,
+        };
+    }
+    Ok(())
 }
 
 /// What every worker shares.
@@ -650,9 +684,20 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         job.randseed ^ ctx.t0.elapsed().as_nanos() as u64 ^ u64::from(std::process::id())
     };
     let order = Offsets::new(job, region_size, seed ^ u64::from(job.clone));
-    let check_reads = job.verify.is_some() && job.do_verify && job.rw.reads();
-    let mut verify_state = job.verify.map(|k| VerifyReport {
-        kind: verify::kind_name(k),
+    let spec = verify::Spec::of(job);
+    let check_reads = spec.is_some() && job.do_verify && job.rw.reads();
+    // verify_backlog: a writer stops every N written blocks to check them.
+    let backlog = if job.rw.writes() && job.do_verify && spec.is_some() {
+        job.verify_backlog
+    } else {
+        0
+    };
+    let mut unchecked: Vec<u64> = Vec::new();
+    let mut want_check = false;
+    let mut verify_state = spec.as_ref().map(|s| VerifyReport {
+        kind: s.kind.name(),
+        backlog: Some(backlog).filter(|&n| n > 0),
+        pattern: s.pattern.as_ref().map(|p| p.text().to_string()),
         blocks: 0,
         bad: 0,
         first_bad: None,
@@ -695,7 +740,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         // iodepth_low: once the queue is full, refill only when it has
         // drained to the low-water mark.
         let refilling = job.iodepth_low.is_none_or(|low| inflight <= low as usize);
-        while refilling && inflight < depth && issued < total_ios && !stopping && !want_sync {
+        while refilling && inflight < depth && issued < total_ios && !stopping && !want_sync && !want_check {
             if let Some(pause) = job.thinktime
                 && issued > 0
                 && issued.is_multiple_of(u64::from(job.thinktime_blocks))
@@ -722,8 +767,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             let offset = region_off + rel;
             if dir == Dir::Write {
                 writes_issued += 1;
-                if let Some(kind) = job.verify {
-                    verify::fill(mem.slot(slot, bs), kind, offset, blk, job.randseed);
+                if let Some(spec) = &spec {
+                    verify::fill(mem.slot(slot, bs), spec, offset, blk, job.randseed);
                 } else if job.refill_buffers {
                     fill_write(mem.slot(slot, bs), job, issued);
                 }
@@ -751,6 +796,27 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     _ => eng.sync()?,
                 }
                 want_sync = false;
+                continue;
+            }
+            if want_check {
+                want_check = false;
+                if let (Some(spec), Some(vs)) = (&spec, verify_state.as_mut())
+                    && !stopping
+                {
+                    let batch = job.verify_backlog_batch.unwrap_or(unchecked.len() as u64);
+                    let rb = ReadBack {
+                        spec,
+                        region_off,
+                        bs: job.bs,
+                        count: batch,
+                        block: &|i| unchecked[(i % unchecked.len() as u64) as usize],
+                    };
+                    failure = read_back(p, ctx, prog, stop, &mut *eng, &mut mem, vs, &rb)?;
+                    unchecked.clear();
+                    if failure.is_some() || (vs.bad > 0 && job.verify_fatal) {
+                        stopping = true;
+                    }
+                }
                 continue;
             }
             break;
@@ -820,16 +886,20 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             prog.bytes.fetch_add(job.bs, Ordering::Relaxed);
             if f.dir == Dir::Read
                 && check_reads
-                && let (Some(kind), Some(vs)) = (job.verify, verify_state.as_mut())
+                && let (Some(spec), Some(vs)) = (&spec, verify_state.as_mut())
             {
                 vs.blocks += 1;
                 let data = mem.slot(d.slot, bs);
-                if let Err(bad) = verify::check(data, kind, f.offset, f.block, job.randseed) {
+                if let Err(bad) = verify::check(data, spec, f.offset, f.block, job.randseed) {
                     note_bad(vs, &bad, job, &p.path, data);
                     if job.verify_fatal {
                         stopping = true;
                     }
                 }
+            }
+            if f.dir == Dir::Write && backlog > 0 {
+                unchecked.push(f.offset - region_off);
+                want_check |= unchecked.len() as u64 >= backlog;
             }
             let every = if job.fsync > 0 {
                 job.fsync
@@ -922,19 +992,31 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     }
     let end = Instant::now();
     let runtime_ns = end.duration_since(measure_start).as_nanos() as u64;
-    // The writer's read-back pass: every block it wrote, checked.
+    // The writer's read-back pass: every block it wrote (with
+    // verify_backlog: those written since the last check), checked.
     if job.rw.writes()
         && job.do_verify
         && failure.is_none()
         && !partial
-        && let (Some(kind), Some(vs)) = (job.verify, verify_state.as_mut())
+        && !(job.verify_fatal && verify_state.as_ref().is_some_and(|vs| vs.bad > 0))
+        && let (Some(spec), Some(vs)) = (&spec, verify_state.as_mut())
     {
-        let rb = ReadBack {
-            kind,
-            region_off,
-            count: writes_issued.min(nblocks),
-            order: &order,
-            bs: job.bs,
+        let rb = if backlog > 0 {
+            ReadBack {
+                spec,
+                region_off,
+                bs: job.bs,
+                count: unchecked.len() as u64,
+                block: &|i| unchecked[i as usize],
+            }
+        } else {
+            ReadBack {
+                spec,
+                region_off,
+                bs: job.bs,
+                count: writes_issued.min(nblocks),
+                block: &|i| order.at(i),
+            }
         };
         failure = read_back(p, ctx, prog, stop, &mut *eng, &mut mem, vs, &rb)?;
     }
@@ -1057,12 +1139,14 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
 
 /// What the read-back pass needs to know of the job's write phase.
 struct ReadBack<'a> {
-    kind: crate::stream::job::VerifyKind,
+    spec: &'a verify::Spec,
     region_off: u64,
     bs: u64,
-    /// Blocks written (each block is read back once, in write order).
+    /// Blocks to read back and check.
     count: u64,
-    order: &'a Offsets,
+    /// Where the i-th of them lies, from the region's start (the write
+    /// order, or verify_backlog's list).
+    block: &'a dyn Fn(u64) -> u64,
 }
 
 /// The writer's read-back pass (fio's `do_verify` after a write phase): every
@@ -1080,13 +1164,13 @@ fn read_back(
 ) -> Result<Option<String>> {
     let job = &p.job;
     let bs = job.bs as usize;
-    let (kind, region_off, count) = (rb.kind, rb.region_off, rb.count);
+    let (region_off, count) = (rb.region_off, rb.count);
     let mut done: Vec<Done> = Vec::with_capacity(1);
     let mut failure = None;
     let t = Instant::now();
     let mut i = 0u64;
     while i < count && !stop.load(Ordering::Relaxed) {
-        let rel = rb.order.at(i);
+        let rel = (rb.block)(i);
         let (blk, offset) = (rel / rb.bs, region_off + rel);
         let buf = mem.slot_ptr(0);
         eng.queue(Op {
@@ -1121,7 +1205,7 @@ fn read_back(
         }
         vs.blocks += 1;
         let data = mem.slot(0, bs);
-        if let Err(bad) = verify::check(data, kind, offset, blk, job.randseed) {
+        if let Err(bad) = verify::check(data, rb.spec, offset, blk, job.randseed) {
             note_bad(vs, &bad, job, &p.path, data);
             if job.verify_fatal {
                 break;
@@ -1131,7 +1215,7 @@ fn read_back(
         prog.last_ns
             .store(ctx.t0.elapsed().as_nanos() as u64, Ordering::Relaxed);
     }
-    vs.readback_s = Some(t.elapsed().as_secs_f64());
+    vs.readback_s = Some(vs.readback_s.unwrap_or(0.0) + t.elapsed().as_secs_f64());
     Ok(failure)
 }
 
@@ -1214,6 +1298,17 @@ fn job_warnings(
             "iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",
             job.iodepth,
             job.ioengine.name()
+        ));
+    }
+    if job.verify_only {
+        warnings.push(
+            "verify_only: the writes were skipped; the figures are the reads that checked what an earlier run wrote".into(),
+        );
+    }
+    if job.verify_backlog > 0 && job.rw.writes() && job.do_verify {
+        warnings.push(format!(
+            "verify_backlog={}: the write figures include the pauses to read back and check (verify.readback_s says how long)",
+            job.verify_backlog
         ));
     }
     if failed || job.ioengine == IoEngine::Cpuio {

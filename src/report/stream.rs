@@ -158,9 +158,13 @@ fn dir_and_verify_lines(out: &mut String, r: &JobResult) {
             v.kind,
             v.blocks,
             v.bad,
-            v.readback_s.map_or(String::new(), |s| format!(
-                ", read-back pass {s:.2} s (not in the bandwidth above)"
-            ))
+            match (v.readback_s, v.backlog) {
+                (None, _) => String::new(),
+                (Some(s), None) =>
+                    format!(", read-back pass {s:.2} s (not in the bandwidth above)"),
+                (Some(s), Some(n)) =>
+                    format!(", read-back {s:.2} s (every {n} blocks: inside the bandwidth above)"),
+            }
         );
     }
     if let Some(e) = &r.error_text {

@@ -228,7 +228,7 @@ impl DirStats {
 /// What a verify pass found.
 #[derive(Clone, Debug, Serialize)]
 pub struct VerifyReport {
-    /// The checksum used: `xxhash` or `crc32c`.
+    /// The `verify=` kind (`md5`, `xxhash`, `meta`, `pattern`…).
     pub kind: &'static str,
     /// Blocks checked; `bad` of them failed.
     pub blocks: u64,
@@ -237,9 +237,17 @@ pub struct VerifyReport {
     /// The first bad block, described.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub first_bad: Option<String>,
-    /// Seconds the separate read-back pass of a writer took (not in its bandwidth).
+    /// Seconds a writer spent reading back and checking: after its write
+    /// phase (not in its bandwidth), or with `backlog` also during it.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub readback_s: Option<f64>,
+    /// `verify_backlog=`: the writer checked every this many blocks, so
+    /// part of `readback_s` lies inside its write figures.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub backlog: Option<u64>,
+    /// `verify_pattern=`, as written.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub pattern: Option<String>,
     /// Files `verify_dump` wrote.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub dumped: Vec<String>,

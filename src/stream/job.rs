@@ -4,10 +4,13 @@
 
 use crate::error::{Error, Result};
 pub use crate::stream::offsets::{Sequencer, Zones};
+use crate::stream::pattern::Pattern;
 use crate::units::parse_fio_size;
 use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
+
+mod verify_options;
 
 /// fio's `rw=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -135,13 +138,74 @@ pub enum IoMem {
     MmapHuge,
 }
 
-/// fio's `verify=`, the checksums xferbench writes and checks.
+/// fio's `verify=`: what each written block carries and what a read checks.
+/// The checksum kinds put a header (offset, sequence, seed, checksum of the
+/// rest) at the start of the block.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
-#[serde(rename_all = "lowercase")]
+#[serde(into = "&'static str")]
 pub enum VerifyKind {
-    Xxhash,
+    Md5,
+    Crc64,
+    Crc32,
     /// `crc32c` and `crc32c-intel`.
     Crc32c,
+    Crc16,
+    Crc7,
+    Xxhash,
+    Sha1,
+    /// Not in fio: sha2 gives it for free.
+    Sha224,
+    Sha256,
+    /// Not in fio: sha2 gives it for free.
+    Sha384,
+    Sha512,
+    Sha3_224,
+    Sha3_256,
+    Sha3_384,
+    Sha3_512,
+    /// `meta`: the header alone (where the block belongs), no checksum of
+    /// the data; with `verify_pattern` the data is checked against it.
+    Meta,
+    /// `pattern`: no header; every byte must be `verify_pattern`'s.
+    Pattern,
+}
+
+impl VerifyKind {
+    /// Every kind by its `verify=` word (`crc32c-intel` also means crc32c).
+    pub const ALL: [(&'static str, VerifyKind); 18] = [
+        ("md5", VerifyKind::Md5),
+        ("crc64", VerifyKind::Crc64),
+        ("crc32", VerifyKind::Crc32),
+        ("crc32c", VerifyKind::Crc32c),
+        ("crc16", VerifyKind::Crc16),
+        ("crc7", VerifyKind::Crc7),
+        ("xxhash", VerifyKind::Xxhash),
+        ("sha1", VerifyKind::Sha1),
+        ("sha224", VerifyKind::Sha224),
+        ("sha256", VerifyKind::Sha256),
+        ("sha384", VerifyKind::Sha384),
+        ("sha512", VerifyKind::Sha512),
+        ("sha3-224", VerifyKind::Sha3_224),
+        ("sha3-256", VerifyKind::Sha3_256),
+        ("sha3-384", VerifyKind::Sha3_384),
+        ("sha3-512", VerifyKind::Sha3_512),
+        ("meta", VerifyKind::Meta),
+        ("pattern", VerifyKind::Pattern),
+    ];
+
+    /// fio's word for it.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+impl From<VerifyKind> for &'static str {
+    fn from(k: VerifyKind) -> Self {
+        k.name()
+    }
 }
 
 /// How a worker learns an I/O finished.
@@ -206,6 +270,30 @@ pub struct Job {
     pub do_verify: bool,
     pub verify_fatal: bool,
     pub verify_dump: bool,
+    /// `verify_pattern=`: what verified blocks are filled with and checked
+    /// against, in fio's pattern syntax.
+    pub verify_pattern: Option<Pattern>,
+    /// `verify_interval=`: a header every this many bytes of a block
+    /// rather than one per block.
+    pub verify_interval: Option<u64>,
+    /// `verify_offset=`: each header is swapped with the bytes this far
+    /// into its block before writing, and back before checking.
+    pub verify_offset: u64,
+    /// `verify_backlog=`: a writer checks what it wrote every N blocks
+    /// rather than once after the write phase; 0 = after.
+    pub verify_backlog: u64,
+    /// `verify_backlog_batch=`: how many of those N blocks are checked.
+    pub verify_backlog_batch: Option<u64>,
+    /// `verify_only`: a writer skips its writes and checks what an earlier
+    /// run of the same job left.
+    pub verify_only: bool,
+    /// `verify_header_seed=`: a header's seed must be this job's `randseed`
+    /// (off: any consistent block is accepted, whichever run wrote it).
+    pub verify_header_seed: bool,
+    /// `verify=` was given (fio: `verify_pattern` alone implies a header
+    /// and pattern check, but not over an explicit `verify=0`).
+    #[serde(skip)]
+    pub verify_given: bool,
     /// Seed written into every block header; `randseed=`, default fixed.
     pub randseed: u64,
     /// `ratemin=`: fail the job when its bandwidth falls below this.
@@ -343,6 +431,14 @@ impl Default for Job {
             do_verify: true,
             verify_fatal: false,
             verify_dump: false,
+            verify_pattern: None,
+            verify_interval: None,
+            verify_offset: 0,
+            verify_backlog: 0,
+            verify_backlog_batch: None,
+            verify_only: false,
+            verify_header_seed: false,
+            verify_given: false,
             randseed: 0x5eed_f10e_5eed_f10e,
             ratemin: None,
             rate: None,
@@ -849,10 +945,7 @@ impl Job {
             "iomem" | "mem" => self.iomem = o.iomem()?,
             "direct" => self.direct = o.bool()?,
             "buffered" => self.direct = !o.bool()?,
-            "verify" => self.verify = o.verify()?,
-            "do_verify" => self.do_verify = o.bool()?,
-            "verify_fatal" => self.verify_fatal = o.bool()?,
-            "verify_dump" => self.verify_dump = o.bool()?,
+            k if verify_options::is_verify_option(k) => return self.set_verify(&o),
             "randseed" => {
                 self.randseed = o
                     .value()?
@@ -1233,22 +1326,6 @@ impl<'a> Opt<'a> {
             }
         })
     }
-
-    fn verify(&self) -> Result<Option<VerifyKind>> {
-        if self.value.is_none() {
-            self.value()?;
-        }
-        Ok(match self.value.unwrap_or_default() {
-            "" | "0" | "none" => None,
-            "xxhash" => Some(VerifyKind::Xxhash),
-            "crc32c" | "crc32c-intel" => Some(VerifyKind::Crc32c),
-            v => {
-                return Err(Error::usage(format!(
-                    "verify={v} is not supported; use verify=xxhash or verify=crc32c"
-                )));
-            }
-        })
-    }
 }
 
 #[cfg(test)]
@@ -1400,10 +1477,7 @@ mod tests {
         assert_eq!(j.verify, Some(VerifyKind::Crc32c));
         set(&mut j, "verify", Some("")).unwrap();
         assert_eq!(j.verify, None);
-        assert_eq!(
-            err("verify", Some("md5")),
-            "verify=md5 is not supported; use verify=xxhash or verify=crc32c"
-        );
+        assert!(err("verify", Some("md4")).starts_with("verify=md4: unknown verify kind"));
         set(&mut j, "completion", Some("poll")).unwrap();
         assert_eq!(j.completion(), Completion::Poll);
     }

@@ -2,10 +2,12 @@
 //! the typed options of one job section (from a job file or from flags), an
 //! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
 
+pub mod checksum;
 pub mod engine;
 pub mod fio_options;
 pub mod intervals;
 pub mod job;
 pub mod jobfile;
 pub mod offsets;
+pub mod pattern;
 pub mod verify;

@@ -235,7 +235,7 @@ pub fn check(job: &Job) -> Result<()> {
     if moves_no_data && let Some(v) = job.verify {
         return Err(Error::usage(format!(
             "job {name}: verify={} checks data and ioengine={} moves none; drop verify=",
-            crate::stream::verify::kind_name(v),
+            v.name(),
             e.name()
         )));
     }
