@@ -491,7 +491,7 @@ fn bad_input_is_one_clear_line() {
     assert_eq!(o.status.code(), Some(2));
     assert!(stderr(&o).contains("allow_file_create=0"), "{}", stderr(&o));
     assert!(!missing.exists());
-    // Unsupported option: a warning, an error under --strict.
+    // Not a fio option: refused where it stands, nothing written.
     let f = dir.path().join("w");
     std::fs::write(
         &job,
@@ -502,11 +502,46 @@ fn bad_input_is_one_clear_line() {
     )
     .unwrap();
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
-    assert!(o.status.success(), "{}", stderr(&o));
-    assert!(stderr(&o).contains("fancy_option"), "{}", stderr(&o));
-    let o = run(&["stream", "--job", job.to_str().unwrap(), "--strict"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("fancy_option"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad.fio:5: unknown option 'fancy_option' (not a fio option)"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!f.exists());
+    // A fio option that changes no figure: a note, and the job runs.
+    std::fs::write(
+        &job,
+        format!(
+            "[j]\nrw=write\nsize=64k\nfilename={}\nwrite_lat_log=lat\n",
+            f.display()
+        ),
+    )
+    .unwrap();
+    let o = run(&["stream", "--job", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("bad.fio:5: option 'write_lat_log' changes no figure"),
+        "{}",
+        stderr(&o)
+    );
+    // A fio option that would change figures: refused with file:line.
+    std::fs::write(
+        &job,
+        format!(
+            "[j]\nrw=write\nsize=64k\nfilename={}\nbsrange=4k-16k\n",
+            f.display()
+        ),
+    )
+    .unwrap();
+    let o = run(&["stream", "--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(
+        stderr(&o).contains("bad.fio:5: option 'bsrange' is not supported"),
+        "{}",
+        stderr(&o)
+    );
+    assert_eq!(stderr(&o).lines().count(), 1, "{}", stderr(&o));
     // Unreadable job file, no target at all.
     let o = run(&["stream", "--job", "/nonexistent.fio"]);
     assert_eq!(o.status.code(), Some(2));
@@ -1319,4 +1354,88 @@ fn verify_options_that_cannot_work_are_one_line_each() {
     );
     let o = stream(dir.path(), &["--job", job.to_str().unwrap(), "--strict"]);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}
+
+/// Each job of a `--format json` run, by name (clones and repeats aside).
+fn jobs_by_name(v: &serde_json::Value) -> std::collections::HashMap<String, serde_json::Value> {
+    v["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| (j["jobname"].as_str().unwrap().to_string(), j.clone()))
+        .collect()
+}
+
+#[test]
+fn fio_offset_modifiers_zones_and_counts_run_as_fio_runs_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    let f = f.display();
+    // Holes, backwards runs, strided zones and random runs each write with
+    // verify and read back what they wrote: an offset computed two ways
+    // would fail the check.
+    for rw in [
+        "rw=write:4k",
+        "rw=write:-8k",
+        "rw=randwrite:4\nrw_sequencer=sequential",
+        "rw=randwrite:4\nrw_sequencer=identical",
+        "rw=write\nzonemode=strided\nzonerange=64k\nzonesize=16k\nzoneskip=32k",
+        "rw=randwrite\nnorandommap",
+    ] {
+        let v = job_json(
+            dir.path(),
+            &format!("[w]\nfilename={f}\nbs=4k\nsize=1m\n{rw}\nverify=crc32c\n"),
+        );
+        let w = &v["jobs"][0];
+        assert_eq!(w["error"], 0, "{rw}: {v}");
+        assert_eq!(w["write"]["total_ios"], 256, "{rw}");
+        assert_eq!(w["verify"]["bad"], 0, "{rw}");
+    }
+    // A backwards reader checks blocks a forward writer wrote.
+    job_json(
+        dir.path(),
+        &format!("[w]\nfilename={f}\nbs=4k\nsize=1m\nrw=write\nverify=crc32c\n"),
+    );
+    let v = job_json(
+        dir.path(),
+        &format!("[r]\nfilename={f}\nbs=4k\nsize=1m\nrw=read:-8k\nverify=crc32c\n"),
+    );
+    assert_eq!(v["jobs"][0]["verify"]["bad"], 0, "{v}");
+    // number_ios, loops, size=N% of the target.
+    let v = job_json(
+        dir.path(),
+        &format!(
+            "[global]\nfilename={f}\nbs=4k\nrw=read\n[n]\nnumber_ios=10\n[l]\nsize=64k\nloops=3\n[p]\nsize=25%\n"
+        ),
+    );
+    let j = jobs_by_name(&v);
+    assert_eq!(j["n"]["read"]["total_ios"], 10);
+    assert_eq!(j["l"]["read"]["total_ios"], 48);
+    assert_eq!(j["p"]["read"]["io_bytes"], 256 << 10);
+}
+
+#[test]
+fn startdelay_thinktime_and_exitall_shape_the_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    let f = f.display();
+    let v = job_json(
+        dir.path(),
+        &format!(
+            "[global]\nfilename={f}\nbs=4k\nsize=64k\nrw=write\n\
+             [late]\nstartdelay=300ms\nnumber_ios=4\n\
+             [slow]\nthinktime=20ms\nnumber_ios=6\n\
+             [forever]\ntime_based\nruntime=30s\n\
+             [quick]\nstartdelay=500ms\nexitall\nnumber_ios=4\n"
+        ),
+    );
+    let j = jobs_by_name(&v);
+    let ms = |n: &str, k: &str| j[n][k].as_u64().unwrap() / 1_000_000;
+    // Delays and think time only ever lengthen a run: lower bounds.
+    assert!(ms("late", "start_ns") >= 300, "{v}");
+    assert!(ms("slow", "end_ns") - ms("slow", "start_ns") >= 100, "{v}");
+    // The exitall job ended the 30 s one when it finished.
+    assert_eq!(j["forever"]["error"], 0, "{v}");
+    assert!(ms("forever", "end_ns") < 25_000, "{v}");
+    assert!(ms("forever", "end_ns") >= ms("quick", "start_ns"), "{v}");
 }

@@ -740,7 +740,13 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         // iodepth_low: once the queue is full, refill only when it has
         // drained to the low-water mark.
         let refilling = job.iodepth_low.is_none_or(|low| inflight <= low as usize);
-        while refilling && inflight < depth && issued < total_ios && !stopping && !want_sync && !want_check {
+        while refilling
+            && inflight < depth
+            && issued < total_ios
+            && !stopping
+            && !want_sync
+            && !want_check
+        {
             if let Some(pause) = job.thinktime
                 && issued > 0
                 && issued.is_multiple_of(u64::from(job.thinktime_blocks))
