@@ -57,18 +57,21 @@ while IFS= read -r -d '' f; do
     # Every device the file names, and every absolute directory that does
     # not exist here, goes to the scratch directory.
     i=0
-    while IFS= read -r path; do
+    while IFS=' ' read -r key path; do
         [[ -z $path ]] && continue
         i=$((i + 1))
         if [[ $path == /dev/* ]]; then
             args+=(--map "$path=$scratch/dev-$i")
-        elif [[ $path == /* && ! -e $path ]]; then
+        elif [[ $path == /* && ! -e $path && $key == directory ]]; then
             mkdir -p "$scratch/dir-$i"
             args+=(--map "$path=$scratch/dir-$i")
+        elif [[ $path == /* && ! -e $path ]]; then
+            mkdir -p "$scratch/file-$i"
+            args+=(--map "$path=$scratch/file-$i/$(basename "$path")")
         fi
     done < <(grep -E '^[[:space:]]*(filename|directory)[[:space:]]*=' "$f" |
-        sed -E 's/^[^=]*=[[:space:]]*//; s/[[:space:]]+[#;].*$//; s/[[:space:]]+$//' |
-        tr ':' '\n' | grep -v '^$' | sort -u)
+        sed -E 's/^[[:space:]]*([a-z]+)[[:space:]]*=[[:space:]]*/\1 /; s/[[:space:]]+[#;].*$//; s/[[:space:]]+$//' |
+        awk '{ n = split($2, p, ":"); for (i = 1; i <= n; i++) if (p[i] != "") print $1, p[i] }' | sort -u)
     out=$(cd "$scratch" && timeout -k 5 "$LIMIT" "$XB" stream --job "$f" "${args[@]}" \
         --quiet --format json -o "$scratch/.result.json" 2>&1 >/dev/null)
     rc=$?
