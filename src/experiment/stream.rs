@@ -640,6 +640,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         };
         pin_to(&mine).map_err(|e| Error::usage(format!("job {}: cpus_allowed: {e}", job.name)))?;
     }
+    set_priority(job)?;
     // fio's startdelay counts from the start of the run, not of the job.
     if let Some((lo, hi)) = job.startdelay {
         let mut s = job.randseed ^ u64::from(job.clone);
@@ -1238,6 +1239,15 @@ fn fill_write(buf: &mut [u8], job: &Job, n: u64) {
     } else {
         crate::payload::fill(buf, job.randseed, n, crate::payload::Direction::Request);
     }
+    if job.compress_pct > 0 {
+        // The tail of each chunk zeroed: that share compresses away.
+        let chunk = job.compress_chunk as usize;
+        for c in buf.chunks_mut(chunk) {
+            let zeros = c.len() * job.compress_pct as usize / 100;
+            let keep = c.len() - zeros;
+            c[keep..].fill(0);
+        }
+    }
 }
 
 /// fio's `thinktime`: the job pauses before its next I/O, spinning for
@@ -1250,6 +1260,40 @@ fn think(job: &Job, think: Duration, prog: &JobProgress, ctx: &Ctx, stop: &Atomi
         std::hint::spin_loop();
     }
     prog.wait(ctx.t0, Instant::now(), start + think, stop);
+}
+
+/// fio's `nice=`, `prioclass=`, `prio=` for this worker thread.
+fn set_priority(job: &Job) -> Result<()> {
+    // SAFETY: gettid has no preconditions.
+    let tid = unsafe { libc::syscall(libc::SYS_gettid) } as libc::id_t;
+    if let Some(n) = job.nice {
+        // SAFETY: setpriority on our own thread (Linux: per thread).
+        if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, n) } != 0 {
+            return Err(Error::usage(format!(
+                "job {}: nice={n}: {} (a negative niceness needs root or CAP_SYS_NICE)",
+                job.name,
+                std::io::Error::last_os_error()
+            )));
+        }
+    }
+    if job.ioprio.0.is_some() || job.ioprio.1.is_some() {
+        // fio's default class is best-effort (2), level 4.
+        let (class, level) = (job.ioprio.0.unwrap_or(2), job.ioprio.1.unwrap_or(4));
+        const IOPRIO_WHO_PROCESS: libc::c_long = 1;
+        let value = libc::c_long::from(class << 13 | level);
+        // SAFETY: ioprio_set on our own thread with a plain integer value.
+        let r = unsafe {
+            libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, tid as libc::c_long, value)
+        };
+        if r != 0 {
+            return Err(Error::usage(format!(
+                "job {}: prioclass={class} prio={level}: {} (the real-time class needs root)",
+                job.name,
+                std::io::Error::last_os_error()
+            )));
+        }
+    }
+    Ok(())
 }
 
 /// fdatasync on the job's target (fio's `fdatasync=N`).

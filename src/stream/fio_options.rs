@@ -122,6 +122,15 @@ const NOTES: &[(&str, &str)] = &[
 /// General options that would change the measurement and that xferbench
 /// does not implement: each refused with what to do instead.
 const REFUSED: &[(&str, &str)] = &[
+    ("cmdprio", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
+    ("cmdprio_bssplit", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
+    ("cmdprio_class", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
+    ("cmdprio_hint", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
+    ("cmdprio_percentage", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
+    ("create_only", "a job that only creates its files is not supported; drop it"),
+    ("libaio_vectored", "vectored libaio commands are not supported; drop it"),
+    ("rate_ignore_thinktime", "rates always count think time here; drop it"),
+    ("thp", "transparent huge pages for mmap targets are not supported; drop it"),
     (
         "allow_mounted_write",
         "xferbench never checks for mounted file systems; drop it",
@@ -423,6 +432,7 @@ const REFUSED: &[(&str, &str)] = &[
 
 /// Options of fio engines xferbench does not have, with the engine.
 const ENGINE_ONLY: &[(&str, &str)] = &[
+    ("no_completion_thread", "windowsaio"),
     ("apptag", "io_uring_cmd"),
     ("apptag_mask", "io_uring_cmd"),
     ("arguments", "exec"),

@@ -387,6 +387,21 @@ pub struct Job {
     pub exitall: bool,
     pub exit_what: ExitWhat,
     pub exitall_on_error: bool,
+    /// `overwrite=1`: a write job's region past the file's end is written
+    /// (laid out) before the job, so it overwrites rather than allocates.
+    pub overwrite: bool,
+    /// `file_append=1`: the region starts at the file's current end.
+    pub file_append: bool,
+    /// `offset_align=`: a percentage offset is rounded down to this.
+    pub offset_align: u64,
+    /// `buffer_compress_percentage=` / `buffer_compress_chunk=`: that share
+    /// of each chunk of a write buffer is zeros, so it compresses.
+    pub compress_pct: u32,
+    pub compress_chunk: u64,
+    /// `nice=`: the worker thread's niceness.
+    pub nice: Option<i32>,
+    /// `prioclass=` and `prio=`: the worker's I/O priority (ioprio_set).
+    pub ioprio: (Option<u32>, Option<u32>),
     /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
     pub engine_opts: crate::stream::engine::EngineOpts,
 }
@@ -493,6 +508,13 @@ impl Default for Job {
             exitall: false,
             exit_what: ExitWhat::Group,
             exitall_on_error: false,
+            overwrite: false,
+            file_append: false,
+            offset_align: 0,
+            compress_pct: 0,
+            compress_chunk: 512,
+            nice: None,
+            ioprio: (None, None),
             engine_opts: Default::default(),
         }
     }
@@ -660,6 +682,19 @@ impl Job {
 /// The options [`Job::set`] takes itself (aliases included), for
 /// "did you mean" (a test checks each is taken).
 pub const HANDLED: &[&str] = &[
+    "buffer_compress_chunk",
+    "buffer_compress_percentage",
+    "continue_on_error",
+    "file_append",
+    "ignore_error",
+    "nice",
+    "offset_align",
+    "overwrite",
+    "prio",
+    "prioclass",
+    "rate_min",
+    "threads",
+    "unlink_each_loop",
     "allow_file_create",
     "allrandrepeat",
     "blocksize",
@@ -918,13 +953,38 @@ impl Job {
                     "{key}={a}: xferbench's buffers are page-aligned, which satisfies it"
                 )));
             }
-            "openfiles" | "file_service_type" | "create_on_open" | "create_serialize"
-                if self.nrfiles == 1 =>
-            {
+            "openfiles" | "file_service_type" | "create_on_open" | "create_serialize" => {
                 return Ok(SetOutcome::Note(format!(
-                    "{key}: this job has one file, so it changes nothing"
+                    "{key} changes no figure here: a job's files are created and opened before timing starts"
                 )));
             }
+            "continue_on_error" | "ignore_error"
+                if matches!(o.value, Some("none" | "0" | "")) =>
+            {
+                return Ok(SetOutcome::Note(format!(
+                    "{key}=none is what xferbench does: an error ends the job"
+                )));
+            }
+            "continue_on_error" | "ignore_error" => {
+                return Err(o.bad("going on past I/O errors is not supported: an error ends the job, naming its offset; drop it"));
+            }
+            "overwrite" => self.overwrite = o.bool()?,
+            "file_append" => self.file_append = o.bool()?,
+            "offset_align" => self.offset_align = o.size()?,
+            "unlink_each_loop" => self.unlink |= o.bool()?,
+            "buffer_compress_percentage" => self.compress_pct = o.int(0, 100)?,
+            "buffer_compress_chunk" => self.compress_chunk = o.size()?.max(1),
+            "nice" => {
+                self.nice = Some(
+                    o.value()?
+                        .parse::<i32>()
+                        .ok()
+                        .filter(|n| (-20..=19).contains(n))
+                        .ok_or_else(|| o.bad("expected a niceness from -20 to 19"))?,
+                )
+            }
+            "prio" => self.ioprio.1 = Some(o.int(0, 7)?),
+            "prioclass" => self.ioprio.0 = Some(o.int(0, 3)?),
             "iodepth_batch" | "iodepth_batch_submit" | "iodepth_batch_complete_max" => {
                 o.int(0, 65536)?;
                 return Ok(SetOutcome::Note(format!(
@@ -953,7 +1013,7 @@ impl Job {
                     .map_err(|_| o.bad("expected a whole number"))?
             }
             // fio: 0 means no limit.
-            "ratemin" => self.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0),
+            "ratemin" | "rate_min" => self.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0),
             "rate" => self.rate = Some(o.pair("rate")?).filter(|&r| r > 0),
             "new_group" => self.new_group = o.bool()?,
             "stonewall" | "wait_for_previous" => self.stonewall = o.bool()?,
@@ -981,7 +1041,8 @@ impl Job {
             }
             // fio options whose setting here is what xferbench always does:
             // workers are threads.
-            "thread" if o.bool()? => {}
+            // fio takes `threads` for `thread` too.
+            "thread" | "threads" if o.bool()? => {}
             "loops" => self.loops = o.int(1, u32::MAX.into())?,
             // Ignoring kb_base=1000 would silently change every size.
             "kb_base" if o.value == Some("1024") => {}
@@ -1587,6 +1648,7 @@ mod tests {
                 "buffer_pattern" => "0xab",
                 "cpus_allowed" | "numa_cpu_nodes" => "0",
                 "startdelay" => "0",
+                "continue_on_error" | "ignore_error" => "none",
                 _ => "1",
             };
             let r = j.set(k, Some(v));

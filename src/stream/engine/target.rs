@@ -132,13 +132,15 @@ impl Target {
         let offset = match job.offset_pct {
             Some(p) if avail > 0 => {
                 let o = (avail as f64 * p) as u64;
-                o - o % job.bs
+                let align = if job.offset_align > 0 { job.offset_align } else { job.bs };
+                o - o % align
             }
             Some(_) => {
                 return Err(Error::usage(format!(
                     "job {name}: offset= is a percentage but {shown} reports no size; give offset= in bytes"
                 )));
             }
+            None if job.file_append && kind == TargetKind::File => current,
             None => job.offset,
         };
         let size = match (job.size, job.size_pct) {
@@ -190,16 +192,19 @@ impl Target {
             )));
         }
         if kind == TargetKind::File && end > current {
-            let step = if job.rw.reads() {
+            let step = if job.rw.reads() || job.overwrite {
                 check_layout(name, path, current, end, allow_large)?;
                 lay_out(path, current, end).map_err(|e| {
                     Error::run(format!(
                         "job {name}: cannot lay out {shown} to {end} bytes: {e}"
                     ))
                 })?;
-                format!("laid out to {end} bytes (zeros) for reading")
-            } else if job.fallocate && preallocate(&file, current, end) {
-                format!("preallocated to {end} bytes (fallocate)")
+                format!(
+                    "laid out to {end} bytes (zeros) for {}",
+                    if job.rw.reads() { "reading" } else { "overwriting (overwrite=1)" }
+                )
+            } else if job.fallocate && preallocate(&file, path, offset.max(current), end) {
+                format!("region preallocated to {end} bytes (fallocate)")
             } else {
                 file.set_len(end).map_err(|e| {
                     Error::run(format!(
@@ -230,16 +235,24 @@ impl Target {
 }
 
 /// fio's default `fallocate=native` for a file a write job extends: the
-/// blocks are reserved before timing starts. False where the file system
-/// cannot (the file is then extended sparse, as `fallocate=none`).
-fn preallocate(file: &File, from: u64, to: u64) -> bool {
+/// job's own region (never the gap before it) is reserved before timing
+/// starts. False, leaving the file to be extended sparse as with
+/// `fallocate=none`, where the file system cannot, or where the region
+/// would take more than the layout bound or half the free space: a
+/// reservation that ran out of space would leave the disk full.
+fn preallocate(file: &File, path: &Path, from: u64, to: u64) -> bool {
+    let need = to.saturating_sub(from);
+    let fits = file_system(path).is_some_and(|(free, _)| need <= free / 2);
+    if need == 0 || need > LAYOUT_BOUND || !fits {
+        return false;
+    }
     // SAFETY: fallocate on our descriptor; mode 0 extends the file.
     unsafe {
         libc::fallocate(
             file.as_raw_fd(),
             0,
             from as libc::off_t,
-            (to - from) as libc::off_t,
+            need as libc::off_t,
         ) == 0
     }
 }
