@@ -29,6 +29,8 @@ struct Prepared {
     path: String,
     mapped_from: Option<String>,
     transport: Option<crate::transport::Spec>,
+    /// Where a net job's socket goes (`ioengine=net`).
+    net: Option<crate::stream::net::Endpoint>,
     /// Indices (into this sweep point's jobs) that must finish first.
     after: Vec<usize>,
 }
@@ -147,7 +149,13 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
         let file = match &args.job {
             Some(p) => jobfile::load(p, &overrides)?,
             None => {
-                if args.filename.is_none() && !overrides.iter().any(|(k, _)| k == "filename") {
+                // A net listener names no file: its port is enough.
+                let named = |k: &str, v: &Option<String>| {
+                    k == "filename"
+                        || k == "hostname"
+                        || (k == "ioengine" && matches!(v.as_deref(), Some("net" | "netsplice")))
+                };
+                if args.filename.is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
                     return Err(Error::usage(
                         "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
                     ));
@@ -197,9 +205,27 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
                 "job {name}: no filename; set filename= in the job or --filename"
             )));
         };
-        let (path, mapped_from) = match mapped(&file, map) {
+        let (mut path, mapped_from) = match mapped(&file, map) {
             Some(new) => (new, Some(file.clone())),
             None => (file.clone(), None),
+        };
+        let net = if matches!(job.ioengine, IoEngine::Net | IoEngine::NetSplice) {
+            let ep = crate::stream::net::Endpoint::of(&job, &path)
+                .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
+            if job.size.unwrap_or(0) < job.bs && !job.time_based {
+                return Err(Error::usage(format!(
+                    "job {name}: a net job needs size= (bytes to move, at least one block) or time_based with runtime="
+                )));
+            }
+            // Shown as the job's file: fio's host/port/protocol.
+            path = ep.to_string();
+            Some(ep)
+        } else if let Some(k) = job.net.first_given() {
+            return Err(Error::usage(format!(
+                "job {name}: {k}= is an option of ioengine=net; set ioengine=net or drop it"
+            )));
+        } else {
+            None
         };
         let transport = match engine::transport_spec(&path) {
             Some(spec) => {
@@ -274,6 +300,7 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             path,
             mapped_from,
             transport,
+            net,
             after,
         });
     }
@@ -574,7 +601,10 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     if let Some(cpus) = &job.cpus_allowed {
         pin_to(cpus).map_err(|e| Error::usage(format!("job {}: cpus_allowed: {e}", job.name)))?;
     }
-    let sync_engine = matches!(job.ioengine, IoEngine::Psync | IoEngine::Mmap);
+    let sync_engine = matches!(
+        job.ioengine,
+        IoEngine::Psync | IoEngine::Mmap | IoEngine::Net | IoEngine::NetSplice
+    );
     let depth = if sync_engine {
         1
     } else {
@@ -706,6 +736,11 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                             engine::errno_text(e)
                         )
                     });
+                    stopping = true;
+                    continue;
+                }
+                // The peer ended the stream (net): not a failure, the end.
+                Ok(n) if n < bs && eng.ended() => {
                     stopping = true;
                     continue;
                 }
@@ -843,7 +878,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let timeline = intervals.finish(runtime_ns);
     let recs = [timeline.total(0), timeline.total(1)];
     let n = recs[0].count() + recs[1].count();
-    let warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
+    let mut warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
+    warnings.extend(eng.warnings());
     let result = JobResult {
         jobname: job.name.clone(),
         groupid: job.group,
@@ -902,6 +938,10 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
             )));
         }
         return Ok((None, Box::new(engine::Null::new(depth))));
+    }
+    if let Some(ep) = &p.net {
+        let e = engine::Net::open(job, ep.clone(), ctx.timeout)?;
+        return Ok((None, Box::new(e)));
     }
     Ok(match &p.transport {
         Some(spec) => {
@@ -1049,8 +1089,13 @@ fn job_warnings(
         ));
     }
     if sync_engine && job.iodepth > 1 {
+        let fix = match job.ioengine {
+            // fio's net engines are synchronous too: a socket is one stream.
+            IoEngine::Net | IoEngine::NetSplice => "as in fio, a socket carries one block at a time",
+            _ => "use ioengine=io_uring for a queue",
+        };
         warnings.push(format!(
-            "iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",
+            "iodepth={} has no effect with ioengine={} (one I/O at a time); {fix}",
             job.iodepth,
             job.ioengine.name()
         ));

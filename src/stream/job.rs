@@ -67,6 +67,12 @@ pub enum IoEngine {
     /// fio's `null`: every I/O completes at once, no data moves, no file
     /// is opened; its rate is xferbench's own cost per I/O.
     Null,
+    /// fio's `net`: blocks sent or received over a socket (`hostname=`,
+    /// `port=`, `protocol=`; see `stream::net`).
+    Net,
+    /// fio's `netsplice`: `net` with TCP blocks moved through a pipe by splice(2).
+    #[serde(rename = "netsplice")]
+    NetSplice,
 }
 
 impl IoEngine {
@@ -78,6 +84,8 @@ impl IoEngine {
             IoEngine::Mmap => "mmap",
             IoEngine::Transport => "transport",
             IoEngine::Null => "null",
+            IoEngine::Net => "net",
+            IoEngine::NetSplice => "netsplice",
         }
     }
 }
@@ -191,6 +199,8 @@ pub struct Job {
     pub completion: Option<Completion>,
     /// `cpus_allowed=`: CPUs this job's worker may run on.
     pub cpus_allowed: Option<Vec<usize>>,
+    /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
+    pub net: crate::stream::net::NetOptions,
 }
 
 impl Default for Job {
@@ -238,6 +248,7 @@ impl Default for Job {
             sqthread_poll: false,
             completion: None,
             cpus_allowed: None,
+            net: Default::default(),
         }
     }
 }
@@ -327,6 +338,11 @@ impl Job {
             }
             _ => name,
         };
+        if matches!(self.ioengine, IoEngine::Net | IoEngine::NetSplice) {
+            // The peer's host or socket path (fio's hostname=), not a file;
+            // none for a listener.
+            return Ok(self.filename.clone().unwrap_or_default());
+        }
         match &self.filename {
             Some(f) if f.starts_with(TRANSPORT_PREFIX) => Ok(f.clone()),
             Some(f) => Ok(under_dir(f.clone())),
@@ -425,6 +441,32 @@ impl Job {
                     o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
                 })?
             }
+            // fio's net engine options (stream::net checks them together).
+            // hostname= is the peer, kept as the filename as fio keeps it,
+            // so --map can point it elsewhere; an IPv6 address keeps its colons.
+            "hostname" => {
+                self.filename = Some(o.value()?.to_string());
+                self.net.hostname = self.filename.clone();
+            }
+            "port" => self.net.port = Some(o.int(1, 65535)? as u16),
+            "protocol" | "proto" => {
+                self.net.protocol =
+                    Some(crate::stream::net::Proto::parse(o.value()?).map_err(|e| o.bad(&e))?)
+            }
+            "listen" => self.net.listen = Some(o.bool()?),
+            "pingpong" => self.net.pingpong = Some(o.bool()?),
+            "nodelay" => self.net.nodelay = Some(o.bool()?),
+            "window_size" => {
+                self.net.window_size = Some(
+                    u32::try_from(o.size()?)
+                        .ok()
+                        .filter(|w| *w <= i32::MAX as u32)
+                        .ok_or_else(|| o.bad("a socket buffer is at most 2g"))?,
+                )
+            }
+            "mss" => self.net.mss = Some(o.int(0, 65535)?),
+            "interface" => self.net.interface = Some(o.value()?.to_string()),
+            "ttl" => self.net.ttl = Some(o.int(0, 255)?),
             // fio options whose setting here is what xferbench always does:
             // workers are threads, random orders come from a fixed seed.
             "thread" | "randrepeat" if o.bool()? => {}
@@ -461,9 +503,11 @@ impl Job {
             "mmap" => (IoEngine::Mmap, None),
             "transport" => (IoEngine::Transport, None),
             "null" => (IoEngine::Null, None),
+            "net" => (IoEngine::Net, None),
+            "netsplice" => (IoEngine::NetSplice, None),
             _ => {
                 return Err(o.bad(
-                    "unknown engine; use psync, io_uring, mmap, null or transport (sync, pvsync and libaio are accepted too)",
+                    "unknown engine; use psync, io_uring, mmap, null, net, netsplice or transport (sync, pvsync and libaio are accepted too)",
                 ));
             }
         };

@@ -6,4 +6,5 @@ pub mod engine;
 pub mod intervals;
 pub mod job;
 pub mod jobfile;
+pub mod net;
 pub mod verify;

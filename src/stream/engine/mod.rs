@@ -5,6 +5,7 @@
 mod link;
 mod memory;
 mod mmap;
+mod net;
 mod null;
 mod psync;
 mod target;
@@ -12,6 +13,7 @@ mod uring;
 
 pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
+pub use net::Net;
 pub use null::Null;
 pub use target::{Target, TargetKind};
 
@@ -61,6 +63,17 @@ pub trait Engine {
     fn device(&mut self) -> Option<serde_json::Value> {
         None
     }
+    /// The peer ended the stream (a net receiver saw its sender close, a
+    /// sender its receiver go): the I/O that found it moved less than asked
+    /// and the job ends there, not failed.
+    fn ended(&self) -> bool {
+        false
+    }
+    /// Caveats the engine learned while running (datagrams lost, a stream
+    /// cut short), for the job's warnings.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
+    }
 }
 
 /// Opens the engine `job` names on `target`, for `depth` I/Os in flight.
@@ -70,9 +83,9 @@ pub fn open(job: &Job, target: &Target, depth: usize) -> Result<Box<dyn Engine>>
         IoEngine::Psync => Box::new(psync::Psync::new(target, poll)),
         IoEngine::IoUring => Box::new(uring::Uring::new(target, job, depth)?),
         IoEngine::Mmap => Box::new(mmap::Mmap::new(target, job)?),
-        IoEngine::Transport | IoEngine::Null => {
+        IoEngine::Transport | IoEngine::Null | IoEngine::Net | IoEngine::NetSplice => {
             return Err(crate::error::Error::usage(
-                "the transport and null engines open no file",
+                "the transport, null and net engines open no file",
             ));
         }
     };
@@ -124,6 +137,12 @@ impl Engine for Hang {
     }
     fn device(&mut self) -> Option<serde_json::Value> {
         self.inner.device()
+    }
+    fn ended(&self) -> bool {
+        self.inner.ended()
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
     }
 }
 
