@@ -51,6 +51,9 @@ fn close_msg() -> [u8; LINK_LEN] {
 /// How long a UDP sender waits for a refusal (ICMP port unreachable) of its
 /// opening message before taking the receiver as there.
 const REFUSAL_WAIT: Duration = Duration::from_millis(20);
+/// How long a UDP pingpong sender waits for its first echo before sending
+/// the datagram again (the receiver may not have joined its group yet).
+const FIRST_ECHO_WAIT: Duration = Duration::from_millis(100);
 /// Pause between connection attempts while nothing listens yet.
 const RETRY_PAUSE: Duration = Duration::from_millis(20);
 
@@ -111,6 +114,8 @@ struct Counts {
     next_seq: u64,
     /// Bytes moved.
     bytes: u64,
+    /// Echoes a UDP pingpong sender has had back.
+    echoes: u64,
 }
 
 pub struct Net {
@@ -911,29 +916,46 @@ impl Net {
     /// waits for it to come back.
     fn write_datagram(&mut self, buf: &mut [u8]) -> Result<usize> {
         let len = buf.len();
+        let seq = self.counts.datagrams;
         if len >= SEQ_LEN {
             let t = len - SEQ_LEN;
             buf[t..t + 8].copy_from_slice(&SEQ_MAGIC.to_le_bytes());
-            buf[t + 8..t + 16].copy_from_slice(&self.counts.datagrams.to_le_bytes());
+            buf[t + 8..t + 16].copy_from_slice(&seq.to_le_bytes());
             buf[t + 16..t + 24].copy_from_slice(&(len as u64).to_le_bytes());
         }
+        if !self.send_datagram(buf)? {
+            self.refused();
+            return Ok(0);
+        }
+        self.counts.datagrams += 1;
+        if self.ep.pingpong && !self.await_echo(buf, seq)? {
+            return Ok(0);
+        }
+        Ok(len)
+    }
+
+    fn refused(&mut self) {
+        self.end(|n| {
+            format!(
+                "{}'s port refused a datagram after {} sent: the receiver stopped (or went away); this job stopped there",
+                n.peer, n.counts.datagrams
+            )
+        });
+    }
+
+    /// Sends one datagram whole; false when the receiver's port refused it.
+    fn send_datagram(&self, buf: &[u8]) -> Result<bool> {
         loop {
             let r = match &self.send_to {
                 Some(to) => self.sock.send_to(buf, to),
                 None => self.sock.send(buf),
             };
             match r {
-                Ok(_) => break,
+                Ok(_) => return Ok(true),
                 Err(e) if e.kind() == ErrorKind::Interrupted => {}
                 // The interface queue is full: wait for room, as fio does.
                 Err(e) if errno_is(&e, &[libc::ENOBUFS]) => std::thread::yield_now(),
-                Err(e) if errno_is(&e, &[libc::ECONNREFUSED]) => {
-                    self.end(|n| format!(
-                        "{}'s port refused a datagram after {} sent: the receiver stopped (or went away); this job stopped there",
-                        n.peer, n.counts.datagrams
-                    ));
-                    return Ok(0);
-                }
+                Err(e) if errno_is(&e, &[libc::ECONNREFUSED]) => return Ok(false),
                 Err(e) if is_timeout(&e) => {
                     return Err(self.fail(format!(
                         "could not send a datagram for {}",
@@ -943,33 +965,60 @@ impl Net {
                 Err(e) => return Err(self.fail(format!("sending to {}: {e}", self.peer))),
             }
         }
-        self.counts.datagrams += 1;
-        if self.ep.pingpong {
-            loop {
-                match self.sock.recv_with_flags(as_uninit(buf), libc::MSG_TRUNC) {
-                    Ok(n) if n == buf.len() => break,
-                    // A stray datagram of another size (another sender's control message).
-                    Ok(_) => {}
-                    Err(e) if e.kind() == ErrorKind::Interrupted => {}
-                    Err(e) if errno_is(&e, &[libc::ECONNREFUSED]) => {
-                        self.end(|n| format!(
-                            "{}'s port refused a datagram: the receiver stopped; this job stopped there",
-                            n.peer
-                        ));
-                        return Ok(0);
+    }
+
+    /// Waits for the echo of datagram `seq` (pingpong), skipping stale
+    /// echoes (an earlier block's, or a second reader's); false when the
+    /// receiver went away. Until the first echo the receiver may not have
+    /// joined yet — a multicast group refuses nothing, so nothing says so —
+    /// and the datagram goes again every [`FIRST_ECHO_WAIT`] until the timeout.
+    fn await_echo(&mut self, buf: &mut [u8], seq: u64) -> Result<bool> {
+        let copy = (self.counts.echoes == 0).then(|| buf.to_vec());
+        if copy.is_some() {
+            self.sock
+                .set_read_timeout(Some(FIRST_ECHO_WAIT))
+                .map_err(|e| self.fail(format!("SO_RCVTIMEO: {e}")))?;
+        }
+        let deadline = Instant::now() + self.timeout;
+        let got = loop {
+            match self.sock.recv_with_flags(as_uninit(buf), libc::MSG_TRUNC) {
+                Ok(n) if n == buf.len() && stamped_seq(buf).is_none_or(|s| s == seq) => {
+                    break Ok(true);
+                }
+                // A stale echo, or a stray datagram of another size.
+                Ok(_) => {}
+                Err(e) if e.kind() == ErrorKind::Interrupted => {}
+                Err(e) if errno_is(&e, &[libc::ECONNREFUSED]) => {
+                    self.refused();
+                    break Ok(false);
+                }
+                Err(e) if is_timeout(&e) => match &copy {
+                    Some(c) if Instant::now() < deadline => {
+                        if !self.send_datagram(c)? {
+                            self.refused();
+                            break Ok(false);
+                        }
                     }
-                    Err(e) if is_timeout(&e) => {
-                        return Err(self.fail(format!(
+                    _ => {
+                        break Err(self.fail(format!(
                             "no echo from {} within {} (pingpong): the datagram or its echo was lost, or the receiver does not have pingpong set; set pingpong on both ends, or raise --timeout",
                             self.peer,
                             humantime::format_duration(self.timeout)
                         )));
                     }
-                    Err(e) => return Err(self.fail(format!("receiving from {}: {e}", self.peer))),
-                }
+                },
+                Err(e) => break Err(self.fail(format!("receiving from {}: {e}", self.peer))),
             }
+        };
+        if copy.is_some() {
+            self.sock
+                .set_read_timeout(Some(self.timeout))
+                .map_err(|e| self.fail(format!("SO_RCVTIMEO: {e}")))?;
         }
-        Ok(buf.len())
+        if got.as_ref().is_ok_and(|g| *g) {
+            self.counts.echoes += 1;
+        }
+        got
     }
 
     /// Receives one datagram of a block's size (the close message ends the
