@@ -1091,7 +1091,9 @@ fn job_warnings(
     if sync_engine && job.iodepth > 1 {
         let fix = match job.ioengine {
             // fio's net engines are synchronous too: a socket is one stream.
-            IoEngine::Net | IoEngine::NetSplice => "as in fio, a socket carries one block at a time",
+            IoEngine::Net | IoEngine::NetSplice => {
+                "as in fio, a socket carries one block at a time"
+            }
             _ => "use ioengine=io_uring for a queue",
         };
         warnings.push(format!(

@@ -273,17 +273,17 @@ impl Endpoint {
                     "ioengine=net needs hostname= to connect to, or listen to wait for a sender (did you forget listen?)".into()
                 });
             }
-            (Addr::Inet { host: Some(h), .. }, Role::Listen) if legacy.is_none() => {
-                if group.is_none() {
-                    return Err(format!(
-                        "hostname={h}: a {} takes every address and no hostname=; drop it (a udp reader takes one only to join a multicast group)",
-                        if proto.is_tcp() {
-                            "listening job"
-                        } else {
-                            "receiving job"
-                        }
-                    ));
-                }
+            (Addr::Inet { host: Some(h), .. }, Role::Listen)
+                if legacy.is_none() && group.is_none() =>
+            {
+                return Err(format!(
+                    "hostname={h}: a {} takes every address and no hostname=; drop it (a udp reader takes one only to join a multicast group)",
+                    if proto.is_tcp() {
+                        "listening job"
+                    } else {
+                        "receiving job"
+                    }
+                ));
             }
             _ => {}
         }
@@ -304,7 +304,9 @@ impl Endpoint {
                 );
             }
             Some(i) => Some(i.parse::<Ipv4Addr>().map_err(|_| {
-                format!("interface={i}: give the interface's IPv4 address, as in interface=10.0.0.2")
+                format!(
+                    "interface={i}: give the interface's IPv4 address, as in interface=10.0.0.2"
+                )
             })?),
         };
         if o.ttl.is_some() && group.is_none() {
@@ -383,7 +385,8 @@ fn legacy_form(filename: &str) -> Result<Option<Legacy>, String> {
         filename.split(',').map(str::trim).collect()
     } else {
         let p: Vec<&str> = filename.split('/').collect();
-        let port_like = p.len() >= 2 && !p[1].is_empty() && p[1].bytes().all(|b| b.is_ascii_digit());
+        let port_like =
+            p.len() >= 2 && !p[1].is_empty() && p[1].bytes().all(|b| b.is_ascii_digit());
         if !(p.len() == 2 || p.len() == 3) || p[0].is_empty() || !port_like {
             return Ok(None);
         }
@@ -418,9 +421,7 @@ fn legacy_form(filename: &str) -> Result<Option<Legacy>, String> {
         .parse::<u16>()
         .ok()
         .filter(|p| *p > 0)
-        .ok_or_else(|| {
-            format!("filename={filename}: the port must be a number from 1 to 65535")
-        })?;
+        .ok_or_else(|| format!("filename={filename}: the port must be a number from 1 to 65535"))?;
     Ok(Some(Legacy {
         host,
         port: Some(port),
@@ -450,8 +451,17 @@ mod tests {
     fn netio_fio_receiver_and_sender() {
         let common = [("port", Some("8888")), ("protocol", Some("tcp"))];
         let r = ep(&[common[0], common[1], ("listen", None), ("rw", Some("read"))]).unwrap();
-        assert_eq!((r.role, r.sends, r.proto), (Role::Listen, false, Proto::Tcp));
-        assert_eq!(r.addr, Addr::Inet { host: None, port: 8888 });
+        assert_eq!(
+            (r.role, r.sends, r.proto),
+            (Role::Listen, false, Proto::Tcp)
+        );
+        assert_eq!(
+            r.addr,
+            Addr::Inet {
+                host: None,
+                port: 8888
+            }
+        );
         assert_eq!(r.to_string(), "0.0.0.0/8888/tcp");
         let s = ep(&[
             common[0],
@@ -467,13 +477,37 @@ mod tests {
 
     #[test]
     fn old_filename_forms_listen_on_reads() {
-        let r = ep(&[("filename", Some("localhost,8888,tcp")), ("rw", Some("read"))]).unwrap();
+        let r = ep(&[
+            ("filename", Some("localhost,8888,tcp")),
+            ("rw", Some("read")),
+        ])
+        .unwrap();
         assert_eq!((r.role, r.legacy), (Role::Listen, true));
-        assert_eq!(r.addr, Addr::Inet { host: None, port: 8888 });
-        let w = ep(&[("filename", Some("localhost/9000/udp")), ("rw", Some("write"))]).unwrap();
+        assert_eq!(
+            r.addr,
+            Addr::Inet {
+                host: None,
+                port: 8888
+            }
+        );
+        let w = ep(&[
+            ("filename", Some("localhost/9000/udp")),
+            ("rw", Some("write")),
+        ])
+        .unwrap();
         assert_eq!((w.role, w.proto), (Role::Connect, Proto::Udp));
-        assert_eq!(w.addr, Addr::Inet { host: Some("localhost".into()), port: 9000 });
-        let u = ep(&[("filename", Some("/tmp/fio.sock,,unix")), ("rw", Some("read"))]).unwrap();
+        assert_eq!(
+            w.addr,
+            Addr::Inet {
+                host: Some("localhost".into()),
+                port: 9000
+            }
+        );
+        let u = ep(&[
+            ("filename", Some("/tmp/fio.sock,,unix")),
+            ("rw", Some("read")),
+        ])
+        .unwrap();
         assert_eq!(u.addr, Addr::Unix("/tmp/fio.sock".into()));
         assert_eq!(u.role, Role::Listen);
         // A plain host is not the old form: it needs port=.
@@ -496,7 +530,12 @@ mod tests {
     #[test]
     fn roles_by_protocol() {
         // UDP and Unix readers bind by themselves, as in fio.
-        let r = ep(&[("port", Some("9")), ("protocol", Some("udp")), ("rw", Some("read"))]).unwrap();
+        let r = ep(&[
+            ("port", Some("9")),
+            ("protocol", Some("udp")),
+            ("rw", Some("read")),
+        ])
+        .unwrap();
         assert_eq!(r.role, Role::Listen);
         let u = ep(&[
             ("protocol", Some("unix")),
@@ -504,63 +543,144 @@ mod tests {
             ("rw", Some("write")),
         ])
         .unwrap();
-        assert_eq!((u.role, u.to_string()), (Role::Connect, "/tmp/s/unix".into()));
+        assert_eq!(
+            (u.role, u.to_string()),
+            (Role::Connect, "/tmp/s/unix".into())
+        );
         // A TCP listener may send, a connecting TCP job may receive.
         let l = ep(&[("port", Some("9")), ("listen", None), ("rw", Some("write"))]).unwrap();
         assert_eq!((l.role, l.sends), (Role::Listen, true));
-        let c = ep(&[("port", Some("9")), ("hostname", Some("h")), ("rw", Some("read"))]).unwrap();
+        let c = ep(&[
+            ("port", Some("9")),
+            ("hostname", Some("h")),
+            ("rw", Some("read")),
+        ])
+        .unwrap();
         assert_eq!((c.role, c.sends), (Role::Connect, false));
         // numjobs clones take the next ports.
         let mut j = job(&[("port", Some("65535")), ("listen", None)]);
         j.clone = 1;
         assert!(Endpoint::of(&j, "").unwrap_err().contains("past 65535"));
         j.net.port = Some(8000);
-        assert_eq!(Endpoint::of(&j, "").unwrap().addr, Addr::Inet { host: None, port: 8001 });
+        assert_eq!(
+            Endpoint::of(&j, "").unwrap().addr,
+            Addr::Inet {
+                host: None,
+                port: 8001
+            }
+        );
     }
 
     #[test]
     fn refusals_name_the_fix() {
-        let cases: &[(&[(&str, Option<&str>)], &str)] = &[
-            (&[("port", Some("9")), ("listen", None), ("rw", Some("randread"))], "cannot be random"),
-            (&[("port", Some("9")), ("listen", None), ("rw", Some("rw"))], "make two jobs"),
-            (&[("port", Some("9")), ("rw", Some("read"))], "did you forget listen"),
-            (&[("port", Some("9")), ("rw", Some("write"))], "needs hostname="),
+        type Lines<'a> = &'a [(&'a str, Option<&'a str>)];
+        let cases: &[(Lines, &str)] = &[
+            (
+                &[
+                    ("port", Some("9")),
+                    ("listen", None),
+                    ("rw", Some("randread")),
+                ],
+                "cannot be random",
+            ),
+            (
+                &[("port", Some("9")), ("listen", None), ("rw", Some("rw"))],
+                "make two jobs",
+            ),
+            (
+                &[("port", Some("9")), ("rw", Some("read"))],
+                "did you forget listen",
+            ),
+            (
+                &[("port", Some("9")), ("rw", Some("write"))],
+                "needs hostname=",
+            ),
             (&[("listen", None)], "needs port="),
             (
-                &[("port", Some("9")), ("listen", None), ("hostname", Some("localhost"))],
+                &[
+                    ("port", Some("9")),
+                    ("listen", None),
+                    ("hostname", Some("localhost")),
+                ],
                 "drop it",
             ),
             (
-                &[("protocol", Some("unix")), ("port", Some("9")), ("hostname", Some("/s"))],
+                &[
+                    ("protocol", Some("unix")),
+                    ("port", Some("9")),
+                    ("hostname", Some("/s")),
+                ],
                 "drop port=",
             ),
-            (&[("protocol", Some("unix")), ("listen", None)], "socket's path"),
             (
-                &[("protocol", Some("udp")), ("port", Some("9")), ("hostname", Some("h")), ("rw", Some("write")), ("listen", None)],
+                &[("protocol", Some("unix")), ("listen", None)],
+                "socket's path",
+            ),
+            (
+                &[
+                    ("protocol", Some("udp")),
+                    ("port", Some("9")),
+                    ("hostname", Some("h")),
+                    ("rw", Some("write")),
+                    ("listen", None),
+                ],
                 "drop listen",
             ),
             (
-                &[("protocol", Some("udp")), ("port", Some("9")), ("hostname", Some("h")), ("rw", Some("write")), ("ttl", Some("2"))],
+                &[
+                    ("protocol", Some("udp")),
+                    ("port", Some("9")),
+                    ("hostname", Some("h")),
+                    ("rw", Some("write")),
+                    ("ttl", Some("2")),
+                ],
                 "drop ttl=",
             ),
             (
-                &[("port", Some("9")), ("hostname", Some("h")), ("rw", Some("write")), ("interface", Some("10.0.0.1"))],
+                &[
+                    ("port", Some("9")),
+                    ("hostname", Some("h")),
+                    ("rw", Some("write")),
+                    ("interface", Some("10.0.0.1")),
+                ],
                 "drop interface=",
             ),
             (
-                &[("protocol", Some("udp")), ("port", Some("9")), ("hostname", Some("239.1.1.1")), ("rw", Some("write")), ("interface", Some("eth0"))],
+                &[
+                    ("protocol", Some("udp")),
+                    ("port", Some("9")),
+                    ("hostname", Some("239.1.1.1")),
+                    ("rw", Some("write")),
+                    ("interface", Some("eth0")),
+                ],
                 "IPv4 address",
             ),
             (
-                &[("protocol", Some("udp")), ("port", Some("9")), ("hostname", Some("h")), ("rw", Some("write")), ("mss", Some("1000"))],
+                &[
+                    ("protocol", Some("udp")),
+                    ("port", Some("9")),
+                    ("hostname", Some("h")),
+                    ("rw", Some("write")),
+                    ("mss", Some("1000")),
+                ],
                 "TCP option",
             ),
             (
-                &[("protocol", Some("udp")), ("port", Some("9")), ("hostname", Some("h")), ("rw", Some("write")), ("bs", Some("128k"))],
+                &[
+                    ("protocol", Some("udp")),
+                    ("port", Some("9")),
+                    ("hostname", Some("h")),
+                    ("rw", Some("write")),
+                    ("bs", Some("128k")),
+                ],
                 "largest UDP datagram",
             ),
             (
-                &[("port", Some("9")), ("listen", None), ("verify", Some("crc32c"))],
+                &[
+                    ("port", Some("9")),
+                    ("listen", None),
+                    ("verify", Some("crc32c")),
+                ],
                 "drop verify=",
             ),
         ];
@@ -598,8 +718,15 @@ mod tests {
             ("mss", Some("1400")),
         ])
         .unwrap();
-        assert_eq!((t.nodelay, t.window_size, t.mss), (true, Some(256 << 10), Some(1400)));
-        let mut j = job(&[("ioengine", Some("netsplice")), ("port", Some("9")), ("listen", None)]);
+        assert_eq!(
+            (t.nodelay, t.window_size, t.mss),
+            (true, Some(256 << 10), Some(1400))
+        );
+        let mut j = job(&[
+            ("ioengine", Some("netsplice")),
+            ("port", Some("9")),
+            ("listen", None),
+        ]);
         assert!(Endpoint::of(&j, "").unwrap().splice);
         j.set("protocol", Some("udpv6")).unwrap();
         j.net.listen = None;
@@ -608,6 +735,59 @@ mod tests {
                 .unwrap_err()
                 .contains("IPv4 only")
         );
+    }
+
+    #[test]
+    fn options_parse_through_job_set() {
+        let mut j = Job::default();
+        for (k, v) in [
+            ("port", Some("8888")),
+            ("proto", Some("udpv6")),
+            ("listen", None),
+            ("pingpong", Some("1")),
+            ("nodelay", Some("0")),
+            ("window_size", Some("1m")),
+            ("mss", Some("1400")),
+            ("interface", Some("10.0.0.2")),
+            ("ttl", Some("4")),
+            ("hostname", Some("fe80::1")),
+        ] {
+            assert_eq!(
+                j.set(k, v).unwrap(),
+                crate::stream::job::SetOutcome::Applied,
+                "{k}"
+            );
+        }
+        let n = &j.net;
+        assert_eq!(n.port, Some(8888));
+        assert_eq!(n.protocol, Some(Proto::Udpv6));
+        assert_eq!(
+            (n.listen, n.pingpong, n.nodelay),
+            (Some(true), Some(true), Some(false))
+        );
+        assert_eq!(
+            (n.window_size, n.mss, n.ttl),
+            (Some(1 << 20), Some(1400), Some(4))
+        );
+        assert_eq!(n.interface.as_deref(), Some("10.0.0.2"));
+        // hostname= is the job's filename, colons and all, as in fio.
+        assert_eq!(j.filename.as_deref(), Some("fe80::1"));
+        assert_eq!(n.first_given(), Some("hostname"));
+        assert_eq!(NetOptions::default().first_given(), None);
+        let err = |k: &str, v: &str| Job::default().set(k, Some(v)).unwrap_err().to_string();
+        assert!(err("port", "0").contains("from 1 to 65535"));
+        assert!(err("port", "65536").contains("from 1 to 65535"));
+        assert_eq!(
+            err("protocol", "sctp"),
+            "protocol=sctp: unknown protocol; use tcp, tcpv6, udp, udpv6 or unix"
+        );
+        assert!(err("window_size", "4g").contains("at most 2g"));
+        assert!(err("listen", "maybe").contains("expected a boolean"));
+        assert!(err("ttl", "256").contains("from 0 to 255"));
+        let mut j = Job::default();
+        j.set("ioengine", Some("netsplice")).unwrap();
+        assert_eq!(j.ioengine, IoEngine::NetSplice);
+        assert_eq!(j.ioengine.name(), "netsplice");
     }
 
     #[test]

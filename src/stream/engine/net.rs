@@ -432,9 +432,15 @@ impl Setup {
             unreachable!("tcp has a port")
         };
         let (domain, any) = if self.ep.proto.is_v6() {
-            (Domain::IPV6, SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)))
+            (
+                Domain::IPV6,
+                SocketAddr::from((Ipv6Addr::UNSPECIFIED, port)),
+            )
         } else {
-            (Domain::IPV4, SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)))
+            (
+                Domain::IPV4,
+                SocketAddr::from((Ipv4Addr::UNSPECIFIED, port)),
+            )
         };
         let l = Socket::new(domain, Type::STREAM, None)
             .map_err(|e| self.fail(format!("socket: {e}")))?;
@@ -564,8 +570,12 @@ impl Setup {
             unreachable!("udp has a port")
         };
         let v6 = self.ep.proto.is_v6();
-        let s = Socket::new(if v6 { Domain::IPV6 } else { Domain::IPV4 }, Type::DGRAM, None)
-            .map_err(|e| self.fail(format!("socket: {e}")))?;
+        let s = Socket::new(
+            if v6 { Domain::IPV6 } else { Domain::IPV4 },
+            Type::DGRAM,
+            None,
+        )
+        .map_err(|e| self.fail(format!("socket: {e}")))?;
         s.set_reuse_address(true)
             .map_err(|e| self.fail(format!("SO_REUSEADDR: {e}")))?;
         if self.ep.group.is_some() {
@@ -632,8 +642,12 @@ impl Setup {
         let Addr::Inet { host, port } = self.ep.addr.clone() else {
             unreachable!("udp has a port")
         };
-        let dst = resolve(host.as_deref().unwrap_or_default(), port, self.ep.proto.is_v6())
-            .map_err(|m| self.fail(m))?;
+        let dst = resolve(
+            host.as_deref().unwrap_or_default(),
+            port,
+            self.ep.proto.is_v6(),
+        )
+        .map_err(|m| self.fail(m))?;
         self.peer = dst.to_string();
         let s = Socket::new(Domain::for_address(dst), Type::DGRAM, None)
             .map_err(|e| self.fail(format!("socket: {e}")))?;
@@ -677,7 +691,6 @@ impl Setup {
         self.local = s.local_addr().map(|a| show(&a)).unwrap_or_default();
         Ok(s)
     }
-
 }
 
 impl Net {
@@ -751,7 +764,12 @@ impl Net {
             }
             let mut sent = 0;
             let last = off + chunk == buf.len();
-            let flags = libc::SPLICE_F_MOVE | if more || !last { libc::SPLICE_F_MORE } else { 0 };
+            let flags = libc::SPLICE_F_MOVE
+                | if more || !last {
+                    libc::SPLICE_F_MORE
+                } else {
+                    0
+                };
             while sent < chunk {
                 // SAFETY: splicing between fds we hold, no offsets.
                 let r = unsafe {
@@ -865,11 +883,13 @@ impl Net {
     /// One block of a stream (tcp, unix) out, and with pingpong its echo back.
     fn write_stream(&mut self, buf: &mut [u8]) -> Result<usize> {
         if !self.send_block(buf)? {
-            self.end(|n| format!(
-                "{} closed the connection after {} sent; this job stopped there",
-                n.peer,
-                format_size(n.counts.bytes)
-            ));
+            self.end(|n| {
+                format!(
+                    "{} closed the connection after {} sent; this job stopped there",
+                    n.peer,
+                    format_size(n.counts.bytes)
+                )
+            });
             return Ok(0);
         }
         if self.ep.pingpong && self.recv_block(buf)? < buf.len() {
@@ -895,11 +915,13 @@ impl Net {
                     buf.len()
                 )
             };
-            self.end(|s| format!(
-                "{} closed the stream after {}{tail}; this job stopped there",
-                s.peer,
-                format_size(s.counts.bytes)
-            ));
+            self.end(|s| {
+                format!(
+                    "{} closed the stream after {}{tail}; this job stopped there",
+                    s.peer,
+                    format_size(s.counts.bytes)
+                )
+            });
             return Ok(0);
         }
         if self.ep.pingpong && !self.send_block(buf)? {
@@ -1025,7 +1047,10 @@ impl Net {
     /// stream); counts sequence gaps; with pingpong, sends it back.
     fn read_datagram(&mut self, buf: &mut [u8]) -> Result<usize> {
         loop {
-            let (n, from) = match self.sock.recv_from_with_flags(as_uninit(buf), libc::MSG_TRUNC) {
+            let (n, from) = match self
+                .sock
+                .recv_from_with_flags(as_uninit(buf), libc::MSG_TRUNC)
+            {
                 Ok(r) => r,
                 Err(e) if e.kind() == ErrorKind::Interrupted => continue,
                 Err(e) if is_timeout(&e) => {
@@ -1043,10 +1068,12 @@ impl Net {
             // the close too), a repeated open is skipped.
             if n == LINK_LEN && buf.len() != LINK_LEN {
                 if buf.len() < LINK_LEN || buf[..LINK_LEN] == close_msg() {
-                    self.end(|s| format!(
-                        "{} closed the stream after {} datagrams arrived",
-                        s.peer, s.counts.datagrams
-                    ));
+                    self.end(|s| {
+                        format!(
+                            "{} closed the stream after {} datagrams arrived",
+                            s.peer, s.counts.datagrams
+                        )
+                    });
                     return Ok(0);
                 }
                 if buf[..LINK_LEN] == open_msg() {
@@ -1054,10 +1081,12 @@ impl Net {
                 }
             }
             if n == LINK_LEN && buf[..LINK_LEN] == close_msg() {
-                self.end(|s| format!(
-                    "{} closed the stream after {} datagrams arrived",
-                    s.peer, s.counts.datagrams
-                ));
+                self.end(|s| {
+                    format!(
+                        "{} closed the stream after {} datagrams arrived",
+                        s.peer, s.counts.datagrams
+                    )
+                });
                 return Ok(0);
             }
             if n != buf.len() {
@@ -1066,6 +1095,12 @@ impl Net {
                     show(&from),
                     buf.len()
                 )));
+            }
+            // A pingpong sender sends its first block again while no echo
+            // came back: echoed again, it is no new block.
+            if self.ep.pingpong && stamped_seq(buf).is_some_and(|s| s < self.counts.next_seq) {
+                let _ = self.sock.send_to(buf, &from);
+                continue;
             }
             self.count_seq(buf);
             if self.ep.pingpong {
@@ -1156,10 +1191,16 @@ impl Engine for Net {
     fn completion_detail(&self) -> String {
         let ep = &self.ep;
         let (me, how) = match (ep.sends, ep.role) {
-            (true, Role::Listen) => ("sender", format!("listening on {}, peer {}", self.local, self.peer)),
+            (true, Role::Listen) => (
+                "sender",
+                format!("listening on {}, peer {}", self.local, self.peer),
+            ),
             (false, Role::Listen) => ("receiver", format!("on {}, peer {}", self.local, self.peer)),
             (true, Role::Connect) => ("sender", format!("to {} from {}", self.peer, self.local)),
-            (false, Role::Connect) => ("receiver", format!("connected to {} from {}", self.peer, self.local)),
+            (false, Role::Connect) => (
+                "receiver",
+                format!("connected to {} from {}", self.peer, self.local),
+            ),
         };
         let io = match (ep.proto.is_udp(), self.pipe.is_some()) {
             (true, _) => "one datagram of bs per I/O".to_string(),
