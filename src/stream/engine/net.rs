@@ -623,7 +623,7 @@ impl Setup {
             if n == bs {
                 self.peer = show(&from);
                 self.notes.push(
-                    "this receiver started after its sender and missed the sender's first datagrams (counted as lost)"
+                    "this receiver started after its sender and missed its opening message; datagrams sent before it bound count as lost"
                         .into(),
                 );
                 // The one in hand is not a block of this job's either.
@@ -1333,6 +1333,13 @@ mod tests {
         // fio writes OPEN with htonl and CLOSE with cpu_to_le32.
         assert_eq!(open_msg(), [0x6c, 0x69, 0x6e, 0x6b, 0, 0, 0, 0x98]);
         assert_eq!(close_msg(), [0x6b, 0x6e, 0x69, 0x6c, 0x89, 0, 0, 0]);
+    }
+
+    #[test]
+    fn sizes_for_people() {
+        assert_eq!(approx_size(4 << 20), "4M");
+        assert_eq!(approx_size(258_391), "~252k");
+        assert_eq!(approx_size(1000), "1000");
     }
 
     #[test]
