@@ -1439,3 +1439,407 @@ fn startdelay_thinktime_and_exitall_shape_the_run() {
     assert!(ms("forever", "end_ns") < 25_000, "{v}");
     assert!(ms("forever", "end_ns") >= ms("quick", "start_ns"), "{v}");
 }
+
+// ---- ioengine=net / netsplice: fio's network engine over loopback ----
+
+/// fio's examples/netio.fio as it ships (its fixed port aside): a listening
+/// receiver and a sender with `startdelay=1`, 100g each.
+const NETIO_FIO: &str = "# Example network job, just defines two clients that send/recv data
+[global]
+ioengine=net
+#Use hostname=/tmp.fio.sock for local unix domain sockets
+port=8888
+#Use =udp for UDP, =unix for local unix domain socket
+protocol=tcp
+bs=4k
+size=100g
+#set the below option to enable end-to-end data integrity tests
+#verify=md5
+iodepth=128
+
+[receiver]
+listen
+rw=read
+
+[sender]
+hostname=localhost
+startdelay=1
+rw=write
+";
+
+/// A loopback TCP port nothing holds now (bound and let go: the kernel
+/// does not hand it out again at once).
+fn free_tcp_port() -> u16 {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    l.local_addr().unwrap().port()
+}
+
+fn free_udp_port() -> u16 {
+    let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
+    s.local_addr().unwrap().port()
+}
+
+/// The jobs of a JSON run, by name.
+fn job_named<'a>(d: &'a serde_json::Value, name: &str) -> &'a serde_json::Value {
+    d["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|j| j["jobname"] == name)
+        .unwrap_or_else(|| panic!("no job {name} in {d}"))
+}
+
+/// fio's close message, as a sender ends its stream with it.
+const FIO_CLOSE: [u8; 8] = [0x6b, 0x6e, 0x69, 0x6c, 0x89, 0, 0, 0];
+
+#[test]
+fn netio_fio_runs_its_receiver_and_sender_as_two_jobs() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("netio.fio");
+    std::fs::write(&job, NETIO_FIO).unwrap();
+    let port = format!("port={}", free_tcp_port());
+    // What the corpus runner does to every job file.
+    let o = stream(
+        dir.path(),
+        &[
+            "--job",
+            job.to_str().unwrap(),
+            "--set",
+            "size=8m",
+            "--set",
+            "runtime=1s",
+            "--set",
+            &port,
+            "--format",
+            "json",
+        ],
+    );
+    let d = json(&o);
+    let r = job_named(&d, "receiver");
+    let s = job_named(&d, "sender");
+    for j in [r, s] {
+        assert_eq!(j["ioengine"], "net", "{j}");
+        assert_eq!(j["error"], 0, "{j}");
+        assert_eq!(j["iodepth"], 1, "a socket carries one block at a time: {j}");
+    }
+    // Every byte sent arrived, in 4 KiB I/Os, each timed.
+    assert_eq!(s["write"]["io_bytes"], 8 << 20);
+    assert_eq!(r["read"]["io_bytes"], 8 << 20);
+    assert_eq!(r["read"]["total_ios"], 2048);
+    assert_eq!(s["write"]["total_ios"], 2048);
+    assert_eq!(r["write"]["total_ios"], 0);
+    assert!(common::num(&r["read"]["clat_ns"], "max") > 0.0, "{r}");
+    assert!(
+        r["filename"].as_str().unwrap().starts_with("0.0.0.0/"),
+        "{r}"
+    );
+    assert!(
+        s["filename"].as_str().unwrap().starts_with("localhost/"),
+        "{s}"
+    );
+    assert_eq!(s["device"]["net"]["bytes"], 8 << 20);
+    let detail = r["completion_detail"].as_str().unwrap();
+    assert!(detail.contains("tcp receiver"), "{detail}");
+    // fio's iodepth=128 is said to do nothing, as with fio's net engine.
+    assert!(
+        s["warnings"]
+            .to_string()
+            .contains("iodepth=128 has no effect"),
+        "{s}"
+    );
+}
+
+#[test]
+fn a_net_sender_streams_to_a_plain_listener() {
+    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = l.local_addr().unwrap().port();
+    let peer = std::thread::spawn(move || {
+        use std::io::Read;
+        let (mut c, _) = l.accept().unwrap();
+        let mut all = Vec::new();
+        c.read_to_end(&mut all).unwrap();
+        all
+    });
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("send.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[send]\nioengine=net\nhostname=127.0.0.1\nport={port}\nrw=write\nbs=16k\nsize=1m\nnodelay=1\nwindow_size=128k\nmss=1200\n"
+        ),
+    )
+    .unwrap();
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    );
+    let d = json(&o);
+    let got = peer.join().unwrap();
+    // The blocks, then fio's close message.
+    assert_eq!(got.len(), (1 << 20) + 8);
+    assert_eq!(got[1 << 20..], FIO_CLOSE);
+    let s = &d["jobs"][0];
+    assert_eq!(s["write"]["io_bytes"], 1 << 20);
+    assert_eq!(s["write"]["total_ios"], 64);
+    let detail = s["completion_detail"].as_str().unwrap();
+    assert!(detail.contains("TCP_NODELAY on"), "{detail}");
+}
+
+#[test]
+fn a_net_receiver_ends_when_its_plain_sender_closes() {
+    let dir = tempfile::tempdir().unwrap();
+    let port = free_tcp_port();
+    let job = dir.path().join("recv.fio");
+    // It expects 2 MiB; the sender stops after 1 MiB and a stray half block.
+    std::fs::write(
+        &job,
+        format!("[recv]\nioengine=net\nlisten\nport={port}\nrw=read\nbs=64k\nsize=2m\n"),
+    )
+    .unwrap();
+    let run = {
+        let (dir, job) = (dir.path().to_path_buf(), job.clone());
+        std::thread::spawn(move || {
+            stream(&dir, &["--job", job.to_str().unwrap(), "--format", "json"])
+        })
+    };
+    // The listener binds when its job starts: try until it does (the
+    // run's own --timeout bounds how long it waits for us).
+    let mut c = loop {
+        match std::net::TcpStream::connect(("127.0.0.1", port)) {
+            Ok(c) => break c,
+            Err(_) if !run.is_finished() => {
+                std::thread::sleep(std::time::Duration::from_millis(20))
+            }
+            Err(e) => panic!(
+                "the receiver never listened ({e}): {}",
+                stderr(&run.join().unwrap())
+            ),
+        }
+    };
+    use std::io::Write;
+    c.write_all(&vec![7u8; (1 << 20) + (32 << 10)]).unwrap();
+    drop(c);
+    let d = json(&run.join().unwrap());
+    let r = &d["jobs"][0];
+    assert_eq!(r["error"], 0, "{r}");
+    assert_eq!(r["read"]["io_bytes"], 1 << 20);
+    assert_eq!(r["read"]["total_ios"], 16);
+    let w = r["warnings"].to_string();
+    assert!(w.contains("closed the stream after 1M"), "{w}");
+    assert!(w.contains("last 32768 bytes"), "{w}");
+}
+
+#[test]
+fn net_over_udp_unix_splice_and_pingpong() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("n.fio");
+    let run = |text: String| {
+        std::fs::write(&job, text).unwrap();
+        let o = stream(
+            dir.path(),
+            &["--job", job.to_str().unwrap(), "--format", "json"],
+        );
+        json(&o)
+    };
+    // UDP: the receiver counts what arrived and the gaps in the sender's
+    // sequence; it cannot have more than was sent, and the sender says it
+    // cannot know of losses.
+    let port = free_udp_port();
+    let d = run(format!(
+        "[global]\nioengine=net\nprotocol=udp\nport={port}\nbs=1k\nsize=2m\n[r]\nrw=read\n[s]\nhostname=127.0.0.1\nrw=write\n"
+    ));
+    let (r, s) = (job_named(&d, "r"), job_named(&d, "s"));
+    let sent = s["write"]["total_ios"].as_u64().unwrap();
+    let got = r["read"]["total_ios"].as_u64().unwrap();
+    let lost = r["device"]["net"]["lost"].as_u64().unwrap();
+    assert_eq!(sent, 2048);
+    assert_eq!(s["device"]["net"]["datagrams"], 2048);
+    assert!(
+        got >= 1 && got + lost <= sent,
+        "got {got} lost {lost} of {sent}"
+    );
+    assert_eq!(r["device"]["net"]["datagrams"], got);
+    assert!(s["warnings"].to_string().contains("no flow control"), "{s}");
+    // Unix socket, every block echoed (fio's pingpong): the writer's I/O is
+    // a round trip, so both ends move the same blocks; the path is removed.
+    let sock = dir.path().join("fio.sock");
+    let d = run(format!(
+        "[global]\nioengine=net\nprotocol=unix\nhostname={}\nbs=8k\nsize=1m\npingpong=1\n[r]\nrw=read\n[s]\nrw=write\n",
+        sock.display()
+    ));
+    let (r, s) = (job_named(&d, "r"), job_named(&d, "s"));
+    assert_eq!(r["read"]["io_bytes"], 1 << 20);
+    assert_eq!(s["write"]["io_bytes"], 1 << 20);
+    assert!(
+        s["completion_detail"]
+            .as_str()
+            .unwrap()
+            .contains("pingpong"),
+        "{s}"
+    );
+    assert!(!sock.exists(), "the listener's socket file is removed");
+    // netsplice: TCP through a pipe with splice(2), time-based on the
+    // sender; the receiver ends when the sender closes, with all it sent.
+    let port = free_tcp_port();
+    let d = run(format!(
+        "[global]\nioengine=netsplice\nport={port}\nbs=64k\nsize=64m\n[r]\nlisten\nrw=read\n[s]\nhostname=127.0.0.1\nrw=write\ntime_based\nruntime=300ms\n"
+    ));
+    let (r, s) = (job_named(&d, "r"), job_named(&d, "s"));
+    assert_eq!(r["ioengine"], "netsplice");
+    assert!(
+        r["completion_detail"]
+            .as_str()
+            .unwrap()
+            .contains("splice(2)"),
+        "{r}"
+    );
+    let sent = s["write"]["io_bytes"].as_u64().unwrap();
+    assert!(sent > 0);
+    assert_eq!(r["read"]["io_bytes"].as_u64().unwrap(), sent.min(64 << 20));
+}
+
+#[test]
+fn fios_multicast_example_runs_on_loopback() {
+    // examples/netio_multicast.fio, with its interface on loopback and a
+    // free port: a pingpong reader, a plain reader and a pingpong writer.
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("mc.fio");
+    let port = free_udp_port();
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nioengine=net\nprotocol=udp\nbs=64\nsize=100m\ninterface=127.0.0.1\nport={port}\nhostname=239.0.0.0\nttl=1\n\n[pingpong_reader]\npingpong=1\nrw=read\n\n[normal_reader]\nrw=read\n\n[pingpong_writer]\nstartdelay=1\npingpong=1\nrw=write\n"
+        ),
+    )
+    .unwrap();
+    let o = stream(
+        dir.path(),
+        &[
+            "--job",
+            job.to_str().unwrap(),
+            "--set",
+            "size=256k",
+            "--format",
+            "json",
+        ],
+    );
+    let d = json(&o);
+    let w = job_named(&d, "pingpong_writer");
+    let pr = job_named(&d, "pingpong_reader");
+    let nr = job_named(&d, "normal_reader");
+    // Each write waited for its echo, so the echoing reader saw every one.
+    assert_eq!(w["write"]["total_ios"], 4096);
+    assert_eq!(pr["read"]["total_ios"], 4096, "{pr}");
+    assert!(nr["read"]["total_ios"].as_u64().unwrap() <= pr["read"]["total_ios"].as_u64().unwrap());
+    assert!(
+        w["completion_detail"]
+            .as_str()
+            .unwrap()
+            .contains("multicast group 239.0.0.0"),
+        "{w}"
+    );
+}
+
+#[test]
+fn net_jobs_that_cannot_work_say_so_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("bad.fio");
+    let port = free_tcp_port();
+    let usage = |text: &str, want: &str| {
+        std::fs::write(&job, text).unwrap();
+        let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{text}: {}", stderr(&o));
+        let e = stderr(&o);
+        assert!(e.contains(want), "{text}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+    };
+    usage(
+        "[r]\nioengine=net\nport=9\nrw=read\nsize=1m\n",
+        "did you forget listen",
+    );
+    usage(
+        "[s]\nioengine=net\nhostname=h\nrw=write\nsize=1m\n",
+        "needs port=",
+    );
+    usage(
+        "[r]\nioengine=net\nlisten\nport=9\nrw=randread\nsize=1m\n",
+        "cannot be random",
+    );
+    usage(
+        "[r]\nioengine=net\nlisten\nport=9\nrw=read\n",
+        "needs size=",
+    );
+    usage(
+        "[r]\nioengine=net\nlisten\nport=9\nprotocol=vsock\nsize=1m\n",
+        "vsock",
+    );
+    usage(
+        "[r]\nioengine=psync\nport=9\nfilename=x\nsize=1m\n",
+        "port= is an option of ioengine=net",
+    );
+    usage(
+        "[s]\nioengine=net\nhostname=h\nport=9\nttl=3\nrw=write\nsize=1m\n",
+        "drop ttl=",
+    );
+    // A listener nobody connects to gives up after --timeout, naming its
+    // port and what to start; so does a sender nothing accepts.
+    for (text, want) in [
+        (
+            format!("[r]\nioengine=net\nlisten\nport={port}\nrw=read\nsize=1m\n"),
+            format!("nobody connected to port {port} (tcp) within 1s; start the other end"),
+        ),
+        (
+            format!("[s]\nioengine=net\nhostname=127.0.0.1\nport={port}\nrw=write\nsize=1m\n"),
+            "start the receiver first".to_string(),
+        ),
+        (
+            format!(
+                "[s]\nioengine=net\nprotocol=udp\nhostname=127.0.0.1\nport={port}\nrw=write\nsize=1m\n"
+            ),
+            "its port refused every datagram".to_string(),
+        ),
+    ] {
+        std::fs::write(&job, &text).unwrap();
+        let o = stream(
+            dir.path(),
+            &["--job", job.to_str().unwrap(), "--timeout", "1s"],
+        );
+        assert_eq!(o.status.code(), Some(1), "{text}: {}", stderr(&o));
+        assert!(stderr(&o).contains(&want), "{text}: {}", stderr(&o));
+    }
+}
+
+#[test]
+fn net_jobs_follow_map_and_the_old_filename_form() {
+    // fio's extension-less examples/netio: filename=host,port,proto and a
+    // receiver that listens because it reads. --map sends the sender to
+    // 127.0.0.1 and --set moves both to a free port.
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("netio");
+    let port = free_tcp_port();
+    std::fs::write(
+        &job,
+        "[global]\nioengine=net\nfilename=localhost,8888,tcp\nbs=4k\nsize=10g\n\n[receiver]\nrw=read\n\n[sender]\nstartdelay=1\nrw=write\n",
+    )
+    .unwrap();
+    let o = stream(
+        dir.path(),
+        &[
+            "--job",
+            job.to_str().unwrap(),
+            "--map",
+            &format!("localhost,8888,tcp=127.0.0.1/{port}/tcp"),
+            "--set",
+            "size=1m",
+            "--format",
+            "json",
+        ],
+    );
+    let d = json(&o);
+    let (r, s) = (job_named(&d, "receiver"), job_named(&d, "sender"));
+    assert_eq!(r["read"]["io_bytes"], 1 << 20);
+    assert_eq!(s["write"]["io_bytes"], 1 << 20);
+    assert_eq!(s["filename"], format!("127.0.0.1/{port}/tcp"));
+    assert_eq!(s["mapped_from"], "localhost,8888,tcp");
+    assert_eq!(r["filename"], format!("0.0.0.0/{port}/tcp"));
+}

@@ -30,6 +30,8 @@ struct Prepared {
     path: String,
     mapped_from: Option<String>,
     transport: Option<crate::transport::Spec>,
+    /// Where a net job's socket goes (`ioengine=net`).
+    net: Option<crate::stream::net::Endpoint>,
     /// Indices (into this sweep point's jobs) that must finish first.
     after: Vec<usize>,
     /// An I/O job that cpuio jobs run beside (it does not wait for one).
@@ -152,7 +154,13 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
         let file = match &args.job {
             Some(p) => jobfile::load(p, &overrides)?,
             None => {
-                if args.filename.is_none() && !overrides.iter().any(|(k, _)| k == "filename") {
+                // A net listener names no file: its port is enough.
+                let named = |k: &str, v: &Option<String>| {
+                    k == "filename"
+                        || k == "hostname"
+                        || (k == "ioengine" && matches!(v.as_deref(), Some("net" | "netsplice")))
+                };
+                if args.filename.is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
                     return Err(Error::usage(
                         "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
                     ));
@@ -202,9 +210,27 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
                 "job {name}: no filename; set filename= in the job or --filename"
             )));
         };
-        let (path, mapped_from) = match mapped(&file, map) {
+        let (mut path, mapped_from) = match mapped(&file, map) {
             Some(new) => (new, Some(file.clone())),
             None => (file.clone(), None),
+        };
+        let net = if matches!(job.ioengine, IoEngine::Net | IoEngine::NetSplice) {
+            let ep = crate::stream::net::Endpoint::of(&job, &path)
+                .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
+            if job.size.unwrap_or(0) < job.bs && !job.time_based {
+                return Err(Error::usage(format!(
+                    "job {name}: a net job needs size= (bytes to move, at least one block) or time_based with runtime="
+                )));
+            }
+            // Shown as the job's file: fio's host/port/protocol.
+            path = ep.to_string();
+            Some(ep)
+        } else if let Some(k) = job.net.first_given() {
+            return Err(Error::usage(format!(
+                "job {name}: {k}= is an option of ioengine=net; set ioengine=net or drop it"
+            )));
+        } else {
+            None
         };
         let transport = match engine::transport_spec(&path) {
             Some(spec) => {
@@ -276,6 +302,7 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             path,
             mapped_from,
             transport,
+            net,
             after,
             beside_cpuio,
         });
@@ -856,6 +883,11 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     stopping = true;
                     continue;
                 }
+                // The peer ended the stream (net): not a failure, the end.
+                Ok(n) if n < bs && eng.ended() => {
+                    stopping = true;
+                    continue;
+                }
                 Ok(n) if n < bs => {
                     failure.get_or_insert_with(|| {
                         format!(
@@ -1049,7 +1081,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let timeline = intervals.finish(runtime_ns);
     let recs = [timeline.total(0), timeline.total(1)];
     let n = recs[0].count() + recs[1].count();
-    let warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
+    let mut warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
+    warnings.extend(eng.warnings());
     let result = JobResult {
         jobname: job.name.clone(),
         groupid: job.group,
@@ -1115,6 +1148,10 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
             )));
         }
         return Ok((None, Box::new(engine::Null::new(depth))));
+    }
+    if let Some(ep) = &p.net {
+        let e = engine::Net::open(job, ep.clone(), ctx.timeout)?;
+        return Ok((None, Box::new(e)));
     }
     Ok(match &p.transport {
         Some(spec) => {
@@ -1283,7 +1320,12 @@ fn set_priority(job: &Job) -> Result<()> {
         let value = libc::c_long::from(class << 13 | level);
         // SAFETY: ioprio_set on our own thread with a plain integer value.
         let r = unsafe {
-            libc::syscall(libc::SYS_ioprio_set, IOPRIO_WHO_PROCESS, tid as libc::c_long, value)
+            libc::syscall(
+                libc::SYS_ioprio_set,
+                IOPRIO_WHO_PROCESS,
+                tid as libc::c_long,
+                value,
+            )
         };
         if r != 0 {
             return Err(Error::usage(format!(
@@ -1344,8 +1386,15 @@ fn job_warnings(
         ));
     }
     if sync_engine && job.iodepth > 1 {
+        let fix = match job.ioengine {
+            // fio's net engines are synchronous too: a socket is one stream.
+            IoEngine::Net | IoEngine::NetSplice => {
+                "as in fio, a socket carries one block at a time"
+            }
+            _ => "use ioengine=io_uring for a queue",
+        };
         warnings.push(format!(
-            "iodepth={} has no effect with ioengine={} (one I/O at a time); use ioengine=io_uring for a queue",
+            "iodepth={} has no effect with ioengine={} (one I/O at a time); {fix}",
             job.iodepth,
             job.ioengine.name()
         ));

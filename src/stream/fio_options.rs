@@ -122,15 +122,42 @@ const NOTES: &[(&str, &str)] = &[
 /// General options that would change the measurement and that xferbench
 /// does not implement: each refused with what to do instead.
 const REFUSED: &[(&str, &str)] = &[
-    ("cmdprio", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
-    ("cmdprio_bssplit", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
-    ("cmdprio_class", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
-    ("cmdprio_hint", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
-    ("cmdprio_percentage", "per-command I/O priorities are not supported; use prioclass=/prio= for the job"),
-    ("create_only", "a job that only creates its files is not supported; drop it"),
-    ("libaio_vectored", "vectored libaio commands are not supported; drop it"),
-    ("rate_ignore_thinktime", "rates always count think time here; drop it"),
-    ("thp", "transparent huge pages for mmap targets are not supported; drop it"),
+    (
+        "cmdprio",
+        "per-command I/O priorities are not supported; use prioclass=/prio= for the job",
+    ),
+    (
+        "cmdprio_bssplit",
+        "per-command I/O priorities are not supported; use prioclass=/prio= for the job",
+    ),
+    (
+        "cmdprio_class",
+        "per-command I/O priorities are not supported; use prioclass=/prio= for the job",
+    ),
+    (
+        "cmdprio_hint",
+        "per-command I/O priorities are not supported; use prioclass=/prio= for the job",
+    ),
+    (
+        "cmdprio_percentage",
+        "per-command I/O priorities are not supported; use prioclass=/prio= for the job",
+    ),
+    (
+        "create_only",
+        "a job that only creates its files is not supported; drop it",
+    ),
+    (
+        "libaio_vectored",
+        "vectored libaio commands are not supported; drop it",
+    ),
+    (
+        "rate_ignore_thinktime",
+        "rates always count think time here; drop it",
+    ),
+    (
+        "thp",
+        "transparent huge pages for mmap targets are not supported; drop it",
+    ),
     (
         "allow_mounted_write",
         "xferbench never checks for mounted file systems; drop it",
@@ -452,17 +479,6 @@ const ENGINE_ONLY: &[(&str, &str)] = &[
     ("device-names", "xnvme"),
     ("donorname", "e4defrag"),
     ("gpu_dev_ids", "libcufile"),
-    ("hostname", "net"),
-    ("interface", "net"),
-    ("listen", "net"),
-    ("mss", "net"),
-    ("nodelay", "net"),
-    ("pingpong", "net"),
-    ("port", "net"),
-    ("proto", "net"),
-    ("protocol", "net"),
-    ("ttl", "net"),
-    ("window_size", "net"),
     ("grace_time", "exec"),
     ("hdfs_use_direct", "libhdfs"),
     ("hdfsdirectory", "libhdfs"),

@@ -92,6 +92,12 @@ pub enum IoEngine {
     Filedelete,
     /// `cpuio`: burns `cpuload`% of a CPU alongside the other jobs; no I/O.
     Cpuio,
+    /// fio's `net`: blocks sent or received over a socket (`hostname=`,
+    /// `port=`, `protocol=`; see `stream::net`).
+    Net,
+    /// fio's `netsplice`: `net` with TCP blocks moved through a pipe by splice(2).
+    #[serde(rename = "netsplice")]
+    NetSplice,
 }
 
 impl IoEngine {
@@ -113,6 +119,8 @@ impl IoEngine {
             IoEngine::Filestat => "filestat",
             IoEngine::Filedelete => "filedelete",
             IoEngine::Cpuio => "cpuio",
+            IoEngine::Net => "net",
+            IoEngine::NetSplice => "netsplice",
         }
     }
 
@@ -404,6 +412,8 @@ pub struct Job {
     pub ioprio: (Option<u32>, Option<u32>),
     /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
     pub engine_opts: crate::stream::engine::EngineOpts,
+    /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
+    pub net: crate::stream::net::NetOptions,
 }
 
 /// fio's `exit_what=`: which jobs an `exitall` job stops when it ends.
@@ -516,6 +526,7 @@ impl Default for Job {
             nice: None,
             ioprio: (None, None),
             engine_opts: Default::default(),
+            net: Default::default(),
         }
     }
 }
@@ -624,6 +635,11 @@ impl Job {
             }
             _ => name,
         };
+        if matches!(self.ioengine, IoEngine::Net | IoEngine::NetSplice) {
+            // The peer's host or socket path (fio's hostname=), not a file;
+            // none for a listener.
+            return Ok(self.filename.clone().unwrap_or_default());
+        }
         match &self.filename {
             Some(f) if f.starts_with(TRANSPORT_PREFIX) => Ok(f.clone()),
             Some(f) => Ok(under_dir(f.clone())),
@@ -1039,6 +1055,32 @@ impl Job {
                     o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
                 })?
             }
+            // fio's net engine options (stream::net checks them together).
+            // hostname= is the peer, kept as the filename as fio keeps it,
+            // so --map can point it elsewhere; an IPv6 address keeps its colons.
+            "hostname" => {
+                self.filename = Some(o.value()?.to_string());
+                self.net.hostname = self.filename.clone();
+            }
+            "port" => self.net.port = Some(o.int(1, 65535)? as u16),
+            "protocol" | "proto" => {
+                self.net.protocol =
+                    Some(crate::stream::net::Proto::parse(o.value()?).map_err(|e| o.bad(&e))?)
+            }
+            "listen" => self.net.listen = Some(o.bool()?),
+            "pingpong" => self.net.pingpong = Some(o.bool()?),
+            "nodelay" => self.net.nodelay = Some(o.bool()?),
+            "window_size" => {
+                self.net.window_size = Some(
+                    u32::try_from(o.size()?)
+                        .ok()
+                        .filter(|w| *w <= i32::MAX as u32)
+                        .ok_or_else(|| o.bad("a socket buffer is at most 2g"))?,
+                )
+            }
+            "mss" => self.net.mss = Some(o.int(0, 65535)?),
+            "interface" => self.net.interface = Some(o.value()?.to_string()),
+            "ttl" => self.net.ttl = Some(o.int(0, 255)?),
             // fio options whose setting here is what xferbench always does:
             // workers are threads.
             // fio takes `threads` for `thread` too.
@@ -1082,6 +1124,8 @@ impl Job {
             "filestat" => IoEngine::Filestat,
             "filedelete" => IoEngine::Filedelete,
             "cpuio" => IoEngine::Cpuio,
+            "net" => IoEngine::Net,
+            "netsplice" => IoEngine::NetSplice,
             _ => return Err(o.bad(&crate::stream::engine::refusal(v))),
         };
         Ok(SetOutcome::Applied)
@@ -1523,7 +1567,8 @@ mod tests {
             err("ioengine", Some("splice")).contains("not supported by xferbench; use sync, psync")
         );
         assert!(err("ioengine", Some("external:/tmp/x.o")).contains("device plugin"));
-        assert!(err("ioengine", Some("net")).contains("unknown engine; use sync, psync"));
+        set(&mut j, "ioengine", Some("net")).unwrap();
+        assert_eq!(j.ioengine.name(), "net");
         assert!(err("ioengine", Some("bogus")).contains("unknown engine"));
         // fio's file-engine examples say rw=filecreate: the job keeps its rw.
         set(&mut j, "rw", Some("write")).unwrap();

@@ -8,6 +8,7 @@ pub mod fio_options;
 pub mod intervals;
 pub mod job;
 pub mod jobfile;
+pub mod net;
 pub mod offsets;
 pub mod pattern;
 pub mod verify;

@@ -8,6 +8,7 @@ mod libaio;
 mod link;
 mod memory;
 mod mmap;
+mod net;
 mod null;
 mod opts;
 mod posixaio;
@@ -19,6 +20,7 @@ pub use cpuio::CpuIo;
 pub use fileops::FileOps;
 pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
+pub use net::Net;
 pub use null::Null;
 pub use opts::{CpuMode, EngineOpts, StatType};
 pub use target::{Target, TargetKind};
@@ -68,6 +70,17 @@ pub trait Engine {
     /// plugin's name and counters), for the job's record.
     fn device(&mut self) -> Option<serde_json::Value> {
         None
+    }
+    /// The peer ended the stream (a net receiver saw its sender close, a
+    /// sender its receiver go): the I/O that found it moved less than asked
+    /// and the job ends there, not failed.
+    fn ended(&self) -> bool {
+        false
+    }
+    /// Caveats the engine learned while running (datagrams lost, a stream
+    /// cut short), for the job's warnings.
+    fn warnings(&self) -> Vec<String> {
+        Vec::new()
     }
     /// Called once the worker's buffers exist, before any I/O: an engine
     /// that registers them with the kernel (io_uring `fixedbufs`) does so.
@@ -180,6 +193,12 @@ impl Engine for Hang {
     }
     fn device(&mut self) -> Option<serde_json::Value> {
         self.inner.device()
+    }
+    fn ended(&self) -> bool {
+        self.inner.ended()
+    }
+    fn warnings(&self) -> Vec<String> {
+        self.inner.warnings()
     }
     fn register_memory(&mut self, mem: &mut IoMemory) -> Result<()> {
         self.inner.register_memory(mem)

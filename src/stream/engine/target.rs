@@ -132,7 +132,11 @@ impl Target {
         let offset = match job.offset_pct {
             Some(p) if avail > 0 => {
                 let o = (avail as f64 * p) as u64;
-                let align = if job.offset_align > 0 { job.offset_align } else { job.bs };
+                let align = if job.offset_align > 0 {
+                    job.offset_align
+                } else {
+                    job.bs
+                };
                 o - o % align
             }
             Some(_) => {
@@ -201,7 +205,11 @@ impl Target {
                 })?;
                 format!(
                     "laid out to {end} bytes (zeros) for {}",
-                    if job.rw.reads() { "reading" } else { "overwriting (overwrite=1)" }
+                    if job.rw.reads() {
+                        "reading"
+                    } else {
+                        "overwriting (overwrite=1)"
+                    }
                 )
             } else if job.fallocate && preallocate(&file, path, offset.max(current), end) {
                 format!("region preallocated to {end} bytes (fallocate)")
