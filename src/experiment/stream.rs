@@ -912,10 +912,10 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 {
                     failure.get_or_insert_with(|| {
                         format!(
-                            "job {}: a {what} at offset {} took {}, beyond max_latency={}",
+                            "job {}: a {what} at offset {} took {} µs, beyond max_latency={}",
                             job.name,
                             f.offset,
-                            format!("{} µs", crate::units::format_us(lat_ns as f64)),
+                            crate::units::format_us(lat_ns as f64),
                             humantime::format_duration(max)
                         )
                     });
