@@ -17,7 +17,7 @@
 # Outcomes: ran (exit 0), refused (exit 2: a usage error, one line), failed
 # (exit 1: ran and failed, e.g. verify or a target error), PANIC (a Rust
 # panic), HANG (killed at the limit), DISK (scratch grew past XB_DISK_MB,
-# default 512). The summary ends with the share that ran and the refusal
+# default 2048). The summary ends with the share that ran and the refusal
 # reasons, most common first. Exit status: 0 unless a file panicked, hung or
 # overran the disk (those are bugs whatever the job file says).
 #
@@ -36,7 +36,7 @@ for d in "$@"; do
     [[ -d $d ]] || { echo "$d is not a directory of job files" >&2; exit 2; }
 done
 LIMIT=${XB_LIMIT:-60}
-DISK_MB=${XB_DISK_MB:-512}
+DISK_MB=${XB_DISK_MB:-2048}
 read -r -a SETS <<<"${XB_SET:-size=8m runtime=1s}"
 build_xb "$ROOT"
 report_errors

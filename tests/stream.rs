@@ -1843,3 +1843,28 @@ fn net_jobs_follow_map_and_the_old_filename_form() {
     assert_eq!(s["mapped_from"], "localhost,8888,tcp");
     assert_eq!(r["filename"], format!("0.0.0.0/{port}/tcp"));
 }
+
+#[test]
+fn a_job_that_cannot_start_ends_the_run_without_waiting_out_the_others() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("sd.fio");
+    let f = dir.path().join("data");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nsize=1m\nrw=read\n[a]\ndirectory=no-such-dir\n[b]\nstartdelay=60\nfilename={}\n",
+            f.display()
+        ),
+    )
+    .unwrap();
+    let t = std::time::Instant::now();
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("job a: cannot open no-such-dir/a.0.0"),
+        "{}",
+        stderr(&o)
+    );
+    // Far below job b's 60 s start delay, however loaded the machine.
+    assert!(t.elapsed() < std::time::Duration::from_secs(45));
+}

@@ -577,6 +577,13 @@ fn run_set(
                     } else {
                         run_job(p, ctx, &prog, &stop)
                     };
+                    // A job that cannot start as written (a usage error:
+                    // no such directory, a bad option combination) ends the
+                    // run: the others, some perhaps waiting out a
+                    // startdelay, would only report the same mistake later.
+                    if matches!(out, Err(Error::Usage(_))) {
+                        stop.store(true, Ordering::Relaxed);
+                    }
                     lock.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
                     if p.beside_cpuio {
                         ctx.io_left.fetch_sub(1, Ordering::Relaxed);
