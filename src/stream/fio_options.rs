@@ -359,10 +359,6 @@ const REFUSED: &[(&str, &str)] = &[
         "profile",
         "fio's built-in profiles are not supported; write the jobs out",
     ),
-    (
-        "random_distribution",
-        "only uniform random offsets are supported; drop it",
-    ),
     ("read_beyond_wp", NO_ZBD),
     ("read_iolog", "I/O log replay is not supported"),
     ("read_iolog_chunked", "I/O log replay is not supported"),

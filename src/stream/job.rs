@@ -339,6 +339,9 @@ pub struct Job {
     pub rw_sequencer: Sequencer,
     /// `norandommap`: random blocks drawn independently, repeats allowed.
     pub norandommap: bool,
+    /// `random_distribution=zoned:A/S:…`: A% of accesses to the next S%
+    /// of the region; empty for uniform.
+    pub zoned: Vec<(u32, u32)>,
     /// `randrepeat=` (default on): the same random order every run.
     pub randrepeat: bool,
     /// `zonemode=strided` with `zonerange=`, `zonesize=`, `zoneskip=`.
@@ -486,6 +489,7 @@ impl Default for Job {
             seq_nr: 1,
             rw_sequencer: Sequencer::Sequential,
             norandommap: false,
+            zoned: Vec::new(),
             randrepeat: true,
             strided: false,
             zonerange: None,
@@ -772,6 +776,7 @@ pub const HANDLED: &[&str] = &[
     "ramp_time",
     "rate",
     "rate_cycle",
+    "random_distribution",
     "rate_iops",
     "rate_iops_min",
     "rate_process",
@@ -867,6 +872,7 @@ impl Job {
                 }
             }
             "norandommap" => self.norandommap = o.bool()?,
+            "random_distribution" => self.zoned = o.distribution()?,
             "randrepeat" | "allrandrepeat" => self.randrepeat = o.bool()?,
             "zonemode" => {
                 self.strided = match o.value()? {
@@ -980,6 +986,11 @@ impl Job {
                 return Ok(SetOutcome::Note(format!(
                     "{key}=none is what xferbench does: an error ends the job"
                 )));
+            }
+            "continue_on_error" if o.value == Some("verify") => {
+                return Ok(SetOutcome::Note(
+                    "continue_on_error=verify is what xferbench does: a bad block is counted and the job goes on (unless verify_fatal), then fails naming the first".into(),
+                ));
             }
             "continue_on_error" | "ignore_error" => {
                 return Err(o.bad("going on past I/O errors is not supported: an error ends the job, naming its offset; drop it"));
@@ -1290,6 +1301,35 @@ impl<'a> Opt<'a> {
             return Err(self.bad("several directories are not supported; name one"));
         }
         Ok(out.replace('\0', ":"))
+    }
+
+    /// fio's `random_distribution=`: `random` (uniform) or `zoned:A/S:…`
+    /// (A% of the accesses to the next S% of the region; both sum to 100).
+    fn distribution(&self) -> Result<Vec<(u32, u32)>> {
+        let v = self.value()?;
+        if v == "random" {
+            return Ok(Vec::new());
+        }
+        let Some(list) = v.strip_prefix("zoned:") else {
+            return Err(self.bad(
+                "only random and zoned:ACCESS%/SIZE%:… are supported (zipf, pareto, normal and zoned_abs are not); drop it or write the zones",
+            ));
+        };
+        let zones = list
+            .split(':')
+            .map(|z| {
+                let (a, s) = z.split_once('/')?;
+                Some((a.trim().parse::<u32>().ok()?, s.trim().parse::<u32>().ok()?))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| self.bad("zones are ACCESS%/SIZE% pairs, as in zoned:60/10:40/90"))?;
+        let (a, s) = zones.iter().fold((0, 0), |(a, s), z| (a + z.0, s + z.1));
+        if a != 100 || s != 100 {
+            return Err(self.bad(&format!(
+                "the zones' accesses and sizes must each add up to 100 (they add up to {a} and {s})"
+            )));
+        }
+        Ok(zones)
     }
 
     /// `N%` as a fraction of the target (0 < N ≤ 100), or None for a size.
@@ -1687,6 +1727,7 @@ mod tests {
                 "rw_sequencer" => "identical",
                 "rate_process" => "poisson",
                 "zonemode" => "strided",
+                "random_distribution" => "zoned:50/50:50/50",
                 "exit_what" => "all",
                 "cpus_allowed_policy" => "split",
                 "kb_base" => "1024",

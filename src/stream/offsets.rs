@@ -86,6 +86,9 @@ pub struct Offsets {
     per_random: u64,
     sequencer: Sequencer,
     zones: Option<Zones>,
+    /// `random_distribution=zoned:…`: (share of accesses, share of the
+    /// region) per zone, in order.
+    zoned: Vec<(u32, u32)>,
 }
 
 impl Offsets {
@@ -107,6 +110,7 @@ impl Offsets {
             per_random: u64::from(job.seq_nr.max(1)),
             sequencer: job.rw_sequencer,
             zones: job.zones(),
+            zoned: job.zoned.clone(),
         }
     }
 
@@ -123,7 +127,10 @@ impl Offsets {
         let blocks = (span / self.bs).max(1);
         if self.random {
             let (group, within) = (i / self.per_random, i % self.per_random);
-            let base = if self.fresh {
+            let base = if !self.zoned.is_empty() {
+                let mut s = self.seed ^ group.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+                self.zoned_block(splitmix(&mut s), splitmix(&mut s), blocks)
+            } else if self.fresh {
                 let mut s = self.seed ^ group.wrapping_mul(0x9e37_79b9_7f4a_7c15);
                 splitmix(&mut s) % blocks
             } else {
@@ -156,6 +163,22 @@ impl Offsets {
         } else {
             at
         }) as u64
+    }
+
+    /// A block drawn as `random_distribution=zoned` says: `pick` chooses
+    /// the zone by its share of accesses, `at` a block in it.
+    fn zoned_block(&self, pick: u64, at: u64, blocks: u64) -> u64 {
+        let mut draw = pick % 100;
+        let mut start = 0u64;
+        for &(access, size) in &self.zoned {
+            let n = (blocks * u64::from(size) / 100).max(1);
+            if draw < u64::from(access) {
+                return (start + at % n).min(blocks - 1);
+            }
+            draw -= u64::from(access);
+            start += n;
+        }
+        at % blocks
     }
 
     fn in_zones(&self, z: Zones, i: u64) -> u64 {
@@ -273,6 +296,21 @@ mod tests {
         for run in i.chunks(4) {
             assert!(run.iter().all(|&o| o == run[0]), "{run:?}");
         }
+    }
+
+    #[test]
+    fn zoned_distribution_puts_the_accesses_where_it_says() {
+        let o = offsets(
+            &[
+                ("rw", "randread"),
+                ("bs", "1k"),
+                ("random_distribution", "zoned:60/10:40/90"),
+            ],
+            1000 << 10,
+        );
+        let first_tenth = o.iter().filter(|&&b| b < 100 << 10).count();
+        // 60% of the accesses go to the first 10% of the region.
+        assert!((500..700).contains(&first_tenth), "{first_tenth}");
     }
 
     #[test]
