@@ -1,23 +1,40 @@
 #!/usr/bin/env bash
-# stream-peers.sh - compare `xferbench stream` against fio (Debian `fio`) on
-# one tmpfs file, in one run: the same job (one worker, sequential write and
-# read, iodepth 1) at bs 4k and 1m, with ioengine psync and io_uring.
+# stream-peers.sh - compare `xferbench stream` against fio (Debian `fio`) in
+# one run: the same job (one worker, sequential write and read, iodepth 1)
+# at bs 4k and 1m, with ioengine psync and io_uring, on a file in each of
+# XB_DIRS (by default a tmpfs and a directory on the root file system, where
+# I/O is buffered as fio's default is, unless XB_DIRECT asks for direct=1).
 #
-# Target: xferbench's aggregate bandwidth >= 0.95 x fio's for each engine and
-# block size. Each case alternates fio and xferbench for XB_ROUNDS rounds on
-# the same pre-written file; each round's ratio is printed and the verdict
+# Target: xferbench's aggregate bandwidth >= 0.95 x fio's for each case.
+# Each case runs fio and xferbench XB_ROUNDS times each, in pairs, on the
+# same pre-written file; which tool goes first alternates from round to
+# round, so neither always inherits the other's leftovers (cache state,
+# writeback). Before every run the file is synced, so no run pays for the
+# previous one's dirty pages. Each round's ratio is printed and the verdict
 # uses the median of the per-round ratios (pairing cancels most of this
 # VM's minute-to-minute drift). The exit status is 0 unless a step failed to
-# run (build error, fio missing, unparsable output); PASS/FAIL is information.
+# run (build error, fio missing, unparsable output); PASS/FAIL is
+# information.
+#
+# Buffers: both tools get page-aligned buffers of the same kind. xferbench
+# page-aligns every iomem= kind; fio aligns its buffers only when asked, so
+# fio's job (and only fio's: xferbench would warn that it ignores the
+# option) carries iomem_align=4096. Without it fio's malloc buffers sit 16
+# bytes past a page boundary, and 1m copies run ~3x slower on AMD hosts.
 #
 # Environment:
 #   XB_ROUNDS   rounds of alternation (default 3)
-#   XB_SIZE     bytes per run (default 1g; fio suffixes)
-#   XB_DIR      directory for the test file (default /dev/shm, a tmpfs)
+#   XB_SIZE     bytes per run (default 4g, so that every run lasts about a
+#               second or more on a 2-core VM; fio suffixes). Runs shorter
+#               than a second are flagged.
+#   XB_DIRS     directories for the test files, space-separated (default
+#               "/dev/shm /var/tmp": a tmpfs and the root file system);
+#               XB_DIR, if set, is a single directory instead
+#   XB_DIRECT   "0" (buffered, default), "1" (O_DIRECT) or "0 1" (both); a
+#               directory whose file system refuses O_DIRECT gets a
+#               "skipped" row
 #   XB_IOMEM    buffers for both tools (default mmap, as the XDMA job files
-#               use; with malloc, fio's buffers sit 16 bytes past a page
-#               boundary and its 1m copies run ~3x slower on AMD hosts,
-#               while xferbench page-aligns every kind)
+#               use; malloc works too, as both tools then page-align)
 #   XB_BIN      xferbench binary to use (default: cargo build --release)
 set -euo pipefail
 
@@ -28,79 +45,130 @@ ROOT=$(dirname "$HERE")
 
 ROUNDS=${XB_ROUNDS:-3}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "XB_ROUNDS must be a positive integer" >&2; exit 2; }
-SIZE=${XB_SIZE:-1g}
-DIR=${XB_DIR:-/dev/shm}
+SIZE=${XB_SIZE:-4g}
+if [[ -n ${XB_DIR:-} ]]; then DIRS=$XB_DIR; else DIRS=${XB_DIRS:-/dev/shm /var/tmp}; fi
+read -r -a DIRS <<<"$DIRS"
+((${#DIRS[@]})) || { echo "XB_DIRS names no directory" >&2; exit 2; }
+for d in "${DIRS[@]}"; do
+    [[ -d $d && -w $d ]] || { echo "XB_DIRS: $d is not a writable directory" >&2; exit 2; }
+done
+read -r -a DIRECTS <<<"${XB_DIRECT:-0}"
+for v in "${DIRECTS[@]}"; do
+    [[ $v == 0 || $v == 1 ]] || { echo "XB_DIRECT must be 0, 1 or \"0 1\" (got '$v')" >&2; exit 2; }
+done
 IOMEM=${XB_IOMEM:-mmap}
-[[ -d $DIR && -w $DIR ]] || { echo "XB_DIR=$DIR is not a writable directory" >&2; exit 2; }
+[[ $IOMEM =~ ^(malloc|mmap)$ ]] || { echo "XB_IOMEM must be malloc or mmap (got '$IOMEM')" >&2; exit 2; }
 
-echo "== stream vs fio: $SIZE per run, $ROUNDS rounds, file in $DIR, iomem=$IOMEM"
+echo "== stream vs fio: $SIZE per run, $ROUNDS rounds, files in ${DIRS[*]}, direct=${DIRECTS[*]}, iomem=$IOMEM (fio: iomem_align=4096)"
+echo "   load average at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cpus)"
 install_deb fio fio || error "fio is not available"
 build_xb "$ROOT"
 command -v python3 >/dev/null || error "python3 is needed to read the JSON outputs"
 report_errors
 
-FILE=$(mktemp "$DIR/xferbench-stream-peers.XXXXXX")
-JOB=$(mktemp --suffix=.fio)
-OUT=$(mktemp)
-trap 'rm -f "$FILE" "$JOB" "$OUT"' EXIT
-# Write the whole file once, so neither tool pays for tmpfs page allocation.
-fio --name=layout --filename="$FILE" --size="$SIZE" --bs=1m --rw=write \
-    --ioengine=psync --output=/dev/null || { error "fio could not lay out $FILE"; report_errors; }
+FILES=()
+TMP=$(mktemp -d)
+trap 'rm -f "${FILES[@]}"; rm -rf "$TMP"' EXIT
+JOB=$TMP/xferbench.fio FIOJOB=$TMP/fio.fio OUT=$TMP/out.json
 
-# bw_bytes FILE: the summed read+write bw_bytes of the jobs in a fio-shaped JSON.
-bw_bytes() {
-    python3 - "$1" <<'PY'
+# run_bw TOOL: runs the case's job with TOOL (fio or xb) and prints
+# "BW_BYTES RUNTIME_MS" (read+write of all jobs; the longer runtime), or
+# fails having said why.
+run_bw() {
+    if [[ $1 == fio ]]; then
+        fio --output-format=json --output="$OUT" "$FIOJOB" >/dev/null 2>&1 || return 1
+    else
+        "$XB" --quiet stream --job "$JOB" --format json -o "$OUT" 2>/dev/null || return 1
+    fi
+    python3 - "$OUT" <<'PY'
 import json, sys
 try:
     d = json.load(open(sys.argv[1]))
-    print(sum(j["read"]["bw_bytes"] + j["write"]["bw_bytes"] for j in d["jobs"]))
+    bw = sum(j["read"]["bw_bytes"] + j["write"]["bw_bytes"] for j in d["jobs"])
+    ms = max(max(j["read"]["runtime"], j["write"]["runtime"]) for j in d["jobs"])
+    print(bw, ms)
 except Exception as e:
     sys.exit(f"unparsable: {e}")
 PY
 }
 
-printf '\n%-9s %-5s %-6s %12s %12s %7s  %s\n' engine bs rw "fio MB/s" "xfer MB/s" ratio verdict
-ALL=()
-for engine in psync io_uring; do
-    for bs in 4k 1m; do
-        for rw in write read; do
-            cat >"$JOB" <<JOBFILE
+# direct_ok FILE: whether FILE opens with O_DIRECT (tmpfs before Linux 6.6
+# does not).
+direct_ok() {
+    python3 -c 'import os, sys; os.close(os.open(sys.argv[1], os.O_RDONLY | os.O_DIRECT))' "$1" 2>/dev/null
+}
+
+HEAD=$(printf '%-10s %-3s %-9s %-5s %-6s %10s %10s %7s  %-7s %-5s  %s' \
+    dir dio engine bs rw "fio MB/s" "xfer MB/s" ratio verdict load "per-round ratios")
+ALL=() CASES=() SHORT=0
+for dir in "${DIRS[@]}"; do
+    FILE=$(mktemp "$dir/xferbench-stream-peers.XXXXXX")
+    FILES+=("$FILE")
+    # Write the whole file once, so neither tool pays for block allocation.
+    if ! fio --name=layout --filename="$FILE" --size="$SIZE" --bs=1m --rw=write \
+        --ioengine=psync --end_fsync=1 --output=/dev/null; then
+        error "fio could not lay out $FILE"
+        report_errors
+    fi
+    printf '\n%s\n' "$HEAD"
+    for direct in "${DIRECTS[@]}"; do
+        for engine in psync io_uring; do
+            for bs in 4k 1m; do
+                for rw in write read; do
+                    row=$(printf '%-10s %-3s %-9s %-5s %-6s' "$dir" "$direct" "$engine" "$bs" "$rw")
+                    if [[ $direct == 1 ]] && ! direct_ok "$FILE"; then
+                        printf '%s %10s %10s %7s  %-7s\n' "$row" - - - "skipped (O_DIRECT refused by this file system)"
+                        continue
+                    fi
+                    cat >"$JOB" <<JOBFILE
 [global]
 ioengine=$engine
 bs=$bs
 size=$SIZE
 iodepth=1
 iomem=$IOMEM
+direct=$direct
 allow_file_create=0
 
 [peer]
 rw=$rw
 filename=$FILE
 JOBFILE
-            ratios=() fios=() xbs=()
-            for ((r = 1; r <= ROUNDS; r++)); do
-                f= x=
-                if fio --output-format=json --output="$OUT" "$JOB" >/dev/null 2>&1; then
-                    f=$(bw_bytes "$OUT") || error "fio $engine $bs $rw: unparsable JSON"
-                else
-                    error "fio $engine $bs $rw failed"
-                fi
-                if "$XB" --quiet stream --job "$JOB" --format json -o "$OUT" 2>/dev/null; then
-                    x=$(bw_bytes "$OUT") || error "xferbench $engine $bs $rw: unparsable JSON"
-                else
-                    error "xferbench $engine $bs $rw failed"
-                fi
-                ratios+=("$(ratio "$x" "$f")") fios+=("$f") xbs+=("$x")
+                    sed 's/^\[peer\]$/iomem_align=4096\n&/' "$JOB" >"$FIOJOB"
+                    ratios=() fios=() xbs=()
+                    for ((r = 1; r <= ROUNDS; r++)); do
+                        f= x=
+                        order="fio xb"
+                        ((r % 2)) || order="xb fio"
+                        for tool in $order; do
+                            sync "$FILE"
+                            if res=$(run_bw "$tool"); then
+                                read -r bw ms <<<"$res"
+                                ((ms >= 1000)) || SHORT=$((SHORT + 1))
+                                if [[ $tool == fio ]]; then f=$bw; else x=$bw; fi
+                            else
+                                error "$tool $dir direct=$direct $engine $bs $rw failed"
+                            fi
+                        done
+                        ratios+=("$(ratio "$x" "$f")") fios+=("$f") xbs+=("$x")
+                    done
+                    med=$(median "${ratios[@]}")
+                    ALL+=("$med")
+                    CASES+=("$med $dir direct=$direct $engine $bs $rw")
+                    printf '%s %10.0f %10.0f %7s  %-7s %-5s  %s\n' "$row" \
+                        "$(awk -v v="$(median "${fios[@]}")" 'BEGIN{print v/1e6}')" \
+                        "$(awk -v v="$(median "${xbs[@]}")" 'BEGIN{print v/1e6}')" \
+                        "$(shown "$med")" "$(verdict "$med" 0.95 ge)" \
+                        "$(cut -d' ' -f1 /proc/loadavg)" "${ratios[*]}"
+                done
             done
-            med=$(median "${ratios[@]}")
-            ALL+=("$med")
-            printf '%-9s %-5s %-6s %12.0f %12.0f %7s  %s   (rounds: %s)\n' "$engine" "$bs" "$rw" \
-                "$(awk -v v="$(median "${fios[@]}")" 'BEGIN{print v/1e6}')" \
-                "$(awk -v v="$(median "${xbs[@]}")" 'BEGIN{print v/1e6}')" \
-                "$(shown "$med")" "$(verdict "$med" 0.95 ge)" "${ratios[*]}"
         done
     done
 done
 echo
-echo "geometric mean of the median ratios: $(shown "$(geomean "${ALL[@]}")") (target >= 0.95 per case)"
+echo "geometric mean of the median ratios: $(shown "$(geomean "${ALL[@]}")")"
+worst=$(printf '%s\n' "${CASES[@]}" | grep -v '^ ' | sort -g | head -n 1)
+echo "worst case: ${worst#* } at $(shown "${worst%% *}") ($(verdict "${worst%% *}" 0.95 ge) against >= 0.95)"
+echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+((SHORT == 0)) || echo "note: $SHORT run(s) lasted under 1 s; raise XB_SIZE for steadier figures"
 report_errors
