@@ -24,9 +24,12 @@
 #
 # Environment:
 #   XB_ROUNDS   rounds of alternation (default 3)
-#   XB_SIZE     bytes per run (default 4g, so that every run lasts about a
-#               second or more on a 2-core VM; fio suffixes). Runs shorter
-#               than a second are flagged.
+#   XB_SIZE     bytes per run, the file's size (default 4g, so that most
+#               runs last a second or more on a 2-core VM; fio suffixes).
+#               Runs shorter than a second are flagged.
+#   XB_RUNTIME  if set (e.g. 3s): every run is time_based for this long,
+#               going round the XB_SIZE file as often as it takes, so fast
+#               and slow cases alike run long enough without huge files
 #   XB_DIRS     directories for the test files, space-separated (default
 #               "/dev/shm /var/tmp": a tmpfs and the root file system);
 #               XB_DIR, if set, is a single directory instead
@@ -46,6 +49,10 @@ ROOT=$(dirname "$HERE")
 ROUNDS=${XB_ROUNDS:-3}
 [[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "XB_ROUNDS must be a positive integer" >&2; exit 2; }
 SIZE=${XB_SIZE:-4g}
+RUNTIME=${XB_RUNTIME:-}
+[[ -z $RUNTIME || $RUNTIME =~ ^[1-9][0-9]*(ms|s|m)?$ ]] || { echo "XB_RUNTIME must be a duration such as 3s or 1500ms (got '$RUNTIME')" >&2; exit 2; }
+TIMED=
+[[ -z $RUNTIME ]] || TIMED=$'time_based=1\nruntime='"$RUNTIME"
 if [[ -n ${XB_DIR:-} ]]; then DIRS=$XB_DIR; else DIRS=${XB_DIRS:-/dev/shm /var/tmp}; fi
 read -r -a DIRS <<<"$DIRS"
 ((${#DIRS[@]})) || { echo "XB_DIRS names no directory" >&2; exit 2; }
@@ -59,7 +66,7 @@ done
 IOMEM=${XB_IOMEM:-mmap}
 [[ $IOMEM =~ ^(malloc|mmap)$ ]] || { echo "XB_IOMEM must be malloc or mmap (got '$IOMEM')" >&2; exit 2; }
 
-echo "== stream vs fio: $SIZE per run, $ROUNDS rounds, files in ${DIRS[*]}, direct=${DIRECTS[*]}, iomem=$IOMEM (fio: iomem_align=4096)"
+echo "== stream vs fio: $SIZE ${RUNTIME:+file, runs of $RUNTIME}${RUNTIME:-per run}, $ROUNDS rounds, files in ${DIRS[*]}, direct=${DIRECTS[*]}, iomem=$IOMEM (fio: iomem_align=4096)"
 echo "   load average at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cpus)"
 install_deb fio fio || error "fio is not available"
 build_xb "$ROOT"
@@ -129,6 +136,7 @@ iodepth=1
 iomem=$IOMEM
 direct=$direct
 allow_file_create=0
+$TIMED
 
 [peer]
 rw=$rw
@@ -170,5 +178,5 @@ echo "geometric mean of the median ratios: $(shown "$(geomean "${ALL[@]}")")"
 worst=$(printf '%s\n' "${CASES[@]}" | grep -v '^ ' | sort -g | head -n 1)
 echo "worst case: ${worst#* } at $(shown "${worst%% *}") ($(verdict "${worst%% *}" 0.95 ge) against >= 0.95)"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
-((SHORT == 0)) || echo "note: $SHORT run(s) lasted under 1 s; raise XB_SIZE for steadier figures"
+((SHORT == 0)) || echo "note: $SHORT run(s) lasted under 1 s; raise XB_SIZE or set XB_RUNTIME for steadier figures"
 report_errors
