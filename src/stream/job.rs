@@ -987,6 +987,16 @@ impl Job {
                     "{key}=none is what xferbench does: an error ends the job"
                 )));
             }
+            "lockfile" if o.value == Some("none") => {
+                return Ok(SetOutcome::Note(
+                    "lockfile=none is what xferbench does: jobs on one file do not lock it".into(),
+                ));
+            }
+            "io_submit_mode" if o.value == Some("inline") => {
+                return Ok(SetOutcome::Note(
+                    "io_submit_mode=inline is what xferbench does: each job submits its own I/O".into(),
+                ));
+            }
             "continue_on_error" if o.value == Some("verify") => {
                 return Ok(SetOutcome::Note(
                     "continue_on_error=verify is what xferbench does: a bad block is counted and the job goes on (unless verify_fatal), then fails naming the first".into(),
