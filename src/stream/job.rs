@@ -1325,14 +1325,25 @@ impl<'a> Opt<'a> {
                 "only random and zoned:ACCESS%/SIZE%:… are supported (zipf, pareto, normal and zoned_abs are not); drop it or write the zones",
             ));
         };
-        let zones = list
-            .split(':')
-            .map(|z| {
+        let parts: Vec<&str> = list.split(':').collect();
+        let mut zones = parts
+            .iter()
+            .enumerate()
+            .map(|(i, z)| {
                 let (a, s) = z.split_once('/')?;
-                Some((a.trim().parse::<u32>().ok()?, s.trim().parse::<u32>().ok()?))
+                let a = a.trim().parse::<u32>().ok()?;
+                // As in fio, the last zone's size may be left out: the rest.
+                match s.trim() {
+                    "" if i + 1 == parts.len() => Some((a, u32::MAX)),
+                    s => Some((a, s.parse::<u32>().ok()?)),
+                }
             })
             .collect::<Option<Vec<_>>>()
             .ok_or_else(|| self.bad("zones are ACCESS%/SIZE% pairs, as in zoned:60/10:40/90"))?;
+        let given: u32 = zones.iter().filter(|z| z.1 != u32::MAX).map(|z| z.1).sum();
+        if let Some(last) = zones.last_mut().filter(|z| z.1 == u32::MAX) {
+            last.1 = 100u32.saturating_sub(given);
+        }
         let (a, s) = zones.iter().fold((0, 0), |(a, s), z| (a + z.0, s + z.1));
         if a != 100 || s != 100 {
             return Err(self.bad(&format!(
@@ -1776,5 +1787,9 @@ mod tests {
         );
         assert!(err("buffer_pattern", Some("zz")).contains("expected hex"));
         assert!(err("zonemode", Some("zbd")).contains("zoned block devices"));
+        set(&mut j, "random_distribution", Some("zoned:50/5:30/15:20/")).unwrap();
+        assert_eq!(j.zoned, [(50, 5), (30, 15), (20, 80)]);
+        assert!(err("random_distribution", Some("zoned:50/5:40/15")).contains("add up to 100"));
+        assert!(err("random_distribution", Some("zipf:1.2")).contains("zipf"));
     }
 }
