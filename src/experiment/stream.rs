@@ -833,7 +833,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         if inflight == 0 {
             if want_sync {
                 match (&target, job.fsync) {
-                    (Some(t), 0) => datasync(t)?,
+                    (Some(t), 0) => engine::flush_to_disk(t.fd(), true)?,
                     _ => eng.sync()?,
                 }
                 want_sync = false;
@@ -1341,15 +1341,6 @@ fn set_priority(job: &Job) -> Result<()> {
                 std::io::Error::last_os_error()
             )));
         }
-    }
-    Ok(())
-}
-
-/// fdatasync on the job's target (fio's `fdatasync=N`).
-fn datasync(t: &Target) -> Result<()> {
-    // SAFETY: plain fdatasync on an open descriptor; no I/O is in flight.
-    if unsafe { libc::fdatasync(t.fd()) } < 0 {
-        return Err(Error::os("fdatasync"));
     }
     Ok(())
 }

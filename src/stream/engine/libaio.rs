@@ -367,11 +367,7 @@ impl Engine for Libaio {
     }
 
     fn sync(&mut self) -> Result<()> {
-        // SAFETY: plain fsync on our descriptor (nothing is in flight here).
-        if unsafe { libc::fsync(self.fd) } < 0 {
-            return Err(Error::os("fsync"));
-        }
-        Ok(())
+        super::flush_to_disk(self.fd, false)
     }
 
     fn completion_detail(&self) -> String {

@@ -322,6 +322,27 @@ pub fn refusal(name: &str) -> String {
     )
 }
 
+/// fsync (or, `data_only`, fdatasync) on a target's descriptor, with no
+/// I/O in flight: every file engine's `sync`, and fio's `fdatasync=N`.
+pub fn flush_to_disk(fd: i32, data_only: bool) -> Result<()> {
+    // SAFETY: plain fsync/fdatasync on an open descriptor.
+    let r = unsafe {
+        if data_only {
+            libc::fdatasync(fd)
+        } else {
+            libc::fsync(fd)
+        }
+    };
+    if r < 0 {
+        return Err(crate::error::Error::os(if data_only {
+            "fdatasync"
+        } else {
+            "fsync"
+        }));
+    }
+    Ok(())
+}
+
 /// errno as text, for messages.
 pub fn errno_text(e: i32) -> String {
     std::io::Error::from_raw_os_error(e).to_string()

@@ -329,11 +329,7 @@ impl Engine for SyncIo {
 
     fn sync(&mut self) -> Result<()> {
         self.flush()?;
-        // SAFETY: plain fsync on our descriptor.
-        if unsafe { libc::fsync(self.fd) } < 0 {
-            return Err(Error::os("fsync"));
-        }
-        Ok(())
+        super::flush_to_disk(self.fd, false)
     }
 
     fn completion_detail(&self) -> String {

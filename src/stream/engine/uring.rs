@@ -307,11 +307,7 @@ impl Engine for Uring {
     }
 
     fn sync(&mut self) -> Result<()> {
-        // SAFETY: plain fsync on our descriptor (no I/O is in flight here).
-        if unsafe { libc::fsync(self.fd) } < 0 {
-            return Err(Error::os("fsync"));
-        }
-        Ok(())
+        super::flush_to_disk(self.fd, false)
     }
 
     fn completion_detail(&self) -> String {
