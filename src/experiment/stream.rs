@@ -763,6 +763,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let mut ramping = job.ramp_time.is_some_and(|r| !r.is_zero());
     let ramp_end = start + job.ramp_time.unwrap_or_default();
     let mut measure_start = start;
+    // measure_start as ns since t0: the watchdog's clock is then the span's
+    // plus a constant, not a second conversion per completion.
+    let mut measure_from_t0 = measure_start.duration_since(ctx.t0).as_nanos() as u64;
+    // Bytes done so far, ramp included (what the progress bar shows); this
+    // worker is the only writer, so a store replaces an atomic add.
+    let mut progress_bytes = 0u64;
     let mut ramp_ios = 0u64;
     let mut deadline = job.runtime.map(|r| ramp_end + r);
     let mut window = (start, 0u64);
@@ -929,7 +935,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     stopping = true;
                 }
             }
-            prog.bytes.fetch_add(job.bs, Ordering::Relaxed);
+            progress_bytes += job.bs;
             if f.dir == Dir::Read
                 && check_reads
                 && let (Some(spec), Some(vs)) = (&spec, verify_state.as_mut())
@@ -961,13 +967,13 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             }
         }
         // The clock was just read: no second read on the hot path.
-        prog.last_ns.store(
-            now.duration_since(ctx.t0).as_nanos() as u64,
-            Ordering::Relaxed,
-        );
+        prog.bytes.store(progress_bytes, Ordering::Relaxed);
+        prog.last_ns
+            .store(measure_from_t0 + at_ns, Ordering::Relaxed);
         if ramping && now >= ramp_end {
             ramping = false;
             measure_start = now;
+            measure_from_t0 = now.duration_since(ctx.t0).as_nanos() as u64;
             // Nothing was recorded while ramping: the intervals are empty;
             // a sized job has what the ramp did not do left.
             intervals.recut(Cut::new(

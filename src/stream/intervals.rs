@@ -4,8 +4,9 @@
 //! replicates.
 //!
 //! The span is cut into [`BLOCKS`] slots before the timed loop starts, each
-//! with its own latency recorders, so recording an I/O costs an index
-//! computation and one recorder update (no allocation, no lock); the job's
+//! with its own latency recorders, so recording an I/O costs a comparison
+//! with the next slot's start and one recorder update (no allocation, no
+//! lock, no division); the job's
 //! whole-span recorders are the slots' merged afterwards. A time-based job
 //! knows its runtime, so its slots are equal time intervals; a job with a
 //! size knows how many I/Os it will do, so its slots are equal numbers of
@@ -65,16 +66,24 @@ pub struct Intervals {
     cut: Cut,
     used: usize,
     done: u64,
+    /// The slot the last I/O went to.
+    slot: usize,
+    /// Where slot `slot + 1` starts: an I/O count (count cut) or ns (time
+    /// cut). Both only grow, so moving on is a comparison, not a division
+    /// per I/O.
+    next: u64,
     slots: Vec<Slot>,
 }
 
 impl Intervals {
     /// Every slot's recorders, allocated now (before the timed loop).
     pub fn new(cut: Cut) -> Intervals {
-        Intervals {
+        let mut iv = Intervals {
             cut,
-            used: cut.slots(),
+            used: 1,
             done: 0,
+            slot: 0,
+            next: 0,
             slots: (0..BLOCKS)
                 .map(|_| Slot {
                     recs: [Recorder::new(), Recorder::new()],
@@ -82,7 +91,9 @@ impl Intervals {
                     last_ns: 0,
                 })
                 .collect(),
-        }
+        };
+        iv.recut(cut);
+        iv
     }
 
     /// A new cut, before anything was recorded (at the end of `ramp_time`).
@@ -90,19 +101,35 @@ impl Intervals {
         debug_assert_eq!(self.done, 0, "recut after recording");
         self.cut = cut;
         self.used = cut.slots();
+        self.slot = 0;
+        self.next = self.start_of(1);
+    }
+
+    /// Where slot `j` starts: the first I/O count `d` with
+    /// `d · used / expected ≥ j` (count cut), or `j · width_ns` (time cut).
+    fn start_of(&self, j: usize) -> u64 {
+        let j = j as u128;
+        let v = match self.cut {
+            Cut::Time { width_ns } => j * u128::from(width_ns),
+            Cut::Count { expected } => (j * u128::from(expected)).div_ceil(self.used as u128),
+        };
+        v.min(u128::from(u64::MAX)) as u64
     }
 
     /// An I/O of `bytes` in direction `dir` that completed `at_ns` after the
     /// span started and took `lat_ns`. `at_ns` never goes back.
     #[inline]
     pub fn record(&mut self, dir: usize, at_ns: u64, lat_ns: u64, bytes: u64) {
-        let i = match self.cut {
-            Cut::Time { width_ns } => (at_ns / width_ns) as usize,
-            Cut::Count { expected } => (self.done * self.used as u64 / expected) as usize,
+        let key = match self.cut {
+            Cut::Time { .. } => at_ns,
+            Cut::Count { .. } => self.done,
+        };
+        while key >= self.next && self.slot + 1 < self.used {
+            self.slot += 1;
+            self.next = self.start_of(self.slot + 1);
         }
-        .min(self.used - 1);
         self.done += 1;
-        let s = &mut self.slots[i];
+        let s = &mut self.slots[self.slot];
         s.recs[dir].record(lat_ns);
         s.bytes[dir] += bytes;
         s.last_ns = at_ns;
@@ -332,6 +359,45 @@ mod tests {
         let b = iv.finish(3_000).blocks(1);
         assert_eq!(b.len(), 1);
         assert_eq!(b[0]["count"], 3.0);
+    }
+
+    #[test]
+    fn slots_are_those_of_the_division_they_replace() {
+        // Each I/O's slot is floor(done · used / expected) for a count cut
+        // and floor(at / width) for a time cut, capped at the last slot.
+        for expected in (1..=64u64).chain([99, 1000, 4097]) {
+            let cut = Cut::new(false, None, expected);
+            let used = cut.slots() as u64;
+            let mut iv = Intervals::new(cut);
+            let mut want = vec![0u64; used as usize];
+            for d in 0..expected {
+                iv.record(0, d + 1, 1, 1);
+                want[(d * used / expected).min(used - 1) as usize] += 1;
+            }
+            let got: Vec<u64> = iv
+                .finish(expected + 1)
+                .spans
+                .iter()
+                .map(|s| s.recs[0].count())
+                .collect();
+            assert_eq!(got, want, "expected={expected}");
+        }
+        let width = 1_000u64;
+        let mut iv = Intervals::new(Cut::Time { width_ns: width });
+        let mut want = vec![0u64; BLOCKS];
+        let mut at = 0u64;
+        for step in [0u64, 1, 998, 1, 1, 3_000, 7, 2_500, 4_000, 50_000, 1] {
+            at += step;
+            iv.record(1, at, 1, 1);
+            want[((at / width) as usize).min(BLOCKS - 1)] += 1;
+        }
+        let got: Vec<u64> = iv
+            .finish(at + 1)
+            .spans
+            .iter()
+            .map(|s| s.recs[1].count())
+            .collect();
+        assert_eq!(got, want);
     }
 
     #[test]

@@ -63,10 +63,21 @@ impl Order {
         }
     }
 
+    /// The `i`-th block of the pass (`i` wraps at the end of a pass). Called
+    /// once per I/O: a sequential order is `i` itself, and a random one
+    /// stays in u64 arithmetic (one division) while `n ≤ 2³²`, where
+    /// `i · mult + add < n²` cannot overflow; only larger regions need u128.
     #[inline]
     fn at(&self, i: u64) -> u64 {
-        ((u128::from(i % self.n) * u128::from(self.mult) + u128::from(self.add))
-            % u128::from(self.n)) as u64
+        let i = if i < self.n { i } else { i % self.n };
+        if self.mult == 1 && self.add == 0 {
+            i
+        } else if self.n <= 1 << 32 {
+            (i * self.mult + self.add) % self.n
+        } else {
+            ((u128::from(i) * u128::from(self.mult) + u128::from(self.add)) % u128::from(self.n))
+                as u64
+        }
     }
 }
 
@@ -216,6 +227,28 @@ pub fn splitmix(s: &mut u64) -> u64 {
 mod tests {
     use super::*;
     use crate::stream::job::Rw;
+
+    #[test]
+    fn order_is_the_u128_formula_in_whichever_arithmetic() {
+        let reference = |o: &Order, i: u64| {
+            ((u128::from(i % o.n) * u128::from(o.mult) + u128::from(o.add)) % u128::from(o.n))
+                as u64
+        };
+        for n in [
+            1u64,
+            2,
+            1000,
+            (1 << 32) - 1,
+            1 << 32,
+            (1 << 32) + 15,
+            1 << 40,
+        ] {
+            let o = Order::new(true, n, 7);
+            for i in [0, 1, n / 2, n - 1, n, n + 3, 5 * n + 1, u64::MAX] {
+                assert_eq!(o.at(i), reference(&o, i), "n={n} i={i}");
+            }
+        }
+    }
 
     fn offsets(set: &[(&str, &str)], size: u64) -> Vec<u64> {
         let mut j = Job::default();

@@ -5,6 +5,13 @@
 //! `sqthread_poll` adds a kernel thread that picks up submissions (SQPOLL),
 //! on `sqthread_poll_cpu` if given.
 //!
+//! Interrupt completion sets the ring up as fio's io_uring engine does
+//! (COOP_TASKRUN, SINGLE_ISSUER, DEFER_TASKRUN): a completion that a kernel
+//! worker finishes (every buffered write to tmpfs, say) is handed to this
+//! thread when it next waits, not by interrupting it, and the wait that
+//! follows each submission finds it there. Polled modes keep a plain ring: a
+//! user-space spin never enters the kernel to run deferred work.
+//!
 //! fio's options change the requests as they do in fio: `fixedbufs`
 //! registers the worker's buffers (READ_FIXED/WRITE_FIXED), `registerfiles`
 //! the target's descriptor (a fixed file), `nonvectored=0` makes every
@@ -38,6 +45,11 @@ pub struct Uring {
     sqpoll: bool,
     sqpoll_cpu: Option<u32>,
     spin: bool,
+    /// Completions run when this thread waits (DEFER_TASKRUN).
+    deferred: bool,
+    /// Completions copied off the ring (user data, result), kept between
+    /// calls so that draining allocates nothing.
+    cqes: Vec<(u64, i32)>,
     buf: Buf,
     /// `fixedbufs` asked (the buffers are registered once they exist).
     fixedbufs: bool,
@@ -62,18 +74,36 @@ unsafe impl Send for Uring {}
 impl Uring {
     pub fn new(target: &Target, job: &Job, depth: usize) -> Result<Uring> {
         let o = &job.engine_opts;
-        let mut b = IoUring::builder();
-        if job.hipri {
-            b.setup_iopoll();
-        }
-        if job.sqthread_poll {
-            b.setup_sqpoll(1000);
-            if let Some(cpu) = o.sqthread_poll_cpu {
-                b.setup_sqpoll_cpu(cpu);
-            }
-        }
         let entries = depth.next_power_of_two().max(1) as u32;
-        let ring = b.build(entries).map_err(|e| {
+        let build = |deferred: bool| {
+            let mut b = IoUring::builder();
+            if job.hipri {
+                b.setup_iopoll();
+            }
+            if job.sqthread_poll {
+                b.setup_sqpoll(1000);
+                if let Some(cpu) = o.sqthread_poll_cpu {
+                    b.setup_sqpoll_cpu(cpu);
+                }
+            }
+            if deferred {
+                // The worker thread that builds the ring is the only one
+                // that submits to it or waits on it.
+                b.setup_coop_taskrun()
+                    .setup_single_issuer()
+                    .setup_defer_taskrun();
+            }
+            b.build(entries)
+        };
+        let interrupt =
+            job.completion() == Completion::Interrupt && !job.sqthread_poll && !job.hipri;
+        // Kernels before 6.1 refuse the flags (EINVAL): a plain ring then, as fio falls back.
+        let (ring, deferred) = match build(interrupt) {
+            Ok(r) => (Ok(r), interrupt),
+            Err(e) if interrupt && e.raw_os_error() == Some(libc::EINVAL) => (build(false), false),
+            Err(e) => (Err(e), false),
+        };
+        let ring = ring.map_err(|e| {
             let what = match (job.sqthread_poll, o.sqthread_poll_cpu) {
                 (true, Some(c)) => format!(" and SQPOLL on CPU {c}"),
                 (true, None) => " and SQPOLL".into(),
@@ -113,6 +143,8 @@ impl Uring {
             sqpoll: job.sqthread_poll,
             sqpoll_cpu: o.sqthread_poll_cpu,
             spin: job.completion() == Completion::Poll && !job.hipri,
+            deferred,
+            cqes: Vec::with_capacity(entries as usize * 2),
             buf: if o.nonvectored == 0 {
                 Buf::Vectored
             } else {
@@ -205,13 +237,20 @@ impl Uring {
 
     /// Moves finished entries from the completion ring to `out`; returns how many.
     fn drain(&mut self, out: &mut Vec<Done>) -> Result<usize> {
+        // Copied off first: continuing a short transfer pushes to the ring.
+        let mut cqes = std::mem::take(&mut self.cqes);
+        cqes.clear();
+        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        let n = self.handle(&cqes, out);
+        self.cqes = cqes;
+        n
+    }
+
+    /// Turns copied completions into `out` entries, continuing short
+    /// transfers; returns how many it added.
+    fn handle(&mut self, cqes: &[(u64, i32)], out: &mut Vec<Done>) -> Result<usize> {
         let mut n = 0;
-        let cqes: Vec<(u64, i32)> = self
-            .ring
-            .completion()
-            .map(|c| (c.user_data(), c.result()))
-            .collect();
-        for (slot, res) in cqes {
+        for &(slot, res) in cqes {
             let slot = slot as usize;
             let Some((op, moved)) = self.pending.get_mut(slot).and_then(Option::take) else {
                 continue;
@@ -288,8 +327,10 @@ impl Engine for Uring {
             }
             return Ok(());
         }
+        // The first wait gets the whole timeout (the clock was read just
+        // above): one clock read per reap, not two.
+        let mut left = timeout;
         while got < min {
-            let left = deadline.saturating_duration_since(Instant::now());
             if left.is_zero() {
                 return Err(hang(timeout));
             }
@@ -302,6 +343,9 @@ impl Engine for Uring {
                 Err(e) => return Err(Error::run(format!("io_uring wait: {e}"))),
             }
             got += self.drain(out)?;
+            if got < min {
+                left = deadline.saturating_duration_since(Instant::now());
+            }
         }
         Ok(())
     }
@@ -318,6 +362,9 @@ impl Engine for Uring {
             s.push_str(", user-space spin on the completion ring");
         } else {
             s.push_str(", sleep in io_uring_enter until woken");
+            if self.deferred {
+                s.push_str(" (deferred task work, as fio)");
+            }
         }
         if self.sqpoll {
             s.push_str(", SQPOLL submission thread");
