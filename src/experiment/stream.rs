@@ -11,6 +11,7 @@ use crate::measure::placement::Placement;
 use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
 use crate::result::stream::*;
+use crate::stream::blocksizes::Extents;
 use crate::stream::engine::{self, Accounting, Dir, Done, Engine, IoMemory, Op, Target};
 use crate::stream::intervals::{Cut, Intervals, Timeline};
 use crate::stream::job::{ExitWhat, IoEngine, Job, Rw};
@@ -244,12 +245,26 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             }
             None => None,
         };
-        // rate_iops / rate_iops_min are rates in blocks.
+        job.resolve_block_sizes()
+            .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
+        if job.bs_mix.is_some() {
+            check_mixed_sizes(&job)?;
+        }
+        // rate_iops / rate_iops_min are rates in blocks (with mixed sizes,
+        // blocks of the mean length the mix draws).
+        let per_io = job.bs_mix.as_ref().map_or(job.bs as f64, |m| {
+            let reads = match job.rw {
+                Rw::ReadWrite | Rw::RandRw => f64::from(job.rwmixread) / 100.0,
+                rw if rw.reads() => 1.0,
+                _ => 0.0,
+            };
+            m.mean(reads)
+        });
         if let Some(iops) = job.rate_iops {
-            job.rate = Some(iops.saturating_mul(job.bs));
+            job.rate = Some((iops as f64 * per_io) as u64);
         }
         if let Some(iops) = job.rate_iops_min {
-            job.ratemin = Some(iops.saturating_mul(job.bs));
+            job.ratemin = Some((iops as f64 * per_io) as u64);
         }
         engine::check(&job)?;
         if job.ioengine == IoEngine::Cpuio {
@@ -266,10 +281,10 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             )));
         }
         check_verify(&mut job)?;
-        if job.bs > (1 << 30) {
+        if job.max_bs() > (1 << 30) {
             return Err(Error::usage(format!(
                 "job {name}: bs={} is larger than the 1 GiB limit",
-                job.bs
+                job.max_bs()
             )));
         }
         let mut after = Vec::new();
@@ -654,11 +669,42 @@ fn run_set(
     (results, recs, err)
 }
 
+/// What mixed block sizes (`bssplit`, `bsrange`, `bs=R,W`) do not combine
+/// with: each refused in one line rather than run with fixed sizes.
+fn check_mixed_sizes(job: &Job) -> Result<()> {
+    let mix = job.bs_mix.as_ref().map(|m| m.text()).unwrap_or_default();
+    let clash = if matches!(
+        job.ioengine,
+        IoEngine::Net | IoEngine::NetSplice | IoEngine::Transport
+    ) {
+        Some(format!(
+            "ioengine={} sends one message size; give one bs=",
+            job.ioengine.name()
+        ))
+    } else if job.seq_add != 0 {
+        Some(
+            "rw=…:N (holes or backwards runs) takes one block size; give one bs= or drop :N".into(),
+        )
+    } else if job.zones().is_some() {
+        Some("zonemode=strided takes one block size; give one bs=".into())
+    } else {
+        None
+    };
+    match clash {
+        Some(why) => Err(Error::usage(format!(
+            "job {}: mixed block sizes ({mix}): {why}",
+            job.name
+        ))),
+        None => Ok(()),
+    }
+}
+
 /// An I/O in flight.
 #[derive(Clone, Copy)]
 struct Flight {
     dir: Dir,
     offset: u64,
+    len: u64,
     block: u64,
     t0: Instant,
 }
@@ -692,7 +738,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     } else {
         job.iodepth.max(1) as usize
     };
-    let bs = job.bs as usize;
+    // Each buffer holds the longest I/O (`bs`, or the largest of a mix).
+    let bs = job.max_bs() as usize;
     // The buffers before the engine, so the engine is dropped first: an
     // asynchronous one waits there for I/O still in flight into them.
     let mut mem = IoMemory::new(job.iomem, depth, bs)?;
@@ -704,7 +751,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     eng.register_memory(&mut mem)?;
     // What a completion counts for: bytes, an operation, or nothing (cpuio).
     let acct = eng.accounting();
-    let io_bytes = if acct == Accounting::Bytes { job.bs } else { 0 };
+    let counts_bytes = acct == Accounting::Bytes;
     if job.rw.writes() && job.verify.is_none() {
         // fio's default: buffers filled with random bytes once.
         for s in 0..depth {
@@ -720,6 +767,21 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     };
     let order = Offsets::new(job, region_size, seed ^ u64::from(job.clone));
     let spec = verify::Spec::of(job);
+    // Mixed block sizes: each I/O draws its length and Extents places it.
+    let mut extents = job.bs_mix.clone().map(|mix| {
+        let plain = job.rw.random() && !job.norandommap && job.zoned.is_empty() && job.seq_nr <= 1;
+        // A verified job's I/Os must not overlap: a later one would
+        // overwrite data an earlier one's header vouches for.
+        let tile = spec.is_some();
+        Extents::new(
+            mix,
+            region_size,
+            job.rw.random(),
+            plain,
+            tile,
+            seed ^ u64::from(job.clone),
+        )
+    });
     let check_reads = spec.is_some() && job.do_verify && job.rw.reads();
     // verify_backlog: a writer stops every N written blocks to check them.
     let backlog = if job.rw.writes() && job.do_verify && spec.is_some() {
@@ -727,7 +789,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     } else {
         0
     };
-    let mut unchecked: Vec<u64> = Vec::new();
+    let mut unchecked: Vec<(u64, u64)> = Vec::new();
+    // Mixed sizes: what this pass wrote, for the read-back (a fixed size's
+    // blocks are a function of their index instead).
+    let mut written: Vec<(u64, u64)> = Vec::new();
+    let log_writes =
+        extents.is_some() && job.rw.writes() && job.do_verify && spec.is_some() && backlog == 0;
     let mut want_check = false;
     let mut verify_state = spec.as_ref().map(|s| VerifyReport {
         kind: s.kind.name(),
@@ -744,14 +811,36 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     } else {
         nblocks.saturating_mul(u64::from(job.loops))
     };
+    // Mixed sizes: a sized job ends when it has moved its bytes (fio's
+    // io_size), not after a count of I/Os.
+    let (total_ios, total_bytes, expected_ios) = match &job.bs_mix {
+        Some(mix) if !job.time_based => {
+            let bytes = region_size.saturating_mul(u64::from(job.loops));
+            let reads = if job.rw.reads() { 1.0 } else { 0.0 };
+            let reads = match job.rw {
+                Rw::ReadWrite | Rw::RandRw => f64::from(job.rwmixread) / 100.0,
+                _ => reads,
+            };
+            (
+                u64::MAX,
+                bytes,
+                (bytes as f64 / mix.mean(reads)).ceil() as u64,
+            )
+        }
+        Some(_) => (u64::MAX, u64::MAX, u64::MAX),
+        None => (total_ios, u64::MAX, total_ios),
+    };
     let total_ios = job.number_ios.map_or(total_ios, |n| n.min(total_ios));
-    let mut intervals = Intervals::new(Cut::new(job.time_based, job.runtime, total_ios));
+    let expected_ios = job.number_ios.map_or(expected_ios, |n| n.min(expected_ios));
+    let mut intervals = Intervals::new(Cut::new(job.time_based, job.runtime, expected_ios));
     let mut bytes = [0u64; 2];
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut flights: Vec<Option<Flight>> = vec![None; depth];
     let mut done: Vec<Done> = Vec::with_capacity(depth);
     let mut rng = job.randseed ^ 0xa5a5 ^ u64::from(job.clone);
     let mut issued = 0u64;
+    let mut issued_bytes = 0u64;
+    let mut last_pass = 0u64;
     let mut writes_issued = 0u64;
     let mut inflight = 0usize;
     let mut since_fsync = 0u32;
@@ -784,6 +873,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         while refilling
             && inflight < depth
             && issued < total_ios
+            && issued_bytes < total_bytes
             && !stopping
             && !want_sync
             && !want_check
@@ -796,9 +886,6 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 think_done = issued;
                 think(job, pause, prog, ctx, stop);
             }
-            let rel = offset_of(issued);
-            let blk = rel / job.bs;
-            issued += 1;
             let dir = match job.rw {
                 Rw::ReadWrite | Rw::RandRw => {
                     if splitmix(&mut rng) % 100 < u64::from(job.rwmixread) {
@@ -810,12 +897,32 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 rw if rw.reads() => Dir::Read,
                 _ => Dir::Write,
             };
+            let (rel, len) = match extents.as_mut() {
+                // verify_only reads what the writes would have been.
+                Some(e) => {
+                    let side = if job.verify_only { 1 } else { dir as usize };
+                    e.next(&order, issued, side, total_bytes - issued_bytes)
+                }
+                None => (offset_of(issued), job.bs),
+            };
+            let blk = rel / job.bs;
+            issued += 1;
+            issued_bytes += len;
             let Some(slot) = free.pop() else { break };
             let offset = region_off + rel;
             if dir == Dir::Write {
                 writes_issued += 1;
+                if log_writes && let Some(e) = &extents {
+                    // A new pass writes over the last: only it is checked.
+                    if e.pass != last_pass {
+                        last_pass = e.pass;
+                        written.clear();
+                    }
+                    written.push((rel, len));
+                }
                 if let Some(spec) = &spec {
-                    verify::fill(mem.slot(slot, bs), spec, offset, blk, job.randseed);
+                    let buf = &mut mem.slot(slot, bs)[..len as usize];
+                    verify::fill(buf, spec, offset, blk, job.randseed);
                 } else if job.refill_buffers {
                     fill_write(mem.slot(slot, bs), job, issued);
                 }
@@ -824,13 +931,14 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             flights[slot] = Some(Flight {
                 dir,
                 offset,
+                len,
                 block: blk,
                 t0: Instant::now(),
             });
             eng.queue(Op {
                 dir,
                 offset,
-                len: bs,
+                len: len as usize,
                 slot,
                 buf,
             })?;
@@ -854,9 +962,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     let rb = ReadBack {
                         spec,
                         region_off,
-                        bs: job.bs,
                         count: batch,
-                        block: &|i| unchecked[(i % unchecked.len() as u64) as usize],
+                        extent: &|i| unchecked[(i % unchecked.len() as u64) as usize],
                     };
                     failure = read_back(p, ctx, prog, stop, &mut *eng, &mut mem, vs, &rb)?;
                     unchecked.clear();
@@ -882,11 +989,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 continue;
             };
             let what = if f.dir == Dir::Read { "read" } else { "write" };
+            let want = f.len as usize;
             match d.res {
                 Err(e) => {
                     failure.get_or_insert_with(|| {
                         format!(
-                            "job {}: {what} of {bs} bytes at offset {} of {} failed: {}",
+                            "job {}: {what} of {want} bytes at offset {} of {} failed: {}",
                             job.name,
                             f.offset,
                             p.path,
@@ -897,14 +1005,14 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     continue;
                 }
                 // The peer ended the stream (net): not a failure, the end.
-                Ok(n) if n < bs && eng.ended() => {
+                Ok(n) if n < want && eng.ended() => {
                     stopping = true;
                     continue;
                 }
-                Ok(n) if n < bs => {
+                Ok(n) if n < want => {
                     failure.get_or_insert_with(|| {
                         format!(
-                            "job {}: short {what} at offset {} of {}: {n} of {bs} bytes (end of the device or file? check size=/offset=)",
+                            "job {}: short {what} at offset {} of {}: {n} of {want} bytes (end of the device or file? check size=/offset=)",
                             job.name, f.offset, p.path
                         )
                     });
@@ -914,6 +1022,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 Ok(_) => {}
             }
             let di = f.dir as usize;
+            let io_bytes = if counts_bytes { f.len } else { 0 };
             if ramping {
                 ramp_ios += 1;
             } else if acct != Accounting::Nothing {
@@ -935,13 +1044,13 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     stopping = true;
                 }
             }
-            progress_bytes += job.bs;
+            progress_bytes += f.len;
             if f.dir == Dir::Read
                 && check_reads
                 && let (Some(spec), Some(vs)) = (&spec, verify_state.as_mut())
             {
                 vs.blocks += 1;
-                let data = mem.slot(d.slot, bs);
+                let data = mem.slot(d.slot, want);
                 if let Err(bad) = verify::check(data, spec, f.offset, f.block, job.randseed) {
                     note_bad(vs, &bad, job, &p.path, data);
                     if job.verify_fatal {
@@ -950,7 +1059,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 }
             }
             if f.dir == Dir::Write && backlog > 0 {
-                unchecked.push(f.offset - region_off);
+                unchecked.push((f.offset - region_off, f.len));
                 want_check |= unchecked.len() as u64 >= backlog;
             }
             let every = if job.fsync > 0 {
@@ -1057,17 +1166,22 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             ReadBack {
                 spec,
                 region_off,
-                bs: job.bs,
                 count: unchecked.len() as u64,
-                block: &|i| unchecked[i as usize],
+                extent: &|i| unchecked[i as usize],
+            }
+        } else if log_writes {
+            ReadBack {
+                spec,
+                region_off,
+                count: written.len() as u64,
+                extent: &|i| written[i as usize],
             }
         } else {
             ReadBack {
                 spec,
                 region_off,
-                bs: job.bs,
                 count: writes_issued.min(nblocks),
-                block: &|i| order.at(i),
+                extent: &|i| (order.at(i), job.bs),
             }
         };
         failure = read_back(p, ctx, prog, stop, &mut *eng, &mut mem, vs, &rb)?;
@@ -1111,6 +1225,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         prepared: target.as_ref().and_then(|t| t.prepared.clone()),
         rw: job.rw,
         bs: job.bs,
+        bs_mix: job.bs_mix.as_ref().map(|m| m.text()),
         offset: region_off,
         size: region_size,
         ioengine: job.ioengine,
@@ -1198,12 +1313,12 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
 struct ReadBack<'a> {
     spec: &'a verify::Spec,
     region_off: u64,
-    bs: u64,
     /// Blocks to read back and check.
     count: u64,
-    /// Where the i-th of them lies, from the region's start (the write
-    /// order, or verify_backlog's list).
-    block: &'a dyn Fn(u64) -> u64,
+    /// Where the i-th of them lies, from the region's start, and its
+    /// length (the write order, verify_backlog's list, or the writes of
+    /// mixed sizes).
+    extent: &'a dyn Fn(u64) -> (u64, u64),
 }
 
 /// The writer's read-back pass (fio's `do_verify` after a write phase): every
@@ -1220,15 +1335,14 @@ fn read_back(
     rb: &ReadBack,
 ) -> Result<Option<String>> {
     let job = &p.job;
-    let bs = job.bs as usize;
     let (region_off, count) = (rb.region_off, rb.count);
     let mut done: Vec<Done> = Vec::with_capacity(1);
     let mut failure = None;
     let t = Instant::now();
     let mut i = 0u64;
     while i < count && !stop.load(Ordering::Relaxed) {
-        let rel = (rb.block)(i);
-        let (blk, offset) = (rel / rb.bs, region_off + rel);
+        let (rel, len) = (rb.extent)(i);
+        let (blk, offset, bs) = (rel / job.bs, region_off + rel, len as usize);
         let buf = mem.slot_ptr(0);
         eng.queue(Op {
             dir: Dir::Read,

@@ -90,7 +90,9 @@ fn head_line(out: &mut String, name: &str, groupid: u32, jobs: u32, error: i32, 
         out,
         "{name}: (groupid={groupid}, jobs={jobs}): err={error:2}: rw={}, bs={}, ioengine={}, iodepth={}, direct={}, iomem={}",
         r.rw.name(),
-        fio_num(r.bs as f64, true, "B"),
+        r.bs_mix
+            .clone()
+            .unwrap_or_else(|| fio_num(r.bs as f64, true, "B")),
         r.ioengine.name(),
         r.iodepth,
         u8::from(r.direct),
@@ -302,7 +304,9 @@ fn groups_table(run: &StreamRun) -> String {
                 g.jobs.to_string(),
                 g.jobname.clone(),
                 first.map_or("?".into(), |r| r.rw.name().to_string()),
-                first.map_or("?".into(), |r| format_size(r.bs)),
+                first.map_or("?".into(), |r| {
+                    r.bs_mix.clone().unwrap_or_else(|| format_size(r.bs))
+                }),
                 format!("{:.0}", bw / 1e6),
                 format!("{:.0}", bw / 1048576.0),
                 format!("{:.0}", g.read.agg.iops + g.write.agg.iops),

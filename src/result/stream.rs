@@ -289,8 +289,12 @@ pub struct JobResult {
     pub prepared: Option<String>,
     /// The I/O pattern (fio's `rw`).
     pub rw: Rw,
-    /// Block size: bytes per I/O.
+    /// Block size: bytes per I/O (with mixed sizes, the smallest).
     pub bs: u64,
+    /// Mixed block sizes (`bssplit`, `bsrange`, `bs=R,W`) as fio writes
+    /// them, as in `4k/60:64k/40`; omitted when every I/O is `bs` long.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bs_mix: Option<String>,
     /// Start of the job's region in the target, bytes.
     pub offset: u64,
     /// Length of the job's region, bytes (a whole number of blocks).
@@ -698,6 +702,7 @@ mod tests {
             prepared: None,
             rw: Rw::Read,
             bs: 4096,
+            bs_mix: None,
             offset: 0,
             size: ios * 4096,
             ioengine: IoEngine::Psync,

@@ -175,10 +175,6 @@ const REFUSED: &[(&str, &str)] = &[
         "block alignment other than the block size is not supported; drop it",
     ),
     (
-        "blocksize_range",
-        "block size ranges are not supported; give one bs=",
-    ),
-    (
         "blocksize_unaligned",
         "unaligned block sizes are not supported; drop it",
     ),
@@ -189,14 +185,6 @@ const REFUSED: &[(&str, &str)] = &[
     (
         "bs_unaligned",
         "unaligned block sizes are not supported; drop it",
-    ),
-    (
-        "bsrange",
-        "block size ranges are not supported; give one bs=",
-    ),
-    (
-        "bssplit",
-        "block size mixes are not supported; run one job per block size",
     ),
     (
         "cgroup",
@@ -585,7 +573,7 @@ mod tests {
         all.dedup();
         assert_eq!(all.len(), n, "an option is in two tables");
         assert_eq!(unhandled("write_bw_log"), Unhandled::Note(LOG));
-        assert!(matches!(unhandled("bssplit"), Unhandled::Refuse(_)));
+        assert!(matches!(unhandled("bs_unaligned"), Unhandled::Refuse(_)));
         assert_eq!(unhandled("http_host"), Unhandled::EngineOnly("http"));
         assert_eq!(unhandled("direcotry"), Unhandled::Unknown);
     }

@@ -3,6 +3,7 @@
 //! [`Job::set`], so a flag and a job-file line can never mean different things.
 
 use crate::error::{Error, Result};
+use crate::stream::blocksizes::{BlockSizes, Choice};
 pub use crate::stream::offsets::{Sequencer, Zones};
 use crate::stream::pattern::Pattern;
 use crate::units::parse_fio_size;
@@ -226,6 +227,9 @@ pub enum Completion {
     Poll,
 }
 
+/// fio's block size when a job names none (or leaves a side of `bs=` empty).
+pub const DEFAULT_BS: u64 = 4096;
+
 /// Prefix of a filename that names a transport instead of a file
 /// (`xfer:tcp`): the job keeps its colons, the engine opens a link.
 pub const TRANSPORT_PREFIX: &str = "xfer:";
@@ -262,8 +266,21 @@ pub struct Job {
     pub offset: u64,
     /// `offset_increment=`: added to `offset` for each `numjobs` clone.
     pub offset_increment: u64,
-    /// `bs=` / `blocksize=`.
+    /// `bs=` / `blocksize=`; with mixed sizes, the smallest (the unit of
+    /// offsets and regions).
     pub bs: u64,
+    /// `bs=R,W` with different sides (reads, writes).
+    #[serde(skip)]
+    pub bs_sides: Option<[u64; 2]>,
+    /// `bsrange=` / `blocksize_range=`: (low, high) for reads, writes.
+    #[serde(skip)]
+    pub bsrange: Option<[(u64, u64); 2]>,
+    /// `bssplit=`: (length, percent) lists for reads, writes.
+    #[serde(skip)]
+    pub bssplit: Option<[Vec<(u64, u32)>; 2]>,
+    /// I/O lengths that vary, resolved from the three above by
+    /// [`Job::resolve_block_sizes`] (None: every I/O is `bs` long).
+    pub bs_mix: Option<BlockSizes>,
     pub rw: Rw,
     /// `rwmixread=` percentage for `rw`/`randrw`.
     pub rwmixread: u32,
@@ -447,11 +464,15 @@ impl Default for Job {
             size: None,
             offset: 0,
             offset_increment: 0,
-            bs: 4096,
+            bs: DEFAULT_BS,
             rw: Rw::Read,
             rwmixread: 50,
             numjobs: 1,
             iodepth: 1,
+            bs_sides: None,
+            bsrange: None,
+            bssplit: None,
+            bs_mix: None,
             ioengine: IoEngine::Psync,
             iomem: IoMem::Malloc,
             direct: false,
@@ -616,6 +637,54 @@ pub fn expand_filename_format(
 }
 
 impl Job {
+    /// Folds `bs=R,W`, `bsrange=` and `bssplit=` into [`Job::bs_mix`] (fio's
+    /// precedence: bssplit, then bsrange, then bs), with `bs` the smallest
+    /// length. A range or split that comes down to one length is plain `bs`.
+    pub fn resolve_block_sizes(&mut self) -> std::result::Result<(), String> {
+        let dirs: [Choice; 2] = if let Some(split) = &self.bssplit {
+            split.clone().map(|v| match v.as_slice() {
+                [(b, _)] => Choice::Fixed(*b),
+                _ => Choice::Split(v),
+            })
+        } else if let Some(range) = self.bsrange {
+            let mut out = [Choice::Fixed(0), Choice::Fixed(0)];
+            for (c, (lo, hi)) in out.iter_mut().zip(range) {
+                *c = if lo == hi {
+                    Choice::Fixed(lo)
+                } else {
+                    Choice::Range { lo, hi }
+                };
+            }
+            out
+        } else if let Some([r, w]) = self.bs_sides {
+            [Choice::Fixed(r), Choice::Fixed(w)]
+        } else {
+            return Ok(());
+        };
+        let mix = BlockSizes { dirs };
+        self.bs = mix.min();
+        if let [Choice::Fixed(a), Choice::Fixed(b)] = &mix.dirs
+            && a == b
+        {
+            self.bs_mix = None;
+            return Ok(());
+        }
+        if !mix.all_multiples_of(self.bs) {
+            return Err(format!(
+                "block sizes {}: each must be a multiple of the smallest ({}), as offsets are laid out in its units; adjust the sizes",
+                mix.text(),
+                crate::units::format_size(self.bs)
+            ));
+        }
+        self.bs_mix = Some(mix);
+        Ok(())
+    }
+
+    /// The longest I/O the job issues: what each buffer must hold.
+    pub fn max_bs(&self) -> u64 {
+        self.bs_mix.as_ref().map_or(self.bs, BlockSizes::max)
+    }
+
     /// The file this clone uses: `filename=` (under `directory=` when it is
     /// a relative path), or without one fio's generated name,
     /// `directory/filename_format` (default `jobname.jobnum.0`, in the
@@ -718,7 +787,10 @@ pub const HANDLED: &[&str] = &[
     "allow_file_create",
     "allrandrepeat",
     "blocksize",
+    "blocksize_range",
     "bs",
+    "bsrange",
+    "bssplit",
     "buffer_pattern",
     "buffered",
     "completion",
@@ -849,10 +921,22 @@ impl Job {
                 None => (self.offset, self.offset_pct) = (o.size()?, None),
             },
             "offset_increment" => self.offset_increment = o.size()?,
-            "bs" | "blocksize" => match o.pair("block size")? {
-                0 => return Err(o.bad("the block size must be at least 1 byte")),
-                bs => self.bs = bs,
-            },
+            "bs" | "blocksize" => {
+                let [r, w] = o.sides(|v| o.block_size(v))?;
+                let (r, w) = (r.unwrap_or(DEFAULT_BS), w.unwrap_or(DEFAULT_BS));
+                self.bs = r.min(w);
+                self.bs_sides = (r != w).then_some([r, w]);
+            }
+            "bsrange" | "blocksize_range" => {
+                let [r, w] = o.sides(|v| o.size_range(v))?;
+                let d = (DEFAULT_BS, DEFAULT_BS);
+                self.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
+            }
+            "bssplit" => {
+                let [r, w] = o.sides(|v| o.split(v))?;
+                let d = || vec![(DEFAULT_BS, 100)];
+                self.bssplit = Some([r.unwrap_or_else(d), w.unwrap_or_else(d)]);
+            }
             // fio's examples for the file engines write rw=filecreate (and
             // filestat, filedelete): the job keeps its rw, and the value must
             // go with its engine (stream::engine::check).
@@ -1272,6 +1356,103 @@ impl<'a> Opt<'a> {
         Ok(first)
     }
 
+    /// fio's `read,write[,trim]` lists for block sizes: a value not ended
+    /// by a comma applies to the sides after it (`bs=8k,32k`: 8k reads,
+    /// 32k writes), an empty side keeps fio's default (None). Trims, which
+    /// xferbench does not issue, are left out.
+    fn sides<T: Clone>(&self, parse: impl Fn(&str) -> Result<T>) -> Result<[Option<T>; 2]> {
+        let parts: Vec<&str> = self.value()?.split(',').map(str::trim).collect();
+        if parts.len() > 3 {
+            return Err(
+                self.bad("expected at most three comma-separated values (reads, writes, trims)")
+            );
+        }
+        let one = |p: &str| (!p.is_empty()).then(|| parse(p)).transpose();
+        let r = one(parts[0])?;
+        let w = match parts.get(1) {
+            Some(p) => one(p)?,
+            None => r.clone(),
+        };
+        if r.is_none() && w.is_none() {
+            return Err(self.bad("expected a value, as in 4k or 4k,64k"));
+        }
+        Ok([r, w])
+    }
+
+    fn block_size(&self, v: &str) -> Result<u64> {
+        match self.parse_size(v)? {
+            0 => Err(self.bad("the block size must be at least 1 byte")),
+            bs => Ok(bs),
+        }
+    }
+
+    /// `LOW-HIGH` (`bsrange=4k-64k`); a single size is both ends.
+    fn size_range(&self, v: &str) -> Result<(u64, u64)> {
+        let (lo, hi) = v.split_once('-').unwrap_or((v, v));
+        let (lo, hi) = (self.block_size(lo.trim())?, self.block_size(hi.trim())?);
+        if lo > hi {
+            return Err(self.bad(&format!(
+                "the range's low end is above its high end; write it as {}-{}",
+                crate::units::format_size(hi),
+                crate::units::format_size(lo)
+            )));
+        }
+        Ok((lo, hi))
+    }
+
+    /// `bssplit=` for one side: `SIZE/PERCENT:…`; sizes without a percent
+    /// share what the others leave (as fio). Percentages may add up to less
+    /// than 100: each size then gets its share of the total, as drawn.
+    fn split(&self, v: &str) -> Result<Vec<(u64, u32)>> {
+        let mut out = Vec::new();
+        let mut missing = 0u32;
+        for part in v.split(':').map(str::trim).filter(|p| !p.is_empty()) {
+            let (size, pct) = part.split_once('/').unwrap_or((part, ""));
+            let size = self.block_size(size.trim())?;
+            let pct = match pct.trim() {
+                "" => {
+                    missing += 1;
+                    None
+                }
+                p => Some(p.parse::<u32>().ok().filter(|&p| p <= 100).ok_or_else(|| {
+                    self.bad(&format!(
+                        "'{part}': the share after / is a whole percent, as in 4k/60:64k/40"
+                    ))
+                })?),
+            };
+            out.push((size, pct));
+        }
+        if out.is_empty() {
+            return Err(self.bad("expected SIZE/PERCENT entries, as in 4k/60:64k/40"));
+        }
+        let given: u32 = out.iter().filter_map(|e| e.1).sum();
+        if given > 100 {
+            return Err(self.bad(&format!("the percentages add up to {given}, more than 100")));
+        }
+        let share = (100 - given).checked_div(missing).unwrap_or(0);
+        let mut split: Vec<(u64, u32)> = out
+            .into_iter()
+            .map(|(b, p)| (b, p.unwrap_or(share)))
+            .filter(|e| e.1 > 0)
+            .collect();
+        let total: u32 = split.iter().map(|e| e.1).sum();
+        if total == 0 {
+            return Err(self.bad("every size has a 0% share; give at least one a share"));
+        }
+        // Shares that add up to less than 100 are scaled to 100, rounding
+        // into the largest so that a draw of 0..100 always lands on one.
+        if total != 100 {
+            for e in &mut split {
+                e.1 = e.1 * 100 / total;
+            }
+            let left = 100 - split.iter().map(|e| e.1).sum::<u32>();
+            if let Some(big) = split.iter_mut().max_by_key(|e| e.1) {
+                big.1 += left;
+            }
+        }
+        Ok(split)
+    }
+
     /// fio reads a bare number as seconds; 0 means no limit.
     fn duration(&self) -> Result<Option<Duration>> {
         let d = crate::units::parse_duration(self.value()?).map_err(|_| {
@@ -1544,7 +1725,49 @@ mod tests {
         assert_eq!(j.rate, Some(2 << 20));
         set(&mut j, "rate", Some("0")).unwrap();
         assert_eq!(j.rate, None);
-        assert!(err("bs", Some("4k,8k")).starts_with("bs=4k,8k: different read and write"));
+        // fio's sides: a value not ended by a comma carries on; empty is the default.
+        set(&mut j, "bs", Some("4k,64k")).unwrap();
+        assert_eq!((j.bs, j.bs_sides), (4096, Some([4096, 65536])));
+        set(&mut j, "bs", Some(",8k")).unwrap();
+        assert_eq!(j.bs_sides, Some([DEFAULT_BS, 8192]));
+        set(&mut j, "bs", Some("16k,16k,")).unwrap();
+        assert_eq!((j.bs, j.bs_sides), (16384, None));
+        set(&mut j, "bsrange", Some("4k-64k")).unwrap();
+        assert_eq!(j.bsrange, Some([(4096, 65536), (4096, 65536)]));
+        set(&mut j, "blocksize_range", Some("512-4k,8k")).unwrap();
+        assert_eq!(j.bsrange, Some([(512, 4096), (8192, 8192)]));
+        assert!(err("bsrange", Some("64k-4k")).contains("write it as 4k-64k"));
+        set(&mut j, "bssplit", Some("4k/50:8k:16k,1m/100")).unwrap();
+        assert_eq!(
+            j.bssplit,
+            Some([
+                vec![(4096, 50), (8192, 25), (16384, 25)],
+                vec![(1 << 20, 100)]
+            ])
+        );
+        // Shares under 100 are scaled; a 0% size drops out.
+        set(&mut j, "bssplit", Some("4k/30:8k/30:64k/0")).unwrap();
+        assert_eq!(j.bssplit.as_ref().unwrap()[0], vec![(4096, 50), (8192, 50)]);
+        assert!(err("bssplit", Some("4k/60:8k/50")).contains("add up to 110"));
+        assert!(err("bssplit", Some("4k/x")).contains("a whole percent"));
+        assert!(err("bs", Some("4k,8k,16k,32k")).contains("at most three"));
+        // Resolution: bssplit over bsrange over bs; the smallest is bs.
+        j.resolve_block_sizes().unwrap();
+        assert_eq!(j.bs, 4096);
+        assert_eq!(
+            j.bs_mix.as_ref().map(|m| m.text()).as_deref(),
+            Some("4k/50:8k/50")
+        );
+        let mut k = Job::default();
+        set(&mut k, "bsrange", Some("4k-4k")).unwrap();
+        k.resolve_block_sizes().unwrap();
+        assert_eq!((k.bs, k.bs_mix.is_none()), (4096, true));
+        set(&mut k, "bssplit", Some("4k/50:6k/50")).unwrap();
+        assert!(
+            k.resolve_block_sizes()
+                .unwrap_err()
+                .contains("a multiple of the smallest (4k)")
+        );
         assert!(err("bs", Some("0")).contains("at least 1 byte"));
         assert!(err("rate", Some("1m,2m")).contains("different read and write rates"));
         assert_eq!(

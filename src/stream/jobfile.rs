@@ -489,8 +489,8 @@ mod tests {
                 .starts_with("t.fio:3: verify=md4: unknown verify kind; use one of md5,")
         );
         assert!(
-            err("[j]\nbs=4k,8k\n")
-                .starts_with("t.fio:2: bs=4k,8k: different read and write block sizes")
+            err("[j]\nbssplit=4k/60:8k/50\n")
+                .starts_with("t.fio:2: bssplit=4k/60:8k/50: the percentages add up to 110")
         );
         // A [global] line reaching three jobs notes once; job lines each note.
         let f = ok("[global]\nthread\nlog_avg_msec=10\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
@@ -500,8 +500,8 @@ mod tests {
         // Options that would change a figure are refused where they stand;
         // misspellings are named with the nearest fio option.
         assert_eq!(
-            err("[a]\nbs=4k\nbssplit=4k/50:8k/50\n"),
-            "t.fio:3: option 'bssplit' is not supported: block size mixes are not supported; run one job per block size"
+            err("[a]\nbs=4k\nbs_unaligned=1\n"),
+            "t.fio:3: option 'bs_unaligned' is not supported: unaligned block sizes are not supported; drop it"
         );
         assert_eq!(
             err("[a]\ndirecotry=/tmp\n"),

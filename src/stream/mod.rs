@@ -2,6 +2,7 @@
 //! the typed options of one job section (from a job file or from flags), an
 //! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
 
+pub mod blocksizes;
 pub mod checksum;
 pub mod engine;
 pub mod fio_options;
