@@ -718,6 +718,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     } else {
         job.randseed ^ ctx.t0.elapsed().as_nanos() as u64 ^ u64::from(std::process::id())
     };
+    Offsets::check(job, region_size).map_err(|m| Error::usage(format!("job {}: {m}", job.name)))?;
     let order = Offsets::new(job, region_size, seed ^ u64::from(job.clone));
     let spec = verify::Spec::of(job);
     let check_reads = spec.is_some() && job.do_verify && job.rw.reads();

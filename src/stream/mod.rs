@@ -3,6 +3,7 @@
 //! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
 
 pub mod checksum;
+pub mod distribution;
 pub mod engine;
 pub mod fio_options;
 pub mod intervals;
