@@ -390,7 +390,7 @@ mod tests {
         assert_eq!(shape("normal").law, Law::Normal { dev: 0.0 });
         let z = shape("zipf:1.2:0.25");
         assert_eq!((z.law, z.center), (Law::Zipf { theta: 1.2 }, Some(0.25)));
-            assert!(Shape::parse("random").is_none());
+        assert!(Shape::parse("random").is_none());
         assert!(Shape::parse("gauss:5").is_none());
         let err = |v: &str| Shape::parse(v).unwrap().unwrap_err();
         assert!(err("zipf:1").contains("above 0 and not 1"));
@@ -430,14 +430,21 @@ mod tests {
             // Not all in the first (or any one) tenth of the range.
             let tenths: std::collections::BTreeSet<usize> =
                 hot.iter().map(|&b| b * 10 / n as usize).collect();
-            assert!(tenths.len() >= 4, "{v}: hottest blocks in tenths {tenths:?}");
+            assert!(
+                tenths.len() >= 4,
+                "{v}: hottest blocks in tenths {tenths:?}"
+            );
         }
     }
 
     #[test]
     fn in_place_normal_concentrates_around_the_center() {
         let n = 1000u64;
-        for (v, mid) in [("normal", 500usize), ("normal:0:0.25", 250), ("normal:10:0.8", 800)] {
+        for (v, mid) in [
+            ("normal", 500usize),
+            ("normal:0:0.25", 250),
+            ("normal:10:0.8", 800),
+        ] {
             let c = counts(v, n, 50_000, false);
             // ±10% of the range around the center: about 78% of the draws
             // for a deviation of n/12 (and 1/5 if uniform).
@@ -478,9 +485,6 @@ mod tests {
         let mut rng = 11u64;
         let ones = (0..100_000).filter(|_| z.sample(&mut rng) == 1).count();
         let want = 100_000.0 / norm;
-        assert!(
-            (ones as f64 - want).abs() < want * 0.05,
-            "{ones} vs {want}"
-        );
+        assert!((ones as f64 - want).abs() < want * 0.05, "{ones} vs {want}");
     }
 }

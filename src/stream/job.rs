@@ -1896,10 +1896,15 @@ mod tests {
         set(&mut j, "random_distribution", Some("random")).unwrap();
         assert!(j.zoned_abs.is_empty() && j.zoned.is_empty() && j.skew.is_none());
         let e = err("random_distribution", Some("zipf:1"));
-        assert!(e.contains("random_distribution=zipf:1") && e.contains("not 1"), "{e}");
+        assert!(
+            e.contains("random_distribution=zipf:1") && e.contains("not 1"),
+            "{e}"
+        );
         assert!(err("random_distribution", Some("pareto:1.5")).contains("above 0 and below 1"));
         assert!(err("random_distribution", Some("normal:100")).contains("below 100"));
-        assert!(err("random_distribution", Some("zoned_abs:60/1m:30/2m")).contains("add up to 100"));
+        assert!(
+            err("random_distribution", Some("zoned_abs:60/1m:30/2m")).contains("add up to 100")
+        );
         assert!(err("random_distribution", Some("zoned_abs:60/x:40/2m")).contains("ACCESS%/SIZE"));
         assert!(err("random_distribution", Some("gauss")).contains("normal[:DEV"));
         set(&mut j, "percentage_random", Some("30")).unwrap();

@@ -408,7 +408,11 @@ mod tests {
         let size = 4096u64 << 10;
         for (dist, least) in [("zipf:1.2", 0.5), ("pareto:0.2", 0.5), ("normal", 0.25)] {
             let o = offsets(
-                &[("rw", "randread"), ("bs", "1k"), ("random_distribution", dist)],
+                &[
+                    ("rw", "randread"),
+                    ("bs", "1k"),
+                    ("random_distribution", dist),
+                ],
                 size,
             );
             assert_eq!(o.len(), 4096);
@@ -431,8 +435,14 @@ mod tests {
             assert!(spread > 0, "{dist}: hottest blocks {:?}", &hot[..20]);
         }
         // The same job gives the same offsets (verify reads back the same).
-        let a = offsets(&[("rw", "randwrite"), ("random_distribution", "zipf:1.1")], 1 << 20);
-        let b = offsets(&[("rw", "randwrite"), ("random_distribution", "zipf:1.1")], 1 << 20);
+        let a = offsets(
+            &[("rw", "randwrite"), ("random_distribution", "zipf:1.1")],
+            1 << 20,
+        );
+        let b = offsets(
+            &[("rw", "randwrite"), ("random_distribution", "zipf:1.1")],
+            1 << 20,
+        );
         assert_eq!(a, b);
     }
 
@@ -452,7 +462,8 @@ mod tests {
         assert!((600..800).contains(&first), "{first}");
         let mut j = Job::default();
         j.set("rw", Some("randread")).unwrap();
-        j.set("random_distribution", Some("zoned_abs:50/1m:50/1m")).unwrap();
+        j.set("random_distribution", Some("zoned_abs:50/1m:50/1m"))
+            .unwrap();
         assert!(Offsets::check(&j, 2 << 20).is_ok());
         let e = Offsets::check(&j, 1 << 20).unwrap_err();
         assert!(e.contains("2097152 bytes") && e.contains("1048576"), "{e}");
@@ -467,7 +478,11 @@ mod tests {
                 n << 10,
             )
         };
-        let follows = |o: &[u64]| o.windows(2).filter(|w| w[1] == (w[0] + 1024) % (n << 10)).count();
+        let follows = |o: &[u64]| {
+            o.windows(2)
+                .filter(|w| w[1] == (w[0] + 1024) % (n << 10))
+                .count()
+        };
         // 0%: plain sequential.
         assert_eq!(mixed("0"), (0..n).map(|b| b * 1024).collect::<Vec<_>>());
         // 100%: the random permutation, as without the option.
@@ -481,7 +496,11 @@ mod tests {
         assert!((600..800).contains(&f), "{f} of {n} follow on");
         // With rw=randread:4 the choice is made once per run of 4.
         let r = offsets(
-            &[("rw", "randread:4"), ("bs", "1k"), ("percentage_random", "50")],
+            &[
+                ("rw", "randread:4"),
+                ("bs", "1k"),
+                ("percentage_random", "50"),
+            ],
             64 << 10,
         );
         for run in r.chunks(4) {
