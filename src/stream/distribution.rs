@@ -32,7 +32,7 @@ use crate::stream::offsets::splitmix;
 
 /// Which law, with its parameter.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]
-#[serde(tag = "law", rename_all = "lowercase")]
+#[serde(tag = "name", rename_all = "lowercase")]
 pub enum Law {
     /// Zipf's law with exponent `theta` (> 0, not 1).
     Zipf { theta: f64 },
@@ -207,7 +207,7 @@ impl Sampler {
                 let sum: u128 = (0..12)
                     .map(|_| u128::from(splitmix(rng)) % (u128::from(n) + 1))
                     .sum();
-                let mid = ((sum + 11) / 12) as i128;
+                let mid = sum.div_ceil(12) as i128;
                 let mut jitter = if *width > 0 {
                     (splitmix(rng) % width) as i128 - (*width / 2) as i128
                 } else {
