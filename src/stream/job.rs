@@ -905,7 +905,7 @@ impl Job {
                 g @ ("tausworthe" | "tausworthe64") => {
                     self.lfsr = false;
                     return Ok(SetOutcome::Note(format!(
-                        "random_generator={g}: xferbench draws random offsets with its own generator, with the same distribution (each block once per pass; drawn afresh with norandommap)"
+                        "random_generator={g}: xferbench draws random offsets with its own generator (splitmix64) to the same distribution (uniform: each block once per pass, or drawn afresh with norandommap)"
                     )));
                 }
                 _ => return Err(o.bad("use tausworthe, lfsr or tausworthe64")),
