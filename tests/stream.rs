@@ -1868,3 +1868,99 @@ fn a_job_that_cannot_start_ends_the_run_without_waiting_out_the_others() {
     // Far below job b's 60 s start delay, however loaded the machine.
     assert!(t.elapsed() < std::time::Duration::from_secs(45));
 }
+
+#[test]
+fn skewed_random_distributions_run_verify_and_refuse_bad_values_in_one_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    let fd = f.display();
+    // Writers with each law (blocks repeat: no random map) read back what
+    // they wrote; the offsets are one function of the I/O's index.
+    for dist in [
+        "random_distribution=zipf:1.2",
+        "random_distribution=pareto:0.3:0.5",
+        "random_distribution=normal:5",
+        "random_distribution=zoned_abs:60/64k:40/192k",
+        "percentage_random=40",
+    ] {
+        let v = job_json(
+            dir.path(),
+            &format!("[w]\nfilename={fd}\nbs=4k\nsize=1m\nrw=randwrite\n{dist}\nverify=crc32c\n"),
+        );
+        let w = &v["jobs"][0];
+        assert_eq!(w["error"], 0, "{dist}: {v}");
+        assert_eq!(w["write"]["total_ios"], 256, "{dist}");
+        assert_eq!(w["verify"]["bad"], 0, "{dist}");
+    }
+    // A zipf reader on a small file: one I/O per block of the region.
+    let v = job_json(
+        dir.path(),
+        &format!(
+            "[r]\nfilename={fd}\nbs=4k\nsize=1m\nrw=randread\nrandom_distribution=zipf:1.1\nrandom_generator=tausworthe64\n"
+        ),
+    );
+    let r = &v["jobs"][0];
+    assert_eq!(r["error"], 0, "{v}");
+    assert_eq!(r["read"]["total_ios"], 256);
+    assert_eq!(r["read"]["io_bytes"], 1 << 20);
+    // Bad values: exit 2, one line naming the option, the value and the range.
+    let job = dir.path().join("bad.fio");
+    for (line, want) in [
+        (
+            "random_distribution=zipf:1",
+            "random_distribution=zipf:1: the zipf theta must be above 0 and not 1",
+        ),
+        (
+            "random_distribution=pareto:1.5",
+            "random_distribution=pareto:1.5: the pareto power must be above 0 and below 1",
+        ),
+        (
+            "random_distribution=normal:100",
+            "random_distribution=normal:100: the normal deviation must be from 0 to below 100",
+        ),
+        (
+            "random_distribution=zipf:1.2:2",
+            "the center must be from 0.0 to 1.0",
+        ),
+        (
+            "random_distribution=zoned_abs:50/64k:40/64k",
+            "must add up to 100",
+        ),
+        (
+            "percentage_random=120",
+            "percentage_random=120: expected a whole number from 0 to 100",
+        ),
+        ("percentage_sequential=30", "percentage_random"),
+        (
+            "random_generator=mt19937",
+            "use tausworthe, lfsr or tausworthe64",
+        ),
+    ] {
+        std::fs::write(
+            &job,
+            format!("[j]\nrw=randread\nsize=64k\nfilename={fd}\n{line}\n"),
+        )
+        .unwrap();
+        let o = xb_in(dir.path(), &["stream", "--job", job.to_str().unwrap()]);
+        assert_eq!(o.status.code(), Some(2), "{line}: {}", stderr(&o));
+        assert!(stderr(&o).contains(want), "{line}: {}", stderr(&o));
+        assert!(stderr(&o).contains("bad.fio:5"), "{line}: {}", stderr(&o));
+        assert_eq!(stderr(&o).lines().count(), 1, "{line}: {}", stderr(&o));
+    }
+    // zoned_abs zones larger than the region: refused before any I/O.
+    std::fs::write(
+        &job,
+        format!("[j]\nrw=randread\nsize=64k\nfilename={fd}\nrandom_distribution=zoned_abs:50/64k:50/64k\n"),
+    )
+    .unwrap();
+    let o = xb_in(dir.path(), &["stream", "--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("zoned_abs: the zones add up to 131072 bytes"),
+        "{e}"
+    );
+    // One error line (beside the run's own warnings, such as a VM's).
+    let errors = e.lines().filter(|l| !l.contains("warning:")).count();
+    assert_eq!(errors, 1, "{e}");
+}

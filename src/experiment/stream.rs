@@ -765,11 +765,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     } else {
         job.randseed ^ ctx.t0.elapsed().as_nanos() as u64 ^ u64::from(std::process::id())
     };
+    Offsets::check(job, region_size).map_err(|m| Error::usage(format!("job {}: {m}", job.name)))?;
     let order = Offsets::new(job, region_size, seed ^ u64::from(job.clone));
     let spec = verify::Spec::of(job);
     // Mixed block sizes: each I/O draws its length and Extents places it.
     let mut extents = job.bs_mix.clone().map(|mix| {
-        let plain = job.rw.random() && !job.norandommap && job.zoned.is_empty() && job.seq_nr <= 1;
+        let plain = order.permutes();
         // A verified job's I/Os must not overlap: a later one would
         // overwrite data an earlier one's header vouches for.
         let tile = spec.is_some();

@@ -87,15 +87,7 @@ const NOTES: &[(&str, &str)] = &[
     ("log_unix_epoch", LOG),
     ("log_window_value", LOG),
     ("per_job_logs", LOG),
-    (
-        "percentage_sequential",
-        "deprecated in fio; use percentage_random",
-    ),
     ("percentile_list", PCT),
-    (
-        "random_generator",
-        "xferbench's generator visits the same blocks in a different order; no figure depends on which generator",
-    ),
     ("rwmixcycle", "deprecated in fio and without effect there"),
     ("significant_figures", PCT),
     ("slat_percentiles", PCT),
@@ -327,8 +319,8 @@ const REFUSED: &[(&str, &str)] = &[
         "taking every file under a directory is not supported; name the files",
     ),
     (
-        "percentage_random",
-        "mixes of random and sequential offsets are not supported; use rw=read or rw=randread",
+        "percentage_sequential",
+        "deprecated in fio, which refuses it; write percentage_random= with 100 minus the value",
     ),
     (
         "plid_select",

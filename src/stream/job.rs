@@ -4,6 +4,7 @@
 
 use crate::error::{Error, Result};
 use crate::stream::blocksizes::{BlockSizes, Choice};
+use crate::stream::distribution::Shape;
 pub use crate::stream::offsets::{Sequencer, Zones};
 use crate::stream::pattern::Pattern;
 use crate::units::parse_fio_size;
@@ -359,6 +360,17 @@ pub struct Job {
     /// `random_distribution=zoned:A/S:…`: A% of accesses to the next S%
     /// of the region; empty for uniform.
     pub zoned: Vec<(u32, u32)>,
+    /// `random_distribution=zoned_abs:A/SIZE:…`: A% of accesses to the next
+    /// SIZE bytes; empty for uniform.
+    pub zoned_abs: Vec<(u32, u64)>,
+    /// `random_distribution=zipf|pareto|normal[:V[:CENTER]]`.
+    pub skew: Option<Shape>,
+    /// `percentage_random=` (default 100): the share of a random job's
+    /// offsets that are random; the others follow on from the I/O before.
+    pub percentage_random: u32,
+    /// `random_generator=lfsr`: every block once per pass even with
+    /// `norandommap`, as fio's LFSR guarantees.
+    pub lfsr: bool,
     /// `randrepeat=` (default on): the same random order every run.
     pub randrepeat: bool,
     /// `zonemode=strided` with `zonerange=`, `zonesize=`, `zoneskip=`.
@@ -511,6 +523,10 @@ impl Default for Job {
             rw_sequencer: Sequencer::Sequential,
             norandommap: false,
             zoned: Vec::new(),
+            zoned_abs: Vec::new(),
+            skew: None,
+            percentage_random: 100,
+            lfsr: false,
             randrepeat: true,
             strided: false,
             zonerange: None,
@@ -843,6 +859,8 @@ pub const HANDLED: &[&str] = &[
     "numjobs",
     "offset",
     "offset_increment",
+    "percentage_random",
+    "random_generator",
     "randrepeat",
     "randseed",
     "ramp_time",
@@ -956,7 +974,26 @@ impl Job {
                 }
             }
             "norandommap" => self.norandommap = o.bool()?,
-            "random_distribution" => self.zoned = o.distribution()?,
+            "random_distribution" => {
+                (self.zoned, self.zoned_abs, self.skew) = (Vec::new(), Vec::new(), None);
+                match o.distribution()? {
+                    Distribution::Uniform => {}
+                    Distribution::Zoned(z) => self.zoned = z,
+                    Distribution::ZonedAbs(z) => self.zoned_abs = z,
+                    Distribution::Skewed(s) => self.skew = Some(s),
+                }
+            }
+            "percentage_random" => self.percentage_random = o.per_direction_pct()?,
+            "random_generator" => match o.value()? {
+                "lfsr" => self.lfsr = true,
+                g @ ("tausworthe" | "tausworthe64") => {
+                    self.lfsr = false;
+                    return Ok(SetOutcome::Note(format!(
+                        "random_generator={g}: xferbench draws random offsets with its own generator (splitmix64) to the same distribution (uniform: each block once per pass, or drawn afresh with norandommap)"
+                    )));
+                }
+                _ => return Err(o.bad("use tausworthe, lfsr or tausworthe64")),
+            },
             "randrepeat" | "allrandrepeat" => self.randrepeat = o.bool()?,
             "zonemode" => {
                 self.strided = match o.value()? {
@@ -1281,6 +1318,14 @@ fn numa_cpus(list: &str) -> std::result::Result<Vec<usize>, String> {
     Ok(cpus)
 }
 
+/// A parsed `random_distribution=`.
+enum Distribution {
+    Uniform,
+    Zoned(Vec<(u32, u32)>),
+    ZonedAbs(Vec<(u32, u64)>),
+    Skewed(Shape),
+}
+
 /// One option being parsed: knows how to word errors about itself.
 struct Opt<'a> {
     key: &'a str,
@@ -1494,16 +1539,26 @@ impl<'a> Opt<'a> {
         Ok(out.replace('\0', ":"))
     }
 
-    /// fio's `random_distribution=`: `random` (uniform) or `zoned:A/S:…`
-    /// (A% of the accesses to the next S% of the region; both sum to 100).
-    fn distribution(&self) -> Result<Vec<(u32, u32)>> {
+    /// fio's `random_distribution=`: `random` (uniform), `zoned:A/S:…` (A%
+    /// of the accesses to the next S% of the region; both sum to 100),
+    /// `zoned_abs:A/SIZE:…` (sizes in bytes), or a law
+    /// (`zipf|pareto|normal[:V[:CENTER]]`).
+    fn distribution(&self) -> Result<Distribution> {
         let v = self.value()?;
         if v == "random" {
-            return Ok(Vec::new());
+            return Ok(Distribution::Uniform);
+        }
+        if let Some(shape) = Shape::parse(v) {
+            return shape
+                .map(Distribution::Skewed)
+                .map_err(|why| self.bad(&why));
+        }
+        if let Some(list) = v.strip_prefix("zoned_abs:") {
+            return self.zoned_abs(list).map(Distribution::ZonedAbs);
         }
         let Some(list) = v.strip_prefix("zoned:") else {
             return Err(self.bad(
-                "only random and zoned:ACCESS%/SIZE%:… are supported (zipf, pareto, normal and zoned_abs are not); drop it or write the zones",
+                "use random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]], normal[:DEV[:CENTER]], zoned:ACCESS%/SIZE%:… or zoned_abs:ACCESS%/SIZE:…",
             ));
         };
         let parts: Vec<&str> = list.split(':').collect();
@@ -1531,7 +1586,47 @@ impl<'a> Opt<'a> {
                 "the zones' accesses and sizes must each add up to 100 (they add up to {a} and {s})"
             )));
         }
+        Ok(Distribution::Zoned(zones))
+    }
+
+    /// `zoned_abs:A/SIZE:…`: A% of the accesses to the next SIZE bytes; the
+    /// accesses add up to 100.
+    fn zoned_abs(&self, list: &str) -> Result<Vec<(u32, u64)>> {
+        let zones = list
+            .split(':')
+            .map(|z| {
+                let (a, s) = z.split_once('/')?;
+                let a = a.trim().parse::<u32>().ok()?;
+                Some((a, parse_fio_size(s.trim()).ok().filter(|&s| s > 0)?))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                self.bad("zones are ACCESS%/SIZE pairs with a size in bytes, as in zoned_abs:60/20g:40/100g")
+            })?;
+        let a: u32 = zones.iter().map(|z| z.0).sum();
+        if a != 100 {
+            return Err(self.bad(&format!(
+                "the zones' accesses must add up to 100 (they add up to {a})"
+            )));
+        }
         Ok(zones)
+    }
+
+    /// fio's `percentage_random=R[,W[,T]]`: 0 to 100; the sides must agree.
+    fn per_direction_pct(&self) -> Result<u32> {
+        let v = self.value()?;
+        let parts: Vec<u32> = v
+            .split(',')
+            .map(|p| p.trim().parse::<u32>().ok().filter(|&p| p <= 100))
+            .collect::<Option<_>>()
+            .ok_or_else(|| self.bad("expected a whole number from 0 to 100"))?;
+        if parts.iter().any(|&p| p != parts[0]) {
+            return Err(self.bad(&format!(
+                "different read and write percentages are not supported; give one value, as in {}={}",
+                self.key, parts[0]
+            )));
+        }
+        Ok(parts[0])
     }
 
     /// `N%` as a fraction of the target (0 < N ≤ 100), or None for a size.
@@ -1972,6 +2067,7 @@ mod tests {
                 "rate_process" => "poisson",
                 "zonemode" => "strided",
                 "random_distribution" => "zoned:50/50:50/50",
+                "random_generator" => "lfsr",
                 "exit_what" => "all",
                 "cpus_allowed_policy" => "split",
                 "kb_base" => "1024",
@@ -2013,6 +2109,40 @@ mod tests {
         set(&mut j, "random_distribution", Some("zoned:50/5:30/15:20/")).unwrap();
         assert_eq!(j.zoned, [(50, 5), (30, 15), (20, 80)]);
         assert!(err("random_distribution", Some("zoned:50/5:40/15")).contains("add up to 100"));
-        assert!(err("random_distribution", Some("zipf:1.2")).contains("zipf"));
+        set(&mut j, "random_distribution", Some("zipf:1.2:0.25")).unwrap();
+        assert!(j.zoned.is_empty() && j.skew.is_some());
+        set(&mut j, "random_distribution", Some("pareto")).unwrap();
+        set(&mut j, "random_distribution", Some("normal:10")).unwrap();
+        set(&mut j, "random_distribution", Some("zoned_abs:60/1m:40/3m")).unwrap();
+        assert_eq!(j.zoned_abs, [(60, 1 << 20), (40, 3 << 20)]);
+        assert!(j.skew.is_none());
+        set(&mut j, "random_distribution", Some("random")).unwrap();
+        assert!(j.zoned_abs.is_empty() && j.zoned.is_empty() && j.skew.is_none());
+        let e = err("random_distribution", Some("zipf:1"));
+        assert!(
+            e.contains("random_distribution=zipf:1") && e.contains("not 1"),
+            "{e}"
+        );
+        assert!(err("random_distribution", Some("pareto:1.5")).contains("above 0 and below 1"));
+        assert!(err("random_distribution", Some("normal:100")).contains("below 100"));
+        assert!(
+            err("random_distribution", Some("zoned_abs:60/1m:30/2m")).contains("add up to 100")
+        );
+        assert!(err("random_distribution", Some("zoned_abs:60/x:40/2m")).contains("ACCESS%/SIZE"));
+        assert!(err("random_distribution", Some("gauss")).contains("normal[:DEV"));
+        set(&mut j, "percentage_random", Some("30")).unwrap();
+        assert_eq!(j.percentage_random, 30);
+        set(&mut j, "percentage_random", Some("40,40")).unwrap();
+        assert!(err("percentage_random", Some("40,60")).contains("one value"));
+        assert!(err("percentage_random", Some("101")).contains("0 to 100"));
+        assert!(err("percentage_sequential", Some("30")).contains("percentage_random"));
+        set(&mut j, "random_generator", Some("lfsr")).unwrap();
+        assert!(j.lfsr);
+        assert!(matches!(
+            set(&mut j, "random_generator", Some("tausworthe64")),
+            Ok(SetOutcome::Note(_))
+        ));
+        assert!(!j.lfsr);
+        assert!(err("random_generator", Some("mt")).contains("lfsr"));
     }
 }

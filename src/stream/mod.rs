@@ -4,6 +4,7 @@
 
 pub mod blocksizes;
 pub mod checksum;
+pub mod distribution;
 pub mod engine;
 pub mod fio_options;
 pub mod intervals;
