@@ -149,13 +149,12 @@ pub fn parse(
             if c > 0 {
                 (j.new_group, j.stonewall) = (false, false);
             }
-            let name = j.resolved_filename().map_err(|m| {
+            j.resolve_files().map_err(|m| {
                 Error::usage(format!(
                     "{}:{}: job {}: {m}",
                     job.source, job.line, job.name
                 ))
             })?;
-            j.filename = Some(name);
             j.offset = u64::from(c)
                 .checked_mul(job.offset_increment)
                 .and_then(|d| d.checked_add(job.offset))

@@ -4,6 +4,7 @@
 
 pub mod checksum;
 pub mod engine;
+pub mod files;
 pub mod fio_options;
 pub mod intervals;
 pub mod job;
