@@ -1080,7 +1080,7 @@ fn a_hostile_engine_value_is_one_line() {
         ),
         (
             "[j]\nioengine=psync\nnrfiles=3\nsize=4k\n",
-            "job j: nrfiles=3: only the file engines",
+            "job j: size=4096 over 3 files is less than one block (bs=4096) each",
         ),
         (
             "[j]\nioengine=pvsync2\nhipri_percentage=-4\n",
@@ -1912,7 +1912,7 @@ fn nrfiles_splits_size_over_files_named_as_fio_names_them_on_every_engine() {
         let d = job_json(
             dir.path(),
             &format!(
-                "[global]\nioengine={engine}\ndirectory={}\nbs=4k\nsize=96k\nnrfiles=3\niodepth=4\nverify=crc32c\n[w]\nrw=write\n{extra}[r]\nstonewall\nrw=randread\n",
+                "[global]\nioengine={engine}\ndirectory={}\nfilename_format=w.0.$filenum\nbs=4k\nsize=96k\nnrfiles=3\niodepth=4\nverify=crc32c\n[w]\nrw=write\n{extra}[r]\nstonewall\nrw=randread\n",
                 sub.display()
             ),
         );

@@ -1124,12 +1124,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         target: targets.first().map(|t| t.kind),
         prepared: prepared_of(&targets),
         files: file_results(p, &targets, &files),
-        file_service_type: (files.len() > 1).then(|| match job.openfiles {
-            Some(m) if (m as usize) < files.len() => {
-                format!("{}, openfiles={m}", job.file_service.text())
-            }
-            _ => job.file_service.text(),
-        }),
+        file_service_type: file_service_of(job, &files),
         rw: job.rw,
         bs: job.bs,
         offset: region_off,
@@ -1305,6 +1300,16 @@ fn file_results(p: &Prepared, targets: &[Target], files: &FileSet) -> Vec<FileRe
             ios: files.issued()[i],
         })
         .collect()
+}
+
+/// How a job with several files chose them, for its result.
+fn file_service_of(job: &Job, files: &FileSet) -> Option<String> {
+    (files.len() > 1).then(|| match job.openfiles {
+        Some(m) if (m as usize) < files.len() => {
+            format!("{}, openfiles={m}", job.file_service.text())
+        }
+        _ => job.file_service.text(),
+    })
 }
 
 /// A `size=` cap on a pass over files each sized by `filesize=` (fio:

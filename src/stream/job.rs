@@ -1887,6 +1887,7 @@ mod tests {
                 "rate_process" => "poisson",
                 "zonemode" => "strided",
                 "random_distribution" => "zoned:50/50:50/50",
+                "file_service_type" => "random:2",
                 "exit_what" => "all",
                 "cpus_allowed_policy" => "split",
                 "kb_base" => "1024",
