@@ -1975,10 +1975,7 @@ fn nrfiles_splits_size_over_files_named_as_fio_names_them_on_every_engine() {
 #[test]
 fn a_read_job_lays_out_each_file_and_filesize_sizes_them() {
     let dir = tempfile::tempdir().unwrap();
-    let d = job_json(
-        dir.path(),
-        "[r]\nrw=read\nnrfiles=2\nsize=64k\nbs=4k\n",
-    );
+    let d = job_json(dir.path(), "[r]\nrw=read\nnrfiles=2\nsize=64k\nbs=4k\n");
     let j = &d["jobs"][0];
     assert_eq!(j["read"]["io_bytes"], 64 << 10);
     assert!(
@@ -1991,8 +1988,26 @@ fn a_read_job_lays_out_each_file_and_filesize_sizes_them() {
     for n in 0..2 {
         let f = dir.path().join(format!("r.0.{n}"));
         assert_eq!(std::fs::metadata(&f).unwrap().len(), 32 << 10);
-        assert!(j["files"][n]["prepared"].as_str().unwrap().contains("laid out"));
+        assert!(
+            j["files"][n]["prepared"]
+                .as_str()
+                .unwrap()
+                .contains("laid out")
+        );
     }
+    // The zeros all the files need are checked together, before any is
+    // created: three 10g files pass no bound alone but 30g do.
+    let job = dir.path().join("big.fio");
+    std::fs::write(&job, "[big]\nrw=read\nnrfiles=3\nsize=30g\n").unwrap();
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("job big: reading its 3 files (like big.0.0) means laying them out first with 30.0 GiB of zeros"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(!dir.path().join("big.0.0").exists());
     // filesize= sizes each file; size= caps the job's I/O (fio's io_size).
     let d = job_json(
         dir.path(),
@@ -2001,7 +2016,10 @@ fn a_read_job_lays_out_each_file_and_filesize_sizes_them() {
     let j = &d["jobs"][0];
     assert_eq!(j["write"]["io_bytes"], 16 << 10);
     let files = j["files"].as_array().unwrap();
-    assert!(files.iter().all(|f| f["size"] == 16 << 10 && f["ios"] == 2), "{j}");
+    assert!(
+        files.iter().all(|f| f["size"] == 16 << 10 && f["ios"] == 2),
+        "{j}"
+    );
     for n in 0..2 {
         let f = dir.path().join(format!("s.0.{n}"));
         assert_eq!(std::fs::metadata(&f).unwrap().len(), 16 << 10);
@@ -2053,7 +2071,10 @@ fn filename_lists_name_the_files_and_map_applies_to_each() {
     let j = &d["jobs"][0];
     assert_eq!(j["write"]["io_bytes"], 64 << 10);
     assert_eq!(j["filename"], m.join("a").display().to_string());
-    assert_eq!(j["files"][1]["filename"], m.join("b:c").display().to_string());
+    assert_eq!(
+        j["files"][1]["filename"],
+        m.join("b:c").display().to_string()
+    );
     assert_eq!(j["files"][1]["mapped_from"], "/mnt/fake/b:c");
     for f in ["a", "b:c"] {
         assert_eq!(std::fs::metadata(m.join(f)).unwrap().len(), 32 << 10, "{f}");

@@ -644,7 +644,18 @@ impl Job {
             }
             _ => name.to_string(),
         };
-        let listed = self.filenames.len().max(1) as u32;
+        let net = matches!(self.ioengine, IoEngine::Net | IoEngine::NetSplice);
+        let listed = if net {
+            1
+        } else {
+            self.filenames.len().max(1) as u32
+        };
+        if !net && self.filenames.iter().any(String::is_empty) {
+            return Err(format!(
+                "filename={}: an empty file name in the list; separate names with ':' (a colon inside a name is written \\:)",
+                self.filenames.join(":")
+            ));
+        }
         let no_files = matches!(
             self.ioengine,
             IoEngine::Net | IoEngine::NetSplice | IoEngine::Cpuio | IoEngine::Transport
@@ -680,9 +691,12 @@ impl Job {
                 )
             });
         }
-        if matches!(self.ioengine, IoEngine::Net | IoEngine::NetSplice) {
-            // The peer's host or socket path (fio's hostname=), not a file;
-            // none for a listener.
+        if net {
+            // The peer's host or socket path (fio's hostname=), not a file
+            // (its colons kept); none for a listener.
+            if !self.filenames.is_empty() {
+                return Ok(vec![self.filenames.join(":")]);
+            }
             return Ok(vec![self.filename.clone().unwrap_or_default()]);
         }
         match &self.filename {
@@ -1386,13 +1400,9 @@ impl<'a> Opt<'a> {
                 c => out.last_mut().unwrap().push(c),
             }
         }
-        let out: Vec<String> = out.into_iter().map(|n| n.trim().to_string()).collect();
-        if out.iter().any(String::is_empty) {
-            return Err(self.bad(
-                "an empty file name in the list; separate names with ':' (a colon inside a name is written \\:)",
-            ));
-        }
-        Ok(out)
+        // An empty name is refused once the engine is known: a net job's
+        // filename is a host, whose IPv6 colons it keeps.
+        Ok(out.into_iter().map(|n| n.trim().to_string()).collect())
     }
 
     /// fio separates several directories with ':'; xferbench takes one.
@@ -1760,7 +1770,19 @@ mod tests {
         j.resolve_files().unwrap();
         assert_eq!(j.nrfiles, 3);
         assert_eq!(j.filenames, ["/dev/a", "/mnt/b:c", "/t/d"]);
-        assert!(err("filename", Some("a::b")).contains("an empty file name"));
+        let mut e = Job::default();
+        set(&mut e, "filename", Some("a::b")).unwrap();
+        assert!(
+            e.resolved_files()
+                .unwrap_err()
+                .contains("an empty file name")
+        );
+        // A net job's filename is a host: an IPv6 address keeps its colons.
+        set(&mut e, "ioengine", Some("net")).unwrap();
+        set(&mut e, "filename", Some("::1")).unwrap();
+        e.resolve_files().unwrap();
+        assert_eq!(e.filename.as_deref(), Some("::1"));
+        assert!(e.filenames.is_empty());
         let mut j = Job::default();
         set(&mut j, "filename", Some("a:b")).unwrap();
         set(&mut j, "nrfiles", Some("3")).unwrap();

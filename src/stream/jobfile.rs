@@ -577,7 +577,10 @@ mod tests {
         );
         let j = &ok("[global]\ndirectory=/d\n[j]\nnrfiles=2\n[k]\nfilename=a:/b\n").jobs;
         assert_eq!(j[0].filenames, ["/d/j.0.0", "/d/j.0.1"]);
-        assert_eq!((j[1].nrfiles, &j[1].filenames[..]), (2, &["/d/a".to_string(), "/b".to_string()][..]));
+        assert_eq!(
+            (j[1].nrfiles, &j[1].filenames[..]),
+            (2, &["/d/a".to_string(), "/b".to_string()][..])
+        );
         assert!(err("[j]\ndirectory=/a:/b\n").contains("several directories"));
     }
 
