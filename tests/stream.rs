@@ -529,7 +529,7 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(
         &job,
         format!(
-            "[j]\nrw=write\nsize=64k\nfilename={}\nbsrange=4k-16k\n",
+            "[j]\nrw=write\nsize=64k\nfilename={}\nbs_is_seq_rand=1\n",
             f.display()
         ),
     )
@@ -537,7 +537,7 @@ fn bad_input_is_one_clear_line() {
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("bad.fio:5: option 'bsrange' is not supported"),
+        stderr(&o).contains("bad.fio:5: option 'bs_is_seq_rand' is not supported"),
         "{}",
         stderr(&o)
     );
@@ -835,8 +835,24 @@ fn a_job_without_filename_uses_fios_default_name_in_the_working_directory() {
         let m = std::fs::metadata(dir.path().join(f)).unwrap();
         assert_eq!(m.len(), 64 << 10, "{f}");
     }
-    // nrfiles=2 is refused in one line that names the file and line.
-    std::fs::write(&job, "[global]\nsize=64k\n[n]\nnrfiles=2\n").unwrap();
+    // nrfiles=2: two files named by $filenum, size= divided between them.
+    std::fs::write(&job, "[global]\nsize=64k\nrw=write\n[n]\nnrfiles=2\n").unwrap();
+    let d = json(&stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    ));
+    assert_eq!(d["jobs"][0]["filename"], "n.0.0");
+    for f in ["n.0.0", "n.0.1"] {
+        let m = std::fs::metadata(dir.path().join(f)).unwrap();
+        assert_eq!(m.len(), 32 << 10, "{f}");
+    }
+    // A format that names every file alike is refused in one line that
+    // names the file and line.
+    std::fs::write(
+        &job,
+        "[global]\nsize=64k\n[n]\nnrfiles=2\nfilename_format=same\n",
+    )
+    .unwrap();
     let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
@@ -1064,7 +1080,7 @@ fn a_hostile_engine_value_is_one_line() {
         ),
         (
             "[j]\nioengine=psync\nnrfiles=3\nsize=4k\n",
-            "job j: nrfiles=3: only the file engines",
+            "job j: size=4096 over 3 files is less than one block (bs=4096) each",
         ),
         (
             "[j]\nioengine=pvsync2\nhipri_percentage=-4\n",
@@ -1963,4 +1979,307 @@ fn skewed_random_distributions_run_verify_and_refuse_bad_values_in_one_line() {
     // One error line (beside the run's own warnings, such as a VM's).
     let errors = e.lines().filter(|l| !l.contains("warning:")).count();
     assert_eq!(errors, 1, "{e}");
+}
+
+/// The 4k blocks of `f` that hold anything but zeros (written ones).
+fn written_blocks(f: &Path) -> usize {
+    std::fs::read(f)
+        .unwrap()
+        .chunks(4096)
+        .filter(|b| b.iter().any(|&x| x != 0))
+        .count()
+}
+
+#[test]
+fn nrfiles_splits_size_over_files_named_as_fio_names_them_on_every_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    for engine in [
+        "psync", "io_uring", "sync", "vsync", "pvsync", "pvsync2", "libaio", "posixaio", "mmap",
+    ] {
+        let sub = dir.path().join(engine);
+        std::fs::create_dir(&sub).unwrap();
+        // The writer checks its blocks (read back across the files), then
+        // a reader checks them in a random order.
+        let extra = if engine == "io_uring" {
+            "fixedbufs\nregisterfiles\n"
+        } else {
+            ""
+        };
+        let d = job_json(
+            dir.path(),
+            &format!(
+                "[global]\nioengine={engine}\ndirectory={}\nfilename_format=w.0.$filenum\nbs=4k\nsize=96k\nnrfiles=3\niodepth=4\nverify=crc32c\n[w]\nrw=write\n{extra}[r]\nstonewall\nrw=randread\n",
+                sub.display()
+            ),
+        );
+        let jobs = d["jobs"].as_array().unwrap();
+        let (w, r) = (&jobs[0], &jobs[1]);
+        assert_eq!(w["error"], 0, "{engine}: {w}");
+        assert_eq!(w["write"]["io_bytes"], 96 << 10, "{engine}");
+        assert_eq!(w["size"], 96 << 10, "{engine}");
+        assert_eq!(w["verify"]["blocks"], 24, "{engine}");
+        assert_eq!(w["verify"]["bad"], 0, "{engine}");
+        assert_eq!(r["read"]["io_bytes"], 96 << 10, "{engine}");
+        assert_eq!(r["verify"]["blocks"], 24, "{engine}");
+        assert_eq!(r["verify"]["bad"], 0, "{engine}");
+        assert_eq!(w["file_service_type"], "roundrobin");
+        assert_eq!(
+            w["filename"],
+            sub.join("w.0.0").display().to_string(),
+            "{engine}"
+        );
+        let files = w["files"].as_array().unwrap();
+        assert_eq!(files.len(), 3, "{engine}");
+        for (n, f) in files.iter().enumerate() {
+            let path = sub.join(format!("w.0.{n}"));
+            assert_eq!(f["filename"], path.display().to_string());
+            assert_eq!(f["size"], 32 << 10);
+            assert_eq!(f["ios"], 8, "{engine} file {n}");
+            assert_eq!(std::fs::metadata(&path).unwrap().len(), 32 << 10);
+            // Every block's header names its offset in its own file.
+            let data = std::fs::read(&path).unwrap();
+            for (i, b) in data.chunks(4096).enumerate() {
+                assert_eq!(&b[0..4], b"XBVF", "{engine} {n}");
+                assert_eq!(
+                    u64::from_le_bytes(b[16..24].try_into().unwrap()),
+                    (i * 4096) as u64,
+                    "{engine} file {n} block {i}"
+                );
+            }
+        }
+        if engine == "io_uring" {
+            let detail = w["completion_detail"].as_str().unwrap();
+            assert!(
+                detail.contains("registered files (registerfiles)"),
+                "{detail}"
+            );
+        }
+    }
+    // null: no file opened, the size split among the files all the same.
+    let d = job_json(
+        dir.path(),
+        "[n]\nioengine=null\nnrfiles=4\nsize=64k\nrw=write\ndirectory=nowhere\n",
+    );
+    let j = &d["jobs"][0];
+    assert_eq!(j["write"]["io_bytes"], 64 << 10);
+    let files = j["files"].as_array().unwrap();
+    assert_eq!(files.len(), 4);
+    assert!(files.iter().all(|f| f["ios"] == 4 && f["size"] == 16 << 10));
+    assert!(!dir.path().join("nowhere").exists());
+}
+
+#[test]
+fn a_read_job_lays_out_each_file_and_filesize_sizes_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = job_json(dir.path(), "[r]\nrw=read\nnrfiles=2\nsize=64k\nbs=4k\n");
+    let j = &d["jobs"][0];
+    assert_eq!(j["read"]["io_bytes"], 64 << 10);
+    assert!(
+        j["prepared"]
+            .as_str()
+            .unwrap()
+            .starts_with("each of the 2 files: created, laid out to 32768 bytes"),
+        "{j}"
+    );
+    for n in 0..2 {
+        let f = dir.path().join(format!("r.0.{n}"));
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 32 << 10);
+        assert!(
+            j["files"][n]["prepared"]
+                .as_str()
+                .unwrap()
+                .contains("laid out")
+        );
+    }
+    // The zeros all the files need are checked together, before any is
+    // created: three 10g files pass no bound alone but 30g do.
+    let job = dir.path().join("big.fio");
+    std::fs::write(&job, "[big]\nrw=read\nnrfiles=3\nsize=30g\n").unwrap();
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    let e = stderr(&o);
+    assert_eq!(o.status.code(), Some(2), "{e}");
+    assert!(
+        e.contains("job big: reading its 3 files (like big.0.0) means laying them out first with 30.0 GiB of zeros"),
+        "{e}"
+    );
+    assert_eq!(e.lines().count(), 1, "{e}");
+    assert!(!dir.path().join("big.0.0").exists());
+    // filesize= sizes each file; size= caps the job's I/O (fio's io_size).
+    let d = job_json(
+        dir.path(),
+        "[s]\nrw=write\nnrfiles=2\nfilesize=16k\nsize=16k\nbs=4k\n",
+    );
+    let j = &d["jobs"][0];
+    assert_eq!(j["write"]["io_bytes"], 16 << 10);
+    let files = j["files"].as_array().unwrap();
+    assert!(
+        files.iter().all(|f| f["size"] == 16 << 10 && f["ios"] == 2),
+        "{j}"
+    );
+    for n in 0..2 {
+        let f = dir.path().join(format!("s.0.{n}"));
+        assert_eq!(std::fs::metadata(&f).unwrap().len(), 16 << 10);
+    }
+    // A range gives each file a size in it, a whole number of blocks.
+    let d = job_json(
+        dir.path(),
+        "[g]\nrw=write\nnrfiles=6\nfilesize=4k-64k\nbs=4k\n",
+    );
+    let j = &d["jobs"][0];
+    let sizes: Vec<u64> = j["files"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|f| f["size"].as_u64().unwrap())
+        .collect();
+    assert!(
+        sizes
+            .iter()
+            .all(|s| (4096..=65536).contains(s) && s % 4096 == 0),
+        "{sizes:?}"
+    );
+    assert_eq!(j["write"]["io_bytes"], sizes.iter().sum::<u64>());
+}
+
+#[test]
+fn filename_lists_name_the_files_and_map_applies_to_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let m = dir.path().join("m");
+    std::fs::create_dir(&m).unwrap();
+    let job = dir.path().join("list.fio");
+    std::fs::write(
+        &job,
+        "[l]\nfilename=/mnt/fake/a:/mnt/fake/b\\:c\nrw=write\nsize=64k\n",
+    )
+    .unwrap();
+    let map = format!("/mnt/fake={}", m.display());
+    let d = json(&stream(
+        dir.path(),
+        &[
+            "--job",
+            job.to_str().unwrap(),
+            "--map",
+            &map,
+            "--format",
+            "json",
+        ],
+    ));
+    let j = &d["jobs"][0];
+    assert_eq!(j["write"]["io_bytes"], 64 << 10);
+    assert_eq!(j["filename"], m.join("a").display().to_string());
+    assert_eq!(
+        j["files"][1]["filename"],
+        m.join("b:c").display().to_string()
+    );
+    assert_eq!(j["files"][1]["mapped_from"], "/mnt/fake/b:c");
+    for f in ["a", "b:c"] {
+        assert_eq!(std::fs::metadata(m.join(f)).unwrap().len(), 32 << 10, "{f}");
+    }
+    // From the command line too; a transport keeps its colons.
+    let d = json(&stream(
+        dir.path(),
+        &[
+            "--filename",
+            "x:y",
+            "--rw",
+            "write",
+            "--size",
+            "16k",
+            "--format",
+            "json",
+        ],
+    ));
+    assert_eq!(d["jobs"][0]["files"].as_array().unwrap().len(), 2);
+    assert!(dir.path().join("x").exists() && dir.path().join("y").exists());
+}
+
+#[test]
+fn file_service_type_and_openfiles_choose_the_file_of_each_io() {
+    let dir = tempfile::tempdir().unwrap();
+    // 8 blocks per file, 4 I/Os: where they land says how files were chosen.
+    let cases = [
+        ("roundrobin", "", [2, 2]),
+        ("sequential", "", [4, 0]),
+        ("roundrobin:4", "", [4, 0]),
+        ("roundrobin", "openfiles=1\n", [4, 0]),
+    ];
+    for (i, (kind, extra, want)) in cases.iter().enumerate() {
+        let d = job_json(
+            dir.path(),
+            &format!(
+                "[s{i}]\nrw=write\nnrfiles=2\nsize=64k\nbs=4k\nnumber_ios=4\nfallocate=none\nfile_service_type={kind}\n{extra}"
+            ),
+        );
+        let j = &d["jobs"][0];
+        assert_eq!(j["write"]["total_ios"], 4, "{kind}");
+        let ios: Vec<u64> = j["files"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|f| f["ios"].as_u64().unwrap())
+            .collect();
+        assert_eq!(ios, want, "{kind} {extra}");
+        for (n, w) in want.iter().enumerate() {
+            let f = dir.path().join(format!("s{i}.0.{n}"));
+            assert_eq!(written_blocks(&f), *w as usize, "{kind} {extra} file {n}");
+        }
+        if !extra.is_empty() {
+            assert_eq!(j["file_service_type"], "roundrobin, openfiles=1");
+            let w = j["warnings"].to_string();
+            assert!(w.contains("openfiles=1: at most 1 of the 2 files"), "{w}");
+        }
+    }
+    // random: a file drawn for each I/O, every block of each once a pass.
+    let d = job_json(
+        dir.path(),
+        "[r]\nrw=randwrite\nnrfiles=3\nsize=96k\nbs=4k\nfile_service_type=random\n",
+    );
+    let j = &d["jobs"][0];
+    assert_eq!(j["file_service_type"], "random");
+    assert!(j["files"].as_array().unwrap().iter().all(|f| f["ios"] == 8));
+    for n in 0..3 {
+        assert_eq!(written_blocks(&dir.path().join(format!("r.0.{n}"))), 8);
+    }
+}
+
+#[test]
+fn bad_file_options_are_one_clear_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("bad.fio");
+    for (text, want) in [
+        (
+            "[b]\nnrfiles=2\nfile_service_type=bogus\n",
+            "bad.fio:3: file_service_type=bogus: unknown file service type",
+        ),
+        (
+            "[b]\nnrfiles=2\nfile_service_type=zipf:1.2\n",
+            "file_service_type=zipf:1.2: choosing files by a zipf distribution is not supported yet",
+        ),
+        (
+            "[b]\nfile_service_type=gauss\n",
+            "choosing files by a gauss distribution",
+        ),
+        (
+            "[b]\nfilename=a:b\nnrfiles=3\n",
+            "bad.fio:1: job b: nrfiles=3 with filename= naming 2 files",
+        ),
+        ("[b]\nfilename=a::b\n", "an empty file name"),
+        ("[b]\nopenfiles=0\n", "openfiles=0: expected a whole number"),
+        ("[b]\nfilesize=8k-4k\n", "smaller than its start"),
+        (
+            "[b]\nioengine=cpuio\ncpuload=10\nnrfiles=2\n",
+            "has no files to spread over",
+        ),
+        (
+            "[b]\nnrfiles=2\nsize=4k\nrw=write\n",
+            "less than one block (bs=4096) each",
+        ),
+    ] {
+        std::fs::write(&job, text).unwrap();
+        let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {e}");
+        assert!(e.contains(want), "{text}: {e}");
+        assert_eq!(e.lines().count(), 1, "{text}: {e}");
+    }
 }

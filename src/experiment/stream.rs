@@ -13,6 +13,7 @@ use crate::options::StreamConfig;
 use crate::result::stream::*;
 use crate::stream::blocksizes::Extents;
 use crate::stream::engine::{self, Accounting, Dir, Done, Engine, IoMemory, Op, Target};
+use crate::stream::files::{self, FileSet, Region};
 use crate::stream::intervals::{Cut, Intervals, Timeline};
 use crate::stream::job::{ExitWhat, IoEngine, Job, Rw};
 use crate::stream::jobfile;
@@ -27,9 +28,12 @@ use std::time::{Duration, Instant};
 #[derive(Clone, Debug)]
 struct Prepared {
     job: Job,
-    /// The filename to open (after `--map`).
+    /// The filename to open (after `--map`); the first of several.
     path: String,
     mapped_from: Option<String>,
+    /// Every file of a job with several (`nrfiles`, `filename=a:b`): the
+    /// name to open and what `--map` rewrote, if it did; empty for one.
+    more: Vec<(String, Option<String>)>,
     transport: Option<crate::transport::Spec>,
     /// Where a net job's socket goes (`ioengine=net`).
     net: Option<crate::stream::net::Endpoint>,
@@ -190,10 +194,10 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
     if let Some((_, first)) = sets.first() {
         for (old, _) in &args.map {
             let used = |f: &str| f == old || under(f, old).is_some();
-            if !first
-                .iter()
-                .any(|p| p.mapped_from.as_deref().is_some_and(used))
-            {
+            if !first.iter().any(|p| {
+                p.mapped_from.as_deref().is_some_and(used)
+                    || p.more.iter().any(|m| m.1.as_deref().is_some_and(used))
+            }) {
                 warnings.push(format!("--map {old}=…: no job uses {old}"));
             }
         }
@@ -215,6 +219,14 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             Some(new) => (new, Some(file.clone())),
             None => (file.clone(), None),
         };
+        let more: Vec<(String, Option<String>)> = job
+            .filenames
+            .iter()
+            .map(|f| match mapped(f, map) {
+                Some(new) => (new, Some(f.clone())),
+                None => (f.clone(), None),
+            })
+            .collect();
         let net = if matches!(job.ioengine, IoEngine::Net | IoEngine::NetSplice) {
             let ep = crate::stream::net::Endpoint::of(&job, &path)
                 .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
@@ -316,6 +328,7 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             job,
             path,
             mapped_from,
+            more,
             transport,
             net,
             after,
@@ -681,6 +694,11 @@ fn check_mixed_sizes(job: &Job) -> Result<()> {
             "ioengine={} sends one message size; give one bs=",
             job.ioengine.name()
         ))
+    } else if job.nrfiles > 1 {
+        Some(format!(
+            "{} files per job take one block size; give one bs= or run one job per file",
+            job.nrfiles
+        ))
     } else if job.seq_add != 0 {
         Some(
             "rw=…:N (holes or backwards runs) takes one block size; give one bs= or drop :N".into(),
@@ -703,6 +721,7 @@ fn check_mixed_sizes(job: &Job) -> Result<()> {
 #[derive(Clone, Copy)]
 struct Flight {
     dir: Dir,
+    file: usize,
     offset: u64,
     len: u64,
     block: u64,
@@ -743,11 +762,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     // The buffers before the engine, so the engine is dropped first: an
     // asynchronous one waits there for I/O still in flight into them.
     let mut mem = IoMemory::new(job.iomem, depth, bs)?;
-    let (target, mut eng) = open_engine(p, ctx, depth)?;
-    let (region_off, region_size) = match &target {
-        Some(t) => (t.offset, t.size),
-        None => (0, (job.size.unwrap_or(0) / job.bs).max(1) * job.bs),
-    };
+    let (targets, mut eng) = open_engine(p, ctx, depth)?;
     eng.register_memory(&mut mem)?;
     // What a completion counts for: bytes, an operation, or nothing (cpuio).
     let acct = eng.accounting();
@@ -758,25 +773,32 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             fill_write(mem.slot(s, bs), job, s as u64);
         }
     }
-    let nblocks = region_size / job.bs;
     // randrepeat=0: a different random order every run.
     let seed = if job.randrepeat {
         job.randseed
     } else {
         job.randseed ^ ctx.t0.elapsed().as_nanos() as u64 ^ u64::from(std::process::id())
     };
-    Offsets::check(job, region_size).map_err(|m| Error::usage(format!("job {}: {m}", job.name)))?;
-    let order = Offsets::new(job, region_size, seed ^ u64::from(job.clone));
+    // Each file's region and offset order, and which file each I/O goes to.
+    let cap = pass_cap(job, targets.len());
+    let regions = regions(p, &targets);
+    for r in &regions {
+        Offsets::check(job, r.size).map_err(|m| Error::usage(format!("job {}: {m}", job.name)))?;
+    }
+    let mut files = FileSet::new(job, regions, seed ^ u64::from(job.clone), cap);
+    let (region_off, region_size) = (files.start(0), files.total_size());
+    let nblocks = files.pass_ios();
     let spec = verify::Spec::of(job);
     // Mixed block sizes: each I/O draws its length and Extents places it.
     let mut extents = job.bs_mix.clone().map(|mix| {
-        let plain = order.permutes();
+        // One file (check_mixed_sizes): its order and region.
+        let plain = files.order(0).permutes();
         // A verified job's I/Os must not overlap: a later one would
         // overwrite data an earlier one's header vouches for.
         let tile = spec.is_some();
         Extents::new(
             mix,
-            region_size,
+            files.regions()[0].size,
             job.rw.random(),
             plain,
             tile,
@@ -790,10 +812,11 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     } else {
         0
     };
-    let mut unchecked: Vec<(u64, u64)> = Vec::new();
+    // (file, offset from its region's start, length) of writes to check.
+    let mut unchecked: Vec<(usize, u64, u64)> = Vec::new();
     // Mixed sizes: what this pass wrote, for the read-back (a fixed size's
     // blocks are a function of their index instead).
-    let mut written: Vec<(u64, u64)> = Vec::new();
+    let mut written: Vec<(usize, u64, u64)> = Vec::new();
     let log_writes =
         extents.is_some() && job.rw.writes() && job.do_verify && spec.is_some() && backlog == 0;
     let mut want_check = false;
@@ -862,7 +885,6 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let mut ramp_ios = 0u64;
     let mut deadline = job.runtime.map(|r| ramp_end + r);
     let mut window = (start, 0u64);
-    let offset_of = |i: u64| order.at(i);
     let mut next_due = Instant::now();
     let mut think_done = 0u64;
     prog.last_ns
@@ -898,19 +920,24 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 rw if rw.reads() => Dir::Read,
                 _ => Dir::Write,
             };
-            let (rel, len) = match extents.as_mut() {
+            let (file, rel, len) = match extents.as_mut() {
                 // verify_only reads what the writes would have been.
                 Some(e) => {
                     let side = if job.verify_only { 1 } else { dir as usize };
-                    e.next(&order, issued, side, total_bytes - issued_bytes)
+                    let (rel, len) =
+                        e.next(files.order(0), issued, side, total_bytes - issued_bytes);
+                    (0, rel, len)
                 }
-                None => (offset_of(issued), job.bs),
+                None => {
+                    let (file, rel) = files.next();
+                    (file, rel, job.bs)
+                }
             };
             let blk = rel / job.bs;
             issued += 1;
             issued_bytes += len;
             let Some(slot) = free.pop() else { break };
-            let offset = region_off + rel;
+            let offset = files.start(file) + rel;
             if dir == Dir::Write {
                 writes_issued += 1;
                 if log_writes && let Some(e) = &extents {
@@ -919,7 +946,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                         last_pass = e.pass;
                         written.clear();
                     }
-                    written.push((rel, len));
+                    written.push((file, rel, len));
                 }
                 if let Some(spec) = &spec {
                     let buf = &mut mem.slot(slot, bs)[..len as usize];
@@ -931,6 +958,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             let buf = mem.slot_ptr(slot);
             flights[slot] = Some(Flight {
                 dir,
+                file,
                 offset,
                 len,
                 block: blk,
@@ -938,6 +966,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             });
             eng.queue(Op {
                 dir,
+                file,
                 offset,
                 len: len as usize,
                 slot,
@@ -947,8 +976,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         }
         if inflight == 0 {
             if want_sync {
-                match (&target, job.fsync) {
-                    (Some(t), 0) => engine::flush_to_disk(t.fd(), true)?,
+                match (targets.is_empty(), job.fsync) {
+                    (false, 0) => {
+                        for t in &targets {
+                            engine::flush_to_disk(t.fd(), true)?;
+                        }
+                    }
                     _ => eng.sync()?,
                 }
                 want_sync = false;
@@ -962,7 +995,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     let batch = job.verify_backlog_batch.unwrap_or(unchecked.len() as u64);
                     let rb = ReadBack {
                         spec,
-                        region_off,
+                        files: &files,
                         count: batch,
                         extent: &|i| unchecked[(i % unchecked.len() as u64) as usize],
                     };
@@ -998,7 +1031,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                             "job {}: {what} of {want} bytes at offset {} of {} failed: {}",
                             job.name,
                             f.offset,
-                            p.path,
+                            files.name(f.file),
                             engine::errno_text(e)
                         )
                     });
@@ -1014,7 +1047,9 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     failure.get_or_insert_with(|| {
                         format!(
                             "job {}: short {what} at offset {} of {}: {n} of {want} bytes (end of the device or file? check size=/offset=)",
-                            job.name, f.offset, p.path
+                            job.name,
+                            f.offset,
+                            files.name(f.file)
                         )
                     });
                     stopping = true;
@@ -1053,14 +1088,14 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 vs.blocks += 1;
                 let data = mem.slot(d.slot, want);
                 if let Err(bad) = verify::check(data, spec, f.offset, f.block, job.randseed) {
-                    note_bad(vs, &bad, job, &p.path, data);
+                    note_bad(vs, &bad, job, files.name(f.file), data);
                     if job.verify_fatal {
                         stopping = true;
                     }
                 }
             }
             if f.dir == Dir::Write && backlog > 0 {
-                unchecked.push((f.offset - region_off, f.len));
+                unchecked.push((f.file, f.offset - files.start(f.file), f.len));
                 want_check |= unchecked.len() as u64 >= backlog;
             }
             let every = if job.fsync > 0 {
@@ -1166,45 +1201,48 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         let rb = if backlog > 0 {
             ReadBack {
                 spec,
-                region_off,
+                files: &files,
                 count: unchecked.len() as u64,
                 extent: &|i| unchecked[i as usize],
             }
         } else if log_writes {
             ReadBack {
                 spec,
-                region_off,
+                files: &files,
                 count: written.len() as u64,
                 extent: &|i| written[i as usize],
             }
         } else {
             ReadBack {
                 spec,
-                region_off,
-                count: writes_issued.min(nblocks),
-                extent: &|i| (order.at(i), job.bs),
+                files: &files,
+                count: writes_issued.min(files.written_count()),
+                extent: &|i| {
+                    let (f, rel) = files.written(i);
+                    (f, rel, job.bs)
+                },
             }
         };
         failure = read_back(p, ctx, prog, stop, &mut *eng, &mut mem, vs, &rb)?;
     }
     if let Some(why) = verify_state
         .as_ref()
-        .and_then(|vs| verify_failure(vs, job, &p.path))
+        .and_then(|vs| verify_failure(vs, job, &p.shown()))
     {
         failure.get_or_insert(why);
     }
     ctx.ending.end(job, failure.is_some());
-    if job.unlink
-        && let Some(t) = target
-            .as_ref()
-            .filter(|t| t.kind == engine::TargetKind::File)
-        && let Err(e) = std::fs::remove_file(&t.path)
+    for t in targets
+        .iter()
+        .filter(|t| job.unlink && t.kind == engine::TargetKind::File)
     {
-        eprintln!(
-            "xferbench: warning: job {}: unlink: cannot remove {}: {e}",
-            job.name,
-            t.path.display()
-        );
+        if let Err(e) = std::fs::remove_file(&t.path) {
+            eprintln!(
+                "xferbench: warning: job {}: unlink: cannot remove {}: {e}",
+                job.name,
+                t.path.display()
+            );
+        }
     }
     let timeline = intervals.finish(runtime_ns);
     let recs = [timeline.total(0), timeline.total(1)];
@@ -1222,8 +1260,10 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         clone: job.clone,
         filename: p.path.clone(),
         mapped_from: p.mapped_from.clone(),
-        target: target.as_ref().map(|t| t.kind),
-        prepared: target.as_ref().and_then(|t| t.prepared.clone()),
+        target: targets.first().map(|t| t.kind),
+        prepared: prepared_of(&targets),
+        files: file_results(p, &targets, &files),
+        file_service_type: file_service_of(job, &files),
         rw: job.rw,
         bs: job.bs,
         bs_mix: job.bs_mix.as_ref().map(|m| m.text()),
@@ -1254,14 +1294,15 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
 
 /// The job's target and engine: a file or device opened for its engine, or a
 /// transport link for `filename=xfer:…`.
-fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>, Box<dyn Engine>)> {
+fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Vec<Target>, Box<dyn Engine>)> {
     let job = &p.job;
     if job.ioengine.file_op() {
-        return Ok((None, Box::new(engine::FileOps::open(job, &p.path)?)));
+        let e = engine::FileOps::open(job, &p.paths())?;
+        return Ok((Vec::new(), Box::new(e)));
     }
     if job.ioengine == IoEngine::Cpuio {
         let e = engine::CpuIo::new(job, Arc::clone(&ctx.io_left));
-        return Ok((None, Box::new(e)));
+        return Ok((Vec::new(), Box::new(e)));
     }
     if job.ioengine == IoEngine::Null {
         if job.verify.is_some() {
@@ -1276,11 +1317,11 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
                 job.name
             )));
         }
-        return Ok((None, Box::new(engine::Null::new(depth))));
+        return Ok((Vec::new(), Box::new(engine::Null::new(depth))));
     }
     if let Some(ep) = &p.net {
         let e = engine::Net::open(job, ep.clone(), ctx.timeout)?;
-        return Ok((None, Box::new(e)));
+        return Ok((Vec::new(), Box::new(e)));
     }
     Ok(match &p.transport {
         Some(spec) => {
@@ -1300,26 +1341,136 @@ fn open_engine(p: &Prepared, ctx: &Ctx, depth: usize) -> Result<(Option<Target>,
                 ctx.timeout,
                 ctx.exe.clone(),
             )?;
-            (None, Box::new(e))
+            (Vec::new(), Box::new(e))
         }
         None => {
-            let t = Target::open(job, Path::new(&p.path), ctx.allow_large_layout)?;
+            let paths = p.paths();
+            let paths: Vec<&Path> = paths.iter().map(Path::new).collect();
+            let t = Target::open_all(job, &paths, ctx.allow_large_layout)?;
             let e = engine::open(job, &t, depth)?;
-            (Some(t), e)
+            (t, e)
         }
     })
+}
+
+impl Prepared {
+    /// The job's file for messages: its path, or how many and the first.
+    fn shown(&self) -> String {
+        match self.more.len() {
+            0 | 1 => self.path.clone(),
+            n => format!("its {n} files (like {})", self.path),
+        }
+    }
+
+    /// The names to open: the one path, or every file of the job.
+    fn paths(&self) -> Vec<String> {
+        if self.more.is_empty() {
+            vec![self.path.clone()]
+        } else {
+            self.more.iter().map(|m| m.0.clone()).collect()
+        }
+    }
+}
+
+/// The job's files as regions for its [`FileSet`]: each target's, or for
+/// an engine that opens none, the job's size (`null` with `nrfiles`
+/// splits it among its files, as fio's null engine does).
+fn regions(p: &Prepared, targets: &[Target]) -> Vec<Region> {
+    let job = &p.job;
+    if !targets.is_empty() {
+        return targets
+            .iter()
+            .map(|t| Region {
+                name: t.path.display().to_string(),
+                offset: t.offset,
+                size: t.size,
+            })
+            .collect();
+    }
+    let size = (job.size.unwrap_or(0) / job.bs).max(1) * job.bs;
+    let names = p.paths();
+    if job.ioengine != IoEngine::Null || names.len() < 2 {
+        return vec![Region {
+            name: p.path.clone(),
+            offset: 0,
+            size,
+        }];
+    }
+    files::split_size(size, names.len() as u64, job.bs)
+        .into_iter()
+        .zip(names)
+        .map(|(s, name)| Region {
+            name,
+            offset: 0,
+            size: (s / job.bs).max(1) * job.bs,
+        })
+        .collect()
+}
+
+/// What was done to the job's files before it ran: the one file's, or
+/// the files' in one line when it was the same for each.
+fn prepared_of(targets: &[Target]) -> Option<String> {
+    match targets {
+        [] => None,
+        [t] => t.prepared.clone(),
+        [first, rest @ ..] if rest.iter().all(|t| t.prepared == first.prepared) => first
+            .prepared
+            .as_ref()
+            .map(|p| format!("each of the {} files: {p}", targets.len())),
+        _ => Some("per file, in files[]".into()),
+    }
+}
+
+/// Each file of a job with several: name, region, preparation and the
+/// I/Os issued to it.
+fn file_results(p: &Prepared, targets: &[Target], files: &FileSet) -> Vec<FileResult> {
+    if files.len() < 2 {
+        return Vec::new();
+    }
+    files
+        .regions()
+        .iter()
+        .enumerate()
+        .map(|(i, r)| FileResult {
+            filename: r.name.clone(),
+            mapped_from: p.more.get(i).and_then(|m| m.1.clone()),
+            offset: r.offset,
+            size: r.size,
+            prepared: targets.get(i).and_then(|t| t.prepared.clone()),
+            ios: files.issued()[i],
+        })
+        .collect()
+}
+
+/// How a job with several files chose them, for its result.
+fn file_service_of(job: &Job, files: &FileSet) -> Option<String> {
+    (files.len() > 1).then(|| match job.openfiles {
+        Some(m) if (m as usize) < files.len() => {
+            format!("{}, openfiles={m}", job.file_service.text())
+        }
+        _ => job.file_service.text(),
+    })
+}
+
+/// A `size=` cap on a pass over files each sized by `filesize=` (fio:
+/// the files' sizes are the regions, `size=` the I/O), in I/Os.
+fn pass_cap(job: &Job, files: usize) -> Option<u64> {
+    let sized_by_filesize = (files > 1 || job.filesize_max.is_some()) && job.filesize.is_some();
+    job.size
+        .filter(|_| sized_by_filesize && job.size_pct.is_none())
+        .map(|s| (s / job.bs).max(1))
 }
 
 /// What the read-back pass needs to know of the job's write phase.
 struct ReadBack<'a> {
     spec: &'a verify::Spec,
-    region_off: u64,
+    files: &'a FileSet,
     /// Blocks to read back and check.
     count: u64,
-    /// Where the i-th of them lies, from the region's start, and its
-    /// length (the write order, verify_backlog's list, or the writes of
-    /// mixed sizes).
-    extent: &'a dyn Fn(u64) -> (u64, u64),
+    /// Where the i-th of them lies: its file, its offset from that file's
+    /// region's start, and its length (the write order, verify_backlog's
+    /// list, or the writes of mixed sizes).
+    extent: &'a dyn Fn(u64) -> (usize, u64, u64),
 }
 
 /// The writer's read-back pass (fio's `do_verify` after a write phase): every
@@ -1336,17 +1487,19 @@ fn read_back(
     rb: &ReadBack,
 ) -> Result<Option<String>> {
     let job = &p.job;
-    let (region_off, count) = (rb.region_off, rb.count);
+    let count = rb.count;
     let mut done: Vec<Done> = Vec::with_capacity(1);
     let mut failure = None;
     let t = Instant::now();
     let mut i = 0u64;
     while i < count && !stop.load(Ordering::Relaxed) {
-        let (rel, len) = (rb.extent)(i);
-        let (blk, offset, bs) = (rel / job.bs, region_off + rel, len as usize);
+        let (file, rel, len) = (rb.extent)(i);
+        let (blk, offset, bs) = (rel / job.bs, rb.files.start(file) + rel, len as usize);
+        let path = rb.files.name(file);
         let buf = mem.slot_ptr(0);
         eng.queue(Op {
             dir: Dir::Read,
+            file,
             offset,
             len: bs,
             slot: 0,
@@ -1360,16 +1513,15 @@ fn read_back(
             Ok(n) if n == bs => {}
             Ok(n) => {
                 failure = Some(format!(
-                    "job {}: short read-back at offset {offset} of {}: {n} of {bs} bytes",
-                    job.name, p.path
+                    "job {}: short read-back at offset {offset} of {path}: {n} of {bs} bytes",
+                    job.name
                 ));
                 break;
             }
             Err(e) => {
                 failure = Some(format!(
-                    "job {}: read-back at offset {offset} of {} failed: {} (a write-only device? verify by reading through its read channel in a later job, as do_verify=0 writers do)",
+                    "job {}: read-back at offset {offset} of {path} failed: {} (a write-only device? verify by reading through its read channel in a later job, as do_verify=0 writers do)",
                     job.name,
-                    p.path,
                     engine::errno_text(e)
                 ));
                 break;
@@ -1378,7 +1530,7 @@ fn read_back(
         vs.blocks += 1;
         let data = mem.slot(0, bs);
         if let Err(bad) = verify::check(data, rb.spec, offset, blk, job.randseed) {
-            note_bad(vs, &bad, job, &p.path, data);
+            note_bad(vs, &bad, job, path, data);
             if job.verify_fatal {
                 break;
             }
@@ -1518,6 +1670,12 @@ fn job_warnings(
             job.ioengine.name()
         ));
     }
+    if let Some(m) = job.openfiles.filter(|&m| m < job.nrfiles) {
+        warnings.push(format!(
+            "openfiles={m}: at most {m} of the {} files are served at once, in fio's order, but every file is opened before timing starts rather than opened and closed as the job goes",
+            job.nrfiles
+        ));
+    }
     if job.verify_only {
         warnings.push(
             "verify_only: the writes were skipped; the figures are the reads that checked what an earlier run wrote".into(),
@@ -1545,13 +1703,18 @@ fn job_warnings(
     warnings
 }
 
-/// Records a bad block: the first is described (and dumped if asked).
+/// Records a bad block of file `path`: the first is described (naming
+/// its file when the job has several) and dumped if asked.
 fn note_bad(vs: &mut VerifyReport, bad: &verify::BadBlock, job: &Job, path: &str, data: &[u8]) {
     vs.bad += 1;
     if vs.first_bad.is_some() {
         return;
     }
-    vs.first_bad = Some(bad.to_string());
+    vs.first_bad = Some(if job.filenames.is_empty() {
+        bad.to_string()
+    } else {
+        format!("{bad} in {path}")
+    });
     if job.verify_dump {
         let base = Path::new(path)
             .file_name()

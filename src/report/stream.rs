@@ -127,6 +127,34 @@ fn job_block(out: &mut String, r: &JobResult) {
 
 /// The target, its region and what was done to it first.
 fn file_line(out: &mut String, r: &JobResult) {
+    if !r.files.is_empty() {
+        // A job with several files: their total, then each.
+        let _ = writeln!(
+            out,
+            "  files: {} ({}), {} in all",
+            r.files.len(),
+            r.file_service_type.as_deref().unwrap_or("roundrobin"),
+            fio_num(r.size as f64, true, "B")
+        );
+        const SHOWN: usize = 8;
+        for f in r.files.iter().take(SHOWN) {
+            let _ = writeln!(
+                out,
+                "    {}: region {}..{}, {} I/Os{}",
+                f.filename,
+                format_size(f.offset),
+                format_size(f.offset + f.size),
+                f.ios,
+                f.prepared
+                    .as_ref()
+                    .map_or(String::new(), |p| format!("; {p}"))
+            );
+        }
+        if r.files.len() > SHOWN {
+            let _ = writeln!(out, "    … {} more in the JSON", r.files.len() - SHOWN);
+        }
+        return;
+    }
     let _ = writeln!(
         out,
         "  file: {}{}{}, region {}..{} ({}){}",

@@ -287,6 +287,15 @@ pub struct JobResult {
     /// out); omitted when nothing was.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub prepared: Option<String>,
+    /// Each file of a job with several (`nrfiles`, `filename=a:b`), in
+    /// order; `filename`, `offset` and the like are then the first's, and
+    /// `size` and the figures cover them all. Omitted for one file.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub files: Vec<FileResult>,
+    /// How the next file was chosen (fio's `file_service_type`, and
+    /// `openfiles` when it limited them); omitted for one file.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub file_service_type: Option<String>,
     /// The I/O pattern (fio's `rw`).
     pub rw: Rw,
     /// Block size: bytes per I/O (with mixed sizes, the smallest).
@@ -340,6 +349,25 @@ pub struct JobResult {
     /// repeat.
     #[serde(skip)]
     pub line: usize,
+}
+
+/// One file of a job with several.
+#[derive(Clone, Debug, Serialize)]
+pub struct FileResult {
+    /// The path opened (after `--map`).
+    pub filename: String,
+    /// The name the job gave, when `--map` replaced it.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub mapped_from: Option<String>,
+    /// Where the file's region starts, bytes.
+    pub offset: u64,
+    /// The region's length, bytes.
+    pub size: u64,
+    /// What was done to the file before the job ran, if anything.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub prepared: Option<String>,
+    /// I/Os issued to this file (ramp included), as `file_service_type` chose.
+    pub ios: u64,
 }
 
 impl JobResult {
@@ -700,6 +728,8 @@ mod tests {
             mapped_from: None,
             target: None,
             prepared: None,
+            files: Vec::new(),
+            file_service_type: None,
             rw: Rw::Read,
             bs: 4096,
             bs_mix: None,

@@ -250,18 +250,30 @@ pub struct Job {
     pub clone: u32,
     /// Reporting group: starts at 0, +1 at every `new_group` or `stonewall`.
     pub group: u32,
+    /// The job's (first) file: `filename=`, or once resolved the name
+    /// `filename_format=` gives file 0.
     pub filename: Option<String>,
+    /// Every file of a job that has several (`filename=a:b:c`, or once
+    /// resolved the `nrfiles` generated names); empty for one file.
+    pub filenames: Vec<String>,
     /// `directory=`: where a relative or generated filename lives.
     pub directory: Option<String>,
     /// `filename_format=`: how a job without `filename=` names its file
     /// (fio's default `$jobname.$jobnum.$filenum`).
     pub filename_format: Option<String>,
-    /// `nrfiles=`: files per job; above 1 only for the file engines
-    /// (`filecreate`, `filestat`, `filedelete`).
+    /// `nrfiles=`: files per job (with `filename=a:b:c`, the list's length).
     pub nrfiles: u32,
     /// `filesize=`: the target's size, used when the target reports none
-    /// (a character device) or when a file is created.
+    /// (a character device) or when a file is created; with several files,
+    /// each file's size (the job's `size=` then caps the I/O). A range
+    /// `lo-hi` gives each file a size drawn from it; this is `lo`.
     pub filesize: Option<u64>,
+    /// The top of a `filesize=lo-hi` range.
+    pub filesize_max: Option<u64>,
+    /// `openfiles=`: at most this many of the job's files in service at once.
+    pub openfiles: Option<u32>,
+    /// `file_service_type=`: which file the next I/O goes to.
+    pub file_service: crate::stream::files::FileService,
     /// `size=`: bytes this job transfers; default: the target's size minus offset.
     pub size: Option<u64>,
     pub offset: u64,
@@ -469,10 +481,14 @@ impl Default for Job {
             clone: 0,
             group: 0,
             filename: None,
+            filenames: Vec::new(),
             directory: None,
             filename_format: None,
             nrfiles: 1,
             filesize: None,
+            filesize_max: None,
+            openfiles: None,
+            file_service: Default::default(),
             size: None,
             offset: 0,
             offset_increment: 0,
@@ -701,37 +717,87 @@ impl Job {
         self.bs_mix.as_ref().map_or(self.bs, BlockSizes::max)
     }
 
-    /// The file this clone uses: `filename=` (under `directory=` when it is
-    /// a relative path), or without one fio's generated name,
-    /// `directory/filename_format` (default `jobname.jobnum.0`, in the
+    /// The files this clone uses: `filename=` (each name under `directory=`
+    /// when it is a relative path; `filename=a:b:c` names several), or
+    /// without one fio's generated names, `directory/filename_format` for
+    /// each `$filenum` below `nrfiles` (default `jobname.jobnum.N`, in the
     /// current directory). Errors carry no location; the caller adds it.
-    pub fn resolved_filename(&self) -> std::result::Result<String, String> {
-        if self.nrfiles > 1 && !self.ioengine.file_op() {
-            return Err(format!(
-                "nrfiles={}: only the file engines (filecreate, filestat, filedelete) take several files per job; use one file per job (numjobs=N gives each clone its own file)",
-                self.nrfiles
-            ));
-        }
-        if self.nrfiles > 1 && self.filename.is_some() {
-            return Err(format!(
-                "nrfiles={} with filename=: filename= names one file; drop it and the files are named by filename_format= ($filenum counts them)",
-                self.nrfiles
-            ));
-        }
-        let under_dir = |name: String| match &self.directory {
+    pub fn resolved_files(&self) -> std::result::Result<Vec<String>, String> {
+        let under_dir = |name: &str| match &self.directory {
             Some(d) if !name.starts_with('/') => {
-                Path::new(d).join(&name).to_string_lossy().into_owned()
+                Path::new(d).join(name).to_string_lossy().into_owned()
             }
-            _ => name,
+            _ => name.to_string(),
         };
-        if matches!(self.ioengine, IoEngine::Net | IoEngine::NetSplice) {
-            // The peer's host or socket path (fio's hostname=), not a file;
-            // none for a listener.
-            return Ok(self.filename.clone().unwrap_or_default());
+        let net = matches!(self.ioengine, IoEngine::Net | IoEngine::NetSplice);
+        let listed = if net {
+            1
+        } else {
+            self.filenames.len().max(1) as u32
+        };
+        if !net && self.filenames.iter().any(String::is_empty) {
+            return Err(format!(
+                "filename={}: an empty file name in the list; separate names with ':' (a colon inside a name is written \\:)",
+                self.filenames.join(":")
+            ));
+        }
+        let no_files = matches!(
+            self.ioengine,
+            IoEngine::Net | IoEngine::NetSplice | IoEngine::Cpuio | IoEngine::Transport
+        ) || self
+            .filename
+            .as_deref()
+            .is_some_and(|f| f.starts_with(TRANSPORT_PREFIX));
+        if no_files && (self.nrfiles > 1 || listed > 1) {
+            return Err(format!(
+                "nrfiles={}: ioengine={} has no files to spread over; use one job per target (numjobs=N)",
+                self.nrfiles.max(listed),
+                if self
+                    .filename
+                    .as_deref()
+                    .is_some_and(|f| f.starts_with(TRANSPORT_PREFIX))
+                {
+                    "transport"
+                } else {
+                    self.ioengine.name()
+                }
+            ));
+        }
+        if self.filename.is_some() && self.nrfiles > 1 && self.nrfiles != listed {
+            return Err(if listed == 1 {
+                format!(
+                    "nrfiles={} with filename=: filename= names one file; drop it and the files are named by filename_format= ($filenum counts them), or list them as filename=a:b",
+                    self.nrfiles
+                )
+            } else {
+                format!(
+                    "nrfiles={} with filename= naming {listed} files: as in fio the list is the job's files; drop nrfiles= or name {} files",
+                    self.nrfiles, self.nrfiles
+                )
+            });
+        }
+        if net {
+            // The peer's host or socket path (fio's hostname=), not a file
+            // (its colons kept); none for a listener.
+            if !self.filenames.is_empty() {
+                return Ok(vec![self.filenames.join(":")]);
+            }
+            return Ok(vec![self.filename.clone().unwrap_or_default()]);
         }
         match &self.filename {
-            Some(f) if f.starts_with(TRANSPORT_PREFIX) => Ok(f.clone()),
-            Some(f) => Ok(under_dir(f.clone())),
+            Some(f) if f.starts_with(TRANSPORT_PREFIX) => Ok(vec![f.clone()]),
+            Some(_) if !self.filenames.is_empty() => {
+                let names: Vec<String> = self.filenames.iter().map(|f| under_dir(f)).collect();
+                if let Some(d) = names
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, n)| names[..i].contains(n).then_some(n))
+                {
+                    return Err(format!("filename= names {d} twice; name each file once"));
+                }
+                Ok(names)
+            }
+            Some(f) => Ok(vec![under_dir(f)]),
             None => {
                 let fmt = self
                     .filename_format
@@ -752,35 +818,42 @@ impl Job {
                         self.nrfiles
                     ));
                 }
-                Ok(under_dir(name))
+                let mut names = vec![under_dir(&name)];
+                for n in 1..self.nrfiles {
+                    names.push(under_dir(&expand_filename_format(
+                        fmt, &self.name, self.clone, n,
+                    )?));
+                }
+                Ok(names)
             }
         }
     }
 
-    /// The `nrfiles` files of a file engine's job (whose filename is file
-    /// 0's, from [`Job::resolved_filename`], then `--map`): `path` itself
-    /// when there is one file, else `filename_format=` for each `$filenum`
-    /// under `directory=`.
-    pub fn file_names(&self, path: &str) -> std::result::Result<Vec<String>, String> {
-        if self.nrfiles <= 1 {
-            return Ok(vec![path.to_string()]);
+    /// Resolves the job's files ([`Job::resolved_files`]) in place:
+    /// `filename` is the first, `filenames` all of them when there are
+    /// several, and `nrfiles` their count.
+    pub fn resolve_files(&mut self) -> std::result::Result<(), String> {
+        let mut names = self.resolved_files()?;
+        self.nrfiles = names.len() as u32;
+        self.filename = Some(names[0].clone());
+        if names.len() == 1 {
+            names.clear();
         }
-        let fmt = self
-            .filename_format
-            .as_deref()
-            .filter(|f| !f.is_empty())
-            .unwrap_or(DEFAULT_FILENAME_FORMAT);
-        (0..self.nrfiles)
-            .map(|n| {
-                let name = expand_filename_format(fmt, &self.name, self.clone, n)?;
-                Ok(match &self.directory {
-                    Some(d) if !name.starts_with('/') => {
-                        Path::new(d).join(&name).to_string_lossy().into_owned()
-                    }
-                    _ => name,
-                })
-            })
-            .collect()
+        self.filenames = names;
+        Ok(())
+    }
+
+    /// File `i`'s size from `filesize=`: the size itself, or for a range
+    /// `lo-hi` one drawn from it for this clone and file (fio draws each
+    /// file's), rounded down to a block.
+    pub fn filesize_of(&self, i: usize) -> Option<u64> {
+        let lo = self.filesize?;
+        let Some(hi) = self.filesize_max else {
+            return Some(lo);
+        };
+        let mut s = self.randseed ^ u64::from(self.clone).rotate_left(32) ^ (i as u64 + 1);
+        let pick = lo + crate::stream::offsets::splitmix(&mut s) % (hi - lo + 1);
+        Some((pick - pick % self.bs.max(1)).max(lo))
     }
 }
 
@@ -824,6 +897,7 @@ pub const HANDLED: &[&str] = &[
     "fallocate",
     "fdatasync",
     "filename",
+    "file_service_type",
     "filename_format",
     "fileoffset",
     "filesize",
@@ -858,6 +932,7 @@ pub const HANDLED: &[&str] = &[
     "numa_cpu_nodes",
     "numjobs",
     "offset",
+    "openfiles",
     "offset_increment",
     "percentage_random",
     "random_generator",
@@ -925,11 +1000,23 @@ impl Job {
         };
         match key {
             "name" => self.name = o.value()?.to_string(),
-            "filename" => self.filename = Some(o.filename()?),
+            "filename" => {
+                let mut names = o.filenames()?;
+                self.filename = Some(names[0].clone());
+                if names.len() == 1 {
+                    names.clear();
+                }
+                self.filenames = names;
+            }
             "directory" => self.directory = Some(o.directory()?),
             "filename_format" => self.filename_format = Some(o.value()?.to_string()),
             "nrfiles" | "nr_files" => self.nrfiles = o.int(1, 1 << 20)?,
-            "filesize" => self.filesize = Some(o.size()?),
+            "filesize" => (self.filesize, self.filesize_max) = o.size_range()?,
+            "openfiles" => self.openfiles = Some(o.int(1, 1 << 20)?),
+            "file_service_type" => {
+                self.file_service = crate::stream::files::FileService::parse(o.value()?)
+                    .map_err(|why| o.bad(&why))?
+            }
             "size" | "io_size" | "io_limit" => match o.percent()? {
                 Some(p) => (self.size, self.size_pct) = (None, Some(p)),
                 None => (self.size, self.size_pct) = (Some(o.size()?), None),
@@ -946,7 +1033,7 @@ impl Job {
                 self.bs_sides = (r != w).then_some([r, w]);
             }
             "bsrange" | "blocksize_range" => {
-                let [r, w] = o.sides(|v| o.size_range(v))?;
+                let [r, w] = o.sides(|v| o.block_range(v))?;
                 let d = (DEFAULT_BS, DEFAULT_BS);
                 self.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
             }
@@ -1096,7 +1183,7 @@ impl Job {
                     "{key}={a}: xferbench's buffers are page-aligned, which satisfies it"
                 )));
             }
-            "openfiles" | "file_service_type" | "create_on_open" | "create_serialize" => {
+            "create_on_open" | "create_serialize" => {
                 return Ok(SetOutcome::Note(format!(
                     "{key} changes no figure here: a job's files are created and opened before timing starts"
                 )));
@@ -1202,6 +1289,7 @@ impl Job {
             // so --map can point it elsewhere; an IPv6 address keeps its colons.
             "hostname" => {
                 self.filename = Some(o.value()?.to_string());
+                self.filenames.clear();
                 self.net.hostname = self.filename.clone();
             }
             "port" => self.net.port = Some(o.int(1, 65535)? as u16),
@@ -1368,6 +1456,20 @@ impl<'a> Opt<'a> {
         self.parse_size(self.value()?)
     }
 
+    /// A size, or fio's range `lo-hi` (also `lo:hi`): the low end, and the
+    /// high end when it is a range.
+    fn size_range(&self) -> Result<(Option<u64>, Option<u64>)> {
+        let v = self.value()?;
+        let Some((lo, hi)) = v.split_once(['-', ':']) else {
+            return Ok((Some(self.parse_size(v)?), None));
+        };
+        let (lo, hi) = (self.parse_size(lo.trim())?, self.parse_size(hi.trim())?);
+        if hi < lo {
+            return Err(self.bad("the range's end is smaller than its start"));
+        }
+        Ok((Some(lo), Some(hi).filter(|&h| h > lo)))
+    }
+
     fn parse_size(&self, s: &str) -> Result<u64> {
         if s.ends_with('%') {
             return Err(Error::usage(format!(
@@ -1432,7 +1534,7 @@ impl<'a> Opt<'a> {
     }
 
     /// `LOW-HIGH` (`bsrange=4k-64k`); a single size is both ends.
-    fn size_range(&self, v: &str) -> Result<(u64, u64)> {
+    fn block_range(&self, v: &str) -> Result<(u64, u64)> {
         let (lo, hi) = v.split_once('-').unwrap_or((v, v));
         let (lo, hi) = (self.block_size(lo.trim())?, self.block_size(hi.trim())?);
         if lo > hi {
@@ -1508,25 +1610,25 @@ impl<'a> Opt<'a> {
 
     /// fio separates several files with ':' (`\:` is a literal colon); a
     /// transport name (`xfer:shm:completion=poll`) keeps its colons.
-    fn filename(&self) -> Result<String> {
+    fn filenames(&self) -> Result<Vec<String>> {
         let v = self.value()?;
         if v.starts_with(TRANSPORT_PREFIX) {
-            return Ok(v.to_string());
+            return Ok(vec![v.to_string()]);
         }
-        let mut out = String::with_capacity(v.len());
+        let mut out = vec![String::with_capacity(v.len())];
         let mut chars = v.chars().peekable();
         while let Some(c) = chars.next() {
             match c {
-                '\\' if chars.peek() == Some(&':') => out.push(chars.next().unwrap()),
-                ':' => {
-                    return Err(
-                        self.bad("multiple files per job are not supported; use one job per file")
-                    );
+                '\\' if chars.peek() == Some(&':') => {
+                    out.last_mut().unwrap().push(chars.next().unwrap())
                 }
-                c => out.push(c),
+                ':' => out.push(String::new()),
+                c => out.last_mut().unwrap().push(c),
             }
         }
-        Ok(out)
+        // An empty name is refused once the engine is known: a net job's
+        // filename is a host, whose IPv6 colons it keeps.
+        Ok(out.into_iter().map(|n| n.trim().to_string()).collect())
     }
 
     /// fio separates several directories with ':'; xferbench takes one.
@@ -1974,12 +2076,63 @@ mod tests {
         assert_eq!(j.filename.as_deref(), Some("/dev/xdma0_h2c_0"));
         set(&mut j, "filename", Some(r"/mnt/a\:b")).unwrap();
         assert_eq!(j.filename.as_deref(), Some("/mnt/a:b"));
+        assert!(j.filenames.is_empty());
         set(&mut j, "filename", Some("xfer:shm:completion=poll")).unwrap();
         assert_eq!(j.filename.as_deref(), Some("xfer:shm:completion=poll"));
-        assert_eq!(
-            err("filename", Some("/dev/a:/dev/b")),
-            "filename=/dev/a:/dev/b: multiple files per job are not supported; use one job per file"
+        assert!(j.filenames.is_empty());
+        // fio's list: the job's files, a colon inside a name escaped.
+        set(&mut j, "filename", Some(r"/dev/a:/mnt/b\:c: d")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("/dev/a"));
+        assert_eq!(j.filenames, ["/dev/a", "/mnt/b:c", "d"]);
+        set(&mut j, "directory", Some("/t")).unwrap();
+        j.resolve_files().unwrap();
+        assert_eq!(j.nrfiles, 3);
+        assert_eq!(j.filenames, ["/dev/a", "/mnt/b:c", "/t/d"]);
+        let mut e = Job::default();
+        set(&mut e, "filename", Some("a::b")).unwrap();
+        assert!(
+            e.resolved_files()
+                .unwrap_err()
+                .contains("an empty file name")
         );
+        // A net job's filename is a host: an IPv6 address keeps its colons.
+        set(&mut e, "ioengine", Some("net")).unwrap();
+        set(&mut e, "filename", Some("::1")).unwrap();
+        e.resolve_files().unwrap();
+        assert_eq!(e.filename.as_deref(), Some("::1"));
+        assert!(e.filenames.is_empty());
+        let mut j = Job::default();
+        set(&mut j, "filename", Some("a:b")).unwrap();
+        set(&mut j, "nrfiles", Some("3")).unwrap();
+        assert!(j.resolved_files().unwrap_err().contains("naming 2 files"),);
+        set(&mut j, "filename", Some("a:a")).unwrap();
+        set(&mut j, "nrfiles", Some("1")).unwrap();
+        assert!(j.resolved_files().unwrap_err().contains("names a twice"));
+        // filesize= takes fio's range; each file's size is drawn in it.
+        set(&mut j, "filesize", Some("8k-64k")).unwrap();
+        assert_eq!(
+            (j.filesize, j.filesize_max),
+            (Some(8 << 10), Some(64 << 10))
+        );
+        let sizes: Vec<u64> = (0..20).map(|i| j.filesize_of(i).unwrap()).collect();
+        assert!(
+            sizes
+                .iter()
+                .all(|s| (8 << 10..=64 << 10).contains(s) && s % 4096 == 0)
+        );
+        assert!(sizes.iter().any(|&s| s != sizes[0]), "{sizes:?}");
+        set(&mut j, "filesize", Some("16k")).unwrap();
+        assert_eq!((j.filesize_of(3), j.filesize_max), (Some(16 << 10), None));
+        assert!(err("filesize", Some("64k-8k")).contains("smaller than its start"));
+        assert!(
+            err("file_service_type", Some("zipf:1.1"))
+                .starts_with("file_service_type=zipf:1.1: choosing files by a zipf")
+        );
+        assert!(err("file_service_type", Some("bogus")).contains("unknown file service type"));
+        set(&mut j, "file_service_type", Some("random:4")).unwrap();
+        assert_eq!(j.file_service.text(), "random:4");
+        set(&mut j, "openfiles", Some("2")).unwrap();
+        assert_eq!(j.openfiles, Some(2));
     }
 
     #[test]
@@ -1995,37 +2148,44 @@ mod tests {
             clone: 3,
             ..Job::default()
         };
-        assert_eq!(j.resolved_filename().unwrap(), "w.3.0");
+        let first = |j: &Job| j.resolved_files().map(|v| v[0].clone());
+        assert_eq!(first(&j).unwrap(), "w.3.0");
         set(&mut j, "directory", Some("/tmp/x")).unwrap();
-        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/w.3.0");
+        assert_eq!(first(&j).unwrap(), "/tmp/x/w.3.0");
         set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
-        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/f3");
+        assert_eq!(first(&j).unwrap(), "/tmp/x/f3");
         set(&mut j, "filename", Some("/dev/sda")).unwrap();
-        assert_eq!(j.resolved_filename().unwrap(), "/dev/sda");
+        assert_eq!(first(&j).unwrap(), "/dev/sda");
         set(&mut j, "nrfiles", Some("2")).unwrap();
-        assert!(j.resolved_filename().unwrap_err().starts_with("nrfiles=2:"));
-        // The file engines take nrfiles, named by filename_format=.
-        set(&mut j, "ioengine", Some("filecreate")).unwrap();
-        assert!(
-            j.resolved_filename()
-                .unwrap_err()
-                .contains("filename= names one file")
-        );
-        j.filename = None;
-        j.filename_format = None;
-        assert_eq!(j.resolved_filename().unwrap(), "/tmp/x/w.3.0");
-        assert_eq!(
-            j.file_names("/tmp/x/w.3.0").unwrap(),
-            ["/tmp/x/w.3.0", "/tmp/x/w.3.1"]
-        );
+        assert!(first(&j).unwrap_err().contains("filename= names one file"));
+        // nrfiles names the files by filename_format=, for every engine
+        // with files.
+        for engine in ["filecreate", "psync", "io_uring", "null"] {
+            set(&mut j, "ioengine", Some(engine)).unwrap();
+            j.filename = None;
+            j.filename_format = None;
+            assert_eq!(
+                j.resolved_files().unwrap(),
+                ["/tmp/x/w.3.0", "/tmp/x/w.3.1"]
+            );
+        }
         set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
+        assert!(first(&j).unwrap_err().contains("put $filenum in it"));
+        set(&mut j, "ioengine", Some("cpuio")).unwrap();
         assert!(
-            j.resolved_filename()
+            first(&j)
                 .unwrap_err()
-                .contains("put $filenum in it")
+                .contains("has no files to spread over")
+        );
+        set(&mut j, "ioengine", Some("psync")).unwrap();
+        set(&mut j, "filename", Some("xfer:tcp")).unwrap();
+        assert!(
+            first(&j)
+                .unwrap_err()
+                .contains("ioengine=transport has no files")
         );
         set(&mut j, "nrfiles", Some("1")).unwrap();
-        assert_eq!(j.file_names("/mapped").unwrap(), ["/mapped"]);
+        assert_eq!(j.resolved_files().unwrap(), ["xfer:tcp"]);
         set(&mut j, "directory", Some(r"/a\:b")).unwrap();
         assert_eq!(j.directory.as_deref(), Some("/a:b"));
     }
@@ -2068,6 +2228,7 @@ mod tests {
                 "zonemode" => "strided",
                 "random_distribution" => "zoned:50/50:50/50",
                 "random_generator" => "lfsr",
+                "file_service_type" => "random:2",
                 "exit_what" => "all",
                 "cpus_allowed_policy" => "split",
                 "kb_base" => "1024",

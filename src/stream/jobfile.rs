@@ -149,13 +149,12 @@ pub fn parse(
             if c > 0 {
                 (j.new_group, j.stonewall) = (false, false);
             }
-            let name = j.resolved_filename().map_err(|m| {
+            j.resolve_files().map_err(|m| {
                 Error::usage(format!(
                     "{}:{}: job {}: {m}",
                     job.source, job.line, job.name
                 ))
             })?;
-            j.filename = Some(name);
             j.offset = u64::from(c)
                 .checked_mul(job.offset_increment)
                 .and_then(|d| d.checked_add(job.offset))
@@ -567,14 +566,20 @@ mod tests {
             "t.fio:1: job j: filename_format=f.$clientuid: $clientuid is fio's client address"
         ),);
         assert_eq!(
-            err("\n[j]\nnrfiles=4\n"),
-            "t.fio:2: job j: nrfiles=4: only the file engines (filecreate, filestat, filedelete) take several files per job; use one file per job (numjobs=N gives each clone its own file)"
+            err("\n[j]\nnrfiles=4\nioengine=cpuio\n"),
+            "t.fio:2: job j: nrfiles=4: ioengine=cpuio has no files to spread over; use one job per target (numjobs=N)"
         );
         assert_eq!(names("[j]\nnrfiles=1\n"), ["j.0.0"]);
-        // The file engines take nrfiles; the job's filename is file 0's.
+        // nrfiles: the job's filename is file 0's, filenames all of them.
         assert_eq!(
             names("[j]\nnrfiles=3\nioengine=filestat\nnumjobs=2\n"),
             ["j.0.0", "j.1.0"]
+        );
+        let j = &ok("[global]\ndirectory=/d\n[j]\nnrfiles=2\n[k]\nfilename=a:/b\n").jobs;
+        assert_eq!(j[0].filenames, ["/d/j.0.0", "/d/j.0.1"]);
+        assert_eq!(
+            (j[1].nrfiles, &j[1].filenames[..]),
+            (2, &["/d/a".to_string(), "/b".to_string()][..])
         );
         assert!(err("[j]\ndirectory=/a:/b\n").contains("several directories"));
     }

@@ -6,6 +6,7 @@ pub mod blocksizes;
 pub mod checksum;
 pub mod distribution;
 pub mod engine;
+pub mod files;
 pub mod fio_options;
 pub mod intervals;
 pub mod job;

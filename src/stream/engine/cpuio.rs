@@ -192,6 +192,7 @@ mod tests {
         while t.elapsed() < Duration::from_millis(400) {
             e.queue(Op {
                 dir: super::super::Dir::Read,
+                file: 0,
                 offset: 0,
                 len: 1,
                 slot: 0,

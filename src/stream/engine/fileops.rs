@@ -37,13 +37,10 @@ pub struct FileOps {
 }
 
 impl FileOps {
-    /// The job's files, prepared for `job.ioengine`; `path` is file 0's
-    /// name after `--map`.
-    pub fn open(job: &Job, path: &str) -> Result<FileOps> {
+    /// The job's files (their names after `--map`), prepared for
+    /// `job.ioengine`.
+    pub fn open(job: &Job, names: &[String]) -> Result<FileOps> {
         let name = &job.name;
-        let names = job
-            .file_names(path)
-            .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
         let dir = Path::new(&names[0])
             .parent()
             .filter(|d| !d.as_os_str().is_empty())
@@ -60,7 +57,7 @@ impl FileOps {
             format!("{} files like {}", names.len(), names[0])
         };
         let mut before = 0;
-        for n in &names {
+        for (i, n) in names.iter().enumerate() {
             let p = Path::new(n);
             let there = p.symlink_metadata().is_ok();
             match job.ioengine {
@@ -75,7 +72,7 @@ impl FileOps {
                 _ => {
                     let f = std::fs::File::create(p)
                         .map_err(|e| Error::run(format!("job {name}: cannot create {n}: {e}")))?;
-                    f.set_len(job.filesize.unwrap_or(0))
+                    f.set_len(job.filesize_of(i).unwrap_or(0))
                         .map_err(|e| Error::run(format!("job {name}: cannot size {n}: {e}")))?;
                     before += 1;
                 }
@@ -211,6 +208,7 @@ mod tests {
         for i in 0..n {
             e.queue(Op {
                 dir: super::super::Dir::Read,
+                file: 0,
                 offset: i * 4096,
                 len: 4096,
                 slot: 0,
@@ -226,15 +224,14 @@ mod tests {
     fn create_stat_delete_n_files_named_as_fio_names_them() {
         let d = tempfile::tempdir().unwrap();
         let j = job("filecreate", d.path(), "5");
-        let first = j.resolved_filename().unwrap();
-        let mut e = FileOps::open(&j, &first).unwrap();
+        let mut e = FileOps::open(&j, &j.resolved_files().unwrap()).unwrap();
         assert!(run(&mut e, 5).iter().all(|d| d.res == Ok(4096)));
         for n in 0..5 {
             assert!(d.path().join(format!("f.0.{n}")).exists(), "f.0.{n}");
         }
         let mut j = job("filestat", d.path(), "7");
         j.engine_opts.set("stat_type", Some("statx")).unwrap();
-        let mut e = FileOps::open(&j, &first).unwrap();
+        let mut e = FileOps::open(&j, &j.resolved_files().unwrap()).unwrap();
         // Two were missing: made first, 1 KiB each.
         assert_eq!(e.before, 2);
         assert_eq!(
@@ -248,7 +245,7 @@ mod tests {
             e.completion_detail()
         );
         let j = job("filedelete", d.path(), "7");
-        let mut e = FileOps::open(&j, &first).unwrap();
+        let mut e = FileOps::open(&j, &j.resolved_files().unwrap()).unwrap();
         assert!(run(&mut e, 7).iter().all(|d| d.res.is_ok()));
         assert_eq!(std::fs::read_dir(d.path()).unwrap().count(), 0);
         // A second pass finds nothing to delete: the errno, per I/O.

@@ -67,7 +67,8 @@ pub struct Libaio {
     /// The job's name, for messages.
     job: String,
     ctx: libc::c_ulong,
-    fd: i32,
+    /// The job's files' descriptors, by [`Op::file`].
+    fds: Vec<i32>,
     direct: bool,
     depth: usize,
     spin: bool,
@@ -97,7 +98,7 @@ fn errno() -> i32 {
 }
 
 impl Libaio {
-    pub fn new(target: &Target, job: &Job, depth: usize) -> Result<Libaio> {
+    pub fn new(targets: &[Target], job: &Job, depth: usize) -> Result<Libaio> {
         let mut ctx: libc::c_ulong = 0;
         // SAFETY: io_setup writes the new context into `ctx`.
         let r = unsafe { libc::syscall(libc::SYS_io_setup, depth as libc::c_long, &mut ctx) };
@@ -125,7 +126,7 @@ impl Libaio {
         Ok(Libaio {
             job: job.name.clone(),
             ctx,
-            fd: target.fd(),
+            fds: targets.iter().map(Target::fd).collect(),
             direct: job.direct,
             depth,
             spin,
@@ -152,7 +153,7 @@ impl Libaio {
                 Dir::Read => IOCB_CMD_PREAD,
                 Dir::Write => IOCB_CMD_PWRITE,
             },
-            fildes: self.fd as u32,
+            fildes: self.fds[op.file] as u32,
             buf: op.buf as u64 + moved as u64,
             nbytes: (op.len - moved) as u64,
             offset: (op.offset + moved as u64) as i64,
@@ -367,7 +368,9 @@ impl Engine for Libaio {
     }
 
     fn sync(&mut self) -> Result<()> {
-        super::flush_to_disk(self.fd, false)
+        self.fds
+            .iter()
+            .try_for_each(|&fd| super::flush_to_disk(fd, false))
     }
 
     fn completion_detail(&self) -> String {
@@ -443,7 +446,7 @@ mod tests {
                 j.set(k, Some(v)).unwrap();
             }
             let t = Target::open(&j, &f, false).unwrap();
-            let mut e = match Libaio::new(&t, &j, 8) {
+            let mut e = match Libaio::new(std::slice::from_ref(&t), &j, 8) {
                 Ok(e) => e,
                 Err(err) => {
                     eprintln!("skipped: {err}");
@@ -462,6 +465,7 @@ mod tests {
                     let buf = mem.slot_ptr(s);
                     e.queue(Op {
                         dir,
+                        file: 0,
                         offset: (7 - s as u64) * 8192,
                         len: 8192,
                         slot: s,

@@ -7,16 +7,36 @@ use crate::stream::job::Job;
 use std::collections::VecDeque;
 use std::time::Duration;
 
-pub struct Mmap {
+/// One file's shared mapping.
+struct Map {
     base: *mut u8,
     len: usize,
     /// Target offset of `base` (page-aligned at or below the job's offset).
     start: u64,
+}
+
+pub struct Mmap {
+    /// The job's files' mappings, by [`Op::file`].
+    maps: Vec<Map>,
     done: VecDeque<Done>,
 }
 
 impl Mmap {
-    pub fn new(target: &Target, job: &Job) -> Result<Mmap> {
+    pub fn new(targets: &[Target], job: &Job) -> Result<Mmap> {
+        let mut m = Mmap {
+            maps: Vec::with_capacity(targets.len()),
+            done: VecDeque::with_capacity(1),
+        };
+        for target in targets {
+            // Pushed one by one: what is mapped is unmapped on an error.
+            m.maps.push(Map::new(target, job)?);
+        }
+        Ok(m)
+    }
+}
+
+impl Map {
+    fn new(target: &Target, job: &Job) -> Result<Map> {
         let page = 4096u64;
         let start = target.offset / page * page;
         let len = usize::try_from(target.offset + target.size - start)
@@ -45,23 +65,23 @@ impl Mmap {
                 target.path.display()
             )));
         }
-        Ok(Mmap {
+        Ok(Map {
             base: p.cast(),
             len,
             start,
-            done: VecDeque::with_capacity(1),
         })
     }
 }
 
 impl Engine for Mmap {
     fn queue(&mut self, op: Op) -> Result<()> {
-        let at = (op.offset - self.start) as usize;
-        debug_assert!(at + op.len <= self.len);
+        let map = &self.maps[op.file];
+        let at = (op.offset - map.start) as usize;
+        debug_assert!(at + op.len <= map.len);
         // SAFETY: the op lies inside the mapped region (the worker draws
         // offsets from the target's region) and inside the slot buffer.
         unsafe {
-            let m = self.base.add(at);
+            let m = map.base.add(at);
             match op.dir {
                 Dir::Read => std::ptr::copy_nonoverlapping(m, op.buf, op.len),
                 Dir::Write => std::ptr::copy_nonoverlapping(op.buf, m, op.len),
@@ -80,9 +100,11 @@ impl Engine for Mmap {
     }
 
     fn sync(&mut self) -> Result<()> {
-        // SAFETY: msync over our own mapping.
-        if unsafe { libc::msync(self.base.cast(), self.len, libc::MS_SYNC) } < 0 {
-            return Err(Error::os("msync"));
+        for m in &self.maps {
+            // SAFETY: msync over our own mapping.
+            if unsafe { libc::msync(m.base.cast(), m.len, libc::MS_SYNC) } < 0 {
+                return Err(Error::os("msync"));
+            }
         }
         Ok(())
     }
@@ -92,7 +114,7 @@ impl Engine for Mmap {
     }
 }
 
-impl Drop for Mmap {
+impl Drop for Map {
     fn drop(&mut self) {
         // SAFETY: mapped in `new` with this length.
         unsafe { libc::munmap(self.base.cast(), self.len) };

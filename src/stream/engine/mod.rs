@@ -36,10 +36,13 @@ pub enum Dir {
     Write,
 }
 
-/// One I/O: `len` bytes between buffer slot `slot` and the target at `offset`.
+/// One I/O: `len` bytes between buffer slot `slot` and the job's file
+/// `file` (its index among the job's targets; 0 for a job with one) at
+/// `offset`.
 #[derive(Clone, Copy, Debug)]
 pub struct Op {
     pub dir: Dir,
+    pub file: usize,
     pub offset: u64,
     pub len: usize,
     pub slot: usize,
@@ -126,18 +129,19 @@ pub fn one_at_a_time(e: IoEngine) -> bool {
     )
 }
 
-/// Opens the engine `job` names on `target`, for `depth` I/Os in flight.
-pub fn open(job: &Job, target: &Target, depth: usize) -> Result<Box<dyn Engine>> {
+/// Opens the engine `job` names on `targets` (the job's files, in order;
+/// an [`Op`]'s `file` indexes them), for `depth` I/Os in flight.
+pub fn open(job: &Job, targets: &[Target], depth: usize) -> Result<Box<dyn Engine>> {
     let eng: Box<dyn Engine> = match job.ioengine {
         IoEngine::Sync
         | IoEngine::Psync
         | IoEngine::Vsync
         | IoEngine::Pvsync
-        | IoEngine::Pvsync2 => Box::new(sync::SyncIo::new(target, job, depth)),
-        IoEngine::IoUring => Box::new(uring::Uring::new(target, job, depth)?),
-        IoEngine::Libaio => Box::new(libaio::Libaio::new(target, job, depth)?),
-        IoEngine::Posixaio => Box::new(posixaio::PosixAio::new(target, job, depth)),
-        IoEngine::Mmap => Box::new(mmap::Mmap::new(target, job)?),
+        | IoEngine::Pvsync2 => Box::new(sync::SyncIo::new(targets, job, depth)),
+        IoEngine::IoUring => Box::new(uring::Uring::new(targets, job, depth)?),
+        IoEngine::Libaio => Box::new(libaio::Libaio::new(targets, job, depth)?),
+        IoEngine::Posixaio => Box::new(posixaio::PosixAio::new(targets, job, depth)),
+        IoEngine::Mmap => Box::new(mmap::Mmap::new(targets, job)?),
         e => {
             return Err(Error::usage(format!(
                 "ioengine={} opens no file of its own here",

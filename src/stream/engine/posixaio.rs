@@ -12,7 +12,8 @@ use crate::stream::job::{Completion, Job};
 use std::time::{Duration, Instant};
 
 pub struct PosixAio {
-    fd: i32,
+    /// The job's files' descriptors, by [`Op::file`].
+    fds: Vec<i32>,
     depth: usize,
     spin: bool,
     /// One control block per slot, where glibc may write until it is done.
@@ -34,9 +35,9 @@ fn errno() -> i32 {
 }
 
 impl PosixAio {
-    pub fn new(target: &Target, job: &Job, depth: usize) -> PosixAio {
+    pub fn new(targets: &[Target], job: &Job, depth: usize) -> PosixAio {
         PosixAio {
-            fd: target.fd(),
+            fds: targets.iter().map(Target::fd).collect(),
             depth,
             spin: job.completion() == Completion::Poll,
             // SAFETY: an all-zero aiocb is a valid idle control block.
@@ -54,7 +55,7 @@ impl PosixAio {
         let cb = &mut self.cbs[op.slot];
         // SAFETY: reset to idle; glibc is done with this block.
         *cb = unsafe { std::mem::zeroed() };
-        cb.aio_fildes = self.fd;
+        cb.aio_fildes = self.fds[op.file];
         // SAFETY: inside the slot's buffer.
         cb.aio_buf = unsafe { op.buf.add(moved) }.cast();
         cb.aio_nbytes = op.len - moved;
@@ -180,7 +181,9 @@ impl Engine for PosixAio {
     }
 
     fn sync(&mut self) -> Result<()> {
-        super::flush_to_disk(self.fd, false)
+        self.fds
+            .iter()
+            .try_for_each(|&fd| super::flush_to_disk(fd, false))
     }
 
     fn completion_detail(&self) -> String {
@@ -213,8 +216,10 @@ impl Drop for PosixAio {
         if self.inflight.is_empty() {
             return;
         }
-        // SAFETY: cancels this descriptor's requests.
-        unsafe { libc::aio_cancel(self.fd, std::ptr::null_mut()) };
+        for &fd in &self.fds {
+            // SAFETY: cancels this descriptor's requests.
+            unsafe { libc::aio_cancel(fd, std::ptr::null_mut()) };
+        }
         for &s in &self.inflight {
             let cb = &self.cbs[s] as *const libc::aiocb;
             // SAFETY: a submitted control block.
@@ -252,7 +257,7 @@ mod tests {
                 j.set(k, Some(v)).unwrap();
             }
             let t = Target::open(&j, &f, false).unwrap();
-            let mut e = PosixAio::new(&t, &j, 4);
+            let mut e = PosixAio::new(std::slice::from_ref(&t), &j, 4);
             let mut mem = IoMemory::new(IoMem::Malloc, 4, 4096).unwrap();
             for dir in [Dir::Write, Dir::Read] {
                 for s in 0..4 {
@@ -261,6 +266,7 @@ mod tests {
                     let buf = mem.slot_ptr(s);
                     e.queue(Op {
                         dir,
+                        file: 0,
                         offset: s as u64 * 4096,
                         len: 4096,
                         slot: s,

@@ -60,7 +60,8 @@ impl Call {
 }
 
 pub struct SyncIo {
-    fd: i32,
+    /// The job's files' descriptors, by [`Op::file`].
+    fds: Vec<i32>,
     call: Call,
     engine: &'static str,
     /// The job's name, for messages.
@@ -71,8 +72,8 @@ pub struct SyncIo {
     hipri: bool,
     hipri_percentage: u32,
     rng: u64,
-    /// The file position after the last sync/vsync transfer, if known.
-    pos: Option<u64>,
+    /// Each file's position after the last sync/vsync transfer, if known.
+    pos: Vec<Option<u64>>,
     /// vsync: adjacent I/Os waiting to go out in one readv/writev.
     batch: Vec<Op>,
     max_batch: usize,
@@ -86,7 +87,7 @@ pub struct SyncIo {
 }
 
 impl SyncIo {
-    pub fn new(target: &Target, job: &Job, depth: usize) -> SyncIo {
+    pub fn new(targets: &[Target], job: &Job, depth: usize) -> SyncIo {
         let call = Call::of(job.ioengine);
         let o = &job.engine_opts;
         let mut flags = 0;
@@ -105,7 +106,7 @@ impl SyncIo {
             1
         };
         SyncIo {
-            fd: target.fd(),
+            fds: targets.iter().map(Target::fd).collect(),
             call,
             engine: job.ioengine.name(),
             job: job.name.clone(),
@@ -114,7 +115,7 @@ impl SyncIo {
             hipri: call == Call::Pvsync2 && job.hipri,
             hipri_percentage: o.hipri_percentage,
             rng: job.randseed ^ 0x4849_5052_4900_0001,
-            pos: None,
+            pos: vec![None; targets.len()],
             batch: Vec::with_capacity(max_batch),
             max_batch,
             iov: Vec::with_capacity(max_batch),
@@ -132,19 +133,20 @@ impl SyncIo {
     fn call_once(
         &mut self,
         dir: Dir,
+        file: usize,
         iov: &[libc::iovec],
         off: u64,
         flags: i32,
     ) -> std::result::Result<usize, i32> {
-        let fd = self.fd;
-        if self.call.seeks() && self.pos != Some(off) {
+        let fd = self.fds[file];
+        if self.call.seeks() && self.pos[file] != Some(off) {
             self.lseeks += 1;
             // SAFETY: plain lseek on our descriptor.
             if unsafe { libc::lseek(fd, off as libc::off_t, libc::SEEK_SET) } < 0 {
-                self.pos = None;
+                self.pos[file] = None;
                 return Err(errno());
             }
-            self.pos = Some(off);
+            self.pos[file] = Some(off);
         }
         self.calls += 1;
         let (p, n) = (iov[0].iov_base, iov[0].iov_len);
@@ -167,11 +169,11 @@ impl SyncIo {
             }
         };
         if r < 0 {
-            self.pos = None;
+            self.pos[file] = None;
             return Err(errno());
         }
         if self.call.seeks() {
-            self.pos = Some(off + r as u64);
+            self.pos[file] = Some(off + r as u64);
         }
         Ok(r as usize)
     }
@@ -180,14 +182,14 @@ impl SyncIo {
     /// again after a partial transfer from where it stopped (as fio
     /// requeues the residual) until all moved, the call returned 0 (end of
     /// file or device) or an error. Returns the bytes moved and the error.
-    fn transfer(&mut self, dir: Dir, off: u64) -> Result<(usize, Option<i32>)> {
+    fn transfer(&mut self, dir: Dir, file: usize, off: u64) -> Result<(usize, Option<i32>)> {
         let total: usize = self.iov.iter().map(|v| v.iov_len).sum();
         let mut iov = std::mem::take(&mut self.iov);
         let mut first = 0;
         let mut moved = 0usize;
         let flags = self.flags | self.hipri_flag();
         let err = loop {
-            match self.call_once(dir, &iov[first..], off + moved as u64, flags) {
+            match self.call_once(dir, file, &iov[first..], off + moved as u64, flags) {
                 Err(e) if e == libc::EINTR => continue,
                 Err(e)
                     if e == libc::EAGAIN && (self.poll || self.flags & libc::RWF_NOWAIT != 0) =>
@@ -279,7 +281,7 @@ impl SyncIo {
             iov_base: op.buf.cast(),
             iov_len: op.len,
         }));
-        let (mut moved, err) = self.transfer(ops[0].dir, ops[0].offset)?;
+        let (mut moved, err) = self.transfer(ops[0].dir, ops[0].file, ops[0].offset)?;
         for op in &ops {
             let part = moved.min(op.len);
             moved -= part;
@@ -309,6 +311,7 @@ impl Engine for SyncIo {
         // joins it (fio's coalescing); anything else sends the batch first.
         if let Some(last) = self.batch.last()
             && (last.dir != op.dir
+                || last.file != op.file
                 || last.offset + last.len as u64 != op.offset
                 || self.batch.len() >= self.max_batch)
         {
@@ -329,7 +332,9 @@ impl Engine for SyncIo {
 
     fn sync(&mut self) -> Result<()> {
         self.flush()?;
-        super::flush_to_disk(self.fd, false)
+        self.fds
+            .iter()
+            .try_for_each(|&fd| super::flush_to_disk(fd, false))
     }
 
     fn completion_detail(&self) -> String {
@@ -400,13 +405,14 @@ mod tests {
             let f = dir.path().join(engine);
             let mut j = job(engine, &[("rw", "write"), ("size", "32k"), ("bs", "4k")]);
             let t = target(&f, &j);
-            let mut e = SyncIo::new(&t, &j, 8);
+            let mut e = SyncIo::new(std::slice::from_ref(&t), &j, 8);
             let mut mem = IoMemory::new(IoMem::Malloc, 8, 4096).unwrap();
             for s in 0..8 {
                 mem.slot(s, 4096).fill(b'a' + s as u8);
                 let buf = mem.slot_ptr(s);
                 e.queue(Op {
                     dir: Dir::Write,
+                    file: 0,
                     offset: s as u64 * 4096,
                     len: 4096,
                     slot: s,
@@ -432,12 +438,13 @@ mod tests {
             // Backwards, so sync and vsync must seek every time.
             j.rw = crate::stream::job::Rw::Read;
             let t = target(&f, &j);
-            let mut e = SyncIo::new(&t, &j, 1);
+            let mut e = SyncIo::new(std::slice::from_ref(&t), &j, 1);
             for s in (0..8).rev() {
                 mem.slot(0, 4096).fill(0);
                 let buf = mem.slot_ptr(0);
                 e.queue(Op {
                     dir: Dir::Read,
+                    file: 0,
                     offset: s as u64 * 4096,
                     len: 4096,
                     slot: 0,
@@ -470,12 +477,13 @@ mod tests {
         let t = target(&f, &j);
         t.file.set_len(6144).unwrap();
         t.file.write_all_at(&[9u8; 6144], 0).unwrap();
-        let mut e = SyncIo::new(&t, &j, 4);
+        let mut e = SyncIo::new(std::slice::from_ref(&t), &j, 4);
         let mut mem = IoMemory::new(IoMem::Malloc, 4, 4096).unwrap();
         for s in 0..4 {
             let buf = mem.slot_ptr(s);
             e.queue(Op {
                 dir: Dir::Read,
+                file: 0,
                 offset: s as u64 * 4096,
                 len: 4096,
                 slot: s,
@@ -497,13 +505,14 @@ mod tests {
         j.set("hipri", None).unwrap();
         j.set("hipri_percentage", Some("50")).unwrap();
         let t = target(&f, &j);
-        let mut e = SyncIo::new(&t, &j, 1);
+        let mut e = SyncIo::new(std::slice::from_ref(&t), &j, 1);
         let mut mem = IoMemory::new(IoMem::Malloc, 1, 4096).unwrap();
         let mut out = Vec::new();
         for i in 0..200u64 {
             let buf = mem.slot_ptr(0);
             e.queue(Op {
                 dir: Dir::Write,
+                file: 0,
                 offset: (i % 2) * 4096,
                 len: 4096,
                 slot: 0,
@@ -523,10 +532,11 @@ mod tests {
         // systems, in one line naming the fix; or done, where allowed.
         j.engine_opts.set("nowait", None).unwrap();
         let t = target(&f, &j);
-        let mut e = SyncIo::new(&t, &j, 1);
+        let mut e = SyncIo::new(std::slice::from_ref(&t), &j, 1);
         let buf = mem.slot_ptr(0);
         match e.queue(Op {
             dir: Dir::Write,
+            file: 0,
             offset: 0,
             len: 4096,
             slot: 0,

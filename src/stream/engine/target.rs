@@ -240,6 +240,93 @@ impl Target {
     pub fn fd(&self) -> i32 {
         self.file.as_raw_fd()
     }
+
+    /// Opens each of a job's files (`paths`, after `--map`) as
+    /// [`Target::open`] opens one, each with its own region: the job's
+    /// `size=` divided among them as fio divides it, or each file
+    /// `filesize=` (a range draws each file's size) from `offset=`, with
+    /// `size=` then capping the job's I/O rather than sizing the files.
+    /// Before any file is laid out for reading, the zeros all of them
+    /// need are checked together against the same bounds as one file's.
+    /// One path and no `filesize=` range is exactly [`Target::open`].
+    pub fn open_all(job: &Job, paths: &[&Path], allow_large: bool) -> Result<Vec<Target>> {
+        if let [one] = paths
+            && job.filesize_max.is_none()
+        {
+            return Ok(vec![Target::open(job, one, allow_large)?]);
+        }
+        let name = &job.name;
+        let split = match (job.filesize, job.size, job.size_pct) {
+            (None, Some(size), None) => Some(crate::stream::files::split_size(
+                size,
+                paths.len() as u64,
+                job.bs,
+            )),
+            _ => None,
+        };
+        let jobs = (0..paths.len())
+            .map(|i| {
+                let mut j = job.clone();
+                if let Some(fs) = job.filesize_of(i) {
+                    j.filesize = Some(fs);
+                    j.filesize_max = None;
+                    if job.size_pct.is_none() && job.offset_pct.is_none() {
+                        if job.offset >= fs {
+                            return Err(Error::usage(format!(
+                                "job {name}: offset={} is not below filesize={fs} (file {}); each file's region runs from offset= to its filesize=, so lower offset= or raise filesize=",
+                                job.offset,
+                                paths[i].display()
+                            )));
+                        }
+                        j.size = Some(fs - job.offset);
+                    }
+                } else if let Some(s) = &split {
+                    if s[i] < job.bs {
+                        return Err(Error::usage(format!(
+                            "job {name}: size={} over {} files is less than one block (bs={}) each; raise size= or lower nrfiles=",
+                            job.size.unwrap_or(0),
+                            paths.len(),
+                            job.bs
+                        )));
+                    }
+                    j.size = Some(s[i]);
+                }
+                Ok(j)
+            })
+            .collect::<Result<Vec<Job>>>()?;
+        if job.rw.reads() || job.overwrite {
+            let need: u64 = jobs
+                .iter()
+                .zip(paths)
+                .filter_map(|(j, p)| {
+                    let end = j.offset.checked_add(j.size?)?;
+                    let m = std::fs::metadata(p).ok();
+                    match m {
+                        Some(m) if !m.is_file() => None,
+                        m => Some(end.saturating_sub(m.map_or(0, |m| m.len()))),
+                    }
+                })
+                .sum();
+            if need > 0 {
+                // The first file's file system (its directory, before it exists).
+                let at = match paths[0].parent() {
+                    Some(d) if !paths[0].exists() && !d.as_os_str().is_empty() => d,
+                    Some(_) if !paths[0].exists() => Path::new("."),
+                    _ => paths[0],
+                };
+                let what = format!(
+                    "reading its {} files (like {}) means laying them out",
+                    paths.len(),
+                    paths[0].display()
+                );
+                check_zeros(name, at, need, &what, allow_large)?;
+            }
+        }
+        jobs.iter()
+            .zip(paths)
+            .map(|(j, p)| Target::open(j, p, allow_large))
+            .collect()
+    }
 }
 
 /// fio's default `fallocate=native` for a file a write job extends: the
@@ -349,22 +436,29 @@ fn file_system(path: &Path) -> Option<(u64, bool)> {
 /// `allow_large`: a read job with `offset=` far past a small file's end
 /// would otherwise write zeros until the disk is full.
 fn check_layout(name: &str, path: &Path, from: u64, to: u64, allow_large: bool) -> Result<()> {
-    let need = to - from;
-    let shown = path.display();
+    let what = format!(
+        "reading {} up to byte {to} means laying it out",
+        path.display()
+    );
+    check_zeros(name, path, to - from, &what, allow_large)
+}
+
+/// [`check_layout`] for `need` bytes of zeros, `what` saying why.
+fn check_zeros(name: &str, path: &Path, need: u64, what: &str, allow_large: bool) -> Result<()> {
     let gib = |b: u64| format!("{:.1} GiB", b as f64 / f64::from(1u32 << 30));
     let Some((free, _)) = file_system(path) else {
         return Ok(());
     };
     if need > free.saturating_sub(free / 20) {
         return Err(Error::usage(format!(
-            "job {name}: reading {shown} up to byte {to} means laying it out first with {} of zeros, but its file system has {} free; lower offset=/size= (e.g. --set size=8m), or map the file elsewhere with --map",
+            "job {name}: {what} first with {} of zeros, but its file system has {} free; lower offset=/size= (e.g. --set size=8m), or map the file elsewhere with --map",
             gib(need),
             gib(free)
         )));
     }
     if !allow_large && (need > LAYOUT_BOUND || need > free / 2) {
         return Err(Error::usage(format!(
-            "job {name}: reading {shown} up to byte {to} means laying it out first with {} of zeros ({} free there); lower offset=/size=, or pass --allow-large-layout if that is meant",
+            "job {name}: {what} first with {} of zeros ({} free there); lower offset=/size=, or pass --allow-large-layout if that is meant",
             gib(need),
             gib(free)
         )));

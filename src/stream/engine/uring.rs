@@ -40,7 +40,8 @@ pub struct Uring {
     /// The job's name, for messages.
     job: String,
     ring: IoUring,
-    fd: i32,
+    /// The job's files' descriptors, by [`Op::file`].
+    fds: Vec<i32>,
     iopoll: bool,
     sqpoll: bool,
     sqpoll_cpu: Option<u32>,
@@ -53,7 +54,8 @@ pub struct Uring {
     buf: Buf,
     /// `fixedbufs` asked (the buffers are registered once they exist).
     fixedbufs: bool,
-    /// The target's descriptor is registered: requests name fixed file 0.
+    /// The files' descriptors are registered: requests name fixed file
+    /// [`Op::file`].
     fixed_file: bool,
     force_async: u32,
     rw_flags: i32,
@@ -72,7 +74,7 @@ pub struct Uring {
 unsafe impl Send for Uring {}
 
 impl Uring {
-    pub fn new(target: &Target, job: &Job, depth: usize) -> Result<Uring> {
+    pub fn new(targets: &[Target], job: &Job, depth: usize) -> Result<Uring> {
         let o = &job.engine_opts;
         let entries = depth.next_power_of_two().max(1) as u32;
         let build = |deferred: bool| {
@@ -125,20 +127,23 @@ impl Uring {
                 job.name
             ))
         })?;
-        let fd = target.fd();
+        let fds: Vec<i32> = targets.iter().map(Target::fd).collect();
         if o.registerfiles {
-            ring.submitter().register_files(&[fd]).map_err(|e| {
+            ring.submitter().register_files(&fds).map_err(|e| {
                 Error::run(format!(
                     "job {}: registerfiles: cannot register {} with io_uring: {e}; drop registerfiles",
                     job.name,
-                    target.path.display()
+                    match targets {
+                        [t] => t.path.display().to_string(),
+                        _ => format!("its {} files", targets.len()),
+                    }
                 ))
             })?;
         }
         Ok(Uring {
             job: job.name.clone(),
             ring,
-            fd,
+            fds,
             iopoll: job.hipri,
             sqpoll: job.sqthread_poll,
             sqpoll_cpu: o.sqthread_poll_cpu,
@@ -213,9 +218,9 @@ impl Uring {
             };
         }
         let mut e = if self.fixed_file {
-            sqe!(types::Fixed(0))
+            sqe!(types::Fixed(op.file as u32))
         } else {
-            sqe!(types::Fd(self.fd))
+            sqe!(types::Fd(self.fds[op.file]))
         }
         .user_data(slot as u64);
         self.pushed += 1;
@@ -351,7 +356,9 @@ impl Engine for Uring {
     }
 
     fn sync(&mut self) -> Result<()> {
-        super::flush_to_disk(self.fd, false)
+        self.fds
+            .iter()
+            .try_for_each(|&fd| super::flush_to_disk(fd, false))
     }
 
     fn completion_detail(&self) -> String {
@@ -378,7 +385,11 @@ impl Engine for Uring {
             Buf::Fixed => ", READ_FIXED/WRITE_FIXED on registered buffers (fixedbufs)",
         });
         if self.fixed_file {
-            s.push_str(", registered file (registerfiles)");
+            s.push_str(if self.fds.len() == 1 {
+                ", registered file (registerfiles)"
+            } else {
+                ", registered files (registerfiles)"
+            });
         }
         if self.force_async > 0 {
             s.push_str(&format!(
@@ -469,7 +480,7 @@ mod tests {
     /// Writes then reads 8 blocks in flight; the detail names the mode.
     fn round_trip(j: &Job, f: &std::path::Path) -> Option<String> {
         let t = Target::open(j, f, false).unwrap();
-        let mut e = match Uring::new(&t, j, 8) {
+        let mut e = match Uring::new(std::slice::from_ref(&t), j, 8) {
             Ok(e) => e,
             Err(err) => {
                 eprintln!("skipped: {err}");
@@ -485,6 +496,7 @@ mod tests {
                 let buf = mem.slot_ptr(s);
                 e.queue(Op {
                     dir,
+                    file: 0,
                     offset: s as u64 * 8192,
                     len: 8192,
                     slot: s,
