@@ -1,7 +1,7 @@
 //! `mmap`: the job's region mapped shared, I/O as memcpy to and from it, as
 //! fio's mmap engine. `fsync` is msync.
 
-use super::{Dir, Done, Engine, Op, Target};
+use super::{Dir, Done, Engine, Op, Target, Trimmer};
 use crate::error::{Error, Result};
 use crate::stream::job::Job;
 use std::collections::VecDeque;
@@ -13,6 +13,9 @@ pub struct Mmap {
     /// Target offset of `base` (page-aligned at or below the job's offset).
     start: u64,
     done: VecDeque<Done>,
+    /// Trims: as fio's mmap engine, not through the mapping but on the
+    /// file (a hole punched, a discard); the mapping then reads zeros.
+    trim: Option<Trimmer>,
 }
 
 impl Mmap {
@@ -50,12 +53,19 @@ impl Mmap {
             len,
             start,
             done: VecDeque::with_capacity(1),
+            trim: Trimmer::of(target, job),
         })
     }
 }
 
 impl Engine for Mmap {
     fn queue(&mut self, op: Op) -> Result<()> {
+        if op.dir == Dir::Trim {
+            let t = self.trim.as_mut().expect("a trim job has a trimmer");
+            let res = t.trim(op.offset, op.len)?;
+            self.done.push_back(Done { slot: op.slot, res });
+            return Ok(());
+        }
         let at = (op.offset - self.start) as usize;
         debug_assert!(at + op.len <= self.len);
         // SAFETY: the op lies inside the mapped region (the worker draws
@@ -65,6 +75,7 @@ impl Engine for Mmap {
             match op.dir {
                 Dir::Read => std::ptr::copy_nonoverlapping(m, op.buf, op.len),
                 Dir::Write => std::ptr::copy_nonoverlapping(op.buf, m, op.len),
+                Dir::Trim => unreachable!("trims are made on the file"),
             }
         }
         self.done.push_back(Done {
@@ -88,7 +99,11 @@ impl Engine for Mmap {
     }
 
     fn completion_detail(&self) -> String {
-        "mmap, memcpy to/from a shared mapping (no completion to wait for)".into()
+        let mut s = String::from("mmap, memcpy to/from a shared mapping (no completion to wait for)");
+        if let Some(t) = &self.trim {
+            s.push_str(&format!(", trims by {} on the file", t.words()));
+        }
+        s
     }
 }
 
