@@ -403,6 +403,12 @@ fn check_verify(job: &mut Job) -> Result<()> {
             None => Ok(()),
         };
     };
+    if job.rw.trims() {
+        return Err(Error::usage(format!(
+            "job {name}: verify checks blocks a job writes or reads, and rw={} trims them (fio's trim verification, trim_verify_zero/trim_backlog, is not supported); drop verify= or use rw=write or randwrite",
+            job.rw.name()
+        )));
+    }
     if matches!(job.rw, Rw::ReadWrite | Rw::RandRw) {
         return Err(Error::usage(format!(
             "job {name}: verify needs a job that only writes or only reads (rw=write, randwrite, read or randread), not rw={}",
@@ -517,8 +523,8 @@ struct Outcome {
 
 /// What a job recorded, beside its result.
 struct Recorded {
-    /// Every I/O's latency, reads and writes.
-    recs: [Recorder; 2],
+    /// Every I/O's latency: reads, writes, trims.
+    recs: [Recorder; engine::DIRS],
     /// The timed span cut into intervals.
     timeline: Timeline,
 }
@@ -539,6 +545,9 @@ fn run_set(
         .map(|p| {
             if p.job.time_based {
                 0
+            } else if p.job.rw.trim_then_write() {
+                // Every block trimmed and written: two I/Os of it.
+                p.job.size.unwrap_or(0).saturating_mul(2)
             } else {
                 p.job.size.unwrap_or(0)
             }
@@ -739,14 +748,16 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         readback_s: None,
         dumped: Vec::new(),
     });
+    // trimwrite: each block trimmed, then written — two I/Os, one offset.
+    let per_block = if job.rw.trim_then_write() { 2 } else { 1 };
     let total_ios = if job.time_based {
         u64::MAX
     } else {
-        nblocks.saturating_mul(u64::from(job.loops))
+        nblocks.saturating_mul(u64::from(job.loops) * per_block)
     };
     let total_ios = job.number_ios.map_or(total_ios, |n| n.min(total_ios));
     let mut intervals = Intervals::new(Cut::new(job.time_based, job.runtime, total_ios));
-    let mut bytes = [0u64; 2];
+    let mut bytes = [0u64; engine::DIRS];
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut flights: Vec<Option<Flight>> = vec![None; depth];
     let mut done: Vec<Done> = Vec::with_capacity(depth);
@@ -796,10 +807,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 think_done = issued;
                 think(job, pause, prog, ctx, stop);
             }
-            let rel = offset_of(issued);
+            let rel = offset_of(issued / per_block);
             let blk = rel / job.bs;
             issued += 1;
             let dir = match job.rw {
+                rw if rw.trim_then_write() && issued % 2 == 1 => Dir::Trim,
+                Rw::Trim | Rw::RandTrim => Dir::Trim,
                 Rw::ReadWrite | Rw::RandRw => {
                     if splitmix(&mut rng) % 100 < u64::from(job.rwmixread) {
                         Dir::Read
@@ -881,7 +894,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             let Some(f) = flights[d.slot].take() else {
                 continue;
             };
-            let what = if f.dir == Dir::Read { "read" } else { "write" };
+            let what = f.dir.name();
             match d.res {
                 Err(e) => {
                     failure.get_or_insert_with(|| {
@@ -981,7 +994,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 job.runtime,
                 total_ios.saturating_sub(ramp_ios),
             ));
-            bytes = [0; 2];
+            bytes = [0; engine::DIRS];
             window = (now, 0);
             if job.runtime.is_some() {
                 deadline = job.runtime.map(|r| now + r);
@@ -1000,7 +1013,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         if ramping {
             continue;
         }
-        let moved = bytes[0] + bytes[1];
+        let moved: u64 = bytes.iter().sum();
         // The rate limiter holds the next I/O until it is due (none after
         // the last one); the watchdog is told, as the gap may be longer than
         // its limit.
@@ -1092,8 +1105,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         );
     }
     let timeline = intervals.finish(runtime_ns);
-    let recs = [timeline.total(0), timeline.total(1)];
-    let n = recs[0].count() + recs[1].count();
+    let recs = [timeline.total(0), timeline.total(1), timeline.total(2)];
+    let n: u64 = recs.iter().map(Recorder::count).sum();
     let mut warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
     warnings.extend(eng.warnings());
     let result = JobResult {
@@ -1103,6 +1116,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         error_text: failure,
         read: DirStats::of(&recs[0], bytes[0], runtime_ns).with(timeline.spread(0, &recs[0])),
         write: DirStats::of(&recs[1], bytes[1], runtime_ns).with(timeline.spread(1, &recs[1])),
+        trim: DirStats::of(&recs[2], bytes[2], runtime_ns).with(timeline.spread(2, &recs[2])),
         sweep_bs: None,
         clone: job.clone,
         filename: p.path.clone(),
@@ -1497,10 +1511,10 @@ fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -> Ve
                 let mut bws = Vec::new();
                 let mut runs = Vec::new();
                 for &i in &members {
-                    let s = if d == 0 {
-                        &results[i].read
-                    } else {
-                        &results[i].write
+                    let s = match d {
+                        0 => &results[i].read,
+                        1 => &results[i].write,
+                        _ => &results[i].trim,
                     };
                     if s.total_ios == 0 {
                         continue;
@@ -1528,6 +1542,7 @@ fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -> Ve
                 error: members.iter().map(|&i| results[i].error).max().unwrap_or(0),
                 read: dir(0),
                 write: dir(1),
+                trim: dir(2),
             }
         })
         .collect()
@@ -1537,12 +1552,13 @@ fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -> Ve
 fn sweep_row(bs: u64, results: &[JobResult], recs: &[Recorded]) -> SweepRow {
     let mut merged = Recorder::new();
     for r in recs {
-        merged.merge(&r.recs[0]);
-        merged.merge(&r.recs[1]);
+        for d in &r.recs {
+            merged.merge(d);
+        }
     }
     let io_bytes: u64 = results
         .iter()
-        .map(|r| r.read.io_bytes + r.write.io_bytes)
+        .map(|r| r.read.io_bytes + r.write.io_bytes + r.trim.io_bytes)
         .sum();
     let ios: u64 = results.iter().map(|r| r.total_ios()).sum();
     let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
