@@ -1916,7 +1916,9 @@ fn randtrim_punches_holes_in_its_region_with_every_file_engine() {
         return;
     }
     let f = dir.path().join("data");
-    for engine in ["psync", "sync", "vsync", "pvsync2", "io_uring", "libaio", "posixaio", "mmap"] {
+    for engine in [
+        "psync", "sync", "vsync", "pvsync2", "io_uring", "libaio", "posixaio", "mmap",
+    ] {
         data_file(&f);
         // The middle half of the file, in a random order.
         let v = job_json(
@@ -1936,17 +1938,26 @@ fn randtrim_punches_holes_in_its_region_with_every_file_engine() {
         assert_eq!(j["read"]["total_ios"], 0);
         assert_eq!(j["write"]["total_ios"], 0);
         let detail = j["completion_detail"].as_str().unwrap();
-        assert!(detail.contains("fallocate PUNCH_HOLE"), "{engine}: {detail}");
+        assert!(
+            detail.contains("fallocate PUNCH_HOLE"),
+            "{engine}: {detail}"
+        );
         // The group's figures have the trims too.
         assert_eq!(v["groups"][0]["trim"]["io_bytes"], 512 << 10);
         // Holes where the region was, data around it, the size kept.
         let data = std::fs::read(&f).unwrap();
         assert_eq!(data.len(), 1 << 20, "{engine}");
-        assert!(data[256 << 10..768 << 10].iter().all(|&b| b == 0), "{engine}");
+        assert!(
+            data[256 << 10..768 << 10].iter().all(|&b| b == 0),
+            "{engine}"
+        );
         assert!(data[..256 << 10].iter().all(|&b| b == 0x5a), "{engine}");
         assert!(data[768 << 10..].iter().all(|&b| b == 0x5a), "{engine}");
         let on_disk = allocated(&f);
-        assert!(on_disk <= (512 + 64) << 10, "{engine}: {on_disk} bytes allocated");
+        assert!(
+            on_disk <= (512 + 64) << 10,
+            "{engine}: {on_disk} bytes allocated"
+        );
     }
 }
 
@@ -1962,14 +1973,23 @@ fn a_trim_job_lays_out_a_new_file_and_reports_trim_lines_as_fio_does() {
     assert!(o.status.success(), "{}", stderr(&o));
     let out = String::from_utf8_lossy(&o.stdout);
     assert!(out.contains("rw=trim,"), "{out}");
-    assert!(out.contains("laid out to 65536 bytes (zeros) for trimming"), "{out}");
+    assert!(
+        out.contains("laid out to 65536 bytes (zeros) for trimming"),
+        "{out}"
+    );
     assert!(out.contains("  trim: IOPS="), "{out}");
     assert!(out.contains("  TRIM: bw="), "{out}");
-    assert!(!out.contains("  read: ") && !out.contains("  write: "), "{out}");
+    assert!(
+        !out.contains("  read: ") && !out.contains("  write: "),
+        "{out}"
+    );
     // number_ios=4 of the 16 blocks: the first 16k trimmed, the rest laid out.
     assert_eq!(std::fs::metadata(&f).unwrap().len(), 64 << 10);
     let on_disk = allocated(&f);
-    assert!(on_disk >= 32 << 10 && on_disk <= (48 << 10) + 8192, "{on_disk}");
+    assert!(
+        on_disk >= 32 << 10 && on_disk <= (48 << 10) + 8192,
+        "{on_disk}"
+    );
     // CSV: one row for the trims.
     let o = stream(
         dir.path(),
@@ -2016,8 +2036,14 @@ fn trimwrite_trims_then_writes_each_block_and_reports_both() {
         let data = std::fs::read(&f).unwrap();
         assert_eq!(data.len(), 1 << 20);
         for (i, b) in data.chunks(64 << 10).enumerate() {
-            assert!(b.iter().any(|&x| x != 0), "{rw} {engine}: block {i} is a hole");
-            assert!(b.iter().any(|&x| x != 0x5a), "{rw} {engine}: block {i} unwritten");
+            assert!(
+                b.iter().any(|&x| x != 0),
+                "{rw} {engine}: block {i} is a hole"
+            );
+            assert!(
+                b.iter().any(|&x| x != 0x5a),
+                "{rw} {engine}: block {i} unwritten"
+            );
         }
         assert!(allocated(&f) >= 1 << 20, "{rw} {engine}");
     }
@@ -2103,5 +2129,37 @@ fn trims_where_there_is_nothing_to_trim_are_one_line_each() {
         assert_eq!(o.status.code(), Some(2), "{text}: {e}");
         assert!(e.contains(want), "{text}: {e}");
         assert_eq!(e.lines().count(), 1, "{text}: {e}");
+    }
+}
+
+#[test]
+fn trims_follow_the_offset_generators_holes_and_strided_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    if !punches_holes(dir.path()) {
+        return;
+    }
+    let f = dir.path().join("data");
+    // Which of the 16 blocks of 64k each job trims.
+    for (lines, trimmed) in [
+        ("rw=trim:64k\nnumber_ios=8", vec![0, 2, 4, 6, 8, 10, 12, 14]),
+        (
+            "rw=trim\nzonemode=strided\nzonerange=256k\nzonesize=64k\nnumber_ios=4",
+            vec![0, 4, 8, 12],
+        ),
+        ("rw=trim\noffset=512k\nsize=128k", vec![8, 9]),
+    ] {
+        data_file(&f);
+        let v = job_json(
+            dir.path(),
+            &format!("[t]\nfilename={}\nbs=64k\n{lines}\n", f.display()),
+        );
+        let j = &v["jobs"][0];
+        assert_eq!(j["error"], 0, "{lines}: {j}");
+        assert_eq!(j["trim"]["total_ios"], trimmed.len(), "{lines}");
+        let data = std::fs::read(&f).unwrap();
+        for (i, b) in data.chunks(64 << 10).enumerate() {
+            let want = if trimmed.contains(&i) { 0 } else { 0x5a };
+            assert!(b.iter().all(|&x| x == want), "{lines}: block {i}");
+        }
     }
 }

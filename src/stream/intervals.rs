@@ -333,7 +333,10 @@ mod tests {
         let trims = t.blocks(2);
         assert_eq!(trims.len(), BLOCKS);
         assert!(trims.iter().all(|f| f["p50_ns"] == 300.0), "{trims:?}");
-        let bytes: f64 = trims.iter().map(|f| f["bw_bytes"] * f["count"] / f["iops"]).sum();
+        let bytes: f64 = trims
+            .iter()
+            .map(|f| f["bw_bytes"] * f["count"] / f["iops"])
+            .sum();
         assert!((bytes - 50.0 * 4096.0).abs() < 1.0, "{bytes}");
         let g = Timeline::merge(&[&t, &t]);
         assert_eq!(g.total(2).count(), 100);

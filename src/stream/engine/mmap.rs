@@ -99,7 +99,8 @@ impl Engine for Mmap {
     }
 
     fn completion_detail(&self) -> String {
-        let mut s = String::from("mmap, memcpy to/from a shared mapping (no completion to wait for)");
+        let mut s =
+            String::from("mmap, memcpy to/from a shared mapping (no completion to wait for)");
         if let Some(t) = &self.trim {
             s.push_str(&format!(", trims by {} on the file", t.words()));
         }

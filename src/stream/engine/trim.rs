@@ -173,7 +173,10 @@ mod tests {
             Err(e) => {
                 // A file system without hole punching: the one line.
                 let e = e.to_string();
-                assert!(e.contains("cannot punch holes") && e.contains("fallocate"), "{e}");
+                assert!(
+                    e.contains("cannot punch holes") && e.contains("fallocate"),
+                    "{e}"
+                );
                 return;
             }
         }
