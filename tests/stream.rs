@@ -1987,7 +1987,7 @@ fn a_trim_job_lays_out_a_new_file_and_reports_trim_lines_as_fio_does() {
     assert_eq!(std::fs::metadata(&f).unwrap().len(), 64 << 10);
     let on_disk = allocated(&f);
     assert!(
-        on_disk >= 32 << 10 && on_disk <= (48 << 10) + 8192,
+        (32 << 10..=(48 << 10) + 8192).contains(&on_disk),
         "{on_disk}"
     );
     // CSV: one row for the trims.
