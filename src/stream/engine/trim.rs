@@ -40,8 +40,10 @@ const BLKDISCARD: u64 = 0x1277;
 pub struct Trimmer {
     fd: i32,
     block: bool,
-    /// The job's name and the target's path, for the one-line refusal.
+    /// The job's name, its `rw` and the target's path, for the one-line
+    /// refusal.
     job: String,
+    rw: &'static str,
     path: PathBuf,
     /// Trims done, for the engine's completion detail.
     pub done: u64,
@@ -54,6 +56,7 @@ impl Trimmer {
             fd: target.fd(),
             block: target.kind == TargetKind::Block,
             job: job.name.clone(),
+            rw: job.rw.name(),
             path: target.path.clone(),
             done: 0,
         })
@@ -110,13 +113,14 @@ impl Trimmer {
         let errno = super::errno_text(e);
         if self.block {
             return Error::usage(format!(
-                "job {}: rw=trim: {shown} does not support discard (BLKDISCARD: {errno}); trim a device that does (an SSD or NVMe namespace, a thin volume)",
-                self.job
+                "job {}: rw={}: {shown} does not support discard (BLKDISCARD: {errno}); trim a device that does (an SSD or NVMe namespace, a thin volume)",
+                self.job, self.rw
             ));
         }
         Error::usage(format!(
-            "job {}: rw=trim: the {} file system holding {shown} cannot punch holes (fallocate PUNCH_HOLE: {errno}); put the file on ext4, xfs, btrfs or tmpfs, or trim a block device",
+            "job {}: rw={}: the {} file system holding {shown} cannot punch holes (fallocate PUNCH_HOLE: {errno}); put the file on ext4, xfs, btrfs or tmpfs, or trim a block device",
             self.job,
+            self.rw,
             fs_name(self.fd)
         ))
     }
@@ -186,9 +190,34 @@ mod tests {
         assert!(data[16 << 10..32 << 10].iter().all(|&b| b == 0));
         assert!(data[..16 << 10].iter().all(|&b| b == 7));
         assert!(data[32 << 10..].iter().all(|&b| b == 7));
+        assert!(!fs_name(t.fd()).is_empty());
         // No trimmer for a job that does not trim.
         j.set("rw", Some("write")).unwrap();
         assert!(Trimmer::of(&t, &j).is_none());
-        assert!(!fs_name(t.fd()).is_empty());
+    }
+
+    #[test]
+    fn a_file_system_without_hole_punching_is_one_line_naming_it() {
+        // procfs has no fallocate: EOPNOTSUPP, as on ramfs or vfat (the
+        // call fails before anything is written).
+        use std::os::unix::io::AsRawFd;
+        let f = std::fs::OpenOptions::new()
+            .write(true)
+            .open("/proc/self/comm")
+            .unwrap();
+        let mut tr = Trimmer {
+            fd: f.as_raw_fd(),
+            block: false,
+            job: "j".into(),
+            rw: "randtrim",
+            path: "/proc/self/comm".into(),
+            done: 0,
+        };
+        let e = tr.trim(0, 4096).unwrap_err().to_string();
+        assert!(
+            e.starts_with("job j: rw=randtrim: the proc file system holding /proc/self/comm cannot punch holes (fallocate PUNCH_HOLE: "),
+            "{e}"
+        );
+        assert!(e.contains("(os error 95)") && !e.contains('\n'), "{e}");
     }
 }
