@@ -2283,3 +2283,298 @@ fn bad_file_options_are_one_clear_line() {
         assert_eq!(e.lines().count(), 1, "{text}: {e}");
     }
 }
+
+/// Whether the file system under `dir` punches holes (fallocate
+/// PUNCH_HOLE|KEEP_SIZE): the trim tests skip, saying so, where it does not.
+fn punches_holes(dir: &Path) -> bool {
+    use std::os::unix::io::AsRawFd;
+    let p = dir.join("hole-probe");
+    std::fs::write(&p, vec![1u8; 64 << 10]).unwrap();
+    let f = std::fs::OpenOptions::new().write(true).open(&p).unwrap();
+    // SAFETY: fallocate on our own descriptor.
+    let r = unsafe {
+        libc::fallocate(
+            f.as_raw_fd(),
+            libc::FALLOC_FL_PUNCH_HOLE | libc::FALLOC_FL_KEEP_SIZE,
+            0,
+            64 << 10,
+        )
+    };
+    drop(f);
+    std::fs::remove_file(&p).unwrap();
+    if r != 0 {
+        eprintln!(
+            "skipped: {} cannot punch holes ({})",
+            dir.display(),
+            std::io::Error::last_os_error()
+        );
+    }
+    r == 0
+}
+
+/// Bytes the file's blocks take on disk (st_blocks).
+fn allocated(f: &Path) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(f).unwrap().blocks() * 512
+}
+
+/// A 1 MiB file of 0x5a bytes, written and synced (allocated).
+fn data_file(f: &Path) {
+    std::fs::write(f, vec![0x5au8; 1 << 20]).unwrap();
+    std::fs::File::open(f).unwrap().sync_all().unwrap();
+}
+
+#[test]
+fn randtrim_punches_holes_in_its_region_with_every_file_engine() {
+    let dir = tempfile::tempdir().unwrap();
+    if !punches_holes(dir.path()) {
+        return;
+    }
+    let f = dir.path().join("data");
+    for engine in [
+        "psync", "sync", "vsync", "pvsync2", "io_uring", "libaio", "posixaio", "mmap",
+    ] {
+        data_file(&f);
+        // The middle half of the file, in a random order.
+        let v = job_json(
+            dir.path(),
+            &format!(
+                "[t]\nfilename={}\nioengine={engine}\niodepth=4\nrw=randtrim\nbs=64k\noffset=256k\nsize=512k\n",
+                f.display()
+            ),
+        );
+        let j = &v["jobs"][0];
+        assert_eq!(j["error"], 0, "{engine}: {j}");
+        assert_eq!(j["rw"], "randtrim");
+        assert_eq!(j["trim"]["io_bytes"], 512 << 10, "{engine}");
+        assert_eq!(j["trim"]["total_ios"], 8, "{engine}");
+        assert!(j["trim"]["iops"].as_f64().unwrap() > 0.0, "{engine}");
+        assert!(j["trim"]["clat_ns"]["N"] == 8, "{engine}: {j}");
+        assert_eq!(j["read"]["total_ios"], 0);
+        assert_eq!(j["write"]["total_ios"], 0);
+        let detail = j["completion_detail"].as_str().unwrap();
+        assert!(
+            detail.contains("fallocate PUNCH_HOLE"),
+            "{engine}: {detail}"
+        );
+        // The group's figures have the trims too.
+        assert_eq!(v["groups"][0]["trim"]["io_bytes"], 512 << 10);
+        // Holes where the region was, data around it, the size kept.
+        let data = std::fs::read(&f).unwrap();
+        assert_eq!(data.len(), 1 << 20, "{engine}");
+        assert!(
+            data[256 << 10..768 << 10].iter().all(|&b| b == 0),
+            "{engine}"
+        );
+        assert!(data[..256 << 10].iter().all(|&b| b == 0x5a), "{engine}");
+        assert!(data[768 << 10..].iter().all(|&b| b == 0x5a), "{engine}");
+        let on_disk = allocated(&f);
+        assert!(
+            on_disk <= (512 + 64) << 10,
+            "{engine}: {on_disk} bytes allocated"
+        );
+    }
+}
+
+#[test]
+fn a_trim_job_lays_out_a_new_file_and_reports_trim_lines_as_fio_does() {
+    let dir = tempfile::tempdir().unwrap();
+    if !punches_holes(dir.path()) {
+        return;
+    }
+    let f = dir.path().join("new");
+    let job = job_file(dir.path(), &f, "rw=trim\nnumber_ios=4");
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    assert!(out.contains("rw=trim,"), "{out}");
+    assert!(
+        out.contains("laid out to 65536 bytes (zeros) for trimming"),
+        "{out}"
+    );
+    assert!(out.contains("  trim: IOPS="), "{out}");
+    assert!(out.contains("  TRIM: bw="), "{out}");
+    assert!(
+        !out.contains("  read: ") && !out.contains("  write: "),
+        "{out}"
+    );
+    // number_ios=4 of the 16 blocks: the first 16k trimmed, the rest laid out.
+    assert_eq!(std::fs::metadata(&f).unwrap().len(), 64 << 10);
+    let on_disk = allocated(&f);
+    assert!(
+        (32 << 10..=(48 << 10) + 8192).contains(&on_disk),
+        "{on_disk}"
+    );
+    // CSV: one row for the trims.
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "csv"],
+    );
+    let csv = String::from_utf8_lossy(&o.stdout);
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 1, "{csv}");
+    assert!(rows[0].contains(",trim,16384,"), "{csv}");
+}
+
+#[test]
+fn trimwrite_trims_then_writes_each_block_and_reports_both() {
+    let dir = tempfile::tempdir().unwrap();
+    if !punches_holes(dir.path()) {
+        return;
+    }
+    let f = dir.path().join("data");
+    for (rw, engine) in [
+        ("trimwrite", "psync"),
+        ("randtrimwrite", "psync"),
+        ("randtrimwrite", "io_uring"),
+        ("trimwrite", "libaio"),
+        ("randtrimwrite", "posixaio"),
+        ("trimwrite", "vsync"),
+    ] {
+        data_file(&f);
+        let v = job_json(
+            dir.path(),
+            &format!(
+                "[tw]\nfilename={}\nioengine={engine}\niodepth=4\nrw={rw}\nbs=64k\nsize=1m\n",
+                f.display()
+            ),
+        );
+        let j = &v["jobs"][0];
+        assert_eq!(j["error"], 0, "{rw} {engine}: {j}");
+        for dir_ in ["trim", "write"] {
+            assert_eq!(j[dir_]["io_bytes"], 1 << 20, "{rw} {engine} {dir_}");
+            assert_eq!(j[dir_]["total_ios"], 16, "{rw} {engine} {dir_}");
+        }
+        assert_eq!(j["read"]["total_ios"], 0);
+        // Every block written after its trim: data (fio's random buffer,
+        // neither the old bytes nor a hole's zeros) everywhere, allocated.
+        let data = std::fs::read(&f).unwrap();
+        assert_eq!(data.len(), 1 << 20);
+        for (i, b) in data.chunks(64 << 10).enumerate() {
+            assert!(
+                b.iter().any(|&x| x != 0),
+                "{rw} {engine}: block {i} is a hole"
+            );
+            assert!(
+                b.iter().any(|&x| x != 0x5a),
+                "{rw} {engine}: block {i} unwritten"
+            );
+        }
+        assert!(allocated(&f) >= 1 << 20, "{rw} {engine}");
+    }
+    // The text has both lines, writes first as fio prints them.
+    data_file(&f);
+    let job = job_file(dir.path(), &f, "rw=trimwrite");
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout);
+    let (w, t) = (out.find("  write: IOPS="), out.find("  trim: IOPS="));
+    assert!(w.is_some() && t.is_some() && w < t, "{out}");
+}
+
+#[test]
+fn every_job_has_a_trim_object_in_json_and_the_null_engine_trims_at_once() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    // A reader: fio's JSON has "trim" for every job, zeros without trims;
+    // merged groups (group_reporting) have it too.
+    let v = job_json(
+        dir.path(),
+        &format!(
+            "[global]\nfilename={}\nbs=4k\nsize=64k\nrw=read\n[r]\nnumjobs=2\ngroup_reporting\n",
+            f.display()
+        ),
+    );
+    let j = &v["jobs"][0];
+    assert_eq!(j["trim"]["io_bytes"], 0, "{j}");
+    assert_eq!(j["trim"]["total_ios"], 0);
+    assert!(j["trim"]["clat_ns"].is_object());
+    assert_eq!(j["read"]["total_ios"], 32);
+    assert!(v["per_job"][0]["trim"].is_object(), "{v}");
+    // null: no file; trims complete at once, as reads and writes do.
+    let v = job_json(
+        dir.path(),
+        "[n]\nioengine=null\nrw=randtrimwrite\nbs=4k\nsize=64k\niodepth=8\n",
+    );
+    let j = &v["jobs"][0];
+    assert_eq!(j["error"], 0, "{j}");
+    assert_eq!(j["trim"]["total_ios"], 16);
+    assert_eq!(j["write"]["total_ios"], 16);
+}
+
+#[test]
+fn trims_where_there_is_nothing_to_trim_are_one_line_each() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    let f = f.display();
+    for (text, want) in [
+        (
+            "[j]\nfilename=xfer:tcp\nrw=trim\nsize=64k\n".into(),
+            "rw=trim needs a file or block device to trim, and ioengine=transport is a transport stream",
+        ),
+        (
+            "[j]\nioengine=net\nhostname=127.0.0.1\nport=9\nrw=randtrim\nsize=64k\n".into(),
+            "rw=randtrim needs a file or block device to trim",
+        ),
+        (
+            format!("[j]\nioengine=filecreate\nfilename={f}\nrw=trimwrite\n"),
+            "ioengine=filecreate is a file operation",
+        ),
+        (
+            "[j]\nioengine=cpuio\ncpuload=10\nrw=trim\nruntime=1\n".into(),
+            "ioengine=cpuio is a CPU load",
+        ),
+        (
+            "[j]\nfilename=/dev/null\nrw=trim\nsize=64k\n".into(),
+            "a character device has no trim",
+        ),
+        (
+            format!("[j]\nfilename={f}\nrw=randtrimwrite\nsize=64k\nverify=crc32c\n"),
+            "verify checks blocks a job writes or reads, and rw=randtrimwrite trims them",
+        ),
+        (
+            format!("[j]\nfilename={f}\nrw=trim\nsize=64k\ntrim_percentage=10\n"),
+            "trim-and-verify is not supported",
+        ),
+    ] {
+        let job = dir.path().join("t.fio");
+        std::fs::write(&job, &text).unwrap();
+        let o = stream(dir.path(), &["--strict", "--job", job.to_str().unwrap()]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{text}: {e}");
+        assert!(e.contains(want), "{text}: {e}");
+        assert_eq!(e.lines().count(), 1, "{text}: {e}");
+    }
+}
+
+#[test]
+fn trims_follow_the_offset_generators_holes_and_strided_zones() {
+    let dir = tempfile::tempdir().unwrap();
+    if !punches_holes(dir.path()) {
+        return;
+    }
+    let f = dir.path().join("data");
+    // Which of the 16 blocks of 64k each job trims.
+    for (lines, trimmed) in [
+        ("rw=trim:64k\nnumber_ios=8", vec![0, 2, 4, 6, 8, 10, 12, 14]),
+        (
+            "rw=trim\nzonemode=strided\nzonerange=256k\nzonesize=64k\nnumber_ios=4",
+            vec![0, 4, 8, 12],
+        ),
+        ("rw=trim\noffset=512k\nsize=128k", vec![8, 9]),
+    ] {
+        data_file(&f);
+        let v = job_json(
+            dir.path(),
+            &format!("[t]\nfilename={}\nbs=64k\n{lines}\n", f.display()),
+        );
+        let j = &v["jobs"][0];
+        assert_eq!(j["error"], 0, "{lines}: {j}");
+        assert_eq!(j["trim"]["total_ios"], trimmed.len(), "{lines}");
+        let data = std::fs::read(&f).unwrap();
+        for (i, b) in data.chunks(64 << 10).enumerate() {
+            let want = if trimmed.contains(&i) { 0 } else { 0x5a };
+            assert!(b.iter().all(|&x| x == want), "{lines}: block {i}");
+        }
+    }
+}

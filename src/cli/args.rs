@@ -575,7 +575,7 @@ pub struct StreamArgs {
     /// Target: a file, a block or character device, or xfer:TRANSPORT (e.g. xfer:tcp) for a one-way stream.
     #[arg(long)]
     pub filename: Option<String>,
-    /// read, write, randread, randwrite, rw, randrw.
+    /// read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite.
     #[arg(long)]
     pub rw: Option<String>,
     /// Block size, or several to sweep (4k..2m doubles, or a list 4k,64k,1m): one table row per size.

@@ -389,13 +389,16 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
     })
 }
 
-/// A stream job: one subject per direction that did I/O.
+/// A stream job: one subject per direction that did I/O (runs saved
+/// before trims were measured have no `trim`).
 fn stream(job: &Value, out: &mut Vec<Subject>) -> Found<()> {
     let name = job_name(job)?;
-    for dir in ["read", "write"] {
-        let d = job
-            .get(dir)
-            .ok_or_else(|| format!("field {dir} is missing"))?;
+    for dir in ["read", "write", "trim"] {
+        let d = match job.get(dir) {
+            Some(d) => d,
+            None if dir == "trim" => continue,
+            None => return Err(format!("field {dir} is missing")),
+        };
         if num(d, "total_ios").map_err(|e| format!("{dir}.{e}"))? == 0.0 {
             continue;
         }

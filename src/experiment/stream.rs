@@ -431,6 +431,12 @@ fn check_verify(job: &mut Job) -> Result<()> {
             None => Ok(()),
         };
     };
+    if job.rw.trims() {
+        return Err(Error::usage(format!(
+            "job {name}: verify checks blocks a job writes or reads, and rw={} trims them (fio's trim verification, trim_verify_zero/trim_backlog, is not supported); drop verify= or use rw=write or randwrite",
+            job.rw.name()
+        )));
+    }
     if matches!(job.rw, Rw::ReadWrite | Rw::RandRw) {
         return Err(Error::usage(format!(
             "job {name}: verify needs a job that only writes or only reads (rw=write, randwrite, read or randread), not rw={}",
@@ -545,8 +551,8 @@ struct Outcome {
 
 /// What a job recorded, beside its result.
 struct Recorded {
-    /// Every I/O's latency, reads and writes.
-    recs: [Recorder; 2],
+    /// Every I/O's latency: reads, writes, trims.
+    recs: [Recorder; engine::DIRS],
     /// The timed span cut into intervals.
     timeline: Timeline,
 }
@@ -567,6 +573,9 @@ fn run_set(
         .map(|p| {
             if p.job.time_based {
                 0
+            } else if p.job.rw.trim_then_write() {
+                // Every block trimmed and written: two I/Os of it.
+                p.job.size.unwrap_or(0).saturating_mul(2)
             } else {
                 p.job.size.unwrap_or(0)
             }
@@ -693,6 +702,11 @@ fn check_mixed_sizes(job: &Job) -> Result<()> {
         Some(format!(
             "ioengine={} sends one message size; give one bs=",
             job.ioengine.name()
+        ))
+    } else if job.rw.trim_then_write() {
+        Some(format!(
+            "rw={} writes where each trim went, one block size; give one bs=",
+            job.rw.name()
         ))
     } else if job.nrfiles > 1 {
         Some(format!(
@@ -830,10 +844,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         readback_s: None,
         dumped: Vec::new(),
     });
+    // trimwrite: each block trimmed, then written — two I/Os, one offset.
+    let per_block = if job.rw.trim_then_write() { 2 } else { 1 };
     let total_ios = if job.time_based {
         u64::MAX
     } else {
-        nblocks.saturating_mul(u64::from(job.loops))
+        nblocks.saturating_mul(u64::from(job.loops) * per_block)
     };
     // Mixed sizes: a sized job ends when it has moved its bytes (fio's
     // io_size), not after a count of I/Os.
@@ -857,13 +873,15 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let total_ios = job.number_ios.map_or(total_ios, |n| n.min(total_ios));
     let expected_ios = job.number_ios.map_or(expected_ios, |n| n.min(expected_ios));
     let mut intervals = Intervals::new(Cut::new(job.time_based, job.runtime, expected_ios));
-    let mut bytes = [0u64; 2];
+    let mut bytes = [0u64; engine::DIRS];
     let mut free: Vec<usize> = (0..depth).rev().collect();
     let mut flights: Vec<Option<Flight>> = vec![None; depth];
     let mut done: Vec<Done> = Vec::with_capacity(depth);
     let mut rng = job.randseed ^ 0xa5a5 ^ u64::from(job.clone);
     let mut issued = 0u64;
     let mut issued_bytes = 0u64;
+    // trimwrite: the (file, offset) of the pair's trim, for its write.
+    let mut pair = (0usize, 0u64);
     let mut last_pass = 0u64;
     let mut writes_issued = 0u64;
     let mut inflight = 0usize;
@@ -910,6 +928,10 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 think(job, pause, prog, ctx, stop);
             }
             let dir = match job.rw {
+                // The pair's first I/O trims, the second writes.
+                rw if rw.trim_then_write() && issued.is_multiple_of(2) => Dir::Trim,
+                rw if rw.trim_then_write() => Dir::Write,
+                Rw::Trim | Rw::RandTrim => Dir::Trim,
                 Rw::ReadWrite | Rw::RandRw => {
                     if splitmix(&mut rng) % 100 < u64::from(job.rwmixread) {
                         Dir::Read
@@ -928,8 +950,11 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                         e.next(files.order(0), issued, side, total_bytes - issued_bytes);
                     (0, rel, len)
                 }
+                // trimwrite: the write goes where its trim went.
+                None if per_block == 2 && issued % 2 == 1 => (pair.0, pair.1, job.bs),
                 None => {
                     let (file, rel) = files.next();
+                    pair = (file, rel);
                     (file, rel, job.bs)
                 }
             };
@@ -1022,7 +1047,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             let Some(f) = flights[d.slot].take() else {
                 continue;
             };
-            let what = if f.dir == Dir::Read { "read" } else { "write" };
+            let what = f.dir.name();
             let want = f.len as usize;
             match d.res {
                 Err(e) => {
@@ -1126,7 +1151,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 job.runtime,
                 total_ios.saturating_sub(ramp_ios),
             ));
-            bytes = [0; 2];
+            bytes = [0; engine::DIRS];
             window = (now, 0);
             if job.runtime.is_some() {
                 deadline = job.runtime.map(|r| now + r);
@@ -1145,7 +1170,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         if ramping {
             continue;
         }
-        let moved = bytes[0] + bytes[1];
+        let moved: u64 = bytes.iter().sum();
         // The rate limiter holds the next I/O until it is due (none after
         // the last one); the watchdog is told, as the gap may be longer than
         // its limit.
@@ -1245,8 +1270,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         }
     }
     let timeline = intervals.finish(runtime_ns);
-    let recs = [timeline.total(0), timeline.total(1)];
-    let n = recs[0].count() + recs[1].count();
+    let recs = [timeline.total(0), timeline.total(1), timeline.total(2)];
+    let n: u64 = recs.iter().map(Recorder::count).sum();
     let mut warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
     warnings.extend(eng.warnings());
     let result = JobResult {
@@ -1256,6 +1281,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         error_text: failure,
         read: DirStats::of(&recs[0], bytes[0], runtime_ns).with(timeline.spread(0, &recs[0])),
         write: DirStats::of(&recs[1], bytes[1], runtime_ns).with(timeline.spread(1, &recs[1])),
+        trim: DirStats::of(&recs[2], bytes[2], runtime_ns).with(timeline.spread(2, &recs[2])),
         sweep_bs: None,
         clone: job.clone,
         filename: p.path.clone(),
@@ -1775,10 +1801,10 @@ fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -> Ve
                 let mut bws = Vec::new();
                 let mut runs = Vec::new();
                 for &i in &members {
-                    let s = if d == 0 {
-                        &results[i].read
-                    } else {
-                        &results[i].write
+                    let s = match d {
+                        0 => &results[i].read,
+                        1 => &results[i].write,
+                        _ => &results[i].trim,
                     };
                     if s.total_ios == 0 {
                         continue;
@@ -1806,6 +1832,7 @@ fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -> Ve
                 error: members.iter().map(|&i| results[i].error).max().unwrap_or(0),
                 read: dir(0),
                 write: dir(1),
+                trim: dir(2),
             }
         })
         .collect()
@@ -1815,12 +1842,13 @@ fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -> Ve
 fn sweep_row(bs: u64, results: &[JobResult], recs: &[Recorded]) -> SweepRow {
     let mut merged = Recorder::new();
     for r in recs {
-        merged.merge(&r.recs[0]);
-        merged.merge(&r.recs[1]);
+        for d in &r.recs {
+            merged.merge(d);
+        }
     }
     let io_bytes: u64 = results
         .iter()
-        .map(|r| r.read.io_bytes + r.write.io_bytes)
+        .map(|r| r.read.io_bytes + r.write.io_bytes + r.trim.io_bytes)
         .sum();
     let ios: u64 = results.iter().map(|r| r.total_ios()).sum();
     let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);

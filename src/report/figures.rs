@@ -352,11 +352,14 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
     ]
 }
 
-/// Which way a fio job moves data: "read", "write" or "rw".
+/// Which way a fio job moves data: "read", "write", "trim", "trimwrite"
+/// or "rw".
 fn stream_direction(rw: &str) -> &'static str {
     match rw {
         "read" | "randread" => "read",
         "write" | "randwrite" => "write",
+        "trim" | "randtrim" => "trim",
+        "trimwrite" | "randtrimwrite" => "trimwrite",
         _ => "rw",
     }
 }
@@ -386,7 +389,7 @@ pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
             let Some(bs) = num(j, "sweep_bs").or_else(|| num(j, "bs")) else {
                 continue;
             };
-            let bw = ["read", "write"]
+            let bw = ["read", "write", "trim"]
                 .iter()
                 .filter_map(|d| j.get(*d).and_then(|s| num(s, "bw_bytes")))
                 .sum::<f64>()

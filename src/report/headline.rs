@@ -52,7 +52,7 @@ pub fn of(r: &SavedRun) -> String {
             let best = pts
                 .iter()
                 .map(|j| {
-                    let bw: f64 = ["read", "write"]
+                    let bw: f64 = ["read", "write", "trim"]
                         .iter()
                         .filter_map(|d| j.get(*d).and_then(|s| num(s, "bw_bytes")))
                         .sum();

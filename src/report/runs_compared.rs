@@ -105,7 +105,7 @@ fn items(run: &SavedRun) -> Vec<(&Value, Option<&'static str>, Subject)> {
                 let Ok(name) = extract::job_name(j) else {
                     continue;
                 };
-                for dir in ["read", "write"] {
+                for dir in ["read", "write", "trim"] {
                     let id = format!("job {name} {dir}");
                     if let Some(s) = subjects.iter().find(|s| s.id == id) {
                         out.push((j, Some(dir), s.clone()));

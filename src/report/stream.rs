@@ -181,6 +181,7 @@ fn file_line(out: &mut String, r: &JobResult) {
 fn dir_and_verify_lines(out: &mut String, r: &JobResult) {
     dir_lines(out, "read", &r.read);
     dir_lines(out, "write", &r.write);
+    dir_lines(out, "trim", &r.trim);
     if let Some(v) = &r.verify {
         let _ = writeln!(
             out,
@@ -214,6 +215,7 @@ fn group_block(out: &mut String, g: &GroupResult, results: &[&JobResult]) {
         head_line(out, &g.jobname, g.groupid, g.jobs, g.error, results[0]);
         dir_lines(out, "read", &g.read.agg);
         dir_lines(out, "write", &g.write.agg);
+        dir_lines(out, "trim", &g.trim.agg);
         for r in results.iter().filter(|r| r.error_text.is_some()) {
             let _ = writeln!(out, "  error: {}", r.error_text.as_deref().unwrap_or(""));
         }
@@ -281,6 +283,7 @@ pub fn render(run: &StreamRun) -> String {
         );
         status_line(&mut out, "READ", &g.read);
         status_line(&mut out, "WRITE", &g.write);
+        status_line(&mut out, "TRIM", &g.trim);
     }
     if run.extra.groups.len() > 1 && run.extra.sweep.is_empty() {
         out.push('\n');
@@ -323,10 +326,12 @@ fn groups_table(run: &StreamRun) -> String {
                 &g.write.agg
             } else if g.read.agg.total_ios > 0 && g.write.agg.total_ios == 0 {
                 &g.read.agg
+            } else if g.trim.agg.total_ios > 0 && g.write.agg.total_ios == 0 {
+                &g.trim.agg
             } else {
                 &g.write.agg
             };
-            let bw = (g.read.agg.bw_bytes + g.write.agg.bw_bytes) as f64;
+            let bw = (g.read.agg.bw_bytes + g.write.agg.bw_bytes + g.trim.agg.bw_bytes) as f64;
             vec![
                 g.groupid.to_string(),
                 g.jobs.to_string(),
@@ -337,7 +342,10 @@ fn groups_table(run: &StreamRun) -> String {
                 }),
                 format!("{:.0}", bw / 1e6),
                 format!("{:.0}", bw / 1048576.0),
-                format!("{:.0}", g.read.agg.iops + g.write.agg.iops),
+                format!(
+                    "{:.0}",
+                    g.read.agg.iops + g.write.agg.iops + g.trim.agg.iops
+                ),
                 usec(d.clat_ns.at(50.0) as f64),
                 usec(d.clat_ns.at(99.0) as f64),
             ]
@@ -386,7 +394,7 @@ fn sweep_table(run: &StreamRun) -> String {
 }
 
 /// JSON in fio's shape: `jobs[]` with `jobname`, `groupid`, `error`,
-/// `read`/`write` {io_bytes, bw_bytes, bw (KiB/s), iops, runtime (ms),
+/// `read`/`write`/`trim` {io_bytes, bw_bytes, bw (KiB/s), iops, runtime (ms),
 /// clat_ns{…, percentile}}; groups with `group_reporting` appear merged as
 /// fio merges them, their members under `per_job`. Everything else of the
 /// run (environment, options, groups, sweep) rides alongside.
@@ -413,6 +421,7 @@ pub fn json(run: &StreamRun) -> Result<String> {
                     "sweep_bs": g.sweep_bs,
                     "read": g.read.agg,
                     "write": g.write.agg,
+                    "trim": g.trim.agg,
                 }));
             } else {
                 jobs.extend(members.iter().filter_map(|r| serde_json::to_value(r).ok()));
@@ -448,7 +457,7 @@ pub fn csv(run: &StreamRun) -> String {
         "sweep_bs,groupid,jobname,clone,filename,rw,bs,iodepth,ioengine,completion,dir,io_bytes,bw_bytes,iops,runtime_ns,clat_mean_ns,clat_p50_ns,clat_p99_ns,clat_p999_ns,error\n",
     );
     for r in &run.points {
-        for (dir, d) in [("read", &r.read), ("write", &r.write)] {
+        for (dir, d) in [("read", &r.read), ("write", &r.write), ("trim", &r.trim)] {
             if d.total_ios == 0 {
                 continue;
             }

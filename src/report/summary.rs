@@ -167,7 +167,9 @@ fn stream(r: &SavedRun) -> String {
                         j["jobname"] == *n.as_str()
                             && j["sweep_bs"].as_u64().or_else(|| j["bs"].as_u64()) == Some(b)
                     })
-                    .flat_map(|j| ["read", "write"].map(|d| num(&j[d], "bw_bytes").unwrap_or(0.0)))
+                    .flat_map(|j| {
+                        ["read", "write", "trim"].map(|d| num(&j[d], "bw_bytes").unwrap_or(0.0))
+                    })
                     .sum();
                 si(bw / 1e6)
             }));

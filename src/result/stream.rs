@@ -270,6 +270,9 @@ pub struct JobResult {
     pub read: DirStats,
     /// Writes in the timed span.
     pub write: DirStats,
+    /// Trims in the timed span (`rw=trim` and kin): fio's `trim` object,
+    /// present for every job as in fio's JSON, all zeros without trims.
+    pub trim: DirStats,
     /// Sweep block size this job ran at, when `--bs` gave several.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub sweep_bs: Option<u64>,
@@ -371,17 +374,23 @@ pub struct FileResult {
 }
 
 impl JobResult {
-    /// I/Os completed both ways in the timed span.
+    /// I/Os completed every way (reads, writes, trims) in the timed span.
     pub fn total_ios(&self) -> u64 {
-        self.read.total_ios + self.write.total_ios
+        self.read.total_ios + self.write.total_ios + self.trim.total_ios
     }
 
-    /// The direction that did more I/Os (reads when even).
+    /// The direction that did more I/Os (reads when even; writes over
+    /// trims when even, as a trimwrite job's are).
     pub fn main_dir(&self) -> &DirStats {
-        if self.write.total_ios > self.read.total_ios {
+        let rw = if self.write.total_ios > self.read.total_ios {
             &self.write
         } else {
             &self.read
+        };
+        if self.trim.total_ios > rw.total_ios {
+            &self.trim
+        } else {
+            rw
         }
     }
 }
@@ -412,6 +421,7 @@ impl Repeatable for JobResult {
         let warnings = merged_warnings(reps.iter().map(|r| &r.warnings), &figures, "bw_bytes");
         let read = DirStats::merge_repeats(&reps.iter().map(|r| &r.read).collect::<Vec<_>>());
         let write = DirStats::merge_repeats(&reps.iter().map(|r| &r.write).collect::<Vec<_>>());
+        let trim = DirStats::merge_repeats(&reps.iter().map(|r| &r.trim).collect::<Vec<_>>());
         let error = reps.iter().map(|r| r.error).max().unwrap_or(0);
         let error_text = reps.iter().find_map(|r| r.error_text.clone());
         let ramp_ios = reps.iter().map(|r| r.ramp_ios).sum();
@@ -423,6 +433,7 @@ impl Repeatable for JobResult {
             error_text,
             read,
             write,
+            trim,
             ramp_ios,
             verify,
             partial,
@@ -503,6 +514,8 @@ pub struct GroupResult {
     pub read: GroupDir,
     /// The group's writes.
     pub write: GroupDir,
+    /// The group's trims.
+    pub trim: GroupDir,
 }
 
 /// One direction of a group: aggregate bandwidth is all bytes over the
@@ -531,9 +544,9 @@ pub struct SweepRow {
     pub bs: u64,
     /// Jobs that ran at it, clones included.
     pub jobs: u32,
-    /// Bytes moved by all of them, both ways.
+    /// Bytes moved by all of them, every way (trims too).
     pub io_bytes: u64,
-    /// I/Os completed by all of them, both ways.
+    /// I/Os completed by all of them, every way.
     pub ios: u64,
     /// From the first job's start to the last one's end.
     pub wall_ns: u64,
@@ -541,9 +554,9 @@ pub struct SweepRow {
     pub bw_bytes: f64,
     /// `ios` over `wall_ns`, per second.
     pub iops: f64,
-    /// Median I/O latency over every job and both ways, ns.
+    /// Median I/O latency over every job and every way, ns.
     pub clat_p50_ns: u64,
-    /// 99th percentile I/O latency over every job and both ways, ns.
+    /// 99th percentile I/O latency over every job and every way, ns.
     pub clat_p99_ns: u64,
     /// Jobs that failed.
     pub errors: u32,
@@ -590,6 +603,7 @@ impl GroupResult {
             error: parts.iter().map(|g| g.error).max().unwrap_or(0),
             read: dir(|g| &g.read),
             write: dir(|g| &g.write),
+            trim: dir(|g| &g.trim),
             ..first.clone()
         }
     }
@@ -610,7 +624,7 @@ impl SweepRow {
         let dirs: Vec<&DirStats> = jobs
             .iter()
             .filter(|j| j.sweep_bs == Some(first.bs))
-            .flat_map(|j| [&j.read, &j.write])
+            .flat_map(|j| [&j.read, &j.write, &j.trim])
             .filter(|d| d.total_ios > 0)
             .collect();
         let mut hist: Option<Histogram<u64>> = None;
@@ -714,7 +728,7 @@ mod tests {
         }
         let runtime = ios * gap_ns;
         let t = iv.finish(runtime);
-        let (r, w) = (t.total(0), t.total(1));
+        let (r, w, tr) = (t.total(0), t.total(1), t.total(2));
         JobResult {
             jobname: "j".into(),
             groupid: 0,
@@ -722,6 +736,7 @@ mod tests {
             error_text: None,
             read: DirStats::of(&r, ios * 4096, runtime).with(t.spread(0, &r)),
             write: DirStats::of(&w, 0, runtime).with(t.spread(1, &w)),
+            trim: DirStats::of(&tr, 0, runtime).with(t.spread(2, &tr)),
             sweep_bs: None,
             clone: 0,
             filename: "/tmp/f".into(),
@@ -843,6 +858,7 @@ mod tests {
                 max_runtime: j.read.runtime,
             },
             write: GroupDir::default(),
+            trim: GroupDir::default(),
         };
         let row = |j: &JobResult| SweepRow {
             bs: 4096,

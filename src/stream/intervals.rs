@@ -20,6 +20,9 @@ use crate::measure::distribution::{BLOCKS, Distribution, Figures, Spread, latenc
 use crate::measure::stats::Recorder;
 use std::time::Duration;
 
+/// Directions kept apart: 0 reads, 1 writes, 2 trims.
+const DIRS: usize = crate::stream::engine::DIRS;
+
 /// How a job's span is cut.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Cut {
@@ -55,13 +58,14 @@ impl Cut {
 
 /// One slot while the job runs.
 struct Slot {
-    recs: [Recorder; 2],
-    bytes: [u64; 2],
+    recs: [Recorder; DIRS],
+    bytes: [u64; DIRS],
     /// When its last I/O completed, ns from the span's start.
     last_ns: u64,
 }
 
-/// A job's slots while it runs. Indexed by direction: 0 reads, 1 writes.
+/// A job's slots while it runs. Indexed by direction: 0 reads, 1 writes,
+/// 2 trims.
 pub struct Intervals {
     cut: Cut,
     used: usize,
@@ -86,8 +90,8 @@ impl Intervals {
             next: 0,
             slots: (0..BLOCKS)
                 .map(|_| Slot {
-                    recs: [Recorder::new(), Recorder::new()],
-                    bytes: [0; 2],
+                    recs: std::array::from_fn(|_| Recorder::new()),
+                    bytes: [0; DIRS],
                     last_ns: 0,
                 })
                 .collect(),
@@ -153,7 +157,7 @@ impl Intervals {
                 } else {
                     match cut {
                         Cut::Time { width_ns } => (j as u64 + 1).saturating_mul(width_ns),
-                        Cut::Count { .. } if s.recs[0].count() + s.recs[1].count() > 0 => s.last_ns,
+                        Cut::Count { .. } if s.recs.iter().any(|r| r.count() > 0) => s.last_ns,
                         Cut::Count { .. } => prev,
                     }
                     .min(end_ns)
@@ -174,8 +178,8 @@ impl Intervals {
 
 /// One closed slot: its I/Os each way and how long it lasted.
 pub struct Span {
-    pub recs: [Recorder; 2],
-    pub bytes: [u64; 2],
+    pub recs: [Recorder; DIRS],
+    pub bytes: [u64; DIRS],
     pub dur_ns: u64,
 }
 
@@ -203,13 +207,13 @@ impl Timeline {
         let spans = (0..n)
             .map(|j| {
                 let mut s = Span {
-                    recs: [Recorder::new(), Recorder::new()],
-                    bytes: [0; 2],
+                    recs: std::array::from_fn(|_| Recorder::new()),
+                    bytes: [0; DIRS],
                     dur_ns: 0,
                 };
                 for m in members {
                     if let Some(o) = m.spans.get(j) {
-                        for d in 0..2 {
+                        for d in 0..DIRS {
                             s.recs[d].merge(&o.recs[d]);
                             s.bytes[d] += o.bytes[d];
                         }
@@ -311,6 +315,31 @@ mod tests {
         }
         assert!(t.blocks(1).is_empty());
         assert!(t.spread(1, &t.total(1)).histogram.is_none());
+    }
+
+    #[test]
+    fn trims_keep_their_own_slot_beside_writes() {
+        // trimwrite: a trim then a write of each of 50 blocks.
+        let mut iv = Intervals::new(Cut::new(false, None, 100));
+        for i in 0..50u64 {
+            iv.record(2, (2 * i + 1) * 1_000, 300, 4096);
+            iv.record(1, (2 * i + 2) * 1_000, 700, 4096);
+        }
+        let t = iv.finish(100_000);
+        assert_eq!(
+            (t.total(0).count(), t.total(1).count(), t.total(2).count()),
+            (0, 50, 50)
+        );
+        let trims = t.blocks(2);
+        assert_eq!(trims.len(), BLOCKS);
+        assert!(trims.iter().all(|f| f["p50_ns"] == 300.0), "{trims:?}");
+        let bytes: f64 = trims
+            .iter()
+            .map(|f| f["bw_bytes"] * f["count"] / f["iops"])
+            .sum();
+        assert!((bytes - 50.0 * 4096.0).abs() < 1.0, "{bytes}");
+        let g = Timeline::merge(&[&t, &t]);
+        assert_eq!(g.total(2).count(), 100);
     }
 
     #[test]

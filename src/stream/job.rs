@@ -30,20 +30,44 @@ pub enum Rw {
     ReadWrite,
     /// `randrw`.
     RandRw,
+    /// `trim`: sequential trims (a hole punched in a file, a discard on a
+    /// block device).
+    Trim,
+    /// `randtrim`: trims in a random order, each block once per pass.
+    RandTrim,
+    /// `trimwrite`: each block trimmed, then written, in sequence.
+    TrimWrite,
+    /// `randtrimwrite`: the same in a random order.
+    RandTrimWrite,
 }
 
 impl Rw {
     /// The job issues reads (read-only or mixed).
     pub fn reads(self) -> bool {
-        !matches!(self, Rw::Write | Rw::RandWrite)
+        matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
     }
-    /// The job issues writes (write-only or mixed).
+    /// The job issues writes (write-only, mixed, or after trims).
     pub fn writes(self) -> bool {
-        !matches!(self, Rw::Read | Rw::RandRead)
+        !matches!(self, Rw::Read | Rw::RandRead | Rw::Trim | Rw::RandTrim)
+    }
+    /// The job issues trims (`trim`, `randtrim`, `trimwrite`, `randtrimwrite`).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite
+        )
+    }
+    /// Each block is trimmed and then written (`trimwrite`,
+    /// `randtrimwrite`): two I/Os per block, at the same offset.
+    pub fn trim_then_write(self) -> bool {
+        matches!(self, Rw::TrimWrite | Rw::RandTrimWrite)
     }
     /// Blocks are visited in a random order rather than sequentially.
     pub fn random(self) -> bool {
-        matches!(self, Rw::RandRead | Rw::RandWrite | Rw::RandRw)
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim | Rw::RandTrimWrite
+        )
     }
     /// fio's word for it (`rw` for [`Rw::ReadWrite`]).
     pub fn name(self) -> &'static str {
@@ -54,6 +78,10 @@ impl Rw {
             Rw::RandWrite => "randwrite",
             Rw::ReadWrite => "rw",
             Rw::RandRw => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
         }
     }
 }
@@ -1846,11 +1874,12 @@ impl<'a> Opt<'a> {
             "randwrite" => Rw::RandWrite,
             "rw" | "readwrite" => Rw::ReadWrite,
             "randrw" => Rw::RandRw,
-            "trim" | "randtrim" | "trimwrite" | "randtrimwrite" => {
-                return Err(self.bad("trim workloads are not supported; use read, write, randread, randwrite, rw or randrw"));
-            }
+            "trim" => Rw::Trim,
+            "randtrim" => Rw::RandTrim,
+            "trimwrite" => Rw::TrimWrite,
+            "randtrimwrite" => Rw::RandTrimWrite,
             _ => {
-                return Err(self.bad("unknown workload; use read, write, randread, randwrite, rw (readwrite) or randrw"));
+                return Err(self.bad("unknown workload; use read, write, randread, randwrite, rw (readwrite), randrw, trim, randtrim, trimwrite or randtrimwrite"));
             }
         })
     }
@@ -1986,7 +2015,23 @@ mod tests {
         assert_eq!(j.rw, Rw::RandRw);
         set(&mut j, "rwmixwrite", Some("30")).unwrap();
         assert_eq!(j.rwmixread, 70);
-        assert!(err("rw", Some("trim")).contains("trim workloads are not supported"));
+        for (w, rw) in [
+            ("trim", Rw::Trim),
+            ("randtrim", Rw::RandTrim),
+            ("trimwrite", Rw::TrimWrite),
+            ("randtrimwrite", Rw::RandTrimWrite),
+        ] {
+            set(&mut j, "rw", Some(w)).unwrap();
+            assert_eq!((j.rw, j.rw.name()), (rw, w));
+            assert!(j.rw.trims() && !j.rw.reads());
+            assert_eq!(j.rw.writes(), j.rw.trim_then_write());
+            assert_eq!(j.rw.random(), w.starts_with("rand"));
+        }
+        set(&mut j, "rw", Some("randtrim:4")).unwrap();
+        assert_eq!((j.rw, j.seq_nr), (Rw::RandTrim, 4));
+        set(&mut j, "rw", Some("trim:8k")).unwrap();
+        assert_eq!((j.rw, j.seq_add), (Rw::Trim, 8192));
+        assert!(err("rw", Some("discard")).contains("unknown workload"));
         set(&mut j, "rw", Some("randread:8")).unwrap();
         assert_eq!((j.rw, j.seq_nr), (Rw::RandRead, 8));
         set(&mut j, "rw", Some("read:-8k")).unwrap();

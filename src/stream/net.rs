@@ -173,6 +173,13 @@ impl Endpoint {
                     job.rw.name()
                 ));
             }
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite => {
+                return Err(format!(
+                    "rw={} needs a file or block device to trim, and ioengine={} is a socket; use rw=read to receive or rw=write to send",
+                    job.rw.name(),
+                    job.ioengine.name()
+                ));
+            }
         };
         if job.verify.is_some() {
             return Err(

@@ -8,7 +8,7 @@
 //! queues direct I/O: with `direct=0`, `io_submit` does the I/O before it
 //! returns (as fio's documentation warns).
 
-use super::{Dir, Done, Engine, Op, Target};
+use super::{Dir, Done, Engine, Op, Target, Trimmer};
 use crate::error::{Error, Result};
 use crate::stream::job::{Completion, Job};
 use std::sync::atomic::{Ordering, fence};
@@ -88,6 +88,10 @@ pub struct Libaio {
     submits: u64,
     ios: u64,
     eagain: u64,
+    /// Trims, made inside `queue` as fio's libaio engine makes them (no
+    /// iocb), and their completions until reaped.
+    trim: Option<Trimmer>,
+    trimmed: Vec<Done>,
 }
 
 // SAFETY: the context and the ring are this worker's alone.
@@ -141,6 +145,8 @@ impl Libaio {
             submits: 0,
             ios: 0,
             eagain: 0,
+            trim: Trimmer::of(targets, job),
+            trimmed: Vec::new(),
         })
     }
 
@@ -152,6 +158,7 @@ impl Libaio {
             opcode: match op.dir {
                 Dir::Read => IOCB_CMD_PREAD,
                 Dir::Write => IOCB_CMD_PWRITE,
+                Dir::Trim => unreachable!("a trim is made inside queue, not by an iocb"),
             },
             fildes: self.fds[op.file] as u32,
             buf: op.buf as u64 + moved as u64,
@@ -218,7 +225,7 @@ impl Libaio {
             return Err(Error::usage(format!(
                 "job {}: ioengine=libaio: nowait (RWF_NOWAIT) {} was refused ({}); most file systems refuse buffered I/O that may not block: use direct=1 or drop nowait",
                 self.job,
-                if dir == Dir::Write { "write" } else { "read" },
+                dir.name(),
                 super::errno_text(e)
             )));
         }
@@ -331,13 +338,27 @@ fn read_proc(p: &str) -> String {
 impl Engine for Libaio {
     fn queue(&mut self, op: Op) -> Result<()> {
         self.ios += 1;
+        if op.dir == Dir::Trim {
+            // What was queued before it goes to the kernel first (fio
+            // answers a trim with "busy" until it has).
+            let mut done = std::mem::take(&mut self.trimmed);
+            let r = self.submit(&mut done);
+            self.trimmed = done;
+            r?;
+            let t = self.trim.as_mut().expect("a trim job has a trimmer");
+            let res = t.trim(op.file, op.offset, op.len)?;
+            self.trimmed.push(Done { slot: op.slot, res });
+            return Ok(());
+        }
         self.push(op, 0);
         Ok(())
     }
 
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let mut got = self.submit(out)?;
+        let mut got = self.trimmed.len();
+        out.append(&mut self.trimmed);
+        got += self.submit(out)?;
         let mut spins = 0u32;
         while got < min {
             let n = if self.spin {
@@ -395,6 +416,12 @@ impl Engine for Libaio {
             s.push_str(&format!(
                 ", RWF_NOWAIT ({} EAGAIN resubmitted)",
                 self.eagain
+            ));
+        }
+        if let Some(t) = &self.trim {
+            s.push_str(&format!(
+                ", trims by {} inside queue, done at once (as fio's libaio engine)",
+                t.words()
             ));
         }
         if !self.direct {

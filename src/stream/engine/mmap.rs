@@ -1,7 +1,7 @@
 //! `mmap`: the job's region mapped shared, I/O as memcpy to and from it, as
 //! fio's mmap engine. `fsync` is msync.
 
-use super::{Dir, Done, Engine, Op, Target};
+use super::{Dir, Done, Engine, Op, Target, Trimmer};
 use crate::error::{Error, Result};
 use crate::stream::job::Job;
 use std::collections::VecDeque;
@@ -19,6 +19,9 @@ pub struct Mmap {
     /// The job's files' mappings, by [`Op::file`].
     maps: Vec<Map>,
     done: VecDeque<Done>,
+    /// Trims: as fio's mmap engine, not through the mapping but on the
+    /// file (a hole punched, a discard); the mapping then reads zeros.
+    trim: Option<Trimmer>,
 }
 
 impl Mmap {
@@ -26,6 +29,7 @@ impl Mmap {
         let mut m = Mmap {
             maps: Vec::with_capacity(targets.len()),
             done: VecDeque::with_capacity(1),
+            trim: Trimmer::of(targets, job),
         };
         for target in targets {
             // Pushed one by one: what is mapped is unmapped on an error.
@@ -75,6 +79,12 @@ impl Map {
 
 impl Engine for Mmap {
     fn queue(&mut self, op: Op) -> Result<()> {
+        if op.dir == Dir::Trim {
+            let t = self.trim.as_mut().expect("a trim job has a trimmer");
+            let res = t.trim(op.file, op.offset, op.len)?;
+            self.done.push_back(Done { slot: op.slot, res });
+            return Ok(());
+        }
         let map = &self.maps[op.file];
         let at = (op.offset - map.start) as usize;
         debug_assert!(at + op.len <= map.len);
@@ -85,6 +95,7 @@ impl Engine for Mmap {
             match op.dir {
                 Dir::Read => std::ptr::copy_nonoverlapping(m, op.buf, op.len),
                 Dir::Write => std::ptr::copy_nonoverlapping(op.buf, m, op.len),
+                Dir::Trim => unreachable!("trims are made on the file"),
             }
         }
         self.done.push_back(Done {
@@ -110,7 +121,12 @@ impl Engine for Mmap {
     }
 
     fn completion_detail(&self) -> String {
-        "mmap, memcpy to/from a shared mapping (no completion to wait for)".into()
+        let mut s =
+            String::from("mmap, memcpy to/from a shared mapping (no completion to wait for)");
+        if let Some(t) = &self.trim {
+            s.push_str(&format!(", trims by {} on the file", t.words()));
+        }
+        s
     }
 }
 

@@ -14,6 +14,7 @@ mod opts;
 mod posixaio;
 mod sync;
 mod target;
+mod trim;
 mod uring;
 
 pub use cpuio::CpuIo;
@@ -24,17 +25,35 @@ pub use net::Net;
 pub use null::Null;
 pub use opts::{CpuMode, EngineOpts, StatType};
 pub use target::{Target, TargetKind};
+pub use trim::Trimmer;
 
 use crate::error::{Error, Result};
 use crate::stream::job::{IoEngine, Job};
 use std::time::Duration;
 
-/// Which way an I/O moves data.
+/// Which way an I/O moves data; a trim moves none (it gives the blocks
+/// back: a hole punched in a file, a discard on a block device). The
+/// value is the direction's slot in the worker's figures (0, 1, 2).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Dir {
     Read,
     Write,
+    Trim,
 }
+
+impl Dir {
+    /// fio's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Dir::Read => "read",
+            Dir::Write => "write",
+            Dir::Trim => "trim",
+        }
+    }
+}
+
+/// Directions a job's figures are kept for (read, write, trim).
+pub const DIRS: usize = 3;
 
 /// One I/O: `len` bytes between buffer slot `slot` and the job's file
 /// `file` (its index among the job's targets; 0 for a job with one) at
@@ -253,6 +272,24 @@ pub fn check(job: &Job) -> Result<()> {
         return Err(Error::usage(format!(
             "job {name}: hipri_percentage is the share of I/Os given RWF_HIPRI, which only hipri sets; add hipri"
         )));
+    }
+    if job.rw.trims() {
+        let what = match e {
+            IoEngine::Net | IoEngine::NetSplice => Some("a socket"),
+            IoEngine::Transport => Some("a transport stream"),
+            IoEngine::Filecreate | IoEngine::Filestat | IoEngine::Filedelete => {
+                Some("a file operation")
+            }
+            IoEngine::Cpuio => Some("a CPU load"),
+            _ => None,
+        };
+        if let Some(what) = what {
+            return Err(Error::usage(format!(
+                "job {name}: rw={} needs a file or block device to trim, and ioengine={} is {what}; trim with sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring, mmap or null",
+                job.rw.name(),
+                e.name()
+            )));
+        }
     }
     let moves_no_data = e.file_op() || e == IoEngine::Cpuio;
     if moves_no_data && let Some(v) = job.verify {

@@ -6,7 +6,7 @@
 //! `aio_error` instead of sleeping in `aio_suspend`. A short transfer is
 //! resubmitted for the rest.
 
-use super::{Dir, Done, Engine, Op, Target};
+use super::{Dir, Done, Engine, Op, Target, Trimmer};
 use crate::error::{Error, Result};
 use crate::stream::job::{Completion, Job};
 use std::time::{Duration, Instant};
@@ -25,6 +25,9 @@ pub struct PosixAio {
     ready: Vec<Done>,
     ios: u64,
     suspends: u64,
+    /// Trims, made inside `queue` as fio's posixaio engine makes them
+    /// (POSIX AIO has no trim); their completions wait in `ready`.
+    trim: Option<Trimmer>,
 }
 
 // SAFETY: the control blocks are this worker's alone.
@@ -47,6 +50,7 @@ impl PosixAio {
             ready: Vec::new(),
             ios: 0,
             suspends: 0,
+            trim: Trimmer::of(targets, job),
         }
     }
 
@@ -67,6 +71,7 @@ impl PosixAio {
             match op.dir {
                 Dir::Read => libc::aio_read(cb),
                 Dir::Write => libc::aio_write(cb),
+                Dir::Trim => unreachable!("a trim is made inside queue, not by aio"),
             }
         };
         if r < 0 {
@@ -127,6 +132,12 @@ impl PosixAio {
 impl Engine for PosixAio {
     fn queue(&mut self, op: Op) -> Result<()> {
         self.ios += 1;
+        if op.dir == Dir::Trim {
+            let t = self.trim.as_mut().expect("a trim job has a trimmer");
+            let res = t.trim(op.file, op.offset, op.len)?;
+            self.ready.push(Done { slot: op.slot, res });
+            return Ok(());
+        }
         self.push(op, 0);
         Ok(())
     }
@@ -188,7 +199,7 @@ impl Engine for PosixAio {
 
     fn completion_detail(&self) -> String {
         format!(
-            "posixaio, glibc aio_read/aio_write (helper threads doing pread/pwrite), up to {} in flight, {}",
+            "posixaio, glibc aio_read/aio_write (helper threads doing pread/pwrite), up to {} in flight, {}{}",
             self.depth,
             if self.spin {
                 "spin on aio_error".to_string()
@@ -197,7 +208,11 @@ impl Engine for PosixAio {
                     "sleep in aio_suspend until one finishes ({} waits)",
                     self.suspends
                 )
-            }
+            },
+            self.trim.as_ref().map_or(String::new(), |t| format!(
+                ", trims by {} inside queue, done at once (as fio's posixaio engine)",
+                t.words()
+            ))
         )
     }
 }

@@ -15,7 +15,7 @@
 //! on EAGAIN — what a polled DMA driver's users do; regular files never
 //! return EAGAIN.
 
-use super::{Dir, Done, Engine, Op, Target};
+use super::{Dir, Done, Engine, Op, Target, Trimmer};
 use crate::error::{Error, Result};
 use crate::stream::job::{Completion, IoEngine, Job};
 use std::collections::VecDeque;
@@ -84,6 +84,8 @@ pub struct SyncIo {
     lseeks: u64,
     eagain: u64,
     hipri_ios: u64,
+    /// Trims, made in the call (`rw=trim` and kin).
+    trim: Option<Trimmer>,
 }
 
 impl SyncIo {
@@ -125,6 +127,7 @@ impl SyncIo {
             lseeks: 0,
             eagain: 0,
             hipri_ios: 0,
+            trim: Trimmer::of(targets, job),
         }
     }
 
@@ -166,6 +169,7 @@ impl SyncIo {
                 (Call::Pvsync, Dir::Write) => libc::pwritev(fd, iov.as_ptr(), cnt, o),
                 (Call::Pvsync2, Dir::Read) => libc::preadv2(fd, iov.as_ptr(), cnt, o, flags),
                 (Call::Pvsync2, Dir::Write) => libc::pwritev2(fd, iov.as_ptr(), cnt, o, flags),
+                (_, Dir::Trim) => unreachable!("a trim is made by the Trimmer, not a transfer"),
             }
         };
         if r < 0 {
@@ -264,7 +268,7 @@ impl SyncIo {
         Error::usage(format!(
             "job {}: ioengine=pvsync2: the {} was refused ({}): {}",
             self.job,
-            if dir == Dir::Write { "write" } else { "read" },
+            dir.name(),
             super::errno_text(e),
             why.join("; ")
         ))
@@ -317,6 +321,16 @@ impl Engine for SyncIo {
         {
             self.flush()?;
         }
+        if op.dir == Dir::Trim {
+            // In the call, after whatever was batched before it.
+            self.flush()?;
+            let t = self.trim.as_mut().expect("a trim job has a trimmer");
+            let res = t.trim(op.file, op.offset, op.len)?;
+            self.ios += 1;
+            self.calls += 1;
+            self.done.push_back(Done { slot: op.slot, res });
+            return Ok(());
+        }
         self.batch.push(op);
         if self.max_batch == 1 {
             self.flush()?;
@@ -366,6 +380,9 @@ impl Engine for SyncIo {
         }
         if !flags.is_empty() {
             s.push_str(&format!(", with {}", flags.join(", ")));
+        }
+        if let Some(t) = &self.trim {
+            s.push_str(&format!(", trims by {} in the call", t.words()));
         }
         if self.poll {
             s.push_str(", O_NONBLOCK with spin on EAGAIN");

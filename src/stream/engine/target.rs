@@ -69,15 +69,23 @@ impl Target {
                 )));
             }
         };
+        if kind == TargetKind::Char && job.rw.trims() {
+            return Err(Error::usage(format!(
+                "job {name}: rw={} on {shown}: a character device has no trim (neither hole punching nor discard); trim a regular file or a block device, or use rw=write",
+                job.rw.name()
+            )));
+        }
         if meta.is_none() && !job.allow_file_create {
             return Err(Error::usage(format!(
                 "job {name}: {shown} does not exist and allow_file_create=0; create it, fix the name, or map it with --map {shown}=FILE"
             )));
         }
         let reads = job_reads(job);
-        let writes = job.rw.writes();
+        // A trim needs the target open for writing (fallocate, BLKDISCARD),
+        // and mmap a readable one: trims open it read-write, as fio's do.
+        let writes = job.rw.writes() || job.rw.trims();
         let mut oo = OpenOptions::new();
-        oo.read(reads || !writes).write(writes);
+        oo.read(reads || !writes || job.rw.trims()).write(writes);
         let mut flags = libc::O_CLOEXEC;
         if job.direct {
             flags |= libc::O_DIRECT;
@@ -196,7 +204,9 @@ impl Target {
             )));
         }
         if kind == TargetKind::File && end > current {
-            let step = if job.rw.reads() || job.overwrite {
+            // Trims alone need blocks there to give back: laid out as for reads.
+            let trims_only = job.rw.trims() && !job.rw.writes();
+            let step = if job.rw.reads() || trims_only || job.overwrite {
                 check_layout(name, path, current, end, allow_large)?;
                 lay_out(path, current, end).map_err(|e| {
                     Error::run(format!(
@@ -207,6 +217,8 @@ impl Target {
                     "laid out to {end} bytes (zeros) for {}",
                     if job.rw.reads() {
                         "reading"
+                    } else if trims_only {
+                        "trimming"
                     } else {
                         "overwriting (overwrite=1)"
                     }

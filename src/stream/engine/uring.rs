@@ -19,7 +19,7 @@
 //! where the kernel has them), `force_async=N` sets IOSQE_ASYNC on every
 //! N-th request, `nowait` sets RWF_NOWAIT.
 
-use super::{Dir, Done, Engine, IoMemory, Op, Target};
+use super::{Dir, Done, Engine, IoMemory, Op, Target, Trimmer};
 use crate::error::{Error, Result};
 use crate::stream::job::{Completion, Job};
 use io_uring::{IoUring, opcode, squeue, types};
@@ -68,6 +68,10 @@ pub struct Uring {
     pushed: u64,
     forced: u64,
     eagain: u64,
+    /// Trims, made inside `queue` as fio's io_uring engine makes them
+    /// (no ring request), and their completions until reaped.
+    trim: Option<Trimmer>,
+    trimmed: Vec<Done>,
 }
 
 // SAFETY: the iovecs point into the worker's own buffers; one thread uses it.
@@ -171,6 +175,8 @@ impl Uring {
             pushed: 0,
             forced: 0,
             eagain: 0,
+            trim: Trimmer::of(targets, job),
+            trimmed: Vec::new(),
         })
     }
 
@@ -214,6 +220,7 @@ impl Uring {
                         .offset(off)
                         .rw_flags(flags)
                         .build(),
+                    (Dir::Trim, _) => unreachable!("a trim is made inside queue, not on the ring"),
                 }
             };
         }
@@ -308,12 +315,28 @@ impl Uring {
 
 impl Engine for Uring {
     fn queue(&mut self, op: Op) -> Result<()> {
+        if op.dir == Dir::Trim {
+            // What was queued before it goes to the kernel first (fio
+            // answers a trim with "busy" until it has).
+            if self.unsubmitted > 0 {
+                self.ring
+                    .submit()
+                    .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+                self.unsubmitted = 0;
+            }
+            let t = self.trim.as_mut().expect("a trim job has a trimmer");
+            let res = t.trim(op.file, op.offset, op.len)?;
+            self.trimmed.push(Done { slot: op.slot, res });
+            return Ok(());
+        }
         self.push(op, 0)
     }
 
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
         let deadline = Instant::now() + timeout;
-        let mut got = self.drain(out)?;
+        let mut got = self.trimmed.len();
+        out.append(&mut self.trimmed);
+        got += self.drain(out)?;
         if self.spin {
             if self.unsubmitted > 0 || self.sqpoll {
                 self.ring
@@ -390,6 +413,12 @@ impl Engine for Uring {
             } else {
                 ", registered files (registerfiles)"
             });
+        }
+        if let Some(t) = &self.trim {
+            s.push_str(&format!(
+                ", trims by {} inside queue, done at once (as fio's io_uring engine)",
+                t.words()
+            ));
         }
         if self.force_async > 0 {
             s.push_str(&format!(

@@ -525,6 +525,8 @@ impl Engine for Net {
                 (Dir::Read, false) => self.read_stream(buf)?,
                 (Dir::Write, true) => self.write_datagram(buf)?,
                 (Dir::Read, true) => self.read_datagram(buf)?,
+                // Refused before the job starts (engine::check).
+                (Dir::Trim, _) => unreachable!("a socket has no trim"),
             }
         };
         self.counts.bytes += n as u64;
