@@ -2673,3 +2673,70 @@ fn mixed_block_sizes_move_exactly_the_region_and_verify_what_they_wrote() {
         );
     }
 }
+
+#[test]
+fn falloc_and_ftruncate_engines_change_allocation_not_data() {
+    use std::os::unix::fs::MetadataExt;
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("sparse");
+    // A sparse 1 MiB file: falloc's writes allocate every block of it.
+    std::fs::File::create(&f).unwrap().set_len(1 << 20).unwrap();
+    let before = std::fs::metadata(&f).unwrap().blocks();
+    let v = job_json(
+        dir.path(),
+        &format!(
+            "[a]\nioengine=falloc\nfilename={}\nrw=randwrite\nbs=64k\nsize=1m\n",
+            f.display()
+        ),
+    );
+    let j = &v["jobs"][0];
+    if j["error"] != 0
+        && j["error_text"]
+            .as_str()
+            .unwrap_or("")
+            .contains("cannot fallocate")
+    {
+        return; // a file system without fallocate: nothing to measure here
+    }
+    assert_eq!(j["error"], 0, "{j}");
+    assert_eq!(j["write"]["total_ios"], 16);
+    let after = std::fs::metadata(&f).unwrap().blocks();
+    assert!(
+        after >= before + 2048 - 8,
+        "{before} -> {after} blocks of 512"
+    );
+    assert!(
+        std::fs::read(&f).unwrap().iter().all(|&b| b == 0),
+        "no data written"
+    );
+    // ftruncate: each write sets the file's length to its offset; the last
+    // of a sequential pass leaves it one block short of the region.
+    let t = dir.path().join("trunc");
+    let v = job_json(
+        dir.path(),
+        &format!(
+            "[t]\nioengine=ftruncate\nfilename={}\nrw=write\nbs=4k\nsize=64k\n",
+            t.display()
+        ),
+    );
+    assert_eq!(v["jobs"][0]["error"], 0, "{v}");
+    assert_eq!(v["jobs"][0]["write"]["total_ios"], 16);
+    assert_eq!(std::fs::metadata(&t).unwrap().len(), 60 << 10);
+    // Reads through ftruncate: one line, exit 2.
+    let job = dir.path().join("bad.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[r]\nioengine=ftruncate\nfilename={}\nrw=read\nsize=64k\n",
+            t.display()
+        ),
+    )
+    .unwrap();
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("ioengine=ftruncate only truncates"),
+        "{}",
+        stderr(&o)
+    );
+}

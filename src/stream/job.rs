@@ -109,6 +109,10 @@ pub enum IoEngine {
     Posixaio,
     /// memcpy to and from a shared mapping of the target.
     Mmap,
+    /// fio's `falloc`: each I/O fallocates (or punches) its range.
+    Falloc,
+    /// fio's `ftruncate`: each write truncates the file to its offset.
+    Ftruncate,
     /// One-way stream over an xferbench transport (`filename=xfer:tcp`).
     Transport,
     /// fio's `null`: every I/O completes at once, no data moves, no file
@@ -143,6 +147,8 @@ impl IoEngine {
             IoEngine::Libaio => "libaio",
             IoEngine::Posixaio => "posixaio",
             IoEngine::Mmap => "mmap",
+            IoEngine::Falloc => "falloc",
+            IoEngine::Ftruncate => "ftruncate",
             IoEngine::Transport => "transport",
             IoEngine::Null => "null",
             IoEngine::Filecreate => "filecreate",
@@ -1376,6 +1382,8 @@ impl Job {
             "libaio" => IoEngine::Libaio,
             "posixaio" => IoEngine::Posixaio,
             "mmap" => IoEngine::Mmap,
+            "falloc" => IoEngine::Falloc,
+            "ftruncate" => IoEngine::Ftruncate,
             "transport" => IoEngine::Transport,
             "null" => IoEngine::Null,
             "filecreate" => IoEngine::Filecreate,

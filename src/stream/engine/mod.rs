@@ -3,6 +3,7 @@
 //! worker loop in `experiment::stream` knows nothing of syscalls or rings.
 
 mod cpuio;
+mod falloc;
 mod fileops;
 mod libaio;
 mod link;
@@ -161,6 +162,8 @@ pub fn open(job: &Job, targets: &[Target], depth: usize) -> Result<Box<dyn Engin
         IoEngine::Libaio => Box::new(libaio::Libaio::new(targets, job, depth)?),
         IoEngine::Posixaio => Box::new(posixaio::PosixAio::new(targets, job, depth)),
         IoEngine::Mmap => Box::new(mmap::Mmap::new(targets, job)?),
+        IoEngine::Falloc => Box::new(falloc::Falloc::new(targets, job, false)),
+        IoEngine::Ftruncate => Box::new(falloc::Falloc::new(targets, job, true)),
         e => {
             return Err(Error::usage(format!(
                 "ioengine={} opens no file of its own here",
@@ -291,6 +294,22 @@ pub fn check(job: &Job) -> Result<()> {
             )));
         }
     }
+    if matches!(e, IoEngine::Falloc | IoEngine::Ftruncate) {
+        if let Some(v) = job.verify {
+            return Err(Error::usage(format!(
+                "job {name}: verify={} checks data and ioengine={} moves none; drop verify=",
+                v.name(),
+                e.name()
+            )));
+        }
+        if e == IoEngine::Ftruncate && job.rw.reads() || e == IoEngine::Ftruncate && job.rw.trims()
+        {
+            return Err(Error::usage(format!(
+                "job {name}: ioengine=ftruncate only truncates, on writes; use rw=write or randwrite (rw={} is refused, as fio fails each such I/O)",
+                job.rw.name()
+            )));
+        }
+    }
     let moves_no_data = e.file_op() || e == IoEngine::Cpuio;
     if moves_no_data && let Some(v) = job.verify {
         return Err(Error::usage(format!(
@@ -346,7 +365,7 @@ pub fn refusal(name: &str) -> String {
         "libblkio" => "libblkio",
         "windowsaio" => "Windows",
         "solarisaio" => "Solaris",
-        "splice" | "falloc" | "ftruncate" | "e4defrag" | "exec" => {
+        "splice" | "e4defrag" | "exec" => {
             return format!(
                 "ioengine={name} is not supported by xferbench; use sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring or mmap"
             );
