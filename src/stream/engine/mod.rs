@@ -302,8 +302,7 @@ pub fn check(job: &Job) -> Result<()> {
                 e.name()
             )));
         }
-        if e == IoEngine::Ftruncate && job.rw.reads() || e == IoEngine::Ftruncate && job.rw.trims()
-        {
+        if e == IoEngine::Ftruncate && (job.rw.reads() || job.rw.trims()) {
             return Err(Error::usage(format!(
                 "job {name}: ioengine=ftruncate only truncates, on writes; use rw=write or randwrite (rw={} is refused, as fio fails each such I/O)",
                 job.rw.name()
