@@ -2740,3 +2740,34 @@ fn falloc_and_ftruncate_engines_change_allocation_not_data() {
         stderr(&o)
     );
 }
+
+#[test]
+fn fill_device_ends_at_a_full_device_without_failing() {
+    let dir = tempfile::tempdir().unwrap();
+    if !Path::new("/dev/full").exists() {
+        return;
+    }
+    // /dev/full answers every write with ENOSPC: the end of a fill, not an
+    // error; without fill_device the same write fails the job.
+    let v = job_json(
+        dir.path(),
+        "[f]\nfilename=/dev/full\nrw=write\nbs=4k\nsize=64k\nfill_device=1\n",
+    );
+    let j = &v["jobs"][0];
+    assert_eq!(j["error"], 0, "{j}");
+    assert!(
+        j["warnings"]
+            .to_string()
+            .contains("fill_device: the writes stopped at a full device"),
+        "{j}"
+    );
+    let job = dir.path().join("nofill.fio");
+    std::fs::write(&job, "[f]\nfilename=/dev/full\nrw=write\nbs=4k\nsize=64k\n").unwrap();
+    let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("No space left on device"),
+        "{}",
+        stderr(&o)
+    );
+}

@@ -889,6 +889,8 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let mut want_sync = false;
     let mut stopping = false;
     let mut partial = false;
+    // fill_device: the writes reached a full device or file system.
+    let mut filled = false;
     let mut failure: Option<String> = None;
     let start = Instant::now();
     let mut ramping = job.ramp_time.is_some_and(|r| !r.is_zero());
@@ -1050,6 +1052,17 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             let what = f.dir.name();
             let want = f.len as usize;
             match d.res {
+                // fill_device: a full device or file system is the end.
+                Err(e) if job.fill_device && e == libc::ENOSPC && f.dir == Dir::Write => {
+                    filled = true;
+                    stopping = true;
+                    continue;
+                }
+                Ok(n) if job.fill_device && n < want && f.dir == Dir::Write => {
+                    filled = true;
+                    stopping = true;
+                    continue;
+                }
                 Err(e) => {
                     failure.get_or_insert_with(|| {
                         format!(
@@ -1273,6 +1286,12 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let recs = [timeline.total(0), timeline.total(1), timeline.total(2)];
     let n: u64 = recs.iter().map(Recorder::count).sum();
     let mut warnings = job_warnings(job, sync_engine, n, runtime_ns, partial, failure.is_some());
+    if filled {
+        warnings.push(format!(
+            "fill_device: the writes stopped at a full device or file system (ENOSPC) after {} bytes",
+            bytes[Dir::Write as usize]
+        ));
+    }
     warnings.extend(eng.warnings());
     let result = JobResult {
         jobname: job.name.clone(),

@@ -244,14 +244,6 @@ const REFUSED: &[(&str, &str)] = &[
         "xferbench takes the target's type from the file itself; drop it",
     ),
     (
-        "fill_device",
-        "filling a device until it is full is not supported; give size=",
-    ),
-    (
-        "fill_fs",
-        "filling a file system until it is full is not supported; give size=",
-    ),
-    (
         "flow",
         "flow control between jobs is not supported; use rate= on each job",
     ),

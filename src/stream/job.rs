@@ -456,6 +456,10 @@ pub struct Job {
     pub open_sync: Option<i32>,
     /// `fdatasync=N`: fdatasync after every N writes.
     pub fdatasync: u32,
+    /// `fill_device=` / `fill_fs=`: a writer goes on until the device or
+    /// file system is full (ENOSPC ends it, not as an error); without
+    /// `size=`, a file's region is the file system's free space.
+    pub fill_device: bool,
     /// `fallocate=`: preallocate a file the job writes (fio's default), or not.
     pub fallocate: bool,
     /// `unlink=`: remove the job's file (never a device) when it is done.
@@ -600,6 +604,7 @@ impl Default for Job {
             open_sync: None,
             fdatasync: 0,
             fallocate: true,
+            fill_device: false,
             unlink: false,
             zero_buffers: false,
             buffer_pattern: None,
@@ -929,6 +934,8 @@ pub const HANDLED: &[&str] = &[
     "exitall_on_error",
     "fadvise_hint",
     "fallocate",
+    "fill_device",
+    "fill_fs",
     "fdatasync",
     "filename",
     "file_service_type",
@@ -1166,6 +1173,7 @@ impl Job {
             }
             "fdatasync" => self.fdatasync = o.int(0, u32::MAX.into())?,
             "fsync_on_close" => self.end_fsync |= o.bool()?,
+            "fill_device" | "fill_fs" => self.fill_device = o.bool()?,
             "fallocate" => {
                 self.fallocate = match o.value.unwrap_or("native") {
                     "none" | "0" | "truncate" => false,

@@ -163,6 +163,13 @@ impl Target {
                 )));
             }
             (Some(s), None) => s,
+            (None, None) if avail > offset && !job.fill_device => avail - offset,
+            // fill_device on a file: as far as the file system's free space
+            // goes (the writes end at ENOSPC in any case).
+            (None, None) if job.fill_device && kind == TargetKind::File => {
+                let free = file_system(path.parent().unwrap_or(Path::new("."))).map_or(0, |f| f.0);
+                (avail.saturating_sub(offset) + free).max(job.bs)
+            }
             (None, None) if avail > offset => avail - offset,
             (None, None) if kind == TargetKind::Char => {
                 return Err(Error::usage(format!(
