@@ -1041,6 +1041,12 @@ impl Job {
         };
         match key {
             "name" => self.name = o.value()?.to_string(),
+            // An empty filename= (a template's blank, an unset ${VAR}) keeps
+            // fio's default: the generated jobname.jobnum.filenum.
+            "filename" if o.value.is_some_and(|v| v.trim().is_empty()) => {
+                self.filename = None;
+                self.filenames.clear();
+            }
             "filename" => {
                 let mut names = o.filenames()?;
                 self.filename = Some(names[0].clone());
@@ -1967,6 +1973,10 @@ mod tests {
         assert_eq!(j.rate, Some(2 << 20));
         set(&mut j, "rate", Some("0")).unwrap();
         assert_eq!(j.rate, None);
+        // An empty filename= keeps the generated default.
+        set(&mut j, "filename", Some("/tmp/x")).unwrap();
+        set(&mut j, "filename", Some("")).unwrap();
+        assert_eq!(j.filename, None);
         // fio's sides: a value not ended by a comma carries on; empty is the default.
         set(&mut j, "bs", Some("4k,64k")).unwrap();
         assert_eq!((j.bs, j.bs_sides), (4096, Some([4096, 65536])));
