@@ -261,6 +261,12 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
         if job.bs_mix.is_some() {
             check_mixed_sizes(&job)?;
+        } else if let Some(ba) = job.blockalign.filter(|&ba| ba != job.bs) {
+            return Err(Error::usage(format!(
+                "job {name}: blockalign={} differs from bs={}: with one block size, random I/Os start at multiples of bs; drop blockalign= (other alignments are taken with mixed sizes, bssplit=/bsrange=)",
+                crate::units::format_size(ba),
+                crate::units::format_size(job.bs)
+            )));
         }
         // rate_iops / rate_iops_min are rates in blocks (with mixed sizes,
         // blocks of the mean length the mix draws).
@@ -816,6 +822,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             job.rw.random(),
             plain,
             tile,
+            job.blockalign.unwrap_or(0),
             seed ^ u64::from(job.clone),
         )
     });
@@ -882,6 +889,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let mut issued_bytes = 0u64;
     // trimwrite: the (file, offset) of the pair's trim, for its write.
     let mut pair = (0usize, 0u64);
+    let mut seen_pass = 0u64;
     let mut last_pass = 0u64;
     let mut writes_issued = 0u64;
     let mut inflight = 0usize;
@@ -960,6 +968,14 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                     (file, rel, job.bs)
                 }
             };
+            // A new pass: fio reopens its files and invalidates them again.
+            let pass = extents.as_ref().map_or(files.passes, |e| e.pass);
+            if pass != seen_pass {
+                seen_pass = pass;
+                for t in &targets {
+                    t.invalidate_again(job);
+                }
+            }
             let blk = rel / job.bs;
             issued += 1;
             issued_bytes += len;

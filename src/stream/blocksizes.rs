@@ -155,9 +155,12 @@ impl BlockSizes {
 pub struct Extents {
     sizes: BlockSizes,
     unit: u64,
+    /// Where random I/Os may start: every `slot` bytes (fio's `blockalign`,
+    /// by default the smallest length); the random map counts slots.
+    slot: u64,
     size: u64,
     random: bool,
-    /// Random jobs with fio's random map: which units this pass covered.
+    /// Random jobs with fio's random map: which slots this pass covered.
     map: Option<Vec<u64>>,
     /// No two I/Os of a pass overlap (a verified job): a random I/O is cut
     /// to the free run at its start, not only to the region's end.
@@ -180,22 +183,31 @@ impl Extents {
     /// `offsets` (built with the smallest length as its block size) gives
     /// random units; `plain_random` says whether it is a plain permutation
     /// (no `norandommap`, zoned distribution or `rw=randread:N` runs),
-    /// where a map keeps I/Os of one pass apart.
+    /// where a map keeps I/Os of one pass apart; `align` (a multiple of
+    /// the smallest length, or 0) aligns random starts (`blockalign`).
     pub fn new(
         sizes: BlockSizes,
         size: u64,
         random: bool,
         plain_random: bool,
         tile: bool,
+        align: u64,
         seed: u64,
     ) -> Extents {
         let unit = sizes.min().max(1);
         let units = (size / unit).max(1);
-        let map = (random && plain_random && units <= MAP_UNITS_MAX)
-            .then(|| vec![0u64; units.div_ceil(64) as usize]);
+        let slot = if align > unit && align <= units * unit && align.is_multiple_of(unit) {
+            align
+        } else {
+            unit
+        };
+        let slots = (units * unit / slot).max(1);
+        let map = (random && plain_random && slots <= MAP_UNITS_MAX)
+            .then(|| vec![0u64; slots.div_ceil(64) as usize]);
         Extents {
             sizes,
             unit,
+            slot,
             size: units * unit,
             random,
             map,
@@ -230,48 +242,48 @@ impl Extents {
             self.cursor += len;
             return (at, len);
         }
+        let (units, slot) = (self.size / self.unit, self.slot);
+        let slots = self.size / slot;
         let Some(map) = self.map.as_mut() else {
-            let at = offsets.at(i) / self.unit * self.unit;
-            let at = at.min(self.size - self.unit);
+            let at = (offsets.at(i) / slot).min(slots - 1) * slot;
             return (at, choice.fit(want, self.size - at, self.unit));
         };
-        let units = self.size / self.unit;
-        if self.covered >= units {
+        if self.covered >= slots {
             map.iter_mut().for_each(|w| *w = 0);
             self.covered = 0;
             self.pass += 1;
         }
         let taken = |map: &[u64], u: u64| map[(u / 64) as usize] & (1 << (u % 64)) != 0;
-        // The permutation visits every unit once per `units` probes: the
-        // first free one it meets starts this I/O.
+        // The permutation visits every unit once per `units` probes (so
+        // every slot too): the first free slot it meets starts this I/O.
         let start = loop {
-            let u = offsets.at(self.probe) / self.unit;
+            let u = (offsets.at(self.probe) / slot).min(slots - 1);
             self.probe = (self.probe + 1) % units;
             if !taken(map, u) {
                 break u;
             }
         };
-        // As fio: the start is a unit this pass has not covered; the length
+        // As fio: the start is a slot this pass has not covered; the length
         // is cut to the region's end, and for a verified job to the free
         // run, so that no I/O overwrites another's checked data.
-        let mut room = units - start;
+        let mut room = self.size - start * slot;
         if self.tile {
-            let want_units = want.div_ceil(self.unit);
+            let want_slots = want.div_ceil(slot);
             let mut free = 1u64;
-            while free < want_units && free < room && !taken(map, start + free) {
+            while free < want_slots && start + free < slots && !taken(map, start + free) {
                 free += 1;
             }
-            room = free;
+            room = room.min(free * slot);
         }
-        let len = choice.fit(want, room * self.unit, self.unit);
-        for u in start..start + len.div_ceil(self.unit) {
+        let len = choice.fit(want, room, self.unit);
+        for u in start..(start + len.div_ceil(slot)).min(slots) {
             let (w, bit) = ((u / 64) as usize, 1u64 << (u % 64));
             if map[w] & bit == 0 {
                 map[w] |= bit;
                 self.covered += 1;
             }
         }
-        (start * self.unit, len)
+        (start * slot, len)
     }
 }
 
@@ -325,7 +337,7 @@ mod tests {
         let sizes = both(split(&[(4096, 50), (12288, 50)]));
         let size = 1 << 20;
         let o = offsets(false, 4096, size);
-        let mut e = Extents::new(sizes, size, false, true, false, 3);
+        let mut e = Extents::new(sizes, size, false, true, false, 0, 3);
         let mut at = 0;
         let mut i = 0;
         while e.pass == 0 || at != 0 {
@@ -353,7 +365,7 @@ mod tests {
         ] {
             let size = 4 << 20;
             let o = offsets(true, 4096, size);
-            let mut e = Extents::new(both(c), size, true, true, true, 5);
+            let mut e = Extents::new(both(c), size, true, true, true, 0, 5);
             let mut seen = vec![0u8; (size / 4096) as usize];
             let mut total = 0;
             let mut i = 0;
@@ -376,6 +388,30 @@ mod tests {
             e.next(&o, i, 0, u64::MAX);
             assert_eq!(e.pass, 1, "the next I/O starts a new pass");
         }
+    }
+
+    #[test]
+    fn blockalign_puts_random_starts_on_its_boundaries_without_overlap() {
+        let size = 1 << 20;
+        let o = offsets(true, 512, size);
+        let c = split(&[(512, 50), (4096, 30), (16384, 20)]);
+        let mut e = Extents::new(both(c), size, true, true, true, 4096, 7);
+        let mut seen = vec![0u8; (size / 512) as usize];
+        let mut i = 0;
+        while e.pass == 0 && i < 100_000 {
+            let (off, len) = e.next(&o, i, 1, u64::MAX);
+            if e.pass > 0 {
+                break;
+            }
+            assert_eq!(off % 4096, 0, "start {off} not on a 4k boundary");
+            assert!(off + len <= size);
+            for u in off / 512..(off + len) / 512 {
+                seen[u as usize] += 1;
+            }
+            i += 1;
+        }
+        assert_eq!(e.pass, 1, "the pass ended");
+        assert!(seen.iter().all(|&n| n <= 1), "no overlap");
     }
 
     #[test]

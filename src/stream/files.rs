@@ -121,6 +121,8 @@ pub struct FileSet {
     /// `size=` caps a job whose files are sized by `filesize=`).
     pass_ios: u64,
     done_in_pass: u64,
+    /// Passes started after the first (each `loops` round or time_based wrap).
+    pub passes: u64,
     rng: u64,
 }
 
@@ -159,6 +161,7 @@ impl FileSet {
             next_rr: 0,
             pass_ios: cap.map_or(all, |c| c.clamp(1, all)),
             done_in_pass: 0,
+            passes: 0,
             rng: seed ^ 0xf11e_5e1e_c7ed_0001,
             blocks,
             regions,
@@ -257,6 +260,7 @@ impl FileSet {
 
     /// Starts a new pass: every file back at its start, none in service.
     fn new_pass(&mut self) {
+        self.passes += 1;
         for f in 0..self.len() {
             // The next pass starts each file's order afresh.
             let b = self.blocks[f];

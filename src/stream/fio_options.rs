@@ -159,14 +159,6 @@ const REFUSED: &[(&str, &str)] = &[
         "atomic writes (RWF_ATOMIC) are not supported; drop it",
     ),
     (
-        "ba",
-        "block alignment other than the block size is not supported; drop it",
-    ),
-    (
-        "blockalign",
-        "block alignment other than the block size is not supported; drop it",
-    ),
-    (
         "blocksize_unaligned",
         "unaligned block sizes are not supported; drop it",
     ),

@@ -325,6 +325,9 @@ pub struct Job {
     /// `bssplit=`: (length, percent) lists for reads, writes.
     #[serde(skip)]
     pub bssplit: Option<[Vec<(u64, u32)>; 2]>,
+    /// `blockalign=` / `ba=`: where random I/Os may start (default: every
+    /// `bs`, or the smallest of mixed sizes).
+    pub blockalign: Option<u64>,
     /// I/O lengths that vary, resolved from the three above by
     /// [`Job::resolve_block_sizes`] (None: every I/O is `bs` long).
     pub bs_mix: Option<BlockSizes>,
@@ -539,6 +542,7 @@ impl Default for Job {
             bsrange: None,
             bssplit: None,
             bs_mix: None,
+            blockalign: None,
             ioengine: IoEngine::Psync,
             iomem: IoMem::Malloc,
             direct: false,
@@ -740,6 +744,15 @@ impl Job {
             self.bs_mix = None;
             return Ok(());
         }
+        if let Some(ba) = self.blockalign
+            && !ba.is_multiple_of(mix.min())
+        {
+            return Err(format!(
+                "blockalign={}: random I/Os are laid out in units of the smallest block size ({}); give a multiple of it",
+                crate::units::format_size(ba),
+                crate::units::format_size(mix.min())
+            ));
+        }
         if !mix.all_multiples_of(self.bs) {
             return Err(format!(
                 "block sizes {}: each must be a multiple of the smallest ({}), as offsets are laid out in its units; adjust the sizes",
@@ -914,6 +927,8 @@ pub const HANDLED: &[&str] = &[
     "unlink_each_loop",
     "allow_file_create",
     "allrandrepeat",
+    "ba",
+    "blockalign",
     "blocksize",
     "blocksize_range",
     "bs",
@@ -1083,6 +1098,13 @@ impl Job {
                 let [r, w] = o.sides(|v| o.block_range(v))?;
                 let d = (DEFAULT_BS, DEFAULT_BS);
                 self.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
+            }
+            "ba" | "blockalign" => {
+                let [r, w] = o.sides(|v| o.block_size(v))?;
+                if r.is_some() && w.is_some() && r != w {
+                    return Err(o.bad("different read and write alignments are not supported; give one value"));
+                }
+                self.blockalign = r.or(w);
             }
             "bssplit" => {
                 let [r, w] = o.sides(|v| o.split(v))?;

@@ -260,6 +260,24 @@ impl Target {
         self.file.as_raw_fd()
     }
 
+    /// fio's `invalidate` again at the start of each pass (a `loops` round,
+    /// a time_based wrap), where fio reopens the file and drops its cached
+    /// pages: a buffered job over a small file then reads the device each
+    /// pass, as fio's does, rather than the cache its last pass left.
+    pub fn invalidate_again(&self, job: &Job) {
+        if job.invalidate && !job.direct && self.kind != TargetKind::Char {
+            // SAFETY: advice about our own descriptor.
+            unsafe {
+                libc::posix_fadvise(
+                    self.fd(),
+                    self.offset as libc::off_t,
+                    self.size as libc::off_t,
+                    libc::POSIX_FADV_DONTNEED,
+                );
+            }
+        }
+    }
+
     /// Opens each of a job's files (`paths`, after `--map`) as
     /// [`Target::open`] opens one, each with its own region: the job's
     /// `size=` divided among them as fio divides it, or each file
