@@ -270,14 +270,10 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
         }
         // rate_iops / rate_iops_min are rates in blocks (with mixed sizes,
         // blocks of the mean length the mix draws).
-        let per_io = job.bs_mix.as_ref().map_or(job.bs as f64, |m| {
-            let reads = match job.rw {
-                Rw::ReadWrite | Rw::RandRw => f64::from(job.rwmixread) / 100.0,
-                rw if rw.reads() => 1.0,
-                _ => 0.0,
-            };
-            m.mean(reads)
-        });
+        let per_io = job
+            .bs_mix
+            .as_ref()
+            .map_or(job.bs as f64, |m| m.mean(job.read_share()));
         if let Some(iops) = job.rate_iops {
             job.rate = Some((iops as f64 * per_io) as u64);
         }
@@ -863,15 +859,10 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     let (total_ios, total_bytes, expected_ios) = match &job.bs_mix {
         Some(mix) if !job.time_based => {
             let bytes = region_size.saturating_mul(u64::from(job.loops));
-            let reads = if job.rw.reads() { 1.0 } else { 0.0 };
-            let reads = match job.rw {
-                Rw::ReadWrite | Rw::RandRw => f64::from(job.rwmixread) / 100.0,
-                _ => reads,
-            };
             (
                 u64::MAX,
                 bytes,
-                (bytes as f64 / mix.mean(reads)).ceil() as u64,
+                (bytes as f64 / mix.mean(job.read_share())).ceil() as u64,
             )
         }
         Some(_) => (u64::MAX, u64::MAX, u64::MAX),

@@ -764,6 +764,16 @@ impl Job {
         Ok(())
     }
 
+    /// The share of the job's I/Os that read (0 to 1): `rwmixread` for
+    /// mixed workloads.
+    pub fn read_share(&self) -> f64 {
+        match self.rw {
+            Rw::ReadWrite | Rw::RandRw => f64::from(self.rwmixread) / 100.0,
+            rw if rw.reads() => 1.0,
+            _ => 0.0,
+        }
+    }
+
     /// The longest I/O the job issues: what each buffer must hold.
     pub fn max_bs(&self) -> u64 {
         self.bs_mix.as_ref().map_or(self.bs, BlockSizes::max)

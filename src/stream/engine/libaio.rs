@@ -345,9 +345,8 @@ impl Engine for Libaio {
             let r = self.submit(&mut done);
             self.trimmed = done;
             r?;
-            let t = self.trim.as_mut().expect("a trim job has a trimmer");
-            let res = t.trim(op.file, op.offset, op.len)?;
-            self.trimmed.push(Done { slot: op.slot, res });
+            let done = super::trim::complete(&mut self.trim, &op)?;
+            self.trimmed.push(done);
             return Ok(());
         }
         self.push(op, 0);

@@ -80,9 +80,8 @@ impl Map {
 impl Engine for Mmap {
     fn queue(&mut self, op: Op) -> Result<()> {
         if op.dir == Dir::Trim {
-            let t = self.trim.as_mut().expect("a trim job has a trimmer");
-            let res = t.trim(op.file, op.offset, op.len)?;
-            self.done.push_back(Done { slot: op.slot, res });
+            let done = super::trim::complete(&mut self.trim, &op)?;
+            self.done.push_back(done);
             return Ok(());
         }
         let map = &self.maps[op.file];

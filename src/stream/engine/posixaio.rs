@@ -133,9 +133,8 @@ impl Engine for PosixAio {
     fn queue(&mut self, op: Op) -> Result<()> {
         self.ios += 1;
         if op.dir == Dir::Trim {
-            let t = self.trim.as_mut().expect("a trim job has a trimmer");
-            let res = t.trim(op.file, op.offset, op.len)?;
-            self.ready.push(Done { slot: op.slot, res });
+            let done = super::trim::complete(&mut self.trim, &op)?;
+            self.ready.push(done);
             return Ok(());
         }
         self.push(op, 0);

@@ -324,11 +324,10 @@ impl Engine for SyncIo {
         if op.dir == Dir::Trim {
             // In the call, after whatever was batched before it.
             self.flush()?;
-            let t = self.trim.as_mut().expect("a trim job has a trimmer");
-            let res = t.trim(op.file, op.offset, op.len)?;
+            let done = super::trim::complete(&mut self.trim, &op)?;
             self.ios += 1;
             self.calls += 1;
-            self.done.push_back(Done { slot: op.slot, res });
+            self.done.push_back(done);
             return Ok(());
         }
         self.batch.push(op);

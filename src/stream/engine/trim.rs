@@ -10,7 +10,7 @@
 //! libaio and posixaio make it inside `queue` and report it done at once,
 //! as fio's engines do (none of them queues a discard asynchronously).
 
-use super::{Target, TargetKind};
+use super::{Done, Op, Target, TargetKind};
 use crate::error::{Error, Result};
 use crate::stream::job::Job;
 use std::path::PathBuf;
@@ -142,6 +142,19 @@ impl Trimmer {
             fs_name(t.fd)
         ))
     }
+}
+
+/// Makes the trim `op` with an engine's trimmer (`None` when its job does
+/// not trim, which the worker never sends a trim to) and gives its
+/// completion: what every engine's `queue` does with a trim.
+pub fn complete(trim: &mut Option<Trimmer>, op: &Op) -> Result<Done> {
+    let t = trim
+        .as_mut()
+        .ok_or_else(|| Error::run("a trim reached an engine whose job issues none"))?;
+    Ok(Done {
+        slot: op.slot,
+        res: t.trim(op.file, op.offset, op.len)?,
+    })
 }
 
 /// The name of the file system `fd` lies on, from its statfs magic.

@@ -324,9 +324,8 @@ impl Engine for Uring {
                     .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
                 self.unsubmitted = 0;
             }
-            let t = self.trim.as_mut().expect("a trim job has a trimmer");
-            let res = t.trim(op.file, op.offset, op.len)?;
-            self.trimmed.push(Done { slot: op.slot, res });
+            let done = super::trim::complete(&mut self.trim, &op)?;
+            self.trimmed.push(done);
             return Ok(());
         }
         self.push(op, 0)
