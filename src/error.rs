@@ -3,6 +3,12 @@
 //! at the place that knows which it is.
 
 use std::fmt;
+use std::sync::atomic::{AtomicI32, Ordering};
+
+/// The signal that interrupted the run (0 until one arrives): the exit
+/// status of an interrupted run is 128 + its number, as a shell reports a
+/// process the signal killed.
+pub(crate) static INTERRUPTED_BY: AtomicI32 = AtomicI32::new(0);
 
 /// An error with a single-line, user-facing message.
 #[derive(Debug)]
@@ -13,7 +19,8 @@ pub enum Error {
     /// The measurement could not be carried out: responder died or hung, a
     /// syscall failed, a file could not be written. Exit code 1.
     Run(String),
-    /// The user pressed Ctrl-C; partial results were already written. Exit 130.
+    /// SIGINT or SIGTERM stopped the run; partial results were already
+    /// written. Exit 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
     Interrupted,
 }
 
@@ -41,12 +48,16 @@ impl Error {
         Error::Run(format!("{what}: {e}"))
     }
 
-    /// The process exit code for this error: 2 usage, 1 run, 130 interrupted.
+    /// The process exit code for this error: 2 usage, 1 run, 128 + the
+    /// signal interrupted (130 when no signal is known: Ctrl-C's).
     pub fn exit_code(&self) -> i32 {
         match self {
             Error::Usage(_) => 2,
             Error::Run(_) => 1,
-            Error::Interrupted => 130,
+            Error::Interrupted => match INTERRUPTED_BY.load(Ordering::Relaxed) {
+                0 => 130,
+                s => 128 + s,
+            },
         }
     }
 }

@@ -1,17 +1,37 @@
-//! Ctrl-C: the first one asks the run to stop after the current sample and
-//! write what it has; a second one ends the process at once.
+//! SIGINT and SIGTERM: the first one asks the run to stop after the current
+//! sample and write what it has; a second one ends the process at once.
+//! Either way the exit status is 128 + the signal's number, as a shell
+//! reports a process killed by it.
 
-use std::sync::Arc;
-use std::sync::atomic::AtomicBool;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, OnceLock};
 
-/// Installs the handlers (SIGINT, SIGTERM) and returns the stop flag.
+/// The stop flag, once installed: one per process.
+static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
+
+/// Installs the handlers (SIGINT, SIGTERM) once and returns the stop flag.
 pub fn install() -> Arc<AtomicBool> {
-    let flag = Arc::new(AtomicBool::new(false));
-    for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
-        // Order matters: the conditional shutdown sees the flag before this
-        // signal sets it, so only a second signal exits.
-        let _ = signal_hook::flag::register_conditional_shutdown(sig, 130, flag.clone());
-        let _ = signal_hook::flag::register(sig, flag.clone());
-    }
-    flag
+    FLAG.get_or_init(|| {
+        let flag = Arc::new(AtomicBool::new(false));
+        for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
+            // Order matters: the conditional shutdown sees the flag before
+            // this signal sets it, so only a second signal exits.
+            let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, flag.clone());
+            // SAFETY: the action is one atomic store, async-signal-safe.
+            let _ = unsafe {
+                signal_hook::low_level::register(sig, move || {
+                    crate::error::INTERRUPTED_BY.store(sig, Ordering::Relaxed)
+                })
+            };
+            let _ = signal_hook::flag::register(sig, flag.clone());
+        }
+        flag
+    })
+    .clone()
+}
+
+/// A signal asked the run to stop (not the run itself raising its stop
+/// flag, as a stream job that cannot start does).
+pub fn requested() -> bool {
+    crate::error::INTERRUPTED_BY.load(Ordering::Relaxed) != 0
 }

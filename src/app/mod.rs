@@ -1,9 +1,11 @@
 //! Dispatch from parsed arguments to experiments and reports, and the mapping
 //! of every outcome to one line on stderr and an exit code.
 
+pub mod checkpoint;
 pub mod interrupt;
 pub mod progress;
 pub mod suite;
+pub mod supervise;
 
 use crate::app::progress::Bar;
 use crate::cli::{Cli, Command, RespondArgs};
@@ -17,27 +19,31 @@ use crate::report::{self, Render};
 use crate::transport::{self, ResponderArgs};
 use std::io::IsTerminal;
 
-/// Runs the command line; returns the exit code.
+/// Runs the command line; returns the exit code. The command runs on a
+/// worker thread watched from this one, so a device call that never
+/// returns cannot hang the process (see [`supervise`]).
 pub fn main() -> i32 {
     let cli = match Cli::parse_or_exit_code() {
         Ok(c) => c,
         Err(code) => return code,
     };
-    let result = dispatch(cli);
-    crate::transport::mpi::shutdown();
-    match result {
-        Ok(()) => 0,
-        Err(e) => {
-            if e.to_string().is_empty() {
-                // Said already (another MPI rank's refusal).
-            } else if !matches!(e, Error::Interrupted) {
-                eprintln!("xferbench: error: {e}");
-            } else {
-                eprintln!("xferbench: interrupted");
+    supervise::run(move || {
+        let result = dispatch(cli);
+        crate::transport::mpi::shutdown();
+        match result {
+            Ok(()) => 0,
+            Err(e) => {
+                if e.to_string().is_empty() {
+                    // Said already (another MPI rank's refusal).
+                } else if !matches!(e, Error::Interrupted) {
+                    eprintln!("xferbench: error: {e}");
+                } else {
+                    eprintln!("xferbench: interrupted");
+                }
+                e.exit_code()
             }
-            e.exit_code()
         }
-    }
+    })
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
@@ -106,30 +112,50 @@ fn dispatch(cli: Cli) -> Result<()> {
 
 /// What every measuring command does around its experiment: checks that
 /// the output can be written and the `--compare` datasets exist before
-/// anything runs; runs with Ctrl-C handling and a progress bar; renders in
-/// the format asked (tables followed by the comparisons); writes, saying
-/// where partial results went.
-fn measured<R: Render>(
+/// anything runs; runs with Ctrl-C handling, a progress bar and
+/// checkpoints (written if a device hangs); renders in the format asked
+/// (tables followed by the comparisons); writes, saying where partial
+/// results went.
+fn measured<P: 'static, X: 'static>(
     out: &Output,
     quiet: bool,
-    run: impl FnOnce(&std::sync::Arc<std::sync::atomic::AtomicBool>, &Bar) -> Result<(R, Option<Error>)>,
-) -> Result<()> {
+    run: impl FnOnce(
+        &std::sync::Arc<std::sync::atomic::AtomicBool>,
+        &dyn crate::experiment::Progress,
+    ) -> Result<(crate::result::Run<P, X>, Option<Error>)>,
+) -> Result<()>
+where
+    crate::result::Run<P, X>: Render + Clone + Send,
+{
     report::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;
     let base = baseline_first(out)?;
     let stop = crate::app::interrupt::install();
     let bar = Bar::new(quiet);
-    let (run, err) = run(&stop, &bar)?;
+    let kept = checkpoint::Checkpoints::new(&bar, out);
+    let (run, err) = run(&stop, &kept)?;
     // A usage error found on opening a link is not a result worth writing.
     if let Some(e @ Error::Usage(_)) = err {
         return Err(e);
+    }
+    if !supervise::claim() {
+        // The watch wrote the run already and is ending the process.
+        loop {
+            std::thread::park();
+        }
     }
     let format = out.effective_format();
     let mut text = run.render(format)?;
     if format == Format::Table && !refs.is_empty() {
         text += &comparison(&run.json()?, &refs)?;
     }
-    emit_run(&text, out.output.as_deref(), run.points(), err)?;
+    emit_run(
+        &text,
+        out.output.as_deref(),
+        run.points(),
+        run.complete,
+        err,
+    )?;
     baselines(out, base, &run.json()?)
 }
 
@@ -339,7 +365,13 @@ fn ranked<R: Render>(
     match err {
         Some(e) => {
             let code = e.exit_code();
-            if let Err(e) = emit_run(&text, out.output.as_deref(), result.points(), Some(e)) {
+            if let Err(e) = emit_run(
+                &text,
+                out.output.as_deref(),
+                result.points(),
+                false,
+                Some(e),
+            ) {
                 eprintln!("xferbench: error: {e}");
             }
             mpi::abort(code)
@@ -397,15 +429,18 @@ fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
     Ok(())
 }
 
-/// Writes a run's output, saying where partial results went if it stopped early.
+/// Writes a run's output, saying where partial results went if it stopped
+/// early; returns the error that stopped it (or failed it after every point,
+/// as a device's close that hung).
 fn emit_run(
     text: &str,
     output: Option<&std::path::Path>,
     points: usize,
+    complete: bool,
     err: Option<Error>,
 ) -> Result<()> {
     report::emit(text, output)?;
-    if err.is_some() {
+    if !complete {
         let to = output.map_or("stdout".to_string(), |p| p.display().to_string());
         eprintln!(
             "xferbench: partial results ({points} points, marked incomplete) written to {to}"

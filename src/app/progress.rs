@@ -5,6 +5,7 @@ use crate::experiment::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
 
+#[derive(Clone)]
 pub struct Bar(ProgressBar, bool);
 
 impl Bar {

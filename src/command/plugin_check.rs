@@ -381,7 +381,7 @@ fn mode_checks(
     let label = format!("{}/{}", kind_name(kind), cm.name());
     let block = cm == CompletionMode::Block;
     ck.arm("open");
-    let dev = t.device(cm, None);
+    let dev = t.device(cm, None, ck.timeout);
     ck.disarm();
     let mut dev = match dev {
         Ok(d) => d,
@@ -390,7 +390,6 @@ fn mode_checks(
             return;
         }
     };
-    dev.close_timeout = ck.timeout;
     let caps = t.caps;
     let maxq = caps.max_request.min(64 << 10) as usize;
     let maxp = caps.max_reply.min(64 << 10) as usize;
@@ -488,11 +487,8 @@ fn mode_checks(
     if counters.is_none() {
         *counters = Some(dev.counters());
     }
-    if !dev.shutdown(ck.timeout, true) {
-        ck.record(
-            format!("{label} close"),
-            Err(plugin::hung_close(&t.lib.name, ck.timeout)),
-        );
+    if let Err(m) = dev.shutdown(true) {
+        ck.record(format!("{label} close"), Err(m));
     }
 }
 
@@ -630,7 +626,7 @@ pub fn run(args: &CheckOptions) -> Result<()> {
         )),
     );
     ck.record("caps", Ok(t.describe()[1..].join("; ")));
-    let mut dev = t.device(t.capabilities().default_completion, None);
+    let mut dev = t.device(t.capabilities().default_completion, None, ck.timeout);
     if let Ok(d) = &mut dev {
         refusals(&mut ck, d, &t.caps);
     }
@@ -652,7 +648,7 @@ pub fn run(args: &CheckOptions) -> Result<()> {
     let ck_timeout = ck.timeout;
     let r = (|| -> std::result::Result<String, String> {
         let mut dev = t
-            .device(t.capabilities().default_completion, None)
+            .device(t.capabilities().default_completion, None, ck_timeout)
             .map_err(|e| e.to_string())?;
         let n = t.caps.max_request.min(64) as usize;
         let kind = if t.caps.buffer_modes & ffi::BUF_USER != 0 {
@@ -666,9 +662,7 @@ pub fn run(args: &CheckOptions) -> Result<()> {
             .map_err(|e| e.to_string())?;
         let job = job((kind, 9), (req, n as u64), (rep, n as u64));
         dev.submit(&job).map_err(|e| e.to_string())?;
-        if !dev.shutdown(ck_timeout, false) {
-            return Err(plugin::hung_close(&t.lib.name, ck_timeout));
-        }
+        dev.shutdown(false)?;
         Ok("closed cleanly".into())
     })();
     ck.disarm();
@@ -677,7 +671,7 @@ pub fn run(args: &CheckOptions) -> Result<()> {
     let read = match read {
         Some(c) => Ok(c),
         None => t
-            .device(t.capabilities().default_completion, None)
+            .device(t.capabilities().default_completion, None, ck.timeout)
             .map(|mut d| d.counters()),
     };
     let counters = match read {

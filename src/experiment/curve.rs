@@ -2,7 +2,7 @@
 //! picture BIP, NetPIPE and OSU draw, with tails, packetization strategies,
 //! BIP's fill-and-check "real usage", and Hockney's model fitted to it.
 
-use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
+use super::{Config, Progress, begin, configs, link_config, point_warnings};
 use crate::error::{Error, Result};
 use crate::experiment::sample::{self, Budget, Measured, Outcome};
 use crate::measure::distribution::latency_figures;
@@ -331,6 +331,7 @@ fn once(
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
     options["duration_s"] = serde_json::json!(budget.duration.map(|d| d.as_secs_f64()));
     let (mut run, placement) = begin::<CurvePoint, CurveExtra>("curve", common, options)?;
+    progress.checkpoint(&run);
     let strat = strategies(args);
     let total: usize = cfgs
         .iter()
@@ -346,6 +347,7 @@ fn once(
             .duration_since(std::time::UNIX_EPOCH)
             .map_or(0x5eed, |d| d.as_nanos() as u64)
     });
+    let mut after = None;
     let result = (|| -> Result<()> {
         for c in cfgs {
             if cuda_stream(args, c).is_some() {
@@ -380,74 +382,79 @@ fn once(
             // Sizes this transport carries at all (packets aside: checked per strategy).
             let largest = *sizes.iter().max().expect("validated");
             let lc = link_config(c, common, &placement, largest.max(1), largest.max(1))?;
-            let mut link = c.transport.open(&lc)?;
-            let rule = if strat.contains(&Chunk::Adaptive) {
-                let r = calibrate(link.as_mut(), c, largest, stop)?;
-                if let Some(r) = &r {
-                    run.extra.chunk_rules.push(r.clone());
-                }
-                r
-            } else {
-                None
-            };
-            for &chunk in &strat {
-                let mut curve: Vec<(u64, f64)> = Vec::new();
-                for &len in sizes {
-                    progress.point(&format!(
-                        "{} {} B",
-                        curve_label(&c.spec.to_string(), args.mode, chunk),
-                        len
-                    ));
-                    let packet = match (chunk, &rule) {
-                        (Chunk::Whole, _) => len,
-                        (Chunk::Size(p), _) => p.min(len.max(1)),
-                        (Chunk::Adaptive, Some(r)) => r.packet(len),
-                        (Chunk::Adaptive, None) => len,
-                    };
-                    let sh = shape(args, len, packet, seed);
-                    if let Some(reason) = transport::cannot_carry(&caps, c.buffers, len, &sh) {
-                        run.extra.skipped.push(Skipped {
-                            spec: c.spec.to_string(),
-                            curve: curve_label(&c.spec.to_string(), args.mode, chunk),
-                            size_bytes: len,
-                            reason,
-                        });
-                        continue;
+            let (mut link, at) = super::open_link(&mut run, c, &lc, progress)?;
+            let measured = (|| -> Result<()> {
+                let rule = if strat.contains(&Chunk::Adaptive) {
+                    let r = calibrate(link.as_mut(), c, largest, stop)?;
+                    if let Some(r) = &r {
+                        run.extra.chunk_rules.push(r.clone());
                     }
-                    let (m, partial) = match sample::measure(link.as_mut(), &sh, &budget, stop)? {
-                        Outcome::Done(m) => (m, false),
-                        Outcome::Interrupted(Some(m)) => (m, true),
-                        Outcome::Interrupted(None) => return Err(Error::Interrupted),
-                    };
-                    let p = point(args, c, chunk, len, packet, &m, partial);
-                    curve.push((len, p.oneway.p50_ns as f64));
-                    run.points.push(p);
-                    if stop.load(Ordering::Relaxed) {
-                        return Err(Error::Interrupted);
+                    r
+                } else {
+                    None
+                };
+                for &chunk in &strat {
+                    let mut curve: Vec<(u64, f64)> = Vec::new();
+                    for &len in sizes {
+                        progress.point(&format!(
+                            "{} {} B",
+                            curve_label(&c.spec.to_string(), args.mode, chunk),
+                            len
+                        ));
+                        let packet = match (chunk, &rule) {
+                            (Chunk::Whole, _) => len,
+                            (Chunk::Size(p), _) => p.min(len.max(1)),
+                            (Chunk::Adaptive, Some(r)) => r.packet(len),
+                            (Chunk::Adaptive, None) => len,
+                        };
+                        let sh = shape(args, len, packet, seed);
+                        if let Some(reason) = transport::cannot_carry(&caps, c.buffers, len, &sh) {
+                            run.extra.skipped.push(Skipped {
+                                spec: c.spec.to_string(),
+                                curve: curve_label(&c.spec.to_string(), args.mode, chunk),
+                                size_bytes: len,
+                                reason,
+                            });
+                            continue;
+                        }
+                        let (m, partial) = match sample::measure(link.as_mut(), &sh, &budget, stop)?
+                        {
+                            Outcome::Done(m) => (m, false),
+                            Outcome::Interrupted(Some(m)) => (m, true),
+                            Outcome::Interrupted(None) => return Err(Error::Interrupted),
+                        };
+                        let p = point(args, c, chunk, len, packet, &m, partial);
+                        curve.push((len, p.oneway.p50_ns as f64));
+                        run.points.push(p);
+                        progress.checkpoint(&run);
+                        if stop.load(Ordering::Relaxed) {
+                            return Err(Error::Interrupted);
+                        }
                     }
+                    let f = fit::hockney(&curve);
+                    let bp = args.breakpoint;
+                    if run.extra.fits.is_empty() {
+                        run.extra.fit = f.clone();
+                    }
+                    run.extra.fits.push(CurveFit {
+                        spec: c.spec.to_string(),
+                        buffers: c.buffers,
+                        completion: c.completion,
+                        mode: args.mode,
+                        chunk,
+                        fit: f,
+                        two_segment: fit::two_segment(&curve, bp),
+                    });
                 }
-                let f = fit::hockney(&curve);
-                let bp = args.breakpoint;
-                if run.extra.fits.is_empty() {
-                    run.extra.fit = f.clone();
-                }
-                run.extra.fits.push(CurveFit {
-                    spec: c.spec.to_string(),
-                    buffers: c.buffers,
-                    completion: c.completion,
-                    mode: args.mode,
-                    chunk,
-                    fit: f,
-                    two_segment: fit::two_segment(&curve, bp),
-                });
-            }
-            super::record_counters(&mut run, c, link.as_mut());
-            link.close()?;
+                Ok(())
+            })();
+            super::close_link(&mut run, c, at, link, &measured, &mut after);
+            measured?;
         }
         Ok(())
     })();
     progress.finish();
-    Ok(finish(run, result))
+    Ok(super::finish_after(run, result, after))
 }
 
 #[cfg(test)]

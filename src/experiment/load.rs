@@ -4,7 +4,7 @@
 //! was due, so a stall is charged to every request queued behind it (no
 //! coordinated omission).
 
-use super::{Progress, begin, configs, finish, link_config, point_warnings};
+use super::{Progress, begin, configs, link_config, point_warnings};
 use crate::error::{Error, Result};
 use crate::experiment::sample::{self, Budget, Outcome};
 use crate::measure::distribution::{BLOCKS, Distribution, Figures, Spread, latency_figures};
@@ -134,6 +134,7 @@ fn once(
     let options =
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
     let (mut run, placement): (LoadRun, _) = begin("load", &args.common, options)?;
+    progress.checkpoint(&run);
     let used: Vec<usize> = [placement.initiator_cpu, placement.responder_cpu]
         .into_iter()
         .flatten()
@@ -147,6 +148,7 @@ fn once(
         None => cfgs.len() * args.direction.len() * args.loads.len() * args.sizes.len(),
     };
     progress.start(cells as u64);
+    let mut after = None;
     let result = (|| -> Result<()> {
         for c in cfgs {
             let lc = link_config(
@@ -156,9 +158,9 @@ fn once(
                 max.max(HEADER_BYTES),
                 max.max(HEADER_BYTES),
             )?;
-            let mut links: Vec<Box<dyn Link>> = Vec::new();
+            let mut links: Vec<(Box<dyn Link>, Option<usize>)> = Vec::new();
             for _ in 0..args.inflight {
-                links.push(c.transport.open(&lc)?);
+                links.push(super::open_link(&mut run, c, &lc, progress)?);
             }
             let ctx = Ctx {
                 args,
@@ -167,20 +169,20 @@ fn once(
                 stop,
                 progress,
             };
+            let (mut ls, ats): (Vec<Box<dyn Link>>, Vec<Option<usize>>) = links.into_iter().unzip();
             let outcome = match &open {
-                Some(rates) => open_loop(&ctx, links[0].as_mut(), rates, &mut run),
-                None => closed_loop(&ctx, &mut links, &mut run),
+                Some(rates) => open_loop(&ctx, ls[0].as_mut(), rates, &mut run),
+                None => closed_loop(&ctx, &mut ls, &mut run),
             };
-            for mut l in links {
-                super::record_counters(&mut run, c, l.as_mut());
-                let _ = l.close();
+            for (l, at) in ls.into_iter().zip(ats) {
+                super::close_link(&mut run, c, at, l, &outcome, &mut after);
             }
             outcome?;
         }
         Ok(())
     })();
     progress.finish();
-    Ok(finish(run, result))
+    Ok(super::finish_after(run, result, after))
 }
 
 /// What every cell of one transport configuration shares.
@@ -282,6 +284,7 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
                             blocks: closed_blocks(&measured),
                         },
                     }));
+                    progress.checkpoint(run);
                 }
                 if partial {
                     let _ = bg.stop();
@@ -406,6 +409,7 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
                         load: load_label(args, mode),
                         ..p
                     }));
+                    ctx.progress.checkpoint(run);
                     if interrupted {
                         return Err(Error::Interrupted);
                     }

@@ -35,6 +35,10 @@ pub trait Progress {
     /// A line worth saying before a long run starts: what it will do and
     /// about how long it takes (`mesh`).
     fn note(&self, _line: &str) {}
+    /// The run as measured so far (its `Run`, as `&dyn Any`), after each
+    /// point and each device opened: what a supervisor writes if a device
+    /// call never returns and the run cannot finish by itself.
+    fn checkpoint(&self, _partial: &dyn std::any::Any) {}
 }
 
 /// No progress shown: what a program embedding the library passes when it
@@ -69,6 +73,8 @@ pub fn configs(
     default_buffers: fn(&transport::Capabilities) -> BufferMode,
 ) -> Result<Vec<Config>> {
     let mut out = Vec::new();
+    // A device opened to read its capabilities is bounded as the run's calls are.
+    transport::guard::set_default_bound(common.timeout);
     for spec in common.specs() {
         let t = transport::resolve(&spec)?;
         t.ensure_available()?;
@@ -191,27 +197,100 @@ pub fn begin<P, X: Default>(
 /// to the caller beside the (partial) run.
 pub fn finish<P, X>(mut run: Run<P, X>, result: Result<()>) -> (Run<P, X>, Option<Error>) {
     run.env.gpus = crate::transport::cuda::driver::used_devices();
-    run.env.ended();
     match result {
         Ok(()) => {
+            run.env.ended();
             run.complete = true;
             (run, None)
         }
         Err(e) => {
-            run.stopped_by = Some(e.to_string());
+            run.stop(&e);
             (run, Some(e))
         }
     }
 }
 
-/// Records what a link's device says of itself (a plugin's name, ABI and
-/// counters) in the run.
-pub fn record_counters<P, X>(run: &mut Run<P, X>, c: &Config, link: &mut dyn transport::Link) {
-    if let Some(mut device) = link.counters() {
-        device["spec"] = c.spec.to_string().into();
-        device["buffers"] = c.buffers.name().into();
-        device["completion"] = c.completion.name().into();
-        run.devices.push(device);
+/// [`finish`], then an error that came after every point was measured (a
+/// device whose close failed): the run stays complete, the error fails the
+/// exit status.
+pub fn finish_after<P, X>(
+    run: Run<P, X>,
+    result: Result<()>,
+    after: Option<Error>,
+) -> (Run<P, X>, Option<Error>) {
+    match finish(run, result) {
+        (run, None) => (run, after),
+        done => done,
+    }
+}
+
+/// Opens `c`'s link, recording its device (a plugin's name, ABI and
+/// library) in the run first and taking a checkpoint, so a run whose device
+/// fails or hangs from its very open still names it. Returns the link and
+/// where its device's record is, for [`close_link`].
+pub fn open_link<P, X>(
+    run: &mut Run<P, X>,
+    c: &Config,
+    lc: &LinkConfig,
+    progress: &dyn Progress,
+) -> Result<(Box<dyn transport::Link>, Option<usize>)>
+where
+    Run<P, X>: 'static,
+{
+    let at = c.transport.device().map(|mut d| {
+        d["spec"] = c.spec.to_string().into();
+        d["buffers"] = c.buffers.name().into();
+        d["completion"] = c.completion.name().into();
+        d["counters"] = serde_json::Value::Null;
+        run.devices.push(d);
+        run.devices.len() - 1
+    });
+    progress.checkpoint(run);
+    match c.transport.open(lc) {
+        Ok(link) => Ok((link, at)),
+        Err(e) => {
+            if let Some(d) = at.and_then(|i| run.devices.get_mut(i)) {
+                d["error"] = e.to_string().into();
+            }
+            Err(e)
+        }
+    }
+}
+
+fn device_record(c: &Config, link: &mut dyn transport::Link) -> Option<serde_json::Value> {
+    let mut device = link.counters()?;
+    device["spec"] = c.spec.to_string().into();
+    device["buffers"] = c.buffers.name().into();
+    device["completion"] = c.completion.name().into();
+    Some(device)
+}
+
+/// Closes a link after its points, whatever they came to (`outcome`): the
+/// device's record gets its final counters and what failed; a close that
+/// fails after good points (a plugin's close that hung) is recorded with the
+/// device and kept in `after` rather than unmaking the points.
+pub fn close_link<P, X>(
+    run: &mut Run<P, X>,
+    c: &Config,
+    at: Option<usize>,
+    mut link: Box<dyn transport::Link>,
+    outcome: &Result<()>,
+    after: &mut Option<Error>,
+) {
+    if let (Some(i), Some(mut device)) = (at, device_record(c, link.as_mut())) {
+        if let Err(e) = outcome {
+            device["error"] = e.to_string().into();
+        }
+        run.devices[i] = device;
+    }
+    if let Err(e) = link.close() {
+        if let Some(device) = at.and_then(|i| run.devices.get_mut(i)) {
+            device["close"] = e.to_string().into();
+        }
+        if outcome.is_ok() {
+            run.warnings.push(e.to_string());
+            after.get_or_insert(e);
+        }
     }
 }
 

@@ -155,6 +155,11 @@ impl Progress for Relay<'_> {
             self.inner.note(line);
         }
     }
+    /// The repeat under way; earlier repeats are not in it (a hang then
+    /// writes the repeat it stopped).
+    fn checkpoint(&self, partial: &dyn std::any::Any) {
+        self.inner.checkpoint(partial);
+    }
 }
 
 #[cfg(test)]

@@ -1,13 +1,13 @@
 //! `xferbench roundtrip`: the in-size × out-size matrix of round-trip latency
 //! (the Vollo IO round trip), for every transport and mode asked for.
 
-use super::{Config, Progress, begin, configs, finish, link_config, point_warnings};
+use super::{Config, Progress, begin, configs, link_config, point_warnings};
 use crate::error::{Error, Result};
 use crate::experiment::sample::{self, Budget, Outcome};
 use crate::measure::distribution::latency_figures;
 use crate::measure::placement::Placement;
 use crate::options::{Common, RoundtripConfig};
-use crate::result::{NoExtra, Point, Run};
+use crate::result::{Point, RoundtripExtra, Run, SkippedCell};
 use crate::transport::{self, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 
@@ -36,9 +36,11 @@ fn validate(args: &RoundtripConfig) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)>
     let ins = bytes(&args.in_sizes, "--in")?;
     let outs = bytes(&args.out_sizes, "--out")?;
     let cfgs = configs(&args.common, crate::transport::Capabilities::user_buffers)?;
+    // Modes are checked here with the smallest cell; a cell over what the
+    // transport or device carries is skipped when it comes, with a note.
     let (mi, mo) = (
-        *ins.iter().max().expect("non-empty"),
-        *outs.iter().max().expect("non-empty"),
+        *ins.iter().min().expect("non-empty"),
+        *outs.iter().min().expect("non-empty"),
     );
     let probe = Placement::unpinned();
     for c in &cfgs {
@@ -81,23 +83,40 @@ fn once(
     let mut options =
         serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
     options["samples"] = serde_json::json!(budget.samples);
-    let (mut run, placement) = begin::<Point, NoExtra>("roundtrip", common, options)?;
+    let (mut run, placement) = begin::<Point, RoundtripExtra>("roundtrip", common, options)?;
+    progress.checkpoint(&run);
     progress.start((cfgs.len() * ins.len() * outs.len()) as u64);
-    let (mi, mo) = (
-        *ins.iter().max().expect("validated"),
-        *outs.iter().max().expect("validated"),
-    );
     let delay_ns = common.responder_delay.as_nanos() as u64;
+    let mut after = None;
     let result = (|| -> Result<()> {
         for c in cfgs {
+            let caps = c.transport.capabilities();
+            // The cells this configuration can carry; the others are noted.
+            let mut cells = Vec::new();
+            for &o in outs {
+                for &i in ins {
+                    let shape = ReplyShape::pingpong(i as usize, o as usize, delay_ns, 0);
+                    match transport::cannot_carry(&caps, c.buffers, i, &shape) {
+                        Some(reason) => skip(&mut run, c, i, o, reason),
+                        None => cells.push((i, o, shape)),
+                    }
+                }
+            }
+            let (Some(mi), Some(mo)) = (
+                cells.iter().map(|c| c.0).max(),
+                cells.iter().map(|c| c.1).max(),
+            ) else {
+                continue;
+            };
             let lc = link_config(c, common, &placement, mi, mo)?;
-            let mut link = c.transport.open(&lc)?;
+            let (mut link, at) = super::open_link(&mut run, c, &lc, progress)?;
             // A recognisable pattern, written once: the payload is not the point.
             for (i, b) in link.request_buf().iter_mut().enumerate() {
                 *b = i as u8;
             }
-            for &o in outs {
-                for &i in ins {
+            let measured = (|| -> Result<()> {
+                for (i, o, shape) in &cells {
+                    let (i, o) = (*i, *o);
                     progress.point(&format!(
                         "{} {}/{} in {} out {}",
                         c.spec,
@@ -106,12 +125,17 @@ fn once(
                         i,
                         o
                     ));
-                    let shape = ReplyShape::pingpong(i as usize, o as usize, delay_ns, 0);
-                    let (m, partial) = match sample::measure(link.as_mut(), &shape, &budget, stop)?
-                    {
-                        Outcome::Done(m) => (m, false),
-                        Outcome::Interrupted(Some(m)) => (m, true),
-                        Outcome::Interrupted(None) => return Err(Error::Interrupted),
+                    let (m, partial) = match sample::measure(link.as_mut(), shape, &budget, stop) {
+                        Ok(Outcome::Done(m)) => (m, false),
+                        Ok(Outcome::Interrupted(Some(m))) => (m, true),
+                        Ok(Outcome::Interrupted(None)) => return Err(Error::Interrupted),
+                        // The device refused this shape at configure: the
+                        // cell is left out, the link is still in step.
+                        Err(Error::Usage(reason)) => {
+                            skip(&mut run, c, i, o, reason);
+                            continue;
+                        }
+                        Err(e) => return Err(e),
                     };
                     let mut warnings = point_warnings(&m, &common.stats);
                     if partial {
@@ -136,16 +160,48 @@ fn once(
                         warnings,
                         spread: m.spread(|s| latency_figures(&s)),
                     });
+                    progress.checkpoint(&run);
                     if stop.load(Ordering::Relaxed) {
                         return Err(Error::Interrupted);
                     }
                 }
-            }
-            super::record_counters(&mut run, c, link.as_mut());
-            link.close()?;
+                Ok(())
+            })();
+            super::close_link(&mut run, c, at, link, &measured, &mut after);
+            measured?;
         }
-        Ok(())
+        nothing_measured(&run)
     })();
     progress.finish();
-    Ok(finish(run, result))
+    Ok(super::finish_after(run, result, after))
+}
+
+/// Notes a cell left out.
+fn skip(run: &mut Run, c: &Config, i: u64, o: u64, reason: String) {
+    run.extra.skipped.push(SkippedCell {
+        spec: c.spec.to_string(),
+        buffers: c.buffers,
+        completion: c.completion,
+        in_bytes: i,
+        out_bytes: o,
+        reason,
+    });
+}
+
+/// A matrix whose every cell was skipped measured nothing: a usage error
+/// naming the first reason.
+fn nothing_measured(run: &Run) -> Result<()> {
+    match (run.points.is_empty(), run.extra.skipped.first()) {
+        (true, Some(s)) => Err(Error::usage(format!(
+            "nothing to measure: all {} cell(s) were skipped; first, {} {}/{} in {} out {}: {}",
+            run.extra.skipped.len(),
+            s.spec,
+            s.buffers.name(),
+            s.completion.name(),
+            s.in_bytes,
+            s.out_bytes,
+            s.reason
+        ))),
+        _ => Ok(()),
+    }
 }

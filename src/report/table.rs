@@ -131,6 +131,22 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
             out.push('\n');
         }
     }
+    if !run.extra.skipped.is_empty() {
+        out.push_str("Skipped:\n");
+        for s in &run.extra.skipped {
+            let _ = writeln!(
+                out,
+                "- {} {}/{} in {} out {}: {}",
+                s.spec,
+                s.buffers.name(),
+                s.completion.name(),
+                s.in_bytes,
+                s.out_bytes,
+                s.reason
+            );
+        }
+        out.push('\n');
+    }
     out.push_str(&conditions(run));
     out
 }
@@ -150,26 +166,15 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
         (Some(a), _) => a.to_string(),
         _ => "0".to_string(),
     };
-    let _ = writeln!(
-        out,
-        "Samples per point: {}{}{} after {} warm-up {} (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
-        lo,
-        if hi != lo {
-            format!("–{hi}")
-        } else {
-            String::new()
-        },
-        match run.options["repeat"].as_u64() {
-            Some(k) if k > 1 => format!(" in {k} repeats of the whole sweep"),
-            _ => String::new(),
-        },
-        warm,
-        run.points
-            .first()
-            .map_or("round trips", |p| p.sample_noun()),
-        e.clock.source,
-        e.clock.overhead_ns
-    );
+    if run.points.is_empty() {
+        let _ = writeln!(
+            out,
+            "No point was measured. Clock: {}, {:.0} ns per read.",
+            e.clock.source, e.clock.overhead_ns
+        );
+    } else {
+        samples_line(&mut out, run, (lo, hi), &warm);
+    }
     let p = &run.placement;
     let place = match (p.initiator_cpu, p.responder_cpu) {
         (Some(a), Some(b)) => format!("initiator on cpu {a}, responder on cpu {b}"),
@@ -191,13 +196,19 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
     for g in &e.gpus {
         let _ = writeln!(out, "{g}.");
     }
+    for d in &run.devices {
+        out.push_str(&device_line(d));
+    }
     if !run.complete {
         let partial = run.points.iter().filter(|p| p.partial()).count();
         let _ = writeln!(
             out,
-            "\nINCOMPLETE: {} — {} point(s) above{}.",
+            "\nINCOMPLETE: {} — {}{}.",
             run.stopped_by.as_deref().unwrap_or("stopped early"),
-            run.points.len(),
+            match run.points.len() {
+                0 => "nothing was measured before it".to_string(),
+                n => format!("{n} point(s) above were measured before it"),
+            },
             if partial > 0 {
                 ", the last with fewer samples than asked (partial)".to_string()
             } else {
@@ -216,6 +227,61 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
         out.push_str(&bullets(&caveats));
     }
     out
+}
+
+/// How many samples each point rests on, and the clock's cost.
+fn samples_line<P: PointMeta, X>(
+    out: &mut String,
+    run: &Run<P, X>,
+    (lo, hi): (u64, u64),
+    warm: &str,
+) {
+    let e = &run.env;
+    let _ = writeln!(
+        out,
+        "Samples per point: {}{}{} after {} warm-up {} (not recorded). Clock: {}, {:.0} ns per read (each sample includes about one).",
+        lo,
+        if hi != lo {
+            format!("–{hi}")
+        } else {
+            String::new()
+        },
+        match run.options["repeat"].as_u64() {
+            Some(k) if k > 1 => format!(" in {k} repeats of the whole sweep"),
+            _ => String::new(),
+        },
+        warm,
+        run.points
+            .first()
+            .map_or("round trips", |p| p.sample_noun()),
+        e.clock.source,
+        e.clock.overhead_ns
+    );
+}
+
+/// One line for a device record (a plugin: name, ABI, library, modes,
+/// counters, and what failed), for the footer.
+pub fn device_line(d: &serde_json::Value) -> String {
+    let text = |k: &str| d[k].as_str().unwrap_or_default().to_string();
+    let mut line = format!(
+        "Device: {} (plugin ABI {}, {})",
+        text("plugin"),
+        text("abi"),
+        text("library")
+    );
+    if let Some(spec) = d["spec"].as_str() {
+        line += &format!(" as {spec}, {}/{}", text("buffers"), text("completion"));
+    }
+    match &d["counters"] {
+        serde_json::Value::Null => line += "; no counters",
+        c => line += &format!("; counters {c}"),
+    }
+    for k in ["error", "close"] {
+        if let Some(e) = d[k].as_str() {
+            line += &format!("; {k}: {e}");
+        }
+    }
+    line + ".\n"
 }
 
 /// A Markdown list of the first dozen lines, then how many more the JSON

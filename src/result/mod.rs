@@ -47,10 +47,37 @@ pub trait Repeatable: Sized {
 #[derive(Clone, Debug, Default, Serialize)]
 pub struct NoExtra {}
 
+/// What `roundtrip` adds beside its points: the cells it left out.
+#[derive(Clone, Debug, Default, Serialize)]
+pub struct RoundtripExtra {
+    /// Cells of the matrix the transport or device cannot carry (a request
+    /// over an mmio window, a reply over the device's limit, a shape its
+    /// configure refuses), each with the reason; the rest are measured.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedCell>,
+}
+
+/// One cell of a round-trip matrix left out, and why.
+#[derive(Clone, Debug, Serialize)]
+pub struct SkippedCell {
+    /// The transport spec that could not carry it.
+    pub spec: String,
+    /// Where the payload lives.
+    pub buffers: BufferMode,
+    /// How each end waits for a message.
+    pub completion: CompletionMode,
+    /// Request size, bytes.
+    pub in_bytes: u64,
+    /// Reply size, bytes.
+    pub out_bytes: u64,
+    /// Why, in words (the limit it is over, or the device's refusal).
+    pub reason: String,
+}
+
 /// One run of an experiment: its environment, options, placement and
 /// points (`P`), with what the experiment adds beside them (`X`).
 #[derive(Clone, Debug, Serialize)]
-pub struct Run<P = Point, X = NoExtra> {
+pub struct Run<P = Point, X = RoundtripExtra> {
     /// Which experiment: "roundtrip", "curve", "load", "flowgraph" or "stream".
     pub experiment: &'static str,
     /// False when the run was interrupted or failed part-way: `points` holds
@@ -218,6 +245,16 @@ impl PointMeta for Point {
             self.in_bytes,
             self.out_bytes
         )
+    }
+}
+
+impl<P, X> Run<P, X> {
+    /// Marks the run stopped early by `why`: incomplete, the reason kept,
+    /// its end time taken.
+    pub fn stop(&mut self, why: &crate::error::Error) {
+        self.complete = false;
+        self.stopped_by = Some(why.to_string());
+        self.env.ended();
     }
 }
 

@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 
 pub(crate) mod cuda;
 mod fd;
+pub mod guard;
 pub(crate) mod mpi;
 mod peer;
 mod pipe;
@@ -142,8 +143,12 @@ pub fn cannot_carry(
     }
     if buffers.limited() && caps.max_inline.is_some_and(|m| len > m) {
         return Some(format!(
-            "over the {} inline limit",
-            crate::units::format_size(caps.max_inline.unwrap_or(0))
+            "over the {} {}",
+            crate::units::format_size(caps.max_inline.unwrap_or(0)),
+            match buffers {
+                BufferMode::Mmio => "mmio window",
+                _ => "inline limit",
+            }
         ));
     }
     let packet = if shape.chunk == 0 {
@@ -161,6 +166,16 @@ pub fn cannot_carry(
                 "a reply of {reply} bytes is over the {m}-byte reply limit"
             ));
         }
+    }
+    let whole_reply = match shape.pattern {
+        Pattern::Stream => 0,
+        _ => shape.reply_len as u64,
+    };
+    if caps.max_reply.is_none() && shape.chunk == 0 && whole_reply > caps.max_message {
+        return Some(format!(
+            "a reply of {whole_reply} bytes is over the {}-byte message limit",
+            caps.max_message
+        ));
     }
     if packet > caps.max_message {
         return Some(format!(
@@ -572,6 +587,12 @@ pub trait Transport: Sync {
     /// Why this transport cannot work on this machine at all (no driver,
     /// no device), before anything is opened; `list` says it as is.
     fn unavailable(&self) -> Option<String> {
+        None
+    }
+    /// What a device behind this transport is, known before a link opens
+    /// (a plugin: name, description, ABI, library), so a run records it
+    /// even when opening the device fails or hangs; `None` for the rest.
+    fn device(&self) -> Option<serde_json::Value> {
         None
     }
     /// `unavailable` as the error a command stops with, naming the fix.

@@ -49,6 +49,7 @@ impl LinkEngine {
         timeout: Duration,
         exe: PathBuf,
     ) -> Result<LinkEngine> {
+        transport::guard::set_default_bound(timeout);
         let t = transport::resolve(&spec)?;
         let caps = t.capabilities();
         if job.rw != crate::stream::job::Rw::Write {

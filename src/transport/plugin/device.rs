@@ -8,8 +8,11 @@
 
 use super::ffi::{self, XbCaps, XbCompletion, XbJob, XbOpenParams, XbOption, XbPlugin};
 use crate::error::{Error, Result};
+use crate::transport::guard::{Call, Guard};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
 
 /// A plugin library, loaded once per process and never unloaded: a plugin's
 /// threads or thread-local destructors may outlive its devices, and
@@ -140,6 +143,16 @@ impl Library {
         })
     }
 
+    /// What the run records of the plugin: name, description, ABI, library.
+    pub fn record(&self) -> serde_json::Value {
+        serde_json::json!({
+            "plugin": self.name,
+            "description": self.description,
+            "abi": format!("{}.{}", self.abi.0, self.abi.1),
+            "library": self.path.display().to_string(),
+        })
+    }
+
     fn open_fn(&self) -> ffi::OpenFn {
         self.table.open.expect("checked at load")
     }
@@ -217,6 +230,8 @@ fn status_error(name: &str, op: &str, st: c_int, what: &str, text: &str) -> Erro
 }
 
 /// One open device handle. Dropping it frees its buffers and closes it.
+/// Every call into the plugin is watched by its [`Guard`]: one that does
+/// not return within the bound is named, and the device abandoned.
 pub struct Device {
     pub lib: &'static Library,
     handle: *mut c_void,
@@ -225,8 +240,8 @@ pub struct Device {
     msg: Box<[u8; 1024]>,
     allocs: Vec<*mut c_void>,
     closed: bool,
-    /// How long dropping the device waits for the plugin's close.
-    pub close_timeout: std::time::Duration,
+    /// Watches every call; its bound is also how long close is waited for.
+    pub guard: Arc<Guard>,
     submit: ffi::SubmitFn,
     poll: ffi::PollFn,
 }
@@ -251,6 +266,7 @@ impl Device {
         options: &[(String, String)],
         completion: u32,
         cpu: Option<usize>,
+        bound: Duration,
     ) -> Result<Device> {
         let mut keep = Vec::with_capacity(options.len() * 2);
         for (k, v) in options {
@@ -279,9 +295,25 @@ impl Device {
             msg_len: msg.len(),
         };
         let mut handle = std::ptr::null_mut();
+        let guard = Guard::new(format!("plugin {}", lib.name), bound);
+        guard.set_context(format!(
+            "opening with {}",
+            if options.is_empty() {
+                "no options".to_string()
+            } else {
+                options
+                    .iter()
+                    .map(|(k, v)| format!("{k}={v}"))
+                    .collect::<Vec<_>>()
+                    .join(",")
+            }
+        ));
         // SAFETY: params and everything it points to outlive the call; the
         // message buffer outlives the device (it moves into it, boxed).
-        let st = unsafe { (lib.open_fn())(&params, &mut handle) };
+        let st = guard.call(Call::Open, || unsafe {
+            (lib.open_fn())(&params, &mut handle)
+        });
+        guard.set_context("");
         if st < 0 {
             return Err(status_error(
                 &lib.name,
@@ -297,7 +329,7 @@ impl Device {
             msg,
             allocs: Vec::new(),
             closed: false,
-            close_timeout: std::time::Duration::from_secs(10),
+            guard,
             submit: lib.table.submit.expect("checked at load"),
             poll: lib.table.poll.expect("checked at load"),
         })
@@ -327,8 +359,9 @@ impl Device {
             struct_size: std::mem::size_of::<XbCaps>() as u32,
             ..XbCaps::default()
         };
+        let (f, h) = (self.lib.caps_fn(), self.handle);
         // SAFETY: c is a writable xb_caps of struct_size bytes.
-        let st = unsafe { (self.lib.caps_fn())(self.handle, &mut c) };
+        let st = self.guard.call(Call::Caps, || unsafe { f(h, &mut c) });
         if st < 0 {
             return Err(self.failure("caps", st, ""));
         }
@@ -380,8 +413,11 @@ impl Device {
             return Err(self.misuse("alloc", "is NULL in the table"));
         };
         let mut p = std::ptr::null_mut();
+        let h = self.handle;
         // SAFETY: as the header defines alloc.
-        let st = unsafe { f(self.handle, kind, len.max(1), &mut p) };
+        let st = self
+            .guard
+            .call(Call::Alloc, || unsafe { f(h, kind, len.max(1), &mut p) });
         let what = format!("({}, {len} bytes)", kind_name(kind));
         if st < 0 {
             return Err(self.failure("alloc", st, &what));
@@ -400,8 +436,11 @@ impl Device {
     }
 
     pub fn configure(&mut self, request: u64, reply: u64, delay_ns: u64) -> Result<()> {
+        let (f, h) = (self.lib.configure_fn(), self.handle);
         // SAFETY: as the header defines configure.
-        let st = unsafe { (self.lib.configure_fn())(self.handle, request, reply, delay_ns) };
+        let st = self.guard.call(Call::Configure, || unsafe {
+            f(h, request, reply, delay_ns)
+        });
         if st < 0 {
             return Err(self.failure(
                 "configure",
@@ -415,8 +454,12 @@ impl Device {
     /// Queues one job: `Ok(false)` when the device is busy.
     #[inline]
     pub fn submit(&mut self, job: &XbJob) -> Result<bool> {
+        self.guard.job(job.tag);
+        self.guard.enter(Call::Submit);
         // SAFETY: the job's buffers stay valid until its completion (the link owns them).
-        match unsafe { (self.submit)(self.handle, job) } {
+        let st = unsafe { (self.submit)(self.handle, job) };
+        self.guard.leave();
+        match st {
             ffi::XB_OK => Ok(true),
             ffi::XB_BUSY => Ok(false),
             st => Err(self.failure("submit", st, &format!("(tag {})", job.tag))),
@@ -427,8 +470,10 @@ impl Device {
     #[inline]
     pub fn poll(&mut self, out: &mut [XbCompletion]) -> Result<usize> {
         let mut n = 0u32;
+        self.guard.enter(Call::Poll);
         // SAFETY: out has out.len() writable entries.
         let st = unsafe { (self.poll)(self.handle, out.as_mut_ptr(), out.len() as u32, &mut n) };
+        self.guard.leave();
         self.counted("poll", st, n, out.len())
     }
 
@@ -438,6 +483,7 @@ impl Device {
             return Err(self.misuse("wait", "is NULL in the table"));
         };
         let mut n = 0u32;
+        self.guard.enter(Call::Wait);
         // SAFETY: out has out.len() writable entries.
         let st = unsafe {
             f(
@@ -448,6 +494,7 @@ impl Device {
                 timeout_ns,
             )
         };
+        self.guard.leave();
         self.counted("wait", st, n, out.len())
     }
 
@@ -473,8 +520,11 @@ impl Device {
             return Err(self.misuse("completion_fd", "is NULL in the table"));
         };
         let mut fd = -1;
+        let h = self.handle;
         // SAFETY: as the header defines completion_fd.
-        let st = unsafe { f(self.handle, &mut fd) };
+        let st = self
+            .guard
+            .call(Call::CompletionFd, || unsafe { f(h, &mut fd) });
         if st < 0 {
             return Err(self.failure("completion_fd", st, ""));
         }
@@ -488,8 +538,11 @@ impl Device {
     pub fn counters(&mut self) -> Option<Result<serde_json::Value>> {
         let f = self.lib.counters()?;
         let mut buf = vec![0u8; 64 << 10];
+        let h = self.handle;
         // SAFETY: buf is writable for its length.
-        let st = unsafe { f(self.handle, buf.as_mut_ptr().cast(), buf.len()) };
+        let st = self.guard.call(Call::Counters, || unsafe {
+            f(h, buf.as_mut_ptr().cast(), buf.len())
+        });
         if st < 0 {
             return Some(Err(self.failure("counters", st, "")));
         }
@@ -517,18 +570,24 @@ struct SendPtr(*mut c_void);
 unsafe impl Send for SendPtr {}
 
 impl Device {
-    /// Frees the device's buffers and closes it, giving up after `timeout`
-    /// if the plugin's close never returns (a stuck worker join): then the
-    /// device is abandoned, and `false` tells the caller to leak whatever
-    /// the plugin might still touch.
+    /// Frees the device's buffers and closes it, giving up after the
+    /// guard's bound if the plugin's close never returns (a stuck worker
+    /// join): then the device is abandoned, and the error (naming close)
+    /// tells the caller to leak whatever the plugin might still touch.
+    /// Said once: a second call, or the drop after it, does nothing.
     ///
     /// With `free_buffers` false (jobs may still be in flight) the buffers
     /// are left to close, which stops the device before releasing them.
-    pub fn shutdown(&mut self, timeout: std::time::Duration, free_buffers: bool) -> bool {
+    /// A device abandoned in another call is neither freed nor closed.
+    pub fn shutdown(&mut self, free_buffers: bool) -> std::result::Result<(), String> {
         if self.closed {
-            return true;
+            return Ok(());
         }
         self.closed = true;
+        if self.guard.abandoned() {
+            self.forget_buffers();
+            return Ok(());
+        }
         let lib = self.lib;
         let handle = SendPtr(self.handle);
         let allocs: Vec<SendPtr> = self.allocs.drain(..).map(SendPtr).collect();
@@ -551,31 +610,30 @@ impl Device {
                 work();
                 let _ = tx.send(());
             });
-        if spawned.is_err() {
-            return false; // no thread: abandon rather than risk a hang
+        let timeout = self.guard.bound();
+        if spawned.is_ok() && rx.recv_timeout(timeout).is_ok() {
+            return Ok(());
         }
-        if rx.recv_timeout(timeout).is_ok() {
-            return true;
-        }
-        // The plugin may still write its message buffer.
-        std::mem::forget(std::mem::replace(&mut self.msg, Box::new([0u8; 1024])));
-        false
+        self.forget_buffers();
+        Err(self.guard.abandon(Call::Close, timeout))
     }
-}
 
-/// What to say of a close that never returned.
-pub fn hung_close(name: &str, timeout: std::time::Duration) -> String {
-    format!(
-        "plugin {name}: close did not return within {:.1}s; the device was abandoned (close must stop the plugin's threads)",
-        timeout.as_secs_f64()
-    )
+    /// The plugin may still write its message buffer: keep it alive.
+    fn forget_buffers(&mut self) {
+        std::mem::forget(std::mem::replace(&mut self.msg, Box::new([0u8; 1024])));
+        self.allocs.clear();
+    }
+
+    /// The device was given up on (a call that never returned).
+    pub fn abandoned(&self) -> bool {
+        self.guard.abandoned()
+    }
 }
 
 impl Drop for Device {
     fn drop(&mut self) {
-        let t = self.close_timeout;
-        if !self.shutdown(t, true) {
-            eprintln!("xferbench: warning: {}", hung_close(&self.lib.name, t));
+        if let Err(m) = self.shutdown(true) {
+            eprintln!("xferbench: warning: {m}");
         }
     }
 }

@@ -345,20 +345,20 @@ impl PluginLink {
 }
 
 impl PluginLink {
-    /// Closes the device first; if its close hangs, the host buffers it may
-    /// still write are leaked rather than freed under it.
+    /// Closes the device first; if its close hangs, or a call before it
+    /// did (the device abandoned), the host buffers it may still write are
+    /// leaked rather than freed under it.
     fn shutdown(&mut self) -> Result<()> {
-        let t = self.timeout.max(Duration::from_secs(1));
         let idle = self.free.len() == self.depth as usize;
-        if self.dev.shutdown(t, idle) {
-            return Ok(());
-        }
-        for m in [&mut self.req, &mut self.rep] {
-            if let Mem::Host(b) = std::mem::replace(m, Mem::Device(std::ptr::null_mut(), 0)) {
-                std::mem::forget(b);
+        let closed = self.dev.shutdown(idle);
+        if closed.is_err() || self.dev.abandoned() {
+            for m in [&mut self.req, &mut self.rep] {
+                if let Mem::Host(b) = std::mem::replace(m, Mem::Device(std::ptr::null_mut(), 0)) {
+                    std::mem::forget(b);
+                }
             }
         }
-        Err(Error::run(super::device::hung_close(&self.dev.lib.name, t)))
+        closed.map_err(Error::run)
     }
 }
 
@@ -424,6 +424,14 @@ impl Link for PluginLink {
         };
         self.dev
             .configure(shape.request_len as u64, reply as u64, shape.delay_ns)?;
+        self.dev.guard.set_context(format!(
+            "jobs of request {} B, reply {reply} B{}",
+            shape.request_len,
+            match shape.pattern {
+                Pattern::Pingpong => String::new(),
+                _ => format!(", {} in flight", shape.window.max(1)),
+            }
+        ));
         self.shape = *shape;
         Ok(())
     }
@@ -444,14 +452,9 @@ impl Link for PluginLink {
             Some(Ok(v)) => v,
             Some(Err(e)) => serde_json::json!({ "error": e.to_string() }),
         };
-        let lib = self.dev.lib;
-        Some(serde_json::json!({
-            "plugin": lib.name,
-            "description": lib.description,
-            "abi": format!("{}.{}", lib.abi.0, lib.abi.1),
-            "library": lib.path.display().to_string(),
-            "counters": counters,
-        }))
+        let mut record = self.dev.lib.record();
+        record["counters"] = counters;
+        Some(record)
     }
 
     fn close(mut self: Box<Self>) -> Result<()> {

@@ -11,13 +11,14 @@ mod device;
 pub mod ffi;
 mod link;
 
-pub use device::{Device, Library, hung_close, kind_name};
+pub use device::{Device, Library, kind_name};
 pub use link::PluginLink;
 
 use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Spec, Transport};
 use crate::error::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Mutex;
+use std::time::Duration;
 
 /// The transport name in specs: `plugin:path=FILE.so[,key=value...]`.
 pub const NAME: &str = "plugin";
@@ -91,13 +92,19 @@ pub struct PluginTransport {
 }
 
 impl PluginTransport {
-    /// Opens a device of this plugin (poll or block, the CPU for its worker).
-    pub fn device(&self, completion: CompletionMode, cpu: Option<usize>) -> Result<Device> {
+    /// Opens a device of this plugin (poll or block, the CPU for its
+    /// worker), each call into it bounded by `timeout`.
+    pub fn device(
+        &self,
+        completion: CompletionMode,
+        cpu: Option<usize>,
+        timeout: Duration,
+    ) -> Result<Device> {
         let mode = match completion {
             CompletionMode::Poll => ffi::COMPLETE_POLL,
             CompletionMode::Block => ffi::COMPLETE_BLOCK,
         };
-        Device::open(self.lib, &self.options, mode, cpu)
+        Device::open(self.lib, &self.options, mode, cpu, timeout)
     }
 
     /// The modes and flags as words, for `list` and `plugin check`.
@@ -168,11 +175,14 @@ impl Transport for PluginTransport {
         self.capabilities.clone()
     }
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
-        let dev = self.device(cfg.completion, cfg.responder_cpu)?;
+        let dev = self.device(cfg.completion, cfg.responder_cpu, cfg.timeout)?;
         Ok(Box::new(PluginLink::open(dev, &self.caps, cfg)?))
     }
     fn check_options(&self, spec: &Spec) -> Result<()> {
         check_spec(spec)
+    }
+    fn device(&self) -> Option<serde_json::Value> {
+        Some(self.lib.record())
     }
     fn check_link(&self, cfg: &LinkConfig) -> Result<()> {
         let c = &self.caps;
@@ -261,10 +271,11 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
         _ => ffi::COMPLETE_POLL,
     };
     let other = first ^ (ffi::COMPLETE_POLL | ffi::COMPLETE_BLOCK);
-    let mut dev = match Device::open(lib, &options, first, None) {
+    let bound = crate::transport::guard::default_bound();
+    let mut dev = match Device::open(lib, &options, first, None, bound) {
         Ok(d) => d,
         Err(e) if e.to_string().contains("(XB_E_UNSUPPORTED)") => {
-            Device::open(lib, &options, other, None)?
+            Device::open(lib, &options, other, None, bound)?
         }
         Err(e) => return Err(e),
     };

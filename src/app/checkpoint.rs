@@ -1,0 +1,81 @@
+//! Checkpoints of the run being measured: after each point, a copy of the
+//! run so far, written (marked incomplete) if the run can never finish by
+//! itself — a device call that does not return. Taken only once a device
+//! is watched (a plugin is open), so other runs pay nothing.
+
+use super::progress::Bar;
+use super::supervise;
+use crate::experiment::Progress;
+use crate::options::Output;
+use crate::report::Render;
+use crate::result::Run;
+use std::sync::{Arc, Mutex};
+
+/// The progress hooks, passed through, plus the checkpoint kept.
+pub struct Checkpoints<'a, P, X> {
+    bar: &'a Bar,
+    last: Arc<Mutex<Option<Run<P, X>>>>,
+}
+
+impl<'a, P: 'static, X: 'static> Checkpoints<'a, P, X>
+where
+    Run<P, X>: Render + Clone + Send,
+{
+    /// Keeps checkpoints for a run written as `out` says, and registers
+    /// their writing with the supervisor.
+    pub fn new(bar: &'a Bar, out: &Output) -> Self {
+        let last: Arc<Mutex<Option<Run<P, X>>>> = Arc::default();
+        let (kept, format, output, shown) = (
+            last.clone(),
+            out.effective_format(),
+            out.output.clone(),
+            bar.clone(),
+        );
+        supervise::on_abandon(Box::new(move |why| {
+            shown.finish();
+            let Some(mut run) = kept.lock().unwrap_or_else(|e| e.into_inner()).take() else {
+                return;
+            };
+            run.stop(why);
+            let written = run.render(format).and_then(|text| {
+                super::emit_run(&text, output.as_deref(), run.points(), false, None)
+            });
+            if let Err(e) = written {
+                eprintln!("xferbench: error: writing the partial results: {e}");
+            }
+        }));
+        Checkpoints { bar, last }
+    }
+}
+
+impl<P: 'static, X: 'static> Progress for Checkpoints<'_, P, X>
+where
+    Run<P, X>: Clone,
+{
+    fn start(&self, total: u64) {
+        self.bar.start(total);
+    }
+    fn point(&self, label: &str) {
+        self.bar.point(label);
+    }
+    fn finish(&self) {
+        self.bar.finish();
+    }
+    fn start_bytes(&self, total: u64, label: &str) {
+        self.bar.start_bytes(total, label);
+    }
+    fn at(&self, done: u64) {
+        self.bar.at(done);
+    }
+    fn note(&self, line: &str) {
+        self.bar.note(line);
+    }
+    fn checkpoint(&self, partial: &dyn std::any::Any) {
+        if !crate::transport::guard::watching() {
+            return;
+        }
+        if let Some(run) = partial.downcast_ref::<Run<P, X>>() {
+            *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
+        }
+    }
+}

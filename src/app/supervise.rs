@@ -1,0 +1,102 @@
+//! The command runs on a worker thread while this one watches: a device
+//! call that never returns (found by `transport::guard`'s watchdog) or a
+//! signal the run cannot answer (it is stuck in such a call) still ends the
+//! process in time, with the results measured so far written and marked
+//! incomplete. The stuck thread is abandoned, never unwound.
+
+use crate::error::Error;
+use std::io::Write;
+use std::sync::Mutex;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::mpsc::{RecvTimeoutError, channel};
+use std::time::{Duration, Instant};
+
+/// How often the watch looks.
+const TICK: Duration = Duration::from_millis(20);
+/// How long a run has, after its device hung or a signal came, to end by
+/// itself (a stream job's coordinator reports a hung job's figures) before
+/// its last checkpoint is written instead.
+const GRACE: Duration = Duration::from_millis(300);
+/// How long a run that started writing its results may take to finish.
+const WRITING: Duration = Duration::from_secs(10);
+
+/// Writes the last checkpoint of the run, marked stopped by the error.
+type Writer = Box<dyn FnOnce(&Error) + Send>;
+
+/// What to write if the run must be abandoned (set by the measuring
+/// commands, replaced at each checkpoint's registration).
+static WRITER: Mutex<Option<Writer>> = Mutex::new(None);
+
+/// Set by whoever writes the final output first: the run itself, or the
+/// watch abandoning it. The other one then writes nothing.
+static CLAIMED: AtomicBool = AtomicBool::new(false);
+
+/// Registers what to write if the run is abandoned.
+pub fn on_abandon(w: Writer) {
+    *WRITER.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
+}
+
+/// Claims the right to write the run's output: false when the watch has
+/// already written it (the caller then writes nothing and waits to be ended).
+pub fn claim() -> bool {
+    !CLAIMED.swap(true, Ordering::SeqCst)
+}
+
+/// Runs `work` on a worker thread and returns its exit code, unless a
+/// device call hangs or a signal goes unanswered: then the process ends
+/// from here, after writing what the run measured.
+pub fn run(work: impl FnOnce() -> i32 + Send + 'static) -> i32 {
+    let (tx, rx) = channel();
+    let spawned = std::thread::Builder::new()
+        .name("xferbench".into())
+        .stack_size(64 << 20)
+        .spawn(move || {
+            let code = work();
+            let _ = tx.send(code);
+        });
+    if let Err(e) = spawned {
+        eprintln!("xferbench: error: cannot start the measuring thread: {e}");
+        return 1;
+    }
+    let mut signalled: Option<Instant> = None;
+    loop {
+        match rx.recv_timeout(TICK) {
+            Ok(code) => return code,
+            // The worker panicked; the panic hook has said where.
+            Err(RecvTimeoutError::Disconnected) => return 101,
+            Err(RecvTimeoutError::Timeout) => {}
+        }
+        if let Some((message, at)) = crate::transport::guard::hung()
+            && at.elapsed() >= GRACE
+        {
+            return abandon(Error::run(message), &rx);
+        }
+        if signalled.is_none() && super::interrupt::requested() {
+            signalled = Some(Instant::now());
+        }
+        if signalled.is_some_and(|t| t.elapsed() >= GRACE * 2) {
+            return abandon(Error::Interrupted, &rx);
+        }
+    }
+}
+
+/// Writes the last checkpoint marked stopped by `e`, says why, and ends the
+/// process; if the run is writing its own results already, waits for them.
+fn abandon(e: Error, rx: &std::sync::mpsc::Receiver<i32>) -> i32 {
+    if !claim() {
+        return rx.recv_timeout(WRITING).unwrap_or(e.exit_code());
+    }
+    let writer = WRITER.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(w) = writer {
+        w(&e);
+    }
+    match &e {
+        Error::Interrupted => eprintln!("xferbench: interrupted"),
+        e => eprintln!("xferbench: error: {e}"),
+    }
+    let _ = std::io::stdout().flush();
+    let _ = std::io::stderr().flush();
+    // Not a return: the worker is stuck in foreign code, and returning
+    // from main would wait for nothing but run destructors under it.
+    std::process::exit(e.exit_code())
+}
