@@ -16,7 +16,7 @@ const TICK: Duration = Duration::from_millis(20);
 /// How long a run has, after its device hung or a signal came, to end by
 /// itself (a stream job's coordinator reports a hung job's figures) before
 /// its last checkpoint is written instead.
-const GRACE: Duration = Duration::from_millis(300);
+const GRACE: Duration = Duration::from_millis(500);
 /// How long a run that started writing its results may take to finish.
 const WRITING: Duration = Duration::from_secs(10);
 
@@ -74,7 +74,7 @@ pub fn run(work: impl FnOnce() -> i32 + Send + 'static) -> i32 {
         if signalled.is_none() && super::interrupt::requested() {
             signalled = Some(Instant::now());
         }
-        if signalled.is_some_and(|t| t.elapsed() >= GRACE * 2) {
+        if signalled.is_some_and(|t| t.elapsed() >= GRACE) {
             return abandon(Error::Interrupted, &rx);
         }
     }

@@ -91,14 +91,14 @@ fn once(
     };
     let t0 = Instant::now();
     let exe = std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?;
-    let ctx = Ctx {
+    let ctx = Arc::new(Ctx {
         timeout: args.timeout,
         exe,
         t0,
         allow_large_layout: args.allow_large_layout,
         ending: Ending::new(),
         io_left: Arc::default(),
-    };
+    });
     let sweeping = points.sets.len() > 1;
     let mut first_err: Option<Error> = None;
     for (bs, jobs) in &points.sets {
@@ -560,10 +560,13 @@ struct Recorded {
 }
 
 /// Runs one set of jobs concurrently, honouring stonewall and wait_for;
-/// returns results in job order.
+/// returns results in job order. Workers are detached threads: one stuck
+/// for good (a device call that never returns, an I/O the kernel never
+/// completes) is abandoned, its job reported with what it moved and why,
+/// and the others stopped and reported as they are.
 fn run_set(
     jobs: &[Prepared],
-    ctx: &Ctx,
+    ctx: &Arc<Ctx>,
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
     label: &str,
@@ -588,87 +591,136 @@ fn run_set(
         jobs.iter().filter(|p| p.beside_cpuio).count(),
         Ordering::Relaxed,
     );
-    let mut outcomes: Vec<Option<Result<Outcome>>> = (0..jobs.len()).map(|_| None).collect();
-    std::thread::scope(|s| {
-        let handles: Vec<_> = jobs
-            .iter()
-            .enumerate()
-            .map(|(i, p)| {
-                let states = Arc::clone(&states);
-                let prog = Arc::clone(&progress[i]);
-                let stop = Arc::clone(stop);
-                s.spawn(move || {
-                    let (lock, cv) = &*states;
+    let (tx, rx) = std::sync::mpsc::channel::<(usize, Result<Outcome>)>();
+    for (i, p) in jobs.iter().enumerate() {
+        let states = Arc::clone(&states);
+        let prog = Arc::clone(&progress[i]);
+        let stop = Arc::clone(stop);
+        let ctx = Arc::clone(ctx);
+        let p = p.clone();
+        let job_tx = tx.clone();
+        let spawned = std::thread::Builder::new()
+            .name(format!("xb-job-{i}"))
+            .spawn(move || {
+                let (lock, cv) = &*states;
+                {
+                    let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
+                    while !p.after.iter().all(|&j| st[j] == State::Done)
+                        && !stop.load(Ordering::Relaxed)
                     {
-                        let mut st = lock.lock().unwrap_or_else(|e| e.into_inner());
-                        while !p.after.iter().all(|&j| st[j] == State::Done)
-                            && !stop.load(Ordering::Relaxed)
-                        {
-                            st = cv
-                                .wait_timeout(st, Duration::from_millis(50))
-                                .unwrap_or_else(|e| e.into_inner())
-                                .0;
-                        }
-                        st[i] = State::Running;
+                        st = cv
+                            .wait_timeout(st, Duration::from_millis(50))
+                            .unwrap_or_else(|e| e.into_inner())
+                            .0;
                     }
-                    let out = if stop.load(Ordering::Relaxed) {
-                        Err(Error::Interrupted)
-                    } else {
-                        run_job(p, ctx, &prog, &stop)
-                    };
-                    // A job that cannot start as written (a usage error:
-                    // no such directory, a bad option combination) ends the
-                    // run: the others, some perhaps waiting out a
-                    // startdelay, would only report the same mistake later.
-                    if matches!(out, Err(Error::Usage(_))) {
-                        stop.store(true, Ordering::Relaxed);
-                    }
-                    lock.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
-                    if p.beside_cpuio {
-                        ctx.io_left.fetch_sub(1, Ordering::Relaxed);
-                    }
-                    cv.notify_all();
-                    out
-                })
-            })
-            .collect();
-        // Watch for hangs and draw progress; a worker stuck in a syscall past
-        // the timeout stops the run (the process exits after reporting).
-        loop {
-            std::thread::sleep(Duration::from_millis(100));
-            let done_bytes: u64 = progress
-                .iter()
-                .map(|p| p.bytes.load(Ordering::Relaxed))
-                .sum();
-            bar.at(done_bytes);
-            if handles.iter().all(|h| h.is_finished()) {
+                    st[i] = State::Running;
+                }
+                let out = if stop.load(Ordering::Relaxed) {
+                    Err(Error::Interrupted)
+                } else {
+                    run_job(&p, &ctx, &prog, &stop)
+                };
+                // A job that cannot start as written (a usage error:
+                // no such directory, a bad option combination) ends the
+                // run: the others, some perhaps waiting out a
+                // startdelay, would only report the same mistake later.
+                if matches!(out, Err(Error::Usage(_))) {
+                    stop.store(true, Ordering::Relaxed);
+                }
+                lock.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
+                if p.beside_cpuio {
+                    ctx.io_left.fetch_sub(1, Ordering::Relaxed);
+                }
+                cv.notify_all();
+                let _ = job_tx.send((i, out));
+            });
+        if let Err(e) = spawned {
+            let _ = tx.send((
+                i,
+                Err(Error::run(format!("cannot start a job's thread: {e}"))),
+            ));
+        }
+    }
+    drop(tx);
+    let mut outcomes: Vec<Option<Result<Outcome>>> = (0..jobs.len()).map(|_| None).collect();
+    let mut left = jobs.len();
+    // Jobs given up on, and why; once one is, the rest get a moment to stop.
+    let mut stuck: Vec<(usize, String)> = Vec::new();
+    let mut giving_up: Option<Instant> = None;
+    // Watch for hangs and draw progress; a worker stuck past the timeout
+    // (in the kernel, or in a device call the guard found hung) is
+    // abandoned with a record of what it moved.
+    while left > 0 {
+        match rx.recv_timeout(Duration::from_millis(20)) {
+            Ok((i, out)) => {
+                outcomes[i] = Some(out);
+                left -= 1;
+                continue;
+            }
+            Err(std::sync::mpsc::RecvTimeoutError::Disconnected) => break,
+            Err(std::sync::mpsc::RecvTimeoutError::Timeout) => {}
+        }
+        let done_bytes: u64 = progress
+            .iter()
+            .map(|p| p.bytes.load(Ordering::Relaxed))
+            .sum();
+        bar.at(done_bytes);
+        if let Some(t) = giving_up {
+            if t.elapsed() >= Duration::from_millis(250) {
                 break;
             }
-            let now = ctx.t0.elapsed().as_nanos() as u64;
-            let st = states.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
-            for (i, p) in progress.iter().enumerate() {
-                if st[i] == State::Running && stalled(p.quiet_since(), now, ctx.timeout * 2) {
-                    eprintln!(
-                        "xferbench: error: job {} made no progress for {} (stuck in the kernel on {}); giving up",
+            continue;
+        }
+        let now = ctx.t0.elapsed().as_nanos() as u64;
+        let st = states.0.lock().unwrap_or_else(|e| e.into_inner()).clone();
+        let hung = crate::transport::guard::hung().map(|(m, _)| m);
+        for (i, p) in progress.iter().enumerate() {
+            if st[i] != State::Running || outcomes[i].is_some() {
+                continue;
+            }
+            if stalled(p.quiet_since(), now, ctx.timeout * 2) {
+                stuck.push((
+                    i,
+                    format!(
+                        "job {} made no progress for {} (stuck in the kernel on {}); abandoned",
                         jobs[i].job.name,
                         humantime::format_duration(ctx.timeout * 2),
                         jobs[i].path
-                    );
-                    std::process::exit(1);
+                    ),
+                ));
+            }
+        }
+        if let Some(m) = &hung {
+            // The hung call is one of the running device jobs'; which one
+            // is known only by its not finishing once the others stop.
+            for (i, _) in progress.iter().enumerate() {
+                if st[i] == State::Running && jobs[i].transport.is_some() {
+                    stuck.push((i, format!("job {}: {m}", jobs[i].job.name)));
                 }
             }
         }
-        for (i, h) in handles.into_iter().enumerate() {
-            outcomes[i] = Some(
-                h.join()
-                    .unwrap_or_else(|_| Err(Error::run("a worker thread panicked"))),
-            );
+        if !stuck.is_empty() {
+            stop.store(true, Ordering::Relaxed);
+            giving_up = Some(Instant::now());
         }
-    });
+    }
+    // Whatever is still out is stuck: reported with what it moved.
+    let mut err: Option<Error> = None;
+    for (i, o) in outcomes.iter_mut().enumerate() {
+        if o.is_some() {
+            continue;
+        }
+        let why = stuck
+            .iter()
+            .find(|(j, _)| *j == i)
+            .map(|(_, m)| m.clone())
+            .unwrap_or_else(|| format!("job {} did not stop; abandoned", jobs[i].job.name));
+        err.get_or_insert_with(|| Error::run(why.clone()));
+        *o = Some(Ok(abandoned(&jobs[i], ctx, &progress[i], why)));
+    }
     let mut results = Vec::new();
     let mut recs = Vec::new();
-    let mut err = None;
-    for (i, o) in outcomes.into_iter().enumerate() {
+    for o in outcomes {
         match o.unwrap_or(Err(Error::Interrupted)) {
             Ok(o) => {
                 if let (Some(t), None) = (&o.result.error_text, &err) {
@@ -683,7 +735,6 @@ fn run_set(
             Err(e) => {
                 // Jobs that never started (interrupted, bad target) are
                 // reported by the error alone.
-                let _ = i;
                 if err.is_none() || matches!(err, Some(Error::Interrupted)) {
                     err = Some(e);
                 }
@@ -691,6 +742,100 @@ fn run_set(
         }
     }
     (results, recs, err)
+}
+
+/// An engine call's failure as the job's: a run error ends the job with
+/// its figures so far (true, the failure noted); a usage error or an
+/// interruption goes on as it is (the job cannot run as written).
+fn engine_failed(r: Result<()>, job: &Job, failure: &mut Option<String>) -> Result<bool> {
+    match r {
+        Ok(()) => Ok(false),
+        Err(e @ Error::Run(_)) => {
+            failure.get_or_insert_with(|| format!("job {}: {e}", job.name));
+            Ok(true)
+        }
+        Err(e) => Err(e),
+    }
+}
+
+/// Says how many I/Os a failed engine still held.
+fn note_lost(failure: &mut Option<String>, inflight: usize) {
+    if let Some(f) = failure.as_mut()
+        && inflight > 0
+    {
+        f.push_str(&format!(" ({inflight} I/O(s) in flight were lost)"));
+    }
+}
+
+/// The record of a job whose worker was abandoned: its options, the bytes
+/// it had moved (its latencies are with the stuck worker), and why.
+fn abandoned(p: &Prepared, ctx: &Ctx, prog: &JobProgress, why: String) -> Outcome {
+    let job = &p.job;
+    let moved = prog.bytes.load(Ordering::Relaxed);
+    let end_ns = ctx.t0.elapsed().as_nanos() as u64;
+    let timeline = Intervals::new(Cut::new(false, None, 1)).finish(0);
+    let recs = [Recorder::new(), Recorder::new(), Recorder::new()];
+    let empty = |r: &Recorder| DirStats::of(r, 0, 0);
+    let mut dirs = [empty(&recs[0]), empty(&recs[1]), empty(&recs[2])];
+    // Bytes by direction are with the worker; a one-way job's are all its.
+    let only = match (job.rw.reads(), job.rw.writes()) {
+        (true, false) => Some(Dir::Read),
+        (false, true) => Some(Dir::Write),
+        _ => None,
+    };
+    if let Some(d) = only {
+        dirs[d as usize].io_bytes = moved;
+    }
+    let [read, write, trim] = dirs;
+    let result = JobResult {
+        jobname: job.name.clone(),
+        groupid: job.group,
+        error: 1,
+        error_text: Some(why),
+        read,
+        write,
+        trim,
+        sweep_bs: None,
+        clone: job.clone,
+        filename: p.path.clone(),
+        mapped_from: p.mapped_from.clone(),
+        target: None,
+        prepared: None,
+        files: Vec::new(),
+        file_service_type: None,
+        rw: job.rw,
+        bs: job.bs,
+        bs_mix: job.bs_mix.as_ref().map(|m| m.text()),
+        offset: job.offset,
+        size: job.size.unwrap_or(0),
+        ioengine: job.ioengine,
+        iodepth: job.iodepth.max(1),
+        rate: job.rate,
+        direct: job.direct,
+        iomem: job.iomem,
+        completion: job.completion(),
+        completion_detail: String::new(),
+        device: p.transport.as_ref().and_then(|s| {
+            let mut d = crate::transport::resolve(s).ok()?.device()?;
+            d["counters"] = serde_json::Value::Null;
+            d["state"] = "abandoned: a call into it did not return".into();
+            Some(d)
+        }),
+        start_ns: 0,
+        end_ns,
+        ramp_ios: 0,
+        verify: None,
+        partial: true,
+        group_reporting: job.group_reporting,
+        warnings: vec![format!(
+            "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
+        )],
+        line: job.line,
+    };
+    Outcome {
+        result,
+        rest: Recorded { recs, timeline },
+    }
 }
 
 /// What mixed block sizes (`bssplit`, `bsrange`, `bs=R,W`) do not combine
@@ -891,6 +1036,9 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     // fill_device: the writes reached a full device or file system.
     let mut filled = false;
     let mut failure: Option<String> = None;
+    // The engine failed (a device's error, a hang it timed out): the job
+    // ends there, with its figures so far; nothing more is asked of it.
+    let mut broken = false;
     let start = Instant::now();
     let mut ramping = job.ramp_time.is_some_and(|r| !r.is_zero());
     let ramp_end = start + job.ramp_time.unwrap_or_default();
@@ -998,14 +1146,18 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
                 block: blk,
                 t0: Instant::now(),
             });
-            eng.queue(Op {
+            let queued = eng.queue(Op {
                 dir,
                 file,
                 offset,
                 len: len as usize,
                 slot,
                 buf,
-            })?;
+            });
+            if engine_failed(queued, job, &mut failure)? {
+                broken = true;
+                break;
+            }
             inflight += 1;
         }
         if inflight == 0 {
@@ -1043,11 +1195,18 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
             }
             break;
         }
-        eng.reap(
+        if broken {
+            break;
+        }
+        let reaped = eng.reap(
             (job.batch_complete_min as usize).clamp(1, inflight),
             ctx.timeout,
             &mut done,
-        )?;
+        );
+        if engine_failed(reaped, job, &mut failure)? {
+            broken = true;
+            break;
+        }
         let now = Instant::now();
         let at_ns = now.duration_since(measure_start).as_nanos() as u64;
         for d in done.drain(..) {
@@ -1231,6 +1390,10 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
     }
     if job.end_fsync && job.rw.writes() && failure.is_none() {
         eng.sync()?;
+    }
+    if broken {
+        // I/Os still queued in a failed engine are lost, not measured.
+        note_lost(&mut failure, inflight);
     }
     let end = Instant::now();
     let runtime_ns = end.duration_since(measure_start).as_nanos() as u64;
