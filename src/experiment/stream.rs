@@ -1489,7 +1489,7 @@ fn run_job(p: &Prepared, ctx: &Ctx, prog: &JobProgress, stop: &AtomicBool) -> Re
         rate: job.rate,
         direct: job.direct,
         iomem: mem.kind(),
-        completion: job.completion(),
+        completion: eng.completion().unwrap_or(job.completion()),
         completion_detail: eng.completion_detail(),
         device: eng.device(),
         start_ns: measure_start.duration_since(ctx.t0).as_nanos() as u64,

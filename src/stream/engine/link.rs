@@ -1,10 +1,14 @@
-//! The `transport` engine: a one-way stream over one of xferbench's own
-//! transports (`filename=xfer:tcp`, `xfer:shm`, `xfer:pipe`…). Each window of
-//! `iodepth` blocks goes back to back to the responder, which acknowledges the
-//! window — curve's `stream` pattern. The bytes sent are the link's own
-//! buffer: the stream measures the transport, not a file's contents.
+//! The `transport` engine: a stream over one of xferbench's own transports
+//! or a device plugin (`filename=xfer:tcp`, `xfer:shm`,
+//! `xfer:plugin:path=dev.so`). Writes go host to device: each window of
+//! `iodepth` blocks back to back, one acknowledgement for the window
+//! (curve's `stream` pattern). Reads go device to host: `iodepth` tiny
+//! requests in flight, each answered by a block (an XDMA card's C2H
+//! channel, an accelerator's output queue). A mix (`rw=rw`) moves each
+//! window's reads and writes as two windows. The bytes are the link's own
+//! buffers: the stream measures the transport, not a file's contents.
 
-use super::{Done, Engine, Op};
+use super::{Dir, Done, Engine, Op};
 use crate::error::{Error, Result};
 use crate::stream::job::{Completion, Job};
 use crate::transport::{
@@ -17,12 +21,23 @@ use crate::stream::job::TRANSPORT_PREFIX as PREFIX;
 
 pub struct LinkEngine {
     link: Option<Box<dyn Link>>,
-    shape: ReplyShape,
-    /// Exchanges left in the configured batch (the responder counts them).
+    /// A window of writes: `bs`-byte requests back to back, one
+    /// acknowledgement (curve's stream pattern).
+    write: ReplyShape,
+    /// A window of reads: tiny requests, `bs`-byte replies, all in flight
+    /// at once (the device writes host memory: an XDMA C2H channel).
+    read: ReplyShape,
+    /// The direction configured last, and the exchanges the responder
+    /// still expects of it.
+    current: Option<Dir>,
     batch_left: u64,
-    /// Blocks the job still has to send, when it is size-based.
+    /// Blocks the job still has to move, when it is size-based and goes
+    /// one way (a mix reconfigures at each change of direction instead).
     blocks_left: Option<u64>,
+    mixed: bool,
     queued: Vec<Op>,
+    /// The completion mode the link was opened in.
+    completion: CompletionMode,
     detail: String,
 }
 
@@ -40,7 +55,7 @@ pub fn spec_of(filename: &str) -> Option<Result<Spec>> {
 }
 
 impl LinkEngine {
-    /// `blocks`: how many blocks the job sends, if known (not time-based).
+    /// `blocks`: how many blocks the job moves, if known (not time-based).
     pub fn open(
         job: &Job,
         spec: Spec,
@@ -52,9 +67,10 @@ impl LinkEngine {
         transport::guard::set_default_bound(timeout);
         let t = transport::resolve(&spec)?;
         let caps = t.capabilities();
-        if job.rw != crate::stream::job::Rw::Write {
+        let (reads, writes) = (job.rw.reads(), job.rw.writes());
+        if job.rw.trims() || !(reads || writes) {
             return Err(Error::usage(format!(
-                "job {}: a transport stream goes one way, initiator to responder: use rw=write (got rw={})",
+                "job {}: a transport stream reads (rw=read: the far end sends, device to host) or writes (rw=write: host to device), or mixes both (rw=rw/randrw); rw={} has no meaning over a link",
                 job.name,
                 job.rw.name()
             )));
@@ -84,33 +100,63 @@ impl LinkEngine {
             None if caps.buffers.contains(&BufferMode::Raw) => BufferMode::Raw,
             None => caps.user_buffers(),
         };
+        // A read asks with as little as the transport carries.
+        let ask = usize::from(!caps.empty_messages);
+        let bs = job.bs as usize;
         let cfg = LinkConfig {
             spec: spec.clone(),
             buffers,
             completion,
-            max_request: job.bs as usize,
-            max_reply: 1,
+            max_request: if writes { bs } else { ask.max(1) },
+            max_reply: if reads { bs } else { 1 },
             responder_cpu: None,
             timeout,
             exe,
         };
         transport::check(t, &cfg)?;
         let link = t.open(&cfg)?;
-        let shape = ReplyShape {
-            request_len: job.bs as usize,
+        let window = depth as u32;
+        let write = ReplyShape {
+            request_len: bs,
             reply_len: 1,
             pattern: Pattern::Stream,
-            window: depth as u32,
+            window,
             ..ReplyShape::default()
+        };
+        let read = ReplyShape {
+            request_len: ask,
+            reply_len: bs,
+            pattern: Pattern::Bidir,
+            window,
+            ..ReplyShape::default()
+        };
+        let far = if caps.responder == "device" {
+            "device"
+        } else {
+            "responder"
+        };
+        let ways = match (reads, writes) {
+            (true, true) => format!(
+                "reads ({far} to host) and writes (host to {far}), {}% reads",
+                job.rwmixread
+            ),
+            (true, false) => {
+                format!("reads ({far} to host: {ask}-byte requests, {bs}-byte replies)")
+            }
+            _ => format!("writes (host to {far}, one acknowledgement per window)"),
         };
         Ok(LinkEngine {
             link: Some(link),
-            shape,
+            write,
+            read,
+            current: None,
             batch_left: 0,
-            blocks_left: blocks,
+            blocks_left: blocks.filter(|_| !(reads && writes)),
+            mixed: reads && writes,
             queued: Vec::with_capacity(depth),
+            completion,
             detail: format!(
-                "{spec} stream, {} buffers, {} completion, window of {depth} blocks per acknowledgement",
+                "{spec}: {ways}, {} buffers, {} completion, up to {depth} blocks in flight",
                 buffers.name(),
                 completion.name()
             ),
@@ -122,14 +168,53 @@ impl LinkEngine {
             .as_mut()
             .ok_or_else(|| Error::run("transport link already closed"))
     }
-}
 
-impl LinkEngine {
     /// Runs the exchanges the responder still expects in this batch.
     fn finish_batch(&mut self) -> Result<()> {
         while self.batch_left > 0 {
             self.link()?.exchange()?;
             self.batch_left -= 1;
+        }
+        Ok(())
+    }
+
+    /// Moves one window of `n` blocks in direction `dir`, configuring the
+    /// link when the window's shape changes.
+    fn window(&mut self, dir: Dir, n: u32) -> Result<()> {
+        let shape = if dir == Dir::Read {
+            &mut self.read
+        } else {
+            &mut self.write
+        };
+        if (self.current != Some(dir) || n != shape.window) && self.batch_left > 0 {
+            self.finish_batch()?;
+        }
+        if self.batch_left == 0 {
+            // Size-based one-way jobs are planned exactly: all full windows
+            // in one batch, then the tail's shorter window; a time-based
+            // job goes in batches and finishes the last one after its timed
+            // span; a mix configures each window (its direction is drawn
+            // per block).
+            let shape = if dir == Dir::Read {
+                &mut self.read
+            } else {
+                &mut self.write
+            };
+            shape.window = n;
+            shape.exchanges = match (self.mixed, self.blocks_left) {
+                (true, _) => 1,
+                (false, Some(b)) => (b / u64::from(n)).max(1),
+                (false, None) => 1024,
+            };
+            self.batch_left = shape.exchanges;
+            let shape = *shape;
+            self.current = Some(dir);
+            self.link()?.configure(&shape)?;
+        }
+        self.link()?.exchange()?;
+        self.batch_left -= 1;
+        if let Some(b) = &mut self.blocks_left {
+            *b = b.saturating_sub(u64::from(n));
         }
         Ok(())
     }
@@ -145,27 +230,12 @@ impl Engine for LinkEngine {
         if self.queued.is_empty() {
             return Ok(());
         }
-        let n = self.queued.len() as u32;
-        if n != self.shape.window && self.batch_left > 0 {
-            self.finish_batch()?;
-        }
-        if self.batch_left == 0 {
-            // Size-based jobs are planned exactly: all full windows in one
-            // batch, then the tail's shorter window; a time-based job goes
-            // in batches and finishes the last one after its timed span.
-            self.shape.window = n;
-            self.shape.exchanges = match self.blocks_left {
-                Some(b) => (b / u64::from(n)).max(1),
-                None => 1024,
-            };
-            self.batch_left = self.shape.exchanges;
-            let shape = self.shape;
-            self.link()?.configure(&shape)?;
-        }
-        self.link()?.exchange()?;
-        self.batch_left -= 1;
-        if let Some(b) = &mut self.blocks_left {
-            *b = b.saturating_sub(u64::from(n));
+        // One window per direction among the queued blocks.
+        for dir in [Dir::Write, Dir::Read] {
+            let n = self.queued.iter().filter(|op| op.dir == dir).count() as u32;
+            if n > 0 {
+                self.window(dir, n)?;
+            }
         }
         out.extend(self.queued.drain(..).map(|op| Done {
             slot: op.slot,
@@ -180,6 +250,13 @@ impl Engine for LinkEngine {
 
     fn completion_detail(&self) -> String {
         self.detail.clone()
+    }
+
+    fn completion(&self) -> Option<Completion> {
+        Some(match self.completion {
+            CompletionMode::Poll => Completion::Poll,
+            CompletionMode::Block => Completion::Interrupt,
+        })
     }
 
     fn device(&mut self) -> Option<serde_json::Value> {

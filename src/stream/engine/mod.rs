@@ -89,6 +89,11 @@ pub trait Engine {
     fn sync(&mut self) -> Result<()>;
     /// How completions are awaited, for the report.
     fn completion_detail(&self) -> String;
+    /// The completion mode the engine really uses, where it decides it
+    /// (a transport link opened in poll mode); `None`: the job's.
+    fn completion(&self) -> Option<crate::stream::job::Completion> {
+        None
+    }
     /// What the device behind the engine says of itself, if anything (a
     /// plugin's name and counters), for the job's record.
     fn device(&mut self) -> Option<serde_json::Value> {
