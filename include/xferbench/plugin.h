@@ -1,5 +1,5 @@
 /*
- * xferbench device plugin ABI, version 1.
+ * xferbench device plugin ABI, version 1.1.
  *
  * A plugin lets xferbench measure a device it does not know: an accelerator
  * driven through its vendor runtime, a DMA engine's channels, a NIC's verbs
@@ -32,6 +32,12 @@
  *   which ignores what it does not know. xb_option and xb_completion have no
  *   struct_size (they travel in arrays): their layout is fixed for major 1.
  * - Handles are opaque (void *): nothing of xferbench's internals is here.
+ * - 1.1 appended: xb_plugin.option_info (the options a plugin takes, shown
+ *   by `xferbench list` and `plugin check`, checked by the host before
+ *   open), xb_job.times (device timestamps), XB_CAP_DEVICE_TIMESTAMPS, and
+ *   the option parsing helpers at the end of this file. A 1.0 plugin keeps
+ *   loading: its table is shorter, and the host reads the new fields as
+ *   NULL.
  *
  * Threading and ownership (what xferbench guarantees, what it expects)
  *
@@ -64,7 +70,20 @@
  *   status, or during the poll()/wait() call that returns a failed completion
  *   (on the host's thread), never from a plugin's own thread.
  * - The host owns the clock: it timestamps submit and completion itself. A
- *   plugin may add hardware timestamps (xb_completion.hw_ns) as an extra.
+ *   plugin may add the device's own time for each job (xb_completion.hw_ns,
+ *   a duration) as an extra: the host then splits each round trip into
+ *   device time and host time (the round trip minus the device's time:
+ *   driver, runtime, bus and host software), the latency budget.
+ * - POLL devices: the host spins on poll() without sleeping, so a device
+ *   answering in microseconds should spin too while jobs may come. A worker
+ *   MAY park when idle (to spare a core), but then its wake-up is part of
+ *   every figure measured; say so in the description.
+ * - Every call returns. wait() returns by its timeout_ns; poll(), submit(),
+ *   configure(), alloc() and counters() return at once; open() and close()
+ *   within a second or so. The host bounds every call by the run's
+ *   --timeout: a call still running then is reported by name, the device is
+ *   abandoned (never called, freed or closed again) and the run ends with
+ *   what it measured.
  *
  * Errors
  *
@@ -73,7 +92,29 @@
  * error), a negative XB_E_* code for failure. With a negative status the
  * plugin writes one line into the error buffer given at open (msg/msg_len,
  * NUL-terminated, no newline): what went wrong and, if it can, the fix.
- * xferbench shows it with the operation's name.
+ * xferbench shows it with the operation's name. Which code to return:
+ *
+ * - a bad option key or value:                     XB_E_INVAL (open)
+ * - a request over max_request, a reply over
+ *   max_reply (configure; the host never submits
+ *   a shape it did not configure):                 XB_E_INVAL
+ * - a shape, mode or delay the device cannot do:   XB_E_UNSUPPORTED
+ * - a structure whose struct_size is too short for
+ *   the fields the plugin must read:               XB_E_VERSION
+ * - the device failed or went away:                XB_E_IO
+ *
+ * Option values (ABI 1.1: the rules the host applies to option_info kinds,
+ * and the helpers at the end of this file, so host and plugin agree):
+ *
+ * - size   a whole number of bytes, with an optional binary suffix: k, M, G
+ *          (and KiB, MiB, GiB) are 1024, 1024^2, 1024^3. "4k" = 4096.
+ * - time   a number (decimals allowed) WITH a unit: ns, us, ms or s.
+ *          "5us" = 5000 ns. A bare number is refused: "lat=5" is ambiguous.
+ * - rate   bytes per second, written as a size, optionally followed by "/s":
+ *          "1g" and "1G/s" = 1073741824 B/s; "1000000000" = 10^9 B/s.
+ * - count  a whole number, no suffix.
+ * - bool   1, 0, true, false, yes, no, on, off.
+ * - string anything, passed as it is.
  */
 #ifndef XFERBENCH_PLUGIN_H
 #define XFERBENCH_PLUGIN_H
@@ -86,7 +127,7 @@ extern "C" {
 #endif
 
 #define XB_ABI_MAJOR 1
-#define XB_ABI_MINOR 0
+#define XB_ABI_MINOR 1
 
 /* The entry symbol's name, for dlsym-style loaders. */
 #define XB_ENTRY_SYMBOL "xferbench_plugin_v1"
@@ -146,8 +187,26 @@ extern "C" {
 /* The device carries zero-length requests. (A reply of 0 bytes, when the host
  * needs only the completion, is always allowed: see configure.) */
 #define XB_CAP_EMPTY (1u << 3)
-/* Completions carry hardware timestamps in xb_completion.hw_ns. */
+/* Completions carry the device's own time for the job in
+ * xb_completion.hw_ns: a DURATION in nanoseconds, from the moment the
+ * device took the request (fetched the descriptor, saw the doorbell) to the
+ * moment it posted the completion, on the device's clock. Not a timestamp.
+ * The host reports it per point as device time, and the round trip minus
+ * it as host time. */
 #define XB_CAP_HW_TIMESTAMPS (1u << 4)
+/* ABI 1.1: the device writes its own clock's readings for each job into
+ * xb_job.times (when the host gives one): when it took the request and when
+ * it sent the reply. Their difference is the job's device time, as hw_ns. */
+#define XB_CAP_DEVICE_TIMESTAMPS (1u << 5)
+
+/* Kinds of plugin options (xb_option_info.kind); the value rules are in
+ * "Option values" above. */
+#define XB_OPT_STRING 0u
+#define XB_OPT_SIZE 1u
+#define XB_OPT_TIME 2u
+#define XB_OPT_RATE 3u
+#define XB_OPT_COUNT 4u
+#define XB_OPT_BOOL 5u
 
 /* ---- structures -------------------------------------------------------- */
 
@@ -158,6 +217,26 @@ typedef struct xb_option {
     const char *key;
     const char *value;
 } xb_option;
+
+/* ABI 1.1: one option a plugin takes, described for users. A table of
+ * these (xb_plugin.option_info) is shown by `xferbench list -t plugin:...`
+ * and `xferbench plugin check`, and the host refuses an unknown key or a
+ * value that does not follow its kind's rules before calling open(). Fixed
+ * layout for major 1 (it travels in arrays). */
+typedef struct xb_option_info {
+    const char *name;           /* the key: "depth", "lat" */
+    uint32_t kind;              /* XB_OPT_* */
+    uint32_t reserved;
+    const char *default_value;  /* as a user would type it ("64", "0us"), or
+                                   NULL when there is none */
+    const char *help;           /* one line: what it does, its range */
+} xb_option_info;
+
+/* ABI 1.1: a job's device clock readings (XB_CAP_DEVICE_TIMESTAMPS). */
+typedef struct xb_job_times {
+    uint64_t request_seen_ns;   /* the device took the request */
+    uint64_t reply_sent_ns;     /* the device sent the reply / completion */
+} xb_job_times;
 
 /* What the host passes to open(). */
 typedef struct xb_open_params {
@@ -210,6 +289,10 @@ typedef struct xb_job {
     uint64_t reply_len;        /* bytes the host expects back */
     uint64_t device_offset;    /* card address for devices that have one
                                   (XDMA's dma_to_device -a); 0 otherwise */
+    /* ABI 1.1 (read only if struct_size covers it): where a device with
+     * XB_CAP_DEVICE_TIMESTAMPS writes its clock readings for this job,
+     * before posting its completion; NULL when the host wants none. */
+    xb_job_times *times;
 } xb_job;
 
 /* One finished job. */
@@ -217,8 +300,8 @@ typedef struct xb_completion {
     uint64_t tag;              /* the job's tag */
     int64_t status;            /* bytes written into the reply (>= 0), or a
                                   negative XB_E_* code (then msg says why) */
-    uint64_t hw_ns;            /* device time of the job, ns, if
-                                  XB_CAP_HW_TIMESTAMPS; else 0 */
+    uint64_t hw_ns;            /* the device's time for the job, a duration
+                                  in ns (see XB_CAP_HW_TIMESTAMPS); else 0 */
 } xb_completion;
 
 /* The operations. Every function pointer marked "required" must be set;
@@ -299,6 +382,14 @@ typedef struct xb_plugin {
      * into buf (NUL-terminated, at most len bytes); the host records them
      * with the run. Return XB_E_NOMEM if len is too small. */
     int (*counters)(void *dev, char *buf, size_t len);
+
+    /* ABI 1.1. The options open() takes, n_option_info of them (NULL, 0:
+     * not described; the plugin then checks every key itself). With a
+     * table, the host refuses keys not in it and values that break their
+     * kind's rules, naming the option and its help, before open(). */
+    const xb_option_info *option_info;
+    uint32_t n_option_info;
+    uint32_t reserved2;
 } xb_plugin;
 
 /* The one exported symbol. The host passes the ABI version it speaks; return
@@ -315,6 +406,141 @@ typedef const xb_plugin *(*xb_entry_fn)(uint32_t host_major,
 
 XB_EXPORT const xb_plugin *xferbench_plugin_v1(uint32_t host_major,
                                                uint32_t host_minor);
+
+/* ---- option value helpers (ABI 1.1) ------------------------------------
+ * The host's own rules for option values (see "Option values"), so a plugin
+ * parses exactly what the host checked. Each returns 0 and sets *out, or -1
+ * for a malformed or overflowing value (*out untouched). */
+
+static inline int xb__digits(const char **s, uint64_t *v)
+{
+    const char *p = *s;
+    uint64_t n = 0;
+
+    if (*p < '0' || *p > '9')
+        return -1;
+    for (; *p >= '0' && *p <= '9'; p++) {
+        if (n > (UINT64_MAX - (uint64_t)(*p - '0')) / 10)
+            return -1;
+        n = n * 10 + (uint64_t)(*p - '0');
+    }
+    *s = p;
+    *v = n;
+    return 0;
+}
+
+static inline int xb__is(const char *s, const char *word)
+{
+    for (; *word; s++, word++) {
+        char c = *s >= 'A' && *s <= 'Z' ? (char)(*s - 'A' + 'a') : *s;
+        if (c != *word)
+            return 0;
+    }
+    return *s == '\0';
+}
+
+/* A whole number, no suffix. */
+static inline int xb_parse_count(const char *s, uint64_t *out)
+{
+    uint64_t n;
+
+    if (s == NULL || xb__digits(&s, &n) != 0 || *s != '\0')
+        return -1;
+    *out = n;
+    return 0;
+}
+
+/* Bytes: "4096", "4k", "1M", "2GiB" (binary suffixes). */
+static inline int xb_parse_size(const char *s, uint64_t *out)
+{
+    uint64_t n, mult;
+
+    if (s == NULL || xb__digits(&s, &n) != 0)
+        return -1;
+    if (*s == '\0' || xb__is(s, "b"))
+        mult = 1;
+    else if (xb__is(s, "k") || xb__is(s, "kb") || xb__is(s, "kib"))
+        mult = 1ull << 10;
+    else if (xb__is(s, "m") || xb__is(s, "mb") || xb__is(s, "mib"))
+        mult = 1ull << 20;
+    else if (xb__is(s, "g") || xb__is(s, "gb") || xb__is(s, "gib"))
+        mult = 1ull << 30;
+    else
+        return -1;
+    if (n > UINT64_MAX / mult)
+        return -1;
+    *out = n * mult;
+    return 0;
+}
+
+/* Bytes per second: a size, optionally followed by "/s". */
+static inline int xb_parse_rate(const char *s, uint64_t *out)
+{
+    char buf[64];
+    size_t n = 0;
+
+    if (s == NULL)
+        return -1;
+    while (s[n] != '\0' && n < sizeof(buf) - 1) {
+        buf[n] = s[n];
+        n++;
+    }
+    if (s[n] != '\0')
+        return -1;
+    buf[n] = '\0';
+    if (n >= 2 && buf[n - 2] == '/' && (buf[n - 1] == 's' || buf[n - 1] == 'S'))
+        buf[n - 2] = '\0';
+    return xb_parse_size(buf, out);
+}
+
+/* Nanoseconds: "250ns", "5us", "1.5ms", "2s"; a unit is required. */
+static inline int xb_parse_time_ns(const char *s, uint64_t *out)
+{
+    uint64_t whole, frac = 0, scale = 1, unit;
+    const char *p = s;
+
+    if (s == NULL || xb__digits(&p, &whole) != 0)
+        return -1;
+    if (*p == '.') {
+        p++;
+        if (*p < '0' || *p > '9')
+            return -1;
+        for (; *p >= '0' && *p <= '9'; p++) {
+            if (scale < 1000000000ull) {
+                frac = frac * 10 + (uint64_t)(*p - '0');
+                scale *= 10;
+            }
+        }
+    }
+    if (xb__is(p, "ns"))
+        unit = 1;
+    else if (xb__is(p, "us"))
+        unit = 1000;
+    else if (xb__is(p, "ms"))
+        unit = 1000000;
+    else if (xb__is(p, "s"))
+        unit = 1000000000;
+    else
+        return -1;
+    if (whole > UINT64_MAX / unit || whole * unit > UINT64_MAX - frac * unit / scale)
+        return -1;
+    *out = whole * unit + frac * unit / scale;
+    return 0;
+}
+
+/* 1/0, true/false, yes/no, on/off. */
+static inline int xb_parse_bool(const char *s, int *out)
+{
+    if (s == NULL)
+        return -1;
+    if (xb__is(s, "1") || xb__is(s, "true") || xb__is(s, "yes") || xb__is(s, "on"))
+        *out = 1;
+    else if (xb__is(s, "0") || xb__is(s, "false") || xb__is(s, "no") || xb__is(s, "off"))
+        *out = 0;
+    else
+        return -1;
+    return 0;
+}
 
 #ifdef __cplusplus
 }

@@ -162,6 +162,7 @@ fn job(
         reply: rep.cast(),
         reply_len: rp,
         device_offset: 0,
+        times: std::ptr::null_mut(),
     }
 }
 

@@ -44,6 +44,16 @@ pub struct Measured {
     pub warmup: u64,
     /// Time spent in timed loops, seconds.
     pub timed_s: f64,
+    /// Where each round trip's time went, when the device reports its own
+    /// time per job: the device's time, and the rest (the round trip minus
+    /// it: host software, driver, bus), sample by sample.
+    pub split: Option<Split>,
+}
+
+/// A point's round trips split into device time and host time.
+pub struct Split {
+    pub device: Recorder,
+    pub host: Recorder,
 }
 
 pub enum Outcome {
@@ -96,6 +106,31 @@ impl Measured {
     }
 }
 
+/// `timed`, also splitting each round trip by the device's own time for it.
+#[inline(never)]
+fn timed_split(
+    link: &mut dyn Link,
+    n: u64,
+    rec: &mut Recorder,
+    split: &mut Split,
+    stop: &AtomicBool,
+) -> Result<u64> {
+    for i in 0..n {
+        if stop.load(Ordering::Relaxed) {
+            return Ok(i);
+        }
+        let t0 = Instant::now();
+        link.exchange()?;
+        let t1 = Instant::now();
+        let rtt = (t1 - t0).as_nanos() as u64;
+        rec.record(rtt);
+        let dev = link.device_time().unwrap_or(0);
+        split.device.record(dev);
+        split.host.record(rtt.saturating_sub(dev));
+    }
+    Ok(n)
+}
+
 /// Times `n` round trips into `rec`; returns how many ran before a stop request.
 #[inline(never)]
 fn timed(link: &mut dyn Link, n: u64, rec: &mut Recorder, stop: &AtomicBool) -> Result<u64> {
@@ -144,12 +179,14 @@ fn timed_checked(
     Ok(n)
 }
 
-/// Runs one configured batch of `n` exchanges, timed into `rec` or not.
+/// Runs one configured batch of `n` exchanges, timed into `rec` (and
+/// split into device and host time into `split`) or not.
 fn batch(
     link: &mut dyn Link,
     shape: &ReplyShape,
     n: u64,
     rec: Option<&mut Recorder>,
+    split: Option<&mut Split>,
     stop: &AtomicBool,
 ) -> Result<u64> {
     link.configure(&ReplyShape {
@@ -157,14 +194,16 @@ fn batch(
         ..*shape
     })?;
     let mut scratch = Recorder::new();
+    let timing = rec.is_some();
     let rec = rec.unwrap_or(&mut scratch);
-    match shape.check {
+    match (shape.check, split) {
         // A round trip's request and reply are filled and checked here; a
         // stream's messages are filled by the link, one by one, and checked
         // by the responder.
-        Some(seed) if shape.pattern == Pattern::Pingpong => {
+        (Some(seed), _) if shape.pattern == Pattern::Pingpong => {
             timed_checked(link, n, rec, stop, shape, seed)
         }
+        (_, Some(split)) if timing => timed_split(link, n, rec, split, stop),
         _ => timed(link, n, rec, stop),
     }
 }
@@ -182,11 +221,18 @@ pub fn measure(
         block_s: Vec::new(),
         warmup: 0,
         timed_s: 0.0,
+        // Only a round trip is one job whose device time splits it.
+        split: (shape.pattern == Pattern::Pingpong && link.device_time().is_some()).then(|| {
+            Split {
+                device: Recorder::new(),
+                host: Recorder::new(),
+            }
+        }),
     };
     // Warm-up, in its own batches; it also tells how long one exchange takes.
     let t = Instant::now();
     let first = budget.warmup.unwrap_or(1);
-    if batch(link, shape, first, None, stop)? < first {
+    if batch(link, shape, first, None, None, stop)? < first {
         return Ok(Outcome::Interrupted(None));
     }
     let mut per = t.elapsed().as_secs_f64() / first.max(1) as f64;
@@ -202,7 +248,7 @@ pub fn measure(
                 .min(AUTO_WARMUP - m.warmup)
                 .min(((left / per.max(1e-9)) as u64).max(1));
             let t = Instant::now();
-            if batch(link, shape, size, None, stop)? < size {
+            if batch(link, shape, size, None, None, stop)? < size {
                 return Ok(Outcome::Interrupted(None));
             }
             per = t.elapsed().as_secs_f64() / size as f64;
@@ -219,7 +265,7 @@ pub fn measure(
                 // Block i holds samples [n·i/B, n·(i+1)/B).
                 let size = n * (i as u64 + 1) / blocks as u64 - n * i as u64 / blocks as u64;
                 let t = Instant::now();
-                let done = batch(link, shape, size, Some(rec), stop)?;
+                let done = batch(link, shape, size, Some(rec), m.split.as_mut(), stop)?;
                 m.block_s[i] = t.elapsed().as_secs_f64();
                 if done < size {
                     return Ok(m.interrupted(start.elapsed().as_secs_f64()));
@@ -244,7 +290,14 @@ pub fn measure(
                 let size = ((left / per.max(1e-9)).ceil() as u64).clamp(1, last * 4);
                 last = size;
                 let start = Instant::now();
-                let done = batch(link, shape, size, Some(&mut m.blocks[block]), stop)?;
+                let done = batch(
+                    link,
+                    shape,
+                    size,
+                    Some(&mut m.blocks[block]),
+                    m.split.as_mut(),
+                    stop,
+                )?;
                 let took = start.elapsed().as_secs_f64();
                 m.timed_s += took;
                 m.block_s[block] += took;

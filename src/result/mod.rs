@@ -136,9 +136,34 @@ pub struct Point {
     pub half_p50_ns: [u64; 2],
     /// Caveats on this point's figures.
     pub warnings: Vec<String>,
+    /// Where the round trips went, when the device reports its own time.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_time: Option<DeviceTime>,
     /// The samples' histogram, and each repeat's and block's figures.
     #[serde(flatten)]
     pub spread: Spread,
+}
+
+/// A point's latency budget, when the device reports its own time for each
+/// job (a plugin with `XB_CAP_HW_TIMESTAMPS`): the device's time, and the
+/// host's share — each round trip minus the device's time for it (host
+/// software, driver, runtime, bus) — over the same samples.
+#[derive(Clone, Debug, Serialize)]
+pub struct DeviceTime {
+    /// The device's own time per round trip, ns.
+    pub device: Summary,
+    /// The round trip minus the device's time, ns.
+    pub host: Summary,
+}
+
+impl DeviceTime {
+    /// The split a sampler measured, if it measured one.
+    pub fn of(m: &crate::experiment::sample::Measured) -> Option<DeviceTime> {
+        m.split.as_ref().map(|s| DeviceTime {
+            device: s.device.summary(),
+            host: s.host.summary(),
+        })
+    }
 }
 
 impl Repeatable for Point {

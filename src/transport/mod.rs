@@ -549,6 +549,14 @@ pub trait Link: Send {
     fn counters(&mut self) -> Option<serde_json::Value> {
         None
     }
+    /// The device's own time for the last exchange's jobs, ns, when the
+    /// device reports it (a plugin with `XB_CAP_HW_TIMESTAMPS`): the
+    /// sampler splits each round trip into device time and host time.
+    /// `None` for a far end that keeps no time of its own.
+    #[inline]
+    fn device_time(&self) -> Option<u64> {
+        None
+    }
 }
 
 /// Arguments of the hidden `__respond` subcommand that child responders run.

@@ -27,6 +27,33 @@ pub struct Library {
     pub name: String,
     pub description: String,
     pub abi: (u32, u32),
+    /// The options it takes, as its table describes them (ABI 1.1; empty
+    /// when it does not: it then checks its keys itself).
+    pub options: Vec<OptionInfo>,
+}
+
+/// One option a plugin describes (ABI 1.1 `xb_option_info`).
+#[derive(Clone, Debug)]
+pub struct OptionInfo {
+    pub name: String,
+    pub kind: u32,
+    pub default: Option<String>,
+    pub help: String,
+}
+
+impl OptionInfo {
+    /// `name=KIND (default D): help`, for lists and errors.
+    pub fn line(&self) -> String {
+        format!(
+            "{}={}{}: {}",
+            self.name,
+            super::values::kind_words(self.kind).0.to_uppercase(),
+            self.default
+                .as_ref()
+                .map_or(String::new(), |d| format!(" (default {d})")),
+            self.help
+        )
+    }
 }
 
 // SAFETY: the table is immutable static data in the plugin; its functions'
@@ -132,15 +159,52 @@ impl Library {
                 "plugin {name} ({shown}): its table's {op} is NULL; open, close, caps, configure, submit and poll are required"
             )));
         }
+        let options = option_info(head, size).map_err(|m| {
+            Error::usage(format!(
+                "plugin {name} ({shown}): {m}; fix the table's option_info and rebuild"
+            ))
+        })?;
         Ok(Library {
             path: abs,
             description: cstr(head.description).unwrap_or_default(),
             name,
             abi: (head.abi_major, head.abi_minor),
             size,
+            options,
             table: head,
             _lib: lib,
         })
+    }
+
+    /// Checks the spec's options against the plugin's description of them
+    /// (when it gives one) before open: an unknown key or a value that
+    /// breaks its kind's rules is one line naming the option and its help.
+    pub fn check_options(&self, given: &[(String, String)]) -> Result<()> {
+        if self.options.is_empty() {
+            return Ok(());
+        }
+        for (k, v) in given {
+            let Some(o) = self.options.iter().find(|o| o.name == *k) else {
+                return Err(Error::usage(format!(
+                    "plugin {}: unknown option '{k}'; it takes {}",
+                    self.name,
+                    self.options
+                        .iter()
+                        .map(OptionInfo::line)
+                        .collect::<Vec<_>>()
+                        .join("; ")
+                )));
+            };
+            if !super::values::valid(o.kind, v) {
+                let (kind, rule) = super::values::kind_words(o.kind);
+                return Err(Error::usage(format!(
+                    "plugin {}: {k}={v} is not a {kind} ({rule}); {}",
+                    self.name,
+                    o.line()
+                )));
+            }
+        }
+        Ok(())
     }
 
     /// What the run records of the plugin: name, description, ABI, library.
@@ -170,6 +234,47 @@ impl Library {
     optional_op!(wait, ffi::WaitFn);
     optional_op!(completion_fd, ffi::FdFn);
     optional_op!(counters, ffi::CountersFn);
+}
+
+/// The options a 1.1 table describes, checked: every entry named, of a
+/// known kind; none for a table that stops before them.
+fn option_info(head: &XbPlugin, size: usize) -> std::result::Result<Vec<OptionInfo>, String> {
+    let end = std::mem::offset_of!(XbPlugin, n_option_info) + std::mem::size_of::<u32>();
+    if size < end || head.option_info.is_null() || head.n_option_info == 0 {
+        return Ok(Vec::new());
+    }
+    if head.n_option_info > 1024 {
+        return Err(format!(
+            "n_option_info is {}, more options than any plugin takes (1024 at most)",
+            head.n_option_info
+        ));
+    }
+    // SAFETY: the header makes option_info an array of n_option_info
+    // entries that lives as long as the table.
+    let table =
+        unsafe { std::slice::from_raw_parts(head.option_info, head.n_option_info as usize) };
+    let mut out = Vec::with_capacity(table.len());
+    for (i, o) in table.iter().enumerate() {
+        let name = cstr(o.name).filter(|n| !n.is_empty() && !n.contains(['=', ',']));
+        let Some(name) = name else {
+            return Err(format!(
+                "option_info[{i}] has no name (or one with '=' or ','); give each option its key"
+            ));
+        };
+        if o.kind > ffi::OPT_BOOL {
+            return Err(format!(
+                "option_info[{i}] ({name}) has kind {}, not one of XB_OPT_STRING..XB_OPT_BOOL",
+                o.kind
+            ));
+        }
+        out.push(OptionInfo {
+            name,
+            kind: o.kind,
+            default: cstr(o.default_value),
+            help: cstr(o.help).map(|h| one_line(&h)).unwrap_or_default(),
+        });
+    }
+    Ok(out)
 }
 
 /// Why the entry symbol is missing: another ABI major, or not a plugin.
@@ -268,6 +373,7 @@ impl Device {
         cpu: Option<usize>,
         bound: Duration,
     ) -> Result<Device> {
+        lib.check_options(options)?;
         let mut keep = Vec::with_capacity(options.len() * 2);
         for (k, v) in options {
             for s in [k, v] {

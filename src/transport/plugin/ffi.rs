@@ -4,7 +4,7 @@
 use std::ffi::{c_char, c_int, c_void};
 
 pub const ABI_MAJOR: u32 = 1;
-pub const ABI_MINOR: u32 = 0;
+pub const ABI_MINOR: u32 = 1;
 /// The entry symbol, NUL-terminated for the loader.
 pub const ENTRY: &[u8] = b"xferbench_plugin_v1\0";
 
@@ -25,6 +25,14 @@ pub const CAP_DELAY: u32 = 1 << 1;
 pub const CAP_ECHO: u32 = 1 << 2;
 pub const CAP_EMPTY: u32 = 1 << 3;
 pub const CAP_HW_TIMESTAMPS: u32 = 1 << 4;
+pub const CAP_DEVICE_TIMESTAMPS: u32 = 1 << 5;
+
+pub const OPT_STRING: u32 = 0;
+pub const OPT_SIZE: u32 = 1;
+pub const OPT_TIME: u32 = 2;
+pub const OPT_RATE: u32 = 3;
+pub const OPT_COUNT: u32 = 4;
+pub const OPT_BOOL: u32 = 5;
 
 /// The name a status code has in the header, for messages.
 pub fn status_name(s: c_int) -> &'static str {
@@ -83,6 +91,26 @@ pub struct XbJob {
     pub reply: *mut c_void,
     pub reply_len: u64,
     pub device_offset: u64,
+    /// ABI 1.1.
+    pub times: *mut XbJobTimes,
+}
+
+/// ABI 1.1: a job's device clock readings.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, Default)]
+pub struct XbJobTimes {
+    pub request_seen_ns: u64,
+    pub reply_sent_ns: u64,
+}
+
+/// ABI 1.1: one option a plugin takes.
+#[repr(C)]
+pub struct XbOptionInfo {
+    pub name: *const c_char,
+    pub kind: u32,
+    pub reserved: u32,
+    pub default_value: *const c_char,
+    pub help: *const c_char,
 }
 
 #[repr(C)]
@@ -124,6 +152,10 @@ pub struct XbPlugin {
     pub wait: Option<WaitFn>,
     pub completion_fd: Option<FdFn>,
     pub counters: Option<CountersFn>,
+    /// ABI 1.1.
+    pub option_info: *const XbOptionInfo,
+    pub n_option_info: u32,
+    pub reserved2: u32,
 }
 
 pub type EntryFn = unsafe extern "C" fn(u32, u32) -> *const XbPlugin;
@@ -141,9 +173,11 @@ mod tests {
     fn layout_matches_the_header() {
         assert_eq!(std::mem::size_of::<XbOpenParams>(), 48);
         assert_eq!(std::mem::size_of::<XbCaps>(), 48);
-        assert_eq!(std::mem::size_of::<XbJob>(), 56);
+        assert_eq!(std::mem::size_of::<XbJob>(), 64);
         assert_eq!(std::mem::size_of::<XbCompletion>(), 24);
-        assert_eq!(std::mem::size_of::<XbPlugin>(), 32 + 11 * 8);
+        assert_eq!(std::mem::size_of::<XbPlugin>(), 32 + 11 * 8 + 16);
+        assert_eq!(std::mem::size_of::<XbOptionInfo>(), 32);
+        assert_eq!(std::mem::size_of::<XbJobTimes>(), 16);
         assert_eq!(MIN_TABLE, 32 + 8 * 8);
     }
 }

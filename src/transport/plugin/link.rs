@@ -7,7 +7,7 @@
 //! the queue as completions come back, as an application would.
 
 use super::device::Device;
-use super::ffi::{self, XbCaps, XbCompletion, XbJob};
+use super::ffi::{self, XbCaps, XbCompletion, XbJob, XbJobTimes};
 use crate::buffer::PageBuf;
 use crate::error::{Error, Result};
 use crate::transport::{BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape};
@@ -83,6 +83,22 @@ pub struct PluginLink {
     broken: Option<String>,
     /// The device's request and reply limits (its caps).
     max: (u64, u64),
+    /// Where the device reports its own time for a job, if it does.
+    clock: Clock,
+    /// Per queue slot, the device's clock readings for its job (ABI 1.1).
+    times: Vec<XbJobTimes>,
+    /// The device's time for the jobs of the last exchange, ns.
+    device_ns: u64,
+}
+
+/// How the device tells its own time for a job.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Clock {
+    None,
+    /// `xb_completion.hw_ns`, a duration.
+    HwNs,
+    /// `xb_job.times`, two readings of the device's clock.
+    Times,
 }
 
 impl PluginLink {
@@ -135,6 +151,13 @@ impl PluginLink {
             CompletionMode::Block => Sleep::Fd(dev.completion_fd()?),
         };
         let depth = caps.max_inflight.clamp(1, 1 << 16);
+        let clock = if caps.flags & ffi::CAP_HW_TIMESTAMPS != 0 {
+            Clock::HwNs
+        } else if caps.flags & ffi::CAP_DEVICE_TIMESTAMPS != 0 {
+            Clock::Times
+        } else {
+            Clock::None
+        };
         Ok(PluginLink {
             dev,
             req,
@@ -150,6 +173,16 @@ impl PluginLink {
             comps: vec![XbCompletion::default(); depth.min(256) as usize],
             broken: None,
             max: (caps.max_request, caps.max_reply),
+            clock,
+            times: vec![
+                XbJobTimes::default();
+                if clock == Clock::Times {
+                    depth as usize
+                } else {
+                    0
+                }
+            ],
+            device_ns: 0,
         })
     }
 
@@ -170,6 +203,10 @@ impl PluginLink {
             reply: self.rep.ptr().cast(),
             reply_len: reply_len as u64,
             device_offset: 0,
+            times: match self.clock {
+                Clock::Times => &mut self.times[slot as usize],
+                _ => std::ptr::null_mut(),
+            },
         };
         if !self.dev.submit(&job)? {
             return Ok(false);
@@ -196,6 +233,14 @@ impl PluginLink {
         }
         self.slots[slot] = u64::MAX;
         self.free.push(slot as u32);
+        self.device_ns += match self.clock {
+            Clock::None => 0,
+            Clock::HwNs => c.hw_ns,
+            Clock::Times => {
+                let t = self.times[slot];
+                t.reply_sent_ns.saturating_sub(t.request_seen_ns)
+            }
+        };
         if c.status < 0 {
             let text = self.dev.message();
             return Err(Error::run(format!(
@@ -326,6 +371,7 @@ impl PluginLink {
             return Err(Error::run(format!("{m} (the device is out of step)")));
         }
         let (mut submitted, mut done) = (0u64, 0u64);
+        self.device_ns = 0;
         let mut since: Option<Instant> = None;
         let mut spins = 0u32;
         while done < jobs {
@@ -444,6 +490,10 @@ impl Link for PluginLink {
             Pattern::Stream => self.run_jobs(u64::from(s.window.max(1)), s.request_len, 0),
             Pattern::Bidir => self.run_jobs(u64::from(s.window.max(1)), s.request_len, s.reply_len),
         }
+    }
+
+    fn device_time(&self) -> Option<u64> {
+        (self.clock != Clock::None).then_some(self.device_ns)
     }
 
     fn counters(&mut self) -> Option<serde_json::Value> {

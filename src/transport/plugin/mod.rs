@@ -10,6 +10,7 @@
 mod device;
 pub mod ffi;
 mod link;
+pub mod values;
 
 pub use device::{Device, Library, kind_name};
 pub use link::PluginLink;
