@@ -226,6 +226,87 @@ fn a_2us_responder_delay_is_a_regression_of_about_2us() {
     assert_eq!(o.status.code(), Some(i32::from(c["failed"] == true)));
 }
 
+/// Firmware `lat` of a plugin device, saved: the fixture's tcp points made
+/// plugin points of about 5 µs, every latency figure `shift_ns` later, and
+/// the run's device record naming plugin `device`.
+fn plugin_run(dir: &Path, name: &str, lat: &str, shift_ns: f64, device: &str) -> PathBuf {
+    let fixture = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/roundtrip.json");
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(fixture).unwrap()).unwrap();
+    let spec = format!("plugin:path=/opt/fw/{device}.so,lat={lat}");
+    let points = v["points"].as_array_mut().unwrap();
+    points.retain(|p| p["transport"] == "tcp");
+    for p in points.iter_mut() {
+        p["transport"] = "plugin".into();
+        p["spec"] = spec.clone().into();
+        for (k, x) in p["summary"].as_object_mut().unwrap().iter_mut() {
+            if let Some(n) = x.as_f64().filter(|_| k.ends_with("_ns")) {
+                let shift = if k == "stddev_ns" { 0.0 } else { shift_ns };
+                *x = (n / 4.0 + shift).into();
+            }
+        }
+    }
+    v["devices"] = serde_json::json!([{
+        "plugin": device, "abi": "1.0", "library": format!("/opt/fw/{device}.so"),
+        "counters": {}, "spec": spec, "buffers": "user", "completion": "block"
+    }]);
+    let path = dir.join(name);
+    std::fs::write(&path, v.to_string()).unwrap();
+    path
+}
+
+#[test]
+fn one_plugin_with_other_options_is_compared_only_when_allowed() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = plugin_run(dir.path(), "fw-a.json", "5us", 0.0, "sim");
+    let b = plugin_run(dir.path(), "fw-b.json", "7us", 2000.0, "sim");
+    // Refused in one line that names the option and the flag.
+    let o = compare(&[], &[&a, &b]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.trim().lines().count(), 1, "{e}");
+    assert!(
+        e.contains("plugin option lat 5us vs 7us") && e.contains("--allow-different"),
+        "{e}"
+    );
+    // Allowed: +2 µs on about 5 µs regresses, the option listed first.
+    let o = compare(&["--allow-different", "--format", "json"], &[&a, &b]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let c = json_of(&o);
+    assert_eq!(c["differences"][0]["what"], "plugin option lat", "{c}");
+    let rows = c["rows"].as_array().unwrap();
+    assert!(
+        c["only_in_base"].as_array().unwrap().is_empty()
+            && c["only_in_new"].as_array().unwrap().is_empty(),
+        "every point paired: {c}"
+    );
+    assert!(
+        rows.iter()
+            .any(|r| r["stat"] == "mean" && r["verdict"] == "regressed"),
+        "{c}"
+    );
+    assert!(rows.iter().all(|r| r["verdict"] != "improved"), "{c}");
+    assert!(
+        rows[0]["point"]
+            .as_str()
+            .unwrap()
+            .starts_with("plugin:path=/opt/fw/sim.so,lat=5us→7us "),
+        "{c}"
+    );
+    let o = compare(&["--allow-different"], &[&a, &b]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(text.contains("plugin option lat: 5us → 7us"), "{text}");
+    // The same figures under other options: no change.
+    let same = plugin_run(dir.path(), "fw-c.json", "7us", 0.0, "sim");
+    let o = compare(&["--allow-different", "--format", "json"], &[&a, &same]);
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert!(verdicts(&json_of(&o)).iter().all(|(_, v)| v == "no_change"));
+    // Another plugin is another device: nothing in common, allowed or not.
+    let other = plugin_run(dir.path(), "other.json", "5us", 0.0, "xdma");
+    let o = compare(&["--allow-different"], &[&a, &other]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no point in common"), "{}", stderr(&o));
+}
+
 #[test]
 fn formats_table_markdown_csv() {
     let _t = common::turn();

@@ -1,8 +1,12 @@
 //! What must be the same for two runs to be compared as like with like:
 //! the options that change figures, and the machine they ran on. Options
 //! that only shape the output, and those that pick points (sizes,
-//! transports, modes: points are matched one by one) do not count.
+//! transports, modes: points are matched one by one) do not count. A
+//! transport given other options in the other run (firmware A against
+//! firmware B) is the same transport set up differently: its points are
+//! paired and the options listed as differences.
 
+use super::extract::{Measured, Subject};
 use crate::report::saved::SavedRun;
 use serde::Serialize;
 use serde_json::Value;
@@ -56,7 +60,7 @@ const JOB: &[&str] = &[
 /// One way the two runs differ.
 #[derive(Clone, Debug, Serialize)]
 pub struct Difference {
-    /// `option`, `environment`, `job` or `version`.
+    /// `transport`, `option`, `environment`, `job` or `version`.
     pub kind: &'static str,
     /// The option or field.
     pub what: String,
@@ -181,6 +185,137 @@ fn jobs(base: &SavedRun, new: &SavedRun, out: &mut Vec<Difference>) {
     }
 }
 
+/// Spec options the point's own fields already carry (its buffer and
+/// completion mode are part of its identity): not a difference.
+const MODES: &[&str] = &["buffers", "completion"];
+
+/// A saved spec as name and options, as `transport::Spec` writes it
+/// (`name:k=v,k=v`). Parsed here rather than by `transport::parse_specs`,
+/// which would look the transport up (and load a plugin) on this machine.
+/// A remote address, or anything not in that shape, is all name.
+fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
+    if spec.contains("://") {
+        return (spec, Vec::new());
+    }
+    let Some((name, opts)) = spec.split_once(':') else {
+        return (spec, Vec::new());
+    };
+    let mut out: Vec<(&str, &str)> = Vec::new();
+    for kv in opts.split([',', ':']) {
+        let Some((k, v)) = kv.split_once('=') else {
+            return (spec, Vec::new());
+        };
+        // The last one wins, as in `Spec::get`.
+        out.retain(|(x, _)| *x != k);
+        out.push((k, v));
+    }
+    (name, out)
+}
+
+/// Whether two points' transports could be one device set up twice: the
+/// same transport, and for plugins the same plugin where both runs say.
+fn same_kind(a: &Measured, b: &Measured) -> bool {
+    a.kind == b.kind
+        && match (&a.device, &b.device) {
+            (Some(x), Some(y)) => x == y,
+            _ => true,
+        }
+}
+
+/// How a base spec and a new spec differ, and the one name both runs'
+/// points go by: the spec with each differing option written `k=base→new`
+/// (modes left out: the point names its own).
+fn spec_differences(b: &Measured, n: &Measured) -> (Vec<Difference>, String) {
+    let ((bn, bo), (nn, no)) = (split_spec(&b.spec), split_spec(&n.spec));
+    let mut diffs = Vec::new();
+    let mut label = if bn == nn {
+        bn.to_string()
+    } else {
+        diffs.push(Difference {
+            kind: "transport",
+            what: b.kind.clone(),
+            base: bn.into(),
+            new: nn.into(),
+        });
+        format!("{bn}→{nn}")
+    };
+    let mut keys: Vec<&str> = bo.iter().map(|(k, _)| *k).collect();
+    keys.extend(
+        no.iter()
+            .map(|(k, _)| *k)
+            .filter(|k| !bo.iter().any(|(x, _)| x == k)),
+    );
+    let mut shown = Vec::new();
+    for k in keys {
+        let get = |o: &[(&str, &str)]| o.iter().find(|(x, _)| *x == k).map(|(_, v)| v.to_string());
+        let (bv, nv) = (get(&bo), get(&no));
+        if bv == nv {
+            shown.push(format!("{k}={}", bv.unwrap_or_default()));
+        } else if !MODES.contains(&k) {
+            let none = || "(none)".to_string();
+            let (bv, nv) = (bv.unwrap_or_else(none), nv.unwrap_or_else(none));
+            shown.push(format!("{k}={bv}→{nv}"));
+            diffs.push(Difference {
+                kind: "transport",
+                what: format!("{} option {k}", b.kind),
+                base: bv,
+                new: nv,
+            });
+        }
+    }
+    if !shown.is_empty() {
+        label += &format!(":{}", shown.join(","));
+    }
+    (diffs, label)
+}
+
+/// The distinct transports of a run's points, in run order.
+fn transports(subjects: &[Subject]) -> Vec<Measured> {
+    let mut out: Vec<Measured> = Vec::new();
+    for m in subjects.iter().filter_map(|s| s.transport.as_ref()) {
+        if !out.iter().any(|x| x.spec == m.spec) {
+            out.push(m.clone());
+        }
+    }
+    out
+}
+
+/// Pairs each transport found in one run only with the other run's
+/// transport of the same kind, where each run has exactly one such left
+/// (so pairing is never a guess), renames both sides' points to one name,
+/// and returns how the paired specs differ. Specs found in both runs pair
+/// with themselves; transports of different kinds never pair.
+pub fn pair_transports(bs: &mut [Subject], ns: &mut [Subject]) -> Vec<Difference> {
+    let (bt, nt) = (transports(bs), transports(ns));
+    let lone = |mine: &[Measured], theirs: &[Measured]| -> Vec<Measured> {
+        mine.iter()
+            .filter(|m| !theirs.iter().any(|t| t.spec == m.spec))
+            .cloned()
+            .collect()
+    };
+    let (lb, ln) = (lone(&bt, &nt), lone(&nt, &bt));
+    let mut out = Vec::new();
+    for b in &lb {
+        let bk: Vec<&Measured> = lb.iter().filter(|x| same_kind(x, b)).collect();
+        let nk: Vec<&Measured> = ln.iter().filter(|x| same_kind(x, b)).collect();
+        let ([_], [n]) = (bk.as_slice(), nk.as_slice()) else {
+            continue;
+        };
+        let (diffs, label) = spec_differences(b, n);
+        out.extend(diffs);
+        for (side, spec) in [(&mut *bs, &b.spec), (&mut *ns, &n.spec)] {
+            for s in side.iter_mut() {
+                if s.transport.as_ref().is_some_and(|m| &m.spec == spec)
+                    && let Some(rest) = s.id.strip_prefix(spec.as_str())
+                {
+                    s.id = format!("{label}{rest}");
+                }
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -212,5 +347,107 @@ mod tests {
         let whats: Vec<&str> = d.iter().map(|d| d.what.as_str()).collect();
         assert_eq!(whats, ["responder_delay_s", "hostname"]);
         assert_ne!(hash(&a), hash(&c));
+    }
+}
+
+#[cfg(test)]
+mod pairing {
+    use super::*;
+
+    fn point(spec: &str, kind: &str, device: Option<&str>, size: u32) -> Subject {
+        Subject {
+            id: format!("{spec} user/poll in {size} out 64"),
+            figures: Vec::new(),
+            repeats: 1,
+            transport: Some(Measured {
+                spec: spec.into(),
+                kind: kind.into(),
+                device: device.map(str::to_string),
+            }),
+        }
+    }
+
+    fn ids(v: &[Subject]) -> Vec<&str> {
+        v.iter().map(|s| s.id.as_str()).collect()
+    }
+
+    #[test]
+    fn one_device_with_other_options_pairs_and_lists_each_option() {
+        let a = "plugin:path=./fw.so,lat=5us,completion=poll";
+        let b = "plugin:path=./fw.so,lat=7us,bw=1g,completion=block";
+        let mut bs = vec![
+            point(a, "plugin", Some("sim"), 64),
+            point(a, "plugin", Some("sim"), 128),
+        ];
+        let mut ns = vec![point(b, "plugin", Some("sim"), 64)];
+        let d = pair_transports(&mut bs, &mut ns);
+        let got: Vec<(&str, &str, &str)> = d
+            .iter()
+            .map(|d| (d.what.as_str(), d.base.as_str(), d.new.as_str()))
+            .collect();
+        // Modes are the point's own fields, not differences.
+        assert_eq!(
+            got,
+            [
+                ("plugin option lat", "5us", "7us"),
+                ("plugin option bw", "(none)", "1g")
+            ]
+        );
+        let label = "plugin:path=./fw.so,lat=5us→7us,bw=(none)→1g";
+        assert_eq!(ids(&bs)[0], format!("{label} user/poll in 64 out 64"));
+        assert_eq!(ids(&ns)[0], ids(&bs)[0]);
+        assert_eq!(ids(&bs)[1], format!("{label} user/poll in 128 out 64"));
+    }
+
+    #[test]
+    fn other_transports_other_plugins_and_guesses_do_not_pair() {
+        // tcp against unix: nothing in common, as before.
+        let mut bs = vec![point("tcp", "tcp", None, 64)];
+        let mut ns = vec![point("unix", "unix", None, 64)];
+        assert!(pair_transports(&mut bs, &mut ns).is_empty());
+        assert_ne!(ids(&bs), ids(&ns));
+        // Two plugins are two devices.
+        let mut bs = vec![point("plugin:path=./a.so", "plugin", Some("a"), 64)];
+        let mut ns = vec![point("plugin:path=./b.so", "plugin", Some("b"), 64)];
+        assert!(pair_transports(&mut bs, &mut ns).is_empty());
+        assert_ne!(ids(&bs), ids(&ns));
+        // Two tcp variants on each side, none alike: which is which is a guess.
+        let mut bs = vec![
+            point("tcp:nodelay=0", "tcp", None, 64),
+            point("tcp:nodelay=1", "tcp", None, 64),
+        ];
+        let mut ns = vec![
+            point("tcp:nodelay=0,x=1", "tcp", None, 64),
+            point("tcp:nodelay=1,x=1", "tcp", None, 64),
+        ];
+        assert!(pair_transports(&mut bs, &mut ns).is_empty());
+        assert!(ids(&bs).iter().all(|b| !ids(&ns).contains(b)));
+        // The same spec on both sides keeps its name; the lone others pair.
+        let mut bs = vec![
+            point("tcp", "tcp", None, 64),
+            point("tcp:nodelay=0", "tcp", None, 64),
+        ];
+        let mut ns = vec![
+            point("tcp", "tcp", None, 64),
+            point("tcp:nodelay=1", "tcp", None, 64),
+        ];
+        let d = pair_transports(&mut bs, &mut ns);
+        assert_eq!(d.len(), 1);
+        assert_eq!(ids(&bs)[0], "tcp user/poll in 64 out 64");
+        assert_eq!(ids(&bs)[1], ids(&ns)[1]);
+    }
+
+    #[test]
+    fn a_remote_address_is_the_transport_not_an_option() {
+        let k = "tcp://HOST:PORT";
+        let mut bs = vec![point("tcp://10.0.0.1:7000", k, None, 64)];
+        let mut ns = vec![point("tcp://10.0.0.2:7000", k, None, 64)];
+        let d = pair_transports(&mut bs, &mut ns);
+        assert_eq!(d.len(), 1);
+        assert_eq!(
+            (d[0].base.as_str(), d[0].new.as_str()),
+            ("tcp://10.0.0.1:7000", "tcp://10.0.0.2:7000")
+        );
+        assert_eq!(ids(&bs), ids(&ns));
     }
 }

@@ -95,6 +95,24 @@ pub struct Subject {
     pub figures: Vec<Figure>,
     /// The number of repeats behind the point (1 without `--repeat`).
     pub repeats: usize,
+    /// The transport the point went through, for points that name one: the
+    /// id starts with its spec, which `config::pair_transports` may replace
+    /// so that firmware A's point meets firmware B's.
+    pub transport: Option<Measured>,
+}
+
+/// The transport of a point, as two runs' points are paired by it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Measured {
+    /// The spec as the run wrote it, options included (`plugin:path=./x.so,lat=5us`).
+    pub spec: String,
+    /// The transport's name (`plugin`, `tcp`, `tcp://HOST:PORT`): what was
+    /// measured, whatever options it was given.
+    pub kind: String,
+    /// A plugin's own name from the run's `devices[]`: two plugins are two
+    /// devices, not one device with other options. None for built-in
+    /// transports and for runs that recorded no device.
+    pub device: Option<String>,
 }
 
 type Found<T> = Result<T, String>;
@@ -262,15 +280,41 @@ pub fn subjects(run: &SavedRun) -> Result<Vec<Subject>, String> {
         match run.experiment.as_str() {
             "stream" => stream(e, &mut out).map_err(at)?,
             "mesh" => mesh(e, &mut out).map_err(at)?,
-            x => out.push(point(x, e).map_err(at)?),
+            x => out.push(point(run, x, e).map_err(at)?),
         }
     }
     Ok(out)
 }
 
+/// The transport of a point that names one (roundtrip, curve, load); its
+/// spec is the start of the point's id.
+fn measured(run: &SavedRun, e: &Value) -> Found<Measured> {
+    let spec = text(e, "spec")?;
+    let kind = match e.get("transport") {
+        Some(Value::String(k)) => k.clone(),
+        _ => spec.clone(),
+    };
+    let device = run
+        .value
+        .get("devices")
+        .and_then(Value::as_array)
+        .and_then(|d| {
+            d.iter()
+                .find(|d| d.get("spec").and_then(Value::as_str) == Some(&spec))
+        })
+        .and_then(|d| d.get("plugin"))
+        .and_then(Value::as_str)
+        .map(str::to_string);
+    Ok(Measured { spec, kind, device })
+}
+
 /// A point of roundtrip, curve, load, flowgraph or pairs.
-fn point(experiment: &str, e: &Value) -> Found<Subject> {
+fn point(run: &SavedRun, experiment: &str, e: &Value) -> Found<Subject> {
     let mut figures = Vec::new();
+    let transport = match experiment {
+        "roundtrip" | "curve" | "load" => Some(measured(run, e)?),
+        _ => None,
+    };
     let id = match experiment {
         "roundtrip" => {
             latency(
@@ -386,6 +430,7 @@ fn point(experiment: &str, e: &Value) -> Found<Subject> {
         id,
         figures,
         repeats: repeats_of(e),
+        transport,
     })
 }
 
@@ -447,6 +492,7 @@ fn stream(job: &Value, out: &mut Vec<Subject>) -> Found<()> {
             id: format!("job {name} {dir}"),
             figures,
             repeats: repeats_of(d),
+            transport: None,
         });
     }
     Ok(())
@@ -473,6 +519,7 @@ fn mesh(pair: &Value, out: &mut Vec<Subject>) -> Found<()> {
             id: format!("{from}→{to} {} B latency", num(l, "size_bytes")?),
             figures,
             repeats: repeats_of(l),
+            transport: None,
         });
     }
     for (j, b) in crate::report::saved::array(pair, "bandwidth")
@@ -486,6 +533,7 @@ fn mesh(pair: &Value, out: &mut Vec<Subject>) -> Found<()> {
                     .map_err(|e| format!("bandwidth[{j}].{e}"))?,
             ],
             repeats: repeats_of(b),
+            transport: None,
         });
     }
     Ok(())

@@ -167,8 +167,11 @@ pub fn compare(base: &SavedRun, new: &SavedRun, settings: &Settings) -> Result<C
             ))
         })
     };
-    let (bs, ns) = (read(base)?, read(new)?);
-    let differences = config::differences(base, new);
+    let (mut bs, mut ns) = (read(base)?, read(new)?);
+    // Transport options first: when they differ, they are what the user
+    // changed on purpose (firmware A against B), and the refusal shows four.
+    let mut differences = config::pair_transports(&mut bs, &mut ns);
+    differences.extend(config::differences(base, new));
     if !differences.is_empty() && !settings.allow_different {
         let list: Vec<String> = differences
             .iter()
