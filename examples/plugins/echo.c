@@ -20,10 +20,23 @@
  * call per job) and BLOCK (the engine sleeps on a futex while idle and signals
  * each completion on an eventfd that completion_fd() hands to the host).
  *
- * Options (-t plugin:path=./echo.so,depth=64,max=1G):
- *   depth=N     jobs in flight at most, 1..4096 (default 64)
- *   max=SIZE    largest request and reply in bytes, K/M/G suffixes are powers
- *               of 1024 (default 1G)
+ * Options (-t plugin:path=./echo.so,depth=64,max=1G,lat=5us,bw=1000000000),
+ * described to the host in the ABI 1.1 option_info table and parsed with
+ * the header's helpers, so `xferbench list -t plugin:path=./echo.so` shows
+ * them and a bad value is refused before open():
+ *   depth=COUNT  jobs in flight at most, 1..4096 (default 64)
+ *   max=SIZE     largest request and reply (default 1G; k/M/G are binary)
+ *   lat=TIME     the device's own latency per job, spun (default 0us)
+ *   bw=RATE      the device's data rate: a job moving B bytes (request plus
+ *                reply) takes at least B/bw (default 0: as fast as memcpy)
+ *   hw_time=BOOL report each job's device time in xb_completion.hw_ns
+ *                (default: on when lat or bw is set; it costs two clock
+ *                reads per job on the engine's core)
+ *
+ * With lat= and bw= the example is a timing model of a DMA device: a job
+ * ends no earlier than lat + bytes/bw after the engine took it, and its
+ * hw_ns says how long it took, so xferbench splits each round trip into
+ * device time and host time (the latency budget).
  *
  * Build and run, from the repository root:
  *   cc -O2 -Wall -Wextra -std=gnu11 -shared -fPIC -Iinclude \
@@ -59,6 +72,7 @@
 #define MAX_MMIO 4096       /* one doorbell page */
 #define MAX_DEPTH 4096
 #define ECHO_FLAGS (XB_CAP_REPLY_LONGER | XB_CAP_DELAY | XB_CAP_ECHO | XB_CAP_EMPTY)
+#define NS_PER_S 1000000000ull
 #define ECHO_BUFS (XB_BUF_USER | XB_BUF_RAW | XB_BUF_MMIO)
 
 /*
@@ -75,6 +89,7 @@ struct slot {
     const uint8_t *request;
     uint8_t *reply;
     int64_t status;
+    uint64_t hw_ns;         /* the engine's time for the job (hw_time=1) */
     uint32_t mode;
 };
 
@@ -95,6 +110,9 @@ struct echo_dev {
     uint64_t max;
     bool configured;
     uint64_t req_len, rep_len, delay_ns;
+    uint64_t lat_ns;        /* lat= */
+    uint64_t bw;            /* bw=, bytes per second; 0: unlimited */
+    bool hw_time;           /* hw_time= */
     uint8_t *stage;         /* device memory: every request lands here */
     size_t stage_len;
     _Atomic bool stop;      /* close(): the engine leaves its loop */
@@ -179,10 +197,18 @@ static void produce(const struct echo_dev *d, uint8_t *dst, const uint8_t *src)
     }
 }
 
+/* Spins until `end` on the monotonic clock (or close()). */
+static void spin_until(struct echo_dev *d, uint64_t end)
+{
+    while (now_ns() < end && !atomic_load_explicit(&d->stop, memory_order_relaxed))
+        cpu_relax();
+}
+
 static void run_job(struct echo_dev *d, struct slot *s)
 {
     const uint64_t req = d->req_len, rep = d->rep_len;
     const uint64_t n = req < rep ? req : rep;
+    const uint64_t seen = d->hw_time ? now_ns() : 0;
 
     if (s->mode == XB_BUF_USER) {
         /* A runtime's copy-in: the whole request into device memory (the
@@ -195,12 +221,8 @@ static void run_job(struct echo_dev *d, struct slot *s)
          * what moving its bytes costs). The echoed ones are read below. */
         memcpy(d->stage + n, s->request + n, req - n);
     }
-    if (d->delay_ns) {
-        /* A spin, not a sleep: sleeps overshoot by tens of microseconds. */
-        uint64_t end = now_ns() + d->delay_ns;
-        while (now_ns() < end && !atomic_load_explicit(&d->stop, memory_order_relaxed))
-            cpu_relax();
-    }
+    if (d->delay_ns) /* a spin, not a sleep: sleeps overshoot by tens of µs */
+        spin_until(d, now_ns() + d->delay_ns);
     if (s->mode == XB_BUF_USER) {
         produce(d, d->stage, d->stage);
         if (rep)
@@ -209,6 +231,15 @@ static void run_job(struct echo_dev *d, struct slot *s)
         /* DMA out: the echo goes straight from the request to the reply. */
         produce(d, s->reply, s->request);
     }
+    if (d->lat_ns || d->bw) {
+        /* The timing model: the job ends lat + bytes/bw after it was taken,
+         * or when its copies are done if they took longer. */
+        uint64_t bytes = req + rep, xfer = 0;
+        if (d->bw)
+            xfer = (uint64_t)((double)bytes * (double)NS_PER_S / (double)d->bw);
+        spin_until(d, seen + d->lat_ns + xfer);
+    }
+    s->hw_ns = d->hw_time ? now_ns() - seen : 0;
     s->status = (int64_t)rep;
 }
 
@@ -251,58 +282,65 @@ static void *engine(void *arg)
 
 /* ---- options ----------------------------------------------------------- */
 
-/* A decimal integer, with an optional K/M/G suffix when sized. Refuses signs,
- * spaces and overflow, which strtoull would quietly accept or wrap. */
-static bool parse_u64(const char *s, bool sized, uint64_t *out)
-{
-    if (!s || *s < '0' || *s > '9')
-        return false;
-    char *end;
-    errno = 0;
-    unsigned long long v = strtoull(s, &end, 10);
-    if (errno)
-        return false;
-    if (sized && *end) {
-        const char *units = "KMG", *u = strchr(units, end[0] & ~0x20);
-        if (!u || !*u)
-            return false;
-        for (int k = 0; k <= u - units; k++) {
-            if (v > UINT64_MAX / 1024)
-                return false;
-            v *= 1024;
-        }
-        end++;
-    }
-    if (*end)
-        return false;
-    *out = v;
-    return true;
-}
+/* What the host shows and checks (ABI 1.1): kinds follow the header's value
+ * rules, and the helpers below parse exactly what the host accepted. */
+static const xb_option_info echo_options[] = {
+    {"depth", XB_OPT_COUNT, 0, "64", "jobs in flight at most, 1..4096"},
+    {"max", XB_OPT_SIZE, 0, "1G", "largest request and reply, bytes, up to 1T"},
+    {"lat", XB_OPT_TIME, 0, "0us", "the device's own latency per job (spun)"},
+    {"bw", XB_OPT_RATE, 0, "0",
+     "the device's data rate, bytes/s: a job of B bytes takes at least B/bw (0: unlimited)"},
+    {"hw_time", XB_OPT_BOOL, 0, NULL,
+     "report each job's device time in hw_ns (default: on with lat or bw)"},
+};
 
-#define VALID_OPTIONS "depth=N (1..4096), max=SIZE (bytes, K/M/G suffixes)"
+struct echo_options {
+    uint32_t depth;
+    uint64_t max, lat_ns, bw;
+    int hw_time; /* -1: not given */
+};
 
-static int parse_options(const xb_open_params *p, uint32_t *depth, uint64_t *max)
+static int parse_options(const xb_open_params *p, struct echo_options *o)
 {
     for (size_t i = 0; i < p->n_options; i++) {
         const char *k = p->options[i].key, *v = p->options[i].value;
         uint64_t x;
         if (!k)
             return say(p->msg, p->msg_len, XB_E_INVAL, "echo: option %zu has no key", i);
+        /* A 1.0 host does not check values before open: check them here too. */
         if (!strcmp(k, "depth")) {
-            if (!parse_u64(v, false, &x) || x < 1 || x > MAX_DEPTH)
+            if (xb_parse_count(v, &x) || x < 1 || x > MAX_DEPTH)
                 return say(p->msg, p->msg_len, XB_E_INVAL,
-                           "echo: depth=%s: expected an integer 1..%d", v ? v : "", MAX_DEPTH);
-            *depth = (uint32_t)x;
+                           "echo: depth=%s: expected a count 1..%d", v ? v : "", MAX_DEPTH);
+            o->depth = (uint32_t)x;
         } else if (!strcmp(k, "max")) {
             /* Capped at 1 TiB so sizes stay far from size_t overflow. */
-            if (!parse_u64(v, true, &x) || x < 1 || x > (1ull << 40))
+            if (xb_parse_size(v, &x) || x < 1 || x > (1ull << 40))
                 return say(p->msg, p->msg_len, XB_E_INVAL,
-                           "echo: max=%s: expected a size 1..1T in bytes (K/M/G suffixes)",
+                           "echo: max=%s: expected a size 1..1T in bytes (k/M/G suffixes)",
                            v ? v : "");
-            *max = x;
+            o->max = x;
+        } else if (!strcmp(k, "lat")) {
+            if (xb_parse_time_ns(v, &x) || x > 10 * NS_PER_S)
+                return say(p->msg, p->msg_len, XB_E_INVAL,
+                           "echo: lat=%s: expected a time with a unit up to 10s (e.g. 5us)",
+                           v ? v : "");
+            o->lat_ns = x;
+        } else if (!strcmp(k, "bw")) {
+            if (xb_parse_rate(v, &x))
+                return say(p->msg, p->msg_len, XB_E_INVAL,
+                           "echo: bw=%s: expected bytes per second (e.g. 1000000000 or 1G/s)",
+                           v ? v : "");
+            o->bw = x;
+        } else if (!strcmp(k, "hw_time")) {
+            int b;
+            if (xb_parse_bool(v, &b))
+                return say(p->msg, p->msg_len, XB_E_INVAL, "echo: hw_time=%s: expected 1 or 0",
+                           v ? v : "");
+            o->hw_time = b;
         } else {
             return say(p->msg, p->msg_len, XB_E_INVAL,
-                       "echo: unknown option '%s'; valid: " VALID_OPTIONS, k);
+                       "echo: unknown option '%s'; valid: depth, max, lat, bw, hw_time", k);
         }
     }
     return XB_OK;
@@ -321,11 +359,11 @@ static int echo_open(const xb_open_params *params, void **dev)
     size_t have = params->struct_size < sizeof p ? params->struct_size : sizeof p;
     memcpy(&p, params, have);
 
-    uint32_t depth = 64;
-    uint64_t max = 1ull << 30;
-    int rc = parse_options(&p, &depth, &max);
+    struct echo_options o = {.depth = 64, .max = 1ull << 30, .hw_time = -1};
+    int rc = parse_options(&p, &o);
     if (rc)
         return rc;
+    uint32_t depth = o.depth;
     if (p.completion != XB_COMPLETE_POLL && p.completion != XB_COMPLETE_BLOCK)
         return say(p.msg, p.msg_len, XB_E_UNSUPPORTED,
                    "echo: completion mode %u unknown; echo does POLL and BLOCK", p.completion);
@@ -340,7 +378,10 @@ static int echo_open(const xb_open_params *params, void **dev)
     d->msg = p.msg;
     d->msg_len = p.msg_len;
     d->depth = depth;
-    d->max = max;
+    d->max = o.max;
+    d->lat_ns = o.lat_ns;
+    d->bw = o.bw;
+    d->hw_time = o.hw_time >= 0 ? o.hw_time : (o.lat_ns || o.bw);
     d->completion = p.completion;
     d->efd = -1;
     for (int i = 0; i < 256; i++)
@@ -426,7 +467,7 @@ static int echo_caps(void *dev, xb_caps *caps)
         .struct_size = sizeof c,
         .buffer_modes = ECHO_BUFS,
         .completion_modes = XB_COMPLETE_POLL | XB_COMPLETE_BLOCK,
-        .flags = ECHO_FLAGS,
+        .flags = ECHO_FLAGS | (d->hw_time ? XB_CAP_HW_TIMESTAMPS : 0),
         .max_request = d->max,
         .max_reply = d->max,
         .max_mmio = MAX_MMIO,
@@ -587,7 +628,7 @@ static int echo_poll(void *dev, xb_completion *out, uint32_t max, uint32_t *n)
             break;
         out[got].tag = s->tag;
         out[got].status = s->status;
-        out[got].hw_ns = 0;
+        out[got].hw_ns = s->hw_ns;
         got++;
         d->tail++;
         d->jobs++;
@@ -647,6 +688,8 @@ static const xb_plugin echo_plugin = {
     .wait = NULL, /* BLOCK goes through completion_fd: the host poll(2)s it */
     .completion_fd = echo_completion_fd,
     .counters = echo_counters,
+    .option_info = echo_options,
+    .n_option_info = sizeof echo_options / sizeof echo_options[0],
 };
 
 XB_EXPORT const xb_plugin *xferbench_plugin_v1(uint32_t host_major, uint32_t host_minor)

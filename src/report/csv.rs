@@ -14,12 +14,20 @@ pub fn field(s: &str) -> String {
     }
 }
 
+/// Columns added when the device reports its own time (the latency budget).
+pub const DEVICE_COLUMNS: &str =
+    ",device_p50_ns,device_p99_ns,device_mean_ns,host_p50_ns,host_p99_ns,host_mean_ns";
+
 pub fn render(run: &Run) -> String {
+    let budget = run.points.iter().any(|p| p.device_time.is_some());
     let mut out = String::from(HEADER);
+    if budget {
+        out.push_str(DEVICE_COLUMNS);
+    }
     out.push('\n');
     for p in &run.points {
         let s = &p.summary;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{},{},{},{},{},{},{},{},{},{:.1},{:.1},{},{},{},{},{},{},{},{},{}",
             field(&p.transport),
@@ -43,6 +51,24 @@ pub fn render(run: &Run) -> String {
             run.complete,
             p.partial
         );
+        if budget {
+            match &p.device_time {
+                Some(d) => {
+                    let _ = write!(
+                        out,
+                        ",{},{},{:.1},{},{},{:.1}",
+                        d.device.p50_ns,
+                        d.device.p99_ns,
+                        d.device.mean_ns,
+                        d.host.p50_ns,
+                        d.host.p99_ns,
+                        d.host.mean_ns
+                    );
+                }
+                None => out.push_str(",,,,,,"),
+            }
+        }
+        out.push('\n');
     }
     out
 }

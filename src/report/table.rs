@@ -130,6 +130,9 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
             out.push_str(&markdown(&header, &rows));
             out.push('\n');
         }
+        if pts.iter().any(|p| p.device_time.is_some()) {
+            out.push_str(&budget_table(&pts, &ins, &outs, unit));
+        }
     }
     if !run.extra.skipped.is_empty() {
         out.push_str("Skipped:\n");
@@ -148,6 +151,41 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
         out.push('\n');
     }
     out.push_str(&conditions(run));
+    out
+}
+
+/// Where the round trips went, when the device reports its own time: per
+/// cell, the device's p50 and p99 and the host's (round trip minus the
+/// device's time) over the same samples.
+fn budget_table(pts: &[&Point], ins: &[u64], outs: &[u64], unit: Unit) -> String {
+    let mut out = String::from(
+        "**latency budget** (µs, device + host = round trip; p50, then p99; host = round trip minus the device's own time):\n\n",
+    );
+    let mut header = vec!["out\\in".to_string()];
+    header.extend(ins.iter().map(|&i| label(i, unit)));
+    let rows: Vec<Vec<String>> = outs
+        .iter()
+        .map(|&o| {
+            let mut r = vec![format!("**{}**", label(o, unit))];
+            r.extend(ins.iter().map(|&i| {
+                pts.iter()
+                    .find(|p| p.in_bytes == i && p.out_bytes == o)
+                    .and_then(|p| p.device_time.as_ref())
+                    .map_or("—".into(), |d| {
+                        format!(
+                            "{} + {}; {} + {}",
+                            format_us(d.device.p50_ns as f64),
+                            format_us(d.host.p50_ns as f64),
+                            format_us(d.device.p99_ns as f64),
+                            format_us(d.host.p99_ns as f64)
+                        )
+                    })
+            }));
+            r
+        })
+        .collect();
+    out.push_str(&markdown(&header, &rows));
+    out.push('\n');
     out
 }
 
