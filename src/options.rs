@@ -238,6 +238,10 @@ pub struct CurveConfig {
     pub mode: Pattern,
     /// Messages in flight per exchange in stream and bidir modes (1..=65536).
     pub window: u32,
+    /// Which way a stream curve moves the data: `write` (initiator to
+    /// responder: host to device), `read` (responder to initiator: device
+    /// to host, tiny requests answered by whole messages); both in turn.
+    pub direction: Vec<DataDirection>,
     /// Time the transfer alone, or fill and check every value.
     pub payload: PayloadMode,
     /// How messages are cut into packets.
@@ -262,6 +266,7 @@ impl Default for CurveConfig {
             perturb: 0,
             mode: Pattern::Pingpong,
             window: 64,
+            direction: vec![DataDirection::Write],
             payload: PayloadMode::Raw,
             chunk: Chunk::Whole,
             compare_chunks: Vec::new(),

@@ -196,6 +196,9 @@ pub struct CurveArgs {
     /// Messages in flight per exchange in stream and bidir modes.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = "64")]
     pub window: u32,
+    /// --mode stream: write = initiator to responder (host to device, H2C); read = responder to initiator (device to host, C2H: tiny requests, whole messages back); write,read = both curves.
+    #[arg(long, value_enum, value_delimiter = ',', default_value = "write")]
+    pub direction: Vec<opt::DataDirection>,
     /// raw: time the transfer; fill-check: fill every message with values and check every value received.
     #[arg(long, value_enum, default_value = "raw")]
     pub payload: PayloadMode,
@@ -683,6 +686,7 @@ impl From<CurveArgs> for CurveConfig {
             perturb: a.perturb,
             mode: a.mode,
             window: a.window,
+            direction: a.direction,
             payload: a.payload,
             chunk: a.chunk,
             compare_chunks: a.compare_chunks,

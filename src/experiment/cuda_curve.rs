@@ -130,6 +130,7 @@ fn point(
         completion,
         mode: Pattern::Stream,
         window: k,
+        direction: None,
         chunk: Chunk::Whole,
         packet_bytes: size,
         payload: args.payload,
@@ -141,6 +142,7 @@ fn point(
         oneway,
         bandwidth_mbps: ways * size as f64 * f64::from(k) * 1e3 / median,
         warnings,
+        device_time: None,
         // Each trial is a block: its own one-way time and bandwidth.
         spread: Spread {
             histogram: Some(Distribution::of(rec)),

@@ -9,7 +9,7 @@ use crate::measure::distribution::latency_figures;
 use crate::measure::fit::{self};
 use crate::measure::placement::Placement;
 use crate::measure::stats::per_message;
-use crate::options::{CurveConfig, PayloadMode};
+use crate::options::{CurveConfig, DataDirection, PayloadMode};
 use crate::result::curve::*;
 use crate::transport::{self, BufferMode, Link, Pattern, ReplyShape};
 use crate::units::Chunk;
@@ -65,6 +65,29 @@ fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
         ));
     }
     let strat = strategies(args);
+    if args.direction.is_empty() {
+        return Err(Error::usage(
+            "--direction needs write, read, or both (write,read)",
+        ));
+    }
+    if args.direction.contains(&DataDirection::Read) {
+        if args.mode != Pattern::Stream {
+            return Err(Error::usage(format!(
+                "--direction read is a stream the responder sends (device to host): use it with --mode stream (--mode {} moves data both ways already)",
+                args.mode.name()
+            )));
+        }
+        if strat.iter().any(|c| *c != Chunk::Whole) {
+            return Err(Error::usage(
+                "--direction read sends whole messages back; packetization (--chunk, --compare-chunks) is measured for writes",
+            ));
+        }
+        if args.payload == PayloadMode::FillCheck {
+            return Err(Error::usage(
+                "--payload fill-check checks what the initiator sends; use it with --direction write",
+            ));
+        }
+    }
     if args.mode == Pattern::Bidir && strat.iter().any(|c| *c != Chunk::Whole) {
         return Err(Error::usage(
             "packetization (--chunk, --compare-chunks) is measured in pingpong and stream modes, not bidir",
@@ -84,6 +107,11 @@ fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
     args.validate()?;
     let probe = Placement::unpinned();
     for c in &cfgs {
+        if c.transport.name() == "cuda" && args.direction.contains(&DataDirection::Read) {
+            return Err(Error::usage(
+                "cuda: the copy direction is the spec's dir= (h2d, d2h, bidir): run curve -t cuda:dir=d2h --mode stream, without --direction",
+            ));
+        }
         if c.transport.name() == "cuda" && args.mode == Pattern::Bidir {
             return Err(Error::usage(
                 "cuda: both directions at once are measured by --mode stream (dir=bidir); run curve -t cuda:dir=bidir --mode stream",
@@ -105,8 +133,29 @@ fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
 }
 
 /// The shape of one exchange of `len`-byte messages.
-fn shape(args: &CurveConfig, len: u64, packet: u64, seed: Option<u64>) -> ReplyShape {
+fn shape(
+    args: &CurveConfig,
+    len: u64,
+    packet: u64,
+    seed: Option<u64>,
+    dir: Option<(DataDirection, &transport::Capabilities)>,
+) -> ReplyShape {
     let n = len as usize;
+    if let Some((DataDirection::Read, caps)) = dir {
+        // The responder sends: a window of requests as small as the
+        // transport carries, each answered by a whole message, all in
+        // flight at once (a device writing host memory, C2H).
+        return ReplyShape {
+            request_len: usize::from(!caps.empty_messages),
+            reply_len: n,
+            delay_ns: args.common.responder_delay.as_nanos() as u64,
+            exchanges: 0,
+            pattern: Pattern::Bidir,
+            window: args.window,
+            chunk: 0,
+            check: None,
+        };
+    }
     ReplyShape {
         request_len: n,
         reply_len: match args.mode {
@@ -192,10 +241,12 @@ fn calibrate(
     }))
 }
 
+#[allow(clippy::too_many_arguments)]
 fn point(
     args: &CurveConfig,
     c: &Config,
     chunk: Chunk,
+    direction: Option<DataDirection>,
     len: u64,
     packet: u64,
     m: &Measured,
@@ -241,6 +292,7 @@ fn point(
         } else {
             args.window
         },
+        direction,
         chunk,
         packet_bytes: packet,
         payload: args.payload,
@@ -252,6 +304,7 @@ fn point(
         oneway,
         bandwidth_mbps: bandwidth(median_ns),
         warnings,
+        device_time: crate::result::DeviceTime::of(m),
         spread: m.spread(|s| {
             let mut f = latency_figures(&per_message(&s, by));
             f.insert("bandwidth_MBps", bandwidth(s.p50_ns as f64 / by));
@@ -301,6 +354,7 @@ fn refit(run: &mut CurveRun, breakpoint: crate::options::Breakpoint) {
                     && p.buffers == f.buffers
                     && p.completion == f.completion
                     && p.mode == f.mode
+                    && p.direction == f.direction
                     && p.chunk == f.chunk
             })
             .map(|p| (p.size_bytes, p.oneway.p50_ns as f64))
@@ -371,6 +425,7 @@ fn once(
                         buffers,
                         completion: c.completion,
                         mode: args.mode,
+                        direction: None,
                         chunk: Chunk::Whole,
                         fit: f,
                         two_segment: fit::two_segment(&curve, args.breakpoint),
@@ -393,37 +448,57 @@ fn once(
                 } else {
                     None
                 };
-                for &chunk in &strat {
+                // Stream curves go each way asked; the others both ways at once.
+                let ways: Vec<Option<DataDirection>> = if args.mode == Pattern::Stream {
+                    args.direction.iter().map(|d| Some(*d)).collect()
+                } else {
+                    vec![None]
+                };
+                for (&chunk, &way) in strat.iter().flat_map(|c| ways.iter().map(move |w| (c, w))) {
+                    let label = curve_label(&c.spec.to_string(), args.mode, chunk, way);
                     let mut curve: Vec<(u64, f64)> = Vec::new();
                     for &len in sizes {
-                        progress.point(&format!(
-                            "{} {} B",
-                            curve_label(&c.spec.to_string(), args.mode, chunk),
-                            len
-                        ));
+                        progress.point(&format!("{label} {len} B"));
                         let packet = match (chunk, &rule) {
                             (Chunk::Whole, _) => len,
                             (Chunk::Size(p), _) => p.min(len.max(1)),
                             (Chunk::Adaptive, Some(r)) => r.packet(len),
                             (Chunk::Adaptive, None) => len,
                         };
-                        let sh = shape(args, len, packet, seed);
-                        if let Some(reason) = transport::cannot_carry(&caps, c.buffers, len, &sh) {
+                        let sh = shape(args, len, packet, seed, way.map(|w| (w, &caps)));
+                        // A read's request is the tiny one; its reply is the message.
+                        let asked = if way == Some(DataDirection::Read) {
+                            sh.request_len as u64
+                        } else {
+                            len
+                        };
+                        let mut skip = |reason: String| {
                             run.extra.skipped.push(Skipped {
                                 spec: c.spec.to_string(),
-                                curve: curve_label(&c.spec.to_string(), args.mode, chunk),
+                                curve: label.clone(),
                                 size_bytes: len,
                                 reason,
-                            });
+                            })
+                        };
+                        if let Some(reason) = transport::cannot_carry(&caps, c.buffers, asked, &sh)
+                        {
+                            skip(reason);
                             continue;
                         }
-                        let (m, partial) = match sample::measure(link.as_mut(), &sh, &budget, stop)?
+                        let (m, partial) = match sample::measure(link.as_mut(), &sh, &budget, stop)
                         {
-                            Outcome::Done(m) => (m, false),
-                            Outcome::Interrupted(Some(m)) => (m, true),
-                            Outcome::Interrupted(None) => return Err(Error::Interrupted),
+                            Ok(Outcome::Done(m)) => (m, false),
+                            Ok(Outcome::Interrupted(Some(m))) => (m, true),
+                            Ok(Outcome::Interrupted(None)) => return Err(Error::Interrupted),
+                            // The device refused this shape at configure:
+                            // the size is skipped, the link is in step.
+                            Err(Error::Usage(reason)) if c.transport.name() == "plugin" => {
+                                skip(reason);
+                                continue;
+                            }
+                            Err(e) => return Err(e),
                         };
-                        let p = point(args, c, chunk, len, packet, &m, partial);
+                        let p = point(args, c, chunk, way, len, packet, &m, partial);
                         curve.push((len, p.oneway.p50_ns as f64));
                         run.points.push(p);
                         progress.checkpoint(&run);
@@ -441,6 +516,7 @@ fn once(
                         buffers: c.buffers,
                         completion: c.completion,
                         mode: args.mode,
+                        direction: way,
                         chunk,
                         fit: f,
                         two_segment: fit::two_segment(&curve, bp),

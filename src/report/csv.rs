@@ -18,6 +18,22 @@ pub fn field(s: &str) -> String {
 pub const DEVICE_COLUMNS: &str =
     ",device_p50_ns,device_p99_ns,device_mean_ns,host_p50_ns,host_p99_ns,host_mean_ns";
 
+/// The [`DEVICE_COLUMNS`] cells of one point (empty without a budget).
+pub fn device_cells(d: Option<&crate::result::DeviceTime>) -> String {
+    match d {
+        Some(d) => format!(
+            ",{},{},{:.1},{},{},{:.1}",
+            d.device.p50_ns,
+            d.device.p99_ns,
+            d.device.mean_ns,
+            d.host.p50_ns,
+            d.host.p99_ns,
+            d.host.mean_ns
+        ),
+        None => ",,,,,,".into(),
+    }
+}
+
 pub fn render(run: &Run) -> String {
     let budget = run.points.iter().any(|p| p.device_time.is_some());
     let mut out = String::from(HEADER);
@@ -52,21 +68,7 @@ pub fn render(run: &Run) -> String {
             p.partial
         );
         if budget {
-            match &p.device_time {
-                Some(d) => {
-                    let _ = write!(
-                        out,
-                        ",{},{},{:.1},{},{},{:.1}",
-                        d.device.p50_ns,
-                        d.device.p99_ns,
-                        d.device.mean_ns,
-                        d.host.p50_ns,
-                        d.host.p99_ns,
-                        d.host.mean_ns
-                    );
-                }
-                None => out.push_str(",,,,,,"),
-            }
+            out.push_str(&device_cells(p.device_time.as_ref()));
         }
         out.push('\n');
     }

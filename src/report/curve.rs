@@ -28,6 +28,7 @@ fn curves(run: &CurveRun) -> Vec<Vec<&CurvePoint>> {
                 && q.buffers == p.buffers
                 && q.completion == p.completion
                 && q.chunk == p.chunk
+                && q.direction == p.direction
         }) {
             Some(c) => c.push(p),
             None => out.push(vec![p]),
@@ -53,6 +54,14 @@ pub fn render(run: &CurveRun) -> String {
                     ""
                 }
             ),
+            crate::transport::Pattern::Stream
+                if p0.direction == Some(crate::options::DataDirection::Read) =>
+            {
+                format!(
+                    "the responder sends: one-way = time for a window of {} tiny requests each answered by a message, over {}",
+                    p0.window, p0.window
+                )
+            }
             crate::transport::Pattern::Stream => format!(
                 "one-way = time for a window of {} messages and its acknowledgement, over {}",
                 p0.window, p0.window
@@ -65,7 +74,7 @@ pub fn render(run: &CurveRun) -> String {
         let _ = writeln!(
             out,
             "## {} — {} buffers, {} completion, {} payload\n\nMessage size in bytes; times in µs ({what}); bandwidth in MB/s (decimal, 10^6 bytes/s) from the median.\n",
-            curve_label(&p0.spec, p0.mode, p0.chunk),
+            curve_label(&p0.spec, p0.mode, p0.chunk, p0.direction),
             p0.buffers.name(),
             p0.completion.name(),
             serde_json::to_value(p0.payload)
@@ -104,6 +113,7 @@ pub fn render(run: &CurveRun) -> String {
                 && f.buffers == p0.buffers
                 && f.completion == p0.completion
                 && f.chunk == p0.chunk
+                && f.direction == p0.direction
         }) {
             match &f.fit {
                 Some(fit) => {
@@ -126,6 +136,7 @@ pub fn render(run: &CurveRun) -> String {
         out.push('\n');
     }
     out.push_str(&strategy_table(run));
+    out.push_str(&direction_table(run));
     for r in &run.extra.chunk_rules {
         let _ = writeln!(
             out,
@@ -145,18 +156,70 @@ pub fn render(run: &CurveRun) -> String {
     out
 }
 
+/// Both directions of one stream side by side, as the fio-on-XDMA table
+/// puts a card's H2C and C2H bandwidth per block size: one block per
+/// configuration measured both ways.
+fn direction_table(run: &CurveRun) -> String {
+    use crate::options::DataDirection;
+    let all = curves(run);
+    let mut out = String::new();
+    for w in all
+        .iter()
+        .filter(|c| c[0].direction == Some(DataDirection::Write))
+    {
+        let p0 = w[0];
+        let Some(r) = all.iter().find(|d| {
+            let q = d[0];
+            q.direction == Some(DataDirection::Read)
+                && q.spec == p0.spec
+                && q.buffers == p0.buffers
+                && q.completion == p0.completion
+                && q.chunk == p0.chunk
+        }) else {
+            continue;
+        };
+        let _ = writeln!(
+            out,
+            "## {} stream — both directions, {} buffers, {} completion\n\nBandwidth in MB/s (decimal) per message size: write = initiator to responder (host to device, H2C), read = responder to initiator (device to host, C2H).\n",
+            p0.spec,
+            p0.buffers.name(),
+            p0.completion.name()
+        );
+        let mut sizes: Vec<u64> = w.iter().chain(r.iter()).map(|p| p.size_bytes).collect();
+        sizes.sort_unstable();
+        sizes.dedup();
+        let header: Vec<String> = ["size", "write MB/s", "read MB/s"]
+            .iter()
+            .map(|s| s.to_string())
+            .collect();
+        let cell = |d: &Vec<&CurvePoint>, s: u64| {
+            d.iter()
+                .find(|p| p.size_bytes == s)
+                .map_or("—".into(), |p| mbps(p.bandwidth_mbps))
+        };
+        let rows: Vec<Vec<String>> = sizes
+            .iter()
+            .map(|&s| vec![s.to_string(), cell(w, s), cell(r, s)])
+            .collect();
+        out.push_str(&markdown(&header, &rows));
+        out.push('\n');
+    }
+    out
+}
+
 /// BIP's strategy comparison: bandwidth per size (rows) per packetization
 /// strategy (columns), one block per transport configuration.
 fn strategy_table(run: &CurveRun) -> String {
     let all = curves(run);
     let mut out = String::new();
-    let mut done: Vec<(String, String, String)> = Vec::new();
+    let mut done: Vec<(String, String, String, String)> = Vec::new();
     for c in &all {
         let p0 = c[0];
         let key = (
             p0.spec.clone(),
             p0.buffers.name().to_string(),
             p0.completion.name().to_string(),
+            format!("{:?}", p0.direction),
         );
         if done.contains(&key) {
             continue;
@@ -167,6 +230,7 @@ fn strategy_table(run: &CurveRun) -> String {
                 d[0].spec == p0.spec
                     && d[0].buffers == p0.buffers
                     && d[0].completion == p0.completion
+                    && d[0].direction == p0.direction
             })
             .collect();
         done.push(key);
@@ -208,11 +272,24 @@ fn strategy_table(run: &CurveRun) -> String {
 pub const CSV_HEADER: &str = "transport,spec,buffers,completion,mode,window,chunk,packet_bytes,payload,size_bytes,count,oneway_median_ns,oneway_min_ns,oneway_max_ns,oneway_mean_ns,oneway_p99_ns,bandwidth_MBps,complete,partial";
 
 pub fn csv(run: &CurveRun) -> String {
+    // Columns only runs that have them get: the direction of streams the
+    // responder sent, the latency budget of devices that time themselves.
+    let reads = run
+        .points
+        .iter()
+        .any(|p| p.direction == Some(crate::options::DataDirection::Read));
+    let budget = run.points.iter().any(|p| p.device_time.is_some());
     let mut out = String::from(CSV_HEADER);
+    if reads {
+        out.push_str(",direction");
+    }
+    if budget {
+        out.push_str(super::csv::DEVICE_COLUMNS);
+    }
     out.push('\n');
     for p in &run.points {
         let o = &p.oneway;
-        let _ = writeln!(
+        let _ = write!(
             out,
             "{},{},{},{},{},{},{},{},{},{},{},{},{},{},{:.1},{},{:.3},{},{}",
             field(&p.transport),
@@ -238,6 +315,17 @@ pub fn csv(run: &CurveRun) -> String {
             run.complete,
             p.partial
         );
+        if reads {
+            let _ = write!(
+                out,
+                ",{}",
+                p.direction.map_or("", crate::result::load::dir_name)
+            );
+        }
+        if budget {
+            out.push_str(&super::csv::device_cells(p.device_time.as_ref()));
+        }
+        out.push('\n');
     }
     out
 }

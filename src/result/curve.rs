@@ -3,7 +3,7 @@
 use crate::measure::distribution::latency_figures;
 pub use crate::measure::fit::{Fit, TwoSegment};
 use crate::measure::stats::Summary;
-use crate::options::PayloadMode;
+use crate::options::{DataDirection, PayloadMode};
 use crate::result::{Figures, PointMeta, Repeatable, Run, Spread, merged_warnings, pooled};
 use crate::transport::{self, BufferMode, Pattern};
 use crate::units::Chunk;
@@ -27,6 +27,12 @@ pub struct CurvePoint {
     pub mode: Pattern,
     /// Messages per exchange (1 in pingpong).
     pub window: u32,
+    /// In stream mode, which way the messages went: `write` (initiator to
+    /// responder, host to device) or `read` (responder to initiator, device
+    /// to host, each a reply to a tiny request); absent in pingpong and
+    /// bidir, and for cuda (its spec's `dir=` says).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<DataDirection>,
     /// The packetization strategy this curve uses, and the packet size it
     /// gave this message (the message length when whole).
     pub chunk: Chunk,
@@ -54,6 +60,10 @@ pub struct CurvePoint {
     pub bandwidth_mbps: f64,
     /// Caveats on this point's figures.
     pub warnings: Vec<String>,
+    /// Where the round trips went (pingpong), when the device reports its
+    /// own time: device time and the host's share.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_time: Option<crate::result::DeviceTime>,
     /// The exchange times' histogram (ns), and each repeat's and block's
     /// one-way figures and `bandwidth_MBps`.
     #[serde(flatten)]
@@ -133,18 +143,28 @@ impl PointMeta for CurvePoint {
     fn label(&self) -> String {
         format!(
             "{} {} {}",
-            curve_label(&self.spec, self.mode, self.chunk),
+            curve_label(&self.spec, self.mode, self.chunk, self.direction),
             self.buffers.name(),
             self.size_bytes
         )
     }
 }
 
-/// Names one curve in tables and warnings.
-pub fn curve_label(spec: &str, mode: Pattern, chunk: Chunk) -> String {
+/// Names one curve in tables and warnings (a stream the responder sends,
+/// device to host, is a "stream read").
+pub fn curve_label(
+    spec: &str,
+    mode: Pattern,
+    chunk: Chunk,
+    direction: Option<DataDirection>,
+) -> String {
+    let way = match direction {
+        Some(DataDirection::Read) => " read",
+        _ => "",
+    };
     match chunk {
-        Chunk::Whole => format!("{spec} {}", mode.name()),
-        c => format!("{spec} {} chunk {}", mode.name(), c.name()),
+        Chunk::Whole => format!("{spec} {}{way}", mode.name()),
+        c => format!("{spec} {}{way} chunk {}", mode.name(), c.name()),
     }
 }
 
@@ -214,6 +234,9 @@ pub struct CurveFit {
     pub completion: transport::CompletionMode,
     /// The curve's exchange pattern.
     pub mode: Pattern,
+    /// In stream mode, which way the data went.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub direction: Option<DataDirection>,
     /// The curve's packetization strategy.
     pub chunk: Chunk,
     /// Hockney's model over the median one-way times; null with fewer than
