@@ -151,11 +151,18 @@ pub fn render(run: &LoadRun) -> String {
 pub const CSV_HEADER: &str = "kind,transport,spec,direction,size_bytes,load,req_per_s,kb_per_s,load_ops_per_s,offered_per_s,achieved_per_s,due,missed,late,p50_ns,p99_ns,max_ns,complete";
 
 pub fn csv(run: &LoadRun) -> String {
+    let budget = run
+        .points
+        .iter()
+        .any(|p| matches!(p, LoadPoint::Closed(c) if c.device_time.is_some()));
     let mut o = String::from(CSV_HEADER);
+    if budget {
+        o.push_str(super::csv::DEVICE_COLUMNS);
+    }
     o.push('\n');
     for p in &run.points {
         let _ = match p {
-            LoadPoint::Closed(p) => writeln!(
+            LoadPoint::Closed(p) => write!(
                 o,
                 "closed,{},{},{},{},{},{:.3},{:.3},{},,,,,,{},{},{},{}",
                 field(&p.transport),
@@ -172,7 +179,7 @@ pub fn csv(run: &LoadRun) -> String {
                 p.latency.max_ns,
                 run.complete
             ),
-            LoadPoint::Open(p) => writeln!(
+            LoadPoint::Open(p) => write!(
                 o,
                 "open,{},{},{},{},{},,,,{:.3},{:.3},{},{},{},{},{},{},{}",
                 field(&p.transport),
@@ -191,6 +198,14 @@ pub fn csv(run: &LoadRun) -> String {
                 run.complete
             ),
         };
+        if budget {
+            let d = match p {
+                LoadPoint::Closed(c) => c.device_time.as_ref(),
+                LoadPoint::Open(_) => None,
+            };
+            o.push_str(&super::csv::device_cells(d));
+        }
+        o.push('\n');
     }
     o
 }

@@ -48,6 +48,10 @@ pub struct ClosedPoint {
     pub seconds: f64,
     /// Round-trip time of the requests, ns.
     pub latency: Summary,
+    /// Where the round trips went, when the device reports its own time:
+    /// device time and the host's share, over every client's requests.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub device_time: Option<crate::result::DeviceTime>,
     /// The run was stopped while this cell was measured.
     pub partial: bool,
     /// Caveats on this cell's figures.
@@ -418,6 +422,7 @@ mod tests {
             requests,
             seconds,
             latency: r.summary(),
+            device_time: None,
             partial: false,
             warnings: vec!["same".into()],
             spread: spread(&r, 10),

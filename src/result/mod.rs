@@ -159,9 +159,24 @@ pub struct DeviceTime {
 impl DeviceTime {
     /// The split a sampler measured, if it measured one.
     pub fn of(m: &crate::experiment::sample::Measured) -> Option<DeviceTime> {
-        m.split.as_ref().map(|s| DeviceTime {
-            device: s.device.summary(),
-            host: s.host.summary(),
+        DeviceTime::of_all(std::slice::from_ref(m))
+    }
+
+    /// The splits of several measurements of one cell (load's clients), pooled.
+    pub fn of_all(ms: &[crate::experiment::sample::Measured]) -> Option<DeviceTime> {
+        let mut splits = ms.iter().filter_map(|m| m.split.as_ref()).peekable();
+        splits.peek()?;
+        let (mut device, mut host) = (
+            crate::measure::stats::Recorder::new(),
+            crate::measure::stats::Recorder::new(),
+        );
+        for s in splits {
+            device.merge(&s.device);
+            host.merge(&s.host);
+        }
+        Some(DeviceTime {
+            device: device.summary(),
+            host: host.summary(),
         })
     }
 }
