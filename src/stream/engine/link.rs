@@ -100,6 +100,28 @@ impl LinkEngine {
             None if caps.buffers.contains(&BufferMode::Raw) => BufferMode::Raw,
             None => caps.user_buffers(),
         };
+        // Both ends on cores of their own, as the other experiments place
+        // them: a spinning initiator and a spinning device worker sharing a
+        // core measure the scheduler. A job's cpus_allowed pins it already;
+        // numjobs clones take the next pairs of CPUs.
+        let (placed, responder_cpu) = match &job.cpus_allowed {
+            Some(_) => (String::new(), None),
+            None => {
+                let cpus = crate::measure::placement::allowed_cpus();
+                let k = 2 * job.clone as usize;
+                match cpus.len() {
+                    n if n >= 2 => {
+                        let (a, b) = (cpus[k % n], cpus[(k + 1) % n]);
+                        crate::measure::placement::pin_current(a)?;
+                        (
+                            format!(", initiator on cpu {a}, responder on cpu {b}"),
+                            Some(b),
+                        )
+                    }
+                    _ => (String::new(), None),
+                }
+            }
+        };
         // A read asks with as little as the transport carries.
         let ask = usize::from(!caps.empty_messages);
         let bs = job.bs as usize;
@@ -109,7 +131,7 @@ impl LinkEngine {
             completion,
             max_request: if writes { bs } else { ask.max(1) },
             max_reply: if reads { bs } else { 1 },
-            responder_cpu: None,
+            responder_cpu,
             timeout,
             exe,
         };
@@ -156,7 +178,7 @@ impl LinkEngine {
             queued: Vec::with_capacity(depth),
             completion,
             detail: format!(
-                "{spec}: {ways}, {} buffers, {} completion, up to {depth} blocks in flight",
+                "{spec}: {ways}, {} buffers, {} completion, up to {depth} blocks in flight{placed}",
                 buffers.name(),
                 completion.name()
             ),
