@@ -28,8 +28,10 @@ fn build(name: &str, src: &str, defines: &[&str]) -> PathBuf {
     }
     let root = Path::new(env!("CARGO_MANIFEST_DIR"));
     let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    // `defines` first: an -I among them is searched before include/.
     let o = std::process::Command::new(&cc)
         .current_dir(root)
+        .args(defines)
         .args([
             "-O2",
             "-Wall",
@@ -39,7 +41,6 @@ fn build(name: &str, src: &str, defines: &[&str]) -> PathBuf {
             "-fPIC",
             "-Iinclude",
         ])
-        .args(defines)
         .arg(src)
         .arg("-o")
         .arg(&out)
@@ -211,7 +212,7 @@ fn echo_runs_every_experiment() {
     assert_eq!(d[0]["status"], "ok", "{d}");
     assert_eq!(d[0]["capabilities"]["responder"], "device");
     assert!(
-        d[0]["details"][0].as_str().unwrap().starts_with("echo 1.0"),
+        d[0]["details"][0].as_str().unwrap().starts_with("echo 1.1"),
         "{d}"
     );
 }
@@ -436,12 +437,12 @@ fn bad_plugins_and_faults_get_one_line() {
         (
             "abi2",
             "-DFAULTY_ABI_MAJOR=2",
-            "built for plugin ABI 2.0, newer",
+            "was built for plugin ABI 2.",
         ),
         (
             "abi0",
             "-DFAULTY_ABI_MAJOR=0",
-            "built for plugin ABI 0.0, older",
+            "was built for plugin ABI 0.",
         ),
         ("nullentry", "-DFAULTY_NULL_ENTRY", "returned NULL"),
         ("small", "-DFAULTY_SMALL_TABLE", "struct_size is 16"),
@@ -615,4 +616,749 @@ fn a_plugin_written_from_the_header_alone_runs_every_experiment() {
         "{}",
         d["jobs"][0]
     );
+}
+
+/// Runs `args` and returns its output and how long it took.
+fn timed(args: &[&str]) -> (Output, std::time::Duration) {
+    let t = std::time::Instant::now();
+    let o = xb(args);
+    (o, t.elapsed())
+}
+
+/// The last line on stderr: the one that names what failed.
+fn last_line(o: &Output) -> String {
+    stderr(o).lines().last().unwrap_or_default().to_string()
+}
+
+fn read_json(p: &Path) -> Value {
+    serde_json::from_slice(&std::fs::read(p).unwrap_or_else(|e| panic!("{}: {e}", p.display())))
+        .unwrap_or_else(|e| panic!("{} is not JSON: {e}", p.display()))
+}
+
+/// A device call that never returns cannot hang any experiment: each one
+/// ends after about --timeout with exit 1, one line naming the call, and
+/// partial JSON marked incomplete that still names the device.
+#[test]
+fn a_device_call_that_never_returns_ends_every_experiment() {
+    let _t = turn();
+    let f = faulty();
+    let dir = tempfile::tempdir().unwrap();
+    // (fault, completion, the call the line must name)
+    let faults = [
+        ("hang_wait", "block", "wait()"),
+        ("hang_poll", "poll", "poll()"),
+        ("hang_submit", "poll", "submit()"),
+        ("hang_open", "poll", "open()"),
+    ];
+    for (fault, completion, call) in faults {
+        let s = spec(
+            &f,
+            &format!(",fault={fault},fail_after=150,completion={completion}"),
+        );
+        let out = dir.path().join(format!("{fault}.json"));
+        let o_ = out.to_str().unwrap();
+        let runs: Vec<(&str, Vec<&str>)> = vec![
+            (
+                "roundtrip",
+                vec![
+                    "roundtrip",
+                    "-t",
+                    &s,
+                    "--in",
+                    "64,128",
+                    "--out",
+                    "64",
+                    "--samples",
+                    "100",
+                    "--warmup",
+                    "10",
+                ],
+            ),
+            (
+                "curve",
+                vec![
+                    "curve",
+                    "-t",
+                    &s,
+                    "--sizes",
+                    "64,128,256",
+                    "--samples",
+                    "100",
+                    "--warmup",
+                    "10",
+                ],
+            ),
+            (
+                "load",
+                vec![
+                    "load",
+                    "-t",
+                    &s,
+                    "--sizes",
+                    "64",
+                    "--load",
+                    "idle",
+                    "--direction",
+                    "write",
+                    "--cell-time",
+                    "100ms",
+                ],
+            ),
+        ];
+        for (what, mut args) in runs {
+            args.extend(["--timeout", "1s", "--format", "json", "-o", o_, "-q"]);
+            let _ = std::fs::remove_file(&out);
+            let (o, took) = timed(&args);
+            assert_eq!(o.status.code(), Some(1), "{what} {fault}: {}", stderr(&o));
+            let line = last_line(&o);
+            assert!(
+                line.starts_with("xferbench: error: plugin faulty: ") && line.contains(call),
+                "{what} {fault}: {line}"
+            );
+            assert!(!stderr(&o).contains("panicked"), "{}", stderr(&o));
+            // A hang guard for noisy machines, not a timing assertion: the
+            // supervisor ends the run a fraction of a second after --timeout.
+            assert!(took.as_secs_f64() < 20.0, "{what} {fault} took {took:?}");
+            let d = read_json(&out);
+            assert_eq!(d["complete"], false, "{what} {fault}");
+            assert!(
+                d["stopped_by"].as_str().unwrap_or_default().contains(call),
+                "{what} {fault}: {}",
+                d["stopped_by"]
+            );
+            assert_eq!(d["devices"][0]["plugin"], "faulty", "{what} {fault}: {d}");
+        }
+        // A stream job over the device: the job stays in jobs[] with what it moved.
+        let _ = std::fs::remove_file(&out);
+        let (o, _) = timed(&[
+            "stream",
+            "--filename",
+            &format!("xfer:{s}"),
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--iodepth",
+            "1",
+            "--timeout",
+            "1s",
+            "--format",
+            "json",
+            "-o",
+            o_,
+            "-q",
+        ]);
+        assert_eq!(o.status.code(), Some(1), "stream {fault}: {}", stderr(&o));
+        assert!(
+            last_line(&o).contains(call),
+            "stream {fault}: {}",
+            stderr(&o)
+        );
+        let d = read_json(&out);
+        assert_eq!(d["complete"], false);
+        let j = &d["jobs"][0];
+        assert_eq!(j["error"], 1, "{j}");
+        assert!(j["error_text"].as_str().unwrap().contains(call), "{j}");
+        if fault != "hang_open" {
+            assert_eq!(num(&j["write"], "io_bytes"), 150.0 * 4096.0, "{fault}: {j}");
+        }
+    }
+}
+
+/// One SIGINT or SIGTERM ends a run whose device call blocks, within a
+/// second, with its partial results written; the status is 128 + signal.
+#[test]
+fn a_signal_ends_a_run_blocked_in_a_device_call() {
+    let _t = turn();
+    let f = faulty();
+    let dir = tempfile::tempdir().unwrap();
+    for (sig, code) in [(libc::SIGTERM, 143), (libc::SIGINT, 130)] {
+        let out = dir.path().join(format!("sig{sig}.json"));
+        let mut c = xferbench();
+        c.args([
+            "roundtrip",
+            "-t",
+            &spec(&f, ",fault=hang_wait,fail_after=150,completion=block"),
+            "--in",
+            "64,128",
+            "--out",
+            "64",
+            "--samples",
+            "100",
+            "--warmup",
+            "10",
+            "--timeout",
+            "60s",
+            "--format",
+            "json",
+            "-o",
+            out.to_str().unwrap(),
+        ])
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped());
+        let mut child = c.spawn().unwrap();
+        // The hang comes after the first point: wait for the device to block.
+        std::thread::sleep(std::time::Duration::from_millis(1500));
+        // SAFETY: signalling our own child.
+        unsafe { libc::kill(child.id() as i32, sig) };
+        let t = std::time::Instant::now();
+        let status = loop {
+            if let Some(s) = child.try_wait().unwrap() {
+                break s;
+            }
+            assert!(t.elapsed().as_secs() < 30, "signal {sig} ignored");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        };
+        assert_eq!(status.code(), Some(code), "signal {sig}");
+        let d = read_json(&out);
+        assert_eq!(d["complete"], false);
+        assert_eq!(d["stopped_by"], "interrupted");
+        assert_eq!(d["points"].as_array().unwrap().len(), 1, "{d}");
+        assert_eq!(d["devices"][0]["plugin"], "faulty");
+    }
+}
+
+/// A close that hangs is waited for once, said once, and leaves a run
+/// whose every point was measured complete; the exit status says it failed.
+#[test]
+fn a_hung_close_is_said_once_and_keeps_the_points() {
+    let _t = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("close.json");
+    let (o, took) = timed(&[
+        "roundtrip",
+        "-t",
+        &spec(&faulty(), ",fault=hang_close"),
+        "--in",
+        "64,128",
+        "--out",
+        "64",
+        "--samples",
+        "50",
+        "--timeout",
+        "500ms",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert_eq!(e.matches("close() did not return").count(), 1, "{e}");
+    assert!(took.as_secs_f64() < 20.0, "took {took:?}");
+    let d = read_json(&out);
+    assert_eq!(d["complete"], true, "{d}");
+    assert_eq!(points(&d).len(), 2);
+    assert!(
+        d["devices"][0]["close"]
+            .as_str()
+            .unwrap()
+            .contains("close() did not return"),
+        "{}",
+        d["devices"]
+    );
+}
+
+/// A device that fails mid-run: what it measured before is kept, with the
+/// device's record and its message.
+#[test]
+fn a_device_failing_mid_run_keeps_what_was_measured() {
+    let _t = turn();
+    let f = faulty();
+    let s = spec(&f, ",fault=fail_mid_run,fail_after=49");
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("s.json");
+    let o = xb(&[
+        "stream",
+        "--filename",
+        &format!("xfer:{s}"),
+        "--rw",
+        "write",
+        "--bs",
+        "4k",
+        "--size",
+        "1m",
+        "--iodepth",
+        "1",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ]);
+    assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+    assert!(
+        last_line(&o).contains("DMA engine halted after 49 jobs"),
+        "{}",
+        stderr(&o)
+    );
+    let d = read_json(&out);
+    let j = &d["jobs"][0];
+    assert_eq!(num(&j["write"], "io_bytes"), 49.0 * 4096.0, "{j}");
+    assert_eq!(j["device"]["plugin"], "faulty", "{j}");
+    // The table says what failed and what was measured.
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &spec(&f, ",fault=fail_mid_run,fail_after=700"),
+        "--in",
+        "64,128",
+        "--out",
+        "64",
+        "--samples",
+        "500",
+        "--warmup",
+        "10",
+    ]);
+    assert_eq!(o.status.code(), Some(1));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("INCOMPLETE:") && text.contains("halted after 700 jobs"),
+        "{text}"
+    );
+    assert!(text.contains("measured before it"), "{text}");
+    assert!(text.contains("Device: faulty"), "{text}");
+}
+
+/// The echo example as a 1000 MB/s device: host to device and device to
+/// host through stream jobs (one job file, the XDMA table's two channels)
+/// and curve, each direction with its own figures, none above the model.
+#[test]
+fn both_directions_through_a_plugin() {
+    let _t = turn();
+    let model = 1e9;
+    let s = spec(&echo(), ",bw=1000000000,depth=16");
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("xdma.fio");
+    std::fs::write(
+        &job,
+        format!(
+            "[global]\nfilename=xfer:{s}\nsize=32m\niodepth=8\nstonewall\n\n[h2c]\nrw=write\n\n[c2h]\nrw=read\n\n[mix]\nrw=randrw\nrwmixread=30\n"
+        ),
+    )
+    .unwrap();
+    let d = json(&xb(&[
+        "stream",
+        "--job",
+        job.to_str().unwrap(),
+        "--bs",
+        "64k,256k",
+        "--format",
+        "json",
+        "-q",
+    ]));
+    assert_eq!(d["complete"], true);
+    let jobs = d["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 6, "3 jobs x 2 block sizes");
+    for j in jobs {
+        let (r, w) = (num(&j["read"], "bw_bytes"), num(&j["write"], "bw_bytes"));
+        let (rb, wb) = (num(&j["read"], "io_bytes"), num(&j["write"], "io_bytes"));
+        match j["jobname"].as_str().unwrap() {
+            "h2c" => assert!(wb == 32.0 * 1048576.0 && rb == 0.0, "{j}"),
+            "c2h" => assert!(rb == 32.0 * 1048576.0 && wb == 0.0, "{j}"),
+            _ => assert!(rb > 0.0 && wb > 0.0 && rb + wb == 32.0 * 1048576.0, "{j}"),
+        }
+        // Never above the model; a busy machine may only slow it.
+        for bw in [r, w].into_iter().filter(|&b| b > 0.0) {
+            assert!(bw <= model * 1.05 && bw > model * 0.1, "{bw} B/s: {j}");
+        }
+        assert_eq!(j["completion"], "poll", "{j}");
+    }
+    // Curve, both ways: direction per point, the H2C/C2H table.
+    let o = xb(&[
+        "curve",
+        "-t",
+        &s,
+        "--mode",
+        "stream",
+        "--direction",
+        "write,read",
+        "--sizes",
+        "64k,1m",
+        "--window",
+        "16",
+        "--samples",
+        "20",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        text.contains("both directions") && text.contains("read MB/s"),
+        "{text}"
+    );
+    let d = json(&xb(&[
+        "curve",
+        "-t",
+        &s,
+        "--mode",
+        "stream",
+        "--direction",
+        "write,read",
+        "--sizes",
+        "64k,1m",
+        "--window",
+        "16",
+        "--samples",
+        "20",
+        "--format",
+        "json",
+        "-q",
+    ]));
+    let pts = points(&d);
+    assert_eq!(pts.len(), 4);
+    for way in ["write", "read"] {
+        let of: Vec<&Value> = pts.iter().filter(|p| p["direction"] == way).collect();
+        assert_eq!(of.len(), 2, "{way}");
+        for p in of {
+            let mbps = num(p, "bandwidth_MBps");
+            assert!(mbps <= 1050.0 && mbps > 100.0, "{way}: {mbps} MB/s");
+        }
+    }
+    // Read is a stream: refused with pingpong, in one line.
+    let o = xb(&["curve", "-t", &s, "--direction", "read", "--sizes", "64"]);
+    one_line(&o, 2, "--mode stream");
+}
+
+/// A device that reports its own time: each round trip splits into the
+/// device's share and the host's, and a 5 µs device shows as 5 µs of
+/// device time with the host's share about what it is at 0 µs.
+#[test]
+fn device_time_splits_each_round_trip() {
+    let _t = turn();
+    let budget = |lat: &str| {
+        let d = json(&xb(&[
+            "roundtrip",
+            "-t",
+            &spec(&echo(), &format!(",lat={lat},hw_time=1")),
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "5000",
+            "--format",
+            "json",
+            "-q",
+        ]));
+        let p = &points(&d)[0];
+        let t = &p["device_time"];
+        (
+            num(&t["device"], "p50_ns"),
+            num(&t["host"], "p50_ns"),
+            num(&p["summary"], "p50_ns"),
+        )
+    };
+    let (dev0, host0, _) = budget("0us");
+    let (dev5, host5, rtt5) = budget("5us");
+    assert!(dev0 < 2_000.0, "a 0 µs device took {dev0} ns");
+    assert!(
+        (5_000.0..7_000.0).contains(&dev5),
+        "a 5 µs device: {dev5} ns"
+    );
+    assert!(rtt5 >= dev5, "the round trip holds the device time");
+    // The host's share does not grow with the device's time (loosely: a
+    // busy machine moves both).
+    assert!(
+        host5 < host0 * 3.0 + 2_000.0,
+        "host {host0} ns at 0 µs, {host5} at 5 µs"
+    );
+    // The table and CSV carry the budget.
+    let s = spec(&echo(), ",lat=5us");
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--samples",
+        "200",
+    ]);
+    assert!(String::from_utf8_lossy(&o.stdout).contains("latency budget"));
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--samples",
+        "200",
+        "--format",
+        "csv",
+    ]);
+    let csv = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        csv.lines().next().unwrap().ends_with("host_mean_ns"),
+        "{csv}"
+    );
+}
+
+/// Cells a device cannot carry are skipped with a reason; the rest measured.
+#[test]
+fn matrices_skip_what_the_device_cannot_carry() {
+    let _t = turn();
+    // echo's mmio window is 4 KiB: the 64k requests are skipped.
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &spec(&echo(), ""),
+        "--buffers",
+        "mmio",
+        "--in",
+        "64,4k,64k",
+        "--out",
+        "64",
+        "--samples",
+        "50",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let d = json(&o);
+    assert_eq!(d["complete"], true);
+    assert_eq!(points(&d).len(), 2);
+    let skipped = d["skipped"].as_array().unwrap();
+    assert_eq!(skipped.len(), 1, "{d}");
+    assert_eq!(skipped[0]["in_bytes"], 65536);
+    assert!(
+        skipped[0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("mmio window"),
+        "{d}"
+    );
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &spec(&echo(), ""),
+        "--buffers",
+        "mmio",
+        "--in",
+        "64,64k",
+        "--out",
+        "64",
+        "--samples",
+        "50",
+    ]);
+    let text = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(
+        text.contains("Skipped:") && text.contains("mmio window"),
+        "{text}"
+    );
+    // A loopback never replies longer than the request: those cells are
+    // skipped at the device's refusal.
+    let dir = tempfile::tempdir().unwrap();
+    let fifo = loopback(dir.path());
+    let s = spec(&fdpair(), &format!(",h2c={0},c2h={0}", fifo.display()));
+    let d = json(&xb(&[
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64,256",
+        "--out",
+        "128",
+        "--samples",
+        "50",
+        "--format",
+        "json",
+        "-q",
+    ]));
+    assert_eq!(points(&d).len(), 1, "{d}");
+    assert_eq!(points(&d)[0]["in_bytes"], 256);
+    assert!(
+        d["skipped"][0]["reason"]
+            .as_str()
+            .unwrap()
+            .contains("cannot be longer than the request"),
+        "{d}"
+    );
+}
+
+/// ABI 1.1: options the plugin describes are listed, checked by kind
+/// before open, and named in the error; a plugin built against the 1.0
+/// header still loads.
+#[test]
+fn abi_1_1_options_and_a_1_0_plugin() {
+    let _t = turn();
+    let e = echo();
+    let d = json(&xb(&["list", "-t", &spec(&e, ""), "--format", "json"]));
+    let text = d.to_string();
+    for o in ["depth", "lat", "bw", "hw_time"] {
+        assert!(text.contains(o), "{o} not listed: {text}");
+    }
+    let o = xb(&["roundtrip", "-t", &spec(&e, ",lat=5"), "--samples", "10"]);
+    let line = one_line(&o, 2, "lat=5 is not a time");
+    assert!(line.contains("a bare number is refused"), "{line}");
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &spec(&e, ",latency=5us"),
+        "--samples",
+        "10",
+    ]);
+    let line = one_line(&o, 2, "unknown option 'latency'");
+    assert!(line.contains("lat=TIME"), "{line}");
+    // blind.c built against the 1.0 header, as released.
+    let old = build(
+        "blind10",
+        "tests/fixtures/plugins/blind.c",
+        &["-Itests/fixtures/plugins/abi-1.0"],
+    );
+    let d = json(&xb(&[
+        "roundtrip",
+        "-t",
+        &spec(&old, ",lanes=2"),
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--samples",
+        "50",
+        "--format",
+        "json",
+        "-q",
+    ]));
+    assert_eq!(d["devices"][0]["abi"], "1.0", "{}", d["devices"]);
+    assert_eq!(d["complete"], true);
+}
+
+/// The header's value helpers and the host accept exactly the same option
+/// values, so a plugin parsing with them gets what the host checked.
+#[test]
+fn the_headers_helpers_agree_with_the_host() {
+    let _t = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let src = dir.path().join("agree.c");
+    std::fs::write(
+        &src,
+        r#"#include <xferbench/plugin.h>
+#include <stdio.h>
+#include <string.h>
+int main(int argc, char **argv) {
+    for (int i = 2; i < argc; i++) {
+        uint64_t v = 0; int b = 0, r;
+        if (!strcmp(argv[1], "time")) r = xb_parse_time_ns(argv[i], &v);
+        else if (!strcmp(argv[1], "size")) r = xb_parse_size(argv[i], &v);
+        else if (!strcmp(argv[1], "rate")) r = xb_parse_rate(argv[i], &v);
+        else if (!strcmp(argv[1], "count")) r = xb_parse_count(argv[i], &v);
+        else { r = xb_parse_bool(argv[i], &b); v = (uint64_t)b; }
+        printf("%s %llu\n", r ? "bad" : "ok", (unsigned long long)v);
+    }
+    return 0;
+}
+"#,
+    )
+    .unwrap();
+    let exe = dir.path().join("agree");
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let o = std::process::Command::new(&cc)
+        .current_dir(root)
+        .args(["-std=c99", "-Wall", "-Wextra", "-pedantic", "-Iinclude"])
+        .arg(&src)
+        .arg("-o")
+        .arg(&exe)
+        .output()
+        .unwrap();
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    assert!(
+        o.stderr.is_empty(),
+        "warnings: {}",
+        String::from_utf8_lossy(&o.stderr)
+    );
+    let e = echo();
+    // (helper, echo's option of that kind, values)
+    let cases: [(&str, &str, &[&str]); 5] = [
+        (
+            "time",
+            "lat",
+            &[
+                "5us", "1.5ms", "250ns", "2s", "5", "5.us", "us", "1.25US", "-1us", "1e3us",
+            ],
+        ),
+        (
+            "size",
+            "max",
+            &["4k", "1M", "2GiB", "64", "1.5k", "k", "4kk", "4 k", "0x10"],
+        ),
+        (
+            "rate",
+            "bw",
+            &["1000000000", "1G/s", "1g", "10m/S", "1G/sec", "/s", "5 /s"],
+        ),
+        ("count", "depth", &["1", "64", "4096", "64k", "+1", "1.0"]),
+        ("bool", "hw_time", &["1", "0", "true", "No", "ON", "2", "y"]),
+    ];
+    for (kind, key, values) in cases {
+        let out = std::process::Command::new(&exe)
+            .arg(kind)
+            .args(values)
+            .output()
+            .unwrap();
+        let c_says: Vec<bool> = String::from_utf8_lossy(&out.stdout)
+            .lines()
+            .map(|l| l.starts_with("ok"))
+            .collect();
+        assert_eq!(c_says.len(), values.len());
+        for (v, ok) in values.iter().zip(c_says) {
+            let o = xb(&["list", "-t", &spec(&e, &format!(",{key}={v}"))]);
+            let host_refused = stderr(&o).contains(&format!("{key}={v} is not a"));
+            assert_eq!(
+                !host_refused,
+                ok,
+                "{kind} '{v}': C says {ok}, host: {}",
+                stderr(&o)
+            );
+        }
+    }
+}
+
+/// Two runs of one device with different plugin options compare with
+/// --allow-different, the option listed as a configuration difference.
+#[test]
+fn compare_firmware_a_with_firmware_b() {
+    let _t = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let run = |lat: &str| {
+        let p = dir.path().join(format!("{lat}.json"));
+        let o = xb(&[
+            "roundtrip",
+            "-t",
+            &spec(&echo(), &format!(",lat={lat}")),
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "3000",
+            "--repeat",
+            "3",
+            "--format",
+            "json",
+            "-o",
+            p.to_str().unwrap(),
+            "-q",
+        ]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        p
+    };
+    let (a, b) = (run("5us"), run("7us"));
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let o = xb(&["compare", a, b]);
+    one_line(&o, 2, "lat");
+    let o = xb(&["compare", a, b, "--allow-different"]);
+    assert_eq!(
+        o.status.code(),
+        Some(1),
+        "{}{}",
+        String::from_utf8_lossy(&o.stdout),
+        stderr(&o)
+    );
+    assert!(String::from_utf8_lossy(&o.stdout).contains("lat"));
 }

@@ -31,9 +31,27 @@ const OPTIONS: &[(&str, &str)] = &[
     ("path", "the plugin's shared library (required)"),
     (
         "KEY",
-        "any other key=value goes to the plugin's open (see `xferbench list -t plugin:path=...`)",
+        "any other key=value goes to the plugin's open; a plugin of ABI 1.1 describes its own, listed by `xferbench list -t plugin:path=FILE.so`",
     ),
 ];
+
+/// The spec options of one loaded plugin: `path`, then the options it
+/// describes (ABI 1.1), or the generic KEY when it describes none.
+fn options_of(lib: &Library) -> &'static [(&'static str, &'static str)] {
+    if lib.options.is_empty() {
+        return OPTIONS;
+    }
+    let mut v: Vec<(&'static str, &'static str)> = vec![OPTIONS[0]];
+    for o in &lib.options {
+        let line = o.line();
+        let help = line.split_once('=').map_or(line.as_str(), |(_, h)| h);
+        v.push((
+            Box::leak(o.name.clone().into_boxed_str()),
+            Box::leak(help.to_string().into_boxed_str()),
+        ));
+    }
+    Box::leak(v.into_boxed_slice())
+}
 
 /// Stands for every plugin in `xferbench list` and before a spec names one.
 pub static GENERIC: Generic = Generic;
@@ -117,12 +135,13 @@ impl PluginTransport {
             (ffi::CAP_ECHO, "echo"),
             (ffi::CAP_EMPTY, "empty"),
             (ffi::CAP_HW_TIMESTAMPS, "hw-timestamps"),
+            (ffi::CAP_DEVICE_TIMESTAMPS, "device-timestamps"),
         ]
         .iter()
         .filter(|(b, _)| c.flags & b != 0)
         .map(|(_, n)| *n)
         .collect();
-        vec![
+        let lines = vec![
             format!(
                 "{} {}.{} from {}",
                 self.lib.name,
@@ -157,7 +176,8 @@ impl PluginTransport {
                     "—"
                 }
             ),
-        ]
+        ];
+        lines
     }
 
     fn name_of(&self) -> &str {
@@ -315,7 +335,7 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
         max_message: caps.max_request,
         max_inline: (caps.buffer_modes & ffi::BUF_MMIO != 0).then_some(caps.max_mmio),
         responder: "device",
-        options: OPTIONS,
+        options: options_of(lib),
         empty_messages: caps.flags & ffi::CAP_EMPTY != 0,
         flow_control: true,
         max_reply: Some(caps.max_reply),
