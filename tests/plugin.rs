@@ -960,10 +960,10 @@ fn both_directions_through_a_plugin() {
             "c2h" => assert!(rb == 32.0 * 1048576.0 && wb == 0.0, "{j}"),
             _ => assert!(rb > 0.0 && wb > 0.0 && rb + wb == 32.0 * 1048576.0, "{j}"),
         }
-        // Never above the model; a busy machine may only slow it.
-        for bw in [r, w].into_iter().filter(|&b| b > 0.0) {
-            assert!(bw <= model * 1.05 && bw > model * 0.1, "{bw} B/s: {j}");
-        }
+        // Never above the model (a mix shares it between its directions);
+        // a busy machine may only slow it.
+        let bw = r + w;
+        assert!(bw <= model * 1.05 && bw > model * 0.05, "{bw} B/s: {j}");
         assert_eq!(j["completion"], "poll", "{j}");
     }
     // Curve, both ways: direction per point, the H2C/C2H table.

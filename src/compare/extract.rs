@@ -347,8 +347,14 @@ fn point(run: &SavedRun, experiment: &str, e: &Value) -> Found<Subject> {
                 1.0,
             )?);
             let chunk = text(e, "chunk").unwrap_or_else(|_| "whole".into());
+            // A stream the responder sent is a curve of its own (runs
+            // saved before directions, or with write, name none).
+            let way = match e.get("direction").and_then(Value::as_str) {
+                Some("read") => " read",
+                _ => "",
+            };
             format!(
-                "{} {}{} {}/{} {} B",
+                "{} {}{way}{} {}/{} {} B",
                 text(e, "spec")?,
                 text(e, "mode")?,
                 if chunk == "whole" {

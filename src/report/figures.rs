@@ -229,6 +229,10 @@ pub fn config_name(p: &Value) -> String {
 /// One curve's name: spec, mode, packet strategy, and buffers/completion.
 pub fn curve_name(p: &Value) -> String {
     let mut s = format!("{} {}", text(p, "spec"), text(p, "mode"));
+    // A stream the responder sent (device to host) is a curve of its own.
+    if p.get("direction").and_then(Value::as_str) == Some("read") {
+        s.push_str(" read");
+    }
     let chunk = p.get("chunk").map_or(String::new(), |c| match c {
         Value::String(s) => s.clone(),
         other => other.to_string(),
