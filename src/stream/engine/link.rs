@@ -178,7 +178,7 @@ impl LinkEngine {
             queued: Vec::with_capacity(depth),
             completion,
             detail: format!(
-                "{spec}: {ways}, {} buffers, {} completion, up to {depth} blocks in flight{placed}",
+                "{spec}: {ways}, {} buffers, {} completion, up to {depth} block(s) in flight{placed}",
                 buffers.name(),
                 completion.name()
             ),
