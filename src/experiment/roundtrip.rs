@@ -194,14 +194,9 @@ fn skip(run: &mut Run, c: &Config, i: u64, o: u64, reason: String) {
 fn nothing_measured(run: &Run) -> Result<()> {
     match (run.points.is_empty(), run.extra.skipped.first()) {
         (true, Some(s)) => Err(Error::usage(format!(
-            "nothing to measure: all {} cell(s) were skipped; first, {} {}/{} in {} out {}: {}",
+            "nothing to measure: all {} cell(s) were skipped; first, {}",
             run.extra.skipped.len(),
-            s.spec,
-            s.buffers.name(),
-            s.completion.name(),
-            s.in_bytes,
-            s.out_bytes,
-            s.reason
+            s.label()
         ))),
         _ => Ok(()),
     }

@@ -106,47 +106,35 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
                     ""
                 }
             );
-            let mut header = vec!["out\\in".to_string()];
-            header.extend(ins.iter().map(|&i| label(i, unit)));
-            let rows: Vec<Vec<String>> = outs
-                .iter()
-                .map(|&o| {
-                    let mut r = vec![format!("**{}**", label(o, unit))];
-                    r.extend(ins.iter().map(|&i| {
-                        pts.iter()
-                            .find(|p| p.in_bytes == i && p.out_bytes == o)
-                            .map_or("—".into(), |p| {
-                                let v = stat.of(&p.summary);
-                                if stat == Stat::Count {
-                                    format!("{v:.0}")
-                                } else {
-                                    format_us(v)
-                                }
-                            })
-                    }));
-                    r
+            out.push_str(&matrix(&pts, &ins, &outs, unit, |p| {
+                let v = stat.of(&p.summary);
+                Some(if stat == Stat::Count {
+                    format!("{v:.0}")
+                } else {
+                    format_us(v)
                 })
-                .collect();
-            out.push_str(&markdown(&header, &rows));
-            out.push('\n');
+            }));
         }
         if pts.iter().any(|p| p.device_time.is_some()) {
-            out.push_str(&budget_table(&pts, &ins, &outs, unit));
+            out.push_str(
+                "**latency budget** (µs, device + host = round trip; p50, then p99; host = round trip minus the device's own time):\n\n",
+            );
+            out.push_str(&matrix(&pts, &ins, &outs, unit, |p| {
+                let d = p.device_time.as_ref()?;
+                Some(format!(
+                    "{} + {}; {} + {}",
+                    format_us(d.device.p50_ns as f64),
+                    format_us(d.host.p50_ns as f64),
+                    format_us(d.device.p99_ns as f64),
+                    format_us(d.host.p99_ns as f64)
+                ))
+            }));
         }
     }
     if !run.extra.skipped.is_empty() {
         out.push_str("Skipped:\n");
         for s in &run.extra.skipped {
-            let _ = writeln!(
-                out,
-                "- {} {}/{} in {} out {}: {}",
-                s.spec,
-                s.buffers.name(),
-                s.completion.name(),
-                s.in_bytes,
-                s.out_bytes,
-                s.reason
-            );
+            let _ = writeln!(out, "- {}", s.label());
         }
         out.push('\n');
     }
@@ -154,13 +142,15 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
     out
 }
 
-/// Where the round trips went, when the device reports its own time: per
-/// cell, the device's p50 and p99 and the host's (round trip minus the
-/// device's time) over the same samples.
-fn budget_table(pts: &[&Point], ins: &[u64], outs: &[u64], unit: Unit) -> String {
-    let mut out = String::from(
-        "**latency budget** (µs, device + host = round trip; p50, then p99; host = round trip minus the device's own time):\n\n",
-    );
+/// One out × in matrix of a configuration's points, a cell each (`—`
+/// where a point, or what `cell` shows of it, is missing).
+fn matrix(
+    pts: &[&Point],
+    ins: &[u64],
+    outs: &[u64],
+    unit: Unit,
+    cell: impl Fn(&Point) -> Option<String>,
+) -> String {
     let mut header = vec!["out\\in".to_string()];
     header.extend(ins.iter().map(|&i| label(i, unit)));
     let rows: Vec<Vec<String>> = outs
@@ -170,21 +160,13 @@ fn budget_table(pts: &[&Point], ins: &[u64], outs: &[u64], unit: Unit) -> String
             r.extend(ins.iter().map(|&i| {
                 pts.iter()
                     .find(|p| p.in_bytes == i && p.out_bytes == o)
-                    .and_then(|p| p.device_time.as_ref())
-                    .map_or("—".into(), |d| {
-                        format!(
-                            "{} + {}; {} + {}",
-                            format_us(d.device.p50_ns as f64),
-                            format_us(d.host.p50_ns as f64),
-                            format_us(d.device.p99_ns as f64),
-                            format_us(d.host.p99_ns as f64)
-                        )
-                    })
+                    .and_then(|p| cell(p))
+                    .unwrap_or_else(|| "—".into())
             }));
             r
         })
         .collect();
-    out.push_str(&markdown(&header, &rows));
+    let mut out = markdown(&header, &rows);
     out.push('\n');
     out
 }

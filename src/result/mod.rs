@@ -57,6 +57,21 @@ pub struct RoundtripExtra {
     pub skipped: Vec<SkippedCell>,
 }
 
+impl SkippedCell {
+    /// The cell and why, in one line.
+    pub fn label(&self) -> String {
+        format!(
+            "{} {}/{} in {} out {}: {}",
+            self.spec,
+            self.buffers.name(),
+            self.completion.name(),
+            self.in_bytes,
+            self.out_bytes,
+            self.reason
+        )
+    }
+}
+
 /// One cell of a round-trip matrix left out, and why.
 #[derive(Clone, Debug, Serialize)]
 pub struct SkippedCell {
