@@ -426,6 +426,49 @@ fn bad_plugins_and_faults_get_one_line() {
     one_line(&o, 2, "not load");
     let o = xb(&["roundtrip", "-t", "plugin"]);
     one_line(&o, 2, "path=");
+    // A repeated key is refused, not the last taken.
+    let o = xb(&[
+        "roundtrip",
+        "-t",
+        &format!("{},path=/nonexistent.so", spec(&echo(), "")),
+    ]);
+    one_line(&o, 2, "option 'path' twice");
+    // A plugin whose dependency is missing: the loader's own words.
+    let dep = dir.path().join("dep.c");
+    std::fs::write(&dep, "int xb_dep(void) { return 1; }\n").unwrap();
+    let user = dir.path().join("user.c");
+    std::fs::write(
+        &user,
+        "int xb_dep(void);\nint xb_use(void) { return xb_dep(); }\n",
+    )
+    .unwrap();
+    let cc = std::env::var("CC").unwrap_or_else(|_| "cc".into());
+    let libdep = dir.path().join("libxbdep.so");
+    let sh = |args: &[&std::ffi::OsStr]| {
+        let o = std::process::Command::new(&cc).args(args).output().unwrap();
+        assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    };
+    sh(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        dep.as_os_str(),
+        "-o".as_ref(),
+        libdep.as_os_str(),
+    ]);
+    let needs = dir.path().join("needs.so");
+    let ldir = format!("-L{}", dir.path().display());
+    sh(&[
+        "-shared".as_ref(),
+        "-fPIC".as_ref(),
+        user.as_os_str(),
+        "-o".as_ref(),
+        needs.as_os_str(),
+        ldir.as_ref(),
+        "-lxbdep".as_ref(),
+    ]);
+    std::fs::remove_file(&libdep).unwrap();
+    let o = xb(&["roundtrip", "-t", &spec(&needs, "")]);
+    one_line(&o, 2, "libxbdep.so: cannot open shared object file");
     // Not a plugin, another ABI, a NULL table, a truncated table.
     let src = "tests/fixtures/plugins/faulty.c";
     for (name, define, needle) in [

@@ -2771,3 +2771,34 @@ fn fill_device_ends_at_a_full_device_without_failing() {
         stderr(&o)
     );
 }
+
+/// mmap writers map the file shared and writable, which needs it open for
+/// reading too: rw=write and randwrite run, as fio's do, and write the data.
+#[test]
+fn mmap_writes_run_and_verify() {
+    let dir = tempfile::tempdir().unwrap();
+    for rw in ["write", "randwrite"] {
+        let o = stream(
+            dir.path(),
+            &[
+                "--filename",
+                "mm.dat",
+                "--ioengine",
+                "mmap",
+                "--rw",
+                rw,
+                "--bs",
+                "4k",
+                "--size",
+                "1m",
+                "--verify",
+                "crc32c",
+                "--format",
+                "json",
+            ],
+        );
+        let d = json(&o);
+        assert_eq!(d["jobs"][0]["error"], 0, "{rw}: {d}");
+        assert_eq!(d["jobs"][0]["write"]["io_bytes"], 1 << 20, "{rw}");
+    }
+}

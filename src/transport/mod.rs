@@ -353,8 +353,16 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
                     "malformed transport option '{kv}' in '{s}': expected key=value, as in tcp:nodelay=0"
                 )));
             };
-            spec.options
-                .push((k.trim().to_string(), v.trim().to_string()));
+            let k = k.trim();
+            // A repeated key is a typo or a pasted spec: which one was meant
+            // is not ours to guess (the last would win silently).
+            if spec.options.iter().any(|(o, _)| o == k) {
+                return Err(Error::usage(format!(
+                    "transport '{}' names option '{k}' twice; give it once",
+                    spec.name
+                )));
+            }
+            spec.options.push((k.to_string(), v.trim().to_string()));
         }
     }
     for spec in &specs {

@@ -82,10 +82,14 @@ impl Target {
         }
         let reads = job_reads(job);
         // A trim needs the target open for writing (fallocate, BLKDISCARD),
-        // and mmap a readable one: trims open it read-write, as fio's do.
+        // and mmap a readable one: trims open it read-write, as fio's do. A
+        // shared writable mapping needs the file open for reading too
+        // (mmap's EACCES otherwise), so mmap writers open it read-write.
         let writes = job.rw.writes() || job.rw.trims();
+        let mapped = job.ioengine == crate::stream::job::IoEngine::Mmap;
         let mut oo = OpenOptions::new();
-        oo.read(reads || !writes || job.rw.trims()).write(writes);
+        oo.read(reads || !writes || job.rw.trims() || mapped)
+            .write(writes);
         let mut flags = libc::O_CLOEXEC;
         if job.direct {
             flags |= libc::O_DIRECT;

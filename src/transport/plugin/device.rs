@@ -94,9 +94,16 @@ impl Library {
         // SAFETY: loading runs the library's initialisers; that is what the
         // user asked for by naming it.
         let lib = unsafe { libloading::Library::new(&abs) }.map_err(|e| {
+            // The loader's own words (dlerror: a missing dependency, an
+            // undefined symbol, the wrong architecture) are the error's
+            // source, not its text.
+            let why = match std::error::Error::source(&e) {
+                Some(s) => format!("{e}: {s}"),
+                None => e.to_string(),
+            };
             Error::usage(format!(
-                "plugin: cannot load {shown} as a shared library ({}); give a library built with -shared -fPIC for this machine",
-                one_line(&e.to_string())
+                "plugin: cannot load {shown} as a shared library ({}); give a library built with -shared -fPIC for this machine, its dependencies on the loader's path (ldd {shown})",
+                one_line(&why)
             ))
         })?;
         // SAFETY: the symbol's type is the header's xb_entry_fn.
