@@ -86,6 +86,8 @@ fn abandon(e: Error, rx: &std::sync::mpsc::Receiver<i32>) -> i32 {
     if !claim() {
         return rx.recv_timeout(WRITING).unwrap_or(e.exit_code());
     }
+    // The run's helpers go with it: nothing will stop them once we exit.
+    crate::measure::loadgen::kill_all();
     let writer = WRITER.lock().unwrap_or_else(|e| e.into_inner()).take();
     if let Some(w) = writer {
         w(&e);

@@ -174,16 +174,24 @@ impl Background {
         })
     }
 
-    /// Starts `sh -c CMD` (e.g. stress-ng) as the load; it is killed on stop.
+    /// Starts `sh -c CMD` (e.g. stress-ng) as the load, in a process group
+    /// of its own: on stop the whole group is killed, so the commands the
+    /// shell started (`yes | cat`, stress-ng's workers) go with it.
     pub fn command(cmd: &str) -> Result<Background> {
+        use std::os::unix::process::CommandExt;
         let child = Command::new("sh")
             .arg("-c")
             .arg(cmd)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
+            .process_group(0)
             .spawn()
             .map_err(|e| Error::usage(format!("--load-cmd '{cmd}' could not start: {e}")))?;
+        GROUPS
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .push(child.id() as i32);
         Ok(Background {
             name: format!("cmd: {cmd}"),
             mode: None,
@@ -210,11 +218,10 @@ impl Background {
                 result = r;
             }
         }
-        let external_died = match self.child.as_mut() {
-            Some(c) => {
+        let external_died = match self.child.take() {
+            Some(mut c) => {
                 let early = c.try_wait().ok().flatten();
-                let _ = c.kill();
-                let _ = c.wait();
+                end_group(c);
                 early
             }
             None => None,
@@ -241,10 +248,35 @@ impl Background {
 impl Drop for Background {
     fn drop(&mut self) {
         self.stop.store(true, Ordering::Relaxed);
-        if let Some(c) = self.child.as_mut() {
-            let _ = c.kill();
-            let _ = c.wait();
+        if let Some(c) = self.child.take() {
+            end_group(c);
         }
+    }
+}
+
+/// The process groups of load commands still running.
+static GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
+
+/// Kills a load command's whole group and reaps its shell.
+fn end_group(mut c: std::process::Child) {
+    let pgid = c.id() as i32;
+    // SAFETY: signals a process group this process created.
+    unsafe { libc::kill(-pgid, libc::SIGKILL) };
+    let _ = c.kill();
+    let _ = c.wait();
+    GROUPS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .retain(|&g| g != pgid);
+}
+
+/// Kills every load command still running: for a process that ends
+/// without unwinding (a run abandoned on a hung device call).
+pub fn kill_all() {
+    let groups = std::mem::take(&mut *GROUPS.lock().unwrap_or_else(|e| e.into_inner()));
+    for g in groups {
+        // SAFETY: signals a process group this process created.
+        unsafe { libc::kill(-g, libc::SIGKILL) };
     }
 }
 
@@ -360,5 +392,49 @@ mod tests {
         let b = Background::command("true").unwrap();
         std::thread::sleep(Duration::from_millis(100));
         assert!(b.stop().is_err(), "a command that exits early is an error");
+    }
+
+    /// Stopping kills what the shell started too, not only the shell.
+    #[test]
+    fn the_commands_the_shell_started_end_with_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let pid_file = dir.path().join("pid");
+        let b = Background::command(&format!(
+            "sleep 300 & echo $! > {}; wait",
+            pid_file.display()
+        ))
+        .unwrap();
+        let t = Instant::now();
+        let pid: i32 = loop {
+            if let Some(p) = std::fs::read_to_string(&pid_file)
+                .ok()
+                .and_then(|s| s.trim().parse().ok())
+            {
+                break p;
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "the shell never started"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        };
+        drop(b);
+        // Gone, or a zombie waiting for init: not running either way.
+        let t = Instant::now();
+        loop {
+            let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
+                .ok()
+                .and_then(|s| s.rsplit(')').next().map(|r| r.trim().to_string()));
+            match state {
+                None => break,
+                Some(s) if s.starts_with('Z') || s.starts_with('X') => break,
+                Some(_) => {}
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(20),
+                "sleep {pid} outlived the load"
+            );
+            std::thread::sleep(Duration::from_millis(10));
+        }
     }
 }
