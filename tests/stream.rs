@@ -2802,3 +2802,43 @@ fn mmap_writes_run_and_verify() {
         assert_eq!(d["jobs"][0]["write"]["io_bytes"], 1 << 20, "{rw}");
     }
 }
+
+/// A run that cannot fit the machine is refused before any job starts:
+/// memory for the jobs' histograms and buffers, threads against ulimit -u.
+#[test]
+fn jobs_that_cannot_fit_are_refused_up_front() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = stream(
+        dir.path(),
+        &[
+            "--filename",
+            "nj.dat",
+            "--rw",
+            "randread",
+            "--bs",
+            "16m",
+            "--iodepth",
+            "1024",
+            "--size",
+            "64m",
+            "--numjobs",
+            "4096",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(e.contains("jobs running together would hold about"), "{e}");
+    assert!(!e.contains("panicked") && e.lines().count() == 1, "{e}");
+    assert!(!dir.path().join("nj.dat.0.0").exists(), "nothing laid out");
+    // Under a task limit the thread count is checked first.
+    let mut c = std::process::Command::new("bash");
+    c.args([
+        "-c",
+        "ulimit -u 300 && exec \"$0\" --quiet stream --filename nj.dat --rw randread --bs 4k --size 4m --numjobs 512",
+        env!("CARGO_BIN_EXE_xferbench"),
+    ])
+    .current_dir(dir.path());
+    let o = common::finish(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("ulimit -u"), "{}", stderr(&o));
+}

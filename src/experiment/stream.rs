@@ -189,6 +189,16 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
             warnings.extend(file.warnings.iter().cloned());
         }
         let prepared = prepare(file.jobs, &args.map)?;
+        // Jobs of one reporting group run side by side; every job of the
+        // set has its thread from the start.
+        let mut groups: Vec<Vec<&Job>> = Vec::new();
+        for p in &prepared {
+            match groups.iter_mut().find(|g| g[0].group == p.job.group) {
+                Some(g) => g.push(&p.job),
+                None => groups.push(vec![&p.job]),
+            }
+        }
+        crate::stream::resources::check(prepared.len(), groups.into_iter())?;
         sets.push((bs, prepared));
     }
     if let Some((_, first)) = sets.first() {

@@ -142,6 +142,16 @@ pub struct RecorderWire {
 }
 
 impl Recorder {
+    /// What one recorder holds on the heap: its histogram's counts. A
+    /// stream job keeps one per direction per interval, so this is most of
+    /// what a job costs in memory.
+    pub fn heap_bytes() -> u64 {
+        static BYTES: std::sync::OnceLock<u64> = std::sync::OnceLock::new();
+        *BYTES.get_or_init(|| {
+            (Recorder::new().hist.distinct_values() * std::mem::size_of::<u64>()) as u64
+        })
+    }
+
     #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn to_wire(&self) -> RecorderWire {
         RecorderWire {

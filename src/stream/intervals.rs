@@ -48,7 +48,7 @@ impl Cut {
     }
 
     /// Slots used: [`BLOCKS`], or for a job of few I/Os one per two I/Os.
-    fn slots(self) -> usize {
+    pub fn slots(self) -> usize {
         match self {
             Cut::Time { .. } => BLOCKS,
             Cut::Count { expected } => ((expected / 2) as usize).clamp(1, BLOCKS),

@@ -14,4 +14,5 @@ pub mod jobfile;
 pub mod net;
 pub mod offsets;
 pub mod pattern;
+pub mod resources;
 pub mod verify;
