@@ -17,9 +17,39 @@ pub struct JobFile {
 /// Reads and parses a job file, looking variables up in the environment.
 pub fn load(path: &Path, overrides: &[(String, Option<String>)]) -> Result<JobFile> {
     let shown = path.display().to_string();
-    let text = std::fs::read_to_string(path)
+    let text = read_bounded(path, MAX_JOB_BYTES)
         .map_err(|e| Error::usage(format!("cannot read job file {shown}: {e}; check the path")))?;
     parse(&text, &shown, &|k| std::env::var(k).ok(), overrides)
+}
+
+/// The most a job file and everything it includes may hold together: far
+/// above any real job file (fio's examples are a few KiB), far below what
+/// would take a machine's memory or minutes to read.
+const MAX_JOB_BYTES: u64 = 16 << 20;
+/// The most `include` directives one job file may expand in all.
+const MAX_INCLUDES: usize = 1000;
+
+/// A file's text, refused past `limit` bytes (a device or a runaway file
+/// named as a job file) rather than read without end.
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    std::fs::File::open(path)?
+        .take(limit + 1)
+        .read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "longer than {} MiB, more than a job file holds",
+            limit >> 20
+        )));
+    }
+    Ok(text)
+}
+
+/// What the includes of one job file may still add.
+struct Budget {
+    bytes: u64,
+    includes: usize,
 }
 
 /// A job section being read, with where its `wait_for` was set: the check
@@ -45,7 +75,11 @@ pub fn parse(
     let mut in_global = false;
     let mut cur: Option<Section> = None;
     let mut done: Vec<Job> = Vec::new();
-    for (raw, file, n) in with_includes(text, path, 0)? {
+    let mut budget = Budget {
+        bytes: MAX_JOB_BYTES.saturating_sub(text.len() as u64),
+        includes: MAX_INCLUDES,
+    };
+    for (raw, file, n) in with_includes(text, path, 0, &mut budget)? {
         let at = format!("{file}:{n}");
         let line = strip_comment(&raw).trim();
         if line.is_empty() {
@@ -221,7 +255,12 @@ const MAX_INCLUDE_DEPTH: usize = 8;
 /// The lines of `text` with fio's `include FILE` directives replaced by the
 /// named file's lines (a relative name is taken from the including file's
 /// directory), each line with the file and line number it came from.
-fn with_includes(text: &str, path: &str, depth: usize) -> Result<Vec<(String, String, usize)>> {
+fn with_includes(
+    text: &str,
+    path: &str,
+    depth: usize,
+    budget: &mut Budget,
+) -> Result<Vec<(String, String, usize)>> {
     let mut out = Vec::new();
     for (raw, n) in text.lines().zip(1..) {
         let line = strip_comment(raw).trim();
@@ -243,12 +282,22 @@ fn with_includes(text: &str, path: &str, depth: usize) -> Result<Vec<(String, St
             _ => Path::new(name).to_path_buf(),
         };
         let shown = full.display().to_string();
-        let inner = std::fs::read_to_string(&full).map_err(|e| {
+        // A total budget as well as a depth: ten includes a level, seven
+        // levels deep, is ten million files' worth of lines.
+        if budget.includes == 0 {
+            return Err(Error::usage(format!(
+                "{path}:{n}: include {name}: more than {MAX_INCLUDES} includes in all; flatten them"
+            )));
+        }
+        budget.includes -= 1;
+        let inner = read_bounded(&full, budget.bytes).map_err(|e| {
             Error::usage(format!(
-                "{path}:{n}: include {name}: cannot read {shown}: {e}; check the path (relative names are taken from the including file's directory)"
+                "{path}:{n}: include {name}: cannot read {shown}: {e}; check the path (relative names are taken from the including file's directory; a job file and its includes hold {} MiB at most)",
+                MAX_JOB_BYTES >> 20
             ))
         })?;
-        out.extend(with_includes(&inner, &shown, depth + 1)?);
+        budget.bytes = budget.bytes.saturating_sub(inner.len() as u64);
+        out.extend(with_includes(&inner, &shown, depth + 1, budget)?);
     }
     Ok(out)
 }
@@ -441,6 +490,28 @@ mod tests {
             f.warnings
         );
         assert!(err("[j]\nsize=$(1+2)\n").contains("arithmetic"));
+    }
+
+    #[test]
+    fn include_fan_out_has_a_total_budget() {
+        // Ten includes of the next level, seven levels: refused quickly.
+        let dir = tempfile::tempdir().unwrap();
+        for level in 0..7 {
+            let body: String = (0..10)
+                .map(|_| format!("include l{}.inc\n", level + 1))
+                .collect();
+            std::fs::write(dir.path().join(format!("l{level}.inc")), body).unwrap();
+        }
+        std::fs::write(dir.path().join("l7.inc"), "bs=4k\n").unwrap();
+        let main = dir.path().join("main.fio");
+        std::fs::write(&main, "[j]\ninclude l0.inc\n").unwrap();
+        let t = std::time::Instant::now();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.contains("includes in all"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(30));
+        // A job file that never ends (a device) is refused, not read for ever.
+        let e = load(Path::new("/dev/zero"), &[]).unwrap_err().to_string();
+        assert!(e.contains("more than a job file holds"), "{e}");
     }
 
     #[test]
