@@ -35,6 +35,10 @@ pub enum Method {
     Summary,
     /// Nothing to build an interval on: one figure per side.
     None,
+    /// The base is zero and the new figure is not: no ratio exists, the
+    /// change is infinite (`change` ±∞; JSON null) and its direction alone
+    /// is the verdict.
+    FromZero,
 }
 
 impl Method {
@@ -45,6 +49,7 @@ impl Method {
             Method::Intervals => "intervals",
             Method::Summary => "summary",
             Method::None => "none",
+            Method::FromZero => "from zero",
         }
     }
 }
@@ -154,6 +159,16 @@ fn logs(v: &[f64]) -> Option<Vec<f64>> {
 /// The change of a figure between `base` and `new`, with its interval at
 /// `confidence` from the best evidence both sides share.
 pub fn change(base: &Evidence, new: &Evidence, confidence: f64) -> Change {
+    if base.value == 0.0 && new.value != 0.0 {
+        // From nothing to something is not "+0.0%, no change".
+        return Change {
+            change: f64::INFINITY.copysign(new.value),
+            interval: None,
+            p_value: None,
+            n: [1, 1],
+            method: Method::FromZero,
+        };
+    }
     let change = if base.value != 0.0 {
         new.value / base.value - 1.0
     } else {
@@ -236,6 +251,13 @@ pub fn level(e: &Evidence, confidence: f64) -> Option<[f64; 2]> {
 /// interval only the change itself can say "no change".
 pub fn verdict(c: &Change, lower_is_better: bool, noise: f64) -> Verdict {
     let worse = |x: f64| if lower_is_better { x } else { -x };
+    if c.method == Method::FromZero {
+        return if worse(c.change) > 0.0 {
+            Verdict::Regressed
+        } else {
+            Verdict::Improved
+        };
+    }
     let Some([a, b]) = c.interval else {
         return if worse(c.change).abs() <= noise {
             Verdict::NoChange
@@ -271,6 +293,17 @@ mod tests {
             repeats: repeats.to_vec(),
             ..Evidence::default()
         }
+    }
+
+    #[test]
+    fn a_change_from_zero_is_not_no_change() {
+        let c = change(&ev(0.0, &[0.0, 0.0]), &ev(5.0, &[5.0, 5.0]), 0.99);
+        assert_eq!(c.method, Method::FromZero);
+        assert!(c.change.is_infinite() && c.change > 0.0);
+        assert_eq!(verdict(&c, true, 0.02), Verdict::Regressed);
+        assert_eq!(verdict(&c, false, 0.02), Verdict::Improved);
+        let same = change(&ev(0.0, &[]), &ev(0.0, &[]), 0.99);
+        assert_eq!(verdict(&same, true, 0.02), Verdict::NoChange);
     }
 
     #[test]

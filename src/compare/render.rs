@@ -59,6 +59,9 @@ fn significant(v: f64) -> String {
 }
 
 fn pct(v: f64) -> String {
+    if v.is_infinite() {
+        return format!("{}∞ (from 0)", if v > 0.0 { "+" } else { "−" });
+    }
     let p = v * 100.0;
     if p.abs() < 10.0 {
         format!("{p:+.1}%")
