@@ -1,7 +1,8 @@
 //! Checkpoints of the run being measured: after each point, a copy of the
 //! run so far, written (marked incomplete) if the run can never finish by
-//! itself — a device call that does not return. Taken only once a device
-//! is watched (a plugin is open), so other runs pay nothing.
+//! itself — a device call that does not return, or a signal that finds the
+//! run stuck in a call its peer will never answer (an MPI rank whose peer
+//! stopped). A copy per point, outside any timed loop.
 
 use super::progress::Bar;
 use super::supervise;
@@ -31,8 +32,14 @@ where
             out.output.clone(),
             bar.clone(),
         );
+        // Under an MPI launcher only rank 0 writes results; the others'
+        // checkpoints are empty and would overwrite its file.
+        let writes = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
         supervise::on_abandon(Box::new(move |why| {
             shown.finish();
+            if !writes {
+                return;
+            }
             let Some(mut run) = kept.lock().unwrap_or_else(|e| e.into_inner()).take() else {
                 return;
             };
@@ -71,9 +78,6 @@ where
         self.bar.note(line);
     }
     fn checkpoint(&self, partial: &dyn std::any::Any) {
-        if !crate::transport::guard::watching() {
-            return;
-        }
         if let Some(run) = partial.downcast_ref::<Run<P, X>>() {
             *self.last.lock().unwrap_or_else(|e| e.into_inner()) = Some(run.clone());
         }

@@ -243,12 +243,6 @@ pub fn report(message: String) {
     }
 }
 
-/// Some device has been watched in this process (a plugin was opened):
-/// what a supervisor checks before keeping checkpoints.
-pub fn watching() -> bool {
-    !WATCHED.lock().unwrap_or_else(|e| e.into_inner()).is_empty()
-}
-
 /// The guards being watched.
 static WATCHED: Mutex<Vec<Weak<Guard>>> = Mutex::new(Vec::new());
 
