@@ -1610,3 +1610,14 @@ fn plugin_check_header_lists_given_and_described_options() {
     let (o, _) = check(&lib, &["depth=two"]);
     one_line(&o, 2, "depth=two");
 }
+
+/// `list` names a plugin's mmio limit as its window, not "inline".
+#[test]
+fn list_calls_a_plugins_mmio_limit_its_window() {
+    let e = echo();
+    let o = xb(&["list", "--no-probe", "-t", &spec(&e, "")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("(mmio window 4 KiB, reply 1 GiB)"), "{out}");
+    assert!(!out.contains("(inline 4 KiB"), "{out}");
+}

@@ -113,7 +113,7 @@ pub struct CommonArgs {
     /// Transports to measure, with options: thread, shm, pipe, unix, unix-dgram, tcp, udp, cuda, plugin:path=FILE.so (see `xferbench list`); e.g. `-t thread:completion=block -t tcp:nodelay=0`.
     #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
     pub transports: Vec<SpecList>,
-    /// Buffer modes, comma-separated: user (caller's buffer, copied), raw (transport-owned, zero copy), inline (in the doorbell); cuda adds mmio (device polls mapped host memory) and graph (one CUDA graph launch); a plugin has those it declares. Default: user for roundtrip and load (a transport without it: its first mode); for curve, raw where the transport has it.
+    /// Buffer modes, comma-separated: user (the caller's buffer, copied per message), raw (memory the transport or device owns, filled in place: zero copy), inline (the payload in the doorbell cache lines: thread, shm), mmio (the request written into a mapped window: for a plugin, device memory such as a BAR that the CPU writes into; for cuda, host memory the GPU polls), graph (cuda: one CUDA graph launch per request). Each transport offers some (`xferbench list`); a plugin those it declares. Default: user for roundtrip and load (a transport without it: its first mode); for curve, raw where the transport has it.
     #[arg(long, value_delimiter = ',')]
     pub buffers: Vec<BufferMode>,
     /// Completion modes, comma-separated: poll (spin) or block (sleep). Default: each transport's own.
