@@ -1462,6 +1462,10 @@ fn plugin_check_names_the_call_that_hung() {
         assert!(!fails[0].contains("load/open/caps"), "{fault}: {out}");
         let verdict = out.lines().last().unwrap_or_default();
         assert!(verdict.starts_with("verdict: FAIL ("), "{fault}: {out}");
+        assert!(
+            verdict.contains(&format!("; {call} never returned")),
+            "{fault}: {out}"
+        );
         let last = e.lines().last().unwrap_or_default();
         assert!(last.starts_with("xferbench: error: "), "{fault}: {e}");
     }

@@ -146,9 +146,29 @@ fn write_abandoned(found: &Mutex<Found>, head: &Head, e: &Error) {
         }
     } else {
         println!(
-            "verdict: FAIL ({failed} of {total} checks failed; a call into the plugin never returned, so the check stopped there)"
+            "verdict: FAIL ({failed} of {total} checks failed{})",
+            hung_note(&f)
         );
     }
+}
+
+/// The operation a guard's message says did not return ("plugin x:
+/// wait() did not return within 2.0s…" → "wait"), for the verdict line.
+fn hung_call(detail: &str) -> Option<&str> {
+    let (before, _) = detail.split_once("() did not return")?;
+    before.rsplit([' ', ':']).next().filter(|c| !c.is_empty())
+}
+
+/// "; wait() never returned, so the check stopped there" when a check
+/// failed on a call that hung; nothing otherwise.
+fn hung_note(f: &Found) -> String {
+    f.verdicts
+        .iter()
+        .filter(|v| v.result == "FAIL")
+        .find_map(|v| hung_call(&v.detail))
+        .map_or(String::new(), |c| {
+            format!("; {c}() never returned, so the check stopped there")
+        })
 }
 
 /// The JSON report of what was found.
@@ -921,7 +941,10 @@ fn finish(ck: Checker, counters: Option<serde_json::Value>) -> Result<()> {
     } else if failed == 0 {
         println!("verdict: PASS ({total} checks)");
     } else {
-        println!("verdict: FAIL ({failed} of {total} checks failed)");
+        println!(
+            "verdict: FAIL ({failed} of {total} checks failed{})",
+            hung_note(&f)
+        );
     }
     match f.verdicts.iter().find(|v| v.result == "FAIL") {
         None => Ok(()),
@@ -929,5 +952,21 @@ fn finish(ck: Checker, counters: Option<serde_json::Value>) -> Result<()> {
             "plugin check: {failed} of {total} checks failed, the first: {}",
             first.check
         ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hung_call_is_read_from_the_guards_message() {
+        let m = "plugin faulty: wait() did not return within 0.3s (last job submitted: tag 7); the device was abandoned (wait() must return by its timeout_ns)";
+        assert_eq!(hung_call(m), Some("wait"));
+        assert_eq!(
+            hung_call("plugin x: close() did not return within 2.0s; the device was abandoned"),
+            Some("close")
+        );
+        assert_eq!(hung_call("job 3 completed with XB_E_IO (-5): halted"), None);
     }
 }
