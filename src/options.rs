@@ -41,7 +41,10 @@ fn ser_specs<S: Serializer>(v: &[Spec], s: S) -> std::result::Result<S::Ok, S::E
 }
 
 /// Where a measuring experiment's results go, and what is set beside them.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+/// Recorded in a run's options with the format actually written
+/// ([`Output::effective_format`]): `-o x.json` writes JSON whatever
+/// `--format` was left at, and the record says so.
+#[derive(Debug, Clone, PartialEq)]
 pub struct Output {
     /// How the result is written.
     pub format: Format,
@@ -68,6 +71,31 @@ impl Default for Output {
             save_baseline: None,
             baseline: None,
         }
+    }
+}
+
+/// [`Output`] as a run records it.
+#[derive(Serialize)]
+struct OutputRecord<'a> {
+    format: Format,
+    output: &'a Option<PathBuf>,
+    compare: &'a [String],
+    repeat: u32,
+    save_baseline: &'a Option<String>,
+    baseline: &'a Option<String>,
+}
+
+impl Serialize for Output {
+    fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        OutputRecord {
+            format: self.effective_format(),
+            output: &self.output,
+            compare: &self.compare,
+            repeat: self.repeat,
+            save_baseline: &self.save_baseline,
+            baseline: &self.baseline,
+        }
+        .serialize(s)
     }
 }
 
@@ -1009,5 +1037,32 @@ impl StreamConfig {
                     .map_err(|e| Error::usage(format!("--bs {b}: {e}")))?,
             ])
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// `-o x.json` writes JSON with `--format` left at table: the run's
+    /// options record the format written, in every experiment (flattened).
+    #[test]
+    fn options_record_the_format_actually_written() {
+        let mut c = RoundtripConfig::default();
+        c.common.out.output = Some(PathBuf::from("x.json"));
+        let v = serde_json::to_value(&c).unwrap();
+        assert_eq!(v["format"], "json", "{v}");
+        assert_eq!(v["output"], "x.json", "{v}");
+        c.common.out.output = Some(PathBuf::from("x.csv"));
+        assert_eq!(serde_json::to_value(&c).unwrap()["format"], "csv");
+        c.common.out.output = Some(PathBuf::from("x.txt"));
+        assert_eq!(serde_json::to_value(&c).unwrap()["format"], "table");
+        // An explicit format wins over the extension, as it does when writing.
+        c.common.out.format = Format::Json;
+        c.common.out.output = Some(PathBuf::from("x.csv"));
+        assert_eq!(serde_json::to_value(&c).unwrap()["format"], "json");
+        let mut s = StreamConfig::default();
+        s.out.output = Some(PathBuf::from("s.json"));
+        assert_eq!(serde_json::to_value(&s).unwrap()["format"], "json");
     }
 }

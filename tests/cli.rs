@@ -703,3 +703,72 @@ fn suite_flags_with_a_command_are_usage_errors() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("default suite"), "{}", stderr(&o));
 }
+
+/// The run records the format it wrote: `-o r.json` with `--format` left
+/// at table writes JSON, and its options say "json", not "table".
+#[test]
+fn a_run_records_the_format_it_wrote() {
+    let dir = tempfile::tempdir().unwrap();
+    let j = dir.path().join("r.json");
+    let o = run(xb()
+        .args([
+            "roundtrip",
+            "-q",
+            "-t",
+            "thread",
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "20",
+            "-o",
+        ])
+        .arg(&j));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(read_json(&j)["options"]["format"], "json");
+}
+
+/// `--buffers` says what each mode is for every transport, mmio included
+/// (a plugin's mapped window as well as cuda's), and `list` calls an mmio
+/// limit a window, not "inline".
+#[test]
+fn buffer_modes_are_described_generically() {
+    let o = run(xb().args(["roundtrip", "--help"]));
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    let flag = help
+        .split("--buffers")
+        .nth(1)
+        .and_then(|s| s.split("--completion").next())
+        .unwrap_or_default()
+        .split_whitespace()
+        .collect::<Vec<_>>()
+        .join(" ");
+    for word in [
+        "user (",
+        "raw (",
+        "inline (",
+        "mmio (",
+        "for a plugin",
+        "BAR",
+    ] {
+        assert!(
+            flag.contains(word),
+            "'{word}' not in --buffers help: {flag}"
+        );
+    }
+    assert!(!flag.contains("cuda adds mmio"), "{flag}");
+    let o = run(xb().args(["list", "--no-probe"]));
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    let row = |t: &str| {
+        out.lines()
+            .find(|l| l.starts_with(&format!("| {t} ")))
+            .unwrap_or_default()
+            .to_string()
+    };
+    assert!(row("thread").contains("(inline 64 KiB)"), "{out}");
+    assert!(row("cuda").contains("(mmio window "), "{out}");
+    assert!(!row("cuda").contains("inline"), "{out}");
+}

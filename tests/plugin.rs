@@ -1405,3 +1405,223 @@ fn compare_firmware_a_with_firmware_b() {
     );
     assert!(String::from_utf8_lossy(&o.stdout).contains("lat"));
 }
+
+/// `plugin check` with `args` after the library, its output and stdout.
+fn check(lib: &Path, args: &[&str]) -> (Output, String) {
+    let mut all = vec!["plugin", "check", lib.to_str().unwrap()];
+    all.extend_from_slice(args);
+    let o = xb(&all);
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    (o, out)
+}
+
+/// A device whose every job takes half the per-call timeout passes: each
+/// shape check (8 jobs) runs for three timeouts, but no single call does,
+/// and completions keep arriving. (Timeouts only bound one call; no time
+/// is asserted.)
+#[test]
+fn plugin_check_calls_a_slow_but_progressing_device_slow_not_hung() {
+    let _t = turn();
+    let f = faulty();
+    let (o, out) = check(
+        &f,
+        &["fault=none", "job_ms=150", "depth=2", "--timeout", "400ms"],
+    );
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    assert!(out.contains("verdict: PASS"), "{out}");
+    assert!(
+        out.contains("raw/block request 64 reply 64: 8 jobs"),
+        "{out}"
+    );
+}
+
+/// Each call that never returns ends the check with a FAIL line naming
+/// that call (the guard's message), the verdict, and exit 1 — a hung
+/// close() included, which used to be named "load/open/caps".
+#[test]
+fn plugin_check_names_the_call_that_hung() {
+    let _t = turn();
+    let f = faulty();
+    for (fault, call) in [
+        ("hang_open", "open()"),
+        ("hang_submit", "submit()"),
+        ("hang_poll", "poll()"),
+        ("hang_wait", "wait()"),
+        ("hang_close", "close()"),
+    ] {
+        let (o, out) = check(&f, &[&format!("fault={fault}"), "--timeout", "300ms"]);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(1), "{fault}: {out}{e}");
+        assert!(!e.contains("panicked"), "{fault}: {e}");
+        let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+        assert_eq!(fails.len(), 1, "{fault}: {out}");
+        assert!(
+            fails[0].contains(&format!("{call} did not return within 0.3s")),
+            "{fault}: {out}"
+        );
+        assert!(!fails[0].contains("load/open/caps"), "{fault}: {out}");
+        let verdict = out.lines().last().unwrap_or_default();
+        assert!(verdict.starts_with("verdict: FAIL ("), "{fault}: {out}");
+        assert!(
+            verdict.contains(&format!("; {call} never returned")),
+            "{fault}: {out}"
+        );
+        let last = e.lines().last().unwrap_or_default();
+        assert!(last.starts_with("xferbench: error: "), "{fault}: {e}");
+    }
+    // The blocking wait is only used in block mode, after poll mode passed.
+    let (_, out) = check(&f, &["fault=hang_wait", "--timeout", "300ms"]);
+    assert!(out.contains("ok    user/poll queue depth"), "{out}");
+    assert!(out.contains("FAIL  user/block request 1 reply 1"), "{out}");
+    // JSON: the checks so far and the hung one, as one object.
+    let (o, out) = check(
+        &f,
+        &["fault=hang_wait", "--timeout", "300ms", "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(1));
+    let d: Value = serde_json::from_str(&out).expect("stdout is JSON");
+    assert_eq!(d["passed"], false, "{d}");
+    let checks = d["checks"].as_array().unwrap();
+    let last = checks.last().unwrap();
+    assert_eq!(last["result"], "FAIL", "{d}");
+    assert!(last["detail"].as_str().unwrap().contains("wait()"), "{d}");
+    assert!(checks.iter().filter(|c| c["result"] == "ok").count() > 5);
+}
+
+/// A job that completes with a negative status is shown with the status's
+/// name and the plugin's message, not a bare number.
+#[test]
+fn plugin_check_shows_a_failed_jobs_status_name_and_message() {
+    let _t = turn();
+    let f = faulty();
+    // Every job fails: the first shape check says why.
+    let (o, out) = check(&f, &["fault=job_error"]);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    assert!(
+        out.lines().any(|l| l.starts_with("FAIL")
+            && l.contains("XB_E_IO (-5): faulty: DMA engine reported a descriptor error")),
+        "{out}"
+    );
+    // Jobs fail after the shape checks: the queue-depth check says why.
+    let (o, out) = check(&f, &["fault=fail_mid_run", "fail_after=40"]);
+    assert_eq!(o.status.code(), Some(1), "{out}");
+    let fails: Vec<&str> = out.lines().filter(|l| l.starts_with("FAIL")).collect();
+    assert!(!fails.is_empty(), "{out}");
+    for l in &fails {
+        assert!(
+            l.contains("XB_E_IO (-5): faulty: DMA engine halted after 40 jobs"),
+            "{out}"
+        );
+        assert!(!l.contains("status -5"), "{out}");
+    }
+    assert!(
+        stderr(&o).contains("checks failed, the first: "),
+        "{}",
+        stderr(&o)
+    );
+}
+
+/// `--help` offers only the formats the check prints; CSV is refused in
+/// one line.
+#[test]
+fn plugin_check_offers_table_and_json_only() {
+    let o = xb(&["plugin", "check", "--help"]);
+    assert!(o.status.success());
+    let help = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(help.contains("table") && help.contains("json"), "{help}");
+    assert!(!help.to_lowercase().contains("csv"), "{help}");
+    let o = xb(&["plugin", "check", "x.so", "--format", "csv"]);
+    one_line(&o, 2, "not CSV");
+    let o = xb(&["plugin", "check", "x.so", "--format", "xml"]);
+    one_line(&o, 2, "table, json");
+}
+
+/// faulty.c again, its table extended with ABI 1.1 option_info: a plugin
+/// that describes the options it takes.
+fn described() -> PathBuf {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR"));
+    let src = build_dir().join("described.c");
+    let code = format!(
+        r#"#define xferbench_plugin_v1 faulty_entry
+#include "{}"
+#undef xferbench_plugin_v1
+
+static const xb_option_info described_options[] = {{
+    {{"depth", XB_OPT_COUNT, 0, "8", "jobs in flight, 1..65536"}},
+    {{"fault", XB_OPT_STRING, 0, "none", "the misbehaviour <to> show"}},
+    {{"fail_after", XB_OPT_COUNT, 0, "0", "good jobs before a fault"}},
+    {{"job_ms", XB_OPT_COUNT, 0, "0", "extra time per job, ms"}},
+}};
+static xb_plugin described_table;
+
+XB_EXPORT const xb_plugin *xferbench_plugin_v1(uint32_t major, uint32_t minor)
+{{
+    const xb_plugin *t = faulty_entry(major, minor);
+
+    if (t == NULL)
+        return NULL;
+    described_table = *t;
+    described_table.option_info = described_options;
+    described_table.n_option_info = 4;
+    return &described_table;
+}}
+"#,
+        root.join("tests/fixtures/plugins/faulty.c").display()
+    );
+    std::fs::write(&src, code).unwrap();
+    build("described", src.to_str().unwrap(), &[])
+}
+
+/// The header says what was given and, for a plugin that describes its
+/// options (ABI 1.1), what it takes; so does the JSON.
+#[test]
+fn plugin_check_header_lists_given_and_described_options() {
+    let _t = turn();
+    let f = faulty();
+    let (o, out) = check(&f, &["depth=4", "fault=none"]);
+    assert!(o.status.success(), "{out}");
+    let first = out.lines().next().unwrap();
+    assert_eq!(
+        first,
+        format!("plugin check {} depth=4 fault=none", f.display())
+    );
+    let (o, out) = check(&f, &["depth=4", "--format", "json"]);
+    assert!(o.status.success(), "{out}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(d["options"], serde_json::json!(["depth=4"]), "{d}");
+    assert_eq!(d["described_options"], serde_json::json!([]), "{d}");
+
+    let lib = described();
+    let (o, out) = check(&lib, &["depth=2"]);
+    assert!(o.status.success(), "{out}{}", stderr(&o));
+    let lines: Vec<&str> = out.lines().collect();
+    assert!(lines[0].ends_with("described.so depth=2"), "{out}");
+    assert!(lines[1].starts_with("faulty takes (ABI 1.1"), "{out}");
+    assert!(
+        lines[2].contains("depth=COUNT (default 8): jobs in flight"),
+        "{out}"
+    );
+    let (o, out) = check(&lib, &["depth=2", "--format", "json"]);
+    assert!(o.status.success(), "{out}");
+    let d: Value = serde_json::from_str(&out).unwrap();
+    let opts = d["described_options"].as_array().unwrap();
+    assert_eq!(opts.len(), 4, "{d}");
+    assert_eq!(opts[0]["name"], "depth");
+    assert_eq!(opts[0]["kind"], "count");
+    assert_eq!(opts[0]["default"], "8");
+    assert_eq!(opts[1]["help"], "the misbehaviour <to> show");
+    // The host checks given options against the description before open.
+    let (o, _) = check(&lib, &["depth=two"]);
+    one_line(&o, 2, "depth=two");
+}
+
+/// `list` names a plugin's mmio limit as its window, not "inline".
+#[test]
+fn list_calls_a_plugins_mmio_limit_its_window() {
+    let e = echo();
+    let o = xb(&["list", "--no-probe", "-t", &spec(&e, "")]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = String::from_utf8_lossy(&o.stdout).into_owned();
+    assert!(out.contains("(mmio window 4 KiB, reply 1 GiB)"), "{out}");
+    assert!(!out.contains("(inline 4 KiB"), "{out}");
+}

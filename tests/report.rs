@@ -1094,3 +1094,136 @@ fn runs_with_no_point_in_common_still_report_and_say_why() {
     assert!(!svgs.iter().any(|n| n.starts_with("compared-")), "{svgs:?}");
     assert!(svgs.iter().any(|n| n == "curve-latency.svg"), "{svgs:?}");
 }
+
+/// The round-trip fixture as a plugin run: its tcp points carry a latency
+/// budget (5 µs of device time each, the rest host time) and the run a
+/// device record whose plugin-given strings are hostile. Written to
+/// `dir/plugin-run.json`.
+fn plugin_run(dir: &Path) -> PathBuf {
+    let mut v: serde_json::Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("roundtrip.json")).unwrap()).unwrap();
+    for p in v["points"].as_array_mut().unwrap() {
+        if p["spec"] != "tcp" {
+            continue;
+        }
+        let p50 = p["summary"]["p50_ns"].as_u64().unwrap();
+        let summary = |p50: u64| {
+            serde_json::json!({"count": 1000, "mean_ns": p50 as f64, "stddev_ns": 10.0,
+                "min_ns": p50 - 100, "p50_ns": p50, "p90_ns": p50 + 200,
+                "p99_ns": p50 + 1000, "p999_ns": p50 + 2000, "p9999_ns": p50 + 3000,
+                "max_ns": p50 + 4000})
+        };
+        p["device_time"] =
+            serde_json::json!({"device": summary(5000), "host": summary(p50 - 5000)});
+    }
+    v["devices"] = serde_json::json!([{
+        "plugin": "<script>alert('dev')</script>",
+        "description": "a <b>simulated</b> accelerator",
+        "abi": "1.1",
+        "library": "/opt/dev/<img src=x>.so",
+        "spec": "plugin:path=/opt/dev/sim.so,lat=5us",
+        "buffers": "raw",
+        "completion": "poll",
+        "counters": {"submitted": 4242, "<iframe>": "</table>"},
+        "error": "plugin sim: wait() did not return within 2.0s",
+        "close": "plugin sim: close() did not return within 2.0s"
+    }]);
+    let path = dir.join("plugin-run.json");
+    std::fs::write(&path, serde_json::to_string(&v).unwrap()).unwrap();
+    path
+}
+
+/// A plugin run's report shows its device (name, ABI, library, modes,
+/// counters, what failed; every plugin-given string escaped) and, for the
+/// configuration whose points carry device time, a latency budget: one
+/// stacked bar per (in, out) cell, device p50 at the bottom, host p50 on it.
+#[test]
+fn a_plugin_runs_report_shows_its_device_and_latency_budget() {
+    let tmp = tempfile::tempdir().unwrap();
+    let run = plugin_run(tmp.path());
+    let html_dir = tmp.path().join("html");
+    report_ok(&[run.as_os_str(), "--html".as_ref(), html_dir.as_os_str()]);
+    let html = std::fs::read_to_string(html_dir.join("index.html")).unwrap();
+    for s in [
+        "<a href=\"#devices\">Devices</a>",
+        "<h2 id=\"devices\">Devices</h2>",
+        "&lt;script&gt;alert(&#39;dev&#39;)&lt;/script&gt;",
+        "a &lt;b&gt;simulated&lt;/b&gt; accelerator",
+        "<td class=\"l\">ABI</td><td class=\"l\">1.1</td>",
+        "/opt/dev/&lt;img src=x&gt;.so",
+        "plugin:path=/opt/dev/sim.so,lat=5us",
+        "raw/poll",
+        "<td class=\"l\">submitted</td><td>4242</td>",
+        "&lt;iframe&gt;",
+        "&lt;/table&gt;",
+        "wait() did not return within 2.0s",
+        "close() did not return within 2.0s",
+        "Latency budget, tcp user/block",
+    ] {
+        assert!(html.contains(s), "'{s}' missing from the HTML");
+    }
+    let lower = html.to_lowercase();
+    for bad in ["<script", "<img", "<iframe", "<b>simulated"] {
+        assert!(!lower.contains(bad), "unescaped {bad}");
+    }
+    // Two heat maps and the one budget (pipe has no device time).
+    assert_eq!(html.matches("<svg").count(), 3);
+    assert_eq!(
+        html.matches("Latency budget, ").count(),
+        2,
+        "heading and SVG title"
+    );
+
+    let svg_dir = tmp.path().join("svg");
+    report_ok(&[run.as_os_str(), "--svg".as_ref(), svg_dir.as_os_str()]);
+    let budget = svg_dir.join("roundtrip-1-budget.svg");
+    let t = svg_texts(&budget);
+    let has = |s: &str| t.iter().any(|x| x == s);
+    for s in [
+        "Latency budget, tcp user/block",
+        "in → out (bytes)",
+        "round trip p50 (µs)",
+        "64 → 64",
+        "1k → 1k",
+        "device",
+        "host",
+        // 64 → 64: p50 20.192 µs = 5 device + 15.192 host.
+        "5.00",
+        "15.2",
+        "20.2",
+    ] {
+        assert!(has(s), "budget SVG lacks '{s}': {t:?}");
+    }
+    // Stacked: per bar a device rect with a host rect of another colour
+    // standing on it (legend swatches aside: they are 12 px high).
+    let rects: Vec<_> = svg_rects(&budget)
+        .into_iter()
+        .filter(|r| r.3 > 12.0 && r.4 != "#FFFFFF")
+        .collect();
+    assert_eq!(rects.len(), 8, "{rects:?}");
+    let fills: Vec<&str> = rects.iter().map(|r| r.4.as_str()).collect();
+    let device = fills[0];
+    assert_eq!(
+        fills.iter().filter(|f| **f == device).count(),
+        4,
+        "{fills:?}"
+    );
+    for pair in rects.chunks(2) {
+        let (d, h) = (&pair[0], &pair[1]);
+        assert_eq!(d.4, device);
+        assert_ne!(h.4, device);
+        assert!(
+            (h.1 + h.3 - d.1).abs() <= 1.0,
+            "host not on device: {pair:?}"
+        );
+        assert!((h.0 - d.0).abs() <= 1.0, "{pair:?}");
+        assert!(
+            h.3 > 2.0 * d.3,
+            "15 µs of host above 5 µs of device: {pair:?}"
+        );
+    }
+    // The text report gives the same numbers, with each part's p99.
+    let text = report_ok(&[run.as_os_str()]);
+    assert!(text.contains("## Latency budget, tcp user/block"), "{text}");
+    assert!(text.contains("| device p99 | host p99 |"), "{text}");
+}

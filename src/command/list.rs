@@ -4,8 +4,8 @@
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::report::table::{Align, markdown_with};
-use crate::transport::Spec;
 use crate::transport::{self, LinkConfig, ReplyShape};
+use crate::transport::{BufferMode, Spec};
 use serde::Serialize;
 use std::time::Duration;
 
@@ -226,11 +226,12 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
                         comp.join(","),
                         match (c.max_inline, c.max_reply) {
                             (Some(i), None) => {
-                                format!("{} (inline {})", human(c.max_message), human(i))
+                                format!("{} ({} {})", human(c.max_message), limited(c), human(i))
                             }
                             (Some(i), Some(r)) => format!(
-                                "{} (inline {}, reply {})",
+                                "{} ({} {}, reply {})",
                                 human(c.max_message),
+                                limited(c),
                                 human(i),
                                 human(r)
                             ),
@@ -244,7 +245,7 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
                 })
                 .collect();
             let mut s = markdown_with(&header, &rows, |_| Align::Left);
-            s += "\n* default completion. Buffers: user = caller's buffer copied in and out;\nraw = transport-owned memory, zero copy; inline = payload in the doorbell\ncache lines (MMIO analogue).\n\n";
+            s += "\n* default completion. Buffers: user = caller's buffer copied in and out;\nraw = transport-owned memory, zero copy; inline = payload in the doorbell\ncache lines (MMIO analogue); mmio = a mapped window the CPU writes the\nrequest into (a plugin's BAR, cuda's mapped host memory).\n\n";
             for e in &entries {
                 s += &format!("- {}: {}\n", e.spec.as_deref().unwrap_or(e.name), e.summary);
                 if short_status(&e.status) != e.status {
@@ -261,6 +262,17 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
         }
     };
     crate::report::emit(&text, None)
+}
+
+/// What the size limit of `inline` or `mmio` buffers (`max_inline`) is
+/// called: a doorbell's inline payload is not a device's mapped window.
+fn limited(c: &crate::transport::Capabilities) -> &'static str {
+    let has = |m| c.buffers.contains(&m);
+    match (has(BufferMode::Inline), has(BufferMode::Mmio)) {
+        (true, true) => "inline / mmio window",
+        (false, true) => "mmio window",
+        _ => "inline",
+    }
 }
 
 /// The table's word for a status; the whole reason goes in the notes below

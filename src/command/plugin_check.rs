@@ -3,19 +3,25 @@
 //! is exercised through the ABI directly (not through the experiments), so a
 //! failure names the operation that broke its promise: reply lengths and
 //! contents, tags, queue depth and XB_BUSY, refusals with messages, delays,
-//! jobs that never complete. A watchdog ends the run if a call into the
-//! plugin never returns.
+//! jobs that never complete.
+//!
+//! A call into the plugin that never returns is judged as everywhere else
+//! (`transport::guard`): one call running past `--timeout` is hung, however
+//! long the whole check takes, so a slow device whose completions keep
+//! arriving passes. The stuck call cannot be cancelled; the guard names it,
+//! the supervisor ends the process, and the writer registered here prints
+//! the verdicts so far with a FAIL line naming the call.
 
+use crate::app::supervise;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::transport::plugin::{self, Device, PluginTransport, ffi, kind_name};
-use crate::transport::{CompletionMode, Spec, Transport};
+use crate::transport::{CompletionMode, Spec, Transport, guard};
 use serde::Serialize;
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
-#[derive(Serialize)]
+#[derive(Clone, Serialize)]
 struct Verdict {
     check: String,
     /// "ok", "FAIL" or "skip".
@@ -23,24 +29,69 @@ struct Verdict {
     detail: String,
 }
 
+/// One option the plugin describes (ABI 1.1 option_info), for the JSON.
+#[derive(Clone, Serialize)]
+struct Described {
+    name: String,
+    kind: &'static str,
+    default: Option<String>,
+    help: String,
+}
+
 #[derive(Serialize)]
-struct Report {
-    plugin: String,
-    path: String,
-    checks: Vec<Verdict>,
+struct Report<'a> {
+    plugin: &'a str,
+    path: &'a str,
+    /// The options given for the plugin's open, as `key=value`.
+    options: &'a [String],
+    /// The options the plugin says it takes (empty for a 1.0 plugin or one
+    /// that does not describe them).
+    described_options: &'a [Described],
+    checks: &'a [Verdict],
     failed: usize,
     passed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
-    counters: Option<serde_json::Value>,
+    counters: Option<&'a serde_json::Value>,
+}
+
+/// What the check has found so far. Shared with the writer the supervisor
+/// calls when a call into the plugin never returns: this thread is then
+/// stuck in that call, and the writer prints the verdict in its place.
+#[derive(Default)]
+struct Found {
+    verdicts: Vec<Verdict>,
+    /// The check under way: what the FAIL line of a hung call is named.
+    doing: String,
+    /// The plugin's name, once loaded.
+    plugin: String,
+    described: Vec<Described>,
+}
+
+/// What the verdict's header says, apart from what is found.
+#[derive(Clone)]
+struct Head {
+    path: String,
+    options: Vec<String>,
+    json: bool,
 }
 
 struct Checker {
-    verdicts: Vec<Verdict>,
+    found: Arc<Mutex<Found>>,
     timeout: Duration,
-    /// What the watchdog names if a call hangs; its deadline in ms since start.
-    watch: Arc<(std::sync::Mutex<String>, AtomicU64)>,
-    start: Instant,
-    quiet_table: bool,
+    head: Head,
+}
+
+fn lock(found: &Mutex<Found>) -> MutexGuard<'_, Found> {
+    found.lock().unwrap_or_else(|e| e.into_inner())
+}
+
+/// Prints a verdict line (table format) and keeps it; under the lock, so
+/// lines from the check and from the abandon writer never interleave.
+fn add(found: &mut Found, head: &Head, v: Verdict) {
+    if !head.json {
+        println!("{:<5} {}: {}", v.result, v.check, v.detail);
+    }
+    found.verdicts.push(v);
 }
 
 impl Checker {
@@ -54,10 +105,7 @@ impl Checker {
             result,
             detail,
         };
-        if !self.quiet_table {
-            println!("{:<5} {}: {}", v.result, v.check, v.detail);
-        }
-        self.verdicts.push(v);
+        add(&mut lock(&self.found), &self.head, v);
     }
 
     fn skip(&mut self, check: impl Into<String>, why: impl Into<String>) {
@@ -66,28 +114,99 @@ impl Checker {
             result: "skip",
             detail: why.into(),
         };
-        if !self.quiet_table {
-            println!("{:<5} {}: {}", v.result, v.check, v.detail);
-        }
-        self.verdicts.push(v);
+        add(&mut lock(&self.found), &self.head, v);
     }
 
-    /// Arms the watchdog for a call named `what`: if it is still running
-    /// twice the timeout plus a second later, the process ends with exit 1.
-    fn arm(&self, what: &str) {
-        *self.watch.0.lock().unwrap_or_else(|e| e.into_inner()) = what.to_string();
-        let deadline = self.start.elapsed() + self.timeout * 2 + Duration::from_secs(1);
-        self.watch
-            .1
-            .store(deadline.as_millis() as u64, Ordering::Relaxed);
-    }
-
-    fn disarm(&self) {
-        self.watch.1.store(u64::MAX, Ordering::Relaxed);
+    /// Names the check under way, for the FAIL line if a call in it hangs.
+    fn doing(&self, what: impl Into<String>) {
+        lock(&self.found).doing = what.into();
     }
 }
 
-/// Collects completions until `want` arrived or the timeout passed.
+/// The verdicts, written by the supervisor's thread when a call into the
+/// plugin did not return (`e` names it): the check under way fails with
+/// that message, then the verdict (or the JSON report) as at a normal end.
+fn write_abandoned(found: &Mutex<Found>, head: &Head, e: &Error) {
+    let mut f = lock(found);
+    let check = match f.doing.as_str() {
+        "" => "a call into the plugin".to_string(),
+        d => d.to_string(),
+    };
+    let v = Verdict {
+        check,
+        result: "FAIL",
+        detail: e.to_string(),
+    };
+    add(&mut f, head, v);
+    let failed = f.verdicts.iter().filter(|v| v.result == "FAIL").count();
+    let total = f.verdicts.len();
+    if head.json {
+        if let Ok(text) = report_json(&f, head, None) {
+            let _ = crate::report::emit(&text, None);
+        }
+    } else {
+        println!(
+            "verdict: FAIL ({failed} of {total} checks failed{})",
+            hung_note(&f)
+        );
+    }
+}
+
+/// The operation a guard's message says did not return ("plugin x:
+/// wait() did not return within 2.0s…" → "wait"), for the verdict line.
+fn hung_call(detail: &str) -> Option<&str> {
+    let (before, _) = detail.split_once("() did not return")?;
+    before.rsplit([' ', ':']).next().filter(|c| !c.is_empty())
+}
+
+/// "; wait() never returned, so the check stopped there" when a check
+/// failed on a call that hung; nothing otherwise.
+fn hung_note(f: &Found) -> String {
+    f.verdicts
+        .iter()
+        .filter(|v| v.result == "FAIL")
+        .find_map(|v| hung_call(&v.detail))
+        .map_or(String::new(), |c| {
+            format!("; {c}() never returned, so the check stopped there")
+        })
+}
+
+/// The JSON report of what was found.
+fn report_json(f: &Found, head: &Head, counters: Option<&serde_json::Value>) -> Result<String> {
+    let failed = f.verdicts.iter().filter(|v| v.result == "FAIL").count();
+    let r = Report {
+        plugin: &f.plugin,
+        path: &head.path,
+        options: &head.options,
+        described_options: &f.described,
+        checks: &f.verdicts,
+        failed,
+        passed: failed == 0,
+        counters,
+    };
+    serde_json::to_string_pretty(&r)
+        .map(|t| t + "\n")
+        .map_err(|e| Error::run(format!("encoding JSON: {e}")))
+}
+
+/// A job's failure as the plugin reported it: the status's name and the
+/// plugin's own message, as every other failed call is shown.
+fn job_failed(dev: &mut Device, what: &str, status: i64) -> String {
+    let m = dev.message();
+    format!(
+        "{what} completed with {} ({status}): {}",
+        ffi::status_name(i32::try_from(status).unwrap_or(i32::MIN)),
+        if m.is_empty() {
+            "the plugin gave no message"
+        } else {
+            &m
+        }
+    )
+}
+
+/// Collects completions until `want` arrived, giving up when none came for
+/// `timeout`: the wait restarts at each completion (as a run's links do), so
+/// a slow device whose completions keep arriving is slow, not lost.
 fn reap(
     dev: &mut Device,
     block: bool,
@@ -96,12 +215,12 @@ fn reap(
 ) -> std::result::Result<Vec<ffi::XbCompletion>, String> {
     let mut got = Vec::new();
     let mut buf = vec![ffi::XbCompletion::default(); 64];
-    let t0 = Instant::now();
+    let mut since = Instant::now();
     while got.len() < want {
-        let left = timeout.saturating_sub(t0.elapsed());
+        let left = timeout.saturating_sub(since.elapsed());
         if left.is_zero() {
             return Err(format!(
-                "{} of {want} job(s) never completed within {:.1}s (poll/wait kept returning none)",
+                "{} of {want} job(s) never completed: none came back for {:.1}s (poll/wait kept returning none)",
                 want - got.len(),
                 timeout.as_secs_f64()
             ));
@@ -113,6 +232,7 @@ fn reap(
             let first = dev.poll(&mut buf).map_err(|e| e.to_string())?;
             if first > 0 {
                 got.extend_from_slice(&buf[..first]);
+                since = Instant::now();
                 continue;
             }
             if block {
@@ -129,7 +249,10 @@ fn reap(
             dev.poll(&mut buf)
         }
         .map_err(|e| e.to_string())?;
-        got.extend_from_slice(&buf[..n]);
+        if n > 0 {
+            got.extend_from_slice(&buf[..n]);
+            since = Instant::now();
+        }
     }
     Ok(got)
 }
@@ -222,10 +345,10 @@ fn shape_check(
             ));
         }
         if c.status < 0 {
-            return Err(format!(
-                "job failed ({}): {}",
-                ffi::status_name(c.status as i32),
-                dev.message()
+            return Err(job_failed(
+                dev,
+                &format!("job {j} (tag {tag:#x})"),
+                c.status,
             ));
         }
         if c.status as usize != rp {
@@ -317,6 +440,9 @@ fn depth_check(
         if std::mem::replace(&mut seen[i as usize], true) {
             return Err(format!("tag {} completed twice", c.tag));
         }
+        if c.status < 0 {
+            return Err(job_failed(dev, &format!("job {}", c.tag), c.status));
+        }
         if c.status != 1 {
             return Err(format!(
                 "job {} completed with status {}; 1 byte was asked for",
@@ -344,53 +470,93 @@ fn refusals(ck: &mut Checker, dev: &mut Device, caps: &ffi::XbCaps) {
             },
         )
     };
-    ck.arm("configure");
+    ck.doing("refuses a request over max_request");
     let r = dev.configure(caps.max_request.saturating_add(1), 1, 0);
     expect_refusal(ck, "refuses a request over max_request", r);
     if caps.flags & ffi::CAP_REPLY_LONGER == 0 {
+        let name = "refuses a reply longer than the request (no XB_CAP_REPLY_LONGER)";
+        ck.doing(name);
         let r = dev.configure(64.min(caps.max_request), 64.min(caps.max_request) + 1, 0);
-        expect_refusal(
-            ck,
-            "refuses a reply longer than the request (no XB_CAP_REPLY_LONGER)",
-            r,
-        );
+        expect_refusal(ck, name, r);
     }
     if caps.flags & ffi::CAP_DELAY == 0 {
+        let name = "refuses a delay (no XB_CAP_DELAY)";
+        ck.doing(name);
         let r = dev.configure(1, 1, 1_000_000);
-        expect_refusal(ck, "refuses a delay (no XB_CAP_DELAY)", r);
+        expect_refusal(ck, name, r);
     }
     if caps.flags & ffi::CAP_EMPTY == 0 {
+        let name = "refuses an empty request (no XB_CAP_EMPTY)";
+        ck.doing(name);
         let r = dev.configure(0, 1, 0);
-        expect_refusal(ck, "refuses an empty request (no XB_CAP_EMPTY)", r);
+        expect_refusal(ck, name, r);
     }
-    ck.disarm();
 }
 
 /// What a device's `counters` gave: nothing (NULL), or its JSON.
 type Counters = Option<Result<serde_json::Value>>;
 
-/// One buffer mode with one completion mode: shapes, depth, delay. The
-/// first device that ran every check has its counters read into `counters`
-/// (one device open at a time: some hardware allows no more).
+/// Whether the check goes on after a device was closed.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Closed {
+    Cleanly,
+    /// Its close did not return: the plugin has a thread that will not
+    /// stop, and every further device would wait as long again.
+    Hung,
+}
+
+/// Closes a device a check opened, freeing its buffers when nothing is in
+/// flight (`idle`); a close that does not return within the timeout is a
+/// FAIL line naming close() (the guard's message) and ends the check.
+fn close(ck: &mut Checker, dev: &mut Device, label: &str, idle: bool) -> Closed {
+    ck.doing(format!("{label} close"));
+    match dev.shutdown(idle) {
+        Ok(()) => Closed::Cleanly,
+        Err(m) => {
+            ck.record(format!("{label} close"), Err(m));
+            Closed::Hung
+        }
+    }
+}
+
+/// One buffer mode with one completion mode: shapes, depth, delay, then
+/// close. The first device that ran every check has its counters read into
+/// `counters` (one device open at a time: some hardware allows no more).
 fn mode_checks(
     ck: &mut Checker,
     t: &PluginTransport,
     kind: u32,
     cm: CompletionMode,
     counters: &mut Option<Counters>,
-) {
+) -> Closed {
     let label = format!("{}/{}", kind_name(kind), cm.name());
-    let block = cm == CompletionMode::Block;
-    ck.arm("open");
-    let dev = t.device(cm, None, ck.timeout);
-    ck.disarm();
-    let mut dev = match dev {
+    ck.doing(format!("{label} open"));
+    let mut dev = match t.device(cm, None, ck.timeout) {
         Ok(d) => d,
         Err(e) => {
             ck.record(format!("{label} open"), Err(e.to_string()));
-            return;
+            return Closed::Cleanly;
         }
     };
+    let idle = mode_jobs(ck, t, &mut dev, kind, cm, &label);
+    if idle && counters.is_none() {
+        ck.doing(format!("{label} counters"));
+        *counters = Some(dev.counters());
+    }
+    close(ck, &mut dev, &label, idle)
+}
+
+/// The jobs of [`mode_checks`] on an open device; true when every check
+/// passed (nothing is left in flight, so close may free the buffers).
+fn mode_jobs(
+    ck: &mut Checker,
+    t: &PluginTransport,
+    dev: &mut Device,
+    kind: u32,
+    cm: CompletionMode,
+    label: &str,
+) -> bool {
+    let block = cm == CompletionMode::Block;
     let caps = t.caps;
     let maxq = caps.max_request.min(64 << 10) as usize;
     let maxp = caps.max_reply.min(64 << 10) as usize;
@@ -405,15 +571,14 @@ fn mode_checks(
     } else {
         ffi::BUF_RAW
     };
-    ck.arm("alloc");
-    let bufs = buffer(&mut dev, kind, limit, caps.alignment)
-        .and_then(|q| Ok((q, buffer(&mut dev, reply_kind, room, caps.alignment)?)));
-    ck.disarm();
+    ck.doing(format!("{label} buffers"));
+    let bufs = buffer(dev, kind, limit, caps.alignment)
+        .and_then(|q| Ok((q, buffer(dev, reply_kind, room, caps.alignment)?)));
     let (req, rep) = match bufs {
         Ok(b) => b,
         Err(e) => {
             ck.record(format!("{label} buffers"), Err(e.to_string()));
-            return;
+            return false;
         }
     };
     let mut shapes = vec![
@@ -431,9 +596,9 @@ fn mode_checks(
     shapes.dedup();
     for (rq, rp) in shapes {
         let name = format!("{label} request {rq} reply {rp}");
-        ck.arm(&format!("{name} (submit/poll/wait)"));
+        ck.doing(name.as_str());
         let r = shape_check(
-            &mut dev,
+            dev,
             &caps,
             kind,
             block,
@@ -444,16 +609,16 @@ fn mode_checks(
             8,
             ck.timeout,
         );
-        ck.disarm();
         let failed = r.is_err();
         ck.record(name, r);
         if failed {
             // The device may be out of step: a fresh one for the rest.
-            return;
+            return false;
         }
     }
     if block && dev.lib.wait().is_some() {
-        ck.arm(&format!("{label} wait(0)"));
+        let name = format!("{label} wait(0) with nothing in flight");
+        ck.doing(name.as_str());
         let t0 = Instant::now();
         let mut buf = [ffi::XbCompletion::default(); 4];
         let r = match dev.wait(&mut buf, 0) {
@@ -468,29 +633,27 @@ fn mode_checks(
             Ok(n) => Err(format!("returned {n} completions with no job in flight")),
             Err(e) => Err(e.to_string()),
         };
-        ck.disarm();
-        ck.record(format!("{label} wait(0) with nothing in flight"), r);
+        ck.record(name, r);
     }
-    ck.arm(&format!("{label} queue depth"));
-    let r = depth_check(&mut dev, &caps, kind, block, req, rep, ck.timeout);
-    ck.disarm();
+    let name = format!("{label} queue depth {}", caps.max_inflight);
+    ck.doing(name.as_str());
+    let r = depth_check(dev, &caps, kind, block, req, rep, ck.timeout);
     let failed = r.is_err();
-    ck.record(format!("{label} queue depth {}", caps.max_inflight), r);
+    ck.record(name, r);
     if failed {
-        return;
+        return false;
     }
     if caps.flags & ffi::CAP_DELAY != 0 {
-        ck.arm(&format!("{label} delay"));
-        let r = delay_check(&mut dev, kind, block, req, rep, ck.timeout);
-        ck.disarm();
-        ck.record(format!("{label} delay 2 ms"), r);
+        let name = format!("{label} delay 2 ms");
+        ck.doing(name.as_str());
+        let r = delay_check(dev, kind, block, req, rep, ck.timeout);
+        let failed = r.is_err();
+        ck.record(name, r);
+        if failed {
+            return false;
+        }
     }
-    if counters.is_none() {
-        *counters = Some(dev.counters());
-    }
-    if let Err(m) = dev.shutdown(true) {
-        ck.record(format!("{label} close"), Err(m));
-    }
+    true
 }
 
 /// A 2 ms delay must make a job take at least 2 ms.
@@ -512,8 +675,11 @@ fn delay_check(
         if !dev.submit(&job).map_err(|e| e.to_string())? {
             return Err("submit returned XB_BUSY with no job in flight".into());
         }
-        reap(dev, block, 1, timeout)?;
+        let c = reap(dev, block, 1, timeout)?;
         shortest = shortest.min(t0.elapsed());
+        if let Some(c) = c.first().filter(|c| c.status < 0) {
+            return Err(job_failed(dev, &format!("job {}", c.tag), c.status));
+        }
     }
     dev.configure(1, 1, 0).map_err(|e| e.to_string())?;
     if shortest < delay {
@@ -561,42 +727,58 @@ pub fn run(args: &CheckOptions) -> Result<()> {
         name: plugin::NAME.into(),
         options,
     };
-    let watch = Arc::new((
-        std::sync::Mutex::new(String::new()),
-        AtomicU64::new(u64::MAX),
-    ));
-    let start = Instant::now();
+    // Every call, the probes' too, is bounded by the check's timeout.
+    guard::set_default_bound(args.timeout);
+    let head = Head {
+        path: args.path.display().to_string(),
+        options: args.options.clone(),
+        json: args.format == Format::Json,
+    };
+    let found = Arc::new(Mutex::new(Found::default()));
     {
-        let w = watch.clone();
-        std::thread::Builder::new()
-            .name("xb-watchdog".into())
-            .spawn(move || loop {
-                std::thread::sleep(Duration::from_millis(100));
-                let due = w.1.load(Ordering::Relaxed);
-                if due != u64::MAX && start.elapsed().as_millis() as u64 > due {
-                    let what = w.0.lock().map(|s| s.clone()).unwrap_or_default();
-                    eprintln!("FAIL  {what}: the call into the plugin never returned (hang)");
-                    eprintln!("verdict: FAIL (the plugin hung; every call must return, wait() within its timeout)");
-                    std::process::exit(1);
-                }
-            })
-            .map_err(|e| Error::run(format!("cannot start the watchdog: {e}")))?;
+        let (found, head) = (found.clone(), head.clone());
+        supervise::on_abandon(Box::new(move |e| write_abandoned(&found, &head, e)));
     }
     let mut ck = Checker {
-        verdicts: Vec::new(),
+        found,
         timeout: args.timeout,
-        watch,
-        start,
-        quiet_table: args.format == Format::Json,
+        head,
     };
-    if args.format != Format::Json {
-        println!("plugin check {}", args.path.display());
+    if !ck.head.json {
+        let mut line = format!("plugin check {}", ck.head.path);
+        for o in &ck.head.options {
+            line += " ";
+            line += o;
+        }
+        println!("{line}");
     }
     // Loading problems are the file's (exit 2), said in one line as always;
     // a plugin that loads but breaks a promise fails the check (exit 1).
-    ck.arm("load/open/caps");
-    let loaded = plugin::library(&args.path).and_then(|_| plugin::resolve(&spec));
-    ck.disarm();
+    ck.doing("load");
+    let lib = plugin::library(&args.path)?;
+    describe(&ck, lib);
+    let given: Vec<(String, String)> = spec
+        .options
+        .iter()
+        .filter(|(k, _)| !plugin::HOST_KEYS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    // A device opened and closed first, apart from the transport's own
+    // probe (which can only warn of a close that hangs): a plugin whose
+    // close never returns is named for it, and stopped, within --timeout.
+    ck.doing("open and close");
+    let probed = plugin::probe(lib, &given, None).map(|mut d| d.shutdown(true));
+    let loaded = match probed {
+        Ok(Err(m)) => {
+            ck.record("close", Err(m));
+            return finish(ck, None);
+        }
+        Ok(Ok(())) => {
+            ck.doing("open and caps");
+            plugin::resolve(&spec)
+        }
+        Err(e) => Err(e),
+    };
     let t = match loaded {
         Ok(t) => t,
         // The file is not a plugin, or an option is bad (the plugin's open
@@ -609,7 +791,7 @@ pub fn run(args: &CheckOptions) -> Result<()> {
         }
         Err(e) => {
             ck.record("open and caps", Err(e.to_string()));
-            return finish(ck, args, String::new(), None);
+            return finish(ck, None);
         }
     };
     ck.record(
@@ -627,11 +809,17 @@ pub fn run(args: &CheckOptions) -> Result<()> {
         )),
     );
     ck.record("caps", Ok(t.describe()[1..].join("; ")));
-    let mut dev = t.device(t.capabilities().default_completion, None, ck.timeout);
-    if let Ok(d) = &mut dev {
-        refusals(&mut ck, d, &t.caps);
+    let ck_timeout = ck.timeout;
+    ck.doing("refusals (open)");
+    match t.device(t.capabilities().default_completion, None, ck_timeout) {
+        Ok(mut d) => {
+            refusals(&mut ck, &mut d, &t.caps);
+            if close(&mut ck, &mut d, "refusals", true) == Closed::Hung {
+                return finish(ck, None);
+            }
+        }
+        Err(e) => ck.record("refusals (open)", Err(e.to_string())),
     }
-    drop(dev);
     let mut read: Option<Counters> = None;
     for kind in [ffi::BUF_USER, ffi::BUF_RAW, ffi::BUF_MMIO] {
         for (bit, cm) in [
@@ -641,12 +829,14 @@ pub fn run(args: &CheckOptions) -> Result<()> {
             if t.caps.buffer_modes & kind == 0 || t.caps.completion_modes & bit == 0 {
                 continue;
             }
-            mode_checks(&mut ck, t, kind, cm, &mut read);
+            if mode_checks(&mut ck, t, kind, cm, &mut read) == Closed::Hung {
+                return finish(ck, None);
+            }
         }
     }
     // A run cut short leaves jobs in flight: close must cancel them.
-    ck.arm("close with a job in flight");
-    let ck_timeout = ck.timeout;
+    let name = "close with a job in flight";
+    ck.doing(name);
     let r = (|| -> std::result::Result<String, String> {
         let mut dev = t
             .device(t.capabilities().default_completion, None, ck_timeout)
@@ -666,14 +856,24 @@ pub fn run(args: &CheckOptions) -> Result<()> {
         dev.shutdown(false)?;
         Ok("closed cleanly".into())
     })();
-    ck.disarm();
-    ck.record("close with a job in flight", r);
+    let hung = r
+        .as_ref()
+        .is_err_and(|m| m.contains("close() did not return"));
+    ck.record(name, r);
+    if hung {
+        return finish(ck, None);
+    }
     // Counters of a device that has run jobs, so they show something.
+    ck.doing("counters");
     let read = match read {
         Some(c) => Ok(c),
         None => t
-            .device(t.capabilities().default_completion, None, ck.timeout)
-            .map(|mut d| d.counters()),
+            .device(t.capabilities().default_completion, None, ck_timeout)
+            .map(|mut d| {
+                let c = d.counters();
+                let _ = close(&mut ck, &mut d, "counters", true);
+                c
+            }),
     };
     let counters = match read {
         Ok(c) => match c {
@@ -695,40 +895,78 @@ pub fn run(args: &CheckOptions) -> Result<()> {
             None
         }
     };
-    let name = t.lib.name.clone();
-    finish(ck, args, name, counters)
+    finish(ck, counters)
 }
 
-fn finish(
-    ck: Checker,
-    args: &CheckOptions,
-    name: String,
-    counters: Option<serde_json::Value>,
-) -> Result<()> {
-    let failed = ck.verdicts.iter().filter(|v| v.result == "FAIL").count();
-    let total = ck.verdicts.len();
-    if args.format == Format::Json {
-        let r = Report {
-            plugin: name,
-            path: args.path.display().to_string(),
-            failed,
-            passed: failed == 0,
-            checks: ck.verdicts,
-            counters,
-        };
-        let text = serde_json::to_string_pretty(&r)
-            .map_err(|e| Error::run(format!("encoding JSON: {e}")))?;
-        crate::report::emit(&(text + "\n"), None)?;
+/// Keeps the plugin's name and the options it describes, and lists them
+/// under the header (table): what `key=value` the plugin takes.
+fn describe(ck: &Checker, lib: &plugin::Library) {
+    let mut f = lock(&ck.found);
+    f.plugin = lib.name.clone();
+    f.described = lib
+        .options
+        .iter()
+        .map(|o| Described {
+            name: o.name.clone(),
+            kind: plugin::values::kind_words(o.kind).0,
+            default: o.default.clone(),
+            help: o.help.clone(),
+        })
+        .collect();
+    if !ck.head.json && !lib.options.is_empty() {
+        println!(
+            "{} takes (ABI {}.{} option_info):",
+            lib.name, lib.abi.0, lib.abi.1
+        );
+        for o in &lib.options {
+            println!("  {}", o.line());
+        }
+    }
+}
+
+/// The verdict, unless the supervisor is writing it already (a call into
+/// the plugin hung and this thread came back from it too late).
+fn finish(ck: Checker, counters: Option<serde_json::Value>) -> Result<()> {
+    if !supervise::claim() {
+        // The watch wrote the verdict and is ending the process.
+        loop {
+            std::thread::park();
+        }
+    }
+    let f = lock(&ck.found);
+    let failed = f.verdicts.iter().filter(|v| v.result == "FAIL").count();
+    let total = f.verdicts.len();
+    if ck.head.json {
+        crate::report::emit(&report_json(&f, &ck.head, counters.as_ref())?, None)?;
     } else if failed == 0 {
         println!("verdict: PASS ({total} checks)");
     } else {
-        println!("verdict: FAIL ({failed} of {total} checks failed)");
+        println!(
+            "verdict: FAIL ({failed} of {total} checks failed{})",
+            hung_note(&f)
+        );
     }
-    if failed == 0 {
-        Ok(())
-    } else {
-        Err(Error::run(format!(
-            "plugin check: {failed} of {total} checks failed"
-        )))
+    match f.verdicts.iter().find(|v| v.result == "FAIL") {
+        None => Ok(()),
+        Some(first) => Err(Error::run(format!(
+            "plugin check: {failed} of {total} checks failed, the first: {}",
+            first.check
+        ))),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_hung_call_is_read_from_the_guards_message() {
+        let m = "plugin faulty: wait() did not return within 0.3s (last job submitted: tag 7); the device was abandoned (wait() must return by its timeout_ns)";
+        assert_eq!(hung_call(m), Some("wait"));
+        assert_eq!(
+            hung_call("plugin x: close() did not return within 2.0s; the device was abandoned"),
+            Some("close")
+        );
+        assert_eq!(hung_call("job 3 completed with XB_E_IO (-5): halted"), None);
     }
 }

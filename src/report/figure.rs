@@ -324,10 +324,60 @@ fn grouped(
     (split(header, "│"), out)
 }
 
+/// Stacked bars: one bar per category, each split into parts stacked from
+/// zero up, bottom part first. A latency budget: the device's time at the
+/// bottom, the host's share on top, so the bar's height is the round trip
+/// and the split answers "my driver or my card?" at a glance.
+#[derive(Clone, Debug)]
+pub struct Bars {
+    /// What the categories are, with the unit: "in → out (bytes)".
+    pub x_label: String,
+    /// Each bar's label, in order ("64 → 1k").
+    pub categories: Vec<String>,
+    pub y: Axis,
+    /// The stacked parts, bottom first: a name for the legend and one value
+    /// per category (None: not measured there, drawn as nothing).
+    pub parts: Vec<(String, Vec<Option<f64>>)>,
+    /// Columns the table gives besides the parts and their sum (the
+    /// parts' p99), one value per category.
+    pub extra: Vec<(String, Vec<Option<f64>>)>,
+}
+
+impl Bars {
+    /// The stacked height of category `i`: the sum of its parts measured.
+    pub fn total(&self, i: usize) -> Option<f64> {
+        let vals: Vec<f64> = self.parts.iter().filter_map(|(_, v)| v[i]).collect();
+        (!vals.is_empty()).then(|| vals.iter().sum())
+    }
+
+    /// One row per category: its parts, their sum, then the extra columns.
+    fn table(&self) -> (Vec<String>, Vec<Vec<String>>) {
+        let mut header = vec![self.x_label.clone()];
+        header.extend(self.parts.iter().map(|(n, _)| n.clone()));
+        header.push("sum".into());
+        header.extend(self.extra.iter().map(|(n, _)| n.clone()));
+        let cell = |v: Option<f64>| v.map_or("—".to_string(), si);
+        let rows = self
+            .categories
+            .iter()
+            .enumerate()
+            .map(|(i, c)| {
+                let mut r = vec![c.clone()];
+                r.extend(self.parts.iter().map(|(_, v)| cell(v[i])));
+                r.push(cell(self.total(i)));
+                r.extend(self.extra.iter().map(|(_, v)| cell(v[i])));
+                r
+            })
+            .collect();
+        (header, rows)
+    }
+}
+
 #[derive(Clone, Debug)]
 pub enum Plot {
     Lines(Lines),
     Heatmap(Heatmap),
+    Bars(Bars),
 }
 
 /// What a figure shows, so comparisons know which reference column belongs
@@ -336,6 +386,10 @@ pub enum Plot {
 pub enum Kind {
     /// A round-trip matrix of one configuration.
     RoundTrip,
+    /// Where one configuration's round trips go: the device's time and the
+    /// host's share per (in, out) cell, stacked (a plugin reporting device
+    /// time).
+    LatencyBudget,
     /// The ratio of a round-trip matrix to a reference one.
     RoundTripRatio,
     CurveLatency,
@@ -451,6 +505,7 @@ impl Figure {
                 (header, rows)
             }
             Plot::Heatmap(h) => h.table(),
+            Plot::Bars(b) => b.table(),
         }
     }
 }

@@ -3,7 +3,9 @@
 //! overlaid); round-trip matrices get one heat map per configuration, and a
 //! mesh run three (latency p50 and p99, bandwidth between every two ranks).
 
-use super::figure::{Axis, Figure, Heatmap, Kind, Labels, Lines, Plot, Role, Scale, Series, si};
+use super::figure::{
+    Axis, Bars, Figure, Heatmap, Kind, Labels, Lines, Plot, Role, Scale, Series, si,
+};
 use super::saved::SavedRun;
 use super::saved::{array, num};
 use serde_json::Value;
@@ -38,6 +40,7 @@ fn with_points(mut figs: Vec<Figure>) -> Vec<Figure> {
     figs.retain(|f| match &f.plot {
         Plot::Lines(l) => l.series.iter().any(|s| !s.points.is_empty()),
         Plot::Heatmap(_) => true,
+        Plot::Bars(b) => b.parts.iter().any(|(_, v)| v.iter().any(Option::is_some)),
     });
     figs
 }
@@ -153,7 +156,7 @@ fn series_index(list: &mut Vec<Series>, name: &str, role: Role) -> usize {
 }
 
 pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
-    let mut out = Vec::new();
+    let mut out: Vec<Figure> = Vec::new();
     for run in runs {
         let pts = run.entries();
         let mut configs: Vec<String> = Vec::new();
@@ -188,7 +191,8 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
                     })
                     .collect()
             };
-            let n = out.len() + 1;
+            let n = out.iter().filter(|f| f.kind == Kind::RoundTrip).count() + 1;
+            let budget = latency_budget(&mine, n, &c, &run.label);
             out.push(Figure {
                 kind: Kind::RoundTrip,
                 id: format!("roundtrip-{n}"),
@@ -211,9 +215,72 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
                     value: "mean round trip (µs)".into(),
                 }),
             });
+            out.extend(budget);
         }
     }
     out
+}
+
+/// The latency budget of one round-trip configuration (`c`, the `n`th
+/// matrix), when its points carry `device_time` (a plugin that reports the
+/// device's own time): per (in, out) cell, the device's p50 at the bottom
+/// and the host's p50 (round trip minus device time) stacked on it. None
+/// when no point has the split.
+fn latency_budget(mine: &[&Value], n: usize, c: &str, label: &str) -> Option<Figure> {
+    let mut cells: Vec<&Value> = mine
+        .iter()
+        .copied()
+        .filter(|p| p.get("device_time").is_some_and(Value::is_object))
+        .collect();
+    if cells.is_empty() {
+        return None;
+    }
+    let key = |p: &Value| {
+        (
+            num(p, "in_bytes").unwrap_or(0.0),
+            num(p, "out_bytes").unwrap_or(0.0),
+        )
+    };
+    cells.sort_by(|a, b| {
+        let (ka, kb) = (key(a), key(b));
+        ka.0.total_cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
+    });
+    let bytes = Axis::new("bytes", true, Scale::Bytes);
+    let categories = cells
+        .iter()
+        .map(|p| {
+            let (i, o) = key(p);
+            format!("{} → {}", bytes.format(i), bytes.format(o))
+        })
+        .collect();
+    let part = |side: &str, stat: &str| -> Vec<Option<f64>> {
+        cells
+            .iter()
+            .map(|p| p.get("device_time").and_then(|d| us(d, side, stat)))
+            .collect()
+    };
+    Some(Figure {
+        kind: Kind::LatencyBudget,
+        id: format!("roundtrip-{n}-budget"),
+        title: format!("Latency budget, {c}"),
+        caption: format!(
+            "Where the round trip goes, in µs, per request (in) and reply (out) size: the device's own time for each round trip as the plugin reports it (p50) at the bottom, the host's share (the round trip minus the device's time: host software, driver, bus; p50) on top. The medians of the two parts are taken apart, so their sum is near, not exactly, the round trip's p50. The table adds each part's p99. Run {label}."
+        ),
+        lead: Vec::new(),
+        plot: Plot::Bars(Bars {
+            x_label: "in → out (bytes)".into(),
+            categories,
+            y: Axis::new("round trip p50 (µs)", false, Scale::Number),
+            parts: vec![
+                ("device".into(), part("device", "p50_ns")),
+                ("host".into(), part("host", "p50_ns")),
+            ],
+            extra: vec![
+                ("device p99".into(), part("device", "p99_ns")),
+                ("host p99".into(), part("host", "p99_ns")),
+            ],
+        }),
+    })
 }
 
 /// "tcp user/block": a round-trip configuration.

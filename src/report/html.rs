@@ -117,7 +117,7 @@ const COMPARED: &str = "Comparison of runs";
 fn section_of(f: &Figure) -> &'static str {
     use super::figure::Kind::*;
     match f.kind {
-        RoundTrip | RoundTripRatio => "Round trip",
+        RoundTrip | RoundTripRatio | LatencyBudget => "Round trip",
         CurveLatency | CurveBandwidth => "Latency and bandwidth curves",
         StreamBandwidth => "Streams",
         LoadRate | LoadKbps | LoadLatency => "Under load",
@@ -184,7 +184,11 @@ pub fn render(p: &Page) -> String {
     if !p.comparisons.is_empty() {
         o.push_str("<a href=\"#comparison\">Comparison</a>");
     }
-    o.push_str("<a href=\"#environment\">Environment</a><a href=\"#runs\">Runs</a></nav>\n");
+    o.push_str("<a href=\"#environment\">Environment</a>");
+    if p.runs.iter().any(|r| !run_devices(r).is_empty()) {
+        o.push_str("<a href=\"#devices\">Devices</a>");
+    }
+    o.push_str("<a href=\"#runs\">Runs</a></nav>\n");
 
     summary(&mut o, p.runs);
     warnings(&mut o, p.runs);
@@ -210,6 +214,7 @@ pub fn render(p: &Page) -> String {
         }
     }
     environment(&mut o, p.runs);
+    devices(&mut o, p.runs);
     runs(&mut o, p.runs);
     let _ = write!(
         o,
@@ -525,6 +530,111 @@ fn environment(o: &mut String, runs: &[SavedRun]) {
         row("tool", &|e| format!("{} {}", e.tool, e.version)),
     ];
     table(o, &header, &rows, header.len());
+}
+
+/// The devices a run measured, each with what it is called in the run: a
+/// link's record (`devices`, one per link of roundtrip, curve and load) or
+/// a stream job's (`device` on each job).
+fn run_devices(r: &SavedRun) -> Vec<(String, &serde_json::Value)> {
+    let mut out: Vec<(String, &serde_json::Value)> = super::saved::array(&r.value, "devices")
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (format!("link {}", i + 1), d))
+        .collect();
+    if r.experiment == "stream" {
+        for (i, j) in r.entries().iter().enumerate() {
+            if let Some(d) = j.get("device").filter(|d| d.is_object()) {
+                let name = super::figures::text(j, "name");
+                let name = if name.is_empty() {
+                    format!("job {}", i + 1)
+                } else {
+                    format!("job {name}")
+                };
+                out.push((name, d));
+            }
+        }
+    }
+    out
+}
+
+/// A JSON value as a table cell: strings as they are, the rest as JSON.
+fn cell(v: &serde_json::Value) -> String {
+    match v {
+        serde_json::Value::String(s) => s.clone(),
+        v => v.to_string(),
+    }
+}
+
+/// What measured each run, for the bring-up engineer who asks "which
+/// plugin, which ABI, what did its counters say, what failed": each device
+/// record as a key/value table, then its counters as one. Everything in it
+/// comes from the plugin (names, messages, counters) and is escaped.
+fn devices(o: &mut String, runs: &[SavedRun]) {
+    if runs.iter().all(|r| run_devices(r).is_empty()) {
+        return;
+    }
+    o.push_str("<h2 id=\"devices\">Devices</h2>\n");
+    o.push_str("<p class=\"note\">The device behind each link or stream job (a plugin), as the run recorded it: its library and ABI, the modes it was opened in, what failed, and the counters it returned at the end.</p>\n");
+    const FIELDS: [(&str, &str); 5] = [
+        ("plugin", "plugin"),
+        ("description", "description"),
+        ("abi", "ABI"),
+        ("library", "library"),
+        ("spec", "spec"),
+    ];
+    for r in runs {
+        let list = run_devices(r);
+        if list.is_empty() {
+            continue;
+        }
+        let _ = writeln!(
+            o,
+            "<h3>{} <span class=\"note\">({})</span></h3>",
+            esc(&r.label),
+            esc(&r.experiment)
+        );
+        for (what, d) in list {
+            let mut rows: Vec<Vec<String>> = Vec::new();
+            for (k, name) in FIELDS {
+                if let Some(v) = d.get(k).filter(|v| !v.is_null()) {
+                    rows.push(vec![name.to_string(), cell(v)]);
+                }
+            }
+            let modes: Vec<String> = ["buffers", "completion"]
+                .iter()
+                .filter_map(|k| d.get(*k).filter(|v| !v.is_null()).map(cell))
+                .collect();
+            if !modes.is_empty() {
+                rows.push(vec!["buffers/completion".into(), modes.join("/")]);
+            }
+            for (k, name) in [("error", "error"), ("close", "close"), ("state", "state")] {
+                if let Some(v) = d.get(k).filter(|v| !v.is_null()) {
+                    rows.push(vec![name.to_string(), cell(v)]);
+                }
+            }
+            let name = d.get("plugin").map(cell).unwrap_or_default();
+            let header = vec![what.clone(), name];
+            table(o, &header, &rows, 2);
+            match d.get("counters") {
+                Some(serde_json::Value::Object(c)) if !c.is_empty() => {
+                    let rows: Vec<Vec<String>> =
+                        c.iter().map(|(k, v)| vec![k.clone(), cell(v)]).collect();
+                    let header = vec![format!("{what} counters"), "value".into()];
+                    table(o, &header, &rows, 1);
+                }
+                Some(v) if !v.is_null() && !v.is_object() => {
+                    let _ = writeln!(o, "<p class=\"note\">Counters: {}</p>", esc(&cell(v)));
+                }
+                _ => {
+                    let _ = writeln!(
+                        o,
+                        "<p class=\"note\">{}: no counters (the plugin keeps none, or the run stopped before reading them).</p>",
+                        esc(&what)
+                    );
+                }
+            }
+        }
+    }
 }
 
 fn runs(o: &mut String, runs: &[SavedRun]) {

@@ -5,7 +5,7 @@
 //! by its rows and columns, labels thinned to stay apart) with its colour
 //! scale beside it.
 
-use super::figure::{Axis, Figure, Heatmap, Lines, Plot, Role, Scale, si};
+use super::figure::{Axis, Bars, Figure, Heatmap, Lines, Plot, Role, Scale, si};
 use crate::error::{Error, Result};
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
@@ -63,6 +63,7 @@ pub fn render(fig: &Figure) -> Result<String> {
                 heatmap(root, &fig.title, h, &layout)
             })
         }
+        Plot::Bars(b) => draw(bars_size(b), &fig.title, |root| bars(root, &fig.title, b)),
     }
 }
 
@@ -358,6 +359,112 @@ fn legend(area: &DrawingArea<SVGBackend, Shift>, l: &Lines, markers: bool) -> Re
             text.pos(Pos::new(HPos::Left, VPos::Center)),
         ))
         .map_err(fail("legend"))?;
+    }
+    Ok(())
+}
+
+/// Width given to each bar of a stacked bar chart, its label included.
+const BAR_SLOT: u32 = 64;
+
+/// A stacked bar chart's size: wide enough for every bar's label, with one
+/// legend row under the plot.
+fn bars_size(b: &Bars) -> (u32, u32) {
+    let n = b.categories.len() as u32;
+    (WIDTH.max(100 + n * BAR_SLOT), HEIGHT + LEGEND_ROW + 8)
+}
+
+/// Stacked bars (a latency budget): one bar per category, its parts from
+/// zero up in the palette's colours, each part's value printed inside it
+/// where it is tall enough and the sum above the bar; a legend of the
+/// parts under the plot.
+fn bars(root: &Area, title: &str, b: &Bars) -> Result<()> {
+    let (plot_area, legend_area) = root.split_vertically(HEIGHT);
+    let n = b.categories.len() as u32;
+    let top = (0..b.categories.len())
+        .filter_map(|i| b.total(i))
+        .filter(|v| v.is_finite())
+        .fold(0.0, f64::max);
+    let y1 = if top > 0.0 { top * 1.15 } else { 1.0 };
+    // x in bar widths, bar i over [i, i + 1]: labelled by hand below (an
+    // integer axis would ask plotters for ticks between the bars).
+    let mut chart = ChartBuilder::on(&plot_area)
+        .caption(title, (FONT, TITLE_PT))
+        .margin(12)
+        .x_label_area_size(44)
+        .y_label_area_size(64)
+        .build_cartesian_2d(0.0..f64::from(n.max(1)), 0.0..y1)
+        .map_err(fail(title))?;
+    let fy = |v: &f64| b.y.tick(*v);
+    chart
+        .configure_mesh()
+        .disable_x_mesh()
+        .x_labels(0)
+        .y_labels(8)
+        .x_desc(b.x_label.as_str())
+        .y_desc(b.y.label.as_str())
+        .y_label_formatter(&fy)
+        .axis_desc_style((FONT, AXIS_PT))
+        .label_style((FONT, LABEL_PT))
+        .max_light_lines(0)
+        .bold_line_style(RGBColor(225, 225, 225))
+        .draw()
+        .map_err(fail(title))?;
+    // The px height of one unit of y, to tell whether a part's value fits inside it.
+    let (bottom, top_px) = (
+        chart.backend_coord(&(0.0, 0.0)).1,
+        chart.backend_coord(&(0.0, y1)).1,
+    );
+    let px_per_unit = f64::from((bottom - top_px).abs()) / y1;
+    let inside = text_style(LABEL_PT, HPos::Center, VPos::Center).color(&WHITE);
+    let above = text_style(LABEL_PT, HPos::Center, VPos::Bottom);
+    for (i, name) in b.categories.iter().enumerate() {
+        let x = i as f64;
+        let mut base = 0.0;
+        for (k, (_, values)) in b.parts.iter().enumerate() {
+            let Some(v) = values[i].filter(|v| v.is_finite() && *v > 0.0) else {
+                continue;
+            };
+            let c = PALETTE[k % PALETTE.len()];
+            chart
+                .draw_series([Rectangle::new(
+                    [(x + 0.15, base), (x + 0.85, base + v)],
+                    c.filled(),
+                )])
+                .map_err(fail(title))?;
+            if v * px_per_unit >= px(LABEL_PT) + 4.0 {
+                chart
+                    .draw_series([Text::new(si(v), (x + 0.5, base + v / 2.0), inside.clone())])
+                    .map_err(fail(title))?;
+            }
+            base += v;
+        }
+        if base > 0.0 {
+            chart
+                .draw_series([Text::new(si(base), (x + 0.5, base), above.clone())])
+                .map_err(fail(title))?;
+        }
+        let (cx, cy) = chart.backend_coord(&(x + 0.5, 0.0));
+        plot_area
+            .draw(&Text::new(
+                name.clone(),
+                (cx, cy + 6),
+                text_style(LABEL_PT, HPos::Center, VPos::Top),
+            ))
+            .map_err(fail(title))?;
+    }
+    // The legend: a swatch and a name per part, on one row.
+    let text = text_style(LABEL_PT, HPos::Left, VPos::Center);
+    let y = (LEGEND_ROW / 2) as i32;
+    let mut x = 70;
+    for (k, (name, _)) in b.parts.iter().enumerate() {
+        let c = PALETTE[k % PALETTE.len()];
+        legend_area
+            .draw(&Rectangle::new([(x, y - 6), (x + 24, y + 6)], c.filled()))
+            .map_err(fail("legend"))?;
+        legend_area
+            .draw(&Text::new(name.clone(), (x + 30, y), text.clone()))
+            .map_err(fail("legend"))?;
+        x += 30 + text_width(name, px(LABEL_PT)) + 28;
     }
     Ok(())
 }

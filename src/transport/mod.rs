@@ -36,13 +36,17 @@ word_enum! {
     pub enum BufferMode {
         /// The caller's own buffer, copied into the transport's memory per message.
         User = "user",
-        /// The caller fills transport-owned memory directly: zero copy.
+        /// The caller fills memory the transport or device owns (a plugin's
+        /// alloc) directly: zero copy.
         Raw = "raw",
         /// The payload is written straight into the doorbell cache lines (the MMIO
         /// analogue): no separate buffer, no copy.
         Inline = "inline",
-        /// An accelerator reads the request from, and writes the reply to, mapped
-        /// host memory itself: no DMA copy, no launch per request (cuda).
+        /// The request is written into a mapped window: for a plugin, device
+        /// memory such as a BAR that the CPU writes into; for cuda, host memory
+        /// the GPU reads and writes itself (no DMA copy, no launch per request).
+        ///
+        /// Its size limit is the window's (`Capabilities::max_inline`).
         Mmio = "mmio",
         /// The copy–program–copy sequence is recorded once and replayed per
         /// request (cuda: a CUDA graph).
@@ -94,7 +98,9 @@ pub struct Capabilities {
     pub default_completion: CompletionMode,
     /// Largest message either way, in bytes.
     pub max_message: u64,
-    /// Largest payload `inline` (or `mmio`) buffers carry, if the transport has them.
+    /// Largest payload `inline` buffers carry (the doorbell's), or the size
+    /// of the `mmio` window, if the transport has either. One field for
+    /// both: the JSON of `list` keeps its name, `max_inline`.
     pub max_inline: Option<u64>,
     /// Where the responder runs: "thread" or "process".
     pub responder: &'static str,

@@ -25,7 +25,7 @@ use std::time::Duration;
 pub const NAME: &str = "plugin";
 
 /// Spec keys xferbench keeps for itself; every other goes to the plugin's open.
-const HOST_KEYS: [&str; 3] = ["path", "buffers", "completion"];
+pub const HOST_KEYS: [&str; 3] = ["path", "buffers", "completion"];
 
 const OPTIONS: &[(&str, &str)] = &[
     ("path", "the plugin's shared library (required)"),
@@ -262,6 +262,31 @@ pub fn library(path: &std::path::Path) -> Result<&'static Library> {
     Ok(lib)
 }
 
+/// Opens a device of `lib` to ask it what it can do: in the completion mode
+/// named (`completion=` of the spec; poll if none), and in the other if the
+/// plugin says it does not open that way (XB_E_UNSUPPORTED); then the second
+/// open's reason is the one to show. Each call is bounded by
+/// [`guard::default_bound`](crate::transport::guard::default_bound).
+pub fn probe(
+    lib: &'static Library,
+    options: &[(String, String)],
+    completion: Option<&str>,
+) -> Result<Device> {
+    let first = match completion {
+        Some("block") => ffi::COMPLETE_BLOCK,
+        _ => ffi::COMPLETE_POLL,
+    };
+    let other = first ^ (ffi::COMPLETE_POLL | ffi::COMPLETE_BLOCK);
+    let bound = crate::transport::guard::default_bound();
+    match Device::open(lib, options, first, None, bound) {
+        Ok(d) => Ok(d),
+        Err(e) if e.to_string().contains("(XB_E_UNSUPPORTED)") => {
+            Device::open(lib, options, other, None, bound)
+        }
+        Err(e) => Err(e),
+    }
+}
+
 /// The transport a `plugin:path=...` spec names: the library loaded and a
 /// device opened once to read its capabilities.
 pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
@@ -284,22 +309,7 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
             return Ok(t);
         }
     }
-    // Ask the device, in the completion mode the spec names (poll if none),
-    // and in the other if the plugin says it does not open that way
-    // (XB_E_UNSUPPORTED); then the second open's reason is the one to show.
-    let first = match spec.get("completion") {
-        Some("block") => ffi::COMPLETE_BLOCK,
-        _ => ffi::COMPLETE_POLL,
-    };
-    let other = first ^ (ffi::COMPLETE_POLL | ffi::COMPLETE_BLOCK);
-    let bound = crate::transport::guard::default_bound();
-    let mut dev = match Device::open(lib, &options, first, None, bound) {
-        Ok(d) => d,
-        Err(e) if e.to_string().contains("(XB_E_UNSUPPORTED)") => {
-            Device::open(lib, &options, other, None, bound)?
-        }
-        Err(e) => return Err(e),
-    };
+    let mut dev = probe(lib, &options, spec.get("completion"))?;
     let caps = dev.caps()?;
     drop(dev);
     let mut buffers = Vec::new();
