@@ -1073,7 +1073,8 @@ fn runs_with_no_point_in_common_still_report_and_say_why() {
     let base = fixture("curve-repeats.json");
     // The same sizes over another transport: nothing to compare.
     let other = slowed(tmp.path(), "curve-repeats.json", "tcp", 1.0, |p| {
-        p["spec"] = "tcp".into()
+        p["spec"] = "tcp".into();
+        p["transport"] = "tcp".into();
     });
     let (html, text) = compared(&[&base, &other], tmp.path());
     assert!(
