@@ -772,3 +772,91 @@ fn buffer_modes_are_described_generically() {
     assert!(row("cuda").contains("(mmio window "), "{out}");
     assert!(!row("cuda").contains("inline"), "{out}");
 }
+
+/// `-o` writes through what it is given: a symlink's target (the link
+/// stays), a device node (it stays a device); a destination that refuses the
+/// bytes keeps the results in a fallback file the error names.
+#[test]
+fn output_goes_through_symlinks_and_devices() {
+    use std::os::unix::fs::FileTypeExt;
+    let dir = tempfile::tempdir().unwrap();
+    let run = |out: &std::path::Path| {
+        let mut c = xb();
+        c.args([
+            "roundtrip",
+            "-t",
+            "thread",
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "50",
+            "--format",
+            "json",
+            "-q",
+            "-o",
+        ])
+        .arg(out);
+        run(&mut c)
+    };
+    let target = dir.path().join("target.json");
+    let link = dir.path().join("link.json");
+    std::fs::write(&target, "old").unwrap();
+    std::os::unix::fs::symlink(&target, &link).unwrap();
+    let o = run(&link);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    let d: serde_json::Value =
+        serde_json::from_slice(&std::fs::read(&target).unwrap()).expect("JSON in the target");
+    assert_eq!(d["complete"], true);
+    // A dangling link: its target is made, the link kept.
+    std::fs::remove_file(&target).unwrap();
+    let o = run(&link);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::symlink_metadata(&link)
+            .unwrap()
+            .file_type()
+            .is_symlink()
+    );
+    assert!(target.exists());
+    // A device stays a device.
+    let o = run(std::path::Path::new("/dev/null"));
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        std::fs::metadata("/dev/null")
+            .unwrap()
+            .file_type()
+            .is_char_device()
+    );
+    // /dev/full refuses the bytes: exit 1, the results kept and named.
+    if std::path::Path::new("/dev/full").exists() {
+        let o = run(std::path::Path::new("/dev/full"));
+        assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
+        let e = stderr(&o);
+        let kept = e
+            .split("the results are kept in ")
+            .nth(1)
+            .unwrap_or_else(|| panic!("no fallback named: {e}"))
+            .trim();
+        let d: serde_json::Value =
+            serde_json::from_slice(&std::fs::read(kept).unwrap()).expect("JSON kept");
+        assert_eq!(d["experiment"], "roundtrip");
+        let _ = std::fs::remove_file(kept);
+        assert!(
+            std::fs::metadata("/dev/full")
+                .unwrap()
+                .file_type()
+                .is_char_device()
+        );
+    }
+    // A directory is refused before the run.
+    let o = run(dir.path());
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+}

@@ -344,7 +344,10 @@ fn repeats_pool_a_points_windows_and_keep_each_repeats_rate() {
     }
     let blocks = p["intervals"].as_array().unwrap();
     assert!(blocks.len() >= 2, "{p}");
-    assert!(blocks.iter().all(|b| f(b, "samples_per_s") > 0.0), "{p}");
+    // A 10 ms window can be empty when a loaded VM deschedules the graph
+    // for longer than that; the windows together must have moved items.
+    assert!(blocks.iter().all(|b| f(b, "samples_per_s") >= 0.0), "{p}");
+    assert!(blocks.iter().any(|b| f(b, "samples_per_s") > 0.0), "{p}");
     let ideal = f(p, "ideal_static_sps");
     assert!(
         (f(p, "efficiency") - f(p, "samples_per_s") / ideal).abs()
