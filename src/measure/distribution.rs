@@ -52,13 +52,48 @@ impl Distribution {
         &self.0
     }
 
-    /// The histogram `text` (a `histogram` field) holds.
+    /// The histogram `text` (a `histogram` field) holds. Saved results are
+    /// untrusted: the sizes a header claims are checked before anything is
+    /// allocated, and a deflated payload is inflated only up to what a
+    /// histogram of xferbench's bounds can need (a 40-byte header claiming
+    /// 4 GB, or a deflate bomb, is refused in one line).
     pub fn decode(text: &str) -> Result<Histogram<u64>, String> {
+        if text.len() > MAX_ENCODED {
+            return Err(format!(
+                "histogram is {} bytes of text, more than a histogram holds",
+                text.len()
+            ));
+        }
         let bytes = STANDARD
             .decode(text.trim())
             .map_err(|e| format!("histogram is not base64 ({e})"))?;
+        let plain = match be32(&bytes, 0) {
+            Some(V2_DEFLATE) => {
+                use std::io::Read;
+                let len = be32(&bytes, 4).unwrap_or(0) as usize;
+                if len > bytes.len() - 8 {
+                    return Err(format!(
+                        "histogram claims {len} deflated bytes, holds {}",
+                        bytes.len() - 8
+                    ));
+                }
+                let mut out = Vec::new();
+                flate2::read::ZlibDecoder::new(&bytes[8..8 + len])
+                    .take(MAX_PLAIN as u64 + 1)
+                    .read_to_end(&mut out)
+                    .map_err(|e| format!("histogram does not inflate ({e})"))?;
+                if out.len() > MAX_PLAIN {
+                    return Err(format!(
+                        "histogram inflates past {MAX_PLAIN} bytes, more than a histogram of xferbench's holds"
+                    ));
+                }
+                out
+            }
+            _ => bytes,
+        };
+        check_v2(&plain)?;
         Deserializer::new()
-            .deserialize(&mut bytes.as_slice())
+            .deserialize(&mut plain.as_slice())
             .map_err(|e| format!("histogram is not HdrHistogram V2 ({e:?})"))
     }
 
@@ -74,6 +109,67 @@ impl Distribution {
         }
         all.map(|h| Distribution::encode(&h))
     }
+}
+
+/// HdrHistogram V2's cookies (its base values with the 0x10 of the
+/// encoding): plain, and deflated around a plain one.
+const V2: u32 = 0x1c84_9313;
+const V2_DEFLATE: u32 = 0x1c84_9314;
+/// The most text a `histogram` field may hold, and the most a deflated one
+/// may inflate to: far above what a recorder of xferbench's bounds writes
+/// (a few KiB), far below what would hurt.
+const MAX_ENCODED: usize = 4 << 20;
+const MAX_PLAIN: usize = 8 << 20;
+/// The widest histogram accepted: buckets a recorder of xferbench's own
+/// bounds (1 ns to 600 s, 3 digits) has, with room; more is not ours.
+const MAX_BUCKETS: usize = 1 << 20;
+
+fn be32(b: &[u8], at: usize) -> Option<u32> {
+    Some(u32::from_be_bytes(b.get(at..at + 4)?.try_into().ok()?))
+}
+
+fn be64(b: &[u8], at: usize) -> Option<u64> {
+    Some(u64::from_be_bytes(b.get(at..at + 8)?.try_into().ok()?))
+}
+
+/// A plain V2 histogram's header, checked before the deserializer sizes
+/// its counts by it: the payload is there, and the bounds and precision
+/// make a histogram of sane width.
+fn check_v2(b: &[u8]) -> Result<(), String> {
+    let bad = |why: String| {
+        Err(format!(
+            "histogram header is not one xferbench reads ({why})"
+        ))
+    };
+    if be32(b, 0) != Some(V2) {
+        return bad("no HdrHistogram V2 cookie".into());
+    }
+    let (Some(len), Some(digits), Some(low), Some(high)) =
+        (be32(b, 4), be32(b, 12), be64(b, 16), be64(b, 24))
+    else {
+        return bad("shorter than its 40-byte header".into());
+    };
+    if len as usize > b.len().saturating_sub(40) {
+        return bad(format!(
+            "it claims {len} payload bytes and holds {}",
+            b.len().saturating_sub(40)
+        ));
+    }
+    if digits > 5 || low == 0 || high < 2 * low {
+        return bad(format!(
+            "precision {digits}, range {low}..{high} are not a histogram's"
+        ));
+    }
+    // Buckets: 2^(digits' sub-bucket bits) per power of two of the range.
+    let sub = (2.0 * 10f64.powi(digits as i32)).log2().ceil() as u32;
+    let powers = 64 - (high / low).leading_zeros();
+    let buckets = (u64::from(powers) + 1) << sub.min(40);
+    if buckets > MAX_BUCKETS as u64 {
+        return bad(format!(
+            "{buckets} buckets for range {low}..{high} at {digits} digits"
+        ));
+    }
+    Ok(())
 }
 
 /// Quantile `q` of a decoded histogram, nearest rank, within [min, max] as
@@ -188,6 +284,46 @@ impl Spread {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn hostile_histograms_are_refused_before_they_allocate() {
+        // A 40-byte header claiming a 4 GB payload.
+        let mut h = Vec::new();
+        h.extend(V2.to_be_bytes());
+        h.extend(u32::MAX.to_be_bytes());
+        h.extend(0u32.to_be_bytes());
+        h.extend(3u32.to_be_bytes());
+        h.extend(1u64.to_be_bytes());
+        h.extend(600_000_000_000u64.to_be_bytes());
+        h.extend(1f64.to_bits().to_be_bytes());
+        let e = Distribution::decode(&STANDARD.encode(&h)).unwrap_err();
+        assert!(e.contains("payload bytes"), "{e}");
+        // A huge range at high precision.
+        let mut wide = h.clone();
+        wide[4..8].copy_from_slice(&0u32.to_be_bytes());
+        wide[12..16].copy_from_slice(&5u32.to_be_bytes());
+        wide[24..32].copy_from_slice(&u64::MAX.to_be_bytes());
+        let e = Distribution::decode(&STANDARD.encode(&wide)).unwrap_err();
+        assert!(e.contains("buckets"), "{e}");
+        // A deflate bomb: megabytes of zeros behind the deflate cookie.
+        use std::io::Write;
+        let mut z = flate2::write::ZlibEncoder::new(Vec::new(), flate2::Compression::best());
+        z.write_all(&vec![0u8; 64 << 20]).unwrap();
+        let z = z.finish().unwrap();
+        let mut bomb = Vec::new();
+        bomb.extend(V2_DEFLATE.to_be_bytes());
+        bomb.extend((z.len() as u32).to_be_bytes());
+        bomb.extend(z);
+        let e = Distribution::decode(&STANDARD.encode(&bomb)).unwrap_err();
+        assert!(e.contains("inflates past"), "{e}");
+        // What a recorder writes still reads back.
+        let mut r = Recorder::new();
+        for v in [100u64, 2_000, 30_000, 599_000_000_000] {
+            r.record(v);
+        }
+        let d = Distribution::of(&r);
+        assert_eq!(Distribution::decode(d.as_str()).unwrap().len(), 4);
+    }
 
     fn rec(values: impl IntoIterator<Item = u64>) -> Recorder {
         let mut r = Recorder::new();
