@@ -120,6 +120,19 @@ fn stream_job(data: &Path, quick: bool) -> String {
     )
 }
 
+/// A scratch file that is already unlinked: open, and gone from `path`.
+fn scratch_file(path: &Path) -> Result<std::fs::File> {
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .create_new(true)
+        .open(path)
+        .map_err(|e| Error::io(format!("creating the scratch file {}", path.display()), e))?;
+    std::fs::remove_file(path)
+        .map_err(|e| Error::io(format!("unlinking the scratch file {}", path.display()), e))?;
+    Ok(f)
+}
+
 /// Runs one part; returns its results as JSON.
 fn run_part(
     part: &Part,
@@ -186,7 +199,21 @@ pub fn run(
     let data = std::env::temp_dir().join(format!("xferbench-suite-{}.dat", std::process::id()));
     let job = o.out.join("stream-suite.fio");
     crate::report::emit(&stream_job(&data, o.quick), Some(&job))?;
-    let parts = parts(o.quick, &job);
+    // The stream part's 64 MiB scratch file is unlinked as soon as it is
+    // made and reached through this process's descriptor (--map), so no
+    // way of ending the process (a second Ctrl-C, SIGKILL) leaves it in
+    // /tmp. The job file keeps the plain name, for a rerun by hand.
+    let scratch = scratch_file(&data)?;
+    let mut parts = parts(o.quick, &job);
+    if let Some(p) = parts.iter_mut().find(|p| p.name == "stream") {
+        use std::os::fd::AsRawFd;
+        p.args.push("--map".into());
+        p.args.push(format!(
+            "{}=/proc/self/fd/{}",
+            data.display(),
+            scratch.as_raw_fd()
+        ));
+    }
     let mut runs = Vec::new();
     let mut files = Vec::new();
     let mut skipped = Vec::new();
@@ -204,9 +231,6 @@ pub fn run(
         // Each experiment gives this thread its CPU mask back when it ends
         // (placement::KeepAffinity), so every part starts from the whole machine.
         let result = run_part(part, stop, progress);
-        if part.name == "stream" {
-            let _ = std::fs::remove_file(&data);
-        }
         let (value, err) = match result {
             Ok(r) => r,
             Err(Error::Interrupted) => {
