@@ -62,6 +62,26 @@ impl Error {
     }
 }
 
+/// The longest error line printed: a message quoting untrusted input (a
+/// 10 MB option name, a 200 MB host name) is cut in its middle, keeping its
+/// start (what failed) and its end (the fix).
+pub const MAX_LINE: usize = 600;
+
+/// `line` cut to [`MAX_LINE`] characters, saying how much was left out.
+pub fn capped(line: &str) -> std::borrow::Cow<'_, str> {
+    let n = line.chars().count();
+    if n <= MAX_LINE {
+        return line.into();
+    }
+    let head: String = line.chars().take(MAX_LINE * 2 / 3).collect();
+    let tail: String = line.chars().skip(n - MAX_LINE / 4).collect();
+    format!(
+        "{head} …[{} characters cut]… {tail}",
+        n - head.chars().count() - MAX_LINE / 4
+    )
+    .into()
+}
+
 impl fmt::Display for Error {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         match self {

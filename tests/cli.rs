@@ -860,3 +860,17 @@ fn output_goes_through_symlinks_and_devices() {
     let o = run(dir.path());
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
 }
+
+/// An error quoting untrusted input in full is cut to one readable line.
+#[test]
+fn error_lines_quoting_huge_input_are_cut() {
+    let long = "k".repeat(100_000);
+    for spec in [format!("tcp:{long}=1"), format!("tcp://{long}:5290")] {
+        let o = run(xb().args(["roundtrip", "-t", &spec, "--samples", "10"]));
+        assert_ne!(o.status.code(), Some(0));
+        let e = stderr(&o);
+        assert_eq!(e.lines().count(), 1, "{}", &e[..200.min(e.len())]);
+        assert!(e.len() < 1000, "{} bytes", e.len());
+        assert!(e.contains("characters cut"), "{}", &e[..200.min(e.len())]);
+    }
+}

@@ -2842,3 +2842,30 @@ fn jobs_that_cannot_fit_are_refused_up_front() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("ulimit -u"), "{}", stderr(&o));
 }
+
+/// A name under /dev that does not exist is a typo for a device: refused,
+/// naming the nodes that look alike, never created as a file.
+#[test]
+fn a_missing_device_node_is_refused_not_created() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = stream(
+        dir.path(),
+        &[
+            "--filename",
+            "/dev/nulll",
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "64k",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    let e = stderr(&o);
+    assert!(
+        e.contains("does not create files under /dev") && e.contains("/dev/null"),
+        "{e}"
+    );
+    assert!(!std::path::Path::new("/dev/nulll").exists());
+}

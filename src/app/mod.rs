@@ -36,7 +36,7 @@ pub fn main() -> i32 {
                 if e.to_string().is_empty() {
                     // Said already (another MPI rank's refusal).
                 } else if !matches!(e, Error::Interrupted) {
-                    eprintln!("xferbench: error: {e}");
+                    eprintln!("xferbench: error: {}", crate::error::capped(&e.to_string()));
                 } else {
                     eprintln!("xferbench: interrupted");
                 }

@@ -94,7 +94,7 @@ fn abandon(e: Error, rx: &std::sync::mpsc::Receiver<i32>) -> i32 {
     }
     match &e {
         Error::Interrupted => eprintln!("xferbench: interrupted"),
-        e => eprintln!("xferbench: error: {e}"),
+        e => eprintln!("xferbench: error: {}", crate::error::capped(&e.to_string())),
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

@@ -6,6 +6,8 @@ mod args;
 
 pub use args::*;
 
+use crate::error::capped;
+
 use crate::measure::stats::Stat;
 use crate::transport::{BufferMode, CompletionMode};
 use crate::units::Unit;
@@ -174,9 +176,15 @@ fn clap_error(e: clap::Error) -> i32 {
                 .map(|v| v.trim_end_matches(']'));
             match valid {
                 Some(v) if !first.contains("possible values") => {
-                    eprintln!("xferbench: error: {first} (valid: {v})")
+                    eprintln!(
+                        "xferbench: error: {}",
+                        capped(&format!("{first} (valid: {v})"))
+                    )
                 }
-                _ => eprintln!("xferbench: error: {first} (see --help)"),
+                _ => eprintln!(
+                    "xferbench: error: {}",
+                    capped(&format!("{first} (see --help)"))
+                ),
             }
             2
         }

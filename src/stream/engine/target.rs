@@ -75,6 +75,15 @@ impl Target {
                 job.rw.name()
             )));
         }
+        // A missing name under /dev is a typo for a device (xdma0_h2c_9 for
+        // _0), not a file to create: made there, it would be measured as
+        // page cache.
+        if meta.is_none() && path.starts_with("/dev") {
+            return Err(Error::usage(format!(
+                "job {name}: {shown} does not exist, and xferbench does not create files under /dev{}; fix the name, or map it elsewhere with --map {shown}=FILE",
+                look_alikes(path)
+            )));
+        }
         if meta.is_none() && !job.allow_file_create {
             return Err(Error::usage(format!(
                 "job {name}: {shown} does not exist and allow_file_create=0; create it, fix the name, or map it with --map {shown}=FILE"
@@ -419,6 +428,49 @@ fn advise(file: &File, job: &Job, kind: TargetKind, offset: u64, size: u64) {
 }
 
 /// One line naming what went wrong opening a target, and the fix.
+/// Device nodes beside a missing one whose names start alike
+/// (`/dev/xdma0_h2c_9` → `/dev/xdma0_h2c_0, /dev/xdma0_h2c_1`), to name in
+/// the error.
+fn look_alikes(path: &Path) -> String {
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return String::new();
+    };
+    let name = name.to_string_lossy();
+    let stem: String = name.trim_end_matches(|c: char| c.is_ascii_digit()).into();
+    let prefix = if stem.len() >= 3 {
+        stem
+    } else {
+        name.chars().take(3).collect()
+    };
+    let mut found: Vec<String> = std::fs::read_dir(dir)
+        .map(|d| {
+            d.flatten()
+                .map(|e| e.file_name().to_string_lossy().into_owned())
+                .filter(|n| n.starts_with(&prefix))
+                .collect()
+        })
+        .unwrap_or_default();
+    found.sort();
+    if found.is_empty() {
+        return format!(" (nothing in {} starts with {prefix})", dir.display());
+    }
+    let more = found.len().saturating_sub(8);
+    found.truncate(8);
+    format!(
+        " (there: {}{})",
+        found
+            .iter()
+            .map(|n| dir.join(n).display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        if more > 0 {
+            format!(" and {more} more")
+        } else {
+            String::new()
+        }
+    )
+}
+
 fn open_error(job: &str, path: &Path, e: std::io::Error) -> Error {
     let p = path.display();
     let hint = match e.raw_os_error() {
