@@ -6,6 +6,7 @@
 mod common;
 
 use common::{finish, stderr, xferbench};
+use serde_json::Value;
 use std::path::{Path, PathBuf};
 
 fn fixture(name: &str) -> PathBuf {
@@ -1227,4 +1228,52 @@ fn a_plugin_runs_report_shows_its_device_and_latency_budget() {
     let text = report_ok(&[run.as_os_str()]);
     assert!(text.contains("## Latency budget, tcp user/block"), "{text}");
     assert!(text.contains("| device p99 | host p99 |"), "{text}");
+}
+
+/// Tens of thousands of points, each with its histogram, make a report
+/// (the figures capped, every point in the tables) rather than an
+/// hours-long, gigabytes-large run; points that are not a list are refused.
+#[test]
+fn large_and_malformed_saved_runs() {
+    let tmp = tempfile::tempdir().unwrap();
+    let mut d: Value =
+        serde_json::from_str(&std::fs::read_to_string(fixture("roundtrip-repeats.json")).unwrap())
+            .unwrap();
+    let p0 = d["points"][0].clone();
+    let pts: Vec<Value> = (0..40_000)
+        .map(|i| {
+            let mut p = p0.clone();
+            p["in_bytes"] = (64 + i).into();
+            p["spec"] = format!("thread:n{}", i % 500).into();
+            p
+        })
+        .collect();
+    d["points"] = pts.into();
+    let big = tmp.path().join("big.json");
+    std::fs::write(&big, serde_json::to_string(&d).unwrap()).unwrap();
+    let mut c = xferbench();
+    c.arg("report")
+        .arg(&big)
+        .arg("--html")
+        .arg(tmp.path().join("html"));
+    let o = finish(c);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("more than a report draws"),
+        "{}",
+        stderr(&o)
+    );
+    // "points": "x"
+    d["points"] = "x".into();
+    let bad = tmp.path().join("bad.json");
+    std::fs::write(&bad, serde_json::to_string(&d).unwrap()).unwrap();
+    let mut c = xferbench();
+    c.arg("report").arg(&bad);
+    let o = finish(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("\"points\" is not a list"),
+        "{}",
+        stderr(&o)
+    );
 }

@@ -25,11 +25,23 @@ pub struct Report {
     pub warnings: Vec<String>,
 }
 
+/// The most figures one report draws.
+pub const MAX_FIGURES: usize = 400;
+
 impl Report {
     pub fn new(runs: Vec<SavedRun>, compare: &[Dataset]) -> Report {
         let mut figs = figures::all(&runs);
-        let (spectra, warnings) = spectrum::figures(&runs);
+        let (spectra, mut warnings) = spectrum::figures(&runs);
         figs.extend(spectra);
+        // A page of thousands of figures is unreadable and, drawn, takes
+        // gigabytes: the first ones are drawn, the tables hold every point.
+        if figs.len() > MAX_FIGURES {
+            warnings.push(format!(
+                "{} figures, more than a report draws: the first {MAX_FIGURES} are drawn, every point is in the tables and the JSON",
+                figs.len()
+            ));
+            figs.truncate(MAX_FIGURES);
+        }
         let mut comparisons = Vec::new();
         for d in compare {
             comparisons.extend(compare::apply(&mut figs, d));

@@ -158,16 +158,19 @@ fn series_index(list: &mut Vec<Series>, name: &str, role: Role) -> usize {
 pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
     let mut out: Vec<Figure> = Vec::new();
     for run in runs {
-        let pts = run.entries();
-        let mut configs: Vec<String> = Vec::new();
-        for p in pts {
+        // Points by configuration, in run order, then by cell: a lookup
+        // each, so a run of tens of thousands of points stays linear.
+        let mut configs: Vec<(String, Vec<&Value>)> = Vec::new();
+        let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
+        for p in run.entries() {
             let c = config_name(p);
-            if !configs.contains(&c) {
-                configs.push(c);
-            }
+            let i = *at.entry(c.clone()).or_insert_with(|| {
+                configs.push((c, Vec::new()));
+                configs.len() - 1
+            });
+            configs[i].1.push(p);
         }
-        for c in configs {
-            let mine: Vec<&Value> = pts.iter().filter(|p| config_name(p) == c).collect();
+        for (c, mine) in configs {
             let axis = |k: &str| {
                 let mut v: Vec<f64> = mine.iter().filter_map(|p| num(p, k)).collect();
                 v.sort_by(f64::total_cmp);
@@ -175,16 +178,19 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
                 v
             };
             let (xs, ys) = (axis("in_bytes"), axis("out_bytes"));
+            let mut cell: std::collections::HashMap<(u64, u64), &Value> =
+                std::collections::HashMap::new();
+            for p in &mine {
+                if let (Some(x), Some(y)) = (num(p, "in_bytes"), num(p, "out_bytes")) {
+                    cell.entry((x.to_bits(), y.to_bits())).or_insert(p);
+                }
+            }
             let matrix = |stat: &str| -> Vec<Vec<Option<f64>>> {
                 ys.iter()
                     .map(|&y| {
                         xs.iter()
                             .map(|&x| {
-                                mine.iter()
-                                    .find(|p| {
-                                        num(p, "in_bytes") == Some(x)
-                                            && num(p, "out_bytes") == Some(y)
-                                    })
+                                cell.get(&(x.to_bits(), y.to_bits()))
                                     .and_then(|p| us(p, "summary", stat))
                             })
                             .collect()

@@ -61,6 +61,28 @@ impl SavedRun {
             .and_then(Value::as_str)
             .ok_or_else(|| Error::usage("not an xferbench result (no \"experiment\" field)"))?
             .to_string();
+        // The measured entries must be a list of objects: a result whose
+        // points are something else is refused, as compare refuses it.
+        let key = if experiment == "stream" {
+            "jobs"
+        } else {
+            "points"
+        };
+        match value.get(key) {
+            None | Some(Value::Null) => {}
+            Some(Value::Array(a)) => {
+                if let Some(i) = a.iter().position(|e| !e.is_object()) {
+                    return Err(Error::usage(format!(
+                        "not an unedited xferbench result (\"{key}\"[{i}] is not an object)"
+                    )));
+                }
+            }
+            Some(_) => {
+                return Err(Error::usage(format!(
+                    "not an unedited xferbench result (\"{key}\" is not a list)"
+                )));
+            }
+        }
         let env = value
             .get("env")
             .and_then(|e| serde_json::from_value(e.clone()).ok());

@@ -57,8 +57,11 @@ const CONFIG_FIELDS: [&str; 15] = [
 /// How to read a spectrum, at the head of every spectrum's caption.
 const READING: &str = "Each point: the latency that fraction of the samples stayed under, on a nines axis (90%, 99%, 99.9%: each step ten times rarer); the right end is the tail, drawn as far as a point's n samples reach (1 − 1/n).";
 
-/// One histogram found in a run, with what names it.
-struct Found {
+/// One histogram found in a run, with what names it. The histogram stays
+/// encoded (a few hundred bytes) until a figure draws it: decoded, one is
+/// a quarter of a megabyte, and a report of tens of thousands of points
+/// draws only a few of them.
+struct Found<'a> {
     /// The configuration's fields, to match runs by, and its name.
     config_id: String,
     config: String,
@@ -67,10 +70,34 @@ struct Found {
     point: String,
     /// Where the point sorts within its configuration: its sizes.
     order: Vec<f64>,
-    hist: Histogram<u64>,
+    /// The encoded histograms of the entries that share this point (a
+    /// stream job's clones), each checked to decode.
+    hists: Vec<&'a str>,
     /// Recorded ns per plotted ns: a curve point records whole exchanges
     /// and is plotted one way (over 2 in pingpong, the window in stream).
     divisor: f64,
+}
+
+impl Found<'_> {
+    /// The point's histogram: its entries' decoded and added (each was
+    /// decoded once already when found, so none fails here; one that did
+    /// would be left out).
+    fn hist(&self) -> Histogram<u64> {
+        let mut all: Option<Histogram<u64>> = None;
+        for h in self
+            .hists
+            .iter()
+            .filter_map(|t| Distribution::decode(t).ok())
+        {
+            match &mut all {
+                None => all = Some(h),
+                Some(a) => {
+                    let _ = a.add(&h);
+                }
+            }
+        }
+        all.unwrap_or_else(|| Histogram::new(3).expect("static bounds"))
+    }
 }
 
 /// Quantile `q`'s position on the nines axis and its latency in µs, over
@@ -210,8 +237,11 @@ fn divisor(e: &Value, place: Option<&str>) -> f64 {
 /// The histograms in `run`'s entries, merged where entries share their
 /// configuration and point (a stream job's clones); one that does not
 /// decode is left out, with a warning in `warnings`.
-fn found(run: &SavedRun, warnings: &mut Vec<String>) -> Vec<Found> {
+fn found<'a>(run: &'a SavedRun, warnings: &mut Vec<String>) -> Vec<Found<'a>> {
     let mut out: Vec<Found> = Vec::new();
+    // Where each (configuration, point) is in `out`: one lookup per entry.
+    let mut index: std::collections::HashMap<(String, String), usize> =
+        std::collections::HashMap::new();
     for e in run.entries() {
         for (place, h) in places(e) {
             let (config_id, config) = configuration(&run.experiment, e, place);
@@ -222,36 +252,33 @@ fn found(run: &SavedRun, warnings: &mut Vec<String>) -> Vec<Found> {
                     run.label
                 ))
             };
-            let hist = match h.as_str().map(Distribution::decode) {
-                Some(Ok(h)) => h,
-                Some(Err(e)) => {
+            let Some(text) = h.as_str() else {
+                skip("histogram is not a string".into());
+                continue;
+            };
+            // Decoded to check it, then dropped: kept encoded.
+            match Distribution::decode(text) {
+                Ok(h) if h.is_empty() => continue,
+                Ok(_) => {}
+                Err(e) => {
                     skip(e);
                     continue;
                 }
-                None => {
-                    skip("histogram is not a string".into());
-                    continue;
-                }
-            };
-            if hist.is_empty() {
-                continue;
             }
-            let same = |f: &&mut Found| f.config_id == config_id && f.point_id == point_id;
-            match out.iter_mut().find(same) {
-                Some(f) => {
-                    if let Err(e) = f.hist.add(&hist) {
-                        skip(format!("histograms do not add up ({e:?})"));
-                    }
+            match index.get(&(config_id.clone(), point_id.clone())) {
+                Some(&i) => out[i].hists.push(text),
+                None => {
+                    index.insert((config_id.clone(), point_id.clone()), out.len());
+                    out.push(Found {
+                        divisor: divisor(e, place),
+                        config_id,
+                        config,
+                        point_id,
+                        point,
+                        order,
+                        hists: vec![text],
+                    });
                 }
-                None => out.push(Found {
-                    divisor: divisor(e, place),
-                    config_id,
-                    config,
-                    point_id,
-                    point,
-                    order,
-                    hist,
-                }),
             }
         }
     }
@@ -344,12 +371,17 @@ fn experiment(e: &str, runs: &[(&SavedRun, Vec<Found>)]) -> Vec<Figure> {
         });
         let mut shared: Vec<&Found> = Vec::new();
         let mut alone = 0;
+        let mut runs_with: std::collections::HashMap<&str, usize> =
+            std::collections::HashMap::new();
         for f in &all {
-            if shared.iter().any(|s| s.point_id == f.point_id) {
+            *runs_with.entry(f.point_id.as_str()).or_default() += 1;
+        }
+        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        for f in &all {
+            if !seen.insert(f.point_id.as_str()) {
                 continue;
             }
-            let runs_with = all.iter().filter(|g| g.point_id == f.point_id).count();
-            if runs_with >= 2 {
+            if runs_with[f.point_id.as_str()] >= 2 {
                 shared.push(f);
             } else {
                 alone += 1;
@@ -384,7 +416,7 @@ fn one_run(e: &str, run: &SavedRun, mine: &[&Found]) -> Option<Figure> {
             Series::new(
                 f.point.clone(),
                 Role::Measured,
-                spectrum(&f.hist, f.divisor),
+                spectrum(&f.hist(), f.divisor),
             )
         })
         .filter(|s| !s.points.is_empty())
@@ -460,7 +492,7 @@ fn compared(
                 } else {
                     Role::Measured
                 };
-                Series::new(r.label.clone(), role, spectrum(&f.hist, f.divisor))
+                Series::new(r.label.clone(), role, spectrum(&f.hist(), f.divisor))
             })
             .filter(|s| !s.points.is_empty())
             .collect();
@@ -634,7 +666,7 @@ mod tests {
         let f = found(&r, &mut w);
         assert_eq!(f.len(), 2);
         assert_eq!(f[0].config, "j rw psync/poll, read");
-        assert_eq!(f[0].hist.len(), 6);
+        assert_eq!(f[0].hist().len(), 6);
         assert_eq!(f[1].point, "bs 4k");
     }
 
