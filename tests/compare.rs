@@ -536,3 +536,39 @@ fn the_library_repeats_and_compares_without_the_cli() {
     assert!(!cmp.failed);
     assert!(cmp.rows.iter().all(|r| r.change.change == 0.0));
 }
+
+/// Names from the runs are shown inert: no ANSI escape reaches the
+/// terminal, no HTML or table-breaking `|` reaches the Markdown.
+#[test]
+fn hostile_names_are_shown_inert() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = steady(dir.path());
+    let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
+    let evil = "thread\u{1b}[2J<script>alert(1)</script>|x";
+    for p in v["points"].as_array_mut().unwrap() {
+        p["spec"] = evil.into();
+    }
+    let base = dir.path().join("evil-a.json");
+    std::fs::write(&base, v.to_string()).unwrap();
+    let new = dir.path().join("evil-b.json");
+    scaled(&base, &new, 1.5);
+    for format in ["table", "markdown"] {
+        let o = compare(&["--format", format], &[&base, &new]);
+        let out = String::from_utf8_lossy(&o.stdout).into_owned();
+        assert!(
+            out.contains("alert(1)"),
+            "{format}: the name is shown: {out}"
+        );
+        assert!(
+            !out.contains('\u{1b}'),
+            "{format}: an escape reached the output"
+        );
+        if format == "markdown" {
+            assert!(
+                !out.contains("<script>") && out.contains("&lt;script&gt;"),
+                "{out}"
+            );
+            assert!(out.contains("\\|x"), "{out}");
+        }
+    }
+}

@@ -175,11 +175,34 @@ pub fn table(c: &Comparison) -> (Vec<String>, Vec<(Verdict, Vec<String>)>) {
     (header, rows)
 }
 
+/// Text from the runs (labels, specs, hosts) made inert: control
+/// characters (an ANSI escape in a spec name would repaint a terminal)
+/// shown as visible symbols, and in Markdown the characters that would make
+/// HTML or break the table escaped.
+fn safe(s: &str, markdown: bool) -> String {
+    let mut o = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '\x1b' => o.push('␛'),
+            c if c.is_control() => o.push('�'),
+            '<' if markdown => o.push_str("&lt;"),
+            '>' if markdown => o.push_str("&gt;"),
+            '&' if markdown => o.push_str("&amp;"),
+            '|' if markdown => o.push_str("\\|"),
+            c => o.push(c),
+        }
+    }
+    o
+}
+
 fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
     let mut o = String::new();
+    let safe = |s: &str| safe(s, markdown);
     o += &format!(
         "## compare {}: {} → {}\n\n",
-        c.experiment, c.base.label, c.new.label
+        safe(&c.experiment),
+        safe(&c.base.label),
+        safe(&c.new.label)
     );
     let head = headline(c);
     o += &if c.failed {
@@ -191,11 +214,21 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
     if !c.differences.is_empty() {
         o += "The runs differ (compared all the same):\n";
         for d in &c.differences {
-            o += &format!("- {} {}: {} → {}\n", d.kind, d.what, d.base, d.new);
+            o += &format!(
+                "- {} {}: {} → {}\n",
+                safe(&d.kind.to_string()),
+                safe(&d.what),
+                safe(&d.base),
+                safe(&d.new)
+            );
         }
         o += "\n";
     }
     let (header, rows) = table(c);
+    let rows: Vec<(Verdict, Vec<String>)> = rows
+        .into_iter()
+        .map(|(v, cells)| (v, cells.iter().map(|x| safe(x)).collect()))
+        .collect();
     let n = header.len();
     let mut width: Vec<usize> = header.iter().map(|h| h.chars().count()).collect();
     for (_, cells) in &rows {
@@ -243,16 +276,16 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
         (&c.new.label, &c.only_in_new),
     ] {
         if !list.is_empty() {
-            o += &format!("\nOnly in {label} ({}):\n", list.len());
+            o += &format!("\nOnly in {} ({}):\n", safe(label), list.len());
             for p in list {
-                o += &format!("- {p}\n");
+                o += &format!("- {}\n", safe(p));
             }
         }
     }
     if !c.notes.is_empty() {
         o += "\nHow to read it:\n";
         for n in &c.notes {
-            o += &format!("- {n}\n");
+            o += &format!("- {}\n", safe(n));
         }
     }
     o
