@@ -99,6 +99,38 @@ pub use result::load::LoadRun;
 pub use result::mesh::{MeshRun, PairsRun};
 pub use result::stream::StreamRun;
 
+/// Entry points for `fuzz/` and for the tests that keep its probes running
+/// without cargo-fuzz: hostile input in, a result or a clean error out,
+/// never a panic. Not part of the library's API; may change at any time.
+#[doc(hidden)]
+pub mod fuzzing {
+    /// A fio job file's text, parsed as `stream --job` parses one (no
+    /// environment, no `--set`); how many jobs it gives.
+    pub fn parse_jobfile(text: &str) -> crate::Result<usize> {
+        crate::stream::jobfile::parse(text, "fuzz.fio", &|_| None, &[]).map(|f| f.jobs.len())
+    }
+
+    /// A saved result's bytes, decoded and reported as `xferbench report`
+    /// reads a file; the report's text.
+    pub fn decode_saved_run(bytes: &[u8]) -> crate::Result<String> {
+        let value: serde_json::Value = serde_json::from_slice(bytes)
+            .map_err(|e| crate::Error::usage(format!("not JSON ({e})")))?;
+        let run = crate::SavedRun::from_value("fuzz", value)?;
+        Ok(crate::report::bundle::Report::new(vec![run], &[]).text())
+    }
+
+    /// One control frame, judged as `serve` judges a client's.
+    pub fn serve_frame(frame: &[u8]) -> Result<(), String> {
+        crate::transport::remote::probe_control_frame(frame)
+    }
+
+    /// Everything a client sends after its hello, served as `serve` serves
+    /// it (over a socket pair, small limits, 2 s timeouts).
+    pub fn serve_session(bytes: &[u8]) -> Result<(), String> {
+        crate::transport::remote::probe_session(bytes)
+    }
+}
+
 /// Runs the `xferbench` command line on this process's arguments and returns
 /// its exit code; the binary is this one call.
 pub fn main() -> i32 {

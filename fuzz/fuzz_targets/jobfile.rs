@@ -6,6 +6,6 @@ use libfuzzer_sys::fuzz_target;
 
 fuzz_target!(|data: &[u8]| {
     if let Ok(text) = std::str::from_utf8(data) {
-        let _ = xferbench::jobfile::parse(text, "fuzz.fio", &|_| None, &[]);
+        let _ = xferbench::fuzzing::parse_jobfile(text);
     }
 });

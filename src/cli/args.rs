@@ -468,12 +468,18 @@ pub struct ServeArgs {
     /// Clients served at once; more are refused as busy.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024), default_value = "16")]
     pub max_sessions: u32,
-    /// A client silent this long (mid-frame or between runs) loses its connection.
+    /// Sessions one client address may hold at once, so one address cannot take every slot [default: half of --max-sessions, rounded up].
+    #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
+    pub max_per_address: Option<u32>,
+    /// A client silent this long (mid-frame or between runs) loses its connection. Its hello must come within 2s of connecting (or this, if shorter).
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub idle_timeout: Duration,
     /// Serve one client, then exit.
     #[arg(long)]
     pub once: bool,
+    /// Listen beyond loopback without a token (refused otherwise): anyone who reaches the port can then run measurements here.
+    #[arg(long)]
+    pub insecure: bool,
 }
 
 fn size_one_message(s: &str) -> Result<u64, String> {
@@ -846,8 +852,10 @@ impl From<ServeArgs> for crate::command::serve::ServeConfig {
             token: a.token,
             max_message: a.max_message,
             max_sessions: a.max_sessions,
+            max_per_address: a.max_per_address,
             idle_timeout: a.idle_timeout,
             once: a.once,
+            insecure: a.insecure,
         }
     }
 }

@@ -25,8 +25,16 @@ pub(crate) enum Framing {
 const CTRL_MAGIC: u32 = 0x5842_4331; // "XBC1"
 const CTRL_CONFIGURE: u32 = 1;
 const CTRL_QUIT: u32 = 2;
-const CTRL_LEN: usize = 8 + ReplyShape::WIRE_LEN;
+/// Bytes of a control frame: magic, kind, then the shape.
+pub(crate) const CTRL_LEN: usize = 8 + ReplyShape::WIRE_LEN;
 const ACK: [u8; 8] = *b"XBACK001";
+/// A refused control frame's answer in place of `ACK`: this, a u32 length,
+/// then the reason as text. It tells the initiator why the responder is
+/// about to close, rather than leaving it to guess from a closed socket.
+const NAK: [u8; 8] = *b"XBNAK001";
+/// The longest reason a refusal carries; a longer length is a malformed
+/// answer, refused before anything is read into it.
+const MAX_REASON: usize = 256;
 
 /// Why an fd operation failed.
 pub(crate) enum IoError {
@@ -38,17 +46,21 @@ pub(crate) enum IoError {
         got: usize,
         want: usize,
     },
+    /// The responder refused a control frame, and said why.
+    Refused(String),
 }
 
 impl std::fmt::Display for IoError {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         match self {
-            IoError::Eof => f.write_str("the responder closed the connection"),
+            // Either end reads this: a server's log as much as an initiator.
+            IoError::Eof => f.write_str("the other end closed the connection"),
             IoError::Os(e) => write!(f, "{e}"),
             IoError::Size { got, want } => write!(
                 f,
                 "received a {got}-byte datagram where {want} bytes were expected"
             ),
+            IoError::Refused(why) => write!(f, "the responder refused it: {why}"),
         }
     }
 }
@@ -182,6 +194,101 @@ impl Chan {
     }
 }
 
+impl Chan {
+    /// Receives one datagram of at most `buf.len()` bytes; its length.
+    /// Only for datagram framing, where an answer's length is not known in
+    /// advance (an acknowledgement or a refusal).
+    fn recv_upto(&self, buf: &mut [u8]) -> Result<usize, IoError> {
+        let mut spins = 0u32;
+        loop {
+            // SAFETY: reading into a live slice; MSG_TRUNC as in `recv`.
+            let r =
+                unsafe { libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC) };
+            if r >= 0 {
+                let got = r as usize;
+                return if got <= buf.len() {
+                    Ok(got)
+                } else {
+                    Err(IoError::Size {
+                        got,
+                        want: buf.len(),
+                    })
+                };
+            }
+            self.retry_or_fail(&mut spins)?;
+        }
+    }
+
+    /// Reads the answer to a control frame: `Ok` for the acknowledgement,
+    /// `Refused` with the responder's reason for a refusal.
+    fn recv_answer(&self) -> Result<(), IoError> {
+        let bad = || {
+            IoError::Os(std::io::Error::other(
+                "bad acknowledgement from the responder",
+            ))
+        };
+        let mut b = [0u8; 12 + MAX_REASON];
+        let (head, reason) = match self.framing {
+            Framing::Stream => {
+                self.recv(&mut b[..8])?;
+                if b[..8] != NAK {
+                    (&b[..8], 0)
+                } else {
+                    self.recv(&mut b[8..12])?;
+                    let n = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize;
+                    if n > MAX_REASON {
+                        return Err(bad());
+                    }
+                    self.recv(&mut b[12..12 + n])?;
+                    (&b[..], n)
+                }
+            }
+            Framing::Datagram => {
+                let got = self.recv_upto(&mut b)?;
+                if got >= 12 && b[..8] == NAK {
+                    let n = u32::from_le_bytes([b[8], b[9], b[10], b[11]]) as usize;
+                    if n != got - 12 {
+                        return Err(bad());
+                    }
+                    (&b[..], n)
+                } else {
+                    (&b[..got], 0)
+                }
+            }
+        };
+        if head == ACK {
+            return Ok(());
+        }
+        if head.len() < 12 || head[..8] != NAK {
+            return Err(bad());
+        }
+        Err(IoError::Refused(printable(&head[12..12 + reason])))
+    }
+}
+
+/// A refusal as one line of plain text: the responder may be another
+/// machine's, so its bytes are not trusted to be UTF-8 or free of escapes.
+fn printable(b: &[u8]) -> String {
+    String::from_utf8_lossy(b)
+        .chars()
+        .map(|c| if c.is_control() { '?' } else { c })
+        .collect()
+}
+
+/// The refusal of a control frame as sent: `NAK`, the reason's length and
+/// the reason, cut to `MAX_REASON` bytes at a character boundary.
+fn refusal(why: &str) -> Vec<u8> {
+    let mut end = why.len().min(MAX_REASON);
+    while !why.is_char_boundary(end) {
+        end -= 1;
+    }
+    let mut b = Vec::with_capacity(12 + end);
+    b.extend_from_slice(&NAK);
+    b.extend_from_slice(&(end as u32).to_le_bytes());
+    b.extend_from_slice(&why.as_bytes()[..end]);
+    b
+}
+
 /// A datagram moves whole or not at all: any other length is an error.
 #[inline]
 fn whole_datagram(got: usize, want: usize) -> Result<(), IoError> {
@@ -240,12 +347,97 @@ fn encode(kind: u32, s: &ReplyShape) -> [u8; CTRL_LEN] {
     b
 }
 
-fn decode(b: &[u8; CTRL_LEN]) -> Option<(u32, ReplyShape)> {
-    let magic = u32::from_le_bytes(b[0..4].try_into().ok()?);
-    let kind = u32::from_le_bytes(b[4..8].try_into().ok()?);
-    let body: &[u8; ReplyShape::WIRE_LEN] = b[8..].try_into().ok()?;
-    (magic == CTRL_MAGIC).then_some(())?;
-    Some((kind, ReplyShape::decode(body)?))
+/// What a control frame asks of the responder.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Control {
+    /// Run `exchanges` round trips of this shape.
+    Configure(ReplyShape),
+    /// End the session.
+    Quit,
+}
+
+/// Decodes one control frame and, for a server (`limits`), checks it
+/// against what the server and this session allow. Everything a frame says
+/// is judged here, before the responder acknowledges it or allocates for
+/// it: a frame of the wrong length, another magic, an unknown kind or
+/// pattern, or sizes and delays over the limits are refused with the reason
+/// (one line, sent to the initiator and logged).
+pub(crate) fn parse_control(b: &[u8], limits: Option<&Limits>) -> Result<Control, String> {
+    let b: &[u8; CTRL_LEN] = b.try_into().map_err(|_| {
+        format!(
+            "a {}-byte control frame where {CTRL_LEN} bytes were expected",
+            b.len()
+        )
+    })?;
+    let word = |i: usize| u32::from_le_bytes([b[i], b[i + 1], b[i + 2], b[i + 3]]);
+    if word(0) != CTRL_MAGIC {
+        return Err("malformed control frame (bad magic: protocol out of step)".into());
+    }
+    match word(4) {
+        CTRL_CONFIGURE => {}
+        CTRL_QUIT => return Ok(Control::Quit),
+        kind => {
+            return Err(format!(
+                "unknown control frame kind {kind} (1 configure and 2 quit are known); use the same xferbench version on both ends"
+            ));
+        }
+    }
+    let shape = b
+        .split_last_chunk::<{ ReplyShape::WIRE_LEN }>()
+        .and_then(|(_, body)| ReplyShape::decode(body))
+        .ok_or(
+            "malformed control frame (an unknown pattern, or a length this machine cannot hold)",
+        )?;
+    if device_len(&shape).is_none() {
+        return Err("malformed control frame (message lengths overflow)".into());
+    }
+    if let Some(l) = limits {
+        let largest = shape.request_len.max(shape.reply_len);
+        if largest > l.max_message {
+            return Err(format!(
+                "client asked for {largest}-byte messages; this session allows at most {} (the smaller of the size its hello declared and --max-message)",
+                l.max_message
+            ));
+        }
+        if shape.delay_ns > l.max_delay_ns {
+            return Err(format!(
+                "client asked for a {} ns responder delay; this server allows at most {} ns",
+                shape.delay_ns, l.max_delay_ns
+            ));
+        }
+        if shape.pattern == Pattern::Bidir {
+            return Err(
+                "client asked for bidirectional exchanges, which a server does not run (they need non-blocking sockets without a timeout)"
+                    .into(),
+            );
+        }
+        // Initiators never send empty requests to a server (a remote link
+        // carries none), and on a byte stream receiving one is no I/O at
+        // all: the server would run the announced exchanges (or a window
+        // of up to 2^32 requests each) without waiting on the client, out
+        // of reach of the idle timeout.
+        if shape.request_len == 0 && shape.exchanges != 0 {
+            return Err(
+                "client asked for empty requests, which a remote link does not carry".into(),
+            );
+        }
+    }
+    Ok(Control::Configure(shape))
+}
+
+/// The responder's buffer for one shape: the request and reply overlap but
+/// in bidir, where both are in flight at once. `None` for lengths so large
+/// that the page rounding or the buffer's layout would overflow.
+fn device_len(shape: &ReplyShape) -> Option<usize> {
+    const LARGEST: usize = isize::MAX as usize / 4;
+    let (n, m) = (shape.request_len, shape.reply_len);
+    if n > LARGEST || m > LARGEST {
+        return None;
+    }
+    Some(match shape.pattern {
+        Pattern::Bidir => page_round(n) + m,
+        _ => n.max(m),
+    })
 }
 
 impl Chan {
@@ -507,19 +699,12 @@ impl FdLink {
 
     fn control(&mut self, kind: u32, shape: &ReplyShape) -> Result<()> {
         self.enter();
-        let r = self.chan.send(&encode(kind, shape)).and_then(|_| {
-            let mut ack = [0u8; 8];
-            self.chan.recv(&mut ack)?;
-            if ack == ACK {
-                Ok(())
-            } else {
-                Err(IoError::Os(std::io::Error::other(
-                    "bad acknowledgement from the responder",
-                )))
-            }
-        });
+        let r = self
+            .chan
+            .send(&encode(kind, shape))
+            .and_then(|_| self.chan.recv_answer());
         self.leave();
-        r.map_err(|e| self.failure("talking to the responder", e))
+        r.map_err(|e| self.failure("setting up a batch", e))
     }
 }
 
@@ -631,6 +816,8 @@ pub(crate) fn serve_socket(fd: RawFd, framing: Framing, limits: &Limits) -> Resu
 }
 
 /// The responder's loop: control frames, then the exchanges they announce.
+/// Exchanges run only after a configure, into a buffer that configure sized:
+/// whatever a frame says, no slice below can reach past the buffer.
 fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
     // Test faults apply to local children only, never to a server.
     let mut fault = if limits.is_some() {
@@ -651,44 +838,24 @@ fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
                 )));
             }
         }
-        let Some((kind, shape)) = decode(&frame) else {
-            return Err(Error::run(
-                "responder: malformed control frame (protocol out of step)",
-            ));
-        };
         let io = |e: IoError| Error::run(format!("responder: {e}"));
-        if let (Some(l), CTRL_CONFIGURE) = (limits, kind) {
-            let largest = shape.request_len.max(shape.reply_len);
-            if largest > l.max_message {
-                return Err(Error::run(format!(
-                    "client asked for {largest}-byte messages; this server allows at most {} (--max-message)",
-                    l.max_message
-                )));
+        let shape = match parse_control(&frame, limits) {
+            Ok(Control::Configure(shape)) => shape,
+            Ok(Control::Quit) => {
+                chan.send(&ACK).map_err(io)?;
+                return Ok(());
             }
-            if shape.delay_ns > l.max_delay_ns {
-                return Err(Error::run(format!(
-                    "client asked for a {} ns responder delay; this server allows at most {} ns",
-                    shape.delay_ns, l.max_delay_ns
-                )));
+            Err(why) => {
+                // Best effort: the initiator learns why before the close.
+                let _ = chan.send(&refusal(&why));
+                return Err(Error::run(format!("refused a control frame: {why}")));
             }
-            if shape.pattern == Pattern::Bidir {
-                return Err(Error::run(
-                    "client asked for bidirectional exchanges, which a server does not run (they need non-blocking sockets without a timeout)",
-                ));
-            }
-        }
-        if kind == CTRL_CONFIGURE {
-            let need = match shape.pattern {
-                Pattern::Bidir => page_round(shape.request_len) + shape.reply_len,
-                _ => shape.request_len.max(shape.reply_len),
-            };
-            device.grow(need, 0x5a);
-            chan.set_mode_for(shape.pattern)?;
-        }
+        };
+        let need =
+            device_len(&shape).ok_or_else(|| Error::run("responder: message lengths overflow"))?;
+        device.grow(need, 0x5a);
+        chan.set_mode_for(shape.pattern)?;
         chan.send(&ACK).map_err(io)?;
-        if kind == CTRL_QUIT {
-            return Ok(());
-        }
         let (n, m) = (shape.request_len, shape.reply_len);
         // Message numbers restart at each configure, as the initiator's do.
         for message in 0..shape.exchanges {
@@ -705,7 +872,9 @@ fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
                             .map_err(io)?;
                         if let Some(seed) = shape.check {
                             fault.corrupt(&mut device[..n]);
-                            let seq = message * shape.messages() + k;
+                            // Wrapping, as the initiator's count would after
+                            // 2^64 messages: a frame cannot make this panic.
+                            let seq = message.wrapping_mul(shape.messages()).wrapping_add(k);
                             payload::check(&device[..n], seed, seq, Direction::Request)
                                 .map_err(|m| Error::run(format!("responder: {m}")))?;
                         }

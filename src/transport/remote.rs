@@ -39,7 +39,8 @@ pub enum Status {
     BadToken = 2,
     /// The client's largest message is over the server's `--max-message`.
     TooLarge = 3,
-    /// The server already serves `--max-sessions` clients.
+    /// The server already serves `--max-sessions` clients, or this
+    /// client's address already holds its `--max-per-address` share.
     Busy = 4,
 }
 
@@ -68,7 +69,9 @@ impl Status {
             Status::TooLarge => {
                 "messages this large are over the server's --max-message; use smaller sizes or raise it"
             }
-            Status::Busy => "the server is at its --max-sessions; try again later",
+            Status::Busy => {
+                "the server is at its --max-sessions, or this address at its --max-per-address; try again later"
+            }
         }
     }
 }
@@ -194,6 +197,23 @@ fn hello_for(cfg: &LinkConfig, limit: u64) -> Hello {
     }
 }
 
+/// Gives a UDP socket of a remote session the buffers a local `udp` link
+/// has: room for a window of datagrams in flight, which the default
+/// receive buffer drops (a `curve --mode stream` over `udp://` lost
+/// datagrams at 2 KiB and timed out). The kernel caps what it grants.
+pub(crate) fn roomy(s: &UdpSocket) -> Result<()> {
+    use std::os::fd::AsRawFd;
+    for opt in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
+        super::fd::setsockopt(
+            s.as_raw_fd(),
+            libc::SOL_SOCKET,
+            opt,
+            super::DATAGRAM_BUFFER as libc::c_int,
+        )?;
+    }
+    Ok(())
+}
+
 /// The server's answer, as a usage error when it refused.
 fn accepted(addr: std::net::SocketAddr, w: &[u8; WELCOME_LEN]) -> Result<()> {
     match parse_welcome(w) {
@@ -255,6 +275,7 @@ impl Transport for Remote {
                 "[::]:0"
             };
             let s = UdpSocket::bind(any).map_err(|e| io("binding a UDP socket for", e))?;
+            roomy(&s)?;
             s.set_read_timeout(Some(timeout))
                 .map_err(|e| io("setting a timeout for", e))?;
             s.set_write_timeout(Some(timeout))
@@ -314,6 +335,89 @@ pub fn serve_connection(s: &TcpStream, limits: &Limits) -> Result<()> {
 pub fn serve_datagrams(s: &UdpSocket, limits: &Limits) -> Result<()> {
     use std::os::fd::AsRawFd;
     super::fd::serve_socket(s.as_raw_fd(), Framing::Datagram, limits)
+}
+
+/// The limits the probes below judge a client by: small, so a probe
+/// session ends quickly whatever its frames ask for.
+const PROBE_LIMITS: Limits = Limits {
+    max_message: 64 << 10,
+    max_delay_ns: 1_000,
+};
+
+/// What a server makes of one control frame from a client, held to what a
+/// fuzzer checks: an accepted frame is within every limit and reads the
+/// same to a local responder; a refusal is one short line. For
+/// `xferbench::fuzzing` (the `fuzz/` targets and the seeded tests).
+pub(crate) fn probe_control_frame(frame: &[u8]) -> std::result::Result<(), String> {
+    use super::Pattern;
+    use super::fd::{CTRL_LEN, Control, parse_control};
+    let l = PROBE_LIMITS;
+    match parse_control(frame, Some(&l)) {
+        Ok(c) => {
+            assert_eq!(frame.len(), CTRL_LEN, "accepted a short or long frame");
+            assert_eq!(
+                parse_control(frame, None),
+                Ok(c),
+                "a local responder differs"
+            );
+            if let Control::Configure(s) = c {
+                assert!(s.request_len.max(s.reply_len) <= l.max_message, "{s:?}");
+                assert!(s.delay_ns <= l.max_delay_ns, "{s:?}");
+                assert!(s.pattern != Pattern::Bidir, "{s:?}");
+                assert!(s.request_len != 0 || s.exchanges == 0, "{s:?}");
+            }
+            Ok(())
+        }
+        Err(why) => {
+            assert!(
+                !why.is_empty() && why.len() <= 300 && !why.contains('\n'),
+                "not one short line: {why:?}"
+            );
+            Err(why)
+        }
+    }
+}
+
+/// A whole server session fed `bytes` as everything a client sends after
+/// its hello (control frames and messages), over a socket pair, with a
+/// client that reads what comes back (up to 1 MiB, then hangs up). It must
+/// end, in `Ok` or an error, and never panic; every wait has a 2 s timeout.
+pub(crate) fn probe_session(bytes: &[u8]) -> std::result::Result<(), String> {
+    use std::net::Shutdown;
+    use std::os::fd::AsRawFd;
+    use std::os::unix::net::UnixStream;
+    let (server, client) = UnixStream::pair().map_err(|e| e.to_string())?;
+    let reader = client.try_clone().map_err(|e| e.to_string())?;
+    for s in [&server, &client] {
+        s.set_read_timeout(Some(Duration::from_secs(2)))
+            .and_then(|_| s.set_write_timeout(Some(Duration::from_secs(2))))
+            .map_err(|e| e.to_string())?;
+    }
+    let data = bytes.to_vec();
+    let writer = std::thread::spawn(move || {
+        let mut c = client;
+        let _ = c.write_all(&data);
+        let _ = c.shutdown(Shutdown::Write);
+    });
+    let drain = std::thread::spawn(move || {
+        let mut c = reader;
+        let mut buf = vec![0u8; 64 << 10];
+        let mut got = 0usize;
+        while got < 1 << 20 {
+            match c.read(&mut buf) {
+                Ok(0) | Err(_) => break,
+                Ok(n) => got += n,
+            }
+        }
+        // The server's next write fails rather than waits.
+        let _ = c.shutdown(Shutdown::Both);
+    });
+    let r = super::fd::serve_socket(server.as_raw_fd(), Framing::Stream, &PROBE_LIMITS)
+        .map_err(|e| e.to_string());
+    drop(server);
+    let _ = writer.join();
+    let _ = drain.join();
+    r
 }
 
 #[cfg(test)]
