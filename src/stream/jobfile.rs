@@ -33,10 +33,21 @@ const MAX_INCLUDES: usize = 1000;
 /// named as a job file) rather than read without end.
 fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
     use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    // Non-blocking open: a FIFO (or /dev/stdin) named as a job file would
+    // otherwise block for ever waiting for a writer.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = f.metadata()?.file_type();
+    if !kind.is_file() && !kind.is_char_device() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO, socket or directory); give a job file",
+        ));
+    }
     let mut text = String::new();
-    std::fs::File::open(path)?
-        .take(limit + 1)
-        .read_to_string(&mut text)?;
+    f.take(limit + 1).read_to_string(&mut text)?;
     if text.len() as u64 > limit {
         return Err(std::io::Error::other(format!(
             "longer than {} MiB, more than a job file holds",
@@ -512,6 +523,16 @@ mod tests {
         // A job file that never ends (a device) is refused, not read for ever.
         let e = load(Path::new("/dev/zero"), &[]).unwrap_err().to_string();
         assert!(e.contains("more than a job file holds"), "{e}");
+        // Nor does a FIFO with no writer block.
+        let fifo = dir.path().join("jobs.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = load(&fifo, &[]).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::write(&main, "[j]\ninclude jobs.fifo\n").unwrap();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
     }
 
     #[test]
