@@ -62,24 +62,42 @@ impl Error {
     }
 }
 
-/// The longest error line printed: a message quoting untrusted input (a
-/// 10 MB option name, a 200 MB host name) is cut in its middle, keeping its
-/// start (what failed) and its end (the fix).
-pub const MAX_LINE: usize = 600;
+/// The longest run of characters without a space an error line shows: a
+/// message quoting untrusted input (a 10 MB option name, a 200 MB host
+/// name) keeps the quote's start and end, and the message around it.
+pub const MAX_WORD: usize = 200;
+/// The longest error line printed, a backstop for many long words.
+pub const MAX_LINE: usize = 4000;
 
-/// `line` cut to [`MAX_LINE`] characters, saying how much was left out.
+/// `line` with every word over [`MAX_WORD`] characters cut in its middle,
+/// then the whole cut to [`MAX_LINE`], each cut saying how much it left out.
 pub fn capped(line: &str) -> std::borrow::Cow<'_, str> {
-    let n = line.chars().count();
-    if n <= MAX_LINE {
+    if line.chars().count() <= MAX_WORD {
         return line.into();
     }
-    let head: String = line.chars().take(MAX_LINE * 2 / 3).collect();
-    let tail: String = line.chars().skip(n - MAX_LINE / 4).collect();
-    format!(
-        "{head} …[{} characters cut]… {tail}",
-        n - head.chars().count() - MAX_LINE / 4
-    )
-    .into()
+    let mut out = String::new();
+    let mut rest = line;
+    while !rest.is_empty() {
+        let end = rest.find(char::is_whitespace).unwrap_or(rest.len());
+        let (word, after) = rest.split_at(end);
+        out.push_str(&cut(word, MAX_WORD));
+        let gap = after.len() - after.trim_start().len();
+        out.push_str(&after[..gap]);
+        rest = &after[gap..];
+    }
+    cut(&out, MAX_LINE).into_owned().into()
+}
+
+/// `s` cut to about `max` characters in its middle, saying how many went.
+fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
+    let n = s.chars().count();
+    if n <= max {
+        return s.into();
+    }
+    let (head, tail) = (max * 2 / 3, max / 4);
+    let h: String = s.chars().take(head).collect();
+    let t: String = s.chars().skip(n - tail).collect();
+    format!("{h}…[{} characters cut]…{t}", n - head - tail).into()
 }
 
 impl fmt::Display for Error {
@@ -92,3 +110,20 @@ impl fmt::Display for Error {
 }
 
 impl std::error::Error for Error {}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn long_words_are_cut_and_short_lines_kept() {
+        let short = "cannot open /dev/x: No such file or directory";
+        assert_eq!(capped(short), short);
+        let hash = "a".repeat(130);
+        let line = format!("payload sha512 is 0x{hash}, first bad byte at offset 1000");
+        assert_eq!(capped(&line), line, "words under the limit stay whole");
+        let huge = format!("unknown option '{}' (valid: a, b)", "k".repeat(100_000));
+        let c = capped(&huge);
+        assert!(c.len() < 400 && c.contains("characters cut") && c.ends_with("(valid: a, b)"));
+    }
+}
