@@ -69,6 +69,7 @@ pub(crate) mod experiment;
 pub(crate) mod flowgraph;
 pub(crate) mod format;
 pub(crate) mod measure;
+pub(crate) mod output;
 pub(crate) mod payload;
 pub(crate) mod report;
 pub(crate) mod stream;
@@ -91,12 +92,12 @@ pub use options::{
     StreamConfig,
 };
 pub use report::Render;
-pub use report::saved::SavedRun;
 pub use result::Run;
 pub use result::curve::CurveRun;
 pub use result::flowgraph::FlowRun;
 pub use result::load::LoadRun;
 pub use result::mesh::{MeshRun, PairsRun};
+pub use result::saved::SavedRun;
 pub use result::stream::StreamRun;
 
 /// Entry points for `fuzz/` and for the tests that keep its probes running

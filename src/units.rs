@@ -232,6 +232,30 @@ pub fn parse_fio_size(s: &str) -> Result<u64> {
     u64::try_from(v).map_err(|_| too_large())
 }
 
+/// A number with an SI prefix and three significant digits: 0.123, 45.6,
+/// 7.89k, 1.23G.
+pub fn si(v: f64) -> String {
+    if !v.is_finite() {
+        return "—".into();
+    }
+    let a = v.abs();
+    let (d, p) = match a {
+        a if a >= 1e12 => (1e12, "T"),
+        a if a >= 1e9 => (1e9, "G"),
+        a if a >= 1e6 => (1e6, "M"),
+        a if a >= 1e4 => (1e3, "k"),
+        _ => (1.0, ""),
+    };
+    let x = v / d;
+    let digits = match x.abs() {
+        x if x == 0.0 || x >= 100.0 => 0,
+        x if x >= 10.0 => 1,
+        x if x >= 1.0 => 2,
+        _ => 3,
+    };
+    format!("{x:.digits$}{p}")
+}
+
 /// µs with as many decimals as a sub-µs figure needs.
 pub fn format_us(ns: f64) -> String {
     let us = ns / 1000.0;

@@ -5,7 +5,6 @@
 //! stopped). A copy per point, outside any timed loop.
 
 use super::progress::Bar;
-use super::supervise;
 use crate::experiment::Progress;
 use crate::options::Output;
 use crate::report::Render;
@@ -35,7 +34,7 @@ where
         // Under an MPI launcher only rank 0 writes results; the others'
         // checkpoints are empty and would overwrite its file.
         let writes = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
-        supervise::on_abandon(Box::new(move |why| {
+        crate::transport::guard::on_abandon(Box::new(move |why| {
             shown.finish();
             if !writes {
                 return;

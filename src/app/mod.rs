@@ -127,7 +127,7 @@ fn measured<P: 'static, X: 'static>(
 where
     crate::result::Run<P, X>: Render + Clone + Send,
 {
-    report::check_writable(out.output.as_deref())?;
+    crate::output::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;
     let base = baseline_first(out)?;
     let stop = crate::app::interrupt::install();
@@ -138,7 +138,7 @@ where
     if let Some(e @ Error::Usage(_)) = err {
         return Err(e);
     }
-    if !supervise::claim() {
+    if !crate::transport::guard::claim() {
         // The watch wrote the run already and is ending the process.
         loop {
             std::thread::park();
@@ -160,7 +160,7 @@ where
 }
 
 /// A baseline that is not there, or a bad name, fails before the run.
-fn baseline_first(out: &Output) -> Result<Option<report::saved::SavedRun>> {
+fn baseline_first(out: &Output) -> Result<Option<crate::result::saved::SavedRun>> {
     if let Some(name) = &out.save_baseline {
         crate::compare::baseline::check_name(name)?;
     }
@@ -174,7 +174,7 @@ fn baseline_first(out: &Output) -> Result<Option<report::saved::SavedRun>> {
 /// compares the run with NAME as `xferbench compare` does (on stdout after
 /// the results, or on stderr when stdout carries JSON or CSV) and fails on
 /// a regression.
-fn baselines(out: &Output, base: Option<report::saved::SavedRun>, json: &str) -> Result<()> {
+fn baselines(out: &Output, base: Option<crate::result::saved::SavedRun>, json: &str) -> Result<()> {
     if out.save_baseline.is_none() && base.is_none() {
         return Ok(());
     }
@@ -182,7 +182,7 @@ fn baselines(out: &Output, base: Option<report::saved::SavedRun>, json: &str) ->
         .map_err(|e| Error::run(format!("reading back the result: {e}")))?;
     let mut verdict = Ok(());
     if let Some(base) = base {
-        let new = report::saved::SavedRun::from_value("this run", value.clone())?;
+        let new = crate::result::saved::SavedRun::from_value("this run", value.clone())?;
         let c = crate::compare::compare(&base, &new, &crate::compare::Settings::default())?;
         let to_stdout = out.output.is_some() || out.effective_format() == Format::Table;
         let colour = if to_stdout {
@@ -196,7 +196,7 @@ fn baselines(out: &Output, base: Option<report::saved::SavedRun>, json: &str) ->
             colour,
         )?;
         if to_stdout {
-            report::emit(&format!("\n{text}"), None)?;
+            crate::output::emit(&format!("\n{text}"), None)?;
         } else {
             eprint!("{text}");
         }
@@ -249,7 +249,7 @@ fn gate(c: &crate::compare::Comparison) -> Result<()> {
 /// `xferbench compare BASE NEW`.
 fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
     use crate::compare::{baseline, render};
-    report::check_writable(a.output.as_deref())?;
+    crate::output::check_writable(a.output.as_deref())?;
     let base = baseline::resolve(&a.base)?;
     let new = baseline::resolve(&a.new)?;
     let settings = crate::compare::Settings {
@@ -262,7 +262,7 @@ fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
     };
     let c = crate::compare::compare(&base, &new, &settings)?;
     let colour = a.output.is_none() && colour_for(std::io::stdout().is_terminal());
-    report::emit(&render::render(&c, a.format, colour)?, a.output.as_deref())?;
+    crate::output::emit(&render::render(&c, a.format, colour)?, a.output.as_deref())?;
     gate(&c)
 }
 
@@ -337,7 +337,7 @@ fn ranked<R: Render>(
     }
     let mut base = None;
     if root {
-        report::check_writable(out.output.as_deref())?;
+        crate::output::check_writable(out.output.as_deref())?;
         base = baseline_first(out)?;
     }
     let stop = crate::app::interrupt::install();
@@ -377,7 +377,7 @@ fn ranked<R: Render>(
             mpi::abort(code)
         }
         None => {
-            report::emit(&text, out.output.as_deref())?;
+            crate::output::emit(&text, out.output.as_deref())?;
             baselines(out, base, &result.json()?)?;
             Ok(Some(result))
         }
@@ -393,7 +393,7 @@ fn references(names: &[String]) -> Result<Vec<crate::reference::Dataset>> {
 fn comparison(json: &str, refs: &[crate::reference::Dataset]) -> Result<String> {
     let value: serde_json::Value =
         serde_json::from_str(json).map_err(|e| Error::run(format!("reading JSON back: {e}")))?;
-    let saved = report::saved::SavedRun::from_value("this run", value)?;
+    let saved = crate::result::saved::SavedRun::from_value("this run", value)?;
     let r = report::bundle::Report::new(vec![saved], refs);
     Ok(format!("\n{}", r.comparison_text()))
 }
@@ -404,14 +404,14 @@ fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
     let runs = a
         .runs
         .iter()
-        .map(|p| report::saved::SavedRun::load(p))
+        .map(|p| crate::result::saved::SavedRun::load(p))
         .collect::<Result<Vec<_>>>()?;
     let r = report::bundle::Report::new(runs, &refs);
     for w in &r.warnings {
         eprintln!("xferbench: warning: {w}");
     }
     if a.html.is_none() && a.svg.is_none() {
-        return report::emit(&r.text(), None);
+        return crate::output::emit(&r.text(), None);
     }
     if let Some(dir) = &a.svg {
         let files = r.write_svgs(dir)?;
@@ -439,7 +439,7 @@ fn emit_run(
     complete: bool,
     err: Option<Error>,
 ) -> Result<()> {
-    report::emit(text, output)?;
+    crate::output::emit(text, output)?;
     if !complete {
         let to = output.map_or("stdout".to_string(), |p| p.display().to_string());
         eprintln!(
@@ -469,7 +469,7 @@ fn default_suite(cli: &Cli) -> Result<()> {
         }
     };
     let (outcome, err) = suite::run(&opts, &stop, &bar, &note)?;
-    report::emit(&suite::summary(&outcome), None)?;
+    crate::output::emit(&suite::summary(&outcome), None)?;
     if err.is_some() {
         eprintln!(
             "xferbench: partial results (marked incomplete) written to {}",

@@ -9,7 +9,7 @@ use crate::cli::{Cli, Command};
 use crate::error::{Error, Result};
 use crate::experiment::{Progress, curve, flowgraph, roundtrip, stream};
 use crate::report::bundle::Report;
-use crate::report::saved::SavedRun;
+use crate::result::saved::SavedRun;
 use crate::transport;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
@@ -198,7 +198,7 @@ pub fn run(
     })?;
     let data = std::env::temp_dir().join(format!("xferbench-suite-{}.dat", std::process::id()));
     let job = o.out.join("stream-suite.fio");
-    crate::report::emit(&stream_job(&data, o.quick), Some(&job))?;
+    crate::output::emit(&stream_job(&data, o.quick), Some(&job))?;
     // The stream part's 64 MiB scratch file is unlinked as soon as it is
     // made and reached through this process's descriptor (--map), so no
     // way of ending the process (a second Ctrl-C, SIGKILL) leaves it in
@@ -246,7 +246,7 @@ pub fn run(
             }
         };
         let path = o.out.join(format!("{}.json", part.name));
-        crate::report::emit(&crate::report::json::render(&value)?, Some(&path))?;
+        crate::output::emit(&crate::report::json::render(&value)?, Some(&path))?;
         files.push(path);
         runs.push(SavedRun::from_value(part.name, value)?);
         if let Some(e) = err {

@@ -6,8 +6,6 @@
 
 use crate::error::Error;
 use std::io::Write;
-use std::sync::Mutex;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
 
@@ -19,28 +17,6 @@ const TICK: Duration = Duration::from_millis(20);
 const GRACE: Duration = Duration::from_millis(500);
 /// How long a run that started writing its results may take to finish.
 const WRITING: Duration = Duration::from_secs(10);
-
-/// Writes the last checkpoint of the run, marked stopped by the error.
-type Writer = Box<dyn FnOnce(&Error) + Send>;
-
-/// What to write if the run must be abandoned (set by the measuring
-/// commands, replaced at each checkpoint's registration).
-static WRITER: Mutex<Option<Writer>> = Mutex::new(None);
-
-/// Set by whoever writes the final output first: the run itself, or the
-/// watch abandoning it. The other one then writes nothing.
-static CLAIMED: AtomicBool = AtomicBool::new(false);
-
-/// Registers what to write if the run is abandoned.
-pub fn on_abandon(w: Writer) {
-    *WRITER.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
-}
-
-/// Claims the right to write the run's output: false when the watch has
-/// already written it (the caller then writes nothing and waits to be ended).
-pub fn claim() -> bool {
-    !CLAIMED.swap(true, Ordering::SeqCst)
-}
 
 /// Runs `work` on a worker thread and returns its exit code, unless a
 /// device call hangs or a signal goes unanswered: then the process ends
@@ -83,13 +59,12 @@ pub fn run(work: impl FnOnce() -> i32 + Send + 'static) -> i32 {
 /// Writes the last checkpoint marked stopped by `e`, says why, and ends the
 /// process; if the run is writing its own results already, waits for them.
 fn abandon(e: Error, rx: &std::sync::mpsc::Receiver<i32>) -> i32 {
-    if !claim() {
+    if !crate::transport::guard::claim() {
         return rx.recv_timeout(WRITING).unwrap_or(e.exit_code());
     }
     // The run's helpers go with it: nothing will stop them once we exit.
     crate::measure::loadgen::kill_all();
-    let writer = WRITER.lock().unwrap_or_else(|e| e.into_inner()).take();
-    if let Some(w) = writer {
+    if let Some(w) = crate::transport::guard::take_writer() {
         w(&e);
     }
     match &e {

@@ -261,7 +261,7 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
             s
         }
     };
-    crate::report::emit(&text, None)
+    crate::output::emit(&text, None)
 }
 
 /// What the size limit of `inline` or `mmio` buffers (`max_inline`) is

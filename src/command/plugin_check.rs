@@ -12,7 +12,6 @@
 //! the supervisor ends the process, and the writer registered here prints
 //! the verdicts so far with a FAIL line naming the call.
 
-use crate::app::supervise;
 use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::transport::plugin::{self, Device, PluginTransport, ffi, kind_name};
@@ -142,7 +141,7 @@ fn write_abandoned(found: &Mutex<Found>, head: &Head, e: &Error) {
     let total = f.verdicts.len();
     if head.json {
         if let Ok(text) = report_json(&f, head, None) {
-            let _ = crate::report::emit(&text, None);
+            let _ = crate::output::emit(&text, None);
         }
     } else {
         println!(
@@ -737,7 +736,7 @@ pub fn run(args: &CheckOptions) -> Result<()> {
     let found = Arc::new(Mutex::new(Found::default()));
     {
         let (found, head) = (found.clone(), head.clone());
-        supervise::on_abandon(Box::new(move |e| write_abandoned(&found, &head, e)));
+        crate::transport::guard::on_abandon(Box::new(move |e| write_abandoned(&found, &head, e)));
     }
     let mut ck = Checker {
         found,
@@ -927,7 +926,7 @@ fn describe(ck: &Checker, lib: &plugin::Library) {
 /// The verdict, unless the supervisor is writing it already (a call into
 /// the plugin hung and this thread came back from it too late).
 fn finish(ck: Checker, counters: Option<serde_json::Value>) -> Result<()> {
-    if !supervise::claim() {
+    if !crate::transport::guard::claim() {
         // The watch wrote the verdict and is ending the process.
         loop {
             std::thread::park();
@@ -937,7 +936,7 @@ fn finish(ck: Checker, counters: Option<serde_json::Value>) -> Result<()> {
     let failed = f.verdicts.iter().filter(|v| v.result == "FAIL").count();
     let total = f.verdicts.len();
     if ck.head.json {
-        crate::report::emit(&report_json(&f, &ck.head, counters.as_ref())?, None)?;
+        crate::output::emit(&report_json(&f, &ck.head, counters.as_ref())?, None)?;
     } else if failed == 0 {
         println!("verdict: PASS ({total} checks)");
     } else {

@@ -5,7 +5,7 @@
 //! one `NAME.json` each.
 
 use crate::error::{Error, Result};
-use crate::report::saved::SavedRun;
+use crate::result::saved::SavedRun;
 use std::path::PathBuf;
 
 /// The folder baselines are kept in.
@@ -67,7 +67,7 @@ pub fn save(name: &str, json: &str) -> Result<PathBuf> {
             d.display()
         ))
     })?;
-    crate::report::emit(json, Some(&p))?;
+    crate::output::emit(json, Some(&p))?;
     Ok(p)
 }
 

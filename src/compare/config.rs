@@ -7,7 +7,7 @@
 //! paired and the options listed as differences.
 
 use super::extract::{Measured, Subject};
-use crate::report::saved::SavedRun;
+use crate::result::saved::SavedRun;
 use serde::Serialize;
 use serde_json::Value;
 

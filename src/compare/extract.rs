@@ -4,7 +4,7 @@
 //! every experiment writes.
 
 use super::method::Evidence;
-use crate::report::saved::SavedRun;
+use crate::result::saved::SavedRun;
 use crate::words::{Word, word_enum};
 use serde::Serialize;
 use serde_json::Value;
@@ -510,7 +510,7 @@ fn mesh(pair: &Value, out: &mut Vec<Subject>) -> Found<()> {
         return Ok(());
     }
     let (from, to) = (num(pair, "from")?, num(pair, "to")?);
-    for (j, l) in crate::report::saved::array(pair, "latency")
+    for (j, l) in crate::result::saved::array(pair, "latency")
         .iter()
         .enumerate()
     {
@@ -528,7 +528,7 @@ fn mesh(pair: &Value, out: &mut Vec<Subject>) -> Found<()> {
             transport: None,
         });
     }
-    for (j, b) in crate::report::saved::array(pair, "bandwidth")
+    for (j, b) in crate::result::saved::array(pair, "bandwidth")
         .iter()
         .enumerate()
     {

@@ -12,7 +12,7 @@ pub mod method;
 pub mod render;
 
 use crate::error::{Error, Result};
-use crate::report::saved::SavedRun;
+use crate::result::saved::SavedRun;
 use config::Difference;
 use extract::{Statistic, Subject};
 use method::{Method, Verdict};

@@ -304,7 +304,7 @@ fn point(
         oneway,
         bandwidth_mbps: bandwidth(median_ns),
         warnings,
-        device_time: crate::result::DeviceTime::of(m),
+        device_time: sample::device_time(std::slice::from_ref(m)),
         spread: m.spread(|s| {
             let mut f = latency_figures(&per_message(&s, by));
             f.insert("bandwidth_MBps", bandwidth(s.p50_ns as f64 / by));

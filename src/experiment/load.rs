@@ -276,7 +276,7 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
                         requests: n,
                         seconds: secs,
                         latency: all.summary(),
-                        device_time: crate::result::DeviceTime::of_all(&measured),
+                        device_time: sample::device_time(&measured),
                         partial,
                         warnings,
                         spread: Spread {

@@ -158,7 +158,7 @@ fn once(
                         summary: m.all.summary(),
                         half_p50_ns: m.halves().map(|h| h.quantile(0.5)),
                         warnings,
-                        device_time: crate::result::DeviceTime::of(&m),
+                        device_time: sample::device_time(std::slice::from_ref(&m)),
                         spread: m.spread(|s| latency_figures(&s)),
                     });
                     progress.checkpoint(&run);

@@ -56,6 +56,22 @@ pub struct Split {
     pub host: Recorder,
 }
 
+/// The latency budget of the measurements of one point or cell (load's
+/// clients: their splits pooled), if they were split.
+pub fn device_time(ms: &[Measured]) -> Option<crate::result::DeviceTime> {
+    let mut splits = ms.iter().filter_map(|m| m.split.as_ref()).peekable();
+    splits.peek()?;
+    let (mut device, mut host) = (Recorder::new(), Recorder::new());
+    for s in splits {
+        device.merge(&s.device);
+        host.merge(&s.host);
+    }
+    Some(crate::result::DeviceTime {
+        device: device.summary(),
+        host: host.summary(),
+    })
+}
+
 pub enum Outcome {
     Done(Measured),
     /// Ctrl-C arrived mid-point; the link is out of step and must be dropped.

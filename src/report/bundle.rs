@@ -6,11 +6,11 @@
 use super::compare::{self, Comparison};
 use super::figure::Figure;
 use super::runs_compared::{self, RunComparison};
-use super::saved::SavedRun;
 use super::{figures, html, spectrum, svg, table::markdown};
 use crate::compare::render::{CompareFormat, render};
 use crate::error::{Error, Result};
 use crate::reference::Dataset;
+use crate::result::saved::SavedRun;
 use std::fmt::Write;
 use std::path::{Path, PathBuf};
 
@@ -79,7 +79,7 @@ impl Report {
             rerender,
         });
         let path = dir.join("index.html");
-        super::emit(&page, Some(&path))?;
+        crate::output::emit(&page, Some(&path))?;
         Ok(path)
     }
 
@@ -89,7 +89,7 @@ impl Report {
         let mut out = Vec::new();
         for (f, s) in self.drawn()? {
             let path = dir.join(format!("{}.svg", f.id));
-            super::emit(&s, Some(&path))?;
+            crate::output::emit(&s, Some(&path))?;
             out.push(path);
         }
         Ok(out)

@@ -3,8 +3,9 @@
 //! heat map for round-trip matrices), and a table pairs each measured value
 //! with the published one at the same size, matched by value.
 
-use super::figure::{Figure, Heatmap, Kind, Plot, Role, Series, si};
+use super::figure::{Figure, Heatmap, Kind, Plot, Role, Series};
 use crate::reference::Dataset;
+use crate::units::si;
 
 /// A measured-vs-published table.
 #[derive(Clone, Debug)]

@@ -3,11 +3,10 @@
 //! overlaid); round-trip matrices get one heat map per configuration, and a
 //! mesh run three (latency p50 and p99, bandwidth between every two ranks).
 
-use super::figure::{
-    Axis, Bars, Figure, Heatmap, Kind, Labels, Lines, Plot, Role, Scale, Series, si,
-};
-use super::saved::SavedRun;
-use super::saved::{array, num};
+use super::figure::{Axis, Bars, Figure, Heatmap, Kind, Labels, Lines, Plot, Role, Scale, Series};
+use crate::result::saved::SavedRun;
+use crate::result::saved::{array, num};
+use crate::units::si;
 use serde_json::Value;
 
 /// A text field of a saved point ("" when absent or not text).

@@ -3,11 +3,11 @@
 //! kernel scan; the conditions.
 
 use super::csv::field;
-use super::figure::si;
 use super::table::{conditions, markdown};
 use crate::flowgraph::edge::series;
 use crate::result::flowgraph::FlowRun;
 use crate::units::format_size;
+use crate::units::si;
 use std::fmt::Write;
 
 pub fn render(run: &FlowRun) -> String {

@@ -1,10 +1,10 @@
 //! One line per run for summaries: the figure a reader looks for first.
 
-use super::figure::si;
 use super::figures::config_name;
-use super::saved::SavedRun;
-use super::saved::num;
+use crate::result::saved::SavedRun;
+use crate::result::saved::num;
 use crate::units::format_size;
+use crate::units::si;
 use serde_json::Value;
 
 /// The best figure of a run, in words.

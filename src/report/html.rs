@@ -4,8 +4,8 @@
 use super::compare::Comparison;
 use super::figure::{Figure, Kind};
 use super::runs_compared::RunComparison;
-use super::saved::SavedRun;
 use crate::compare::method::Verdict;
+use crate::result::saved::SavedRun;
 use std::fmt::Write;
 
 const STYLE: &str = r#"
@@ -536,11 +536,12 @@ fn environment(o: &mut String, runs: &[SavedRun]) {
 /// link's record (`devices`, one per link of roundtrip, curve and load) or
 /// a stream job's (`device` on each job).
 fn run_devices(r: &SavedRun) -> Vec<(String, &serde_json::Value)> {
-    let mut out: Vec<(String, &serde_json::Value)> = super::saved::array(&r.value, "devices")
-        .iter()
-        .enumerate()
-        .map(|(i, d)| (format!("link {}", i + 1), d))
-        .collect();
+    let mut out: Vec<(String, &serde_json::Value)> =
+        crate::result::saved::array(&r.value, "devices")
+            .iter()
+            .enumerate()
+            .map(|(i, d)| (format!("link {}", i + 1), d))
+            .collect();
     if r.experiment == "stream" {
         for (i, j) in r.entries().iter().enumerate() {
             if let Some(d) = j.get("device").filter(|d| d.is_object()) {

@@ -3,11 +3,11 @@
 //! offered rate for the open loop.
 
 use super::csv::field;
-use super::figure::si;
 use super::table::{conditions, markdown};
 use crate::result::load::{ClosedPoint, LoadPoint, LoadRun, OpenPoint, dir_name};
 use crate::units::format_size;
 use crate::units::format_us;
+use crate::units::si;
 use std::fmt::Write;
 
 fn distinct<T: PartialEq + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {

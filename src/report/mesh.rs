@@ -6,10 +6,10 @@
 //! absent or null: what is not there reads "—" or is left out.
 
 use super::csv::field;
-use super::figure::si;
 use super::figures::mesh_run;
-use super::saved::{array, num, strings};
 use super::table::{Align, bullets, markdown, markdown_with};
+use crate::result::saved::{array, num, strings};
+use crate::units::si;
 use crate::units::{format_size, format_us};
 use serde_json::Value;
 use std::cmp::Ordering;

@@ -1,10 +1,10 @@
 //! `curve --pairs` tables: osu_mbw_mr's columns (size, aggregate MB/s,
 //! messages/s) with the slowest pair beside them, then each pair's MB/s.
 
-use super::figure::si;
 use super::table::{conditions, markdown};
 use crate::result::mesh::PairsRun;
 use crate::units::format_size;
+use crate::units::si;
 use std::fmt::Write;
 
 pub fn render(run: &PairsRun) -> String {

@@ -9,9 +9,9 @@
 
 use super::figure::{Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, spans_decade};
 use super::figures::{config_name, curve_name, load_name, text};
-use super::saved::{SavedRun, num};
 use crate::compare::extract::{self, Statistic, Subject};
 use crate::compare::{self, Comparison, Settings, method};
+use crate::result::saved::{SavedRun, num};
 use crate::units::format_size;
 use serde_json::Value;
 

@@ -17,13 +17,12 @@
 //! (at most `MAX_SERIES` per configuration), a series per run, the first run
 //! dashed as the baseline the others are read against.
 
-use super::figure::{
-    Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, nines, si, spans_decade,
-};
+use super::figure::{Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, nines, spans_decade};
 use super::figures::{config_name, curve_name, load_name, stream_name, text};
-use super::saved::{SavedRun, num};
 use crate::measure::distribution::{Distribution, quantile};
+use crate::result::saved::{SavedRun, num};
 use crate::units::format_size;
+use crate::units::si;
 use hdrhistogram::Histogram;
 use serde_json::Value;
 

@@ -2,9 +2,9 @@
 //! the fitted model, the peak bandwidth), the stream jobs, the flowgraph on
 //! the diagonal M = N, the caveats and where the report is.
 
-use super::figure::si;
-use super::saved::{SavedRun, num};
 use super::table::markdown;
+use crate::result::saved::{SavedRun, num};
+use crate::units::si;
 use serde_json::Value;
 use std::fmt::Write;
 use std::path::Path;

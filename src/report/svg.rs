@@ -5,8 +5,9 @@
 //! by its rows and columns, labels thinned to stay apart) with its colour
 //! scale beside it.
 
-use super::figure::{Axis, Bars, Figure, Heatmap, Lines, Plot, Role, Scale, si};
+use super::figure::{Axis, Bars, Figure, Heatmap, Lines, Plot, Role, Scale};
 use crate::error::{Error, Result};
+use crate::units::si;
 use plotters::coord::Shift;
 use plotters::element::DashedPathElement;
 use plotters::prelude::*;

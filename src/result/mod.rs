@@ -5,6 +5,7 @@ pub mod curve;
 pub mod flowgraph;
 pub mod load;
 pub mod mesh;
+pub mod saved;
 pub mod stream;
 
 pub use crate::measure::distribution::{Figures, Spread};
@@ -169,31 +170,6 @@ pub struct DeviceTime {
     pub device: Summary,
     /// The round trip minus the device's time, ns.
     pub host: Summary,
-}
-
-impl DeviceTime {
-    /// The split a sampler measured, if it measured one.
-    pub fn of(m: &crate::experiment::sample::Measured) -> Option<DeviceTime> {
-        DeviceTime::of_all(std::slice::from_ref(m))
-    }
-
-    /// The splits of several measurements of one cell (load's clients), pooled.
-    pub fn of_all(ms: &[crate::experiment::sample::Measured]) -> Option<DeviceTime> {
-        let mut splits = ms.iter().filter_map(|m| m.split.as_ref()).peekable();
-        splits.peek()?;
-        let (mut device, mut host) = (
-            crate::measure::stats::Recorder::new(),
-            crate::measure::stats::Recorder::new(),
-        );
-        for s in splits {
-            device.merge(&s.device);
-            host.merge(&s.host);
-        }
-        Some(DeviceTime {
-            device: device.summary(),
-            host: host.summary(),
-        })
-    }
 }
 
 impl Repeatable for Point {

@@ -211,6 +211,36 @@ const SLACK: Duration = Duration::from_millis(100);
 /// How often the watchdog looks.
 const TICK: Duration = Duration::from_millis(20);
 
+/// What the command line writes when it abandons a run it cannot finish
+/// (a device call that never returns, a signal the run does not answer):
+/// the last checkpoint of the run, marked stopped by the error. Kept here,
+/// below the commands that register one, beside the hangs that call for it.
+pub type Writer = Box<dyn FnOnce(&crate::error::Error) + Send>;
+
+/// What to write if the run must be abandoned (set by the measuring
+/// commands, replaced at each checkpoint's registration).
+static WRITER: Mutex<Option<Writer>> = Mutex::new(None);
+
+/// Set by whoever writes the final output first: the run itself, or the
+/// watch abandoning it. The other one then writes nothing.
+static CLAIMED: AtomicBool = AtomicBool::new(false);
+
+/// Registers what to write if the run is abandoned.
+pub fn on_abandon(w: Writer) {
+    *WRITER.lock().unwrap_or_else(|e| e.into_inner()) = Some(w);
+}
+
+/// Claims the right to write the run's output: false when the watch has
+/// already written it (the caller then writes nothing and waits to be ended).
+pub fn claim() -> bool {
+    !CLAIMED.swap(true, Ordering::SeqCst)
+}
+
+/// The writer registered last, taken (the supervisor calls it once).
+pub fn take_writer() -> Option<Writer> {
+    WRITER.lock().unwrap_or_else(|e| e.into_inner()).take()
+}
+
 /// The bound for calls made before a run's options are known (the probe
 /// that reads a plugin's capabilities), ns: the run's `--timeout` once set.
 static DEFAULT_BOUND_NS: AtomicU64 = AtomicU64::new(10_000_000_000);

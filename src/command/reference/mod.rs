@@ -38,5 +38,5 @@ pub fn run(action: &Action) -> Result<()> {
             }
         }
     };
-    crate::report::emit(&text, None)
+    crate::output::emit(&text, None)
 }

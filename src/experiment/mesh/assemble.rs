@@ -369,8 +369,8 @@ impl Collector {
                             "{} → {}: {} µs > {} µs",
                             name(f),
                             name(t),
-                            crate::report::figure::si(l),
-                            crate::report::figure::si(max_us)
+                            crate::units::si(l),
+                            crate::units::si(max_us)
                         ));
                         bad[f][t] = true;
                     }
