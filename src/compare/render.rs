@@ -216,7 +216,7 @@ fn text(c: &Comparison, markdown: bool, colour: bool) -> String {
         for d in &c.differences {
             o += &format!(
                 "- {} {}: {} → {}\n",
-                safe(&d.kind),
+                safe(d.kind),
                 safe(&d.what),
                 safe(&d.base),
                 safe(&d.new)
