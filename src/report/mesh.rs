@@ -6,7 +6,7 @@
 //! absent or null: what is not there reads "—" or is left out.
 
 use super::csv::field;
-use super::figures::mesh_run;
+use super::figure::{Axis, Figure, Heatmap, Kind, Labels, Plot, Scale};
 use super::table::{Align, bullets, markdown, markdown_with};
 use crate::result::saved::{array, num, strings};
 use crate::units::si;
@@ -557,6 +557,97 @@ pub fn csv(v: &Value) -> String {
         }
     }
     o
+}
+
+/// One mesh run's median and p99 one-way latency and bandwidth matrices,
+/// ranks grouped by host; the first leads with the suspects and the health
+/// verdict. Dark is worse on all three: slow or narrow. An empty `label`
+/// leaves the run's name out of titles and captions.
+pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
+    let order = order(v);
+    let size = |k: &str| {
+        num(&v["matrices"], k).map_or("—".into(), |b| crate::units::format_size(b as u64))
+    };
+    let (lat, bw) = (size("latency_size_bytes"), size("bandwidth_size_bytes"));
+    let run = if label.is_empty() {
+        String::new()
+    } else {
+        format!(" ({label})")
+    };
+    let rank_axis = |l: &str| Axis::new(l, false, Scale::Count);
+    let numbers: Vec<f64> = order.ranks.iter().map(|&r| r as f64).collect();
+    let specs = [
+        (
+            Kind::MeshLatency,
+            "latency-p50",
+            "latency_p50_us",
+            "median one-way latency (µs)",
+            format!("Median one-way latency between ranks, {lat} bytes{run}"),
+        ),
+        (
+            Kind::MeshLatency,
+            "latency-p99",
+            "latency_p99_us",
+            "p99 one-way latency (µs)",
+            format!("p99 one-way latency between ranks, {lat} bytes{run}"),
+        ),
+        (
+            Kind::MeshBandwidth,
+            "bandwidth",
+            "bandwidth_MBps",
+            "median-window bandwidth (MB/s)",
+            format!("Bandwidth between ranks, {bw} bytes{run}"),
+        ),
+    ];
+    let mut figs: Vec<Figure> = specs
+        .into_iter()
+        .map(|(kind, stem, key, value, title)| {
+            let higher = kind == Kind::MeshBandwidth;
+            let h = Heatmap {
+                x: rank_axis("to (receiving rank)"),
+                y: rank_axis("from (sending rank)"),
+                xs: numbers.clone(),
+                ys: numbers.clone(),
+                labels: Some(Labels {
+                    names: order.names.clone(),
+                    breaks: order.breaks.clone(),
+                }),
+                cells: matrix(v, key, &order),
+                value: value.into(),
+                second: None,
+                ratio: false,
+                higher_is_better: higher,
+            };
+            Figure {
+                kind,
+                id: format!("{id}-{stem}"),
+                title,
+                caption: mesh_caption(&h),
+                lead: Vec::new(),
+                plot: Plot::Heatmap(h),
+            }
+        })
+        .collect();
+    figs[0].lead = findings(v);
+    figs
+}
+
+fn mesh_caption(h: &Heatmap) -> String {
+    let n = h.cells.len();
+    let (worse, unit) = if h.higher_is_better {
+        ("lower bandwidth", " MB/s are decimal (10^6 bytes/s).")
+    } else {
+        ("slower", "")
+    };
+    let mut what = h.value.clone();
+    if let Some(first) = what.get(..1) {
+        what.replace_range(..1, &first.to_uppercase());
+    }
+    format!(
+        "{what} from each sending rank (row) to each receiving rank (column), ranks labelled host:rank and grouped by host (lines between hosts). Darker is worse ({worse}), on a log scale over at least a factor of 4 from the best pair. Grey diagonal: a rank with itself; white, hatched: a pair not measured ({} of {} missing).{unit}",
+        h.missing_count(),
+        n * n.saturating_sub(1)
+    )
 }
 
 #[cfg(test)]
