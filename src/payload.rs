@@ -30,10 +30,11 @@ impl std::fmt::Display for Mismatch {
     }
 }
 
-/// splitmix64: one multiply-xorshift step per 8 bytes, fast enough that the
-/// fill costs about what a real application's writes would.
+/// splitmix64, a fast, well-mixed 64-bit generator step: one
+/// multiply-xorshift per 8 bytes of payload, so the fill costs about what a
+/// real application's writes would; also the random draws of stream jobs.
 #[inline]
-pub fn next(state: &mut u64) -> u64 {
+pub fn splitmix(state: &mut u64) -> u64 {
     *state = state.wrapping_add(0x9e37_79b9_7f4a_7c15);
     let mut z = *state;
     z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
@@ -51,11 +52,11 @@ pub fn fill(buf: &mut [u8], seed: u64, message: u64, dir: Direction) {
     let mut s = start(seed, message, dir);
     let mut words = buf.chunks_exact_mut(8);
     for w in &mut words {
-        w.copy_from_slice(&next(&mut s).to_le_bytes());
+        w.copy_from_slice(&splitmix(&mut s).to_le_bytes());
     }
     let tail = words.into_remainder();
     if !tail.is_empty() {
-        let v = next(&mut s).to_le_bytes();
+        let v = splitmix(&mut s).to_le_bytes();
         tail.copy_from_slice(&v[..tail.len()]);
     }
 }
@@ -79,7 +80,7 @@ pub fn check(buf: &[u8], seed: u64, message: u64, dir: Direction) -> Result<(), 
     let mut words = buf.chunks_exact(8);
     let mut offset = 0;
     for w in &mut words {
-        let v = next(&mut s).to_le_bytes();
+        let v = splitmix(&mut s).to_le_bytes();
         if w != v {
             return Err(mismatch(offset, &v, w));
         }
@@ -87,7 +88,7 @@ pub fn check(buf: &[u8], seed: u64, message: u64, dir: Direction) -> Result<(), 
     }
     let tail = words.remainder();
     if !tail.is_empty() {
-        let v = next(&mut s).to_le_bytes();
+        let v = splitmix(&mut s).to_le_bytes();
         if tail != &v[..tail.len()] {
             return Err(mismatch(offset, &v[..tail.len()], tail));
         }

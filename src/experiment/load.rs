@@ -444,7 +444,7 @@ fn open_cell(
         match args.arrival {
             Arrival::Fixed => 1.0 / rate,
             Arrival::Poisson => {
-                let u = (crate::payload::next(rng) >> 11) as f64 / (1u64 << 53) as f64;
+                let u = (crate::payload::splitmix(rng) >> 11) as f64 / (1u64 << 53) as f64;
                 -(1.0 - u).ln() / rate
             }
         }

@@ -28,7 +28,7 @@
 //! Draws are pure functions of a 64-bit state ([`Sampler::draw`]), so a
 //! caller can make each I/O's block a function of its index.
 
-use crate::stream::offsets::splitmix;
+use crate::payload::splitmix;
 
 /// Which law, with its parameter.
 #[derive(Clone, Copy, Debug, PartialEq, serde::Serialize)]

@@ -3,16 +3,22 @@
 //! [`Job::set`], so a flag and a job-file line can never mean different things.
 
 use crate::error::{Error, Result};
-use crate::stream::blocksizes::{BlockSizes, Choice};
 use crate::stream::distribution::Shape;
-pub use crate::stream::offsets::{Sequencer, Zones};
 use crate::stream::pattern::Pattern;
 use crate::units::parse_fio_size;
+use block_sizes::{BlockSizes, Choice};
 use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
+pub use zones::{Sequencer, Zones};
 
+pub mod block_sizes;
+pub mod engine_opts;
+pub mod file_service;
+pub mod net_options;
+pub mod refused;
 mod verify_options;
+pub mod zones;
 
 /// fio's `rw=`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
@@ -307,7 +313,7 @@ pub struct Job {
     /// `openfiles=`: at most this many of the job's files in service at once.
     pub openfiles: Option<u32>,
     /// `file_service_type=`: which file the next I/O goes to.
-    pub file_service: crate::stream::files::FileService,
+    pub file_service: file_service::FileService,
     /// `size=`: bytes this job transfers; default: the target's size minus offset.
     pub size: Option<u64>,
     pub offset: u64,
@@ -496,9 +502,9 @@ pub struct Job {
     /// `prioclass=` and `prio=`: the worker's I/O priority (ioprio_set).
     pub ioprio: (Option<u32>, Option<u32>),
     /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
-    pub engine_opts: crate::stream::engine::EngineOpts,
+    pub engine_opts: engine_opts::EngineOpts,
     /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
-    pub net: crate::stream::net::NetOptions,
+    pub net: net_options::NetOptions,
 }
 
 /// fio's `exit_what=`: which jobs an `exitall` job stops when it ends.
@@ -914,7 +920,7 @@ impl Job {
             return Some(lo);
         };
         let mut s = self.randseed ^ u64::from(self.clone).rotate_left(32) ^ (i as u64 + 1);
-        let pick = lo + crate::stream::offsets::splitmix(&mut s) % (hi - lo + 1);
+        let pick = lo + crate::payload::splitmix(&mut s) % (hi - lo + 1);
         Some((pick - pick % self.bs.max(1)).max(lo))
     }
 }
@@ -1086,7 +1092,7 @@ impl Job {
             "filesize" => (self.filesize, self.filesize_max) = o.size_range()?,
             "openfiles" => self.openfiles = Some(o.int(1, 1 << 20)?),
             "file_service_type" => {
-                self.file_service = crate::stream::files::FileService::parse(o.value()?)
+                self.file_service = file_service::FileService::parse(o.value()?)
                     .map_err(|why| o.bad(&why))?
             }
             "size" | "io_size" | "io_limit" => match o.percent()? {
@@ -1375,7 +1381,7 @@ impl Job {
             "port" => self.net.port = Some(o.int(1, 65535)? as u16),
             "protocol" | "proto" => {
                 self.net.protocol =
-                    Some(crate::stream::net::Proto::parse(o.value()?).map_err(|e| o.bad(&e))?)
+                    Some(net_options::Proto::parse(o.value()?).map_err(|e| o.bad(&e))?)
             }
             "listen" => self.net.listen = Some(o.bool()?),
             "pingpong" => self.net.pingpong = Some(o.bool()?),
@@ -1438,7 +1444,7 @@ impl Job {
             "cpuio" => IoEngine::Cpuio,
             "net" => IoEngine::Net,
             "netsplice" => IoEngine::NetSplice,
-            _ => return Err(o.bad(&crate::stream::engine::refusal(v))),
+            _ => return Err(o.bad(&refused::refusal(v))),
         };
         Ok(SetOutcome::Applied)
     }

@@ -8,32 +8,14 @@
 //! pure functions of the I/O's index, so the verify read-back visits
 //! exactly what the write phase did.
 
+use crate::payload::splitmix;
 use crate::stream::distribution::Sampler;
 use crate::stream::job::Job;
 
 /// Mixes an I/O (group) index into a seed.
 const GOLDEN: u64 = 0x9e37_79b9_7f4a_7c15;
 
-/// fio's `rw_sequencer=`: what the I/Os between two random offsets do.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-#[serde(rename_all = "lowercase")]
-pub enum Sequencer {
-    /// The next blocks after the random one.
-    Sequential,
-    /// The same block again.
-    Identical,
-}
-
-/// fio's `zonemode=strided` (`zonerange`, `zonesize`, `zoneskip`), in bytes.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]
-pub struct Zones {
-    /// Size of one zone: I/O stays inside it.
-    pub range: u64,
-    /// Bytes moved in a zone before the job goes on to the next.
-    pub size: u64,
-    /// Bytes skipped between zones.
-    pub skip: u64,
-}
+pub use crate::stream::job::zones::{Sequencer, Zones};
 
 /// The order blocks are visited in one pass: sequential, or a full-period
 /// permutation so a random job touches every block exactly once per pass
@@ -315,16 +297,6 @@ impl Offsets {
 
 fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
-}
-
-/// A fast, well-mixed 64-bit generator step (splitmix64).
-#[inline]
-pub fn splitmix(s: &mut u64) -> u64 {
-    *s = s.wrapping_add(0x9e37_79b9_7f4a_7c15);
-    let mut z = *s;
-    z = (z ^ (z >> 30)).wrapping_mul(0xbf58_476d_1ce4_e5b9);
-    z = (z ^ (z >> 27)).wrapping_mul(0x94d0_49bb_1331_11eb);
-    z ^ (z >> 31)
 }
 
 #[cfg(test)]

@@ -1,0 +1,101 @@
+//! fio's `net` engine options as a job sets them: the model's part; what
+//! they resolve to (an endpoint) is `stream::net`'s.
+
+use serde::Serialize;
+
+/// fio's `protocol=` (`proto=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Proto {
+    Tcp,
+    Tcpv6,
+    Udp,
+    Udpv6,
+    /// A Unix stream socket at a path (`hostname=` or `filename=`).
+    Unix,
+}
+
+impl Proto {
+    /// Reads fio's word for a protocol.
+    pub fn parse(s: &str) -> Result<Proto, String> {
+        Ok(match s.to_ascii_lowercase().as_str() {
+            "tcp" => Proto::Tcp,
+            "tcpv6" => Proto::Tcpv6,
+            "udp" => Proto::Udp,
+            "udpv6" => Proto::Udpv6,
+            "unix" => Proto::Unix,
+            "vsock" => {
+                return Err(
+                    "vsock (virtio sockets between a VM and its host) is not supported by xferbench; use tcp to the host's or guest's address".into(),
+                );
+            }
+            _ => return Err("unknown protocol; use tcp, tcpv6, udp, udpv6 or unix".into()),
+        })
+    }
+
+    /// fio's word for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            Proto::Tcp => "tcp",
+            Proto::Tcpv6 => "tcpv6",
+            Proto::Udp => "udp",
+            Proto::Udpv6 => "udpv6",
+            Proto::Unix => "unix",
+        }
+    }
+
+    pub fn is_tcp(self) -> bool {
+        matches!(self, Proto::Tcp | Proto::Tcpv6)
+    }
+
+    pub fn is_udp(self) -> bool {
+        matches!(self, Proto::Udp | Proto::Udpv6)
+    }
+
+    pub fn is_v6(self) -> bool {
+        matches!(self, Proto::Tcpv6 | Proto::Udpv6)
+    }
+}
+
+/// The net engine's own options as the job set them (None: not given). The
+/// peer's host or socket path is the job's `filename` — fio's `hostname=`
+/// sets it — so `--map` can point a job file at another host.
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct NetOptions {
+    /// `hostname=` as given (the job's filename holds it).
+    pub hostname: Option<String>,
+    pub port: Option<u16>,
+    pub protocol: Option<Proto>,
+    pub listen: Option<bool>,
+    pub pingpong: Option<bool>,
+    pub nodelay: Option<bool>,
+    /// `window_size=`: SO_RCVBUF on a receiver, SO_SNDBUF on a sender, both
+    /// with pingpong.
+    pub window_size: Option<u32>,
+    /// `mss=`: TCP_MAXSEG.
+    pub mss: Option<u32>,
+    /// `interface=`: the IPv4 address of the interface multicast goes through.
+    pub interface: Option<String>,
+    /// `ttl=`: outgoing multicast time-to-live.
+    pub ttl: Option<u32>,
+}
+
+impl NetOptions {
+    /// The first option that was set, for refusing it on a job of another engine.
+    pub fn first_given(&self) -> Option<&'static str> {
+        [
+            ("hostname", self.hostname.is_some()),
+            ("port", self.port.is_some()),
+            ("protocol", self.protocol.is_some()),
+            ("listen", self.listen.is_some()),
+            ("pingpong", self.pingpong.is_some()),
+            ("nodelay", self.nodelay.is_some()),
+            ("window_size", self.window_size.is_some()),
+            ("mss", self.mss.is_some()),
+            ("interface", self.interface.is_some()),
+            ("ttl", self.ttl.is_some()),
+        ]
+        .into_iter()
+        .find_map(|(k, set)| set.then_some(k))
+    }
+}
