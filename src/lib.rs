@@ -53,27 +53,24 @@
 
 #![warn(missing_docs)]
 
-pub mod error;
 pub mod options;
+
+pub(crate) use xferbench_core::{buffer, measure, payload, words};
+pub use xferbench_core::{error, units};
 pub mod reference;
 pub mod result;
 pub mod transport;
-pub mod units;
 
 pub(crate) mod app;
-pub(crate) mod buffer;
 pub(crate) mod cli;
 pub(crate) mod command;
 pub mod compare;
 pub(crate) mod experiment;
 pub(crate) mod flowgraph;
 pub(crate) mod format;
-pub(crate) mod measure;
 pub(crate) mod output;
-pub(crate) mod payload;
 pub(crate) mod report;
 pub(crate) mod stream;
-pub(crate) mod words;
 
 pub use command::serve::{ServeConfig, run as serve};
 pub use compare::{Comparison, Settings as CompareSettings, compare};

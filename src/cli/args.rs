@@ -5,6 +5,7 @@
 //! parsers are the library's own, so a program that fills the settings in
 //! gets the same checks from their `validate`.
 
+use super::word;
 use crate::format::Format;
 use crate::measure::fit::Breakpoint;
 use crate::measure::placement::Cpus;
@@ -114,10 +115,10 @@ pub struct CommonArgs {
     #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
     pub transports: Vec<SpecList>,
     /// Buffer modes, comma-separated: user (the caller's buffer, copied per message), raw (memory the transport or device owns, filled in place: zero copy), inline (the payload in the doorbell cache lines: thread, shm), mmio (the request written into a mapped window: for a plugin, device memory such as a BAR that the CPU writes into; for cuda, host memory the GPU polls), graph (cuda: one CUDA graph launch per request). Each transport offers some (`xferbench list`); a plugin those it declares. Default: user for roundtrip and load (a transport without it: its first mode); for curve, raw where the transport has it.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_parser = word::<BufferMode>(), value_delimiter = ',')]
     pub buffers: Vec<BufferMode>,
     /// Completion modes, comma-separated: poll (spin) or block (sleep). Default: each transport's own.
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_parser = word::<CompletionMode>(), value_delimiter = ',')]
     pub completion: Vec<CompletionMode>,
     /// CPUs for initiator and responder, e.g. 0,1; `none` disables pinning. Default: the first two available.
     #[arg(long, value_parser = cpus, default_value = "")]
@@ -138,7 +139,7 @@ pub struct CommonArgs {
     #[arg(long, value_parser = duration, default_value = "10s")]
     pub timeout: Duration,
     /// Statistics to tabulate: count, mean, stddev, min, p50, p90, p99, p999, p9999, max.
-    #[arg(long, value_delimiter = ',', default_value = "mean,p99")]
+    #[arg(long, value_parser = word::<Stat>(), value_delimiter = ',', default_value = "mean,p99")]
     pub stats: Vec<Stat>,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -148,7 +149,7 @@ pub struct CommonArgs {
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
     /// Output format.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_parser = word::<Format>(), default_value = "table")]
     pub format: Format,
     /// Write the output to this file instead of stdout (format from --format, or from the extension .json/.csv).
     #[arg(short, long, value_name = "FILE")]
@@ -176,7 +177,7 @@ pub struct RoundtripArgs {
     #[arg(long = "out", value_name = "SIZES", value_parser = size_list, default_value = "64..16k")]
     pub out_sizes: Sizes,
     /// What the sizes count: bytes, bf16 values (2 bytes) or f32 values (4 bytes).
-    #[arg(long, value_enum, default_value = "bytes")]
+    #[arg(long, value_parser = word::<Unit>(), default_value = "bytes")]
     pub unit: Unit,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -191,16 +192,16 @@ pub struct CurveArgs {
     #[arg(long, value_name = "N", value_parser = count, default_value = "0")]
     pub perturb: u64,
     /// pingpong: one-way = half the round trip; stream: a window of messages one way, then an acknowledgement (osu_bw); bidir: a window each way at once.
-    #[arg(long, value_enum, default_value = "pingpong")]
+    #[arg(long, value_parser = word::<crate::transport::Pattern>(), default_value = "pingpong")]
     pub mode: crate::transport::Pattern,
     /// Messages in flight per exchange in stream and bidir modes.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = "64")]
     pub window: u32,
     /// --mode stream: write = initiator to responder (host to device, H2C); read = responder to initiator (device to host, C2H: tiny requests, whole messages back); write,read = both curves.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "write")]
+    #[arg(long, value_parser = word::<opt::DataDirection>(), value_delimiter = ',', default_value = "write")]
     pub direction: Vec<opt::DataDirection>,
     /// raw: time the transfer; fill-check: fill every message with values and check every value received.
-    #[arg(long, value_enum, default_value = "raw")]
+    #[arg(long, value_parser = word::<PayloadMode>(), default_value = "raw")]
     pub payload: PayloadMode,
     /// Cut messages into packets sent back to back: a size (e.g. 4k), whole (or 0), or adaptive.
     #[arg(long, value_parser = chunk, default_value = "whole")]
@@ -280,13 +281,13 @@ pub struct LoadArgs {
     /// Background loads, each in turn: idle, wait, alu, slow, memcopy.
     #[arg(
         long = "load",
-        value_enum,
+        value_parser = word::<crate::measure::loadgen::LoadMode>(),
         value_delimiter = ',',
         default_value = "idle,wait,alu,slow,memcopy"
     )]
     pub loads: Vec<crate::measure::loadgen::LoadMode>,
     /// read: the responder sends the data; write: the initiator sends it.
-    #[arg(long, value_enum, value_delimiter = ',', default_value = "read,write")]
+    #[arg(long, value_parser = word::<opt::DataDirection>(), value_delimiter = ',', default_value = "read,write")]
     pub direction: Vec<opt::DataDirection>,
     /// Requests in flight in the closed loop: this many clients, each with its own link.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), default_value = "1")]
@@ -307,7 +308,7 @@ pub struct LoadArgs {
     #[arg(long, value_parser = rates)]
     pub rates: Option<Rates>,
     /// Open-loop arrivals: fixed spacing or Poisson.
-    #[arg(long, value_enum, default_value = "fixed")]
+    #[arg(long, value_parser = word::<opt::Arrival>(), default_value = "fixed")]
     pub arrival: opt::Arrival,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -322,12 +323,12 @@ pub struct FlowgraphArgs {
     #[arg(long, value_name = "M", value_parser = counts)]
     pub blocks: Option<Counts>,
     /// Schedulers (default: every one that applies; seq only on one core).
-    #[arg(long, value_enum, value_delimiter = ',')]
+    #[arg(long, value_parser = word::<crate::flowgraph::sched::Scheduler>(), value_delimiter = ',')]
     pub scheduler: Vec<crate::flowgraph::sched::Scheduler>,
     /// Edges between blocks: circular buffers (one per edge, double-mapped), whole buffers handed off round a circuit (as qsdr), or both.
     #[arg(
         long,
-        value_enum,
+        value_parser = word::<crate::flowgraph::edge::Edges>(),
         value_delimiter = ',',
         default_value = "circular,handoff"
     )]
@@ -372,7 +373,7 @@ pub struct FlowgraphArgs {
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// Print JSON instead of a table.
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_parser = word::<Format>(), default_value = "table")]
     pub format: Format,
     /// Only these transports, with their options: e.g. `-t plugin:path=./echo.so` prints a plugin's capabilities and probes it.
     #[arg(short = 't', long = "transport", value_parser = specs)]
@@ -524,10 +525,10 @@ pub struct CompareArgs {
     #[arg(long, default_value = "5%", value_parser = parse_noise)]
     pub noise: f64,
     /// Statistics to compare: p50, mean, p90, p99, p999, bandwidth, iops, rate (default: p50, mean, p99 and every rate the points have).
-    #[arg(long, value_delimiter = ',')]
+    #[arg(long, value_parser = word::<crate::compare::extract::Statistic>(), value_delimiter = ',')]
     pub stats: Vec<crate::compare::extract::Statistic>,
     /// Statistics whose regression fails the comparison (exit 1); default: every statistic compared.
-    #[arg(long, value_delimiter = ',', value_name = "STATS")]
+    #[arg(long, value_parser = word::<crate::compare::extract::Statistic>(), value_delimiter = ',', value_name = "STATS")]
     pub fail_on: Vec<crate::compare::extract::Statistic>,
     /// An inconclusive verdict fails too (exit 1).
     #[arg(long)]
@@ -536,7 +537,7 @@ pub struct CompareArgs {
     #[arg(long)]
     pub allow_different: bool,
     /// Output format (markdown: a pull-request comment).
-    #[arg(long, value_enum, default_value = "table")]
+    #[arg(long, value_parser = word::<crate::compare::render::CompareFormat>(), default_value = "table")]
     pub format: crate::compare::render::CompareFormat,
     /// Write the comparison to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
@@ -587,14 +588,14 @@ pub struct ReferenceArgs {
 pub enum ReferenceAction {
     /// Lists the reference datasets: name, experiment it compares with, size, source.
     List {
-        #[arg(long, value_enum, default_value = "table")]
+        #[arg(long, value_parser = word::<Format>(), default_value = "table")]
         format: Format,
     },
     /// Prints one dataset, shaped as its source document's table.
     Show {
         /// A name from `xferbench reference list`.
         name: String,
-        #[arg(long, value_enum, default_value = "table")]
+        #[arg(long, value_parser = word::<Format>(), default_value = "table")]
         format: Format,
     },
 }
@@ -603,7 +604,7 @@ pub enum ReferenceAction {
 pub struct RespondArgs {
     #[arg(long, value_parser = specs)]
     pub spec: SpecList,
-    #[arg(long, value_enum)]
+    #[arg(long, value_parser = word::<CompletionMode>())]
     pub completion: CompletionMode,
     #[arg(long)]
     pub cpu: Option<usize>,

@@ -8,12 +8,9 @@ pub use args::*;
 
 use crate::error::capped;
 
-use crate::measure::stats::Stat;
-use crate::transport::{BufferMode, CompletionMode};
-use crate::units::Unit;
 use crate::words::Word;
 use clap::builder::PossibleValue;
-use clap::{Parser, Subcommand, ValueEnum};
+use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
 
@@ -57,43 +54,50 @@ impl Cli {
     }
 }
 
-/// Teaches clap the words of the enums the experiments define (`words.rs`),
+/// Teaches clap the words of the enums the library defines (`words.rs`),
 /// each with its variant's doc comment as help, as `#[derive(ValueEnum)]`
-/// would have given.
-macro_rules! value_enum_by_word {
-    ($($t:ty),* $(,)?) => {$(
-        impl ValueEnum for $t {
-            fn value_variants<'a>() -> &'a [Self] {
-                <$t as Word>::VARIANTS
-            }
+/// would have given: a value parser of the CLI's own (the enums and clap's
+/// traits both live in other crates), used as `value_parser = word::<T>()`.
+#[derive(Clone)]
+pub struct WordParser<T>(std::marker::PhantomData<T>);
 
-            fn to_possible_value(&self) -> Option<PossibleValue> {
-                let value = PossibleValue::new(self.word());
-                Some(match value_help(self.doc()) {
-                    Some(help) => value.help(help),
-                    None => value,
-                })
-            }
-        }
-    )*};
+/// The parser of `T`'s words.
+pub fn word<T>() -> WordParser<T> {
+    WordParser(std::marker::PhantomData)
 }
 
-value_enum_by_word!(
-    BufferMode,
-    CompletionMode,
-    crate::transport::Pattern,
-    Stat,
-    Unit,
-    crate::measure::loadgen::LoadMode,
-    crate::flowgraph::sched::Scheduler,
-    crate::flowgraph::edge::Edges,
-    crate::format::Format,
-    crate::options::PayloadMode,
-    crate::options::DataDirection,
-    crate::options::Arrival,
-    crate::compare::extract::Statistic,
-    crate::compare::render::CompareFormat,
-);
+impl<T: Word + Clone + Send + Sync + 'static> clap::builder::TypedValueParser for WordParser<T> {
+    type Value = T;
+
+    fn parse_ref(
+        &self,
+        cmd: &clap::Command,
+        arg: Option<&clap::Arg>,
+        value: &std::ffi::OsStr,
+    ) -> Result<T, clap::Error> {
+        // The words through clap's own parser: its errors, its suggestions.
+        let words =
+            clap::builder::PossibleValuesParser::new(T::VARIANTS.iter().map(|v| possible(*v)));
+        let w = words.parse_ref(cmd, arg, value)?;
+        Ok(*T::VARIANTS
+            .iter()
+            .find(|v| v.word() == w)
+            .expect("the parser accepts only these words"))
+    }
+
+    fn possible_values(&self) -> Option<Box<dyn Iterator<Item = PossibleValue> + '_>> {
+        Some(Box::new(T::VARIANTS.iter().map(|v| possible(*v))))
+    }
+}
+
+/// One word as clap shows it, with its doc comment as help.
+fn possible<T: Word>(v: T) -> PossibleValue {
+    let value = PossibleValue::new(v.word());
+    match value_help(v.doc()) {
+        Some(help) => value.help(help),
+        None => value,
+    }
+}
 
 /// A doc comment as clap's derive turns it into a value's help: the first
 /// paragraph on one line, without its closing period; none when empty.
@@ -197,23 +201,19 @@ mod tests {
 
     #[test]
     fn word_enums_give_clap_their_words_and_first_doc_paragraph() {
-        let names: Vec<_> = Stat::value_variants()
-            .iter()
-            .map(|s| s.to_possible_value().unwrap().get_name().to_string())
-            .collect();
+        use crate::measure::stats::Stat;
+        use clap::builder::TypedValueParser;
+        let stats: Vec<PossibleValue> = word::<Stat>().possible_values().unwrap().collect();
+        let names: Vec<&str> = stats.iter().map(PossibleValue::get_name).collect();
         assert_eq!(names[7..9], ["p999", "p9999"]);
         assert_eq!(
-            Stat::Mean
-                .to_possible_value()
-                .unwrap()
+            possible(Stat::Mean)
                 .get_help()
                 .map(|h| h.to_string())
                 .as_deref(),
             Some("Arithmetic mean")
         );
-        let memcopy = crate::measure::loadgen::LoadMode::Memcopy
-            .to_possible_value()
-            .unwrap();
+        let memcopy = possible(crate::measure::loadgen::LoadMode::Memcopy);
         assert_eq!(
             memcopy.get_help().unwrap().to_string(),
             "Copies between buffers twice the last-level cache: maximal contention for caches and memory bandwidth"

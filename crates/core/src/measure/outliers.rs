@@ -64,9 +64,6 @@
 //! 0.41×, latency 2.3×) and `factor`, how many times worse that is (≥ 1 for
 //! anything flagged): `1 / ratio` for bandwidth, `ratio` for latency.
 
-// Only the MPI build calls `analyse` (the mesh); without it, the tests do.
-#![cfg_attr(not(feature = "mpi"), allow(dead_code))]
-
 use serde::Serialize;
 
 /// Scales a MAD to estimate the standard deviation of normal noise.

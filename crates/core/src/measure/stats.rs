@@ -152,7 +152,6 @@ impl Recorder {
         })
     }
 
-    #[cfg_attr(not(feature = "mpi"), allow(dead_code))]
     pub fn to_wire(&self) -> RecorderWire {
         RecorderWire {
             count: self.count,

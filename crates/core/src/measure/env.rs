@@ -113,7 +113,6 @@ fn read(path: &str) -> Option<String> {
 }
 
 /// This host's name (`uname -n`).
-#[cfg_attr(not(feature = "mpi"), allow(dead_code))]
 pub fn hostname() -> String {
     uname().1
 }

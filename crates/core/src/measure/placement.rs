@@ -153,7 +153,9 @@ pub fn pin_current(cpu: usize) -> Result<()> {
 pub struct KeepAffinity(Vec<usize>);
 
 impl KeepAffinity {
-    /// Remembers the calling thread's mask.
+    /// Remembers the calling thread's mask. Not `Default`: it reads the
+    /// thread's state, which a default value should not.
+    #[allow(clippy::new_without_default)]
     pub fn new() -> KeepAffinity {
         KeepAffinity(allowed_cpus())
     }

@@ -80,6 +80,7 @@ pub fn parse<T: Word>(s: &str) -> Result<T, UnknownWord> {
 ///     }
 /// }
 /// ```
+#[macro_export]
 macro_rules! word_enum {
     (
         $(#[$meta:meta])*
@@ -126,6 +127,8 @@ macro_rules! word_enum {
 
 /// One attribute's share of a doc comment: its line for `doc = "…"`, nothing
 /// for any other attribute.
+#[doc(hidden)]
+#[macro_export]
 macro_rules! doc_line {
     (doc = $line:literal) => {
         concat!($line, "\n")
@@ -135,8 +138,7 @@ macro_rules! doc_line {
     };
 }
 
-pub(crate) use doc_line;
-pub(crate) use word_enum;
+pub use crate::{doc_line, word_enum};
 
 #[cfg(test)]
 mod tests {

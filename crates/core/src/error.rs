@@ -8,7 +8,7 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// The signal that interrupted the run (0 until one arrives): the exit
 /// status of an interrupted run is 128 + its number, as a shell reports a
 /// process the signal killed.
-pub(crate) static INTERRUPTED_BY: AtomicI32 = AtomicI32::new(0);
+pub static INTERRUPTED_BY: AtomicI32 = AtomicI32::new(0);
 
 /// An error with a single-line, user-facing message.
 #[derive(Debug)]
