@@ -57,9 +57,9 @@ pub mod options;
 
 pub(crate) use xferbench_core::{buffer, measure, payload, words};
 pub use xferbench_core::{error, units};
+pub use xferbench_transport as transport;
 pub mod reference;
 pub mod result;
-pub mod transport;
 
 pub(crate) mod app;
 pub(crate) mod cli;

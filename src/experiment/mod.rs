@@ -58,12 +58,6 @@ pub struct Config {
     pub completion: CompletionMode,
 }
 
-impl std::fmt::Debug for dyn transport::Transport {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(self.name())
-    }
-}
-
 /// Expands specs × buffer modes × completion modes; a spec's own options
 /// override the global flags.
 /// `default_buffers` picks the mode for a transport when neither the spec

@@ -8,7 +8,7 @@
 
 use super::ffi::{self, XbCaps, XbCompletion, XbJob, XbOpenParams, XbOption, XbPlugin};
 use crate::error::{Error, Result};
-use crate::transport::guard::{Call, Guard};
+use crate::guard::{Call, Guard};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;

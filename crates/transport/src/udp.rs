@@ -13,7 +13,7 @@ use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 
 /// 65535 − 20 (IPv4 header) − 8 (UDP header).
-pub(crate) const MAX_DATAGRAM: u64 = 65_507;
+pub const MAX_DATAGRAM: u64 = 65_507;
 
 pub struct Udp;
 

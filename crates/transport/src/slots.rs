@@ -14,13 +14,13 @@ use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 /// Two cache lines: keeps the adjacent-line prefetcher from coupling neighbours.
-pub(crate) const LINE: usize = 128;
+pub const LINE: usize = 128;
 const PAGE: usize = 4096;
 const MAGIC: u64 = 0x5842_534c_4f54_5331; // "XBSLOTS1"
 /// Bytes before the inline payload in a doorbell.
 const BELL_HDR: usize = 32;
 /// Largest inline payload: the 16 KiB of the Vollo MMIO tables, and more.
-pub(crate) const MAX_INLINE: usize = 64 << 10;
+pub const MAX_INLINE: usize = 64 << 10;
 
 const KIND_DATA: u32 = 1;
 const KIND_CONFIG: u32 = 2;
@@ -56,7 +56,7 @@ struct BellHdr {
 
 /// Where things are in a region. Both sides read it from the region's header.
 #[derive(Clone, Copy, Debug)]
-pub(crate) struct Layout {
+pub struct Layout {
     pub len: usize,
     inline: bool,
     bell_len: usize,
@@ -98,7 +98,7 @@ impl Layout {
 
 /// A pointer to a mapped region; both ends hold one.
 #[derive(Clone, Copy)]
-pub(crate) struct Region {
+pub struct Region {
     base: *mut u8,
     layout: Layout,
 }
@@ -218,20 +218,20 @@ impl Region {
 
 /// One direction's doorbell. Only one side writes it.
 #[derive(Clone, Copy)]
-pub(crate) struct Bell {
+pub struct Bell {
     hdr: &'static BellHdr,
     pub payload: *mut u8,
 }
 
 /// What a bell's single writer last stored in it (a fresh bell is all zero).
 #[derive(Default)]
-pub(crate) struct Sent {
+pub struct Sent {
     kind: u32,
     len: u32,
 }
 
 /// Why a wait ended without a message.
-pub(crate) enum WaitError {
+pub enum WaitError {
     Gone,
     TimedOut,
 }
@@ -458,7 +458,7 @@ fn recv_packets(
 }
 
 /// The initiator's side of the protocol, shared by `thread` and `shm`.
-pub(crate) struct Initiator {
+pub struct Initiator {
     region: Region,
     buffers: BufferMode,
     completion: CompletionMode,
@@ -755,7 +755,7 @@ impl Initiator {
 
 /// The responder's loop: until told to quit, copy each request into its own
 /// memory (the device reading it), wait the added delay, write the reply.
-pub(crate) fn respond(
+pub fn respond(
     region: Region,
     completion: CompletionMode,
     gone: &AtomicBool,

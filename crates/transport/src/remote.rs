@@ -201,7 +201,7 @@ fn hello_for(cfg: &LinkConfig, limit: u64) -> Hello {
 /// has: room for a window of datagrams in flight, which the default
 /// receive buffer drops (a `curve --mode stream` over `udp://` lost
 /// datagrams at 2 KiB and timed out). The kernel caps what it grants.
-pub(crate) fn roomy(s: &UdpSocket) -> Result<()> {
+pub fn roomy(s: &UdpSocket) -> Result<()> {
     use std::os::fd::AsRawFd;
     for opt in [libc::SO_SNDBUF, libc::SO_RCVBUF] {
         super::fd::setsockopt(
@@ -348,7 +348,7 @@ const PROBE_LIMITS: Limits = Limits {
 /// fuzzer checks: an accepted frame is within every limit and reads the
 /// same to a local responder; a refusal is one short line. For
 /// `xferbench::fuzzing` (the `fuzz/` targets and the seeded tests).
-pub(crate) fn probe_control_frame(frame: &[u8]) -> std::result::Result<(), String> {
+pub fn probe_control_frame(frame: &[u8]) -> std::result::Result<(), String> {
     use super::Pattern;
     use super::fd::{CTRL_LEN, Control, parse_control};
     let l = PROBE_LIMITS;
@@ -382,7 +382,7 @@ pub(crate) fn probe_control_frame(frame: &[u8]) -> std::result::Result<(), Strin
 /// its hello (control frames and messages), over a socket pair, with a
 /// client that reads what comes back (up to 1 MiB, then hangs up). It must
 /// end, in `Ok` or an error, and never panic; every wait has a 2 s timeout.
-pub(crate) fn probe_session(bytes: &[u8]) -> std::result::Result<(), String> {
+pub fn probe_session(bytes: &[u8]) -> std::result::Result<(), String> {
     use std::net::Shutdown;
     use std::os::fd::AsRawFd;
     use std::os::unix::net::UnixStream;

@@ -266,7 +266,7 @@ pub fn library(path: &std::path::Path) -> Result<&'static Library> {
 /// named (`completion=` of the spec; poll if none), and in the other if the
 /// plugin says it does not open that way (XB_E_UNSUPPORTED); then the second
 /// open's reason is the one to show. Each call is bounded by
-/// [`guard::default_bound`](crate::transport::guard::default_bound).
+/// [`guard::default_bound`](crate::guard::default_bound).
 pub fn probe(
     lib: &'static Library,
     options: &[(String, String)],
@@ -277,7 +277,7 @@ pub fn probe(
         _ => ffi::COMPLETE_POLL,
     };
     let other = first ^ (ffi::COMPLETE_POLL | ffi::COMPLETE_BLOCK);
-    let bound = crate::transport::guard::default_bound();
+    let bound = crate::guard::default_bound();
     match Device::open(lib, options, first, None, bound) {
         Ok(d) => Ok(d),
         Err(e) if e.to_string().contains("(XB_E_UNSUPPORTED)") => {

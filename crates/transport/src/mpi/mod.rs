@@ -89,7 +89,7 @@ pub fn shutdown() {
 mod imp {
     use super::*;
     use crate::buffer::PageBuf;
-    use crate::transport::{Pattern, ReplyShape};
+    use crate::{Pattern, ReplyShape};
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
     use std::time::Instant;

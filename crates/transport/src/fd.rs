@@ -15,7 +15,7 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Framing {
+pub enum Framing {
     /// A byte stream: a message is its length in bytes, however it is split.
     Stream,
     /// One datagram per message; a datagram of the wrong size is an error.
@@ -26,7 +26,7 @@ const CTRL_MAGIC: u32 = 0x5842_4331; // "XBC1"
 const CTRL_CONFIGURE: u32 = 1;
 const CTRL_QUIT: u32 = 2;
 /// Bytes of a control frame: magic, kind, then the shape.
-pub(crate) const CTRL_LEN: usize = 8 + ReplyShape::WIRE_LEN;
+pub const CTRL_LEN: usize = 8 + ReplyShape::WIRE_LEN;
 const ACK: [u8; 8] = *b"XBACK001";
 /// A refused control frame's answer in place of `ACK`: this, a u32 length,
 /// then the reason as text. It tells the initiator why the responder is
@@ -37,7 +37,7 @@ const NAK: [u8; 8] = *b"XBNAK001";
 const MAX_REASON: usize = 256;
 
 /// Why an fd operation failed.
-pub(crate) enum IoError {
+pub enum IoError {
     /// The other end closed.
     Eof,
     Os(std::io::Error),
@@ -66,7 +66,7 @@ impl std::fmt::Display for IoError {
 }
 
 /// One end's fds and how to use them.
-pub(crate) struct Chan {
+pub struct Chan {
     pub rx: RawFd,
     pub tx: RawFd,
     pub framing: Framing,
@@ -349,7 +349,7 @@ fn encode(kind: u32, s: &ReplyShape) -> [u8; CTRL_LEN] {
 
 /// What a control frame asks of the responder.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) enum Control {
+pub enum Control {
     /// Run `exchanges` round trips of this shape.
     Configure(ReplyShape),
     /// End the session.
@@ -362,7 +362,7 @@ pub(crate) enum Control {
 /// it: a frame of the wrong length, another magic, an unknown kind or
 /// pattern, or sizes and delays over the limits are refused with the reason
 /// (one line, sent to the initiator and logged).
-pub(crate) fn parse_control(b: &[u8], limits: Option<&Limits>) -> Result<Control, String> {
+pub fn parse_control(b: &[u8], limits: Option<&Limits>) -> Result<Control, String> {
     let b: &[u8; CTRL_LEN] = b.try_into().map_err(|_| {
         format!(
             "a {}-byte control frame where {CTRL_LEN} bytes were expected",
@@ -593,7 +593,7 @@ fn errno() -> i32 {
 }
 
 /// The initiator's end over fds, with its responder process.
-pub(crate) struct FdLink {
+pub struct FdLink {
     chan: Chan,
     req: PageBuf,
     rep: PageBuf,
@@ -787,7 +787,7 @@ impl Link for FdLink {
 }
 
 /// The responder's loop over its inherited fds (3 = receive, `tx` = send).
-pub(crate) fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -> Result<()> {
+pub fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -> Result<()> {
     let chan = Chan {
         rx: CHILD_FD,
         tx,
@@ -811,7 +811,7 @@ pub struct Limits {
 }
 
 /// Serves one remote client over a connected, timed socket (see `Chan::timed`).
-pub(crate) fn serve_socket(fd: RawFd, framing: Framing, limits: &Limits) -> Result<()> {
+pub fn serve_socket(fd: RawFd, framing: Framing, limits: &Limits) -> Result<()> {
     serve_loop(&Chan::timed_socket(fd, framing)?, Some(limits))
 }
 
@@ -924,12 +924,7 @@ fn reply_prep(
 }
 
 /// Sets an integer socket option.
-pub(crate) fn setsockopt(
-    fd: RawFd,
-    level: libc::c_int,
-    opt: libc::c_int,
-    v: libc::c_int,
-) -> Result<()> {
+pub fn setsockopt(fd: RawFd, level: libc::c_int, opt: libc::c_int, v: libc::c_int) -> Result<()> {
     // SAFETY: passing a live c_int by pointer with its size.
     let r = unsafe {
         libc::setsockopt(

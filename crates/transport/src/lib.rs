@@ -4,25 +4,27 @@
 //! `ioengine_ops`. Experiments see only [`Link`]; transports know nothing of
 //! sweeps or statistics.
 
+pub(crate) use xferbench_core::{buffer, error, measure, payload, units, words};
+
 use crate::error::{Error, Result};
-use crate::words::{self, Word, word_enum};
+use crate::words::{Word, word_enum};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};
 
-pub(crate) mod cuda;
+pub mod cuda;
 mod fd;
 pub mod guard;
-pub(crate) mod mpi;
+pub mod mpi;
 mod peer;
 mod pipe;
-pub(crate) mod plugin;
+pub mod plugin;
 pub mod remote;
 mod shm;
 mod slots;
 mod tcp;
 mod thread;
-pub(crate) mod udp;
+pub mod udp;
 mod unix;
 mod unix_dgram;
 
@@ -130,7 +132,7 @@ impl Capabilities {
 
 /// What a UDP socket asks for as SO_SNDBUF and SO_RCVBUF: enough for a
 /// packetized megabyte or a window of small messages in flight.
-pub(crate) const DATAGRAM_BUFFER: u64 = 4 << 20;
+pub const DATAGRAM_BUFFER: u64 = 4 << 20;
 
 /// Why `caps` cannot carry one message of `len` bytes the way `shape` sends
 /// it (buffers, packets, window), if it cannot: a sweep skips that size.
@@ -742,13 +744,20 @@ pub fn check(t: &dyn Transport, cfg: &LinkConfig) -> Result<()> {
 /// Busy-waits `ns` nanoseconds from `from`: the responder's added delay. A
 /// sleep would be late by the scheduler's granularity; the delay must be exact.
 #[inline]
-pub(crate) fn spin_until(from: Instant, ns: u64) {
+pub fn spin_until(from: Instant, ns: u64) {
     if ns == 0 {
         return;
     }
     let d = Duration::from_nanos(ns);
     while from.elapsed() < d {
         std::hint::spin_loop();
+    }
+}
+
+/// Configurations name their transport in debug output.
+impl std::fmt::Debug for dyn Transport {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.name())
     }
 }
 

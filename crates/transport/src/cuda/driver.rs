@@ -7,9 +7,9 @@
 //! device memory, the device programs (PTX in `kernels.ptx`, from
 //! `kernels.cu`), streams, events and waits that always give up.
 
+use crate::CompletionMode;
 use crate::error::{Error, Result};
 use crate::measure::env::Gpu;
-use crate::transport::CompletionMode;
 use cudarc::driver::sys::{self, CUresult};
 use std::ffi::c_void;
 use std::sync::{Mutex, OnceLock};

@@ -25,8 +25,8 @@ use super::{
     BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
     Transport,
 };
-pub(crate) mod bandwidth;
-pub(crate) mod driver;
+pub mod bandwidth;
+pub mod driver;
 
 use crate::error::{Error, Result};
 use cudarc::driver::sys;
@@ -541,7 +541,7 @@ impl Drop for CudaLink {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::parse_specs;
+    use crate::parse_specs;
 
     #[test]
     fn options_are_checked_before_anything_runs() {

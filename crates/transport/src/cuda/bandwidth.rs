@@ -15,7 +15,7 @@
 
 use super::driver::{COPY_THREADS, Ctx, HostMem, ck};
 use crate::error::{Error, Result};
-use crate::transport::{CompletionMode, Spec};
+use crate::{CompletionMode, Spec};
 use cudarc::driver::sys;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;
@@ -337,7 +337,7 @@ impl Rig {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::transport::parse_specs;
+    use crate::parse_specs;
 
     #[test]
     fn selection_defaults_to_every_combination() {

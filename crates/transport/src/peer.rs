@@ -16,10 +16,10 @@ use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 /// First fd number the child finds its end of the link at.
-pub(crate) const CHILD_FD: RawFd = 3;
+pub const CHILD_FD: RawFd = 3;
 
 #[derive(Default)]
-pub(crate) struct Shared {
+pub struct Shared {
     /// The child has exited or was killed.
     pub gone: AtomicBool,
     /// The watchdog killed the child for not answering.
@@ -43,7 +43,7 @@ impl Shared {
     }
 }
 
-pub(crate) struct Peer {
+pub struct Peer {
     child: Child,
     shared: Arc<Shared>,
     watchdog: Option<JoinHandle<()>>,
@@ -411,7 +411,7 @@ impl Fault {
 }
 
 /// Ends a child responder the way an injected fault asks for.
-pub(crate) fn fault_exit(served: &Fault) -> ! {
+pub fn fault_exit(served: &Fault) -> ! {
     eprintln!(
         "responder: injected fault: exiting after {} requests",
         served.served
