@@ -57,6 +57,7 @@ pub mod options;
 
 pub(crate) use xferbench_core::{buffer, measure, payload, words};
 pub use xferbench_core::{error, units};
+pub(crate) use xferbench_fio as stream;
 pub use xferbench_transport as transport;
 pub mod reference;
 pub mod result;
@@ -70,7 +71,6 @@ pub(crate) mod flowgraph;
 pub(crate) mod format;
 pub(crate) mod output;
 pub(crate) mod report;
-pub(crate) mod stream;
 
 pub use command::serve::{ServeConfig, run as serve};
 pub use compare::{Comparison, Settings as CompareSettings, compare};

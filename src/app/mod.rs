@@ -27,6 +27,7 @@ pub fn main() -> i32 {
         Ok(c) => c,
         Err(code) => return code,
     };
+    progress::show_layouts();
     supervise::run(move || {
         let result = dispatch(cli);
         crate::transport::mpi::shutdown();

@@ -71,3 +71,28 @@ impl Progress for Bar {
         }
     }
 }
+
+/// Draws a stream job's file layout (over 256 MiB) as a bar on a terminal,
+/// as fio says it is laying out a file: set once at start.
+pub fn show_layouts() {
+    let bar: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
+    let _ = crate::stream::engine::LAYOUT.set(Box::new(move |path, done, total| {
+        let mut b = bar.lock().unwrap_or_else(|e| e.into_inner());
+        let pb = b.get_or_insert_with(|| {
+            let pb = ProgressBar::new(total);
+            pb.set_style(
+                ProgressStyle::with_template(
+                    "laying out {msg} {bar:30} {bytes}/{total_bytes} ({eta})",
+                )
+                .unwrap_or_else(|_| ProgressStyle::default_bar()),
+            );
+            pb.set_message(path.display().to_string());
+            pb
+        });
+        pb.set_position(done);
+        if done >= total {
+            pb.finish_and_clear();
+            *b = None;
+        }
+    }));
+}

@@ -1,0 +1,2418 @@
+//! One `stream` job: the typed options of a fio job section, whether they came
+//! from a job file or from command-line flags. Both paths set options through
+//! [`Job::set`], so a flag and a job-file line can never mean different things.
+
+use crate::distribution::Shape;
+use crate::error::{Error, Result};
+use crate::pattern::Pattern;
+use crate::units::parse_fio_size;
+use block_sizes::{BlockSizes, Choice};
+use serde::Serialize;
+use std::path::Path;
+use std::time::Duration;
+pub use zones::{Sequencer, Zones};
+
+pub mod block_sizes;
+pub mod engine_opts;
+pub mod file_service;
+pub mod net_options;
+pub mod refused;
+mod verify_options;
+pub mod zones;
+
+/// fio's `rw=`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Rw {
+    /// `read`: sequential reads.
+    Read,
+    /// `write`: sequential writes.
+    Write,
+    /// `randread`: reads in a random order, each block once per pass.
+    RandRead,
+    /// `randwrite`: writes in a random order, each block once per pass.
+    RandWrite,
+    /// `rw` / `readwrite`: sequential, mixed by `rwmixread`.
+    ReadWrite,
+    /// `randrw`.
+    RandRw,
+    /// `trim`: sequential trims (a hole punched in a file, a discard on a
+    /// block device).
+    Trim,
+    /// `randtrim`: trims in a random order, each block once per pass.
+    RandTrim,
+    /// `trimwrite`: each block trimmed, then written, in sequence.
+    TrimWrite,
+    /// `randtrimwrite`: the same in a random order.
+    RandTrimWrite,
+}
+
+impl Rw {
+    /// The job issues reads (read-only or mixed).
+    pub fn reads(self) -> bool {
+        matches!(self, Rw::Read | Rw::RandRead | Rw::ReadWrite | Rw::RandRw)
+    }
+    /// The job issues writes (write-only, mixed, or after trims).
+    pub fn writes(self) -> bool {
+        !matches!(self, Rw::Read | Rw::RandRead | Rw::Trim | Rw::RandTrim)
+    }
+    /// The job issues trims (`trim`, `randtrim`, `trimwrite`, `randtrimwrite`).
+    pub fn trims(self) -> bool {
+        matches!(
+            self,
+            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite
+        )
+    }
+    /// Each block is trimmed and then written (`trimwrite`,
+    /// `randtrimwrite`): two I/Os per block, at the same offset.
+    pub fn trim_then_write(self) -> bool {
+        matches!(self, Rw::TrimWrite | Rw::RandTrimWrite)
+    }
+    /// Blocks are visited in a random order rather than sequentially.
+    pub fn random(self) -> bool {
+        matches!(
+            self,
+            Rw::RandRead | Rw::RandWrite | Rw::RandRw | Rw::RandTrim | Rw::RandTrimWrite
+        )
+    }
+    /// fio's word for it (`rw` for [`Rw::ReadWrite`]).
+    pub fn name(self) -> &'static str {
+        match self {
+            Rw::Read => "read",
+            Rw::Write => "write",
+            Rw::RandRead => "randread",
+            Rw::RandWrite => "randwrite",
+            Rw::ReadWrite => "rw",
+            Rw::RandRw => "randrw",
+            Rw::Trim => "trim",
+            Rw::RandTrim => "randtrim",
+            Rw::TrimWrite => "trimwrite",
+            Rw::RandTrimWrite => "randtrimwrite",
+        }
+    }
+}
+
+/// fio's `ioengine=`: each variant is the engine fio names so, making the
+/// syscalls fio's does (see `stream::engine`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "snake_case")]
+pub enum IoEngine {
+    /// `sync`: lseek, then read/write.
+    Sync,
+    /// `psync`: pread/pwrite, one block per call.
+    Psync,
+    /// `vsync`: lseek, then readv/writev; adjacent I/Os coalesced.
+    Vsync,
+    /// `pvsync`: preadv/pwritev.
+    Pvsync,
+    /// `pvsync2`: preadv2/pwritev2 with RWF_* flags (`hipri`, `nowait`).
+    Pvsync2,
+    /// io_uring with `iodepth` requests in flight.
+    IoUring,
+    /// Linux kernel AIO: io_submit/io_getevents, `iodepth` in flight.
+    Libaio,
+    /// POSIX AIO (glibc's aio_read/aio_write), `iodepth` in flight.
+    Posixaio,
+    /// memcpy to and from a shared mapping of the target.
+    Mmap,
+    /// fio's `falloc`: each I/O fallocates (or punches) its range.
+    Falloc,
+    /// fio's `ftruncate`: each write truncates the file to its offset.
+    Ftruncate,
+    /// One-way stream over an xferbench transport (`filename=xfer:tcp`).
+    Transport,
+    /// fio's `null`: every I/O completes at once, no data moves, no file
+    /// is opened; its rate is xferbench's own cost per I/O.
+    Null,
+    /// `filecreate`: each I/O creates (opens with O_CREAT) one of `nrfiles`.
+    Filecreate,
+    /// `filestat`: each I/O stats one of `nrfiles` files.
+    Filestat,
+    /// `filedelete`: each I/O unlinks one of `nrfiles` files.
+    Filedelete,
+    /// `cpuio`: burns `cpuload`% of a CPU alongside the other jobs; no I/O.
+    Cpuio,
+    /// fio's `net`: blocks sent or received over a socket (`hostname=`,
+    /// `port=`, `protocol=`; see `stream::net`).
+    Net,
+    /// fio's `netsplice`: `net` with TCP blocks moved through a pipe by splice(2).
+    #[serde(rename = "netsplice")]
+    NetSplice,
+}
+
+impl IoEngine {
+    /// fio's word for it (`io_uring`, `psync`…).
+    pub fn name(self) -> &'static str {
+        match self {
+            IoEngine::Sync => "sync",
+            IoEngine::Psync => "psync",
+            IoEngine::Vsync => "vsync",
+            IoEngine::Pvsync => "pvsync",
+            IoEngine::Pvsync2 => "pvsync2",
+            IoEngine::IoUring => "io_uring",
+            IoEngine::Libaio => "libaio",
+            IoEngine::Posixaio => "posixaio",
+            IoEngine::Mmap => "mmap",
+            IoEngine::Falloc => "falloc",
+            IoEngine::Ftruncate => "ftruncate",
+            IoEngine::Transport => "transport",
+            IoEngine::Null => "null",
+            IoEngine::Filecreate => "filecreate",
+            IoEngine::Filestat => "filestat",
+            IoEngine::Filedelete => "filedelete",
+            IoEngine::Cpuio => "cpuio",
+            IoEngine::Net => "net",
+            IoEngine::NetSplice => "netsplice",
+        }
+    }
+
+    /// The engines whose I/O is an operation on a whole file (one per file
+    /// of `nrfiles`), not data moved.
+    pub fn file_op(self) -> bool {
+        matches!(
+            self,
+            IoEngine::Filecreate | IoEngine::Filestat | IoEngine::Filedelete
+        )
+    }
+}
+
+/// fio's `iomem=` / `mem=`: where I/O buffers come from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum IoMem {
+    /// Heap memory (fio's default).
+    Malloc,
+    /// Anonymous mmap (fio's `mmap`, also `mmapshared`, `shm`).
+    Mmap,
+    /// Anonymous mmap with MAP_HUGETLB (fio's `mmaphuge`, `shmhuge`).
+    MmapHuge,
+}
+
+/// fio's `verify=`: what each written block carries and what a read checks.
+/// The checksum kinds put a header (offset, sequence, seed, checksum of the
+/// rest) at the start of the block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(into = "&'static str")]
+pub enum VerifyKind {
+    Md5,
+    Crc64,
+    Crc32,
+    /// `crc32c` and `crc32c-intel`.
+    Crc32c,
+    Crc16,
+    Crc7,
+    Xxhash,
+    Sha1,
+    /// Not in fio: sha2 gives it for free.
+    Sha224,
+    Sha256,
+    /// Not in fio: sha2 gives it for free.
+    Sha384,
+    Sha512,
+    Sha3_224,
+    Sha3_256,
+    Sha3_384,
+    Sha3_512,
+    /// `meta`: the header alone (where the block belongs), no checksum of
+    /// the data; with `verify_pattern` the data is checked against it.
+    Meta,
+    /// `pattern`: no header; every byte must be `verify_pattern`'s.
+    Pattern,
+}
+
+impl VerifyKind {
+    /// Every kind by its `verify=` word (`crc32c-intel` also means crc32c).
+    pub const ALL: [(&'static str, VerifyKind); 18] = [
+        ("md5", VerifyKind::Md5),
+        ("crc64", VerifyKind::Crc64),
+        ("crc32", VerifyKind::Crc32),
+        ("crc32c", VerifyKind::Crc32c),
+        ("crc16", VerifyKind::Crc16),
+        ("crc7", VerifyKind::Crc7),
+        ("xxhash", VerifyKind::Xxhash),
+        ("sha1", VerifyKind::Sha1),
+        ("sha224", VerifyKind::Sha224),
+        ("sha256", VerifyKind::Sha256),
+        ("sha384", VerifyKind::Sha384),
+        ("sha512", VerifyKind::Sha512),
+        ("sha3-224", VerifyKind::Sha3_224),
+        ("sha3-256", VerifyKind::Sha3_256),
+        ("sha3-384", VerifyKind::Sha3_384),
+        ("sha3-512", VerifyKind::Sha3_512),
+        ("meta", VerifyKind::Meta),
+        ("pattern", VerifyKind::Pattern),
+    ];
+
+    /// fio's word for it.
+    pub fn name(self) -> &'static str {
+        Self::ALL
+            .iter()
+            .find(|(_, k)| *k == self)
+            .map_or("?", |(n, _)| n)
+    }
+}
+
+impl From<VerifyKind> for &'static str {
+    fn from(k: VerifyKind) -> Self {
+        k.name()
+    }
+}
+
+/// How a worker learns an I/O finished.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum Completion {
+    /// Sleep in the kernel until woken: blocking syscalls, io_uring wait.
+    Interrupt,
+    /// Spin: io_uring IOPOLL (`hipri`) and/or SQPOLL, non-blocking syscalls.
+    Poll,
+}
+
+/// fio's block size when a job names none (or leaves a side of `bs=` empty).
+pub const DEFAULT_BS: u64 = 4096;
+
+/// Prefix of a filename that names a transport instead of a file
+/// (`xfer:tcp`): the job keeps its colons, the engine opens a link.
+pub const TRANSPORT_PREFIX: &str = "xfer:";
+
+/// One job after `[global]` inheritance, `numjobs` expansion and environment
+/// substitution. Sizes are bytes, rates bytes per second.
+#[derive(Clone, Debug, Serialize)]
+pub struct Job {
+    /// The section name (`numjobs` clones keep it, as fio's do).
+    pub name: String,
+    /// Line of the section header in the job file; 0 for command-line jobs.
+    pub line: usize,
+    /// The file that section is in (an `include`d file's own name).
+    #[serde(skip)]
+    pub source: String,
+    /// Which `numjobs` clone this is (0-based).
+    pub clone: u32,
+    /// Reporting group: starts at 0, +1 at every `new_group` or `stonewall`.
+    pub group: u32,
+    /// The job's (first) file: `filename=`, or once resolved the name
+    /// `filename_format=` gives file 0.
+    pub filename: Option<String>,
+    /// Every file of a job that has several (`filename=a:b:c`, or once
+    /// resolved the `nrfiles` generated names); empty for one file.
+    pub filenames: Vec<String>,
+    /// `directory=`: where a relative or generated filename lives.
+    pub directory: Option<String>,
+    /// `filename_format=`: how a job without `filename=` names its file
+    /// (fio's default `$jobname.$jobnum.$filenum`).
+    pub filename_format: Option<String>,
+    /// `nrfiles=`: files per job (with `filename=a:b:c`, the list's length).
+    pub nrfiles: u32,
+    /// `filesize=`: the target's size, used when the target reports none
+    /// (a character device) or when a file is created; with several files,
+    /// each file's size (the job's `size=` then caps the I/O). A range
+    /// `lo-hi` gives each file a size drawn from it; this is `lo`.
+    pub filesize: Option<u64>,
+    /// The top of a `filesize=lo-hi` range.
+    pub filesize_max: Option<u64>,
+    /// `openfiles=`: at most this many of the job's files in service at once.
+    pub openfiles: Option<u32>,
+    /// `file_service_type=`: which file the next I/O goes to.
+    pub file_service: file_service::FileService,
+    /// `size=`: bytes this job transfers; default: the target's size minus offset.
+    pub size: Option<u64>,
+    pub offset: u64,
+    /// `offset_increment=`: added to `offset` for each `numjobs` clone.
+    pub offset_increment: u64,
+    /// `bs=` / `blocksize=`; with mixed sizes, the smallest (the unit of
+    /// offsets and regions).
+    pub bs: u64,
+    /// `bs=R,W` with different sides (reads, writes).
+    #[serde(skip)]
+    pub bs_sides: Option<[u64; 2]>,
+    /// `bsrange=` / `blocksize_range=`: (low, high) for reads, writes.
+    #[serde(skip)]
+    pub bsrange: Option<[(u64, u64); 2]>,
+    /// `bssplit=`: (length, percent) lists for reads, writes.
+    #[serde(skip)]
+    pub bssplit: Option<[Vec<(u64, u32)>; 2]>,
+    /// `blockalign=` / `ba=`: where random I/Os may start (default: every
+    /// `bs`, or the smallest of mixed sizes).
+    pub blockalign: Option<u64>,
+    /// I/O lengths that vary, resolved from the three above by
+    /// [`Job::resolve_block_sizes`] (None: every I/O is `bs` long).
+    pub bs_mix: Option<BlockSizes>,
+    pub rw: Rw,
+    /// `rwmixread=` percentage for `rw`/`randrw`.
+    pub rwmixread: u32,
+    pub numjobs: u32,
+    pub iodepth: u32,
+    pub ioengine: IoEngine,
+    pub iomem: IoMem,
+    pub direct: bool,
+    pub verify: Option<VerifyKind>,
+    /// `do_verify=` (default true): a write job with `verify` reads its
+    /// region back and checks it after writing; a read job checks as it reads.
+    pub do_verify: bool,
+    pub verify_fatal: bool,
+    pub verify_dump: bool,
+    /// `verify_pattern=`: what verified blocks are filled with and checked
+    /// against, in fio's pattern syntax.
+    pub verify_pattern: Option<Pattern>,
+    /// `verify_interval=`: a header every this many bytes of a block
+    /// rather than one per block.
+    pub verify_interval: Option<u64>,
+    /// `verify_offset=`: each header is swapped with the bytes this far
+    /// into its block before writing, and back before checking.
+    pub verify_offset: u64,
+    /// `verify_backlog=`: a writer checks what it wrote every N blocks
+    /// rather than once after the write phase; 0 = after.
+    pub verify_backlog: u64,
+    /// `verify_backlog_batch=`: how many of those N blocks are checked.
+    pub verify_backlog_batch: Option<u64>,
+    /// `verify_only`: a writer skips its writes and checks what an earlier
+    /// run of the same job left.
+    pub verify_only: bool,
+    /// `verify_header_seed=`: a header's seed must be this job's `randseed`
+    /// (off: any consistent block is accepted, whichever run wrote it).
+    pub verify_header_seed: bool,
+    /// `verify=` was given (fio: `verify_pattern` alone implies a header
+    /// and pattern check, but not over an explicit `verify=0`).
+    #[serde(skip)]
+    pub verify_given: bool,
+    /// Seed written into every block header; `randseed=`, default fixed.
+    pub randseed: u64,
+    /// `ratemin=`: fail the job when its bandwidth falls below this.
+    pub ratemin: Option<u64>,
+    /// `rate=`: cap the job's bandwidth at this.
+    pub rate: Option<u64>,
+    pub new_group: bool,
+    pub stonewall: bool,
+    /// `wait_for=`: the name of a job this one starts after.
+    pub wait_for: Option<String>,
+    pub group_reporting: bool,
+    pub allow_file_create: bool,
+    /// `fsync=N`: fsync after every N writes; 0 = never.
+    pub fsync: u32,
+    pub end_fsync: bool,
+    pub runtime: Option<Duration>,
+    pub time_based: bool,
+    /// `ramp_time=`: run this long before timing starts.
+    pub ramp_time: Option<Duration>,
+    /// `hipri` (io_uring IOPOLL).
+    pub hipri: bool,
+    /// `sqthread_poll` (io_uring SQPOLL).
+    pub sqthread_poll: bool,
+    /// xferbench's `completion=interrupt|poll`; None = from hipri/sqthread_poll.
+    pub completion: Option<Completion>,
+    /// `cpus_allowed=`: CPUs this job's worker may run on.
+    pub cpus_allowed: Option<Vec<usize>>,
+    /// `cpus_allowed_policy=split`: each clone takes one CPU of the set.
+    pub cpus_split: bool,
+    /// `rw=read:N` on a sequential job: bytes added after each block
+    /// (holes; negative runs backwards).
+    pub seq_add: i64,
+    /// `rw=randread:N`: I/Os per random offset (the rest per `rw_sequencer`).
+    pub seq_nr: u32,
+    pub rw_sequencer: Sequencer,
+    /// `norandommap`: random blocks drawn independently, repeats allowed.
+    pub norandommap: bool,
+    /// `random_distribution=zoned:A/S:…`: A% of accesses to the next S%
+    /// of the region; empty for uniform.
+    pub zoned: Vec<(u32, u32)>,
+    /// `random_distribution=zoned_abs:A/SIZE:…`: A% of accesses to the next
+    /// SIZE bytes; empty for uniform.
+    pub zoned_abs: Vec<(u32, u64)>,
+    /// `random_distribution=zipf|pareto|normal[:V[:CENTER]]`.
+    pub skew: Option<Shape>,
+    /// `percentage_random=` (default 100): the share of a random job's
+    /// offsets that are random; the others follow on from the I/O before.
+    pub percentage_random: u32,
+    /// `random_generator=lfsr`: every block once per pass even with
+    /// `norandommap`, as fio's LFSR guarantees.
+    pub lfsr: bool,
+    /// `randrepeat=` (default on): the same random order every run.
+    pub randrepeat: bool,
+    /// `zonemode=strided` with `zonerange=`, `zonesize=`, `zoneskip=`.
+    pub strided: bool,
+    pub zonerange: Option<u64>,
+    pub zonesize: Option<u64>,
+    pub zoneskip: u64,
+    /// `startdelay=`: how long after the run starts the job may start (a
+    /// range picks a time in it).
+    pub startdelay: Option<(Duration, Duration)>,
+    /// `number_ios=`: stop after this many I/Os.
+    pub number_ios: Option<u64>,
+    /// `loops=`: passes over the region.
+    pub loops: u32,
+    /// `thinktime=`: pause after every `thinktime_blocks` I/Os, the first
+    /// `thinktime_spin` of it spinning.
+    pub thinktime: Option<Duration>,
+    pub thinktime_spin: Option<Duration>,
+    pub thinktime_blocks: u32,
+    /// `rate_iops=` / `rate_iops_min=`: rates in I/Os per second.
+    pub rate_iops: Option<u64>,
+    pub rate_iops_min: Option<u64>,
+    /// `rate_process=poisson`: I/Os at exponentially spaced times.
+    pub poisson: bool,
+    /// `rate_cycle=`: the window `ratemin` is judged over (fio's 1 s default).
+    pub rate_cycle: Duration,
+    /// `max_latency=`: fail the job when one I/O takes longer.
+    pub max_latency: Option<Duration>,
+    /// `size=N%` / `offset=N%`: fractions of the target's size.
+    pub size_pct: Option<f64>,
+    pub offset_pct: Option<f64>,
+    /// `invalidate=` (default on): drop the target's cached pages first.
+    pub invalidate: bool,
+    /// `fadvise_hint=`: the POSIX_FADV_* advice given, if any.
+    pub fadvise: Option<i32>,
+    /// `sync=`: open with O_SYNC or O_DSYNC.
+    pub open_sync: Option<i32>,
+    /// `fdatasync=N`: fdatasync after every N writes.
+    pub fdatasync: u32,
+    /// `fill_device=` / `fill_fs=`: a writer goes on until the device or
+    /// file system is full (ENOSPC ends it, not as an error); without
+    /// `size=`, a file's region is the file system's free space.
+    pub fill_device: bool,
+    /// `fallocate=`: preallocate a file the job writes (fio's default), or not.
+    pub fallocate: bool,
+    /// `unlink=`: remove the job's file (never a device) when it is done.
+    pub unlink: bool,
+    /// `zero_buffers`, `buffer_pattern=`, `refill_buffers`: what writes carry.
+    pub zero_buffers: bool,
+    pub buffer_pattern: Option<Vec<u8>>,
+    pub refill_buffers: bool,
+    /// `iodepth_low=`: refill the queue only when this few are in flight.
+    pub iodepth_low: Option<u32>,
+    /// `iodepth_batch_complete_min=`: reap at least this many at once.
+    pub batch_complete_min: u32,
+    /// `exitall` / `exit_what=` / `exitall_on_error`: when this job ends
+    /// (or fails), stop the others.
+    pub exitall: bool,
+    pub exit_what: ExitWhat,
+    pub exitall_on_error: bool,
+    /// `overwrite=1`: a write job's region past the file's end is written
+    /// (laid out) before the job, so it overwrites rather than allocates.
+    pub overwrite: bool,
+    /// `file_append=1`: the region starts at the file's current end.
+    pub file_append: bool,
+    /// `offset_align=`: a percentage offset is rounded down to this.
+    pub offset_align: u64,
+    /// `buffer_compress_percentage=` / `buffer_compress_chunk=`: that share
+    /// of each chunk of a write buffer is zeros, so it compresses.
+    pub compress_pct: u32,
+    pub compress_chunk: u64,
+    /// `nice=`: the worker thread's niceness.
+    pub nice: Option<i32>,
+    /// `prioclass=` and `prio=`: the worker's I/O priority (ioprio_set).
+    pub ioprio: (Option<u32>, Option<u32>),
+    /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
+    pub engine_opts: engine_opts::EngineOpts,
+    /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
+    pub net: net_options::NetOptions,
+}
+
+/// fio's `exit_what=`: which jobs an `exitall` job stops when it ends.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[serde(rename_all = "lowercase")]
+pub enum ExitWhat {
+    /// The jobs running now (fio's default, `group`).
+    Group,
+    /// The running jobs of this job's stonewall group.
+    Stonewall,
+    /// Every job, running or not yet started.
+    All,
+}
+
+impl Default for Job {
+    fn default() -> Self {
+        Job {
+            name: "job".to_string(),
+            line: 0,
+            source: String::new(),
+            clone: 0,
+            group: 0,
+            filename: None,
+            filenames: Vec::new(),
+            directory: None,
+            filename_format: None,
+            nrfiles: 1,
+            filesize: None,
+            filesize_max: None,
+            openfiles: None,
+            file_service: Default::default(),
+            size: None,
+            offset: 0,
+            offset_increment: 0,
+            bs: DEFAULT_BS,
+            rw: Rw::Read,
+            rwmixread: 50,
+            numjobs: 1,
+            iodepth: 1,
+            bs_sides: None,
+            bsrange: None,
+            bssplit: None,
+            bs_mix: None,
+            blockalign: None,
+            ioengine: IoEngine::Psync,
+            iomem: IoMem::Malloc,
+            direct: false,
+            verify: None,
+            do_verify: true,
+            verify_fatal: false,
+            verify_dump: false,
+            verify_pattern: None,
+            verify_interval: None,
+            verify_offset: 0,
+            verify_backlog: 0,
+            verify_backlog_batch: None,
+            verify_only: false,
+            verify_header_seed: false,
+            verify_given: false,
+            randseed: 0x5eed_f10e_5eed_f10e,
+            ratemin: None,
+            rate: None,
+            new_group: false,
+            stonewall: false,
+            wait_for: None,
+            group_reporting: false,
+            allow_file_create: true,
+            fsync: 0,
+            end_fsync: false,
+            runtime: None,
+            time_based: false,
+            ramp_time: None,
+            hipri: false,
+            sqthread_poll: false,
+            completion: None,
+            cpus_allowed: None,
+            cpus_split: false,
+            seq_add: 0,
+            seq_nr: 1,
+            rw_sequencer: Sequencer::Sequential,
+            norandommap: false,
+            zoned: Vec::new(),
+            zoned_abs: Vec::new(),
+            skew: None,
+            percentage_random: 100,
+            lfsr: false,
+            randrepeat: true,
+            strided: false,
+            zonerange: None,
+            zonesize: None,
+            zoneskip: 0,
+            startdelay: None,
+            number_ios: None,
+            loops: 1,
+            thinktime: None,
+            thinktime_spin: None,
+            thinktime_blocks: 1,
+            rate_iops: None,
+            rate_iops_min: None,
+            poisson: false,
+            rate_cycle: Duration::from_secs(1),
+            max_latency: None,
+            size_pct: None,
+            offset_pct: None,
+            invalidate: true,
+            fadvise: None,
+            open_sync: None,
+            fdatasync: 0,
+            fallocate: true,
+            fill_device: false,
+            unlink: false,
+            zero_buffers: false,
+            buffer_pattern: None,
+            refill_buffers: false,
+            iodepth_low: None,
+            batch_complete_min: 1,
+            exitall: false,
+            exit_what: ExitWhat::Group,
+            exitall_on_error: false,
+            overwrite: false,
+            file_append: false,
+            offset_align: 0,
+            compress_pct: 0,
+            compress_chunk: 512,
+            nice: None,
+            ioprio: (None, None),
+            engine_opts: Default::default(),
+            net: Default::default(),
+        }
+    }
+}
+
+impl Completion {
+    /// The word for it: `interrupt` or `poll`.
+    pub fn name(self) -> &'static str {
+        match self {
+            Completion::Interrupt => "interrupt",
+            Completion::Poll => "poll",
+        }
+    }
+}
+
+impl Job {
+    /// The strided zones in force (`zonemode=strided`), in bytes.
+    pub fn zones(&self) -> Option<Zones> {
+        if !self.strided {
+            return None;
+        }
+        let range = self.zonerange.or(self.zonesize)?;
+        Some(Zones {
+            range,
+            size: self.zonesize.unwrap_or(range),
+            skip: self.zoneskip,
+        })
+    }
+
+    /// The completion mode in force.
+    pub fn completion(&self) -> Completion {
+        self.completion
+            .unwrap_or(if self.hipri || self.sqthread_poll {
+                Completion::Poll
+            } else {
+                Completion::Interrupt
+            })
+    }
+}
+
+/// fio's `filename_format=` keywords (matched in any case).
+pub const NAME_KEYWORDS: [&str; 4] = ["$jobname", "$jobnum", "$filenum", "$clientuid"];
+
+/// fio's default `filename_format=`.
+pub const DEFAULT_FILENAME_FORMAT: &str = "$jobname.$jobnum.$filenum";
+
+/// Expands a `filename_format=` as fio does: `$jobname` is the job's name,
+/// `$jobnum` its clone (0..numjobs-1), `$filenum` the file (0..nrfiles-1).
+/// `$clientuid` (fio's client address in client/server mode) is refused.
+pub fn expand_filename_format(
+    fmt: &str,
+    jobname: &str,
+    jobnum: u32,
+    filenum: u32,
+) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(fmt.len() + jobname.len());
+    let mut rest = fmt;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i..];
+        let kw = NAME_KEYWORDS.iter().find(|k| {
+            rest.get(..k.len())
+                .is_some_and(|h| h.eq_ignore_ascii_case(k))
+        });
+        match kw.copied() {
+            Some("$jobname") => out.push_str(jobname),
+            Some("$jobnum") => out.push_str(&jobnum.to_string()),
+            Some("$filenum") => out.push_str(&filenum.to_string()),
+            Some(_) => {
+                return Err(format!(
+                    "filename_format={fmt}: $clientuid is fio's client address in client/server mode, which xferbench does not have; drop it"
+                ));
+            }
+            None => {
+                out.push('$');
+                rest = &rest[1..];
+                continue;
+            }
+        }
+        rest = &rest[kw.map_or(1, |k| k.len())..];
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+impl Job {
+    /// Folds `bs=R,W`, `bsrange=` and `bssplit=` into [`Job::bs_mix`] (fio's
+    /// precedence: bssplit, then bsrange, then bs), with `bs` the smallest
+    /// length. A range or split that comes down to one length is plain `bs`.
+    pub fn resolve_block_sizes(&mut self) -> std::result::Result<(), String> {
+        let dirs: [Choice; 2] = if let Some(split) = &self.bssplit {
+            split.clone().map(|v| match v.as_slice() {
+                [(b, _)] => Choice::Fixed(*b),
+                _ => Choice::Split(v),
+            })
+        } else if let Some(range) = self.bsrange {
+            let mut out = [Choice::Fixed(0), Choice::Fixed(0)];
+            for (c, (lo, hi)) in out.iter_mut().zip(range) {
+                *c = if lo == hi {
+                    Choice::Fixed(lo)
+                } else {
+                    Choice::Range { lo, hi }
+                };
+            }
+            out
+        } else if let Some([r, w]) = self.bs_sides {
+            [Choice::Fixed(r), Choice::Fixed(w)]
+        } else {
+            return Ok(());
+        };
+        let mix = BlockSizes { dirs };
+        self.bs = mix.min();
+        if let [Choice::Fixed(a), Choice::Fixed(b)] = &mix.dirs
+            && a == b
+        {
+            self.bs_mix = None;
+            return Ok(());
+        }
+        if let Some(ba) = self.blockalign
+            && !ba.is_multiple_of(mix.min())
+        {
+            return Err(format!(
+                "blockalign={}: random I/Os are laid out in units of the smallest block size ({}); give a multiple of it",
+                crate::units::format_size(ba),
+                crate::units::format_size(mix.min())
+            ));
+        }
+        if !mix.all_multiples_of(self.bs) {
+            return Err(format!(
+                "block sizes {}: each must be a multiple of the smallest ({}), as offsets are laid out in its units; adjust the sizes",
+                mix.text(),
+                crate::units::format_size(self.bs)
+            ));
+        }
+        self.bs_mix = Some(mix);
+        Ok(())
+    }
+
+    /// The share of the job's I/Os that read (0 to 1): `rwmixread` for
+    /// mixed workloads.
+    pub fn read_share(&self) -> f64 {
+        match self.rw {
+            Rw::ReadWrite | Rw::RandRw => f64::from(self.rwmixread) / 100.0,
+            rw if rw.reads() => 1.0,
+            _ => 0.0,
+        }
+    }
+
+    /// The longest I/O the job issues: what each buffer must hold.
+    pub fn max_bs(&self) -> u64 {
+        self.bs_mix.as_ref().map_or(self.bs, BlockSizes::max)
+    }
+
+    /// The files this clone uses: `filename=` (each name under `directory=`
+    /// when it is a relative path; `filename=a:b:c` names several), or
+    /// without one fio's generated names, `directory/filename_format` for
+    /// each `$filenum` below `nrfiles` (default `jobname.jobnum.N`, in the
+    /// current directory). Errors carry no location; the caller adds it.
+    pub fn resolved_files(&self) -> std::result::Result<Vec<String>, String> {
+        let under_dir = |name: &str| match &self.directory {
+            Some(d) if !name.starts_with('/') => {
+                Path::new(d).join(name).to_string_lossy().into_owned()
+            }
+            _ => name.to_string(),
+        };
+        let net = matches!(self.ioengine, IoEngine::Net | IoEngine::NetSplice);
+        let listed = if net {
+            1
+        } else {
+            self.filenames.len().max(1) as u32
+        };
+        if !net && self.filenames.iter().any(String::is_empty) {
+            return Err(format!(
+                "filename={}: an empty file name in the list; separate names with ':' (a colon inside a name is written \\:)",
+                self.filenames.join(":")
+            ));
+        }
+        let no_files = matches!(
+            self.ioengine,
+            IoEngine::Net | IoEngine::NetSplice | IoEngine::Cpuio | IoEngine::Transport
+        ) || self
+            .filename
+            .as_deref()
+            .is_some_and(|f| f.starts_with(TRANSPORT_PREFIX));
+        if no_files && (self.nrfiles > 1 || listed > 1) {
+            return Err(format!(
+                "nrfiles={}: ioengine={} has no files to spread over; use one job per target (numjobs=N)",
+                self.nrfiles.max(listed),
+                if self
+                    .filename
+                    .as_deref()
+                    .is_some_and(|f| f.starts_with(TRANSPORT_PREFIX))
+                {
+                    "transport"
+                } else {
+                    self.ioengine.name()
+                }
+            ));
+        }
+        if self.filename.is_some() && self.nrfiles > 1 && self.nrfiles != listed {
+            return Err(if listed == 1 {
+                format!(
+                    "nrfiles={} with filename=: filename= names one file; drop it and the files are named by filename_format= ($filenum counts them), or list them as filename=a:b",
+                    self.nrfiles
+                )
+            } else {
+                format!(
+                    "nrfiles={} with filename= naming {listed} files: as in fio the list is the job's files; drop nrfiles= or name {} files",
+                    self.nrfiles, self.nrfiles
+                )
+            });
+        }
+        if net {
+            // The peer's host or socket path (fio's hostname=), not a file
+            // (its colons kept); none for a listener.
+            if !self.filenames.is_empty() {
+                return Ok(vec![self.filenames.join(":")]);
+            }
+            return Ok(vec![self.filename.clone().unwrap_or_default()]);
+        }
+        match &self.filename {
+            Some(f) if f.starts_with(TRANSPORT_PREFIX) => Ok(vec![f.clone()]),
+            Some(_) if !self.filenames.is_empty() => {
+                let names: Vec<String> = self.filenames.iter().map(|f| under_dir(f)).collect();
+                if let Some(d) = names
+                    .iter()
+                    .enumerate()
+                    .find_map(|(i, n)| names[..i].contains(n).then_some(n))
+                {
+                    return Err(format!("filename= names {d} twice; name each file once"));
+                }
+                Ok(names)
+            }
+            Some(f) => Ok(vec![under_dir(f)]),
+            None => {
+                let fmt = self
+                    .filename_format
+                    .as_deref()
+                    .filter(|f| !f.is_empty())
+                    .unwrap_or(DEFAULT_FILENAME_FORMAT);
+                let name = expand_filename_format(fmt, &self.name, self.clone, 0)?;
+                if name.is_empty() {
+                    return Err(format!(
+                        "filename_format={fmt} gives an empty file name; name the file with filename="
+                    ));
+                }
+                if self.nrfiles > 1
+                    && expand_filename_format(fmt, &self.name, self.clone, 1)? == name
+                {
+                    return Err(format!(
+                        "nrfiles={}: filename_format={fmt} gives every file the same name; put $filenum in it",
+                        self.nrfiles
+                    ));
+                }
+                let mut names = vec![under_dir(&name)];
+                for n in 1..self.nrfiles {
+                    names.push(under_dir(&expand_filename_format(
+                        fmt, &self.name, self.clone, n,
+                    )?));
+                }
+                Ok(names)
+            }
+        }
+    }
+
+    /// Resolves the job's files ([`Job::resolved_files`]) in place:
+    /// `filename` is the first, `filenames` all of them when there are
+    /// several, and `nrfiles` their count.
+    pub fn resolve_files(&mut self) -> std::result::Result<(), String> {
+        let mut names = self.resolved_files()?;
+        self.nrfiles = names.len() as u32;
+        self.filename = Some(names[0].clone());
+        if names.len() == 1 {
+            names.clear();
+        }
+        self.filenames = names;
+        Ok(())
+    }
+
+    /// File `i`'s size from `filesize=`: the size itself, or for a range
+    /// `lo-hi` one drawn from it for this clone and file (fio draws each
+    /// file's), rounded down to a block.
+    pub fn filesize_of(&self, i: usize) -> Option<u64> {
+        let lo = self.filesize?;
+        let Some(hi) = self.filesize_max else {
+            return Some(lo);
+        };
+        let mut s = self.randseed ^ u64::from(self.clone).rotate_left(32) ^ (i as u64 + 1);
+        let pick = lo + crate::payload::splitmix(&mut s) % (hi - lo + 1);
+        Some((pick - pick % self.bs.max(1)).max(lo))
+    }
+}
+
+/// The options [`Job::set`] takes itself (aliases included), for
+/// "did you mean" (a test checks each is taken).
+pub const HANDLED: &[&str] = &[
+    "buffer_compress_chunk",
+    "buffer_compress_percentage",
+    "continue_on_error",
+    "file_append",
+    "ignore_error",
+    "nice",
+    "offset_align",
+    "overwrite",
+    "prio",
+    "prioclass",
+    "rate_min",
+    "threads",
+    "unlink_each_loop",
+    "allow_file_create",
+    "allrandrepeat",
+    "ba",
+    "blockalign",
+    "blocksize",
+    "blocksize_range",
+    "bs",
+    "bsrange",
+    "bssplit",
+    "buffer_pattern",
+    "buffered",
+    "completion",
+    "cpumask",
+    "cpus_allowed",
+    "cpus_allowed_policy",
+    "direct",
+    "directory",
+    "do_verify",
+    "end_fsync",
+    "exit_what",
+    "exitall",
+    "exitall_on_error",
+    "fadvise_hint",
+    "fallocate",
+    "fill_device",
+    "fill_fs",
+    "fdatasync",
+    "filename",
+    "file_service_type",
+    "filename_format",
+    "fileoffset",
+    "filesize",
+    "fsync",
+    "fsync_on_close",
+    "group_reporting",
+    "hipri",
+    "invalidate",
+    "io_limit",
+    "io_size",
+    "iodepth",
+    "iodepth_batch",
+    "iodepth_batch_complete",
+    "iodepth_batch_complete_max",
+    "iodepth_batch_complete_min",
+    "iodepth_batch_submit",
+    "iodepth_low",
+    "ioengine",
+    "iomem",
+    "iomem_align",
+    "kb_base",
+    "loops",
+    "max_latency",
+    "mem",
+    "mem_align",
+    "name",
+    "new_group",
+    "norandommap",
+    "nr_files",
+    "nrfiles",
+    "number_ios",
+    "numa_cpu_nodes",
+    "numjobs",
+    "offset",
+    "openfiles",
+    "offset_increment",
+    "percentage_random",
+    "random_generator",
+    "randrepeat",
+    "randseed",
+    "ramp_time",
+    "rate",
+    "rate_cycle",
+    "random_distribution",
+    "rate_iops",
+    "rate_iops_min",
+    "rate_process",
+    "ratecycle",
+    "ratemin",
+    "readwrite",
+    "refill_buffers",
+    "runtime",
+    "rw",
+    "rw_sequencer",
+    "rwmixread",
+    "rwmixwrite",
+    "scramble_buffers",
+    "size",
+    "sqthread_poll",
+    "startdelay",
+    "stonewall",
+    "sync",
+    "thinktime",
+    "thinktime_blocks",
+    "thinktime_spin",
+    "thread",
+    "time_based",
+    "timeout",
+    "unlink",
+    "verify",
+    "verify_dump",
+    "verify_fatal",
+    "wait_for",
+    "wait_for_previous",
+    "zero_buffers",
+    "zonemode",
+    "zonerange",
+    "zonesize",
+    "zoneskip",
+];
+
+/// What [`Job::set`] did with an option.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum SetOutcome {
+    Applied,
+    /// Accepted without effect on any figure; the text says why, for a note.
+    Note(String),
+    /// Ignored, or applied differently from fio. The text names the option so
+    /// the caller can warn, or refuse under `--strict`.
+    Unsupported(String),
+}
+
+impl Job {
+    /// Applies one fio option; `value` is None for a bare flag (`stonewall`).
+    /// Errors name the option and its value; the caller adds where it came from.
+    pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<SetOutcome> {
+        let o = Opt {
+            key,
+            value: value.map(str::trim),
+        };
+        match key {
+            "name" => self.name = o.value()?.to_string(),
+            // An empty filename= (a template's blank, an unset ${VAR}) keeps
+            // fio's default: the generated jobname.jobnum.filenum.
+            "filename" if o.value.is_some_and(|v| v.trim().is_empty()) => {
+                self.filename = None;
+                self.filenames.clear();
+            }
+            "filename" => {
+                let mut names = o.filenames()?;
+                self.filename = Some(names[0].clone());
+                if names.len() == 1 {
+                    names.clear();
+                }
+                self.filenames = names;
+            }
+            "directory" => self.directory = Some(o.directory()?),
+            "filename_format" => self.filename_format = Some(o.value()?.to_string()),
+            "nrfiles" | "nr_files" => self.nrfiles = o.int(1, 1 << 20)?,
+            "filesize" => (self.filesize, self.filesize_max) = o.size_range()?,
+            "openfiles" => self.openfiles = Some(o.int(1, 1 << 20)?),
+            "file_service_type" => {
+                self.file_service = file_service::FileService::parse(o.value()?)
+                    .map_err(|why| o.bad(&why))?
+            }
+            "size" | "io_size" | "io_limit" => match o.percent()? {
+                Some(p) => (self.size, self.size_pct) = (None, Some(p)),
+                None => (self.size, self.size_pct) = (Some(o.size()?), None),
+            },
+            "offset" | "fileoffset" => match o.percent()? {
+                Some(p) => (self.offset, self.offset_pct) = (0, Some(p)),
+                None => (self.offset, self.offset_pct) = (o.size()?, None),
+            },
+            "offset_increment" => self.offset_increment = o.size()?,
+            "bs" | "blocksize" => {
+                let [r, w] = o.sides(|v| o.block_size(v))?;
+                let (r, w) = (r.unwrap_or(DEFAULT_BS), w.unwrap_or(DEFAULT_BS));
+                self.bs = r.min(w);
+                self.bs_sides = (r != w).then_some([r, w]);
+            }
+            "bsrange" | "blocksize_range" => {
+                let [r, w] = o.sides(|v| o.block_range(v))?;
+                let d = (DEFAULT_BS, DEFAULT_BS);
+                self.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
+            }
+            "ba" | "blockalign" => {
+                let [r, w] = o.sides(|v| o.block_size(v))?;
+                if r.is_some() && w.is_some() && r != w {
+                    return Err(o.bad("different read and write alignments are not supported; give one value"));
+                }
+                self.blockalign = r.or(w);
+            }
+            "bssplit" => {
+                let [r, w] = o.sides(|v| o.split(v))?;
+                let d = || vec![(DEFAULT_BS, 100)];
+                self.bssplit = Some([r.unwrap_or_else(d), w.unwrap_or_else(d)]);
+            }
+            // fio's examples for the file engines write rw=filecreate (and
+            // filestat, filedelete): the job keeps its rw, and the value must
+            // go with its engine (stream::engine::check).
+            "rw" | "readwrite"
+                if matches!(o.value, Some("filecreate" | "filestat" | "filedelete")) =>
+            {
+                self.engine_opts.file_rw(o.value.unwrap_or_default())
+            }
+            "rw" | "readwrite" => {
+                (self.rw, self.seq_add, self.seq_nr) = o.rw()?;
+            }
+            "rw_sequencer" => {
+                self.rw_sequencer = match o.value()? {
+                    "sequential" => Sequencer::Sequential,
+                    "identical" => Sequencer::Identical,
+                    _ => return Err(o.bad("use sequential or identical")),
+                }
+            }
+            "norandommap" => self.norandommap = o.bool()?,
+            "random_distribution" => {
+                (self.zoned, self.zoned_abs, self.skew) = (Vec::new(), Vec::new(), None);
+                match o.distribution()? {
+                    Distribution::Uniform => {}
+                    Distribution::Zoned(z) => self.zoned = z,
+                    Distribution::ZonedAbs(z) => self.zoned_abs = z,
+                    Distribution::Skewed(s) => self.skew = Some(s),
+                }
+            }
+            "percentage_random" => self.percentage_random = o.per_direction_pct()?,
+            "random_generator" => match o.value()? {
+                "lfsr" => self.lfsr = true,
+                g @ ("tausworthe" | "tausworthe64") => {
+                    self.lfsr = false;
+                    return Ok(SetOutcome::Note(format!(
+                        "random_generator={g}: xferbench draws random offsets with its own generator (splitmix64) to the same distribution (uniform: each block once per pass, or drawn afresh with norandommap)"
+                    )));
+                }
+                _ => return Err(o.bad("use tausworthe, lfsr or tausworthe64")),
+            },
+            "randrepeat" | "allrandrepeat" => self.randrepeat = o.bool()?,
+            "zonemode" => {
+                self.strided = match o.value()? {
+                    "none" => false,
+                    "strided" => true,
+                    "zbd" => return Err(o.bad("zoned block devices are not supported; run the job on a conventional target or use zonemode=strided")),
+                    _ => return Err(o.bad("use none or strided")),
+                }
+            }
+            "zonerange" => self.zonerange = Some(o.size()?).filter(|&z| z > 0),
+            "zonesize" => self.zonesize = Some(o.size()?).filter(|&z| z > 0),
+            "zoneskip" => self.zoneskip = o.size()?,
+            "startdelay" => self.startdelay = o.duration_range()?,
+            "number_ios" => self.number_ios = Some(o.size()?).filter(|&n| n > 0),
+            "thinktime" => self.thinktime = o.micros()?,
+            "thinktime_spin" => self.thinktime_spin = o.micros()?,
+            "thinktime_blocks" => self.thinktime_blocks = o.int(1, u32::MAX.into())?,
+            "rate_iops" => self.rate_iops = Some(o.pair("rate")?).filter(|r| *r > 0),
+            "rate_iops_min" => self.rate_iops_min = Some(o.pair("rate")?).filter(|r| *r > 0),
+            "rate_process" => {
+                self.poisson = match o.value()? {
+                    "linear" => false,
+                    "poisson" => true,
+                    _ => return Err(o.bad("use linear or poisson")),
+                }
+            }
+            "rate_cycle" | "ratecycle" => {
+                self.rate_cycle = Duration::from_millis(o.int(1, u32::MAX.into())?.into())
+            }
+            "max_latency" => self.max_latency = o.micros()?,
+            "invalidate" => self.invalidate = o.bool()?,
+            "fadvise_hint" => {
+                self.fadvise = match o.value.unwrap_or("1") {
+                    "0" | "none" => None,
+                    "1" => Some(-1),
+                    "sequential" => Some(libc::POSIX_FADV_SEQUENTIAL),
+                    "random" => Some(libc::POSIX_FADV_RANDOM),
+                    "normal" => Some(libc::POSIX_FADV_NORMAL),
+                    _ => return Err(o.bad("use 0, 1, sequential, random or normal")),
+                }
+            }
+            "sync" => {
+                self.open_sync = match o.value.unwrap_or("1") {
+                    "0" | "none" | "false" => None,
+                    "1" | "sync" | "true" => Some(libc::O_SYNC),
+                    "dsync" => Some(libc::O_DSYNC),
+                    _ => return Err(o.bad("use none, sync or dsync (0 or 1)")),
+                }
+            }
+            "fdatasync" => self.fdatasync = o.int(0, u32::MAX.into())?,
+            "fsync_on_close" => self.end_fsync |= o.bool()?,
+            "fill_device" | "fill_fs" => self.fill_device = o.bool()?,
+            "fallocate" => {
+                self.fallocate = match o.value.unwrap_or("native") {
+                    "none" | "0" | "truncate" => false,
+                    "native" | "posix" | "keep" | "1" => true,
+                    _ => return Err(o.bad("use none, native, posix, keep or truncate")),
+                }
+            }
+            "unlink" => self.unlink = o.bool()?,
+            "zero_buffers" => self.zero_buffers = o.bool()?,
+            "refill_buffers" => self.refill_buffers = o.bool()?,
+            "buffer_pattern" => self.buffer_pattern = Some(o.pattern()?),
+            "iodepth_low" => self.iodepth_low = Some(o.int(0, 65536)?),
+            "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
+                self.batch_complete_min = o.int(0, 65536)?.max(1)
+            }
+            "exitall" => self.exitall = o.bool()?,
+            "exitall_on_error" => self.exitall_on_error = o.bool()?,
+            "exit_what" => {
+                self.exit_what = match o.value()? {
+                    "group" => ExitWhat::Group,
+                    "stonewall" => ExitWhat::Stonewall,
+                    "all" => ExitWhat::All,
+                    _ => return Err(o.bad("use group, stonewall or all")),
+                }
+            }
+            "cpus_allowed_policy" => {
+                self.cpus_split = match o.value()? {
+                    "shared" => false,
+                    "split" => true,
+                    _ => return Err(o.bad("use shared or split")),
+                }
+            }
+            "cpumask" => {
+                let mask = o.value()?;
+                let bits = match mask.strip_prefix("0x").or_else(|| mask.strip_prefix("0X")) {
+                    Some(h) => u64::from_str_radix(h, 16),
+                    None => mask.parse::<u64>(),
+                }
+                .map_err(|_| o.bad("expected a bit mask, as in 0x3 or 3"))?;
+                self.cpus_allowed = Some((0..64).filter(|b| bits >> b & 1 == 1).collect());
+            }
+            "iomem_align" | "mem_align" => {
+                let a = o.size()?;
+                let page = 4096;
+                if a > page || (a > 0 && !a.is_power_of_two()) {
+                    return Err(o.bad("xferbench aligns buffers to the page (4096 bytes); larger or odd alignments are not supported"));
+                }
+                return Ok(SetOutcome::Note(format!(
+                    "{key}={a}: xferbench's buffers are page-aligned, which satisfies it"
+                )));
+            }
+            "create_on_open" | "create_serialize" => {
+                return Ok(SetOutcome::Note(format!(
+                    "{key} changes no figure here: a job's files are created and opened before timing starts"
+                )));
+            }
+            "continue_on_error" | "ignore_error"
+                if matches!(o.value, Some("none" | "0" | "")) =>
+            {
+                return Ok(SetOutcome::Note(format!(
+                    "{key}=none is what xferbench does: an error ends the job"
+                )));
+            }
+            "lockfile" if o.value == Some("none") => {
+                return Ok(SetOutcome::Note(
+                    "lockfile=none is what xferbench does: jobs on one file do not lock it".into(),
+                ));
+            }
+            "io_submit_mode" if o.value == Some("inline") => {
+                return Ok(SetOutcome::Note(
+                    "io_submit_mode=inline is what xferbench does: each job submits its own I/O".into(),
+                ));
+            }
+            "continue_on_error" if o.value == Some("verify") => {
+                return Ok(SetOutcome::Note(
+                    "continue_on_error=verify is what xferbench does: a bad block is counted and the job goes on (unless verify_fatal), then fails naming the first".into(),
+                ));
+            }
+            "continue_on_error" | "ignore_error" => {
+                return Err(o.bad("going on past I/O errors is not supported: an error ends the job, naming its offset; drop it"));
+            }
+            "overwrite" => self.overwrite = o.bool()?,
+            "file_append" => self.file_append = o.bool()?,
+            "offset_align" => self.offset_align = o.size()?,
+            "unlink_each_loop" => self.unlink |= o.bool()?,
+            "buffer_compress_percentage" => self.compress_pct = o.int(0, 100)?,
+            "buffer_compress_chunk" => self.compress_chunk = o.size()?.max(1),
+            "nice" => {
+                self.nice = Some(
+                    o.value()?
+                        .parse::<i32>()
+                        .ok()
+                        .filter(|n| (-20..=19).contains(n))
+                        .ok_or_else(|| o.bad("expected a niceness from -20 to 19"))?,
+                )
+            }
+            "prio" => self.ioprio.1 = Some(o.int(0, 7)?),
+            "prioclass" => self.ioprio.0 = Some(o.int(0, 3)?),
+            "iodepth_batch" | "iodepth_batch_submit" | "iodepth_batch_complete_max" => {
+                o.int(0, 65536)?;
+                return Ok(SetOutcome::Note(format!(
+                    "{key}: xferbench refills the queue to iodepth and submits what is queued in one call before each reap"
+                )));
+            }
+            "scramble_buffers" => {
+                o.bool()?;
+                return Ok(SetOutcome::Note(
+                    "scramble_buffers: xferbench's write buffers are random bytes already".into(),
+                ));
+            }
+            "rwmixread" => self.rwmixread = o.int(0, 100)?,
+            "rwmixwrite" => self.rwmixread = 100 - o.int(0, 100)?,
+            "numjobs" => self.numjobs = o.int(1, 4096)?,
+            "iodepth" => self.iodepth = o.int(1, 65536)?,
+            "ioengine" => return self.set_engine(&o),
+            "iomem" | "mem" => self.iomem = o.iomem()?,
+            "direct" => self.direct = o.bool()?,
+            "buffered" => self.direct = !o.bool()?,
+            k if verify_options::is_verify_option(k) => return self.set_verify(&o),
+            "randseed" => {
+                self.randseed = o
+                    .value()?
+                    .parse()
+                    .map_err(|_| o.bad("expected a whole number"))?
+            }
+            // fio: 0 means no limit.
+            "ratemin" | "rate_min" => self.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0),
+            "rate" => self.rate = Some(o.pair("rate")?).filter(|&r| r > 0),
+            "new_group" => self.new_group = o.bool()?,
+            "stonewall" | "wait_for_previous" => self.stonewall = o.bool()?,
+            "wait_for" => self.wait_for = Some(o.value()?.to_string()),
+            "group_reporting" => self.group_reporting = o.bool()?,
+            "allow_file_create" => self.allow_file_create = o.bool()?,
+            "fsync" => self.fsync = o.int(0, u32::MAX.into())?,
+            "end_fsync" => self.end_fsync = o.bool()?,
+            "runtime" | "timeout" => self.runtime = o.duration()?,
+            "time_based" => self.time_based = o.bool()?,
+            "ramp_time" => self.ramp_time = o.duration()?,
+            "hipri" => self.hipri = o.bool()?,
+            "sqthread_poll" => self.sqthread_poll = o.bool()?,
+            "completion" => {
+                self.completion = Some(match o.value()? {
+                    "interrupt" => Completion::Interrupt,
+                    "poll" => Completion::Poll,
+                    _ => return Err(o.bad("unknown completion mode; use interrupt or poll")),
+                })
+            }
+            "cpus_allowed" => {
+                self.cpus_allowed = crate::units::parse_cpu_list(o.value()?).map_err(|_| {
+                    o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
+                })?
+            }
+            // fio's net engine options (stream::net checks them together).
+            // hostname= is the peer, kept as the filename as fio keeps it,
+            // so --map can point it elsewhere; an IPv6 address keeps its colons.
+            "hostname" => {
+                self.filename = Some(o.value()?.to_string());
+                self.filenames.clear();
+                self.net.hostname = self.filename.clone();
+            }
+            "port" => self.net.port = Some(o.int(1, 65535)? as u16),
+            "protocol" | "proto" => {
+                self.net.protocol =
+                    Some(net_options::Proto::parse(o.value()?).map_err(|e| o.bad(&e))?)
+            }
+            "listen" => self.net.listen = Some(o.bool()?),
+            "pingpong" => self.net.pingpong = Some(o.bool()?),
+            "nodelay" => self.net.nodelay = Some(o.bool()?),
+            "window_size" => {
+                self.net.window_size = Some(
+                    u32::try_from(o.size()?)
+                        .ok()
+                        .filter(|w| *w <= i32::MAX as u32)
+                        .ok_or_else(|| o.bad("a socket buffer is at most 2g"))?,
+                )
+            }
+            "mss" => self.net.mss = Some(o.int(0, 65535)?),
+            "interface" => self.net.interface = Some(o.value()?.to_string()),
+            "ttl" => self.net.ttl = Some(o.int(0, 255)?),
+            // fio options whose setting here is what xferbench always does:
+            // workers are threads.
+            // fio takes `threads` for `thread` too.
+            "thread" | "threads" if o.bool()? => {}
+            "loops" => self.loops = o.int(1, u32::MAX.into())?,
+            // Ignoring kb_base=1000 would silently change every size.
+            "kb_base" if o.value == Some("1024") => {}
+            "kb_base" => {
+                return Err(o.bad("xferbench sizes are binary (k = 1024); drop kb_base and write sizes in bytes or with k/m/g"));
+            }
+            "numa_cpu_nodes" => {
+                self.cpus_allowed = Some(numa_cpus(o.value()?).map_err(|e| o.bad(&e))?)
+            }
+            // Engine options (fixedbufs, nowait, cpuload…), then the rest:
+            // noted, refused, or named as not fio's.
+            _ => {
+                if let Some(outcome) = self.engine_opts.set(key, o.value)? {
+                    return Ok(outcome);
+                }
+                return unhandled(key);
+            }
+        }
+        Ok(SetOutcome::Applied)
+    }
+
+    fn set_engine(&mut self, o: &Opt) -> Result<SetOutcome> {
+        let v = o.value()?;
+        self.ioengine = match v {
+            "sync" => IoEngine::Sync,
+            "psync" => IoEngine::Psync,
+            "vsync" => IoEngine::Vsync,
+            "pvsync" => IoEngine::Pvsync,
+            "pvsync2" => IoEngine::Pvsync2,
+            "io_uring" => IoEngine::IoUring,
+            "libaio" => IoEngine::Libaio,
+            "posixaio" => IoEngine::Posixaio,
+            "mmap" => IoEngine::Mmap,
+            "falloc" => IoEngine::Falloc,
+            "ftruncate" => IoEngine::Ftruncate,
+            "transport" => IoEngine::Transport,
+            "null" => IoEngine::Null,
+            "filecreate" => IoEngine::Filecreate,
+            "filestat" => IoEngine::Filestat,
+            "filedelete" => IoEngine::Filedelete,
+            "cpuio" => IoEngine::Cpuio,
+            "net" => IoEngine::Net,
+            "netsplice" => IoEngine::NetSplice,
+            _ => return Err(o.bad(&refused::refusal(v))),
+        };
+        Ok(SetOutcome::Applied)
+    }
+}
+
+/// Options `Job::set` does not implement: a note, a refusal, or "not a
+/// fio option" with the nearest spelling.
+fn unhandled(key: &str) -> Result<SetOutcome> {
+    use crate::fio_options::{Unhandled, nearest, unhandled};
+    match unhandled(key) {
+        Unhandled::Note(why) => Ok(SetOutcome::Note(format!(
+            "option '{key}' changes no figure xferbench reports and was accepted: {why}"
+        ))),
+        Unhandled::EngineOnly(engine) => Ok(SetOutcome::Note(format!(
+            "option '{key}' belongs to ioengine={engine}; a job on another engine ignores it"
+        ))),
+        Unhandled::Refuse(why) => Err(Error::usage(format!(
+            "option '{key}' is not supported: {why}"
+        ))),
+        Unhandled::Unknown => Err(Error::usage(match nearest(key, HANDLED) {
+            Some(near) => {
+                format!("unknown option '{key}' (not a fio option); did you mean '{near}'?")
+            }
+            None => format!(
+                "unknown option '{key}' (not a fio option); check the spelling against fio's HOWTO"
+            ),
+        })),
+    }
+}
+
+/// The CPUs of NUMA nodes `list` (as in `0-1,3`), from sysfs.
+fn numa_cpus(list: &str) -> std::result::Result<Vec<usize>, String> {
+    let nodes = crate::units::parse_cpu_list(list)
+        .map_err(|_| "malformed node list (expected numbers and ranges, as in 0-1)".to_string())?
+        .unwrap_or_default();
+    let mut cpus = Vec::new();
+    for n in nodes {
+        let path = format!("/sys/devices/system/node/node{n}/cpulist");
+        let text = std::fs::read_to_string(&path)
+            .map_err(|_| format!("NUMA node {n} does not exist here ({path} is missing)"))?;
+        cpus.extend(
+            crate::units::parse_cpu_list(text.trim())
+                .map_err(|_| format!("cannot read {path}"))?
+                .unwrap_or_default(),
+        );
+    }
+    Ok(cpus)
+}
+
+/// A parsed `random_distribution=`.
+enum Distribution {
+    Uniform,
+    Zoned(Vec<(u32, u32)>),
+    ZonedAbs(Vec<(u32, u64)>),
+    Skewed(Shape),
+}
+
+/// One option being parsed: knows how to word errors about itself.
+struct Opt<'a> {
+    key: &'a str,
+    value: Option<&'a str>,
+}
+
+impl<'a> Opt<'a> {
+    fn bad(&self, why: &str) -> Error {
+        match self.value {
+            Some(v) => Error::usage(format!("{}={v}: {why}", self.key)),
+            None => Error::usage(format!("{}: {why}", self.key)),
+        }
+    }
+
+    fn value(&self) -> Result<&'a str> {
+        self.value.filter(|v| !v.is_empty()).ok_or_else(|| {
+            Error::usage(format!("{k} needs a value, as in {k}=VALUE", k = self.key))
+        })
+    }
+
+    /// A bare flag means true, as in fio.
+    fn bool(&self) -> Result<bool> {
+        let Some(v) = self.value else { return Ok(true) };
+        match v.to_ascii_lowercase().as_str() {
+            "1" | "true" | "yes" | "on" => Ok(true),
+            "0" | "false" | "no" | "off" => Ok(false),
+            _ => Err(self.bad("expected a boolean: 1/0, true/false, yes/no or on/off")),
+        }
+    }
+
+    fn int(&self, lo: u32, hi: u64) -> Result<u32> {
+        self.value()?
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (lo..).contains(n) && u64::from(*n) <= hi)
+            .ok_or_else(|| self.bad(&format!("expected a whole number from {lo} to {hi}")))
+    }
+
+    fn size(&self) -> Result<u64> {
+        self.parse_size(self.value()?)
+    }
+
+    /// A size, or fio's range `lo-hi` (also `lo:hi`): the low end, and the
+    /// high end when it is a range.
+    fn size_range(&self) -> Result<(Option<u64>, Option<u64>)> {
+        let v = self.value()?;
+        let Some((lo, hi)) = v.split_once(['-', ':']) else {
+            return Ok((Some(self.parse_size(v)?), None));
+        };
+        let (lo, hi) = (self.parse_size(lo.trim())?, self.parse_size(hi.trim())?);
+        if hi < lo {
+            return Err(self.bad("the range's end is smaller than its start"));
+        }
+        Ok((Some(lo), Some(hi).filter(|&h| h > lo)))
+    }
+
+    fn parse_size(&self, s: &str) -> Result<u64> {
+        if s.ends_with('%') {
+            return Err(Error::usage(format!(
+                "{}={s} (percentage of the target) is not supported; give a size",
+                self.key
+            )));
+        }
+        parse_fio_size(s).map_err(|e| self.bad(&e.to_string()))
+    }
+
+    /// fio's `read,write[,trim]` triples: xferbench jobs take one value, so
+    /// the sides must agree. Rates may leave a side empty (no limit there);
+    /// the limit given then applies to the whole job.
+    fn pair(&self, what: &str) -> Result<u64> {
+        let parts: Vec<&str> = self.value()?.split(',').map(str::trim).collect();
+        let given: Vec<u64> = parts
+            .iter()
+            .filter(|p| !p.is_empty())
+            .map(|p| self.parse_size(p))
+            .collect::<Result<_>>()?;
+        let first = *given
+            .first()
+            .ok_or_else(|| self.bad("expected a size, as in 4k or 1m"))?;
+        let empty_ok = what == "rate";
+        if given.iter().any(|&g| g != first) || (!empty_ok && given.len() != parts.len()) {
+            return Err(self.bad(&format!(
+                "different read and write {what}s are not supported; give one value, as in {}={}",
+                self.key, parts[0]
+            )));
+        }
+        Ok(first)
+    }
+
+    /// fio's `read,write[,trim]` lists for block sizes: a value not ended
+    /// by a comma applies to the sides after it (`bs=8k,32k`: 8k reads,
+    /// 32k writes), an empty side keeps fio's default (None). Trims, which
+    /// xferbench does not issue, are left out.
+    fn sides<T: Clone>(&self, parse: impl Fn(&str) -> Result<T>) -> Result<[Option<T>; 2]> {
+        let parts: Vec<&str> = self.value()?.split(',').map(str::trim).collect();
+        if parts.len() > 3 {
+            return Err(
+                self.bad("expected at most three comma-separated values (reads, writes, trims)")
+            );
+        }
+        let one = |p: &str| (!p.is_empty()).then(|| parse(p)).transpose();
+        let r = one(parts[0])?;
+        let w = match parts.get(1) {
+            Some(p) => one(p)?,
+            None => r.clone(),
+        };
+        if r.is_none() && w.is_none() {
+            return Err(self.bad("expected a value, as in 4k or 4k,64k"));
+        }
+        Ok([r, w])
+    }
+
+    fn block_size(&self, v: &str) -> Result<u64> {
+        match self.parse_size(v)? {
+            0 => Err(self.bad("the block size must be at least 1 byte")),
+            bs => Ok(bs),
+        }
+    }
+
+    /// `LOW-HIGH` (`bsrange=4k-64k`); a single size is both ends.
+    fn block_range(&self, v: &str) -> Result<(u64, u64)> {
+        let (lo, hi) = v.split_once('-').unwrap_or((v, v));
+        let (lo, hi) = (self.block_size(lo.trim())?, self.block_size(hi.trim())?);
+        if lo > hi {
+            return Err(self.bad(&format!(
+                "the range's low end is above its high end; write it as {}-{}",
+                crate::units::format_size(hi),
+                crate::units::format_size(lo)
+            )));
+        }
+        Ok((lo, hi))
+    }
+
+    /// `bssplit=` for one side: `SIZE/PERCENT:…`; sizes without a percent
+    /// share what the others leave (as fio). Percentages may add up to less
+    /// than 100: each size then gets its share of the total, as drawn.
+    fn split(&self, v: &str) -> Result<Vec<(u64, u32)>> {
+        let mut out = Vec::new();
+        let mut missing = 0u32;
+        for part in v.split(':').map(str::trim).filter(|p| !p.is_empty()) {
+            let (size, pct) = part.split_once('/').unwrap_or((part, ""));
+            let size = self.block_size(size.trim())?;
+            let pct = match pct.trim() {
+                "" => {
+                    missing += 1;
+                    None
+                }
+                p => Some(p.parse::<u32>().ok().filter(|&p| p <= 100).ok_or_else(|| {
+                    self.bad(&format!(
+                        "'{part}': the share after / is a whole percent, as in 4k/60:64k/40"
+                    ))
+                })?),
+            };
+            out.push((size, pct));
+        }
+        if out.is_empty() {
+            return Err(self.bad("expected SIZE/PERCENT entries, as in 4k/60:64k/40"));
+        }
+        let given: u32 = out.iter().filter_map(|e| e.1).sum();
+        if given > 100 {
+            return Err(self.bad(&format!("the percentages add up to {given}, more than 100")));
+        }
+        let share = (100 - given).checked_div(missing).unwrap_or(0);
+        let mut split: Vec<(u64, u32)> = out
+            .into_iter()
+            .map(|(b, p)| (b, p.unwrap_or(share)))
+            .filter(|e| e.1 > 0)
+            .collect();
+        let total: u32 = split.iter().map(|e| e.1).sum();
+        if total == 0 {
+            return Err(self.bad("every size has a 0% share; give at least one a share"));
+        }
+        // Shares that add up to less than 100 are scaled to 100, rounding
+        // into the largest so that a draw of 0..100 always lands on one.
+        if total != 100 {
+            for e in &mut split {
+                e.1 = e.1 * 100 / total;
+            }
+            let left = 100 - split.iter().map(|e| e.1).sum::<u32>();
+            if let Some(big) = split.iter_mut().max_by_key(|e| e.1) {
+                big.1 += left;
+            }
+        }
+        Ok(split)
+    }
+
+    /// fio reads a bare number as seconds; 0 means no limit.
+    fn duration(&self) -> Result<Option<Duration>> {
+        let d = crate::units::parse_duration(self.value()?).map_err(|_| {
+            self.bad("malformed duration (expected seconds, or a number with a unit us, ms, s, m or h, as in 30 or 500ms)")
+        })?;
+        Ok(Some(d).filter(|d| !d.is_zero()))
+    }
+
+    /// fio separates several files with ':' (`\:` is a literal colon); a
+    /// transport name (`xfer:shm:completion=poll`) keeps its colons.
+    fn filenames(&self) -> Result<Vec<String>> {
+        let v = self.value()?;
+        if v.starts_with(TRANSPORT_PREFIX) {
+            return Ok(vec![v.to_string()]);
+        }
+        let mut out = vec![String::with_capacity(v.len())];
+        let mut chars = v.chars().peekable();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' if chars.peek() == Some(&':') => {
+                    out.last_mut().unwrap().push(chars.next().unwrap())
+                }
+                ':' => out.push(String::new()),
+                c => out.last_mut().unwrap().push(c),
+            }
+        }
+        // An empty name is refused once the engine is known: a net job's
+        // filename is a host, whose IPv6 colons it keeps.
+        Ok(out.into_iter().map(|n| n.trim().to_string()).collect())
+    }
+
+    /// fio separates several directories with ':'; xferbench takes one.
+    fn directory(&self) -> Result<String> {
+        let v = self.value()?;
+        let out = v.replace(r"\:", "\0");
+        if out.contains(':') {
+            return Err(self.bad("several directories are not supported; name one"));
+        }
+        Ok(out.replace('\0', ":"))
+    }
+
+    /// fio's `random_distribution=`: `random` (uniform), `zoned:A/S:…` (A%
+    /// of the accesses to the next S% of the region; both sum to 100),
+    /// `zoned_abs:A/SIZE:…` (sizes in bytes), or a law
+    /// (`zipf|pareto|normal[:V[:CENTER]]`).
+    fn distribution(&self) -> Result<Distribution> {
+        let v = self.value()?;
+        if v == "random" {
+            return Ok(Distribution::Uniform);
+        }
+        if let Some(shape) = Shape::parse(v) {
+            return shape
+                .map(Distribution::Skewed)
+                .map_err(|why| self.bad(&why));
+        }
+        if let Some(list) = v.strip_prefix("zoned_abs:") {
+            return self.zoned_abs(list).map(Distribution::ZonedAbs);
+        }
+        let Some(list) = v.strip_prefix("zoned:") else {
+            return Err(self.bad(
+                "use random, zipf[:THETA[:CENTER]], pareto[:H[:CENTER]], normal[:DEV[:CENTER]], zoned:ACCESS%/SIZE%:… or zoned_abs:ACCESS%/SIZE:…",
+            ));
+        };
+        let parts: Vec<&str> = list.split(':').collect();
+        let mut zones = parts
+            .iter()
+            .enumerate()
+            .map(|(i, z)| {
+                let (a, s) = z.split_once('/')?;
+                let a = a.trim().parse::<u32>().ok()?;
+                // As in fio, the last zone's size may be left out: the rest.
+                match s.trim() {
+                    "" if i + 1 == parts.len() => Some((a, u32::MAX)),
+                    s => Some((a, s.parse::<u32>().ok()?)),
+                }
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| self.bad("zones are ACCESS%/SIZE% pairs, as in zoned:60/10:40/90"))?;
+        let given: u32 = zones.iter().filter(|z| z.1 != u32::MAX).map(|z| z.1).sum();
+        if let Some(last) = zones.last_mut().filter(|z| z.1 == u32::MAX) {
+            last.1 = 100u32.saturating_sub(given);
+        }
+        let (a, s) = zones.iter().fold((0, 0), |(a, s), z| (a + z.0, s + z.1));
+        if a != 100 || s != 100 {
+            return Err(self.bad(&format!(
+                "the zones' accesses and sizes must each add up to 100 (they add up to {a} and {s})"
+            )));
+        }
+        Ok(Distribution::Zoned(zones))
+    }
+
+    /// `zoned_abs:A/SIZE:…`: A% of the accesses to the next SIZE bytes; the
+    /// accesses add up to 100.
+    fn zoned_abs(&self, list: &str) -> Result<Vec<(u32, u64)>> {
+        let zones = list
+            .split(':')
+            .map(|z| {
+                let (a, s) = z.split_once('/')?;
+                let a = a.trim().parse::<u32>().ok()?;
+                Some((a, parse_fio_size(s.trim()).ok().filter(|&s| s > 0)?))
+            })
+            .collect::<Option<Vec<_>>>()
+            .ok_or_else(|| {
+                self.bad("zones are ACCESS%/SIZE pairs with a size in bytes, as in zoned_abs:60/20g:40/100g")
+            })?;
+        let a: u32 = zones.iter().map(|z| z.0).sum();
+        if a != 100 {
+            return Err(self.bad(&format!(
+                "the zones' accesses must add up to 100 (they add up to {a})"
+            )));
+        }
+        Ok(zones)
+    }
+
+    /// fio's `percentage_random=R[,W[,T]]`: 0 to 100; the sides must agree.
+    fn per_direction_pct(&self) -> Result<u32> {
+        let v = self.value()?;
+        let parts: Vec<u32> = v
+            .split(',')
+            .map(|p| p.trim().parse::<u32>().ok().filter(|&p| p <= 100))
+            .collect::<Option<_>>()
+            .ok_or_else(|| self.bad("expected a whole number from 0 to 100"))?;
+        if parts.iter().any(|&p| p != parts[0]) {
+            return Err(self.bad(&format!(
+                "different read and write percentages are not supported; give one value, as in {}={}",
+                self.key, parts[0]
+            )));
+        }
+        Ok(parts[0])
+    }
+
+    /// `N%` as a fraction of the target (0 < N ≤ 100), or None for a size.
+    fn percent(&self) -> Result<Option<f64>> {
+        let Some(p) = self.value()?.strip_suffix('%') else {
+            return Ok(None);
+        };
+        match p.trim().parse::<f64>() {
+            Ok(p) if p > 0.0 && p <= 100.0 => Ok(Some(p / 100.0)),
+            _ => Err(self.bad("expected a percentage above 0 and at most 100, as in 50%")),
+        }
+    }
+
+    /// fio's time values whose bare numbers are microseconds (`thinktime`,
+    /// `max_latency`); 0 means none.
+    fn micros(&self) -> Result<Option<Duration>> {
+        let v = self.value()?;
+        let d = if v.bytes().all(|b| b.is_ascii_digit()) {
+            Duration::from_micros(v.parse().map_err(|_| self.bad("number too large"))?)
+        } else {
+            crate::units::parse_duration(v).map_err(|_| {
+                self.bad("malformed time (microseconds, or a number with a unit us, ms or s)")
+            })?
+        };
+        Ok(Some(d).filter(|d| !d.is_zero()))
+    }
+
+    /// A duration or a range `A-B` (seconds when bare), as `startdelay`.
+    fn duration_range(&self) -> Result<Option<(Duration, Duration)>> {
+        let v = self.value()?;
+        let one = |s: &str| {
+            crate::units::parse_duration(s.trim())
+                .map_err(|_| self.bad("malformed duration or range (seconds, as in 5 or 2-10)"))
+        };
+        let (lo, hi) = match v.split_once('-') {
+            Some((a, b)) => (one(a)?, one(b)?),
+            None => (one(v)?, one(v)?),
+        };
+        if hi < lo {
+            return Err(self.bad("the range's end comes before its start"));
+        }
+        Ok(Some((lo, hi)).filter(|(_, h)| !h.is_zero()))
+    }
+
+    /// fio's `buffer_pattern=`: hex (`0xdeadbeef`), a quoted string, or a
+    /// decimal byte, joined with `|` or written one after another.
+    fn pattern(&self) -> Result<Vec<u8>> {
+        let mut out = Vec::new();
+        for part in self.value()?.split('|') {
+            let p = part.trim();
+            if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
+                let h = if h.len() % 2 == 1 {
+                    format!("0{h}")
+                } else {
+                    h.to_string()
+                };
+                for i in (0..h.len()).step_by(2) {
+                    out.push(
+                        u8::from_str_radix(&h[i..i + 2], 16)
+                            .map_err(|_| self.bad("malformed hex pattern"))?,
+                    );
+                }
+            } else if let Some(q) = p.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
+                out.extend_from_slice(q.as_bytes());
+            } else if let Some(q) = p.strip_prefix('\'').and_then(|q| q.strip_suffix('\'')) {
+                out.extend_from_slice(q.as_bytes());
+            } else {
+                out.push(p.parse::<u8>().map_err(|_| {
+                    self.bad("expected hex (0xdeadbeef), a quoted string or a byte value")
+                })?);
+            }
+        }
+        if out.is_empty() {
+            return Err(self.bad("the pattern is empty"));
+        }
+        Ok(out)
+    }
+
+    /// The workload and fio's offset modifier after ':': bytes added after
+    /// each block for sequential jobs, I/Os per random offset for random ones.
+    fn rw(&self) -> Result<(Rw, i64, u32)> {
+        let v = self.value()?;
+        let (name, modifier) = match v.split_once(':') {
+            Some((n, m)) => (n.trim(), Some(m.trim())),
+            None => (v, None),
+        };
+        let rw = Opt {
+            key: self.key,
+            value: Some(name),
+        }
+        .rw_name()?;
+        let Some(m) = modifier else {
+            return Ok((rw, 0, 1));
+        };
+        if rw.random() {
+            let n = m.parse::<u32>().ok().filter(|&n| n > 0).ok_or_else(|| {
+                self.bad("after ':' a random workload takes a count of I/Os per random offset, as in randread:8")
+            })?;
+            return Ok((rw, 0, n));
+        }
+        let (neg, mag) = match m.strip_prefix('-') {
+            Some(r) => (true, r),
+            None => (false, m),
+        };
+        let add = i64::try_from(self.parse_size(mag)?)
+            .map_err(|_| self.bad("offset modifier too large"))?;
+        Ok((rw, if neg { -add } else { add }, 1))
+    }
+
+    fn rw_name(&self) -> Result<Rw> {
+        Ok(match self.value()? {
+            "read" => Rw::Read,
+            "write" => Rw::Write,
+            "randread" => Rw::RandRead,
+            "randwrite" => Rw::RandWrite,
+            "rw" | "readwrite" => Rw::ReadWrite,
+            "randrw" => Rw::RandRw,
+            "trim" => Rw::Trim,
+            "randtrim" => Rw::RandTrim,
+            "trimwrite" => Rw::TrimWrite,
+            "randtrimwrite" => Rw::RandTrimWrite,
+            _ => {
+                return Err(self.bad("unknown workload; use read, write, randread, randwrite, rw (readwrite), randrw, trim, randtrim, trimwrite or randtrimwrite"));
+            }
+        })
+    }
+
+    fn iomem(&self) -> Result<IoMem> {
+        Ok(match self.value()? {
+            "malloc" => IoMem::Malloc,
+            "mmap" | "mmapshared" | "shm" => IoMem::Mmap,
+            "mmaphuge" | "shmhuge" => IoMem::MmapHuge,
+            v if v.contains(':') => {
+                return Err(self.bad("file-backed buffers are not supported; drop the ':PATH' (anonymous memory is used)"));
+            }
+            _ => {
+                return Err(self.bad(
+                    "unknown buffer type; use malloc, mmap, mmapshared, shm, mmaphuge or shmhuge",
+                ));
+            }
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(job: &mut Job, key: &str, value: Option<&str>) -> Result<SetOutcome> {
+        job.set(key, value)
+    }
+
+    fn err(key: &str, value: Option<&str>) -> String {
+        Job::default().set(key, value).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn bool_spellings() {
+        let mut j = Job::default();
+        for (v, want) in [
+            (None, true),
+            (Some("1"), true),
+            (Some("0"), false),
+            (Some("true"), true),
+            (Some("false"), false),
+            (Some("yes"), true),
+            (Some("no"), false),
+            (Some("on"), true),
+            (Some("OFF"), false),
+        ] {
+            set(&mut j, "direct", v).unwrap();
+            assert_eq!(j.direct, want, "direct={v:?}");
+            set(&mut j, "buffered", v).unwrap();
+            assert_eq!(j.direct, !want, "buffered={v:?}");
+        }
+        set(&mut j, "stonewall", None).unwrap();
+        set(&mut j, "wait_for_previous", Some("0")).unwrap();
+        assert!(!j.stonewall);
+        assert!(err("direct", Some("maybe")).starts_with("direct=maybe: expected a boolean"));
+    }
+
+    #[test]
+    fn sizes_and_pairs() {
+        let mut j = Job::default();
+        set(&mut j, "bs", Some("4k,4k")).unwrap();
+        assert_eq!(j.bs, 4096);
+        set(&mut j, "blocksize", Some(" 1m ")).unwrap();
+        assert_eq!(j.bs, 1 << 20);
+        set(&mut j, "io_size", Some("16g")).unwrap();
+        assert_eq!(j.size, Some(16 << 30));
+        set(&mut j, "rate", Some(",2m")).unwrap();
+        assert_eq!(j.rate, Some(2 << 20));
+        set(&mut j, "rate", Some("0")).unwrap();
+        assert_eq!(j.rate, None);
+        // An empty filename= keeps the generated default.
+        set(&mut j, "filename", Some("/tmp/x")).unwrap();
+        set(&mut j, "filename", Some("")).unwrap();
+        assert_eq!(j.filename, None);
+        // fio's sides: a value not ended by a comma carries on; empty is the default.
+        set(&mut j, "bs", Some("4k,64k")).unwrap();
+        assert_eq!((j.bs, j.bs_sides), (4096, Some([4096, 65536])));
+        set(&mut j, "bs", Some(",8k")).unwrap();
+        assert_eq!(j.bs_sides, Some([DEFAULT_BS, 8192]));
+        set(&mut j, "bs", Some("16k,16k,")).unwrap();
+        assert_eq!((j.bs, j.bs_sides), (16384, None));
+        set(&mut j, "bsrange", Some("4k-64k")).unwrap();
+        assert_eq!(j.bsrange, Some([(4096, 65536), (4096, 65536)]));
+        set(&mut j, "blocksize_range", Some("512-4k,8k")).unwrap();
+        assert_eq!(j.bsrange, Some([(512, 4096), (8192, 8192)]));
+        assert!(err("bsrange", Some("64k-4k")).contains("write it as 4k-64k"));
+        set(&mut j, "bssplit", Some("4k/50:8k:16k,1m/100")).unwrap();
+        assert_eq!(
+            j.bssplit,
+            Some([
+                vec![(4096, 50), (8192, 25), (16384, 25)],
+                vec![(1 << 20, 100)]
+            ])
+        );
+        // Shares under 100 are scaled; a 0% size drops out.
+        set(&mut j, "bssplit", Some("4k/30:8k/30:64k/0")).unwrap();
+        assert_eq!(j.bssplit.as_ref().unwrap()[0], vec![(4096, 50), (8192, 50)]);
+        assert!(err("bssplit", Some("4k/60:8k/50")).contains("add up to 110"));
+        assert!(err("bssplit", Some("4k/x")).contains("a whole percent"));
+        assert!(err("bs", Some("4k,8k,16k,32k")).contains("at most three"));
+        // Resolution: bssplit over bsrange over bs; the smallest is bs.
+        j.resolve_block_sizes().unwrap();
+        assert_eq!(j.bs, 4096);
+        assert_eq!(
+            j.bs_mix.as_ref().map(|m| m.text()).as_deref(),
+            Some("4k/50:8k/50")
+        );
+        let mut k = Job::default();
+        set(&mut k, "bsrange", Some("4k-4k")).unwrap();
+        k.resolve_block_sizes().unwrap();
+        assert_eq!((k.bs, k.bs_mix.is_none()), (4096, true));
+        set(&mut k, "bssplit", Some("4k/50:6k/50")).unwrap();
+        assert!(
+            k.resolve_block_sizes()
+                .unwrap_err()
+                .contains("a multiple of the smallest (4k)")
+        );
+        assert!(err("bs", Some("0")).contains("at least 1 byte"));
+        assert!(err("rate", Some("1m,2m")).contains("different read and write rates"));
+        assert_eq!(
+            err("bs", Some("4q")),
+            "bs=4q: malformed size (expected a number with an optional k/m/g/t suffix, as in 4k or 1m)"
+        );
+        set(&mut j, "size", Some("50%")).unwrap();
+        assert_eq!((j.size, j.size_pct), (None, Some(0.5)));
+        set(&mut j, "size", Some("8m")).unwrap();
+        assert_eq!((j.size, j.size_pct), (Some(8 << 20), None));
+        assert!(err("size", Some("150%")).contains("at most 100"));
+        assert!(err("size", None).contains("size needs a value"));
+    }
+
+    #[test]
+    fn enums() {
+        let mut j = Job::default();
+        set(&mut j, "readwrite", Some("randrw")).unwrap();
+        assert_eq!(j.rw, Rw::RandRw);
+        set(&mut j, "rwmixwrite", Some("30")).unwrap();
+        assert_eq!(j.rwmixread, 70);
+        for (w, rw) in [
+            ("trim", Rw::Trim),
+            ("randtrim", Rw::RandTrim),
+            ("trimwrite", Rw::TrimWrite),
+            ("randtrimwrite", Rw::RandTrimWrite),
+        ] {
+            set(&mut j, "rw", Some(w)).unwrap();
+            assert_eq!((j.rw, j.rw.name()), (rw, w));
+            assert!(j.rw.trims() && !j.rw.reads());
+            assert_eq!(j.rw.writes(), j.rw.trim_then_write());
+            assert_eq!(j.rw.random(), w.starts_with("rand"));
+        }
+        set(&mut j, "rw", Some("randtrim:4")).unwrap();
+        assert_eq!((j.rw, j.seq_nr), (Rw::RandTrim, 4));
+        set(&mut j, "rw", Some("trim:8k")).unwrap();
+        assert_eq!((j.rw, j.seq_add), (Rw::Trim, 8192));
+        assert!(err("rw", Some("discard")).contains("unknown workload"));
+        set(&mut j, "rw", Some("randread:8")).unwrap();
+        assert_eq!((j.rw, j.seq_nr), (Rw::RandRead, 8));
+        set(&mut j, "rw", Some("read:-8k")).unwrap();
+        assert_eq!((j.rw, j.seq_add, j.seq_nr), (Rw::Read, -8192, 1));
+        assert!(err("rw", Some("randread:0")).contains("count of I/Os"));
+        assert!(err("rw", Some("read:8q")).contains("malformed size"));
+        assert!(err("rwmixread", Some("101")).contains("from 0 to 100"));
+
+        // Every engine runs as itself, under fio's name.
+        for e in [
+            "sync",
+            "psync",
+            "vsync",
+            "pvsync",
+            "pvsync2",
+            "io_uring",
+            "libaio",
+            "posixaio",
+            "mmap",
+            "null",
+            "filecreate",
+            "filestat",
+            "filedelete",
+            "cpuio",
+        ] {
+            assert_eq!(
+                set(&mut j, "ioengine", Some(e)).unwrap(),
+                SetOutcome::Applied
+            );
+            assert_eq!(j.ioengine.name(), e);
+            assert_eq!(serde_json::to_value(j.ioengine).unwrap(), e);
+        }
+        // Engines that need hardware or a service: one line naming what,
+        // and what xferbench offers instead.
+        for e in [
+            "sg",
+            "io_uring_cmd",
+            "rdma",
+            "rbd",
+            "http",
+            "libcufile",
+            "nbd",
+            "xnvme",
+            "spdk",
+            "dfs",
+        ] {
+            let m = err("ioengine", Some(e));
+            assert!(
+                m.starts_with(&format!("ioengine={e}: this engine needs ")),
+                "{m}"
+            );
+            assert!(
+                m.contains("device plugin") && m.contains("docs/plugins.md"),
+                "{m}"
+            );
+            assert_eq!(m.lines().count(), 1);
+        }
+        assert!(
+            err("ioengine", Some("splice")).contains("not supported by xferbench; use sync, psync")
+        );
+        assert!(err("ioengine", Some("external:/tmp/x.o")).contains("device plugin"));
+        set(&mut j, "ioengine", Some("net")).unwrap();
+        assert_eq!(j.ioengine.name(), "net");
+        assert!(err("ioengine", Some("bogus")).contains("unknown engine"));
+        // fio's file-engine examples say rw=filecreate: the job keeps its rw.
+        set(&mut j, "rw", Some("write")).unwrap();
+        set(&mut j, "rw", Some("filecreate")).unwrap();
+        assert_eq!(j.rw, Rw::Write);
+
+        set(&mut j, "mem", Some("shmhuge")).unwrap();
+        assert_eq!(j.iomem, IoMem::MmapHuge);
+        assert!(err("iomem", Some("mmaphuge:/hugetlbfs/x")).contains("file-backed"));
+
+        set(&mut j, "verify", Some("crc32c-intel")).unwrap();
+        assert_eq!(j.verify, Some(VerifyKind::Crc32c));
+        set(&mut j, "verify", Some("")).unwrap();
+        assert_eq!(j.verify, None);
+        assert!(err("verify", Some("md4")).starts_with("verify=md4: unknown verify kind"));
+        set(&mut j, "completion", Some("poll")).unwrap();
+        assert_eq!(j.completion(), Completion::Poll);
+    }
+
+    #[test]
+    fn filenames() {
+        let mut j = Job::default();
+        set(&mut j, "filename", Some(" /dev/xdma0_h2c_0 ")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("/dev/xdma0_h2c_0"));
+        set(&mut j, "filename", Some(r"/mnt/a\:b")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("/mnt/a:b"));
+        assert!(j.filenames.is_empty());
+        set(&mut j, "filename", Some("xfer:shm:completion=poll")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("xfer:shm:completion=poll"));
+        assert!(j.filenames.is_empty());
+        // fio's list: the job's files, a colon inside a name escaped.
+        set(&mut j, "filename", Some(r"/dev/a:/mnt/b\:c: d")).unwrap();
+        assert_eq!(j.filename.as_deref(), Some("/dev/a"));
+        assert_eq!(j.filenames, ["/dev/a", "/mnt/b:c", "d"]);
+        set(&mut j, "directory", Some("/t")).unwrap();
+        j.resolve_files().unwrap();
+        assert_eq!(j.nrfiles, 3);
+        assert_eq!(j.filenames, ["/dev/a", "/mnt/b:c", "/t/d"]);
+        let mut e = Job::default();
+        set(&mut e, "filename", Some("a::b")).unwrap();
+        assert!(
+            e.resolved_files()
+                .unwrap_err()
+                .contains("an empty file name")
+        );
+        // A net job's filename is a host: an IPv6 address keeps its colons.
+        set(&mut e, "ioengine", Some("net")).unwrap();
+        set(&mut e, "filename", Some("::1")).unwrap();
+        e.resolve_files().unwrap();
+        assert_eq!(e.filename.as_deref(), Some("::1"));
+        assert!(e.filenames.is_empty());
+        let mut j = Job::default();
+        set(&mut j, "filename", Some("a:b")).unwrap();
+        set(&mut j, "nrfiles", Some("3")).unwrap();
+        assert!(j.resolved_files().unwrap_err().contains("naming 2 files"),);
+        set(&mut j, "filename", Some("a:a")).unwrap();
+        set(&mut j, "nrfiles", Some("1")).unwrap();
+        assert!(j.resolved_files().unwrap_err().contains("names a twice"));
+        // filesize= takes fio's range; each file's size is drawn in it.
+        set(&mut j, "filesize", Some("8k-64k")).unwrap();
+        assert_eq!(
+            (j.filesize, j.filesize_max),
+            (Some(8 << 10), Some(64 << 10))
+        );
+        let sizes: Vec<u64> = (0..20).map(|i| j.filesize_of(i).unwrap()).collect();
+        assert!(
+            sizes
+                .iter()
+                .all(|s| (8 << 10..=64 << 10).contains(s) && s % 4096 == 0)
+        );
+        assert!(sizes.iter().any(|&s| s != sizes[0]), "{sizes:?}");
+        set(&mut j, "filesize", Some("16k")).unwrap();
+        assert_eq!((j.filesize_of(3), j.filesize_max), (Some(16 << 10), None));
+        assert!(err("filesize", Some("64k-8k")).contains("smaller than its start"));
+        assert!(
+            err("file_service_type", Some("zipf:1.1"))
+                .starts_with("file_service_type=zipf:1.1: choosing files by a zipf")
+        );
+        assert!(err("file_service_type", Some("bogus")).contains("unknown file service type"));
+        set(&mut j, "file_service_type", Some("random:4")).unwrap();
+        assert_eq!(j.file_service.text(), "random:4");
+        set(&mut j, "openfiles", Some("2")).unwrap();
+        assert_eq!(j.openfiles, Some(2));
+    }
+
+    #[test]
+    fn filename_format_expansion() {
+        let x = |f: &str, c| expand_filename_format(f, "job", c, 0).unwrap();
+        assert_eq!(x(DEFAULT_FILENAME_FORMAT, 0), "job.0.0");
+        assert_eq!(x("$jobname.$jobnum.$filenum", 7), "job.7.0");
+        assert_eq!(x("/d/$JobName-$JOBNUM", 2), "/d/job-2");
+        assert_eq!(x("$$cost$", 1), "$$cost$");
+        assert!(expand_filename_format("$clientuid", "j", 0, 0).is_err());
+        let mut j = Job {
+            name: "w".into(),
+            clone: 3,
+            ..Job::default()
+        };
+        let first = |j: &Job| j.resolved_files().map(|v| v[0].clone());
+        assert_eq!(first(&j).unwrap(), "w.3.0");
+        set(&mut j, "directory", Some("/tmp/x")).unwrap();
+        assert_eq!(first(&j).unwrap(), "/tmp/x/w.3.0");
+        set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
+        assert_eq!(first(&j).unwrap(), "/tmp/x/f3");
+        set(&mut j, "filename", Some("/dev/sda")).unwrap();
+        assert_eq!(first(&j).unwrap(), "/dev/sda");
+        set(&mut j, "nrfiles", Some("2")).unwrap();
+        assert!(first(&j).unwrap_err().contains("filename= names one file"));
+        // nrfiles names the files by filename_format=, for every engine
+        // with files.
+        for engine in ["filecreate", "psync", "io_uring", "null"] {
+            set(&mut j, "ioengine", Some(engine)).unwrap();
+            j.filename = None;
+            j.filename_format = None;
+            assert_eq!(
+                j.resolved_files().unwrap(),
+                ["/tmp/x/w.3.0", "/tmp/x/w.3.1"]
+            );
+        }
+        set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
+        assert!(first(&j).unwrap_err().contains("put $filenum in it"));
+        set(&mut j, "ioengine", Some("cpuio")).unwrap();
+        assert!(
+            first(&j)
+                .unwrap_err()
+                .contains("has no files to spread over")
+        );
+        set(&mut j, "ioengine", Some("psync")).unwrap();
+        set(&mut j, "filename", Some("xfer:tcp")).unwrap();
+        assert!(
+            first(&j)
+                .unwrap_err()
+                .contains("ioengine=transport has no files")
+        );
+        set(&mut j, "nrfiles", Some("1")).unwrap();
+        assert_eq!(j.resolved_files().unwrap(), ["xfer:tcp"]);
+        set(&mut j, "directory", Some(r"/a\:b")).unwrap();
+        assert_eq!(j.directory.as_deref(), Some("/a:b"));
+    }
+
+    #[test]
+    fn numbers_durations_cpus() {
+        let mut j = Job::default();
+        set(&mut j, "runtime", Some("30")).unwrap();
+        assert_eq!(j.runtime, Some(Duration::from_secs(30)));
+        set(&mut j, "timeout", Some("2h")).unwrap();
+        assert_eq!(j.runtime, Some(Duration::from_secs(7200)));
+        set(&mut j, "ramp_time", Some("500ms")).unwrap();
+        assert_eq!(j.ramp_time, Some(Duration::from_millis(500)));
+        set(&mut j, "runtime", Some("0")).unwrap();
+        assert_eq!(j.runtime, None);
+        assert!(err("runtime", Some("5q")).starts_with("runtime=5q: malformed duration"));
+        set(&mut j, "cpus_allowed", Some("0-3,6")).unwrap();
+        assert_eq!(j.cpus_allowed, Some(vec![0, 1, 2, 3, 6]));
+        set(&mut j, "randseed", Some("42")).unwrap();
+        assert_eq!(j.randseed, 42);
+        assert!(err("numjobs", Some("0")).contains("from 1 to 4096"));
+        assert!(err("iodepth", Some("65537")).contains("from 1 to 65536"));
+    }
+
+    #[test]
+    fn every_option_is_taken_noted_or_refused() {
+        let mut j = Job::default();
+        // Every name offered for "did you mean" is one set() takes.
+        for k in HANDLED {
+            let v = match *k {
+                "filename" | "directory" | "filename_format" | "name" | "wait_for" => "x",
+                "rw" | "readwrite" => "read",
+                "ioengine" => "psync",
+                "iomem" | "mem" => "malloc",
+                "verify" => "crc32c",
+                "completion" => "poll",
+                "fadvise_hint" | "sync" | "fallocate" => "1",
+                "rw_sequencer" => "identical",
+                "rate_process" => "poisson",
+                "zonemode" => "strided",
+                "random_distribution" => "zoned:50/50:50/50",
+                "random_generator" => "lfsr",
+                "file_service_type" => "random:2",
+                "exit_what" => "all",
+                "cpus_allowed_policy" => "split",
+                "kb_base" => "1024",
+                "buffer_pattern" => "0xab",
+                "cpus_allowed" | "numa_cpu_nodes" => "0",
+                "startdelay" => "0",
+                "continue_on_error" | "ignore_error" => "none",
+                _ => "1",
+            };
+            let r = j.set(k, Some(v));
+            assert!(r.is_ok(), "{k}={v}: {r:?}");
+        }
+        assert!(
+            matches!(set(&mut j, "write_lat_log", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("histogram"))
+        );
+        assert!(
+            matches!(set(&mut j, "http_host", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("ioengine=http"))
+        );
+        assert!(err("latency_target", Some("1ms")).contains("not supported"));
+        assert!(err("thinkcycles", Some("10")).contains("use thinktime="));
+        assert!(err("directoy", Some("/x")).ends_with("did you mean 'directory'?"));
+        assert!(err("kb_base", Some("1000")).contains("binary"));
+        set(&mut j, "cpumask", Some("0x5")).unwrap();
+        assert_eq!(j.cpus_allowed, Some(vec![0, 2]));
+        set(&mut j, "thinktime", Some("250")).unwrap();
+        assert_eq!(j.thinktime, Some(Duration::from_micros(250)));
+        set(&mut j, "startdelay", Some("2-5")).unwrap();
+        assert_eq!(
+            j.startdelay,
+            Some((Duration::from_secs(2), Duration::from_secs(5)))
+        );
+        set(&mut j, "buffer_pattern", Some("0xdead|\"ab\"")).unwrap();
+        assert_eq!(
+            j.buffer_pattern.as_deref(),
+            Some(&[0xde, 0xad, b'a', b'b'][..])
+        );
+        assert!(err("buffer_pattern", Some("zz")).contains("expected hex"));
+        assert!(err("zonemode", Some("zbd")).contains("zoned block devices"));
+        set(&mut j, "random_distribution", Some("zoned:50/5:30/15:20/")).unwrap();
+        assert_eq!(j.zoned, [(50, 5), (30, 15), (20, 80)]);
+        assert!(err("random_distribution", Some("zoned:50/5:40/15")).contains("add up to 100"));
+        set(&mut j, "random_distribution", Some("zipf:1.2:0.25")).unwrap();
+        assert!(j.zoned.is_empty() && j.skew.is_some());
+        set(&mut j, "random_distribution", Some("pareto")).unwrap();
+        set(&mut j, "random_distribution", Some("normal:10")).unwrap();
+        set(&mut j, "random_distribution", Some("zoned_abs:60/1m:40/3m")).unwrap();
+        assert_eq!(j.zoned_abs, [(60, 1 << 20), (40, 3 << 20)]);
+        assert!(j.skew.is_none());
+        set(&mut j, "random_distribution", Some("random")).unwrap();
+        assert!(j.zoned_abs.is_empty() && j.zoned.is_empty() && j.skew.is_none());
+        let e = err("random_distribution", Some("zipf:1"));
+        assert!(
+            e.contains("random_distribution=zipf:1") && e.contains("not 1"),
+            "{e}"
+        );
+        assert!(err("random_distribution", Some("pareto:1.5")).contains("above 0 and below 1"));
+        assert!(err("random_distribution", Some("normal:100")).contains("below 100"));
+        assert!(
+            err("random_distribution", Some("zoned_abs:60/1m:30/2m")).contains("add up to 100")
+        );
+        assert!(err("random_distribution", Some("zoned_abs:60/x:40/2m")).contains("ACCESS%/SIZE"));
+        assert!(err("random_distribution", Some("gauss")).contains("normal[:DEV"));
+        set(&mut j, "percentage_random", Some("30")).unwrap();
+        assert_eq!(j.percentage_random, 30);
+        set(&mut j, "percentage_random", Some("40,40")).unwrap();
+        assert!(err("percentage_random", Some("40,60")).contains("one value"));
+        assert!(err("percentage_random", Some("101")).contains("0 to 100"));
+        assert!(err("percentage_sequential", Some("30")).contains("percentage_random"));
+        set(&mut j, "random_generator", Some("lfsr")).unwrap();
+        assert!(j.lfsr);
+        assert!(matches!(
+            set(&mut j, "random_generator", Some("tausworthe64")),
+            Ok(SetOutcome::Note(_))
+        ));
+        assert!(!j.lfsr);
+        assert!(err("random_generator", Some("mt")).contains("lfsr"));
+    }
+}

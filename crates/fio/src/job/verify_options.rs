@@ -1,0 +1,220 @@
+//! fio's verify options on a [`Job`]: kept apart from the rest because they
+//! are many and only mean something together (prepare() checks the mix).
+//! Every `verify*` option fio has is either taken, taken with a note, or
+//! refused with the list of those taken — never silently ignored, as a
+//! verify option quietly dropped would leave data unchecked.
+
+use super::{Job, Opt, SetOutcome, VerifyKind};
+use crate::error::{Error, Result};
+use crate::pattern::Pattern;
+
+/// The verify options xferbench takes (for the refusal of the others).
+const TAKEN: &str = "verify, do_verify, verify_fatal, verify_dump, verify_pattern, verify_interval, verify_offset, verify_backlog, verify_backlog_batch, verify_only, verify_header_seed, experimental_verify, verify_async, verify_async_cpus, verify_state_save, verify_state_load";
+
+/// Whether `key` is one of fio's verify options (taken or refused here).
+pub(super) fn is_verify_option(key: &str) -> bool {
+    matches!(key, "verify" | "do_verify" | "experimental_verify") || key.starts_with("verify")
+}
+
+impl Job {
+    pub(super) fn set_verify(&mut self, o: &Opt) -> Result<SetOutcome> {
+        match o.key {
+            "verify" => {
+                self.verify_given = true;
+                if o.value.is_none() {
+                    o.value()?;
+                }
+                match o.value.unwrap_or_default() {
+                    "" | "0" | "none" => self.verify = None,
+                    "null" => {
+                        self.verify = None;
+                        return Ok(SetOutcome::Unsupported(
+                            "verify=null (fio's pretend verification) runs as no verify: nothing is written into blocks, read back or checked".into(),
+                        ));
+                    }
+                    v => self.verify = Some(kind(o, v)?),
+                }
+            }
+            "do_verify" => self.do_verify = o.bool()?,
+            "verify_fatal" => self.verify_fatal = o.bool()?,
+            "verify_dump" => self.verify_dump = o.bool()?,
+            "verify_pattern" => {
+                let p = Pattern::parse(o.value()?).map_err(|e| o.bad(&e))?;
+                self.verify_pattern = Some(p);
+                // fio: a pattern alone means a header check plus the pattern.
+                if !self.verify_given {
+                    self.verify = Some(VerifyKind::Meta);
+                }
+            }
+            "verify_interval" => self.verify_interval = Some(o.size()?).filter(|&n| n > 0),
+            "verify_offset" => self.verify_offset = o.size()?,
+            "verify_backlog" => self.verify_backlog = count(o)?,
+            "verify_backlog_batch" => {
+                self.verify_backlog_batch = Some(count(o)?).filter(|&n| n > 0)
+            }
+            "verify_only" => self.verify_only = o.bool()?,
+            "verify_header_seed" => self.verify_header_seed = o.bool()?,
+            // xferbench's read-back always replays the write order from the
+            // seed instead of logging it, which is what this turns on in fio.
+            "experimental_verify" => {
+                o.bool()?;
+            }
+            "verify_async" if count(o)? == 0 => {}
+            "verify_async" | "verify_async_cpus" => {
+                return Ok(SetOutcome::Unsupported(format!(
+                    "{}={}: xferbench checks blocks inline in the job's worker, not in extra threads, so a verifying read job's figures include the checking time (a writer's read-back is outside its figures either way)",
+                    o.key,
+                    o.value()?
+                )));
+            }
+            "verify_state_save" | "verify_state_load" if !o.bool()? => {}
+            "verify_state_save" | "verify_state_load" => {
+                return Ok(SetOutcome::Unsupported(format!(
+                    "{}=1: xferbench keeps no verify state file; a writer checks what it wrote in this run, a read job checks its whole region",
+                    o.key
+                )));
+            }
+            k => {
+                return Err(Error::usage(format!(
+                    "{k} is not supported; the verify options xferbench takes are {TAKEN}"
+                )));
+            }
+        }
+        Ok(SetOutcome::Applied)
+    }
+}
+
+/// The kind for a `verify=` word, or the refusal listing them all.
+fn kind(o: &Opt, v: &str) -> Result<VerifyKind> {
+    if v == "crc32c-intel" {
+        return Ok(VerifyKind::Crc32c);
+    }
+    VerifyKind::ALL
+        .iter()
+        .find(|(n, _)| *n == v)
+        .map(|(_, k)| *k)
+        .ok_or_else(|| {
+            let names: Vec<&str> = VerifyKind::ALL.iter().map(|(n, _)| *n).collect();
+            o.bad(&format!(
+                "unknown verify kind; use one of {}, crc32c-intel, null or 0",
+                names.join(", ")
+            ))
+        })
+}
+
+/// A count of blocks or threads.
+fn count(o: &Opt) -> Result<u64> {
+    o.value()?
+        .parse()
+        .map_err(|_| o.bad("expected a whole number"))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn set(j: &mut Job, k: &str, v: &str) -> Result<SetOutcome> {
+        j.set(k, Some(v))
+    }
+
+    fn err(k: &str, v: &str) -> String {
+        Job::default().set(k, Some(v)).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn every_kind_by_name() {
+        let mut j = Job::default();
+        for (name, k) in VerifyKind::ALL {
+            set(&mut j, "verify", name).unwrap();
+            assert_eq!(j.verify, Some(k), "{name}");
+            assert_eq!(k.name(), name);
+            assert_eq!(serde_json::to_value(k).unwrap(), name);
+        }
+        set(&mut j, "verify", "crc32c-intel").unwrap();
+        assert_eq!(j.verify, Some(VerifyKind::Crc32c));
+        set(&mut j, "verify", "0").unwrap();
+        assert_eq!(j.verify, None);
+        assert!(
+            matches!(set(&mut j, "verify", "null"), Ok(SetOutcome::Unsupported(w)) if w.contains("pretend"))
+        );
+        assert_eq!(j.verify, None);
+        let e = err("verify", "sha4");
+        assert!(
+            e.starts_with("verify=sha4: unknown verify kind; use one of md5, crc64"),
+            "{e}"
+        );
+        assert!(
+            e.contains("sha3-512, meta, pattern, crc32c-intel, null or 0"),
+            "{e}"
+        );
+        let bare = Job::default().set("verify", None).unwrap_err().to_string();
+        assert!(bare.contains("verify needs a value"), "{bare}");
+    }
+
+    #[test]
+    fn a_pattern_alone_implies_a_header_and_pattern_check() {
+        let mut j = Job::default();
+        set(&mut j, "verify_pattern", "0xdeadbeef").unwrap();
+        assert_eq!(j.verify, Some(VerifyKind::Meta));
+        assert_eq!(j.verify_pattern.as_ref().unwrap().text(), "0xdeadbeef");
+        // An explicit verify= wins, before or after.
+        set(&mut j, "verify", "md5").unwrap();
+        set(&mut j, "verify_pattern", "\"abc\"").unwrap();
+        assert_eq!(j.verify, Some(VerifyKind::Md5));
+        let mut j = Job::default();
+        set(&mut j, "verify", "0").unwrap();
+        set(&mut j, "verify_pattern", "0x01").unwrap();
+        assert_eq!(j.verify, None);
+        assert!(
+            err("verify_pattern", "0xzz")
+                .starts_with("verify_pattern=0xzz: '0xzz' has no hex digits")
+        );
+    }
+
+    #[test]
+    fn numbers_and_notes() {
+        let mut j = Job::default();
+        set(&mut j, "verify_interval", "512").unwrap();
+        set(&mut j, "verify_offset", "1k").unwrap();
+        set(&mut j, "verify_backlog", "16").unwrap();
+        set(&mut j, "verify_backlog_batch", "8").unwrap();
+        set(&mut j, "verify_only", "1").unwrap();
+        set(&mut j, "verify_header_seed", "1").unwrap();
+        assert_eq!(
+            (
+                j.verify_interval,
+                j.verify_offset,
+                j.verify_backlog,
+                j.verify_backlog_batch
+            ),
+            (Some(512), 1024, 16, Some(8))
+        );
+        assert!(j.verify_only && j.verify_header_seed);
+        assert!(err("verify_backlog", "x").contains("expected a whole number"));
+        for (k, v) in [
+            ("verify_async", "0"),
+            ("verify_state_save", "0"),
+            ("experimental_verify", "1"),
+        ] {
+            assert_eq!(set(&mut j, k, v).unwrap(), SetOutcome::Applied, "{k}");
+        }
+        for (k, v) in [
+            ("verify_async", "2"),
+            ("verify_async_cpus", "1"),
+            ("verify_state_save", "1"),
+            ("verify_state_load", "1"),
+        ] {
+            assert!(
+                matches!(set(&mut j, k, v), Ok(SetOutcome::Unsupported(w)) if w.starts_with(k)),
+                "{k}"
+            );
+        }
+    }
+
+    #[test]
+    fn other_verify_options_are_refused_with_the_list() {
+        let e = err("verify_write_sequence", "1");
+        assert!(e.starts_with("verify_write_sequence is not supported; the verify options xferbench takes are verify, do_verify"), "{e}");
+        assert!(err("verifysort", "1").contains("experimental_verify, verify_async"));
+    }
+}

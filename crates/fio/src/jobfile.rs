@@ -1,0 +1,744 @@
+//! fio job files: INI sections of `key=value` options with `[global]`
+//! defaults, turned into [`Job`]s with `numjobs` clones and reporting groups.
+//! Every option goes through [`Job::set`], so the file and the flags agree.
+
+use crate::error::{Error, Result};
+use crate::job::{Job, NAME_KEYWORDS, SetOutcome};
+use std::path::Path;
+
+/// A parsed job file: the jobs in order (clones expanded) and one warning per
+/// option that was ignored or taken differently from fio.
+#[derive(Debug)]
+pub struct JobFile {
+    pub jobs: Vec<Job>,
+    pub warnings: Vec<String>,
+}
+
+/// Reads and parses a job file, looking variables up in the environment.
+pub fn load(path: &Path, overrides: &[(String, Option<String>)]) -> Result<JobFile> {
+    let shown = path.display().to_string();
+    let text = read_bounded(path, MAX_JOB_BYTES)
+        .map_err(|e| Error::usage(format!("cannot read job file {shown}: {e}; check the path")))?;
+    parse(&text, &shown, &|k| std::env::var(k).ok(), overrides)
+}
+
+/// The most a job file and everything it includes may hold together: far
+/// above any real job file (fio's examples are a few KiB), far below what
+/// would take a machine's memory or minutes to read.
+const MAX_JOB_BYTES: u64 = 16 << 20;
+/// The most `include` directives one job file may expand in all.
+const MAX_INCLUDES: usize = 1000;
+
+/// A file's text, refused past `limit` bytes (a device or a runaway file
+/// named as a job file) rather than read without end.
+fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
+    // Non-blocking open: a FIFO (or /dev/stdin) named as a job file would
+    // otherwise block for ever waiting for a writer.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)?;
+    let kind = f.metadata()?.file_type();
+    if !kind.is_file() && !kind.is_char_device() {
+        return Err(std::io::Error::other(
+            "not a regular file (a FIFO, socket or directory); give a job file",
+        ));
+    }
+    let mut text = String::new();
+    f.take(limit + 1).read_to_string(&mut text)?;
+    if text.len() as u64 > limit {
+        return Err(std::io::Error::other(format!(
+            "longer than {} MiB, more than a job file holds",
+            limit >> 20
+        )));
+    }
+    Ok(text)
+}
+
+/// What the includes of one job file may still add.
+struct Budget {
+    bytes: u64,
+    includes: usize,
+}
+
+/// A job section being read, with where its `wait_for` was set: the check
+/// that it names an earlier job can only run once the section is complete.
+#[derive(Clone, Default)]
+struct Section {
+    job: Job,
+    wait_at: String,
+}
+
+/// Parses job-file text. `path` is used only in messages; `env` looks up
+/// variables; `overrides` (command-line `--set`) apply to every job last.
+pub fn parse(
+    text: &str,
+    path: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    overrides: &[(String, Option<String>)],
+) -> Result<JobFile> {
+    let mut warnings = Vec::new();
+    // fio copies the globals into a job when its section starts, so a later
+    // [global] only affects later jobs.
+    let mut global = Section::default();
+    let mut in_global = false;
+    let mut cur: Option<Section> = None;
+    let mut done: Vec<Job> = Vec::new();
+    let mut budget = Budget {
+        bytes: MAX_JOB_BYTES.saturating_sub(text.len() as u64),
+        includes: MAX_INCLUDES,
+    };
+    for (raw, file, n) in with_includes(text, path, 0, &mut budget)? {
+        let at = format!("{file}:{n}");
+        let line = strip_comment(&raw).trim();
+        if line.is_empty() {
+            continue;
+        }
+        let malformed = || {
+            Error::usage(format!(
+                "{at}: malformed line '{}': expected [section], key=value or a comment",
+                raw.trim()
+            ))
+        };
+        if let Some(rest) = line.strip_prefix('[') {
+            let name = rest
+                .strip_suffix(']')
+                .map(str::trim)
+                .filter(|s| !s.is_empty() && !s.contains(['[', ']']))
+                .ok_or_else(malformed)?;
+            if let Some(s) = cur.take() {
+                done.push(finish(s, &done, overrides, &mut warnings)?);
+            }
+            in_global = name == "global";
+            if !in_global {
+                let mut s = global.clone();
+                s.job.name = name.to_string();
+                s.job.line = n;
+                s.job.source = file.clone();
+                cur = Some(s);
+            }
+            continue;
+        }
+        let (key, value) = match line.split_once('=') {
+            Some((k, v)) => (k.trim(), Some(v.trim())),
+            None => (line, None),
+        };
+        if key.is_empty()
+            || !key
+                .chars()
+                .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+        {
+            return Err(malformed());
+        }
+        let sec = match &mut cur {
+            Some(s) => s,
+            None if in_global => &mut global,
+            None => {
+                return Err(Error::usage(format!(
+                    "{at}: option '{key}' outside any [section]; put it under [global] or a job section"
+                )));
+            }
+        };
+        let mut unset = Vec::new();
+        let value = value
+            .map(|v| expand(v, env, &mut unset))
+            .transpose()
+            .map_err(|m| Error::usage(format!("{at}: {m}")))?;
+        if !unset.is_empty() {
+            // fio substitutes an empty string for an unset variable; a value
+            // left empty leaves the option at its default, said once.
+            let vars = unset.join(", ");
+            let left_empty = value.as_deref().is_some_and(|v| v.trim().is_empty());
+            let w = if left_empty {
+                format!(
+                    "{at}: {key}: environment variable {vars} is not set, so {key} keeps its default; set it to choose"
+                )
+            } else {
+                format!(
+                    "{at}: {key}: environment variable {vars} is not set and was taken as empty, as fio does"
+                )
+            };
+            if !warnings.contains(&w) {
+                warnings.push(w);
+            }
+            if left_empty {
+                continue;
+            }
+        }
+        apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings)?;
+        if key == "wait_for" {
+            sec.wait_at = at;
+        }
+    }
+    if let Some(s) = cur.take() {
+        done.push(finish(s, &done, overrides, &mut warnings)?);
+    }
+    if done.is_empty() {
+        return Err(Error::usage(format!(
+            "{path}: no jobs defined (only [global]?); add a [name] section for each job"
+        )));
+    }
+
+    let mut jobs = Vec::new();
+    let mut group = 0;
+    for (i, job) in done.into_iter().enumerate() {
+        if i > 0 && (job.new_group || job.stonewall) {
+            group += 1;
+        }
+        for c in 0..job.numjobs {
+            let mut j = job.clone();
+            (j.clone, j.group) = (c, group);
+            // The clones run alongside the first, in its group.
+            if c > 0 {
+                (j.new_group, j.stonewall) = (false, false);
+            }
+            j.resolve_files().map_err(|m| {
+                Error::usage(format!(
+                    "{}:{}: job {}: {m}",
+                    job.source, job.line, job.name
+                ))
+            })?;
+            j.offset = u64::from(c)
+                .checked_mul(job.offset_increment)
+                .and_then(|d| d.checked_add(job.offset))
+                .ok_or_else(|| {
+                    Error::usage(format!(
+                        "{}:{}: offset + numjobs x offset_increment is past 2^64; use a smaller offset_increment",
+                        job.source, job.line
+                    ))
+                })?;
+            jobs.push(j);
+        }
+    }
+    Ok(JobFile { jobs, warnings })
+}
+
+/// Sets one option, prefixing errors and warnings with `at`. A `[global]` line
+/// reaches many jobs but warns once.
+fn apply(
+    job: &mut Job,
+    key: &str,
+    value: Option<&str>,
+    at: &str,
+    warnings: &mut Vec<String>,
+) -> Result<()> {
+    let outcome = job
+        .set(key, value)
+        .map_err(|e| Error::usage(format!("{at}: {e}")))?;
+    if let SetOutcome::Unsupported(w) | SetOutcome::Note(w) = outcome {
+        let w = format!("{at}: {w}");
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    Ok(())
+}
+
+/// Applies the overrides and checks `wait_for` against the jobs before it.
+fn finish(
+    mut s: Section,
+    earlier: &[Job],
+    overrides: &[(String, Option<String>)],
+    warnings: &mut Vec<String>,
+) -> Result<Job> {
+    for (k, v) in overrides {
+        apply(&mut s.job, k, v.as_deref(), "command line", warnings)?;
+        if k == "wait_for" {
+            s.wait_at = "command line".into();
+        }
+    }
+    if let Some(w) = &s.job.wait_for
+        && !earlier.iter().any(|j| &j.name == w)
+    {
+        return Err(Error::usage(format!(
+            "{}: wait_for={w} names no earlier job; name a job section above this one",
+            s.wait_at
+        )));
+    }
+    Ok(s.job)
+}
+
+/// How deep `include` may nest: deeper is taken for a loop.
+const MAX_INCLUDE_DEPTH: usize = 8;
+
+/// The lines of `text` with fio's `include FILE` directives replaced by the
+/// named file's lines (a relative name is taken from the including file's
+/// directory), each line with the file and line number it came from.
+fn with_includes(
+    text: &str,
+    path: &str,
+    depth: usize,
+    budget: &mut Budget,
+) -> Result<Vec<(String, String, usize)>> {
+    let mut out = Vec::new();
+    for (raw, n) in text.lines().zip(1..) {
+        let line = strip_comment(raw).trim();
+        let Some(name) = line
+            .strip_prefix("include")
+            .filter(|r| r.starts_with([' ', '\t']))
+        else {
+            out.push((raw.to_string(), path.to_string(), n));
+            continue;
+        };
+        let name = name.trim();
+        if depth >= MAX_INCLUDE_DEPTH {
+            return Err(Error::usage(format!(
+                "{path}:{n}: include {name}: includes nest more than {MAX_INCLUDE_DEPTH} deep (a file including itself?); flatten them"
+            )));
+        }
+        let full = match Path::new(path).parent() {
+            Some(dir) if !Path::new(name).is_absolute() => dir.join(name),
+            _ => Path::new(name).to_path_buf(),
+        };
+        let shown = full.display().to_string();
+        // A total budget as well as a depth: ten includes a level, seven
+        // levels deep, is ten million files' worth of lines.
+        if budget.includes == 0 {
+            return Err(Error::usage(format!(
+                "{path}:{n}: include {name}: more than {MAX_INCLUDES} includes in all; flatten them"
+            )));
+        }
+        budget.includes -= 1;
+        let inner = read_bounded(&full, budget.bytes).map_err(|e| {
+            Error::usage(format!(
+                "{path}:{n}: include {name}: cannot read {shown}: {e}; check the path (relative names are taken from the including file's directory; a job file and its includes hold {} MiB at most)",
+                MAX_JOB_BYTES >> 20
+            ))
+        })?;
+        budget.bytes = budget.bytes.saturating_sub(inner.len() as u64);
+        out.extend(with_includes(&inner, &shown, depth + 1, budget)?);
+    }
+    Ok(out)
+}
+
+/// Drops `#`/`;` comments: whole lines, and (as fio does) trailing ones that
+/// follow whitespace, so `#` inside a value such as a path survives.
+fn strip_comment(line: &str) -> &str {
+    if line.trim_start().starts_with(['#', ';']) {
+        return "";
+    }
+    let b = line.as_bytes();
+    match (1..b.len()).find(|&i| matches!(b[i], b'#' | b';') && b[i - 1].is_ascii_whitespace()) {
+        Some(i) => &line[..i],
+        None => line,
+    }
+}
+
+/// Replaces `$NAME` and `${NAME}`: fio's built-ins first, then `env`; an
+/// unset variable becomes the empty string, as in fio, and is named in `unset`.
+fn expand(
+    v: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    unset: &mut Vec<String>,
+) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(v.len());
+    let mut rest = v;
+    while let Some(i) = rest.find('$') {
+        out.push_str(&rest[..i]);
+        rest = &rest[i + 1..];
+        let (name, after) = if let Some(r) = rest.strip_prefix('{') {
+            let end = r
+                .find('}')
+                .ok_or_else(|| format!("unterminated '${{' in '{v}'; close it with '}}'"))?;
+            (&r[..end], &r[end + 1..])
+        } else if rest.starts_with('(') {
+            return Err(format!(
+                "arithmetic $(...) in '{v}' is not supported; write the value out"
+            ));
+        } else if let Some(k) = NAME_KEYWORDS.iter().find(|k| {
+            rest.get(..k.len() - 1)
+                .is_some_and(|h| h.eq_ignore_ascii_case(&k[1..]))
+        }) {
+            // filename_format's keywords stay for the job to expand.
+            out.push_str(&v[v.len() - rest.len() - 1..][..k.len()]);
+            rest = &rest[k.len() - 1..];
+            continue;
+        } else {
+            let end = rest
+                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+                .unwrap_or(rest.len());
+            if end == 0 {
+                // A lone '$' is just a character.
+                out.push('$');
+                continue;
+            }
+            rest.split_at(end)
+        };
+        match builtin(name).or_else(|| env(name)) {
+            Some(value) => out.push_str(&value),
+            None => unset.push(name.to_string()),
+        }
+        rest = after;
+    }
+    out.push_str(rest);
+    Ok(out)
+}
+
+/// fio's `$pagesize`, `$ncpus` and `$mb_memory`.
+fn builtin(name: &str) -> Option<String> {
+    // SAFETY: sysconf only reads system configuration.
+    let conf = |c| u64::try_from(unsafe { libc::sysconf(c) }).ok();
+    match name {
+        "pagesize" => conf(libc::_SC_PAGESIZE),
+        "ncpus" => std::thread::available_parallelism()
+            .ok()
+            .map(|n| n.get() as u64),
+        "mb_memory" => Some((conf(libc::_SC_PHYS_PAGES)? * conf(libc::_SC_PAGESIZE)?) >> 20),
+        _ => None,
+    }
+    .map(|n| n.to_string())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::{IoEngine, IoMem, Rw, VerifyKind};
+
+    fn no_env(_: &str) -> Option<String> {
+        None
+    }
+
+    fn ok(text: &str) -> JobFile {
+        parse(text, "t.fio", &no_env, &[]).unwrap()
+    }
+
+    fn err(text: &str) -> String {
+        parse(text, "t.fio", &no_env, &[]).unwrap_err().to_string()
+    }
+
+    const AWS: &str = "[global] \nallow_file_create=0\nioengine=psync\niomem=mmap\nfilesize=64g\nsize=16g\nbs=1m \nratemin=1m\nverify=xxhash\nverify_fatal=1\nverify_dump=1\n\n[write-phase-0] \noffset=0\nrw=write\nfilename=/dev/xdma0_h2c_0\ndo_verify=0\n\n[verify-phase-0] \nnew_group\nwait_for=write-phase-0\noffset=0\nrw=read\nfilename=/dev/xdma0_c2h_0\ndo_verify=1\n";
+
+    #[test]
+    fn aws_fpga_style() {
+        let f = ok(AWS);
+        assert!(f.warnings.is_empty(), "{:?}", f.warnings);
+        let [w, v] = &f.jobs[..] else {
+            panic!("want 2 jobs, got {}", f.jobs.len())
+        };
+        assert_eq!(
+            (w.name.as_str(), w.group, w.rw, w.do_verify),
+            ("write-phase-0", 0, Rw::Write, false)
+        );
+        assert_eq!(w.filename.as_deref(), Some("/dev/xdma0_h2c_0"));
+        assert_eq!(
+            (v.name.as_str(), v.line, v.group, v.rw),
+            ("verify-phase-0", 19, 1, Rw::Read)
+        );
+        assert_eq!(v.wait_for.as_deref(), Some("write-phase-0"));
+        assert_eq!(
+            (v.filesize, v.size, v.bs),
+            (Some(64 << 30), Some(16 << 30), 1 << 20)
+        );
+        assert_eq!(
+            (v.verify, v.iomem, v.ioengine),
+            (Some(VerifyKind::Xxhash), IoMem::Mmap, IoEngine::Psync)
+        );
+        assert!(!v.allow_file_create && v.verify_fatal && v.verify_dump && v.do_verify);
+        assert_eq!(v.ratemin, Some(1 << 20));
+    }
+
+    #[test]
+    fn later_global_affects_later_jobs_only() {
+        let f = ok("[global]\nbs=8k\n[a]\n[global]\niodepth=4\n[ 4KB ]\nbs=4k\n[4KB]\n");
+        let d: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| (j.name.as_str(), j.bs, j.iodepth))
+            .collect();
+        assert_eq!(d, [("a", 8192, 1), ("4KB", 4096, 4), ("4KB", 8192, 4)]);
+    }
+
+    #[test]
+    fn comments_and_values() {
+        let f = ok(
+            "; top\n  # indented\n[j] # job\nfilename=/tmp/a#b ; inline\nname = x=y\ndirect\t;c\n",
+        );
+        let j = &f.jobs[0];
+        assert_eq!(
+            (j.filename.as_deref(), j.name.as_str(), j.direct),
+            (Some("/tmp/a#b"), "x=y", true)
+        );
+    }
+
+    #[test]
+    fn env_substitution() {
+        let env = |k: &str| (k == "DEV").then(|| "/dev/nvme0n1".to_string());
+        // Unset: empty, as in fio; an option left empty keeps its default.
+        let f = parse(
+            "[j]\nfilename=$DEV\nsize=${SZ}\nbs=${BS}k\n",
+            "t.fio",
+            &env,
+            &[],
+        );
+        let e = f.unwrap_err().to_string();
+        assert!(e.starts_with("t.fio:4: bs=k: malformed size"), "{e}");
+        let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\n", "t.fio", &env, &[]).unwrap();
+        assert_eq!(f.jobs[0].size, None);
+        assert_eq!(
+            f.warnings,
+            [
+                "t.fio:3: size: environment variable SZ is not set, so size keeps its default; set it to choose"
+            ]
+        );
+        let f = parse(
+            "[j]\nfilename=${DEV}p1\nbs=$pagesize\nnumjobs=$ncpus\ndescription=cost $\n",
+            "t.fio",
+            &env,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(f.jobs[0].filename.as_deref(), Some("/dev/nvme0n1p1"));
+        assert_eq!(f.jobs[0].bs, 4096);
+        let ncpus = std::thread::available_parallelism().unwrap().get();
+        assert_eq!(f.jobs.len(), ncpus);
+        let f = parse("[global]\n\n[j]\nfilename=$NOPE/x\n", "t.fio", &env, &[]).unwrap();
+        assert_eq!(f.jobs[0].filename.as_deref(), Some("/x"));
+        assert!(
+            f.warnings[0].contains("taken as empty, as fio does"),
+            "{:?}",
+            f.warnings
+        );
+        assert!(err("[j]\nsize=$(1+2)\n").contains("arithmetic"));
+    }
+
+    #[test]
+    fn include_fan_out_has_a_total_budget() {
+        // Ten includes of the next level, seven levels: refused quickly.
+        let dir = tempfile::tempdir().unwrap();
+        for level in 0..7 {
+            let body: String = (0..10)
+                .map(|_| format!("include l{}.inc\n", level + 1))
+                .collect();
+            std::fs::write(dir.path().join(format!("l{level}.inc")), body).unwrap();
+        }
+        std::fs::write(dir.path().join("l7.inc"), "bs=4k\n").unwrap();
+        let main = dir.path().join("main.fio");
+        std::fs::write(&main, "[j]\ninclude l0.inc\n").unwrap();
+        let t = std::time::Instant::now();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.contains("includes in all"), "{e}");
+        assert!(t.elapsed() < std::time::Duration::from_secs(30));
+        // A job file that never ends (a device) is refused, not read for ever.
+        let e = load(Path::new("/dev/zero"), &[]).unwrap_err().to_string();
+        assert!(e.contains("more than a job file holds"), "{e}");
+        // Nor does a FIFO with no writer block.
+        let fifo = dir.path().join("jobs.fifo");
+        let c = std::ffi::CString::new(fifo.to_str().unwrap()).unwrap();
+        // SAFETY: a valid path string.
+        assert_eq!(unsafe { libc::mkfifo(c.as_ptr(), 0o600) }, 0);
+        let e = load(&fifo, &[]).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        std::fs::write(&main, "[j]\ninclude jobs.fifo\n").unwrap();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+    }
+
+    #[test]
+    fn include_takes_the_named_file_in_place() {
+        let dir = tempfile::tempdir().unwrap();
+        let main = dir.path().join("main.fio");
+        std::fs::write(dir.path().join("common.inc"), "bs=8k\n\nbogus line\n").unwrap();
+        std::fs::write(&main, "[global]\ninclude common.inc\n[j]\n").unwrap();
+        let shown = main.display().to_string();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.ends_with("common.inc:3: malformed line 'bogus line': expected [section], key=value or a comment"), "{e}");
+        std::fs::write(dir.path().join("common.inc"), "bs=8k\n").unwrap();
+        let f = load(&main, &[]).unwrap();
+        assert_eq!(f.jobs[0].bs, 8192);
+        std::fs::write(&main, "[j]\ninclude missing.inc\n").unwrap();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(
+            e.starts_with(&format!("{shown}:2: include missing.inc: cannot read")),
+            "{e}"
+        );
+        std::fs::write(&main, "[j]\ninclude main.fio\n").unwrap();
+        let e = load(&main, &[]).unwrap_err().to_string();
+        assert!(e.contains("nest more than 8 deep"), "{e}");
+    }
+
+    #[test]
+    fn malformed_lines() {
+        let msg = |l: &str| {
+            format!("t.fio:2: malformed line '{l}': expected [section], key=value or a comment")
+        };
+        for l in ["[unterminated", "=value", "bs 4k", "[]", "[a]b"] {
+            assert_eq!(err(&format!("[j]\n{l}\n")), msg(l));
+        }
+        assert_eq!(
+            err("\nbs=4k\n[j]\n"),
+            "t.fio:2: option 'bs' outside any [section]; put it under [global] or a job section"
+        );
+        assert!(err("[global]\nbs=4k\n").starts_with("t.fio: no jobs defined (only [global]?)"));
+    }
+
+    #[test]
+    fn errors_and_warnings_carry_lines() {
+        assert!(
+            err("[j]\n\nverify=md4\n")
+                .starts_with("t.fio:3: verify=md4: unknown verify kind; use one of md5,")
+        );
+        assert!(
+            err("[j]\nbssplit=4k/60:8k/50\n")
+                .starts_with("t.fio:2: bssplit=4k/60:8k/50: the percentages add up to 110")
+        );
+        // A [global] line reaching three jobs notes once; job lines each note.
+        let f = ok("[global]\nthread\nlog_avg_msec=10\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
+        assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
+        assert!(f.warnings[0].starts_with("t.fio:3: option 'log_avg_msec' changes no figure"));
+        assert!(f.warnings[1].starts_with("t.fio:7: option 'gtod_reduce' changes no figure"));
+        // Options that would change a figure are refused where they stand;
+        // misspellings are named with the nearest fio option.
+        assert_eq!(
+            err("[a]\nbs=4k\nbs_unaligned=1\n"),
+            "t.fio:3: option 'bs_unaligned' is not supported: unaligned block sizes are not supported; drop it"
+        );
+        assert_eq!(
+            err("[a]\ndirecotry=/tmp\n"),
+            "t.fio:2: unknown option 'direcotry' (not a fio option); did you mean 'directory'?"
+        );
+    }
+
+    #[test]
+    fn numjobs_expansion() {
+        let f = ok("[a]\nnumjobs=3\noffset=1m\noffset_increment=1g\nstonewall\n[b]\n");
+        let d: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| (j.name.as_str(), j.clone, j.group, j.offset, j.stonewall))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                ("a", 0, 0, 1 << 20, true),
+                ("a", 1, 0, (1 << 20) + (1 << 30), false),
+                ("a", 2, 0, (1 << 20) + (2 << 30), false),
+                ("b", 0, 0, 0, false),
+            ]
+        );
+    }
+
+    #[test]
+    fn default_filenames_as_fio_makes_them() {
+        let names = |t: &str| -> Vec<String> {
+            ok(t)
+                .jobs
+                .into_iter()
+                .map(|j| j.filename.unwrap())
+                .collect()
+        };
+        // No filename=: jobname.jobnum.filenum, one per clone, here.
+        assert_eq!(
+            names("[seq-w]\nnumjobs=3\n[r]\n"),
+            ["seq-w.0.0", "seq-w.1.0", "seq-w.2.0", "r.0.0"]
+        );
+        // directory= holds generated and relative names, not absolute ones.
+        assert_eq!(
+            names(
+                "[global]\ndirectory=/mnt/t\n[a]\nnumjobs=2\n[b]\nfilename=f\n[c]\nfilename=/dev/x\n[d]\nfilename=xfer:tcp\n"
+            ),
+            [
+                "/mnt/t/a.0.0",
+                "/mnt/t/a.1.0",
+                "/mnt/t/f",
+                "/dev/x",
+                "xfer:tcp"
+            ]
+        );
+        // filename_format= with its keywords (any case), not taken for
+        // environment variables.
+        assert_eq!(
+            names(
+                "[global]\nfilename_format=data/$JOBNAME-$jobnumx$filenum.$jobname$\n[j]\nnumjobs=2\n"
+            ),
+            ["data/j-0x0.j$", "data/j-1x0.j$"]
+        );
+        assert!(err("[j]\nfilename_format=f.$clientuid\n").starts_with(
+            "t.fio:1: job j: filename_format=f.$clientuid: $clientuid is fio's client address"
+        ),);
+        assert_eq!(
+            err("\n[j]\nnrfiles=4\nioengine=cpuio\n"),
+            "t.fio:2: job j: nrfiles=4: ioengine=cpuio has no files to spread over; use one job per target (numjobs=N)"
+        );
+        assert_eq!(names("[j]\nnrfiles=1\n"), ["j.0.0"]);
+        // nrfiles: the job's filename is file 0's, filenames all of them.
+        assert_eq!(
+            names("[j]\nnrfiles=3\nioengine=filestat\nnumjobs=2\n"),
+            ["j.0.0", "j.1.0"]
+        );
+        let j = &ok("[global]\ndirectory=/d\n[j]\nnrfiles=2\n[k]\nfilename=a:/b\n").jobs;
+        assert_eq!(j[0].filenames, ["/d/j.0.0", "/d/j.0.1"]);
+        assert_eq!(
+            (j[1].nrfiles, &j[1].filenames[..]),
+            (2, &["/d/a".to_string(), "/b".to_string()][..])
+        );
+        assert!(err("[j]\ndirectory=/a:/b\n").contains("several directories"));
+    }
+
+    #[test]
+    fn groups() {
+        let f = ok("[a]\n[b]\n[c]\nstonewall\n[d]\nnew_group=1\n[e]\nwait_for_previous=0\n");
+        let g: Vec<u32> = f.jobs.iter().map(|j| j.group).collect();
+        assert_eq!(g, [0, 0, 1, 2, 2]);
+        // stonewall in [global] reaches every job: each its own group.
+        let f = ok("[global]\nstonewall\n[a]\n[b]\n[c]\n");
+        let g: Vec<u32> = f.jobs.iter().map(|j| j.group).collect();
+        assert_eq!(g, [0, 1, 2]);
+    }
+
+    #[test]
+    fn wait_for_names_an_earlier_job() {
+        let f = ok("[a]\n[b]\nwait_for=a\n");
+        assert_eq!(f.jobs[1].wait_for.as_deref(), Some("a"));
+        assert_eq!(
+            err("[a]\nwait_for=b\n[b]\n"),
+            "t.fio:2: wait_for=b names no earlier job; name a job section above this one"
+        );
+        assert!(err("[a]\n[b]\nwait_for=zzz\n").starts_with("t.fio:3: wait_for=zzz"));
+    }
+
+    #[test]
+    fn overrides_apply_to_every_job() {
+        let o = vec![
+            ("bs".to_string(), Some("64k".to_string())),
+            ("direct".to_string(), None),
+            ("write_bw_log".to_string(), Some("x".to_string())),
+        ];
+        let f = parse("[a]\nbs=4k\n[b]\n", "t.fio", &no_env, &o).unwrap();
+        assert!(f.jobs.iter().all(|j| j.bs == 65536 && j.direct));
+        assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
+        assert!(f.warnings[0].starts_with("command line: option 'write_bw_log' changes no figure"));
+        let o = vec![("fancy".to_string(), Some("1".to_string()))];
+        assert_eq!(
+            parse("[a]\n", "t.fio", &no_env, &o)
+                .unwrap_err()
+                .to_string(),
+            "command line: unknown option 'fancy' (not a fio option); check the spelling against fio's HOWTO"
+        );
+        let o = vec![("iodepth".to_string(), Some("0".to_string()))];
+        let e = parse("[a]\n", "t.fio", &no_env, &o)
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("command line: iodepth=0: expected a whole number from 1 to 65536"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn load_reports_unreadable_files() {
+        let e = load(Path::new("/nonexistent/x.fio"), &[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("cannot read job file /nonexistent/x.fio: ")
+                && e.ends_with("; check the path"),
+            "{e}"
+        );
+        let dir = tempfile::tempdir().unwrap();
+        let p = dir.path().join("a.fio");
+        std::fs::write(&p, AWS).unwrap();
+        assert_eq!(load(&p, &[]).unwrap().jobs.len(), 2);
+    }
+}

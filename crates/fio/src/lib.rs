@@ -1,0 +1,21 @@
+//! The `stream` experiment's machinery, shaped as fio's: a [`job::Job`] holds
+//! the typed options of one job section (from a job file or from flags), an
+//! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
+
+pub(crate) use xferbench_core::{buffer, error, measure, payload, units};
+pub(crate) use xferbench_transport as transport;
+
+pub mod blocksizes;
+pub mod checksum;
+pub mod distribution;
+pub mod engine;
+pub mod files;
+pub mod fio_options;
+pub mod intervals;
+pub mod job;
+pub mod jobfile;
+pub mod net;
+pub mod offsets;
+pub mod pattern;
+pub mod resources;
+pub mod verify;
