@@ -1,18 +1,22 @@
 #!/usr/bin/env bash
-# import-graph.sh - the module import graph of src/ and its circles.
+# import-graph.sh - the module import graph of each crate's src/ and its circles.
 #
 # Every `crate::a::b` path in a module (use lines and inline paths alike) is
 # an edge from that module to the deepest module the path names. Prints the
 # edges (module -> modules it imports), then every circle (a strongly
 # connected component of more than one module), then the same for the layers
 # (each top-level module or folder of src/ as one node), then which modules
-# import the CLI layer and which name clap. Exit 0 always: this prints, CI judges.
+# import the CLI layer and which name clap; once per crate (the root's src/
+# and crates/*/src; between crates Cargo refuses circles itself).
 #
-#   bench/import-graph.sh            # the whole report
-#   bench/import-graph.sh --circles  # circles only
+#   bench/import-graph.sh            # the whole report; exit 0
+#   bench/import-graph.sh --circles  # circles only; exit 1 if there is one (CI)
 set -euo pipefail
 ROOT=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
-exec python3 - "$ROOT/src" "${1:-}" <<'PY'
+status=0
+for src in "$ROOT/src" "$ROOT"/crates/*/src; do
+echo "#### ${src#"$ROOT"/}"
+python3 - "$src" "${1:-}" <<'PY' || status=1
 import os, re, sys
 src, mode = sys.argv[1], sys.argv[2]
 mods = {}
@@ -133,4 +137,7 @@ if mode != "--circles":
     print("== modules importing the CLI layer: " + (", ".join(cli) or "none"))
     clap = sorted(m for m, f in mods.items() if re.search(r"\bclap\b", re.sub(r"//[^\n]*", "", open(f).read())))
     print("== modules naming clap: " + (", ".join(clap) or "none"))
+sys.exit(1 if mode == "--circles" and (sccs or layer_sccs) else 0)
 PY
+done
+exit $status

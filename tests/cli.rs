@@ -159,6 +159,9 @@ fn every_transport_measures_a_matrix_in_json() {
         ] {
             assert!(!env[k].is_null(), "env.{k} missing");
         }
+        // The product's name, whichever crate of the workspace records it.
+        assert_eq!(env["tool"], "xferbench");
+        assert_eq!(env["version"], env!("CARGO_PKG_VERSION"));
         assert!(f(&env["clock"], "overhead_ns") > 0.0);
         assert!(d["placement"]["pinned"].is_boolean());
         assert_eq!(u(&d["options"], "samples"), 300);

@@ -5,11 +5,11 @@
 //! stopped). A copy per point, outside any timed loop.
 
 use super::progress::Bar;
-use crate::experiment::Progress;
-use crate::options::Output;
-use crate::report::Render;
-use crate::result::Run;
 use std::sync::{Arc, Mutex};
+use xferbench::experiment::Progress;
+use xferbench::options::Output;
+use xferbench::report::Render;
+use xferbench::result::Run;
 
 /// The progress hooks, passed through, plus the checkpoint kept.
 pub struct Checkpoints<'a, P, X> {
@@ -33,8 +33,8 @@ where
         );
         // Under an MPI launcher only rank 0 writes results; the others'
         // checkpoints are empty and would overwrite its file.
-        let writes = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
-        crate::transport::guard::on_abandon(Box::new(move |why| {
+        let writes = xferbench::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
+        xferbench::transport::guard::on_abandon(Box::new(move |why| {
             shown.finish();
             if !writes {
                 return;

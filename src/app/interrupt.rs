@@ -20,7 +20,7 @@ pub fn install() -> Arc<AtomicBool> {
             // SAFETY: the action is one atomic store, async-signal-safe.
             let _ = unsafe {
                 signal_hook::low_level::register(sig, move || {
-                    crate::error::INTERRUPTED_BY.store(sig, Ordering::Relaxed)
+                    xferbench::error::INTERRUPTED_BY.store(sig, Ordering::Relaxed)
                 })
             };
             let _ = signal_hook::flag::register(sig, flag.clone());
@@ -33,5 +33,5 @@ pub fn install() -> Arc<AtomicBool> {
 /// A signal asked the run to stop (not the run itself raising its stop
 /// flag, as a stream job that cannot start does).
 pub fn requested() -> bool {
-    crate::error::INTERRUPTED_BY.load(Ordering::Relaxed) != 0
+    xferbench::error::INTERRUPTED_BY.load(Ordering::Relaxed) != 0
 }

@@ -9,15 +9,15 @@ pub mod supervise;
 
 use crate::app::progress::Bar;
 use crate::cli::{Cli, Command, RespondArgs};
-use crate::error::{Error, Result};
-use crate::experiment::{curve, roundtrip, stream};
-use crate::format::Format;
-use crate::options::{
+use std::io::IsTerminal;
+use xferbench::error::{Error, Result};
+use xferbench::experiment::{curve, roundtrip, stream};
+use xferbench::format::Format;
+use xferbench::options::{
     CurveConfig, FlowgraphConfig, LoadConfig, Output, RoundtripConfig, StreamConfig,
 };
-use crate::report::{self, Render};
-use crate::transport::{self, ResponderArgs};
-use std::io::IsTerminal;
+use xferbench::report::{self, Render};
+use xferbench::transport::{self, ResponderArgs};
 
 /// Runs the command line; returns the exit code. The command runs on a
 /// worker thread watched from this one, so a device call that never
@@ -30,14 +30,17 @@ pub fn main() -> i32 {
     progress::show_layouts();
     supervise::run(move || {
         let result = dispatch(cli);
-        crate::transport::mpi::shutdown();
+        xferbench::transport::mpi::shutdown();
         match result {
             Ok(()) => 0,
             Err(e) => {
                 if e.to_string().is_empty() {
                     // Said already (another MPI rank's refusal).
                 } else if !matches!(e, Error::Interrupted) {
-                    eprintln!("xferbench: error: {}", crate::error::capped(&e.to_string()));
+                    eprintln!(
+                        "xferbench: error: {}",
+                        xferbench::error::capped(&e.to_string())
+                    );
                 } else {
                     eprintln!("xferbench: interrupted");
                 }
@@ -55,19 +58,19 @@ fn dispatch(cli: Cli) -> Result<()> {
     }
     match cli.command {
         None => default_suite(&cli),
-        Some(Command::List(a)) => crate::command::list::run(&a.into()),
+        Some(Command::List(a)) => xferbench::command::list::run(&a.into()),
         Some(Command::Plugin(a)) => match a.action {
-            crate::cli::PluginAction::Check(c) => crate::command::plugin_check::run(&c.into()),
+            crate::cli::PluginAction::Check(c) => xferbench::command::plugin_check::run(&c.into()),
         },
-        Some(Command::Reference(a)) => crate::command::reference::run(&a.action.into()),
+        Some(Command::Reference(a)) => xferbench::command::reference::run(&a.action.into()),
         Some(Command::Report(a)) => report_cmd(&a),
         Some(Command::Compare(a)) => compare_cmd(&a),
-        Some(Command::Serve(a)) => crate::command::serve::run(&a.into(), cli.quiet),
+        Some(Command::Serve(a)) => xferbench::command::serve::run(&a.into(), cli.quiet),
         Some(Command::Respond(a)) => respond(a),
         Some(Command::Curve(a)) if a.pairs.is_some() => {
             let c: CurveConfig = (*a).into();
             ranked(&c.common.out, cli.quiet, c.common.timeout, |stop, bar| {
-                crate::experiment::mesh::pairs(&c, stop, bar)
+                xferbench::experiment::mesh::pairs(&c, stop, bar)
             })
             .map(drop)
         }
@@ -92,13 +95,13 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::Flowgraph(a)) => {
             let c: FlowgraphConfig = (*a).into();
             measured(&c.out, cli.quiet, |stop, bar| {
-                crate::experiment::flowgraph::run(&c, stop, bar)
+                xferbench::experiment::flowgraph::run(&c, stop, bar)
             })
         }
         Some(Command::Load(a)) => {
             let c: LoadConfig = (*a).into();
             measured(&c.common.out, cli.quiet, |stop, bar| {
-                crate::experiment::load::run(&c, stop, bar)
+                xferbench::experiment::load::run(&c, stop, bar)
             })
         }
         Some(Command::Mesh(a)) => mesh(&(*a).into(), cli.quiet),
@@ -122,13 +125,13 @@ fn measured<P: 'static, X: 'static>(
     quiet: bool,
     run: impl FnOnce(
         &std::sync::Arc<std::sync::atomic::AtomicBool>,
-        &dyn crate::experiment::Progress,
-    ) -> Result<(crate::result::Run<P, X>, Option<Error>)>,
+        &dyn xferbench::experiment::Progress,
+    ) -> Result<(xferbench::result::Run<P, X>, Option<Error>)>,
 ) -> Result<()>
 where
-    crate::result::Run<P, X>: Render + Clone + Send,
+    xferbench::result::Run<P, X>: Render + Clone + Send,
 {
-    crate::output::check_writable(out.output.as_deref())?;
+    xferbench::output::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;
     let base = baseline_first(out)?;
     let stop = crate::app::interrupt::install();
@@ -139,7 +142,7 @@ where
     if let Some(e @ Error::Usage(_)) = err {
         return Err(e);
     }
-    if !crate::transport::guard::claim() {
+    if !xferbench::transport::guard::claim() {
         // The watch wrote the run already and is ending the process.
         loop {
             std::thread::park();
@@ -161,13 +164,13 @@ where
 }
 
 /// A baseline that is not there, or a bad name, fails before the run.
-fn baseline_first(out: &Output) -> Result<Option<crate::result::saved::SavedRun>> {
+fn baseline_first(out: &Output) -> Result<Option<xferbench::result::saved::SavedRun>> {
     if let Some(name) = &out.save_baseline {
-        crate::compare::baseline::check_name(name)?;
+        xferbench::compare::baseline::check_name(name)?;
     }
     out.baseline
         .as_deref()
-        .map(crate::compare::baseline::load)
+        .map(xferbench::compare::baseline::load)
         .transpose()
 }
 
@@ -175,7 +178,11 @@ fn baseline_first(out: &Output) -> Result<Option<crate::result::saved::SavedRun>
 /// compares the run with NAME as `xferbench compare` does (on stdout after
 /// the results, or on stderr when stdout carries JSON or CSV) and fails on
 /// a regression.
-fn baselines(out: &Output, base: Option<crate::result::saved::SavedRun>, json: &str) -> Result<()> {
+fn baselines(
+    out: &Output,
+    base: Option<xferbench::result::saved::SavedRun>,
+    json: &str,
+) -> Result<()> {
     if out.save_baseline.is_none() && base.is_none() {
         return Ok(());
     }
@@ -183,21 +190,21 @@ fn baselines(out: &Output, base: Option<crate::result::saved::SavedRun>, json: &
         .map_err(|e| Error::run(format!("reading back the result: {e}")))?;
     let mut verdict = Ok(());
     if let Some(base) = base {
-        let new = crate::result::saved::SavedRun::from_value("this run", value.clone())?;
-        let c = crate::compare::compare(&base, &new, &crate::compare::Settings::default())?;
+        let new = xferbench::result::saved::SavedRun::from_value("this run", value.clone())?;
+        let c = xferbench::compare::compare(&base, &new, &xferbench::compare::Settings::default())?;
         let to_stdout = out.output.is_some() || out.effective_format() == Format::Table;
         let colour = if to_stdout {
             colour_for(std::io::stdout().is_terminal())
         } else {
             colour_for(std::io::stderr().is_terminal())
         };
-        let text = crate::compare::render::render(
+        let text = xferbench::compare::render::render(
             &c,
-            crate::compare::render::CompareFormat::Table,
+            xferbench::compare::render::CompareFormat::Table,
             colour,
         )?;
         if to_stdout {
-            crate::output::emit(&format!("\n{text}"), None)?;
+            xferbench::output::emit(&format!("\n{text}"), None)?;
         } else {
             eprint!("{text}");
         }
@@ -207,7 +214,7 @@ fn baselines(out: &Output, base: Option<crate::result::saved::SavedRun>, json: &
         if value.get("complete").and_then(serde_json::Value::as_bool) == Some(false) {
             eprintln!("xferbench: not saved as baseline {name}: the run is incomplete");
         } else {
-            let p = crate::compare::baseline::save(name, json)?;
+            let p = xferbench::compare::baseline::save(name, json)?;
             eprintln!("xferbench: baseline {name} saved to {}", p.display());
         }
     }
@@ -220,14 +227,14 @@ fn colour_for(terminal: bool) -> bool {
 }
 
 /// Exit 1 when the comparison failed, naming the first regression.
-fn gate(c: &crate::compare::Comparison) -> Result<()> {
+fn gate(c: &xferbench::compare::Comparison) -> Result<()> {
     if !c.failed {
         return Ok(());
     }
     let first = c
         .rows
         .iter()
-        .find(|r| r.gates && r.verdict != crate::compare::method::Verdict::NoChange)
+        .find(|r| r.gates && r.verdict != xferbench::compare::method::Verdict::NoChange)
         .map(|r| {
             format!(
                 ": first, {} of {} ({} {:+.1}%)",
@@ -249,11 +256,11 @@ fn gate(c: &crate::compare::Comparison) -> Result<()> {
 
 /// `xferbench compare BASE NEW`.
 fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
-    use crate::compare::{baseline, render};
-    crate::output::check_writable(a.output.as_deref())?;
+    use xferbench::compare::{baseline, render};
+    xferbench::output::check_writable(a.output.as_deref())?;
     let base = baseline::resolve(&a.base)?;
     let new = baseline::resolve(&a.new)?;
-    let settings = crate::compare::Settings {
+    let settings = xferbench::compare::Settings {
         confidence: a.confidence,
         noise: a.noise,
         stats: a.stats.clone(),
@@ -261,17 +268,17 @@ fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
         strict: a.strict,
         allow_different: a.allow_different,
     };
-    let c = crate::compare::compare(&base, &new, &settings)?;
+    let c = xferbench::compare::compare(&base, &new, &settings)?;
     let colour = a.output.is_none() && colour_for(std::io::stdout().is_terminal());
-    crate::output::emit(&render::render(&c, a.format, colour)?, a.output.as_deref())?;
+    xferbench::output::emit(&render::render(&c, a.format, colour)?, a.output.as_deref())?;
     gate(&c)
 }
 
 /// `mesh`: every rank measures, rank 0 writes; a health gate that fails
 /// makes the exit status 1 after the results are written.
-fn mesh(c: &crate::options::MeshConfig, quiet: bool) -> Result<()> {
+fn mesh(c: &xferbench::options::MeshConfig, quiet: bool) -> Result<()> {
     let run = ranked(&c.out, quiet, c.timeout, |stop, bar| {
-        crate::experiment::mesh::run(c, stop, bar)
+        xferbench::experiment::mesh::run(c, stop, bar)
     })?;
     let Some(run) = run else { return Ok(()) };
     if !quiet {
@@ -330,15 +337,15 @@ fn ranked<R: Render>(
         &Bar,
     ) -> Result<Option<(R, Option<Error>)>>,
 ) -> Result<Option<R>> {
-    use crate::transport::mpi;
-    let root = crate::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
+    use xferbench::transport::mpi;
+    let root = xferbench::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
     // Names are checked on every rank, so a bad one stops them all alike.
     for name in [&out.save_baseline, &out.baseline].into_iter().flatten() {
-        crate::compare::baseline::check_name(name)?;
+        xferbench::compare::baseline::check_name(name)?;
     }
     let mut base = None;
     if root {
-        crate::output::check_writable(out.output.as_deref())?;
+        xferbench::output::check_writable(out.output.as_deref())?;
         base = baseline_first(out)?;
     }
     let stop = crate::app::interrupt::install();
@@ -378,7 +385,7 @@ fn ranked<R: Render>(
             mpi::abort(code)
         }
         None => {
-            crate::output::emit(&text, out.output.as_deref())?;
+            xferbench::output::emit(&text, out.output.as_deref())?;
             baselines(out, base, &result.json()?)?;
             Ok(Some(result))
         }
@@ -386,15 +393,18 @@ fn ranked<R: Render>(
 }
 
 /// The datasets `--compare` names, checked before anything runs.
-fn references(names: &[String]) -> Result<Vec<crate::reference::Dataset>> {
-    names.iter().map(|n| crate::reference::find(n)).collect()
+fn references(names: &[String]) -> Result<Vec<xferbench::reference::Dataset>> {
+    names
+        .iter()
+        .map(|n| xferbench::reference::find(n))
+        .collect()
 }
 
 /// The comparison tables for a run's table output, from its JSON.
-fn comparison(json: &str, refs: &[crate::reference::Dataset]) -> Result<String> {
+fn comparison(json: &str, refs: &[xferbench::reference::Dataset]) -> Result<String> {
     let value: serde_json::Value =
         serde_json::from_str(json).map_err(|e| Error::run(format!("reading JSON back: {e}")))?;
-    let saved = crate::result::saved::SavedRun::from_value("this run", value)?;
+    let saved = xferbench::result::saved::SavedRun::from_value("this run", value)?;
     let r = report::bundle::Report::new(vec![saved], refs);
     Ok(format!("\n{}", r.comparison_text()))
 }
@@ -405,14 +415,14 @@ fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
     let runs = a
         .runs
         .iter()
-        .map(|p| crate::result::saved::SavedRun::load(p))
+        .map(|p| xferbench::result::saved::SavedRun::load(p))
         .collect::<Result<Vec<_>>>()?;
     let r = report::bundle::Report::new(runs, &refs);
     for w in &r.warnings {
         eprintln!("xferbench: warning: {w}");
     }
     if a.html.is_none() && a.svg.is_none() {
-        return crate::output::emit(&r.text(), None);
+        return xferbench::output::emit(&r.text(), None);
     }
     if let Some(dir) = &a.svg {
         let files = r.write_svgs(dir)?;
@@ -440,7 +450,7 @@ fn emit_run(
     complete: bool,
     err: Option<Error>,
 ) -> Result<()> {
-    crate::output::emit(text, output)?;
+    xferbench::output::emit(text, output)?;
     if !complete {
         let to = output.map_or("stdout".to_string(), |p| p.display().to_string());
         eprintln!(
@@ -470,7 +480,7 @@ fn default_suite(cli: &Cli) -> Result<()> {
         }
     };
     let (outcome, err) = suite::run(&opts, &stop, &bar, &note)?;
-    crate::output::emit(&suite::summary(&outcome), None)?;
+    xferbench::output::emit(&suite::summary(&outcome), None)?;
     if err.is_some() {
         eprintln!(
             "xferbench: partial results (marked incomplete) written to {}",
@@ -489,7 +499,7 @@ fn respond(a: RespondArgs) -> Result<()> {
         .next()
         .ok_or_else(|| Error::usage("__respond needs --spec"))?;
     if let Some(c) = a.cpu {
-        crate::measure::placement::pin_current(c)?;
+        xferbench::measure::placement::pin_current(c)?;
     }
     let t = transport::find(&spec.name)?;
     t.respond(&ResponderArgs {

@@ -1,9 +1,9 @@
 //! The progress bar on stderr for long sweeps: hidden when stderr is not a
 //! terminal or with --quiet. Updated between points, or for `stream` by the coordinating thread — never inside a timed loop.
 
-use crate::experiment::Progress;
 use indicatif::{ProgressBar, ProgressDrawTarget, ProgressStyle};
 use std::io::IsTerminal;
+use xferbench::experiment::Progress;
 
 #[derive(Clone)]
 pub struct Bar(ProgressBar, bool);
@@ -76,7 +76,7 @@ impl Progress for Bar {
 /// as fio says it is laying out a file: set once at start.
 pub fn show_layouts() {
     let bar: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
-    let _ = crate::stream::engine::LAYOUT.set(Box::new(move |path, done, total| {
+    let _ = xferbench::stream::engine::LAYOUT.set(Box::new(move |path, done, total| {
         let mut b = bar.lock().unwrap_or_else(|e| e.into_inner());
         let pb = b.get_or_insert_with(|| {
             let pb = ProgressBar::new(total);

@@ -6,16 +6,16 @@
 //! folder. Sized to finish in well under 90 s on 2 cores (`--quick`: half).
 
 use crate::cli::{Cli, Command};
-use crate::error::{Error, Result};
-use crate::experiment::{Progress, curve, flowgraph, roundtrip, stream};
-use crate::report::bundle::Report;
-use crate::result::saved::SavedRun;
-use crate::transport;
 use serde_json::Value;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::Instant;
+use xferbench::error::{Error, Result};
+use xferbench::experiment::{Progress, curve, flowgraph, roundtrip, stream};
+use xferbench::report::bundle::Report;
+use xferbench::result::saved::SavedRun;
+use xferbench::transport;
 
 pub const REPORT_DIR: &str = "xferbench-report";
 
@@ -91,7 +91,7 @@ pub fn parts(quick: bool, job: &Path) -> Vec<Part> {
             // core count with 2N+1 chains each, hours on a large machine.
             args: words(&format!(
                 "flowgraph --cores {} {}",
-                if crate::measure::placement::allowed_cpus().len() >= 2 {
+                if xferbench::measure::placement::allowed_cpus().len() >= 2 {
                     "1,2"
                 } else {
                     "1"
@@ -160,7 +160,9 @@ fn run_part(
         Some(Command::Stream(a)) => {
             let (run, err) = stream::run(&(*a).into(), stop, progress)?;
             (
-                to_value(serde_json::from_str(&crate::report::stream::json(&run)?))?,
+                to_value(serde_json::from_str(&xferbench::report::stream::json(
+                    &run,
+                )?))?,
                 err,
             )
         }
@@ -198,7 +200,7 @@ pub fn run(
     })?;
     let data = std::env::temp_dir().join(format!("xferbench-suite-{}.dat", std::process::id()));
     let job = o.out.join("stream-suite.fio");
-    crate::output::emit(&stream_job(&data, o.quick), Some(&job))?;
+    xferbench::output::emit(&stream_job(&data, o.quick), Some(&job))?;
     // The stream part's 64 MiB scratch file is unlinked as soon as it is
     // made and reached through this process's descriptor (--map), so no
     // way of ending the process (a second Ctrl-C, SIGKILL) leaves it in
@@ -246,7 +248,7 @@ pub fn run(
             }
         };
         let path = o.out.join(format!("{}.json", part.name));
-        crate::output::emit(&crate::report::json::render(&value)?, Some(&path))?;
+        xferbench::output::emit(&xferbench::report::json::render(&value)?, Some(&path))?;
         files.push(path);
         runs.push(SavedRun::from_value(part.name, value)?);
         if let Some(e) = err {
@@ -280,5 +282,5 @@ pub fn run(
 
 /// The suite's one screen (rendered by `report::summary`).
 pub fn summary(out: &Outcome) -> String {
-    crate::report::summary::render(&out.runs, out.elapsed_s, &out.skipped, &out.report)
+    xferbench::report::summary::render(&out.runs, out.elapsed_s, &out.skipped, &out.report)
 }

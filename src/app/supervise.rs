@@ -4,10 +4,10 @@
 //! process in time, with the results measured so far written and marked
 //! incomplete. The stuck thread is abandoned, never unwound.
 
-use crate::error::Error;
 use std::io::Write;
 use std::sync::mpsc::{RecvTimeoutError, channel};
 use std::time::{Duration, Instant};
+use xferbench::error::Error;
 
 /// How often the watch looks.
 const TICK: Duration = Duration::from_millis(20);
@@ -42,7 +42,7 @@ pub fn run(work: impl FnOnce() -> i32 + Send + 'static) -> i32 {
             Err(RecvTimeoutError::Disconnected) => return 101,
             Err(RecvTimeoutError::Timeout) => {}
         }
-        if let Some((message, at)) = crate::transport::guard::hung()
+        if let Some((message, at)) = xferbench::transport::guard::hung()
             && at.elapsed() >= GRACE
         {
             return abandon(Error::run(message), &rx);
@@ -59,17 +59,20 @@ pub fn run(work: impl FnOnce() -> i32 + Send + 'static) -> i32 {
 /// Writes the last checkpoint marked stopped by `e`, says why, and ends the
 /// process; if the run is writing its own results already, waits for them.
 fn abandon(e: Error, rx: &std::sync::mpsc::Receiver<i32>) -> i32 {
-    if !crate::transport::guard::claim() {
+    if !xferbench::transport::guard::claim() {
         return rx.recv_timeout(WRITING).unwrap_or(e.exit_code());
     }
     // The run's helpers go with it: nothing will stop them once we exit.
-    crate::measure::loadgen::kill_all();
-    if let Some(w) = crate::transport::guard::take_writer() {
+    xferbench::measure::loadgen::kill_all();
+    if let Some(w) = xferbench::transport::guard::take_writer() {
         w(&e);
     }
     match &e {
         Error::Interrupted => eprintln!("xferbench: interrupted"),
-        e => eprintln!("xferbench: error: {}", crate::error::capped(&e.to_string())),
+        e => eprintln!(
+            "xferbench: error: {}",
+            xferbench::error::capped(&e.to_string())
+        ),
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();

@@ -6,19 +6,19 @@
 //! gets the same checks from their `validate`.
 
 use super::word;
-use crate::format::Format;
-use crate::measure::fit::Breakpoint;
-use crate::measure::placement::Cpus;
-use crate::measure::stats::Stat;
-use crate::options::{
-    self as opt, Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, PayloadMode,
-    RoundtripConfig, StreamConfig,
-};
-use crate::transport::{BufferMode, CompletionMode, Spec};
-use crate::units::{self, Chunk, Unit};
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
 use std::time::Duration;
+use xferbench::format::Format;
+use xferbench::measure::fit::Breakpoint;
+use xferbench::measure::placement::Cpus;
+use xferbench::measure::stats::Stat;
+use xferbench::options::{
+    self as opt, Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, PayloadMode,
+    RoundtripConfig, StreamConfig,
+};
+use xferbench::transport::{BufferMode, CompletionMode, Spec};
+use xferbench::units::{self, Chunk, Unit};
 
 /// A parsed list of sizes (one flag value).
 #[derive(Clone, Debug)]
@@ -47,13 +47,14 @@ fn duration(s: &str) -> Result<Duration, String> {
 }
 
 pub(super) fn specs(s: &str) -> Result<SpecList, String> {
-    crate::transport::parse_specs(s)
+    xferbench::transport::parse_specs(s)
         .map(SpecList)
         .map_err(|e| e.to_string())
 }
 
 fn cpus(s: &str) -> Result<Cpus, String> {
-    s.parse().map_err(|e: crate::error::Error| e.to_string())
+    s.parse()
+        .map_err(|e: xferbench::error::Error| e.to_string())
 }
 
 fn count(s: &str) -> Result<u64, String> {
@@ -192,8 +193,8 @@ pub struct CurveArgs {
     #[arg(long, value_name = "N", value_parser = count, default_value = "0")]
     pub perturb: u64,
     /// pingpong: one-way = half the round trip; stream: a window of messages one way, then an acknowledgement (osu_bw); bidir: a window each way at once.
-    #[arg(long, value_parser = word::<crate::transport::Pattern>(), default_value = "pingpong")]
-    pub mode: crate::transport::Pattern,
+    #[arg(long, value_parser = word::<xferbench::transport::Pattern>(), default_value = "pingpong")]
+    pub mode: xferbench::transport::Pattern,
     /// Messages in flight per exchange in stream and bidir modes.
     #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = "64")]
     pub window: u32,
@@ -281,11 +282,11 @@ pub struct LoadArgs {
     /// Background loads, each in turn: idle, wait, alu, slow, memcopy.
     #[arg(
         long = "load",
-        value_parser = word::<crate::measure::loadgen::LoadMode>(),
+        value_parser = word::<xferbench::measure::loadgen::LoadMode>(),
         value_delimiter = ',',
         default_value = "idle,wait,alu,slow,memcopy"
     )]
-    pub loads: Vec<crate::measure::loadgen::LoadMode>,
+    pub loads: Vec<xferbench::measure::loadgen::LoadMode>,
     /// read: the responder sends the data; write: the initiator sends it.
     #[arg(long, value_parser = word::<opt::DataDirection>(), value_delimiter = ',', default_value = "read,write")]
     pub direction: Vec<opt::DataDirection>,
@@ -323,16 +324,16 @@ pub struct FlowgraphArgs {
     #[arg(long, value_name = "M", value_parser = counts)]
     pub blocks: Option<Counts>,
     /// Schedulers (default: every one that applies; seq only on one core).
-    #[arg(long, value_parser = word::<crate::flowgraph::sched::Scheduler>(), value_delimiter = ',')]
-    pub scheduler: Vec<crate::flowgraph::sched::Scheduler>,
+    #[arg(long, value_parser = word::<xferbench::flowgraph::sched::Scheduler>(), value_delimiter = ',')]
+    pub scheduler: Vec<xferbench::flowgraph::sched::Scheduler>,
     /// Edges between blocks: circular buffers (one per edge, double-mapped), whole buffers handed off round a circuit (as qsdr), or both.
     #[arg(
         long,
-        value_parser = word::<crate::flowgraph::edge::Edges>(),
+        value_parser = word::<xferbench::flowgraph::edge::Edges>(),
         value_delimiter = ',',
         default_value = "circular,handoff"
     )]
-    pub edges: Vec<crate::flowgraph::edge::Edges>,
+    pub edges: Vec<xferbench::flowgraph::edge::Edges>,
     /// Bytes each block moves per call, and the size of one ring buffer (16 KiB, as the qsdr benchmark report).
     #[arg(long, value_parser = size_one, default_value = "16k")]
     pub buffer_size: u64,
@@ -525,11 +526,11 @@ pub struct CompareArgs {
     #[arg(long, default_value = "5%", value_parser = parse_noise)]
     pub noise: f64,
     /// Statistics to compare: p50, mean, p90, p99, p999, bandwidth, iops, rate (default: p50, mean, p99 and every rate the points have).
-    #[arg(long, value_parser = word::<crate::compare::extract::Statistic>(), value_delimiter = ',')]
-    pub stats: Vec<crate::compare::extract::Statistic>,
+    #[arg(long, value_parser = word::<xferbench::compare::extract::Statistic>(), value_delimiter = ',')]
+    pub stats: Vec<xferbench::compare::extract::Statistic>,
     /// Statistics whose regression fails the comparison (exit 1); default: every statistic compared.
-    #[arg(long, value_parser = word::<crate::compare::extract::Statistic>(), value_delimiter = ',', value_name = "STATS")]
-    pub fail_on: Vec<crate::compare::extract::Statistic>,
+    #[arg(long, value_parser = word::<xferbench::compare::extract::Statistic>(), value_delimiter = ',', value_name = "STATS")]
+    pub fail_on: Vec<xferbench::compare::extract::Statistic>,
     /// An inconclusive verdict fails too (exit 1).
     #[arg(long)]
     pub strict: bool,
@@ -537,8 +538,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub allow_different: bool,
     /// Output format (markdown: a pull-request comment).
-    #[arg(long, value_parser = word::<crate::compare::render::CompareFormat>(), default_value = "table")]
-    pub format: crate::compare::render::CompareFormat,
+    #[arg(long, value_parser = word::<xferbench::compare::render::CompareFormat>(), default_value = "table")]
+    pub format: xferbench::compare::render::CompareFormat,
     /// Write the comparison to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -846,9 +847,9 @@ impl From<StreamArgs> for StreamConfig {
     }
 }
 
-impl From<ServeArgs> for crate::command::serve::ServeConfig {
-    fn from(a: ServeArgs) -> crate::command::serve::ServeConfig {
-        crate::command::serve::ServeConfig {
+impl From<ServeArgs> for xferbench::command::serve::ServeConfig {
+    fn from(a: ServeArgs) -> xferbench::command::serve::ServeConfig {
+        xferbench::command::serve::ServeConfig {
             listen: a.listen,
             token: a.token,
             max_message: a.max_message,
@@ -861,9 +862,9 @@ impl From<ServeArgs> for crate::command::serve::ServeConfig {
     }
 }
 
-impl From<ListArgs> for crate::command::list::ListOptions {
-    fn from(a: ListArgs) -> crate::command::list::ListOptions {
-        crate::command::list::ListOptions {
+impl From<ListArgs> for xferbench::command::list::ListOptions {
+    fn from(a: ListArgs) -> xferbench::command::list::ListOptions {
+        xferbench::command::list::ListOptions {
             format: a.format,
             transports: flat(a.transports),
             no_probe: a.no_probe,
@@ -871,9 +872,9 @@ impl From<ListArgs> for crate::command::list::ListOptions {
     }
 }
 
-impl From<PluginCheckArgs> for crate::command::plugin_check::CheckOptions {
-    fn from(a: PluginCheckArgs) -> crate::command::plugin_check::CheckOptions {
-        crate::command::plugin_check::CheckOptions {
+impl From<PluginCheckArgs> for xferbench::command::plugin_check::CheckOptions {
+    fn from(a: PluginCheckArgs) -> xferbench::command::plugin_check::CheckOptions {
+        xferbench::command::plugin_check::CheckOptions {
             path: a.path,
             options: a.options,
             timeout: a.timeout,
@@ -882,12 +883,14 @@ impl From<PluginCheckArgs> for crate::command::plugin_check::CheckOptions {
     }
 }
 
-impl From<ReferenceAction> for crate::command::reference::Action {
-    fn from(a: ReferenceAction) -> crate::command::reference::Action {
+impl From<ReferenceAction> for xferbench::command::reference::Action {
+    fn from(a: ReferenceAction) -> xferbench::command::reference::Action {
         match a {
-            ReferenceAction::List { format } => crate::command::reference::Action::List { format },
+            ReferenceAction::List { format } => {
+                xferbench::command::reference::Action::List { format }
+            }
             ReferenceAction::Show { name, format } => {
-                crate::command::reference::Action::Show { name, format }
+                xferbench::command::reference::Action::Show { name, format }
             }
         }
     }

@@ -6,13 +6,13 @@ mod args;
 
 pub use args::*;
 
-use crate::error::capped;
+use xferbench::error::capped;
 
-use crate::words::Word;
 use clap::builder::PossibleValue;
 use clap::{Parser, Subcommand};
 use std::ffi::OsString;
 use std::path::PathBuf;
+use xferbench::words::Word;
 
 #[derive(Parser, Debug)]
 #[command(
@@ -201,8 +201,8 @@ mod tests {
 
     #[test]
     fn word_enums_give_clap_their_words_and_first_doc_paragraph() {
-        use crate::measure::stats::Stat;
         use clap::builder::TypedValueParser;
+        use xferbench::measure::stats::Stat;
         let stats: Vec<PossibleValue> = word::<Stat>().possible_values().unwrap().collect();
         let names: Vec<&str> = stats.iter().map(PossibleValue::get_name).collect();
         assert_eq!(names[7..9], ["p999", "p9999"]);
@@ -213,7 +213,7 @@ mod tests {
                 .as_deref(),
             Some("Arithmetic mean")
         );
-        let memcopy = possible(crate::measure::loadgen::LoadMode::Memcopy);
+        let memcopy = possible(xferbench::measure::loadgen::LoadMode::Memcopy);
         assert_eq!(
             memcopy.get_help().unwrap().to_string(),
             "Copies between buffers twice the last-level cache: maximal contention for caches and memory bandwidth"
@@ -232,7 +232,7 @@ mod tests {
                 .command
                 .expect("a command")
         };
-        use crate::options::*;
+        use xferbench::options::*;
         match parse("xferbench roundtrip") {
             Command::Roundtrip(a) => {
                 assert_eq!(RoundtripConfig::from(*a), RoundtripConfig::default())
@@ -259,8 +259,8 @@ mod tests {
         }
         match parse("xferbench serve") {
             Command::Serve(a) => assert_eq!(
-                crate::command::serve::ServeConfig::from(a),
-                crate::command::serve::ServeConfig::default()
+                xferbench::command::serve::ServeConfig::from(a),
+                xferbench::command::serve::ServeConfig::default()
             ),
             _ => unreachable!(),
         }

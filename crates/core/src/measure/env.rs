@@ -123,7 +123,9 @@ impl Env {
     pub fn capture() -> Env {
         let uts = uname();
         Env {
-            tool: env!("CARGO_PKG_NAME").into(),
+            // The product, whichever of its crates records it; every crate shares
+            // the workspace's version.
+            tool: "xferbench".into(),
             version: env!("CARGO_PKG_VERSION").into(),
             timestamp: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
             hostname: uts.1,

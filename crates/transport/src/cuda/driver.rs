@@ -485,7 +485,7 @@ mod tests {
     /// When the PTX generator is installed, the committed PTX is current.
     #[test]
     fn ptx_matches_its_source() {
-        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/transport/cuda");
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("src/cuda");
         let out = std::env::temp_dir().join(format!("xb-ptx-{}.ptx", std::process::id()));
         let ran = std::process::Command::new("clang-14")
             .args([

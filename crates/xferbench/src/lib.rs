@@ -3,7 +3,8 @@
 //! streams, request rate under load, and flowgraph throughput, over threads,
 //! processes, pipes, sockets, files, GPUs, device plugins and remote hosts.
 //!
-//! The `xferbench` binary is one thin layer over this library; a program
+//! The `xferbench` binary (crate `xferbench-cli`) is one thin layer over
+//! this library, which has no command line of its own; a program
 //! (a test harness, a lab script, a binding for another language) runs the
 //! same experiments without a command line:
 //!
@@ -55,22 +56,32 @@
 
 pub mod options;
 
-pub(crate) use xferbench_core::{buffer, measure, payload, words};
 pub use xferbench_core::{error, units};
-pub(crate) use xferbench_fio as stream;
 pub use xferbench_transport as transport;
+pub mod compare;
 pub mod reference;
 pub mod result;
 
-pub(crate) mod app;
-pub(crate) mod cli;
-pub(crate) mod command;
-pub mod compare;
-pub(crate) mod experiment;
-pub(crate) mod flowgraph;
-pub(crate) mod format;
-pub(crate) mod output;
-pub(crate) mod report;
+// The modules below are the command line's (crate `xferbench-cli`, the
+// `xferbench` binary) and the tests': public so the binary can be a separate
+// crate that the library never depends on, hidden because their shape is not
+// a promise to other programs.
+#[doc(hidden)]
+pub use xferbench_core::{buffer, measure, payload, words};
+#[doc(hidden)]
+pub use xferbench_fio as stream;
+#[doc(hidden)]
+pub mod command;
+#[doc(hidden)]
+pub mod experiment;
+#[doc(hidden)]
+pub mod flowgraph;
+#[doc(hidden)]
+pub mod format;
+#[doc(hidden)]
+pub mod output;
+#[doc(hidden)]
+pub mod report;
 
 pub use command::serve::{ServeConfig, run as serve};
 pub use compare::{Comparison, Settings as CompareSettings, compare};
@@ -127,10 +138,4 @@ pub mod fuzzing {
     pub fn serve_session(bytes: &[u8]) -> Result<(), String> {
         crate::transport::remote::probe_session(bytes)
     }
-}
-
-/// Runs the `xferbench` command line on this process's arguments and returns
-/// its exit code; the binary is this one call.
-pub fn main() -> i32 {
-    app::main()
 }

@@ -4,12 +4,13 @@
 use super::Dataset;
 use super::csv::Table;
 
-const VOLLO_IA420F: &str = include_str!("../../data/reference/vollo-ia420f-io-round-trip.csv");
-const BIP: &str = include_str!("../../data/reference/bip-myrinet-oneway.csv");
-const RK11PERF: &str = include_str!("../../data/reference/rk11perf.csv");
-const AWS_F1: &str = include_str!("../../data/reference/aws-f1-dma-fio.csv");
-const QSDR_RUNTIMES: &str = include_str!("../../data/reference/qsdr-kv260-runtimes.csv");
-const QSDR_KERNEL: &str = include_str!("../../data/reference/qsdr-kv260-saxpy-kernel.csv");
+const VOLLO_IA420F: &str =
+    include_str!("../../../../data/reference/vollo-ia420f-io-round-trip.csv");
+const BIP: &str = include_str!("../../../../data/reference/bip-myrinet-oneway.csv");
+const RK11PERF: &str = include_str!("../../../../data/reference/rk11perf.csv");
+const AWS_F1: &str = include_str!("../../../../data/reference/aws-f1-dma-fio.csv");
+const QSDR_RUNTIMES: &str = include_str!("../../../../data/reference/qsdr-kv260-runtimes.csv");
+const QSDR_KERNEL: &str = include_str!("../../../../data/reference/qsdr-kv260-saxpy-kernel.csv");
 
 /// The Vollo benchmark's method, shared by all six Vollo datasets.
 macro_rules! vollo_method {
