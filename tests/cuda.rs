@@ -327,3 +327,42 @@ fn gpu_bandwidth_curve_has_every_combination() {
             .any(|k| k["reason"].as_str().is_some_and(|r| r.contains("pageable")))
     );
 }
+
+/// `--samples` and `--duration` mean on a copy curve what they mean
+/// everywhere: timed samples per point (here a sample is one trial of k
+/// copies), or samples until the time has passed.
+#[test]
+fn gpu_bandwidth_curve_takes_the_shared_sample_budget() {
+    let _turn = common::turn();
+    let c = need_gpu!();
+    let spec = "cuda:dir=h2d,host=pinned,engine=ce";
+    let count = |d: &Value| -> Vec<f64> {
+        d["points"]
+            .as_array()
+            .expect("points")
+            .iter()
+            .map(|p| num(&p["oneway"], "count"))
+            .collect()
+    };
+    let base = [
+        "curve", "-q", "-t", spec, "--mode", "stream", "--sizes", "4k,64k", "--format", "json",
+    ];
+    let d = run_json(c, &[&base[..], &["--samples", "5"]].concat());
+    assert_eq!(count(&d), vec![5.0, 5.0]);
+    let d = run_json(gpu_xferbench().expect("checked above"), &base);
+    assert_eq!(
+        count(&d),
+        vec![3.0, 3.0],
+        "nvbandwidth's default of 3 trials"
+    );
+    let d = run_json(
+        gpu_xferbench().expect("checked above"),
+        &[&base[..], &["--duration", "100ms"]].concat(),
+    );
+    assert_eq!(d["complete"], true);
+    // A trial of these sizes takes well under 30 ms even on a loaded host
+    // (real GPU or the stand-in), so a 100 ms budget holds more than the
+    // default 3 (it was ignored once).
+    assert!(count(&d).iter().all(|&n| n > 3.0), "{:?}", count(&d));
+    assert_eq!(num(&d["options"], "duration_s"), 0.1);
+}

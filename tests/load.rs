@@ -220,6 +220,7 @@ fn bad_load_options_are_one_line_usage_errors() {
             "one request at a time",
         ),
         (vec!["--samples", "10"], "--cell-time"),
+        (vec!["--duration", "1s"], "--cell-time"),
         (vec!["--load-cpus", "999"], "not available"),
         (vec!["--sizes", "0"], "at least one byte"),
     ] {
@@ -232,6 +233,12 @@ fn bad_load_options_are_one_line_usage_errors() {
         assert_eq!(e.trim().lines().count(), 1, "{args:?}: {e}");
         assert!(e.contains(want), "{args:?}: {e}");
     }
+    // Refused, so not offered: load's help lists --cell-time only.
+    let mut c = xferbench();
+    c.args(["load", "--help"]);
+    let help = String::from_utf8_lossy(&finish(c).stdout).into_owned();
+    assert!(help.contains("--cell-time"), "{help}");
+    assert!(!help.contains("--samples") && !help.contains("--duration"), "{help}");
 }
 
 /// `--repeat 2`: each cell and each offered rate once, with both repeats'

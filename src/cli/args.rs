@@ -127,10 +127,10 @@ pub struct CommonArgs {
     /// Untimed round trips before each point. Default: up to 1000 within 0.5 s.
     #[arg(long, value_parser = count)]
     pub warmup: Option<u64>,
-    /// Timed round trips per point.
+    /// Timed samples per point: a sample is one round trip, one exchange of curve's --mode (stream: a window and its acknowledgement), or one trial of a cuda copy curve. Default: 10000 (roundtrip), a 0.25 s budget (curve), 3 (cuda copy curves).
     #[arg(long, value_parser = count, conflicts_with = "duration")]
     pub samples: Option<u64>,
-    /// Timed time per point instead of a sample count, e.g. 2s or 250ms.
+    /// Timed time per point instead of a sample count, e.g. 2s or 250ms: samples are taken until it has passed.
     #[arg(long, value_parser = duration, visible_alias = "point-time")]
     pub duration: Option<Duration>,
     /// The responder busy-waits this long before replying: a known delay to check accuracy against (e.g. 20us).

@@ -131,6 +131,12 @@ pub enum Command {
     /// Did it get slower? Two runs of one experiment (files, or baselines saved with --save-baseline), point by point: change, 99% interval, verdict; exit 1 on a regression.
     Compare(CompareArgs),
     /// Request rate under background CPU and memory load (rk11perf), and open-loop latency at offered rates.
+    // A cell is timed by --cell-time: the shared --samples and --duration
+    // stay parsed (to refuse them with that hint) but out of the help.
+    #[command(
+        mut_arg("samples", |a| a.hide(true)),
+        mut_arg("duration", |a| a.hide(true))
+    )]
     Load(Box<LoadArgs>),
     /// Every pair of MPI ranks (mpiGraph): N × N latency and bandwidth matrices, the slow node or link found and re-tested, a health gate. Run under mpirun -n N or srun.
     Mesh(Box<MeshArgs>),

@@ -134,9 +134,14 @@ pub struct Common {
     pub cpus: Cpus,
     /// Untimed round trips before each point; None: up to 1000 within 0.5 s.
     pub warmup: Option<u64>,
-    /// Timed round trips per point (exclusive with `duration`).
+    /// Timed samples per point (exclusive with `duration`), in every
+    /// experiment that takes it: a sample is one timed exchange of the
+    /// point's pattern (a round trip; a window and its acknowledgement in
+    /// curve's stream mode; a window each way in bidir), or one trial of a
+    /// CUDA copy curve. None: the experiment's default budget.
     pub samples: Option<u64>,
-    /// Timed time per point instead of a sample count.
+    /// Timed time per point instead of a sample count; samples are taken
+    /// until it has passed.
     #[serde(serialize_with = "ser_opt_secs", rename = "duration_s")]
     pub duration: Option<Duration>,
     /// The responder busy-waits this long before replying (an accuracy check).
@@ -614,6 +619,13 @@ impl Default for LoadConfig {
 impl LoadConfig {
     /// The checks of the values themselves.
     pub fn validate(&self) -> Result<()> {
+        // A cell is a rate over a time, not a count of samples: the shared
+        // budget flags have no meaning here (hidden from `load --help`).
+        if self.common.samples.is_some() || self.common.duration.is_some() {
+            return Err(Error::usage(
+                "load times each cell with --cell-time; --samples and --duration do not apply",
+            ));
+        }
         self.common.validate()?;
         if !(1..=MAX_INFLIGHT).contains(&self.inflight) {
             return Err(Error::usage(format!(

@@ -45,7 +45,14 @@ pub fn run(
         sel.hosts.contains(&Host::Pageable),
         args.common.timeout,
     )?;
-    let trials = args.common.samples.unwrap_or(3).max(1);
+    // A sample here is one trial (k copies timed by events), so --samples
+    // counts trials and --duration runs trials until it has passed, as in
+    // every other curve; neither: nvbandwidth's 3.
+    let (trials, budget) = match (args.common.samples, args.common.duration) {
+        (Some(n), _) => (n.max(1), None),
+        (None, Some(d)) => (u64::MAX, Some(d)),
+        (None, None) => (3, None),
+    };
     let mut curves = Vec::new();
     for (d, h, e) in sel.curves() {
         let cs = curve_spec(spec, d, h, e);
@@ -80,7 +87,14 @@ pub fn run(
             rig.trial(d, h, e, n, k)?;
             let mut rec = Recorder::new();
             let mut got = Vec::new();
+            let started = std::time::Instant::now();
             for _ in 0..trials {
+                if budget.is_some_and(|b| !got.is_empty() && started.elapsed() >= b) {
+                    break;
+                }
+                if !got.is_empty() && stop.load(Ordering::Relaxed) {
+                    return Err(Error::Interrupted);
+                }
                 let ns = rig.trial(d, h, e, n, k)?;
                 rec.record(ns.round().max(1.0) as u64);
                 got.push(ns);

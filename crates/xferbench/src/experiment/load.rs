@@ -79,11 +79,6 @@ fn validate(args: &LoadConfig) -> Result<()> {
     if args.sizes.is_empty() || args.sizes.contains(&0) {
         return Err(Error::usage("--sizes needs sizes of at least one byte"));
     }
-    if args.common.samples.is_some() || args.common.duration.is_some() {
-        return Err(Error::usage(
-            "load times each cell with --cell-time; --samples and --duration do not apply",
-        ));
-    }
     if args.cell_time.is_zero() {
         return Err(Error::usage("--cell-time must be longer than zero"));
     }
