@@ -93,7 +93,8 @@ fn temp_beside(t: &Path) -> std::path::PathBuf {
     tmp.into()
 }
 
-/// Writes the rendered text to `path` (see [`Dest`]), or to stdout. When
+/// Writes the rendered text to `path` (a file, a symlink's target, a device
+/// or FIFO in place), or to stdout. When
 /// the path cannot take it (a full file system, a device that refuses),
 /// the results are kept in a fallback file named in the error, never lost.
 pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {

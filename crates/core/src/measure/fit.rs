@@ -289,7 +289,7 @@ pub fn hockney(points: &[(u64, f64)]) -> Option<Fit> {
 ///   consecutive distinct sizes that leave three distinct sizes a side and
 ///   whose two segments both have an r∞ at most 5% above the largest
 ///   bandwidth measured, it keeps the one whose segments predict each
-///   held-out size best ([`held_out_error`]), and only if that error is a
+///   held-out size best (`held_out_error`), and only if that error is a
 ///   quarter of the single line's or less. Any split lowers the residual of
 ///   the fit itself, so that residual cannot judge: a curve with one stray
 ///   point at 4 MiB would otherwise grow a segment through it with an r∞

@@ -1,7 +1,7 @@
 //! fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…): parsed
 //! here, beside the engines that read them, so [`Job::set`] hands on the
 //! keys it does not know itself. Whether an option suits the job's engine is
-//! checked once every option is in ([`super::check`]): fio reads a job's
+//! checked once every option is in (`engine::check`): fio reads a job's
 //! lines in order, xferbench does not make `ioengine=` come first.
 //!
 //! [`Job::set`]: crate::job::Job::set

@@ -34,7 +34,7 @@ pub struct Sampled {
     /// Time in the timed loop.
     pub timed: Duration,
     /// The timed loop's consecutive blocks (latency: up to
-    /// [`BLOCKS`](crate::measure::distribution::BLOCKS), in time order;
+    /// [`crate::measure::distribution::BLOCKS`], in time order;
     /// bandwidth: none).
     pub blocks: Vec<Summary>,
 }
