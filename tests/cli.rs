@@ -163,6 +163,13 @@ fn every_transport_measures_a_matrix_in_json() {
         assert_eq!(env["tool"], "xferbench");
         assert_eq!(env["version"], env!("CARGO_PKG_VERSION"));
         assert!(f(&env["clock"], "overhead_ns") > 0.0);
+        // The sampler's own cost travels with the clock's.
+        assert!(
+            f(&env["clock"], "sample_floor_ns") > 0.0,
+            "{}",
+            env["clock"]
+        );
+        assert!(f(&env["clock"], "loop_ns") > 0.0, "{}", env["clock"]);
         assert!(d["placement"]["pinned"].is_boolean());
         assert_eq!(u(&d["options"], "samples"), 300);
         assert!(d["warnings"].is_array());

@@ -238,7 +238,10 @@ fn bad_load_options_are_one_line_usage_errors() {
     c.args(["load", "--help"]);
     let help = String::from_utf8_lossy(&finish(c).stdout).into_owned();
     assert!(help.contains("--cell-time"), "{help}");
-    assert!(!help.contains("--samples") && !help.contains("--duration"), "{help}");
+    assert!(
+        !help.contains("--samples") && !help.contains("--duration"),
+        "{help}"
+    );
 }
 
 /// `--repeat 2`: each cell and each offered rate once, with both repeats'

@@ -103,6 +103,16 @@ pub struct Clock {
     pub min_step_ns: u64,
     /// clock_getres(CLOCK_MONOTONIC).
     pub resolution_ns: u64,
+    /// The instrument's share of every sample: the median sample of the
+    /// timed loop around an exchange that does nothing (the clock reads and
+    /// the call to the link). Measured by the experiments that run the
+    /// sampler (roundtrip, curve); absent in files written before.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sample_floor_ns: Option<f64>,
+    /// One turn of that loop, recording included: how often the sampler can
+    /// take a sample at most.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub loop_ns: Option<f64>,
 }
 
 fn read(path: &str) -> Option<String> {
@@ -205,6 +215,8 @@ impl Clock {
             overhead_ns: gaps[gaps.len() / 2] as f64,
             min_step_ns: gaps.iter().copied().find(|&g| g > 0).unwrap_or(0),
             resolution_ns: ts.tv_sec as u64 * 1_000_000_000 + ts.tv_nsec as u64,
+            sample_floor_ns: None,
+            loop_ns: None,
         }
     }
 }

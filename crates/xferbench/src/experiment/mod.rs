@@ -164,10 +164,14 @@ pub fn begin<P, X: Default>(
     options: serde_json::Value,
 ) -> Result<(Run<P, X>, Placement)> {
     let placement = crate::measure::placement::choose(common.cpus.requested())?;
-    let env = Env::capture();
+    let mut env = Env::capture();
     if let Some(c) = placement.initiator_cpu {
         crate::measure::placement::pin_current(c)?;
     }
+    // Where the samples will be taken: pinned, the sampler's own cost.
+    let (floor, turn) = sample::self_cost();
+    env.clock.sample_floor_ns = Some(floor);
+    env.clock.loop_ns = Some(turn);
     let mut warnings = env.warnings();
     warnings.extend(placement_warnings(&placement));
     Ok((

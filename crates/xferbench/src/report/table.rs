@@ -277,6 +277,12 @@ fn samples_line<P: PointMeta, X>(
         e.clock.source,
         e.clock.overhead_ns
     );
+    if let (Some(floor), Some(turn)) = (e.clock.sample_floor_ns, e.clock.loop_ns) {
+        let _ = writeln!(
+            out,
+            "The sampler's own cost: {floor:.0} ns in each sample (an exchange that does nothing measures that), {turn:.0} ns a turn of its loop."
+        );
+    }
 }
 
 /// One line for a device record (a plugin: name, ABI, library, modes,
