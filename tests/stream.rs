@@ -706,6 +706,47 @@ fn a_read_far_past_a_files_end_is_refused_before_any_zero_is_written() {
     assert_eq!(std::fs::metadata(&f).unwrap().len(), (1 << 20) + (64 << 10));
 }
 
+/// A missing `directory=` is made, as fio makes it; a missing parent of a
+/// `filename=` is still an error (a typo, not a tree to make).
+#[test]
+fn a_missing_job_directory_is_made_as_fio_makes_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("dir.fio");
+    std::fs::write(
+        &job,
+        "[global]\ndirectory=scratch/deeper\nrw=write\nbs=4k\nsize=64k\n\n[a]\n",
+    )
+    .unwrap();
+    let o = stream(
+        dir.path(),
+        &["--job", job.to_str().unwrap(), "--format", "json"],
+    );
+    assert_eq!(o.status.code(), Some(0), "{}", stderr(&o));
+    assert_eq!(json(&o)["jobs"][0]["write"]["io_bytes"], 65536);
+    let made = dir.path().join("scratch/deeper/a.0.0");
+    assert_eq!(std::fs::metadata(&made).unwrap().len(), 65536);
+    let o = stream(
+        dir.path(),
+        &[
+            "--filename",
+            "nowhere/file",
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "64k",
+        ],
+    );
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("its directory does not exist"),
+        "{}",
+        stderr(&o)
+    );
+    assert!(!dir.path().join("nowhere").exists());
+}
+
 #[test]
 fn the_null_engine_opens_no_file_and_reports_xferbenchs_own_cost_per_io() {
     let dir = tempfile::tempdir().unwrap();

@@ -84,6 +84,22 @@ impl Target {
                 look_alikes(path)
             )));
         }
+        // fio makes a missing `directory=` (create_work_dirs): a job file
+        // written for a scratch tree runs without a mkdir first. Only the
+        // job's own directory, never a filename's parents, which are as
+        // likely a typo as a tree to make.
+        if meta.is_none() && job.directory.is_some() && job.allow_file_create {
+            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
+                if !parent.exists() {
+                    std::fs::create_dir_all(parent).map_err(|e| {
+                        Error::usage(format!(
+                            "job {name}: cannot make the directory {} for {shown}: {e}; make it, or point directory= elsewhere",
+                            parent.display()
+                        ))
+                    })?;
+                }
+            }
+        }
         if meta.is_none() && !job.allow_file_create {
             return Err(Error::usage(format!(
                 "job {name}: {shown} does not exist and allow_file_create=0; create it, fix the name, or map it with --map {shown}=FILE"
