@@ -451,6 +451,12 @@ struct Set<'a> {
 /// A job's end, sent by its worker thread: its index and outcome.
 type Report = (usize, Result<Outcome>);
 
+/// Each job's outcome, by index, once its worker has reported.
+type Outcomes = Vec<Option<Result<Outcome>>>;
+
+/// Jobs given up on, and why.
+type Stuck = Vec<(usize, String)>;
+
 /// Runs one set of jobs concurrently, honouring stonewall and wait_for;
 /// returns results in job order. Workers are detached threads: one stuck
 /// for good (a device call that never returns, an I/O the kernel never
@@ -547,15 +553,10 @@ impl Set<'_> {
     /// device call the guard found hung) is given up on, and the rest get
     /// a moment to stop. Returns the outcomes by job and the jobs given up
     /// on, with why.
-    fn watch(
-        &self,
-        rx: &Receiver<Report>,
-        bar: &dyn Bar,
-    ) -> (Vec<Option<Result<Outcome>>>, Vec<(usize, String)>) {
-        let mut outcomes: Vec<Option<Result<Outcome>>> =
-            (0..self.jobs.len()).map(|_| None).collect();
+    fn watch(&self, rx: &Receiver<Report>, bar: &dyn Bar) -> (Outcomes, Stuck) {
+        let mut outcomes: Outcomes = (0..self.jobs.len()).map(|_| None).collect();
         let mut left = self.jobs.len();
-        let mut stuck: Vec<(usize, String)> = Vec::new();
+        let mut stuck = Stuck::new();
         let mut giving_up: Option<Instant> = None;
         while left > 0 {
             match rx.recv_timeout(Duration::from_millis(20)) {
@@ -591,7 +592,7 @@ impl Set<'_> {
     /// Adds to `stuck` the running jobs that made no progress for twice
     /// the timeout, and, when the transport guard found a device call
     /// hung, every running device job.
-    fn find_stuck(&self, outcomes: &[Option<Result<Outcome>>], stuck: &mut Vec<(usize, String)>) {
+    fn find_stuck(&self, outcomes: &[Option<Result<Outcome>>], stuck: &mut Stuck) {
         let jobs = self.jobs;
         let now = self.ctx.t0.elapsed().as_nanos() as u64;
         let st = self
@@ -633,7 +634,7 @@ impl Set<'_> {
     /// it. Whatever is still out is stuck: reported with what it moved.
     fn collect(
         &self,
-        mut outcomes: Vec<Option<Result<Outcome>>>,
+        mut outcomes: Outcomes,
         stuck: &[(usize, String)],
     ) -> (Vec<JobResult>, Vec<Recorded>, Option<Error>) {
         let mut err: Option<Error> = None;
