@@ -453,6 +453,80 @@ fn engine_failed(r: Result<()>, job: &Job, failure: &mut Option<String>) -> Resu
 mod tests {
     use super::*;
 
+    /// A job from job-file text, readied as a caller of the crate would.
+    fn prepared(text: &str) -> Prepared {
+        let file = crate::jobfile::parse(text, "test", &|_| None, &[]).unwrap();
+        let mut job = file.jobs.into_iter().next().unwrap();
+        job.resolve_block_sizes().unwrap();
+        engine::check(&job).unwrap();
+        Prepared {
+            path: job.filename.clone().unwrap(),
+            job,
+            mapped_from: None,
+            more: Vec::new(),
+            transport: None,
+            net: None,
+            after: Vec::new(),
+            beside_cpuio: false,
+        }
+    }
+
+    fn shared() -> Shared {
+        Shared {
+            timeout: Duration::from_secs(10),
+            exe: std::env::current_exe().unwrap(),
+            t0: Instant::now(),
+            allow_large_layout: false,
+            ending: Ending::new(),
+            io_left: Arc::default(),
+        }
+    }
+
+    #[test]
+    fn a_job_runs_without_the_library_and_counts_exactly() {
+        let dir = tempfile::tempdir().unwrap();
+        let f = dir.path().join("w");
+        let p = prepared(&format!(
+            "[w]\nfilename={}\nrw=write\nbs=4k\nsize=256k\nverify=crc32c\nverify_backlog=16\nfsync=8\n",
+            f.display()
+        ));
+        let (shared, prog) = (shared(), Progress::default());
+        let run = run(&p, &shared, &prog, &AtomicBool::new(false)).unwrap();
+        assert_eq!(run.failure, None);
+        assert_eq!(run.bytes, [0, 256 << 10, 0]);
+        assert_eq!(run.recorded.recs[1].count(), 64);
+        let v = run.verify.unwrap();
+        // Every block written was read back and checked, 16 at a time.
+        assert_eq!(
+            (v.kind, v.blocks, v.bad, v.backlog),
+            ("crc32c", 64, 0, Some(16))
+        );
+        assert_eq!(prog.bytes.load(Ordering::Relaxed), 256 << 10);
+        assert!(!run.partial);
+        // A reader then checks what the writer left.
+        let r = prepared(&format!(
+            "[r]\nfilename={}\nrw=randread\nbs=4k\nsize=256k\nverify=crc32c\n",
+            f.display()
+        ));
+        let run = super::run(&r, &shared, &Progress::default(), &AtomicBool::new(false)).unwrap();
+        assert_eq!(run.failure, None);
+        assert_eq!(run.bytes, [256 << 10, 0, 0]);
+        assert_eq!(run.verify.map(|v| (v.blocks, v.bad)), Some((64, 0)));
+    }
+
+    #[test]
+    fn a_stopped_run_is_partial_and_ramp_ios_are_not_recorded() {
+        let p = prepared("[n]\nfilename=x\nioengine=null\nrw=read\nbs=4k\nsize=1m\nramp_time=1h\n");
+        let run = run(&p, &shared(), &Progress::default(), &AtomicBool::new(false)).unwrap();
+        // The ramp outlasts the job: everything it did was ramp.
+        assert_eq!(run.ramp_ios, 256);
+        assert_eq!(run.bytes, [0, 0, 0]);
+        let stop = AtomicBool::new(true);
+        let p = prepared("[n]\nfilename=x\nioengine=null\nrw=read\nbs=4k\nsize=1m\n");
+        let run = super::run(&p, &shared(), &Progress::default(), &stop).unwrap();
+        assert!(run.partial);
+    }
+
     #[test]
     fn stall_is_counted_from_the_end_of_a_deliberate_wait() {
         let s = 1_000_000_000u64;
