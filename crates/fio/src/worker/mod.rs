@@ -82,6 +82,7 @@ impl Ending {
     const NONE: u64 = u64::MAX;
     const ALL: u64 = u64::MAX - 1;
 
+    /// Not `Default`: a zero would read as "group 0 is ending".
     #[allow(clippy::new_without_default)]
     pub fn new() -> Ending {
         Ending(AtomicU64::new(Self::NONE))
