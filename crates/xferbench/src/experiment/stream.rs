@@ -219,24 +219,7 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
                 None => (f.clone(), None),
             })
             .collect();
-        let net = if matches!(job.ioengine, IoEngine::Net | IoEngine::NetSplice) {
-            let ep = crate::stream::net::Endpoint::of(&job, &path)
-                .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
-            if job.size.unwrap_or(0) < job.bs && !job.time_based {
-                return Err(Error::usage(format!(
-                    "job {name}: a net job needs size= (bytes to move, at least one block) or time_based with runtime="
-                )));
-            }
-            // Shown as the job's file: fio's host/port/protocol.
-            path = ep.to_string();
-            Some(ep)
-        } else if let Some(k) = job.net.first_given() {
-            return Err(Error::usage(format!(
-                "job {name}: {k}= is an option of ioengine=net; set ioengine=net or drop it"
-            )));
-        } else {
-            None
-        };
+        let net = endpoint(&job, &mut path)?;
         let transport = match engine::transport_spec(&path) {
             Some(spec) => {
                 job.ioengine = IoEngine::Transport;
@@ -293,26 +276,7 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
                 job.max_bs()
             )));
         }
-        let mut after = Vec::new();
-        if job.stonewall && i > 0 {
-            after.extend(0..i);
-        }
-        if let Some(w) = &job.wait_for {
-            let named: Vec<usize> = out
-                .iter()
-                .enumerate()
-                .filter(|(_, p)| &p.job.name == w)
-                .map(|(j, _)| j)
-                .collect();
-            if named.is_empty() {
-                return Err(Error::usage(format!(
-                    "job {name}: wait_for={w} names no earlier job"
-                )));
-            }
-            after.extend(named);
-        }
-        after.sort_unstable();
-        after.dedup();
+        let after = dependencies(i, &job, &out)?;
         // Waits for a cpuio job, itself or through the jobs it waits for.
         let behind_cpuio = after
             .iter()
@@ -340,6 +304,56 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
         )));
     }
     Ok(out)
+}
+
+/// A net job's endpoint (`ioengine=net`), which is then shown as its file
+/// (fio's host/port/protocol); net options on any other job are refused.
+fn endpoint(job: &Job, path: &mut String) -> Result<Option<crate::stream::net::Endpoint>> {
+    let name = &job.name;
+    if matches!(job.ioengine, IoEngine::Net | IoEngine::NetSplice) {
+        let ep = crate::stream::net::Endpoint::of(job, path)
+            .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
+        if job.size.unwrap_or(0) < job.bs && !job.time_based {
+            return Err(Error::usage(format!(
+                "job {name}: a net job needs size= (bytes to move, at least one block) or time_based with runtime="
+            )));
+        }
+        *path = ep.to_string();
+        Ok(Some(ep))
+    } else if let Some(k) = job.net.first_given() {
+        Err(Error::usage(format!(
+            "job {name}: {k}= is an option of ioengine=net; set ioengine=net or drop it"
+        )))
+    } else {
+        Ok(None)
+    }
+}
+
+/// The earlier jobs job `i` runs after: all of them after a `stonewall`,
+/// and those its `wait_for=` names.
+fn dependencies(i: usize, job: &Job, out: &[Prepared]) -> Result<Vec<usize>> {
+    let mut after = Vec::new();
+    if job.stonewall && i > 0 {
+        after.extend(0..i);
+    }
+    if let Some(w) = &job.wait_for {
+        let named: Vec<usize> = out
+            .iter()
+            .enumerate()
+            .filter(|(_, p)| &p.job.name == w)
+            .map(|(j, _)| j)
+            .collect();
+        if named.is_empty() {
+            return Err(Error::usage(format!(
+                "job {}: wait_for={w} names no earlier job",
+                job.name
+            )));
+        }
+        after.extend(named);
+    }
+    after.sort_unstable();
+    after.dedup();
+    Ok(after)
 }
 
 /// Where `--map` sends `file`: the last rule naming it exactly, else the
