@@ -41,6 +41,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
             &["engine"],
             &["intervals"],
             &["resources"],
+            &["worker"],
             &["lib"],
         ],
     ),

@@ -19,3 +19,4 @@ pub mod offsets;
 pub mod pattern;
 pub mod resources;
 pub mod verify;
+pub mod worker;

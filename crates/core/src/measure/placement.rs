@@ -172,16 +172,41 @@ impl Drop for KeepAffinity {
 /// experiment in this thread (which pins its initiator here) gets its
 /// earlier mask back.
 pub fn set_allowed(cpus: &[usize]) -> Result<()> {
-    // SAFETY: a zeroed cpu_set_t is empty; CPU_SET stays within CPU_SETSIZE.
+    set_mask(
+        cpus.iter()
+            .copied()
+            .filter(|&c| c < libc::CPU_SETSIZE as usize),
+    )
+    .map_err(|_| Error::os("restoring the CPU affinity"))
+}
+
+/// Restricts the calling thread to the set `cpus` (fio's `cpus_allowed`:
+/// a worker may move among them, unlike [`pin_current`]'s one CPU). A CPU
+/// the mask cannot hold is refused rather than dropped, and a refusal
+/// names the CPUs this process may use, as a usage error: the set is the
+/// user's.
+pub fn pin_current_to(cpus: &[usize]) -> Result<()> {
+    if let Some(c) = cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
+        return Err(Error::usage(format!("cpu {c} is out of range")));
+    }
+    set_mask(cpus.iter().copied())
+        .map_err(|e| Error::usage(format!("{e} (allowed here: {})", compact(&allowed_cpus()))))
+}
+
+/// The calling thread's affinity mask set to `cpus`, each below CPU_SETSIZE.
+fn set_mask(cpus: impl Iterator<Item = usize>) -> std::io::Result<()> {
+    // SAFETY: a zeroed cpu_set_t is empty; the callers keep every CPU below
+    // CPU_SETSIZE, so CPU_SET stays within the set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
-    for &c in cpus.iter().filter(|&&c| c < libc::CPU_SETSIZE as usize) {
+    for c in cpus {
         unsafe { libc::CPU_SET(c, &mut set) };
     }
+    // SAFETY: set is a valid cpu_set_t; 0 is the calling thread.
     let rc = unsafe { libc::sched_setaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &set) };
     if rc == 0 {
         Ok(())
     } else {
-        Err(Error::os("restoring the CPU affinity"))
+        Err(std::io::Error::last_os_error())
     }
 }
 
@@ -263,6 +288,17 @@ mod tests {
     fn compacting() {
         assert_eq!(compact(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
         assert_eq!(compact(&[]), "");
+    }
+
+    #[test]
+    fn pinning_to_a_set_refuses_what_the_mask_cannot_hold() {
+        let e = pin_current_to(&[libc::CPU_SETSIZE as usize]).unwrap_err();
+        assert!(matches!(e, Error::Usage(_)), "{e}");
+        assert!(e.to_string().contains("out of range"), "{e}");
+        // The thread's own CPUs are always a set it may be pinned to.
+        let keep = KeepAffinity::new();
+        pin_current_to(&allowed_cpus()).unwrap();
+        drop(keep);
     }
 
     #[test]

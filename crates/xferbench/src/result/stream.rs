@@ -713,6 +713,110 @@ impl StreamExtra {
 /// The result of `xferbench stream`: one point per job run.
 pub type StreamRun = Run<JobResult, StreamExtra>;
 
+/// Reporting groups' aggregates, in group order: each job's figures
+/// pooled with the latencies its worker recorded (`recs`, in job order).
+pub fn groups(
+    results: &[JobResult],
+    recs: &[crate::stream::worker::Recorded],
+    sweep_bs: Option<u64>,
+) -> Vec<GroupResult> {
+    let mut ids: Vec<u32> = results.iter().map(|r| r.groupid).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids.into_iter()
+        .map(|g| {
+            let members: Vec<usize> = (0..results.len())
+                .filter(|&i| results[i].groupid == g)
+                .collect();
+            let first = &results[members[0]];
+            let timeline = crate::stream::intervals::Timeline::merge(
+                &members
+                    .iter()
+                    .map(|&i| &recs[i].timeline)
+                    .collect::<Vec<_>>(),
+            );
+            let dir = |d: usize| {
+                let mut merged = Recorder::new();
+                let mut bytes = 0;
+                let mut bws = Vec::new();
+                let mut runs = Vec::new();
+                for &i in &members {
+                    let s = match d {
+                        0 => &results[i].read,
+                        1 => &results[i].write,
+                        _ => &results[i].trim,
+                    };
+                    if s.total_ios == 0 {
+                        continue;
+                    }
+                    merged.merge(&recs[i].recs[d]);
+                    bytes += s.io_bytes;
+                    bws.push(s.bw_bytes);
+                    runs.push(s.runtime_ns);
+                }
+                let longest = runs.iter().copied().max().unwrap_or(0);
+                GroupDir {
+                    agg: DirStats::of(&merged, bytes, longest).with(timeline.spread(d, &merged)),
+                    min_bw_bytes: bws.iter().copied().min().unwrap_or(0),
+                    max_bw_bytes: bws.iter().copied().max().unwrap_or(0),
+                    min_runtime: runs.iter().copied().min().unwrap_or(0).div_ceil(1_000_000),
+                    max_runtime: longest.div_ceil(1_000_000),
+                }
+            };
+            GroupResult {
+                groupid: g,
+                sweep_bs,
+                jobname: first.jobname.clone(),
+                jobs: members.len() as u32,
+                group_reporting: members.iter().any(|&i| results[i].group_reporting),
+                error: members.iter().map(|&i| results[i].error).max().unwrap_or(0),
+                read: dir(0),
+                write: dir(1),
+                trim: dir(2),
+            }
+        })
+        .collect()
+}
+
+/// One sweep row: all jobs of a block size, their latencies pooled.
+pub fn sweep_row(
+    bs: u64,
+    results: &[JobResult],
+    recs: &[crate::stream::worker::Recorded],
+) -> SweepRow {
+    let mut merged = Recorder::new();
+    for r in recs {
+        for d in &r.recs {
+            merged.merge(d);
+        }
+    }
+    let io_bytes: u64 = results
+        .iter()
+        .map(|r| r.read.io_bytes + r.write.io_bytes + r.trim.io_bytes)
+        .sum();
+    let ios: u64 = results.iter().map(|r| r.total_ios()).sum();
+    let start = results.iter().map(|r| r.start_ns).min().unwrap_or(0);
+    let end = results.iter().map(|r| r.end_ns).max().unwrap_or(0);
+    let wall_ns = end.saturating_sub(start);
+    let secs = wall_ns as f64 / 1e9;
+    SweepRow {
+        bs,
+        jobs: results.len() as u32,
+        io_bytes,
+        ios,
+        wall_ns,
+        bw_bytes: if secs > 0.0 {
+            io_bytes as f64 / secs
+        } else {
+            0.0
+        },
+        iops: if secs > 0.0 { ios as f64 / secs } else { 0.0 },
+        clat_p50_ns: merged.quantile(0.5),
+        clat_p99_ns: merged.quantile(0.99),
+        errors: results.iter().filter(|r| r.error != 0).count() as u32,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

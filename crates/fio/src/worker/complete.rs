@@ -1,0 +1,217 @@
+//! Reaping (fio's io_u completion): each finished I/O judged, timed and
+//! counted, reads checked, writes queued for a backlog check or a sync;
+//! then the clocks — the end of the ramp, the deadline, the stops.
+
+use super::{Flight, Worker};
+use crate::engine::{self, Accounting, Dir, Done};
+use crate::error::Result;
+use crate::intervals::Cut;
+use std::sync::atomic::Ordering;
+use std::time::Instant;
+
+impl Worker<'_> {
+    /// Reaps at least `batch_complete_min` completions and accounts for
+    /// them; the time they were reaped at, or None when the engine failed.
+    pub(super) fn reap(&mut self) -> Result<Option<Instant>> {
+        let job = self.job;
+        let reaped = self.eng.reap(
+            (job.batch_complete_min as usize).clamp(1, self.queue.inflight),
+            self.shared.timeout,
+            &mut self.queue.done,
+        );
+        if super::engine_failed(reaped, job, &mut self.end.failure)? {
+            self.end.broken = true;
+            return Ok(None);
+        }
+        let now = Instant::now();
+        let at_ns = now.duration_since(self.clock.measure_start).as_nanos() as u64;
+        let mut done = std::mem::take(&mut self.queue.done);
+        for d in done.drain(..) {
+            self.complete(d, now, at_ns);
+        }
+        self.queue.done = done;
+        // The clock was just read: no second read on the hot path.
+        self.prog
+            .bytes
+            .store(self.clock.progress_bytes, Ordering::Relaxed);
+        self.prog
+            .last_ns
+            .store(self.clock.measure_from_t0 + at_ns, Ordering::Relaxed);
+        Ok(Some(now))
+    }
+
+    fn complete(&mut self, d: Done, now: Instant, at_ns: u64) {
+        self.queue.inflight -= 1;
+        self.queue.free.push(d.slot);
+        let Some(f) = self.queue.flights[d.slot].take() else {
+            return;
+        };
+        if !self.landed(&f, d.res) {
+            return;
+        }
+        self.account(&f, now, at_ns);
+        self.clock.progress_bytes += f.len;
+        if f.dir == Dir::Read {
+            self.check_read(&f, d.slot);
+        }
+        if f.dir == Dir::Write {
+            self.written(&f);
+        }
+    }
+
+    /// Whether an I/O did all it was to; if not, how the job ends: a full
+    /// device (fill_device) or the peer's end is the end, anything else a
+    /// failure.
+    fn landed(&mut self, f: &Flight, res: std::result::Result<usize, i32>) -> bool {
+        let job = self.job;
+        let what = f.dir.name();
+        let want = f.len as usize;
+        let fail = match res {
+            // fill_device: a full device or file system is the end.
+            Err(e) if job.fill_device && e == libc::ENOSPC && f.dir == Dir::Write => {
+                self.end.filled = true;
+                None
+            }
+            Ok(n) if job.fill_device && n < want && f.dir == Dir::Write => {
+                self.end.filled = true;
+                None
+            }
+            Err(e) => Some(format!(
+                "job {}: {what} of {want} bytes at offset {} of {} failed: {}",
+                job.name,
+                f.offset,
+                self.files.name(f.file),
+                engine::errno_text(e)
+            )),
+            // The peer ended the stream (net): not a failure, the end.
+            Ok(n) if n < want && self.eng.ended() => None,
+            Ok(n) if n < want => Some(format!(
+                "job {}: short {what} at offset {} of {}: {n} of {want} bytes (end of the device or file? check size=/offset=)",
+                job.name,
+                f.offset,
+                self.files.name(f.file)
+            )),
+            Ok(_) => return true,
+        };
+        if let Some(why) = fail {
+            self.end.failure.get_or_insert(why);
+        }
+        self.end.stopping = true;
+        false
+    }
+
+    /// Records an I/O in the timed span (a ramp's I/Os are only counted),
+    /// failing the job on one slower than `max_latency`.
+    fn account(&mut self, f: &Flight, now: Instant, at_ns: u64) {
+        let job = self.job;
+        let di = f.dir as usize;
+        let io_bytes = if self.acct == Accounting::Bytes {
+            f.len
+        } else {
+            0
+        };
+        if self.clock.ramping {
+            self.clock.ramp_ios += 1;
+        } else if self.acct != Accounting::Nothing {
+            let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
+            self.intervals.record(di, at_ns, lat_ns, io_bytes);
+            self.bytes[di] += io_bytes;
+            if let Some(max) = job.max_latency
+                && lat_ns > max.as_nanos() as u64
+            {
+                self.end.failure.get_or_insert_with(|| {
+                    format!(
+                        "job {}: a {} at offset {} took {} µs, beyond max_latency={}",
+                        job.name,
+                        f.dir.name(),
+                        f.offset,
+                        crate::units::format_us(lat_ns as f64),
+                        humantime::format_duration(max)
+                    )
+                });
+                self.end.stopping = true;
+            }
+        }
+    }
+
+    /// A finished write: held for a backlog check, and counted towards
+    /// the next fsync.
+    fn written(&mut self, f: &Flight) {
+        let job = self.job;
+        if let Some(v) = self.verify.as_mut()
+            && v.backlog > 0
+        {
+            v.unchecked
+                .push((f.file, f.offset - self.files.start(f.file), f.len));
+            v.want_check |= v.unchecked.len() as u64 >= v.backlog;
+        }
+        let every = if job.fsync > 0 {
+            job.fsync
+        } else {
+            job.fdatasync
+        };
+        if every > 0 {
+            self.since_fsync += 1;
+            if self.since_fsync >= every {
+                self.since_fsync = 0;
+                self.want_sync = true;
+            }
+        }
+    }
+
+    /// `fsync=`/`fdatasync=`, once the queue is empty: each file flushed,
+    /// or the engine's own sync.
+    pub(super) fn sync(&mut self) -> Result<()> {
+        match (self.targets.is_empty(), self.job.fsync) {
+            (false, 0) => {
+                for t in &self.targets {
+                    engine::flush_to_disk(t.fd(), true)?;
+                }
+            }
+            _ => self.eng.sync()?,
+        }
+        self.want_sync = false;
+        Ok(())
+    }
+
+    /// After a reap: the ramp's end restarts the timed span; the deadline,
+    /// the engine, a stop or an `exitall` job may end the job. Whether the
+    /// job is past its ramp (and so paced).
+    pub(super) fn after_reap(&mut self, now: Instant) -> bool {
+        let job = self.job;
+        if self.clock.ramping && now >= self.clock.ramp_end {
+            self.end_ramp(now);
+        }
+        if self.clock.deadline.is_some_and(|d| now >= d) || self.eng.finished() {
+            self.end.stopping = true;
+        }
+        if self.stop.load(Ordering::Relaxed) && !self.end.stopping {
+            self.end.stopping = true;
+            self.end.partial = true;
+        }
+        if self.shared.ending.stops(job) {
+            self.end.stopping = true;
+        }
+        !self.clock.ramping
+    }
+
+    fn end_ramp(&mut self, now: Instant) {
+        let job = self.job;
+        let c = &mut self.clock;
+        c.ramping = false;
+        c.measure_start = now;
+        c.measure_from_t0 = now.duration_since(self.shared.t0).as_nanos() as u64;
+        // Nothing was recorded while ramping: the intervals are empty;
+        // a sized job has what the ramp did not do left.
+        self.intervals.recut(Cut::new(
+            job.time_based,
+            job.runtime,
+            self.totals.ios.saturating_sub(c.ramp_ios),
+        ));
+        self.bytes = [0; engine::DIRS];
+        c.window = (now, 0);
+        if job.runtime.is_some() {
+            c.deadline = job.runtime.map(|r| now + r);
+        }
+    }
+}

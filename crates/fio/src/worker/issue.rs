@@ -1,0 +1,215 @@
+//! Issuing (fio's io_u filling and queueing): which way the next I/O goes,
+//! where and how long, its buffer, and the pauses fio's options put
+//! between I/Os.
+
+use super::{Flight, Worker};
+use crate::engine::{Dir, Op};
+use crate::error::Result;
+use crate::job::Rw;
+use crate::payload::splitmix;
+use std::time::{Duration, Instant};
+
+impl Worker<'_> {
+    /// Fills the queue: up to the depth (with `iodepth_low`, only once it
+    /// has drained to the low-water mark), until the job has issued all it
+    /// is to, or is ending, or waits to sync or check a backlog.
+    pub(super) fn issue(&mut self) -> Result<()> {
+        let job = self.job;
+        let refilling = job
+            .iodepth_low
+            .is_none_or(|low| self.queue.inflight <= low as usize);
+        while refilling
+            && self.queue.inflight < self.queue.depth
+            && self.issued.count < self.totals.ios
+            && self.issued.bytes < self.totals.bytes
+            && !self.end.stopping
+            && !self.want_sync
+            && !self.verify.as_ref().is_some_and(|v| v.want_check)
+        {
+            self.think();
+            let dir = self.next_dir();
+            let (file, rel, len) = self.next_extent(dir);
+            self.new_pass();
+            let blk = rel / job.bs;
+            self.issued.count += 1;
+            self.issued.bytes += len;
+            let Some(slot) = self.queue.free.pop() else {
+                break;
+            };
+            let offset = self.files.start(file) + rel;
+            if dir == Dir::Write {
+                self.fill_buffer(slot, file, rel, len, offset, blk);
+            }
+            let buf = self.mem.slot_ptr(slot);
+            self.queue.flights[slot] = Some(Flight {
+                dir,
+                file,
+                offset,
+                len,
+                block: blk,
+                t0: Instant::now(),
+            });
+            let queued = self.eng.queue(Op {
+                dir,
+                file,
+                offset,
+                len: len as usize,
+                slot,
+                buf,
+            });
+            if super::engine_failed(queued, job, &mut self.end.failure)? {
+                self.end.broken = true;
+                break;
+            }
+            self.queue.inflight += 1;
+        }
+        Ok(())
+    }
+
+    /// fio's `thinktime`: every `thinktime_blocks` I/Os the job pauses
+    /// before its next one.
+    fn think(&mut self) {
+        let job = self.job;
+        let issued = self.issued.count;
+        if let Some(pause) = job.thinktime
+            && issued > 0
+            && issued.is_multiple_of(u64::from(job.thinktime_blocks))
+            && self.issued.think_done < issued
+        {
+            self.issued.think_done = issued;
+            // Spinning for `thinktime_spin` of it and sleeping the rest (a
+            // deliberate wait the stall watchdog is told of).
+            let start = Instant::now();
+            let spin = job.thinktime_spin.unwrap_or_default().min(pause);
+            while start.elapsed() < spin {
+                std::hint::spin_loop();
+            }
+            self.prog
+                .wait(self.shared.t0, Instant::now(), start + pause, self.stop);
+        }
+    }
+
+    /// The next I/O's direction, from `rw=` (and `rwmixread=`).
+    fn next_dir(&mut self) -> Dir {
+        let job = self.job;
+        match job.rw {
+            // The pair's first I/O trims, the second writes.
+            rw if rw.trim_then_write() && self.issued.count.is_multiple_of(2) => Dir::Trim,
+            rw if rw.trim_then_write() => Dir::Write,
+            Rw::Trim | Rw::RandTrim => Dir::Trim,
+            Rw::ReadWrite | Rw::RandRw => {
+                if splitmix(&mut self.issued.rng) % 100 < u64::from(job.rwmixread) {
+                    Dir::Read
+                } else {
+                    Dir::Write
+                }
+            }
+            rw if rw.reads() => Dir::Read,
+            _ => Dir::Write,
+        }
+    }
+
+    /// The next I/O's file, offset from that file's region's start, and
+    /// length.
+    fn next_extent(&mut self, dir: Dir) -> (usize, u64, u64) {
+        let job = self.job;
+        match self.extents.as_mut() {
+            // verify_only reads what the writes would have been.
+            Some(e) => {
+                let side = if job.verify_only { 1 } else { dir as usize };
+                let left = self.totals.bytes - self.issued.bytes;
+                let (rel, len) = e.next(self.files.order(0), self.issued.count, side, left);
+                (0, rel, len)
+            }
+            // trimwrite: the write goes where its trim went.
+            None if self.totals.per_block == 2 && self.issued.count % 2 == 1 => {
+                (self.issued.pair.0, self.issued.pair.1, job.bs)
+            }
+            None => {
+                let (file, rel) = self.files.next();
+                self.issued.pair = (file, rel);
+                (file, rel, job.bs)
+            }
+        }
+    }
+
+    /// A new pass: fio reopens its files and invalidates them again.
+    fn new_pass(&mut self) {
+        let pass = self.extents.as_ref().map_or(self.files.passes, |e| e.pass);
+        if pass != self.issued.seen_pass {
+            self.issued.seen_pass = pass;
+            for t in &self.targets {
+                t.invalidate_again(self.job);
+            }
+        }
+    }
+
+    /// A write's buffer: what verify will check, or fio's buffer contents;
+    /// and, for a read-back of mixed sizes, where it went.
+    fn fill_buffer(&mut self, slot: usize, file: usize, rel: u64, len: u64, offset: u64, blk: u64) {
+        let job = self.job;
+        self.issued.writes += 1;
+        if let Some(v) = self.verify.as_mut()
+            && v.log_writes
+            && let Some(e) = &self.extents
+        {
+            // A new pass writes over the last: only it is checked.
+            if e.pass != v.last_pass {
+                v.last_pass = e.pass;
+                v.written.clear();
+            }
+            v.written.push((file, rel, len));
+        }
+        let bs = self.queue.bs;
+        if let Some(v) = &self.verify {
+            let buf = &mut self.mem.slot(slot, bs)[..len as usize];
+            crate::verify::fill(buf, &v.spec, offset, blk, job.randseed);
+        } else if job.refill_buffers {
+            super::fill_write(self.mem.slot(slot, bs), job, self.issued.count);
+        }
+    }
+
+    /// The rate limiter: holds the next I/O until it is due (none after the
+    /// last one), telling the watchdog, as the gap may be longer than its
+    /// limit; and `ratemin`, which fails a job too slow over a cycle.
+    pub(super) fn pace(&mut self, now: Instant) {
+        let job = self.job;
+        let moved: u64 = self.bytes.iter().sum();
+        let c = &mut self.clock;
+        if let Some(rate) = job.rate.filter(|r| *r > 0)
+            && self.issued.count < self.totals.ios
+            && !self.end.stopping
+        {
+            let due = if job.poisson {
+                // Exponential gaps with the rate's mean: a Poisson process.
+                let u = (splitmix(&mut self.issued.rng) >> 11) as f64 / (1u64 << 53) as f64;
+                c.next_due +=
+                    Duration::from_secs_f64(-(1.0 - u).ln() * job.bs as f64 / rate as f64);
+                c.next_due.max(c.measure_start)
+            } else {
+                c.measure_start + Duration::from_secs_f64(moved as f64 / rate as f64)
+            };
+            // Not past the job's runtime: a time-based job ends on time.
+            let until = c.deadline.map_or(due, |d| due.min(d));
+            self.prog.wait(self.shared.t0, now, until, self.stop);
+        }
+        if let Some(min) = job.ratemin.filter(|r| *r > 0) {
+            let span = now.duration_since(c.window.0);
+            if span >= job.rate_cycle {
+                let bw = (moved - c.window.1) as f64 / span.as_secs_f64();
+                if bw < min as f64 {
+                    self.end.failure.get_or_insert_with(|| {
+                        format!(
+                            "job {}: bandwidth fell to {:.0} B/s over {:.1} s, below ratemin={min} B/s",
+                            job.name,
+                            bw,
+                            span.as_secs_f64()
+                        )
+                    });
+                    self.end.stopping = true;
+                }
+                c.window = (now, moved);
+            }
+        }
+    }
+}
