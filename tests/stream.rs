@@ -1909,7 +1909,7 @@ fn a_job_that_cannot_start_ends_the_run_without_waiting_out_the_others() {
     std::fs::write(
         &job,
         format!(
-            "[global]\nsize=1m\nrw=read\n[a]\ndirectory=no-such-dir\n[b]\nstartdelay=60\nfilename={}\n",
+            "[global]\nsize=1m\nrw=read\n[a]\nfilename=no-such-dir/a.0.0\n[b]\nstartdelay=60\nfilename={}\n",
             f.display()
         ),
     )
