@@ -88,17 +88,20 @@ impl Target {
         // written for a scratch tree runs without a mkdir first. Only the
         // job's own directory, never a filename's parents, which are as
         // likely a typo as a tree to make.
-        if meta.is_none() && job.directory.is_some() && job.allow_file_create {
-            if let Some(parent) = path.parent().filter(|p| !p.as_os_str().is_empty()) {
-                if !parent.exists() {
-                    std::fs::create_dir_all(parent).map_err(|e| {
-                        Error::usage(format!(
-                            "job {name}: cannot make the directory {} for {shown}: {e}; make it, or point directory= elsewhere",
-                            parent.display()
-                        ))
-                    })?;
-                }
-            }
+        let missing_parent = path
+            .parent()
+            .filter(|p| !p.as_os_str().is_empty() && !p.exists());
+        if let Some(parent) = missing_parent
+            && meta.is_none()
+            && job.directory.is_some()
+            && job.allow_file_create
+        {
+            std::fs::create_dir_all(parent).map_err(|e| {
+                Error::usage(format!(
+                    "job {name}: cannot make the directory {} for {shown}: {e}; make it, or point directory= elsewhere",
+                    parent.display()
+                ))
+            })?;
         }
         if meta.is_none() && !job.allow_file_create {
             return Err(Error::usage(format!(
