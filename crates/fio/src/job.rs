@@ -339,6 +339,11 @@ pub struct Job {
     /// I/O lengths that vary, resolved from the three above by
     /// [`Job::resolve_block_sizes`] (None: every I/O is `bs` long).
     pub bs_mix: Option<BlockSizes>,
+    /// `bs_is_seq_rand`: the read side of `bs=`, `bsrange=` and `bssplit=`
+    /// sizes sequential I/Os, the write side random ones, whichever way
+    /// they move; folded into the others by [`Job::resolve_block_sizes`].
+    #[serde(skip)]
+    pub bs_is_seq_rand: bool,
     pub rw: Rw,
     /// `rwmixread=` percentage for `rw`/`randrw`.
     pub rwmixread: u32,
@@ -550,6 +555,7 @@ impl Default for Job {
             bsrange: None,
             bssplit: None,
             bs_mix: None,
+            bs_is_seq_rand: false,
             blockalign: None,
             ioengine: IoEngine::Psync,
             iomem: IoMem::Malloc,
@@ -724,6 +730,9 @@ impl Job {
     /// precedence: bssplit, then bsrange, then bs), with `bs` the smallest
     /// length. A range or split that comes down to one length is plain `bs`.
     pub fn resolve_block_sizes(&mut self) -> std::result::Result<(), String> {
+        if self.bs_is_seq_rand {
+            self.sides_by_randomness()?;
+        }
         let dirs: [Choice; 2] = if let Some(split) = &self.bssplit {
             split.clone().map(|v| match v.as_slice() {
                 [(b, _)] => Choice::Fixed(*b),
@@ -769,6 +778,40 @@ impl Job {
             ));
         }
         self.bs_mix = Some(mix);
+        Ok(())
+    }
+
+    /// `bs_is_seq_rand`: both directions take the side fio would give every
+    /// I/O of this job (the write side when all are random, the read side
+    /// when all are sequential). xferbench sizes I/Os by direction, so a
+    /// job mixing random and sequential I/Os is refused rather than sized
+    /// otherwise than in fio.
+    fn sides_by_randomness(&mut self) -> std::result::Result<(), String> {
+        let side = if !self.rw.random() || self.percentage_random == 0 {
+            0
+        } else if self.percentage_random == 100 && self.seq_nr == 1 {
+            1
+        } else {
+            return Err(format!(
+                "bs_is_seq_rand with rw={}{} (percentage_random={}): its I/Os are a mix of random and sequential ones, which fio sizes one by one and xferbench cannot; make the job all random or all sequential, or drop bs_is_seq_rand",
+                self.rw.name(),
+                if self.seq_nr > 1 {
+                    format!(":{}", self.seq_nr)
+                } else {
+                    String::new()
+                },
+                self.percentage_random
+            ));
+        };
+        if let Some(s) = &mut self.bs_sides {
+            *s = [s[side]; 2];
+        }
+        if let Some(r) = &mut self.bsrange {
+            *r = [r[side]; 2];
+        }
+        if let Some(b) = &mut self.bssplit {
+            b[1 - side] = b[side].clone();
+        }
         Ok(())
     }
 
@@ -1860,6 +1903,56 @@ mod tests {
         assert_eq!(j.randseed, 42);
         assert!(err("numjobs", Some("0")).contains("from 1 to 4096"));
         assert!(err("iodepth", Some("65537")).contains("from 1 to 65536"));
+    }
+
+    #[test]
+    fn bs_is_seq_rand_sizes_random_ios_by_the_write_side() {
+        let sized = |rw: &str, extra: &[(&str, &str)]| {
+            let mut j = Job::default();
+            for (k, v) in [("bs", "4k,64k"), ("bs_is_seq_rand", "1"), ("rw", rw)]
+                .iter()
+                .chain(extra)
+            {
+                j.set(k, Some(v)).unwrap();
+            }
+            j.resolve_block_sizes().map(|()| (j.bs, j.bs_mix.is_none()))
+        };
+        // Every I/O of a random job is random: the write side, reads too.
+        assert_eq!(sized("randrw", &[]), Ok((64 << 10, true)));
+        // Every I/O of a sequential job is sequential: the read side.
+        assert_eq!(sized("rw", &[]), Ok((4 << 10, true)));
+        assert_eq!(
+            sized("randwrite", &[("percentage_random", "0")]),
+            Ok((4 << 10, true))
+        );
+        let e = sized("randread", &[("percentage_random", "50")]).unwrap_err();
+        assert!(
+            e.starts_with("bs_is_seq_rand with rw=randread (percentage_random=50)"),
+            "{e}"
+        );
+        assert!(
+            sized("randread:8", &[])
+                .unwrap_err()
+                .contains("rw=randread:8")
+        );
+        // bssplit and bsrange sides follow the same rule.
+        let mut j = Job::default();
+        for (k, v) in [
+            ("bssplit", "4k/50:8k/50,64k/100"),
+            ("bs_is_seq_rand", "1"),
+            ("rw", "read"),
+        ] {
+            j.set(k, Some(v)).unwrap();
+        }
+        j.resolve_block_sizes().unwrap();
+        assert_eq!(j.bs_mix.unwrap().text(), "4k/50:8k/50");
+        // Off (fio's default): each direction keeps its own size.
+        let mut j = Job::default();
+        for (k, v) in [("bs", "4k,64k"), ("bs_is_seq_rand", "0"), ("rw", "randrw")] {
+            j.set(k, Some(v)).unwrap();
+        }
+        j.resolve_block_sizes().unwrap();
+        assert_eq!(j.bs_mix.unwrap().text(), "4k,64k");
     }
 
     #[test]

@@ -139,6 +139,7 @@ pub static GENERAL: &[Spec] = &[
         Ok(())
     })
     .alias(&["ba"]),
+    flag("bs_is_seq_rand", |j, o| o.bool().map(|v| j.bs_is_seq_rand = v)),
     Spec::set("bssplit", Kind::Text("4k/50:64k/50"), |j, o| {
         let [r, w] = o.sides(|v| o.split(v))?;
         let d = || vec![(super::DEFAULT_BS, 100)];
@@ -711,10 +712,6 @@ pub static GENERAL: &[Spec] = &[
         "atomic writes (RWF_ATOMIC) are not supported; drop it",
     ),
     Spec::refuse("blocksize_unaligned", UNALIGNED),
-    Spec::refuse(
-        "bs_is_seq_rand",
-        "different sequential and random block sizes are not supported; give one bs=",
-    ),
     Spec::refuse("bs_unaligned", UNALIGNED),
     Spec::refuse("cgroup", CGROUP),
     Spec::refuse("cgroup_nodelete", CGROUP),
