@@ -1965,24 +1965,33 @@ mod tests {
 
     #[test]
     fn every_option_is_taken_noted_or_refused() {
-        use spec::{Effect, Kind};
-        // Each name once, across every table.
-        let mut names: Vec<&str> = option_names().collect();
-        let n = names.len();
-        names.sort_unstable();
-        names.dedup();
-        let shared = engine_opts::ENGINES
+        use spec::{Effect, Kind, Spec};
+        use std::collections::BTreeSet;
+        let names = |s: &'static Spec| std::iter::once(s.name).chain(s.aliases.iter().copied());
+        let engines = || engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter());
+        // Each name once: one general or verify entry, or one engine option
+        // (the same entry in each engine's table that takes it).
+        let mut general: Vec<&str> = options::GENERAL
             .iter()
-            .flat_map(|(_, t)| t.iter())
-            .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
-            .count()
-            - engine_opts::ENGINES
-                .iter()
-                .flat_map(|(_, t)| t.iter())
-                .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
-                .collect::<std::collections::BTreeSet<_>>()
-                .len();
-        assert_eq!(names.len(), n - shared, "an option is in two tables");
+            .chain(verify_options::VERIFY)
+            .flat_map(names)
+            .collect();
+        let n = general.len();
+        general.sort_unstable();
+        general.dedup();
+        assert_eq!(general.len(), n, "an option has two entries");
+        let engine: BTreeSet<&str> = engines().flat_map(names).collect();
+        assert!(
+            general.iter().all(|g| !engine.contains(g)),
+            "an engine option is also a general one"
+        );
+        for name in &engine {
+            let kinds: BTreeSet<String> = engines()
+                .filter(|s| s.is(name))
+                .map(|s| format!("{:?}", s.kind))
+                .collect();
+            assert_eq!(kinds.len(), 1, "{name}: two engine entries differ");
+        }
         // Every option set() takes takes its example, under every name, and
         // each of its words; the others are noted or refused as the table says.
         let all = options::GENERAL
