@@ -1,8 +1,8 @@
-//! fio's verify options on a [`Job`]: kept apart from the rest because they
-//! are many and only mean something together (prepare() checks the mix).
-//! Every `verify*` option fio has is either taken, taken with a note, or
-//! refused with the list of those taken — never silently ignored, as a
-//! verify option quietly dropped would leave data unchecked.
+//! fio's verify options on a [`Job`](super::Job): kept apart from the rest
+//! because they are many and only mean something together (prepare() checks
+//! the mix). Every `verify*` option fio has is either taken, taken with a
+//! note, or refused with the list of those taken — never silently ignored,
+//! as a verify option quietly dropped would leave data unchecked.
 
 use super::spec::{Kind, Spec};
 use super::{Opt, SetOutcome, VerifyKind};
