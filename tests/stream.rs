@@ -529,7 +529,7 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(
         &job,
         format!(
-            "[j]\nrw=write\nsize=64k\nfilename={}\nbs_is_seq_rand=1\n",
+            "[j]\nrw=write\nsize=64k\nfilename={}\nbs_unaligned=1\n",
             f.display()
         ),
     )
@@ -537,7 +537,7 @@ fn bad_input_is_one_clear_line() {
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("bad.fio:5: option 'bs_is_seq_rand' is not supported"),
+        stderr(&o).contains("bad.fio:5: option 'bs_unaligned' is not supported"),
         "{}",
         stderr(&o)
     );

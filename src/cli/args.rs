@@ -15,7 +15,7 @@ use xferbench::measure::placement::Cpus;
 use xferbench::measure::stats::Stat;
 use xferbench::options::{
     self as opt, Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, PayloadMode,
-    RoundtripConfig, StreamConfig,
+    RoundtripConfig, STREAM_FLAGS, StreamConfig, StreamFlags,
 };
 use xferbench::transport::{BufferMode, CompletionMode, Spec};
 use xferbench::units::{self, Chunk, Unit};
@@ -628,58 +628,9 @@ pub struct StreamArgs {
     /// Job name for a job given by flags.
     #[arg(long)]
     pub name: Option<String>,
-    /// Target: a file, a block or character device, or xfer:TRANSPORT (e.g. xfer:tcp) for a one-way stream.
-    #[arg(long)]
-    pub filename: Option<String>,
-    /// read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite.
-    #[arg(long)]
-    pub rw: Option<String>,
-    /// Block size, or several to sweep (4k..2m doubles, or a list 4k,64k,1m): one table row per size.
-    #[arg(long, value_name = "SIZE|SIZES")]
-    pub bs: Option<String>,
-    /// Bytes per job (fio suffixes: k, m, g, t are powers of 1024).
-    #[arg(long)]
-    pub size: Option<String>,
-    /// Byte offset in the target where each job's I/O starts (fio suffixes).
-    #[arg(long)]
-    pub offset: Option<String>,
-    /// Size of the target when it reports none (character devices) or is created.
-    #[arg(long)]
-    pub filesize: Option<String>,
-    /// Copies of the job that run at once, each in its own thread on the same
-    /// target, as fio's numjobs (1 to 4096).
-    #[arg(long)]
-    pub numjobs: Option<String>,
-    /// I/Os in flight per job (io_uring, libaio, posixaio; vsync coalesces up to
-    /// this many adjacent I/Os; the other synchronous engines do one at a time).
-    #[arg(long)]
-    pub iodepth: Option<String>,
-    /// fio's engines, each making fio's syscalls: sync, psync, vsync, pvsync,
-    /// pvsync2, libaio, posixaio, io_uring, mmap, null, filecreate, filestat,
-    /// filedelete, cpuio.
-    #[arg(long)]
-    pub ioengine: Option<String>,
-    /// Buffers: malloc, mmap, mmaphuge.
-    #[arg(long)]
-    pub iomem: Option<String>,
-    /// O_DIRECT (1) or buffered (0).
-    #[arg(long, value_name = "0|1")]
-    pub direct: Option<String>,
-    /// Write a header and checksum into every block and check them on read: md5, crc64, crc32c, xxhash, sha1, sha256, sha512, sha3-256…, meta or pattern (with --set verify_pattern=).
-    #[arg(long)]
-    pub verify: Option<String>,
-    /// interrupt (sleep until woken) or poll (spin; io_uring hipri/sqthread_poll add kernel polling).
-    #[arg(long)]
-    pub completion: Option<String>,
-    /// Stop each job after this long (fio's runtime; with --time-based, run exactly this long).
-    #[arg(long)]
-    pub runtime: Option<String>,
-    /// Loop over the region until --runtime has passed.
-    #[arg(long)]
-    pub time_based: bool,
-    /// Cap each job's bandwidth (bytes per second, e.g. 100m).
-    #[arg(long)]
-    pub rate: Option<String>,
+    /// The flags that set fio options, one per entry of the library's table.
+    #[command(flatten)]
+    pub flags: StreamFlagArgs,
     /// Give up on an I/O that has not completed for this long.
     #[arg(long, value_parser = duration, default_value = "10s")]
     pub timeout: Duration,
@@ -824,26 +775,61 @@ impl From<StreamArgs> for StreamConfig {
             set: a.set,
             strict: a.strict,
             name: a.name,
-            filename: a.filename,
-            rw: a.rw,
-            bs: a.bs,
-            size: a.size,
-            offset: a.offset,
-            filesize: a.filesize,
-            numjobs: a.numjobs,
-            iodepth: a.iodepth,
-            ioengine: a.ioengine,
-            iomem: a.iomem,
-            direct: a.direct,
-            verify: a.verify,
-            completion: a.completion,
-            runtime: a.runtime,
-            time_based: a.time_based,
-            rate: a.rate,
+            flags: StreamFlags(a.flags.0),
             timeout: a.timeout,
             allow_large_layout: a.allow_large_layout,
             out: a.out.into(),
         }
+    }
+}
+
+/// The `stream` flags made from [`STREAM_FLAGS`], so each is declared once
+/// (there) rather than as a field here, a field of the config and a line of
+/// each conversion: what was given, as (fio option, value text).
+#[derive(Clone, Debug, Default)]
+pub struct StreamFlagArgs(pub Vec<(String, Option<String>)>);
+
+impl clap::FromArgMatches for StreamFlagArgs {
+    fn from_arg_matches(m: &clap::ArgMatches) -> Result<Self, clap::Error> {
+        Self::from_arg_matches_mut(&mut m.clone())
+    }
+
+    fn from_arg_matches_mut(m: &mut clap::ArgMatches) -> Result<Self, clap::Error> {
+        let mut given = Vec::new();
+        for f in STREAM_FLAGS {
+            let value = match f.value {
+                None => m.remove_one::<bool>(f.flag).filter(|&on| on).map(|_| None),
+                Some(_) => m.remove_one::<String>(f.flag).map(Some),
+            };
+            if let Some(v) = value {
+                given.push((f.option(), v));
+            }
+        }
+        Ok(StreamFlagArgs(given))
+    }
+
+    fn update_from_arg_matches(&mut self, m: &clap::ArgMatches) -> Result<(), clap::Error> {
+        *self = Self::from_arg_matches(m)?;
+        Ok(())
+    }
+}
+
+impl Args for StreamFlagArgs {
+    fn augment_args(cmd: clap::Command) -> clap::Command {
+        STREAM_FLAGS.iter().fold(cmd, |cmd, f| {
+            let arg = clap::Arg::new(f.flag).long(f.flag).help(f.help);
+            cmd.arg(match f.value {
+                None => arg.action(clap::ArgAction::SetTrue),
+                Some(name) => arg
+                    .value_name(name)
+                    .value_parser(clap::value_parser!(String))
+                    .action(clap::ArgAction::Set),
+            })
+        })
+    }
+
+    fn augment_args_for_update(cmd: clap::Command) -> clap::Command {
+        Self::augment_args(cmd)
     }
 }
 

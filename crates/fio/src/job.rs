@@ -16,8 +16,10 @@ pub mod block_sizes;
 pub mod engine_opts;
 pub mod file_service;
 pub mod net_options;
+pub mod options;
 pub mod refused;
-mod verify_options;
+pub mod spec;
+pub mod verify_options;
 pub mod zones;
 
 /// fio's `rw=`.
@@ -337,6 +339,11 @@ pub struct Job {
     /// I/O lengths that vary, resolved from the three above by
     /// [`Job::resolve_block_sizes`] (None: every I/O is `bs` long).
     pub bs_mix: Option<BlockSizes>,
+    /// `bs_is_seq_rand`: the read side of `bs=`, `bsrange=` and `bssplit=`
+    /// sizes sequential I/Os, the write side random ones, whichever way
+    /// they move; folded into the others by [`Job::resolve_block_sizes`].
+    #[serde(skip)]
+    pub bs_is_seq_rand: bool,
     pub rw: Rw,
     /// `rwmixread=` percentage for `rw`/`randrw`.
     pub rwmixread: u32,
@@ -548,6 +555,7 @@ impl Default for Job {
             bsrange: None,
             bssplit: None,
             bs_mix: None,
+            bs_is_seq_rand: false,
             blockalign: None,
             ioengine: IoEngine::Psync,
             iomem: IoMem::Malloc,
@@ -722,6 +730,9 @@ impl Job {
     /// precedence: bssplit, then bsrange, then bs), with `bs` the smallest
     /// length. A range or split that comes down to one length is plain `bs`.
     pub fn resolve_block_sizes(&mut self) -> std::result::Result<(), String> {
+        if self.bs_is_seq_rand {
+            self.sides_by_randomness()?;
+        }
         let dirs: [Choice; 2] = if let Some(split) = &self.bssplit {
             split.clone().map(|v| match v.as_slice() {
                 [(b, _)] => Choice::Fixed(*b),
@@ -767,6 +778,40 @@ impl Job {
             ));
         }
         self.bs_mix = Some(mix);
+        Ok(())
+    }
+
+    /// `bs_is_seq_rand`: both directions take the side fio would give every
+    /// I/O of this job (the write side when all are random, the read side
+    /// when all are sequential). xferbench sizes I/Os by direction, so a
+    /// job mixing random and sequential I/Os is refused rather than sized
+    /// otherwise than in fio.
+    fn sides_by_randomness(&mut self) -> std::result::Result<(), String> {
+        let side = if !self.rw.random() || self.percentage_random == 0 {
+            0
+        } else if self.percentage_random == 100 && self.seq_nr == 1 {
+            1
+        } else {
+            return Err(format!(
+                "bs_is_seq_rand with rw={}{} (percentage_random={}): its I/Os are a mix of random and sequential ones, which fio sizes one by one and xferbench cannot; make the job all random or all sequential, or drop bs_is_seq_rand",
+                self.rw.name(),
+                if self.seq_nr > 1 {
+                    format!(":{}", self.seq_nr)
+                } else {
+                    String::new()
+                },
+                self.percentage_random
+            ));
+        };
+        if let Some(s) = &mut self.bs_sides {
+            *s = [s[side]; 2];
+        }
+        if let Some(r) = &mut self.bsrange {
+            *r = [r[side]; 2];
+        }
+        if let Some(b) = &mut self.bssplit {
+            b[1 - side] = b[side].clone();
+        }
         Ok(())
     }
 
@@ -925,132 +970,6 @@ impl Job {
     }
 }
 
-/// The options [`Job::set`] takes itself (aliases included), for
-/// "did you mean" (a test checks each is taken).
-pub const HANDLED: &[&str] = &[
-    "buffer_compress_chunk",
-    "buffer_compress_percentage",
-    "continue_on_error",
-    "file_append",
-    "ignore_error",
-    "nice",
-    "offset_align",
-    "overwrite",
-    "prio",
-    "prioclass",
-    "rate_min",
-    "threads",
-    "unlink_each_loop",
-    "allow_file_create",
-    "allrandrepeat",
-    "ba",
-    "blockalign",
-    "blocksize",
-    "blocksize_range",
-    "bs",
-    "bsrange",
-    "bssplit",
-    "buffer_pattern",
-    "buffered",
-    "completion",
-    "cpumask",
-    "cpus_allowed",
-    "cpus_allowed_policy",
-    "direct",
-    "directory",
-    "do_verify",
-    "end_fsync",
-    "exit_what",
-    "exitall",
-    "exitall_on_error",
-    "fadvise_hint",
-    "fallocate",
-    "fill_device",
-    "fill_fs",
-    "fdatasync",
-    "filename",
-    "file_service_type",
-    "filename_format",
-    "fileoffset",
-    "filesize",
-    "fsync",
-    "fsync_on_close",
-    "group_reporting",
-    "hipri",
-    "invalidate",
-    "io_limit",
-    "io_size",
-    "iodepth",
-    "iodepth_batch",
-    "iodepth_batch_complete",
-    "iodepth_batch_complete_max",
-    "iodepth_batch_complete_min",
-    "iodepth_batch_submit",
-    "iodepth_low",
-    "ioengine",
-    "iomem",
-    "iomem_align",
-    "kb_base",
-    "loops",
-    "max_latency",
-    "mem",
-    "mem_align",
-    "name",
-    "new_group",
-    "norandommap",
-    "nr_files",
-    "nrfiles",
-    "number_ios",
-    "numa_cpu_nodes",
-    "numjobs",
-    "offset",
-    "openfiles",
-    "offset_increment",
-    "percentage_random",
-    "random_generator",
-    "randrepeat",
-    "randseed",
-    "ramp_time",
-    "rate",
-    "rate_cycle",
-    "random_distribution",
-    "rate_iops",
-    "rate_iops_min",
-    "rate_process",
-    "ratecycle",
-    "ratemin",
-    "readwrite",
-    "refill_buffers",
-    "runtime",
-    "rw",
-    "rw_sequencer",
-    "rwmixread",
-    "rwmixwrite",
-    "scramble_buffers",
-    "size",
-    "sqthread_poll",
-    "startdelay",
-    "stonewall",
-    "sync",
-    "thinktime",
-    "thinktime_blocks",
-    "thinktime_spin",
-    "thread",
-    "time_based",
-    "timeout",
-    "unlink",
-    "verify",
-    "verify_dump",
-    "verify_fatal",
-    "wait_for",
-    "wait_for_previous",
-    "zero_buffers",
-    "zonemode",
-    "zonerange",
-    "zonesize",
-    "zoneskip",
-];
-
 /// What [`Job::set`] did with an option.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum SetOutcome {
@@ -1070,359 +989,32 @@ impl Job {
             key,
             value: value.map(str::trim),
         };
-        match key {
-            "name" => self.name = o.value()?.to_string(),
-            // An empty filename= (a template's blank, an unset ${VAR}) keeps
-            // fio's default: the generated jobname.jobnum.filenum.
-            "filename" if o.value.is_some_and(|v| v.trim().is_empty()) => {
-                self.filename = None;
-                self.filenames.clear();
-            }
-            "filename" => {
-                let mut names = o.filenames()?;
-                self.filename = Some(names[0].clone());
-                if names.len() == 1 {
-                    names.clear();
-                }
-                self.filenames = names;
-            }
-            "directory" => self.directory = Some(o.directory()?),
-            "filename_format" => self.filename_format = Some(o.value()?.to_string()),
-            "nrfiles" | "nr_files" => self.nrfiles = o.int(1, 1 << 20)?,
-            "filesize" => (self.filesize, self.filesize_max) = o.size_range()?,
-            "openfiles" => self.openfiles = Some(o.int(1, 1 << 20)?),
-            "file_service_type" => {
-                self.file_service = file_service::FileService::parse(o.value()?)
-                    .map_err(|why| o.bad(&why))?
-            }
-            "size" | "io_size" | "io_limit" => match o.percent()? {
-                Some(p) => (self.size, self.size_pct) = (None, Some(p)),
-                None => (self.size, self.size_pct) = (Some(o.size()?), None),
-            },
-            "offset" | "fileoffset" => match o.percent()? {
-                Some(p) => (self.offset, self.offset_pct) = (0, Some(p)),
-                None => (self.offset, self.offset_pct) = (o.size()?, None),
-            },
-            "offset_increment" => self.offset_increment = o.size()?,
-            "bs" | "blocksize" => {
-                let [r, w] = o.sides(|v| o.block_size(v))?;
-                let (r, w) = (r.unwrap_or(DEFAULT_BS), w.unwrap_or(DEFAULT_BS));
-                self.bs = r.min(w);
-                self.bs_sides = (r != w).then_some([r, w]);
-            }
-            "bsrange" | "blocksize_range" => {
-                let [r, w] = o.sides(|v| o.block_range(v))?;
-                let d = (DEFAULT_BS, DEFAULT_BS);
-                self.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
-            }
-            "ba" | "blockalign" => {
-                let [r, w] = o.sides(|v| o.block_size(v))?;
-                if r.is_some() && w.is_some() && r != w {
-                    return Err(o.bad("different read and write alignments are not supported; give one value"));
-                }
-                self.blockalign = r.or(w);
-            }
-            "bssplit" => {
-                let [r, w] = o.sides(|v| o.split(v))?;
-                let d = || vec![(DEFAULT_BS, 100)];
-                self.bssplit = Some([r.unwrap_or_else(d), w.unwrap_or_else(d)]);
-            }
-            // fio's examples for the file engines write rw=filecreate (and
-            // filestat, filedelete): the job keeps its rw, and the value must
-            // go with its engine (stream::engine::check).
-            "rw" | "readwrite"
-                if matches!(o.value, Some("filecreate" | "filestat" | "filedelete")) =>
-            {
-                self.engine_opts.file_rw(o.value.unwrap_or_default())
-            }
-            "rw" | "readwrite" => {
-                (self.rw, self.seq_add, self.seq_nr) = o.rw()?;
-            }
-            "rw_sequencer" => {
-                self.rw_sequencer = match o.value()? {
-                    "sequential" => Sequencer::Sequential,
-                    "identical" => Sequencer::Identical,
-                    _ => return Err(o.bad("use sequential or identical")),
-                }
-            }
-            "norandommap" => self.norandommap = o.bool()?,
-            "random_distribution" => {
-                (self.zoned, self.zoned_abs, self.skew) = (Vec::new(), Vec::new(), None);
-                match o.distribution()? {
-                    Distribution::Uniform => {}
-                    Distribution::Zoned(z) => self.zoned = z,
-                    Distribution::ZonedAbs(z) => self.zoned_abs = z,
-                    Distribution::Skewed(s) => self.skew = Some(s),
-                }
-            }
-            "percentage_random" => self.percentage_random = o.per_direction_pct()?,
-            "random_generator" => match o.value()? {
-                "lfsr" => self.lfsr = true,
-                g @ ("tausworthe" | "tausworthe64") => {
-                    self.lfsr = false;
-                    return Ok(SetOutcome::Note(format!(
-                        "random_generator={g}: xferbench draws random offsets with its own generator (splitmix64) to the same distribution (uniform: each block once per pass, or drawn afresh with norandommap)"
-                    )));
-                }
-                _ => return Err(o.bad("use tausworthe, lfsr or tausworthe64")),
-            },
-            "randrepeat" | "allrandrepeat" => self.randrepeat = o.bool()?,
-            "zonemode" => {
-                self.strided = match o.value()? {
-                    "none" => false,
-                    "strided" => true,
-                    "zbd" => return Err(o.bad("zoned block devices are not supported; run the job on a conventional target or use zonemode=strided")),
-                    _ => return Err(o.bad("use none or strided")),
-                }
-            }
-            "zonerange" => self.zonerange = Some(o.size()?).filter(|&z| z > 0),
-            "zonesize" => self.zonesize = Some(o.size()?).filter(|&z| z > 0),
-            "zoneskip" => self.zoneskip = o.size()?,
-            "startdelay" => self.startdelay = o.duration_range()?,
-            "number_ios" => self.number_ios = Some(o.size()?).filter(|&n| n > 0),
-            "thinktime" => self.thinktime = o.micros()?,
-            "thinktime_spin" => self.thinktime_spin = o.micros()?,
-            "thinktime_blocks" => self.thinktime_blocks = o.int(1, u32::MAX.into())?,
-            "rate_iops" => self.rate_iops = Some(o.pair("rate")?).filter(|r| *r > 0),
-            "rate_iops_min" => self.rate_iops_min = Some(o.pair("rate")?).filter(|r| *r > 0),
-            "rate_process" => {
-                self.poisson = match o.value()? {
-                    "linear" => false,
-                    "poisson" => true,
-                    _ => return Err(o.bad("use linear or poisson")),
-                }
-            }
-            "rate_cycle" | "ratecycle" => {
-                self.rate_cycle = Duration::from_millis(o.int(1, u32::MAX.into())?.into())
-            }
-            "max_latency" => self.max_latency = o.micros()?,
-            "invalidate" => self.invalidate = o.bool()?,
-            "fadvise_hint" => {
-                self.fadvise = match o.value.unwrap_or("1") {
-                    "0" | "none" => None,
-                    "1" => Some(-1),
-                    "sequential" => Some(libc::POSIX_FADV_SEQUENTIAL),
-                    "random" => Some(libc::POSIX_FADV_RANDOM),
-                    "normal" => Some(libc::POSIX_FADV_NORMAL),
-                    _ => return Err(o.bad("use 0, 1, sequential, random or normal")),
-                }
-            }
-            "sync" => {
-                self.open_sync = match o.value.unwrap_or("1") {
-                    "0" | "none" | "false" => None,
-                    "1" | "sync" | "true" => Some(libc::O_SYNC),
-                    "dsync" => Some(libc::O_DSYNC),
-                    _ => return Err(o.bad("use none, sync or dsync (0 or 1)")),
-                }
-            }
-            "fdatasync" => self.fdatasync = o.int(0, u32::MAX.into())?,
-            "fsync_on_close" => self.end_fsync |= o.bool()?,
-            "fill_device" | "fill_fs" => self.fill_device = o.bool()?,
-            "fallocate" => {
-                self.fallocate = match o.value.unwrap_or("native") {
-                    "none" | "0" | "truncate" => false,
-                    "native" | "posix" | "keep" | "1" => true,
-                    _ => return Err(o.bad("use none, native, posix, keep or truncate")),
-                }
-            }
-            "unlink" => self.unlink = o.bool()?,
-            "zero_buffers" => self.zero_buffers = o.bool()?,
-            "refill_buffers" => self.refill_buffers = o.bool()?,
-            "buffer_pattern" => self.buffer_pattern = Some(o.pattern()?),
-            "iodepth_low" => self.iodepth_low = Some(o.int(0, 65536)?),
-            "iodepth_batch_complete_min" | "iodepth_batch_complete" => {
-                self.batch_complete_min = o.int(0, 65536)?.max(1)
-            }
-            "exitall" => self.exitall = o.bool()?,
-            "exitall_on_error" => self.exitall_on_error = o.bool()?,
-            "exit_what" => {
-                self.exit_what = match o.value()? {
-                    "group" => ExitWhat::Group,
-                    "stonewall" => ExitWhat::Stonewall,
-                    "all" => ExitWhat::All,
-                    _ => return Err(o.bad("use group, stonewall or all")),
-                }
-            }
-            "cpus_allowed_policy" => {
-                self.cpus_split = match o.value()? {
-                    "shared" => false,
-                    "split" => true,
-                    _ => return Err(o.bad("use shared or split")),
-                }
-            }
-            "cpumask" => {
-                let mask = o.value()?;
-                let bits = match mask.strip_prefix("0x").or_else(|| mask.strip_prefix("0X")) {
-                    Some(h) => u64::from_str_radix(h, 16),
-                    None => mask.parse::<u64>(),
-                }
-                .map_err(|_| o.bad("expected a bit mask, as in 0x3 or 3"))?;
-                self.cpus_allowed = Some((0..64).filter(|b| bits >> b & 1 == 1).collect());
-            }
-            "iomem_align" | "mem_align" => {
-                let a = o.size()?;
-                let page = 4096;
-                if a > page || (a > 0 && !a.is_power_of_two()) {
-                    return Err(o.bad("xferbench aligns buffers to the page (4096 bytes); larger or odd alignments are not supported"));
-                }
-                return Ok(SetOutcome::Note(format!(
-                    "{key}={a}: xferbench's buffers are page-aligned, which satisfies it"
-                )));
-            }
-            "create_on_open" | "create_serialize" => {
-                return Ok(SetOutcome::Note(format!(
-                    "{key} changes no figure here: a job's files are created and opened before timing starts"
-                )));
-            }
-            "continue_on_error" | "ignore_error"
-                if matches!(o.value, Some("none" | "0" | "")) =>
-            {
-                return Ok(SetOutcome::Note(format!(
-                    "{key}=none is what xferbench does: an error ends the job"
-                )));
-            }
-            "lockfile" if o.value == Some("none") => {
-                return Ok(SetOutcome::Note(
-                    "lockfile=none is what xferbench does: jobs on one file do not lock it".into(),
-                ));
-            }
-            "io_submit_mode" if o.value == Some("inline") => {
-                return Ok(SetOutcome::Note(
-                    "io_submit_mode=inline is what xferbench does: each job submits its own I/O".into(),
-                ));
-            }
-            "continue_on_error" if o.value == Some("verify") => {
-                return Ok(SetOutcome::Note(
-                    "continue_on_error=verify is what xferbench does: a bad block is counted and the job goes on (unless verify_fatal), then fails naming the first".into(),
-                ));
-            }
-            "continue_on_error" | "ignore_error" => {
-                return Err(o.bad("going on past I/O errors is not supported: an error ends the job, naming its offset; drop it"));
-            }
-            "overwrite" => self.overwrite = o.bool()?,
-            "file_append" => self.file_append = o.bool()?,
-            "offset_align" => self.offset_align = o.size()?,
-            "unlink_each_loop" => self.unlink |= o.bool()?,
-            "buffer_compress_percentage" => self.compress_pct = o.int(0, 100)?,
-            "buffer_compress_chunk" => self.compress_chunk = o.size()?.max(1),
-            "nice" => {
-                self.nice = Some(
-                    o.value()?
-                        .parse::<i32>()
-                        .ok()
-                        .filter(|n| (-20..=19).contains(n))
-                        .ok_or_else(|| o.bad("expected a niceness from -20 to 19"))?,
-                )
-            }
-            "prio" => self.ioprio.1 = Some(o.int(0, 7)?),
-            "prioclass" => self.ioprio.0 = Some(o.int(0, 3)?),
-            "iodepth_batch" | "iodepth_batch_submit" | "iodepth_batch_complete_max" => {
-                o.int(0, 65536)?;
-                return Ok(SetOutcome::Note(format!(
-                    "{key}: xferbench refills the queue to iodepth and submits what is queued in one call before each reap"
-                )));
-            }
-            "scramble_buffers" => {
-                o.bool()?;
-                return Ok(SetOutcome::Note(
-                    "scramble_buffers: xferbench's write buffers are random bytes already".into(),
-                ));
-            }
-            "rwmixread" => self.rwmixread = o.int(0, 100)?,
-            "rwmixwrite" => self.rwmixread = 100 - o.int(0, 100)?,
-            "numjobs" => self.numjobs = o.int(1, 4096)?,
-            "iodepth" => self.iodepth = o.int(1, 65536)?,
-            "ioengine" => return self.set_engine(&o),
-            "iomem" | "mem" => self.iomem = o.iomem()?,
-            "direct" => self.direct = o.bool()?,
-            "buffered" => self.direct = !o.bool()?,
-            k if verify_options::is_verify_option(k) => return self.set_verify(&o),
-            "randseed" => {
-                self.randseed = o
-                    .value()?
-                    .parse()
-                    .map_err(|_| o.bad("expected a whole number"))?
-            }
-            // fio: 0 means no limit.
-            "ratemin" | "rate_min" => self.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0),
-            "rate" => self.rate = Some(o.pair("rate")?).filter(|&r| r > 0),
-            "new_group" => self.new_group = o.bool()?,
-            "stonewall" | "wait_for_previous" => self.stonewall = o.bool()?,
-            "wait_for" => self.wait_for = Some(o.value()?.to_string()),
-            "group_reporting" => self.group_reporting = o.bool()?,
-            "allow_file_create" => self.allow_file_create = o.bool()?,
-            "fsync" => self.fsync = o.int(0, u32::MAX.into())?,
-            "end_fsync" => self.end_fsync = o.bool()?,
-            "runtime" | "timeout" => self.runtime = o.duration()?,
-            "time_based" => self.time_based = o.bool()?,
-            "ramp_time" => self.ramp_time = o.duration()?,
-            "hipri" => self.hipri = o.bool()?,
-            "sqthread_poll" => self.sqthread_poll = o.bool()?,
-            "completion" => {
-                self.completion = Some(match o.value()? {
-                    "interrupt" => Completion::Interrupt,
-                    "poll" => Completion::Poll,
-                    _ => return Err(o.bad("unknown completion mode; use interrupt or poll")),
-                })
-            }
-            "cpus_allowed" => {
-                self.cpus_allowed = crate::units::parse_cpu_list(o.value()?).map_err(|_| {
-                    o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
-                })?
-            }
-            // fio's net engine options (stream::net checks them together).
-            // hostname= is the peer, kept as the filename as fio keeps it,
-            // so --map can point it elsewhere; an IPv6 address keeps its colons.
-            "hostname" => {
-                self.filename = Some(o.value()?.to_string());
-                self.filenames.clear();
-                self.net.hostname = self.filename.clone();
-            }
-            "port" => self.net.port = Some(o.int(1, 65535)? as u16),
-            "protocol" | "proto" => {
-                self.net.protocol =
-                    Some(net_options::Proto::parse(o.value()?).map_err(|e| o.bad(&e))?)
-            }
-            "listen" => self.net.listen = Some(o.bool()?),
-            "pingpong" => self.net.pingpong = Some(o.bool()?),
-            "nodelay" => self.net.nodelay = Some(o.bool()?),
-            "window_size" => {
-                self.net.window_size = Some(
-                    u32::try_from(o.size()?)
-                        .ok()
-                        .filter(|w| *w <= i32::MAX as u32)
-                        .ok_or_else(|| o.bad("a socket buffer is at most 2g"))?,
-                )
-            }
-            "mss" => self.net.mss = Some(o.int(0, 65535)?),
-            "interface" => self.net.interface = Some(o.value()?.to_string()),
-            "ttl" => self.net.ttl = Some(o.int(0, 255)?),
-            // fio options whose setting here is what xferbench always does:
-            // workers are threads.
-            // fio takes `threads` for `thread` too.
-            "thread" | "threads" if o.bool()? => {}
-            "loops" => self.loops = o.int(1, u32::MAX.into())?,
-            // Ignoring kb_base=1000 would silently change every size.
-            "kb_base" if o.value == Some("1024") => {}
-            "kb_base" => {
-                return Err(o.bad("xferbench sizes are binary (k = 1024); drop kb_base and write sizes in bytes or with k/m/g"));
-            }
-            "numa_cpu_nodes" => {
-                self.cpus_allowed = Some(numa_cpus(o.value()?).map_err(|e| o.bad(&e))?)
-            }
-            // Engine options (fixedbufs, nowait, cpuload…), then the rest:
-            // noted, refused, or named as not fio's.
-            _ => {
-                if let Some(outcome) = self.engine_opts.set(key, o.value)? {
-                    return Ok(outcome);
-                }
-                return unhandled(key);
-            }
+        if let Some(spec) = options::GENERAL
+            .iter()
+            .chain(verify_options::VERIFY)
+            .find(|s| s.is(key))
+        {
+            return spec.apply(self, &o);
         }
-        Ok(SetOutcome::Applied)
+        if let Some(spec) = engine_opts::find(key) {
+            let outcome = spec.apply(self, &o)?;
+            self.engine_opts.mark(spec.name);
+            return Ok(outcome);
+        }
+        if let Some(e) = verify_options::refuse_other(key) {
+            return Err(e);
+        }
+        Err(Error::usage(match nearest(key) {
+            Some(near) => {
+                format!("unknown option '{key}' (not a fio option); did you mean '{near}'?")
+            }
+            None => format!(
+                "unknown option '{key}' (not a fio option); check the spelling against fio's HOWTO"
+            ),
+        }))
     }
 
-    fn set_engine(&mut self, o: &Opt) -> Result<SetOutcome> {
+    fn set_engine(&mut self, o: &Opt) -> Result<()> {
         let v = o.value()?;
         self.ioengine = match v {
             "sync" => IoEngine::Sync,
@@ -1446,33 +1038,26 @@ impl Job {
             "netsplice" => IoEngine::NetSplice,
             _ => return Err(o.bad(&refused::refusal(v))),
         };
-        Ok(SetOutcome::Applied)
+        Ok(())
     }
 }
 
-/// Options `Job::set` does not implement: a note, a refusal, or "not a
-/// fio option" with the nearest spelling.
-fn unhandled(key: &str) -> Result<SetOutcome> {
-    use crate::fio_options::{Unhandled, nearest, unhandled};
-    match unhandled(key) {
-        Unhandled::Note(why) => Ok(SetOutcome::Note(format!(
-            "option '{key}' changes no figure xferbench reports and was accepted: {why}"
-        ))),
-        Unhandled::EngineOnly(engine) => Ok(SetOutcome::Note(format!(
-            "option '{key}' belongs to ioengine={engine}; a job on another engine ignores it"
-        ))),
-        Unhandled::Refuse(why) => Err(Error::usage(format!(
-            "option '{key}' is not supported: {why}"
-        ))),
-        Unhandled::Unknown => Err(Error::usage(match nearest(key, HANDLED) {
-            Some(near) => {
-                format!("unknown option '{key}' (not a fio option); did you mean '{near}'?")
-            }
-            None => format!(
-                "unknown option '{key}' (not a fio option); check the spelling against fio's HOWTO"
-            ),
-        })),
-    }
+/// Every name (and alias) of every option in the tables.
+pub fn option_names() -> impl Iterator<Item = &'static str> {
+    options::GENERAL
+        .iter()
+        .chain(verify_options::VERIFY)
+        .chain(engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter()))
+        .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
+}
+
+/// The fio option spelled most like `key`, for "did you mean".
+pub fn nearest(key: &str) -> Option<&'static str> {
+    option_names()
+        .map(|k| (strsim::damerau_levenshtein(key, k), k))
+        .filter(|(d, k)| *d <= 2.max(k.len() / 4))
+        .min()
+        .map(|(_, k)| k)
 }
 
 /// The CPUs of NUMA nodes `list` (as in `0-1,3`), from sysfs.
@@ -1502,8 +1087,9 @@ enum Distribution {
     Skewed(Shape),
 }
 
-/// One option being parsed: knows how to word errors about itself.
-struct Opt<'a> {
+/// One option being parsed, handed to its table entry: knows how to word
+/// errors about itself.
+pub struct Opt<'a> {
     key: &'a str,
     value: Option<&'a str>,
 }
@@ -2320,36 +1906,121 @@ mod tests {
     }
 
     #[test]
-    fn every_option_is_taken_noted_or_refused() {
+    fn bs_is_seq_rand_sizes_random_ios_by_the_write_side() {
+        let sized = |rw: &str, extra: &[(&str, &str)]| {
+            let mut j = Job::default();
+            for (k, v) in [("bs", "4k,64k"), ("bs_is_seq_rand", "1"), ("rw", rw)]
+                .iter()
+                .chain(extra)
+            {
+                j.set(k, Some(v)).unwrap();
+            }
+            j.resolve_block_sizes().map(|()| (j.bs, j.bs_mix.is_none()))
+        };
+        // Every I/O of a random job is random: the write side, reads too.
+        assert_eq!(sized("randrw", &[]), Ok((64 << 10, true)));
+        // Every I/O of a sequential job is sequential: the read side.
+        assert_eq!(sized("rw", &[]), Ok((4 << 10, true)));
+        assert_eq!(
+            sized("randwrite", &[("percentage_random", "0")]),
+            Ok((4 << 10, true))
+        );
+        let e = sized("randread", &[("percentage_random", "50")]).unwrap_err();
+        assert!(
+            e.starts_with("bs_is_seq_rand with rw=randread (percentage_random=50)"),
+            "{e}"
+        );
+        assert!(
+            sized("randread:8", &[])
+                .unwrap_err()
+                .contains("rw=randread:8")
+        );
+        // bssplit and bsrange sides follow the same rule.
         let mut j = Job::default();
-        // Every name offered for "did you mean" is one set() takes.
-        for k in HANDLED {
-            let v = match *k {
-                "filename" | "directory" | "filename_format" | "name" | "wait_for" => "x",
-                "rw" | "readwrite" => "read",
-                "ioengine" => "psync",
-                "iomem" | "mem" => "malloc",
-                "verify" => "crc32c",
-                "completion" => "poll",
-                "fadvise_hint" | "sync" | "fallocate" => "1",
-                "rw_sequencer" => "identical",
-                "rate_process" => "poisson",
-                "zonemode" => "strided",
-                "random_distribution" => "zoned:50/50:50/50",
-                "random_generator" => "lfsr",
-                "file_service_type" => "random:2",
-                "exit_what" => "all",
-                "cpus_allowed_policy" => "split",
-                "kb_base" => "1024",
-                "buffer_pattern" => "0xab",
-                "cpus_allowed" | "numa_cpu_nodes" => "0",
-                "startdelay" => "0",
-                "continue_on_error" | "ignore_error" => "none",
-                _ => "1",
-            };
-            let r = j.set(k, Some(v));
-            assert!(r.is_ok(), "{k}={v}: {r:?}");
+        for (k, v) in [
+            ("bssplit", "4k/50:8k/50,64k/100"),
+            ("bs_is_seq_rand", "1"),
+            ("rw", "read"),
+        ] {
+            j.set(k, Some(v)).unwrap();
         }
+        j.resolve_block_sizes().unwrap();
+        assert_eq!(j.bs_mix.unwrap().text(), "4k/50:8k/50");
+        // Off (fio's default): each direction keeps its own size.
+        let mut j = Job::default();
+        for (k, v) in [("bs", "4k,64k"), ("bs_is_seq_rand", "0"), ("rw", "randrw")] {
+            j.set(k, Some(v)).unwrap();
+        }
+        j.resolve_block_sizes().unwrap();
+        assert_eq!(j.bs_mix.unwrap().text(), "4k,64k");
+    }
+
+    #[test]
+    fn near_misses_are_named() {
+        assert_eq!(nearest("direcotry"), Some("directory"));
+        assert_eq!(nearest("write_bw_logs"), Some("write_bw_log"));
+        assert_eq!(nearest("fixedbuf"), Some("fixedbufs"));
+        assert_eq!(nearest("zzzzzzzz"), None);
+    }
+
+    #[test]
+    fn every_option_is_taken_noted_or_refused() {
+        use spec::{Effect, Kind, Spec};
+        use std::collections::BTreeSet;
+        let names = |s: &'static Spec| std::iter::once(s.name).chain(s.aliases.iter().copied());
+        let engines = || engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter());
+        // Each name once: one general or verify entry, or one engine option
+        // (the same entry in each engine's table that takes it).
+        let mut general: Vec<&str> = options::GENERAL
+            .iter()
+            .chain(verify_options::VERIFY)
+            .flat_map(names)
+            .collect();
+        let n = general.len();
+        general.sort_unstable();
+        general.dedup();
+        assert_eq!(general.len(), n, "an option has two entries");
+        let engine: BTreeSet<&str> = engines().flat_map(names).collect();
+        assert!(
+            general.iter().all(|g| !engine.contains(g)),
+            "an engine option is also a general one"
+        );
+        for name in &engine {
+            let kinds: BTreeSet<String> = engines()
+                .filter(|s| s.is(name))
+                .map(|s| format!("{:?}", s.kind))
+                .collect();
+            assert_eq!(kinds.len(), 1, "{name}: two engine entries differ");
+        }
+        // Every option set() takes takes its example, under every name, and
+        // each of its words; the others are noted or refused as the table says.
+        let all = options::GENERAL
+            .iter()
+            .chain(verify_options::VERIFY)
+            .chain(engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter()));
+        for s in all {
+            let words = match s.kind {
+                Kind::Words(w) => w,
+                _ => &[][..],
+            };
+            for k in std::iter::once(s.name).chain(s.aliases.iter().copied()) {
+                for v in std::iter::once(s.kind.example()).chain(words.iter().copied()) {
+                    let r = Job::default().set(k, Some(v));
+                    match s.effect {
+                        Effect::Set(_) | Effect::Take(_) => assert!(r.is_ok(), "{k}={v}: {r:?}"),
+                        Effect::Note(_) | Effect::OtherEngine(_) => {
+                            assert!(matches!(r, Ok(SetOutcome::Note(_))), "{k}={v}: {r:?}")
+                        }
+                        Effect::Refuse(_) => assert!(
+                            r.as_ref()
+                                .is_err_and(|e| e.to_string().contains("is not supported")),
+                            "{k}={v}: {r:?}"
+                        ),
+                    }
+                }
+            }
+        }
+        let mut j = Job::default();
         assert!(
             matches!(set(&mut j, "write_lat_log", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("histogram"))
         );

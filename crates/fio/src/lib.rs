@@ -10,7 +10,6 @@ pub mod checksum;
 pub mod distribution;
 pub mod engine;
 pub mod files;
-pub mod fio_options;
 pub mod intervals;
 pub mod job;
 pub mod jobfile;

@@ -914,6 +914,145 @@ pub fn parse_set_pair(s: &str) -> std::result::Result<(String, Option<String>), 
     Ok((k.to_string(), v))
 }
 
+/// One `stream` flag that sets a fio option: declared once, in
+/// [`STREAM_FLAGS`]; the command line makes a flag of it, [`StreamConfig`]
+/// keeps what was given under the option's name, and the jobs get it
+/// through `Job::set`, exactly as a job-file line.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamFlag {
+    /// The flag as typed after `--`; the fio option is this with `_` for `-`.
+    pub flag: &'static str,
+    /// `--help`'s name for its value; None for a switch (`--time-based`),
+    /// which sets the option bare (`time_based`).
+    pub value: Option<&'static str>,
+    /// `--help`'s line.
+    pub help: &'static str,
+}
+
+impl StreamFlag {
+    /// The fio option it sets.
+    pub fn option(&self) -> String {
+        self.flag.replace('-', "_")
+    }
+}
+
+/// The `stream` flags that are fio options, in `--help`'s order (which is
+/// also their order in a run's `options`).
+pub const STREAM_FLAGS: &[StreamFlag] = &[
+    StreamFlag {
+        flag: "filename",
+        value: Some("FILENAME"),
+        help: "Target: a file, a block or character device, or xfer:TRANSPORT (e.g. xfer:tcp) for a one-way stream",
+    },
+    StreamFlag {
+        flag: "rw",
+        value: Some("RW"),
+        help: "read, write, randread, randwrite, rw, randrw, trim, randtrim, trimwrite, randtrimwrite",
+    },
+    StreamFlag {
+        flag: "bs",
+        value: Some("SIZE|SIZES"),
+        help: "Block size, or several to sweep (4k..2m doubles, or a list 4k,64k,1m): one table row per size",
+    },
+    StreamFlag {
+        flag: "size",
+        value: Some("SIZE"),
+        help: "Bytes per job (fio suffixes: k, m, g, t are powers of 1024)",
+    },
+    StreamFlag {
+        flag: "offset",
+        value: Some("OFFSET"),
+        help: "Byte offset in the target where each job's I/O starts (fio suffixes)",
+    },
+    StreamFlag {
+        flag: "filesize",
+        value: Some("FILESIZE"),
+        help: "Size of the target when it reports none (character devices) or is created",
+    },
+    StreamFlag {
+        flag: "numjobs",
+        value: Some("NUMJOBS"),
+        help: "Copies of the job that run at once, each in its own thread on the same target, as fio's numjobs (1 to 4096)",
+    },
+    StreamFlag {
+        flag: "iodepth",
+        value: Some("IODEPTH"),
+        help: "I/Os in flight per job (io_uring, libaio, posixaio; vsync coalesces up to this many adjacent I/Os; the other synchronous engines do one at a time)",
+    },
+    StreamFlag {
+        flag: "ioengine",
+        value: Some("IOENGINE"),
+        help: "fio's engines, each making fio's syscalls: sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring, mmap, null, filecreate, filestat, filedelete, cpuio",
+    },
+    StreamFlag {
+        flag: "iomem",
+        value: Some("IOMEM"),
+        help: "Buffers: malloc, mmap, mmaphuge",
+    },
+    StreamFlag {
+        flag: "direct",
+        value: Some("0|1"),
+        help: "O_DIRECT (1) or buffered (0)",
+    },
+    StreamFlag {
+        flag: "verify",
+        value: Some("VERIFY"),
+        help: "Write a header and checksum into every block and check them on read: md5, crc64, crc32c, xxhash, sha1, sha256, sha512, sha3-256…, meta or pattern (with --set verify_pattern=)",
+    },
+    StreamFlag {
+        flag: "completion",
+        value: Some("COMPLETION"),
+        help: "interrupt (sleep until woken) or poll (spin; io_uring hipri/sqthread_poll add kernel polling)",
+    },
+    StreamFlag {
+        flag: "runtime",
+        value: Some("RUNTIME"),
+        help: "Stop each job after this long (fio's runtime; with --time-based, run exactly this long)",
+    },
+    StreamFlag {
+        flag: "time-based",
+        value: None,
+        help: "Loop over the region until --runtime has passed",
+    },
+    StreamFlag {
+        flag: "rate",
+        value: Some("RATE"),
+        help: "Cap each job's bandwidth (bytes per second, e.g. 100m)",
+    },
+];
+
+/// The [`STREAM_FLAGS`] given, as (fio option, value text; None for a
+/// switch). A run's `options` show every flag by its option's name: the
+/// value or null, and a switch as true or false, as they always have.
+#[derive(Clone, Debug, Default, PartialEq)]
+pub struct StreamFlags(pub Vec<(String, Option<String>)>);
+
+impl StreamFlags {
+    /// The value given for `option` (Some(None) for a switch given).
+    pub fn get(&self, option: &str) -> Option<Option<&str>> {
+        self.0
+            .iter()
+            .find(|(k, _)| k == option)
+            .map(|(_, v)| v.as_deref())
+    }
+}
+
+impl Serialize for StreamFlags {
+    fn serialize<S: Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
+        use serde::ser::SerializeMap;
+        let mut m = s.serialize_map(Some(STREAM_FLAGS.len()))?;
+        for f in STREAM_FLAGS {
+            let k = f.option();
+            let given = self.get(&k);
+            match f.value {
+                None => m.serialize_entry(&k, &given.is_some())?,
+                Some(_) => m.serialize_entry(&k, &given.flatten())?,
+            }
+        }
+        m.end()
+    }
+}
+
 /// `xferbench stream`: fio-style jobs from a job file, flags, or both.
 /// The fio options are kept as written (fio's own syntax, checked when the
 /// jobs are built), so a job given by fields reads like a job file.
@@ -929,38 +1068,9 @@ pub struct StreamConfig {
     pub strict: bool,
     /// Job name for a job given by fields.
     pub name: Option<String>,
-    /// fio `filename`: a file, device, or `xfer:TRANSPORT`.
-    pub filename: Option<String>,
-    /// fio `rw`.
-    pub rw: Option<String>,
-    /// Block size, or several to sweep (`4k..2m`, `4k,64k,1m`).
-    pub bs: Option<String>,
-    /// fio `size`.
-    pub size: Option<String>,
-    /// fio `offset`.
-    pub offset: Option<String>,
-    /// fio `filesize`.
-    pub filesize: Option<String>,
-    /// fio `numjobs`.
-    pub numjobs: Option<String>,
-    /// fio `iodepth`.
-    pub iodepth: Option<String>,
-    /// fio `ioengine`.
-    pub ioengine: Option<String>,
-    /// fio `iomem`.
-    pub iomem: Option<String>,
-    /// fio `direct`.
-    pub direct: Option<String>,
-    /// fio `verify`.
-    pub verify: Option<String>,
-    /// `interrupt` or `poll`.
-    pub completion: Option<String>,
-    /// fio `runtime`.
-    pub runtime: Option<String>,
-    /// fio `time_based`.
-    pub time_based: bool,
-    /// fio `rate`.
-    pub rate: Option<String>,
+    /// The fio options given as flags ([`STREAM_FLAGS`]).
+    #[serde(flatten)]
+    pub flags: StreamFlags,
     /// Give up on an I/O that has not completed for this long.
     #[serde(serialize_with = "ser_secs", rename = "timeout_s")]
     pub timeout: Duration,
@@ -980,22 +1090,7 @@ impl Default for StreamConfig {
             set: Vec::new(),
             strict: false,
             name: None,
-            filename: None,
-            rw: None,
-            bs: None,
-            size: None,
-            offset: None,
-            filesize: None,
-            numjobs: None,
-            iodepth: None,
-            ioengine: None,
-            iomem: None,
-            direct: None,
-            verify: None,
-            completion: None,
-            runtime: None,
-            time_based: false,
-            rate: None,
+            flags: StreamFlags::default(),
             timeout: Duration::from_secs(10),
             allow_large_layout: false,
             out: Output::default(),
@@ -1004,50 +1099,31 @@ impl Default for StreamConfig {
 }
 
 impl StreamConfig {
-    /// The fields given, as fio options applied to every job (after the job
-    /// file's own), then the `set` ones. `bs` is left to [`Self::bs_list`].
+    /// The value of a flag given (`filename`, `rw`…; by fio option name).
+    pub fn flag(&self, option: &str) -> Option<&str> {
+        self.flags.get(option).flatten()
+    }
+
+    /// The flags given, as fio options applied to every job (after the job
+    /// file's own), then the `set` ones, then `--bs` when it names one size
+    /// (a sweep is [`Self::bs_list`]'s): a flag's value reaches the job as
+    /// typed, parsed once by the option's own table entry.
     pub fn overrides(&self) -> Vec<(String, Option<String>)> {
-        let mut o: Vec<(String, Option<String>)> = Vec::new();
-        let flags: [(&str, &Option<String>); 14] = [
-            ("filename", &self.filename),
-            ("rw", &self.rw),
-            ("size", &self.size),
-            ("offset", &self.offset),
-            ("filesize", &self.filesize),
-            ("numjobs", &self.numjobs),
-            ("iodepth", &self.iodepth),
-            ("ioengine", &self.ioengine),
-            ("iomem", &self.iomem),
-            ("direct", &self.direct),
-            ("verify", &self.verify),
-            ("completion", &self.completion),
-            ("runtime", &self.runtime),
-            ("rate", &self.rate),
-        ];
-        for (k, v) in flags {
-            if let Some(v) = v {
-                o.push((k.to_string(), Some(v.clone())));
-            }
-        }
-        if self.time_based {
-            o.push(("time_based".into(), None));
-        }
+        let (bs, mut o): (Vec<_>, Vec<_>) =
+            self.flags.0.iter().cloned().partition(|(k, _)| k == "bs");
         o.extend(self.set.iter().cloned());
+        if self.bs_list().is_ok_and(|l| l.is_empty()) {
+            o.extend(bs);
+        }
         o
     }
 
-    /// Block sizes to sweep (empty: no `bs`, the jobs' own).
+    /// Block sizes to sweep: empty without `--bs`, or when it names one
+    /// size (then [`Self::overrides`] sets it as any other option).
     pub fn bs_list(&self) -> Result<Vec<u64>> {
-        let Some(b) = &self.bs else {
-            return Ok(Vec::new());
-        };
-        if b.contains("..") || b.contains(',') {
-            units::parse_size_list(b)
-        } else {
-            Ok(vec![
-                crate::units::parse_fio_size(b)
-                    .map_err(|e| Error::usage(format!("--bs {b}: {e}")))?,
-            ])
+        match self.flag("bs") {
+            Some(b) if b.contains("..") || b.contains(',') => units::parse_size_list(b),
+            _ => Ok(Vec::new()),
         }
     }
 }

@@ -230,7 +230,7 @@ mod tests {
             assert!(d.path().join(format!("f.0.{n}")).exists(), "f.0.{n}");
         }
         let mut j = job("filestat", d.path(), "7");
-        j.engine_opts.set("stat_type", Some("statx")).unwrap();
+        j.set("stat_type", Some("statx")).unwrap();
         let mut e = FileOps::open(&j, &j.resolved_files().unwrap()).unwrap();
         // Two were missing: made first, 1 KiB each.
         assert_eq!(e.before, 2);

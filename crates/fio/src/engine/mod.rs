@@ -248,10 +248,7 @@ pub fn check(job: &Job) -> Result<()> {
     let e = job.ioengine;
     let o = &job.engine_opts;
     for given in &o.given {
-        let owners = crate::job::engine_opts::OWNERS
-            .iter()
-            .find(|(k, _)| k == given)
-            .map_or(&[][..], |(_, v)| *v);
+        let owners = crate::job::engine_opts::owners(given);
         if !owners.contains(&e.name()) {
             return Err(Error::usage(format!(
                 "job {name}: {given} is an option of ioengine={}, not of ioengine={}; drop it or change the engine",

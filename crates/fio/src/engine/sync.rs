@@ -546,7 +546,7 @@ mod tests {
         );
         // Buffered writes that may not block: refused by most file
         // systems, in one line naming the fix; or done, where allowed.
-        j.engine_opts.set("nowait", None).unwrap();
+        j.set("nowait", None).unwrap();
         let t = target(&f, &j);
         let mut e = SyncIo::new(std::slice::from_ref(&t), &j, 1);
         let buf = mem.slot_ptr(0);

@@ -1,13 +1,12 @@
-//! fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…): parsed
-//! here, beside the engines that read them, so [`Job::set`] hands on the
-//! keys it does not know itself. Whether an option suits the job's engine is
-//! checked once every option is in (`engine::check`): fio reads a job's
-//! lines in order, xferbench does not make `ioengine=` come first.
-//!
-//! [`Job::set`]: crate::job::Job::set
+//! fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…), in a
+//! table per engine as fio keeps them. Whether an option suits the job's
+//! engine is checked once every option is in (`engine::check`): fio reads a
+//! job's lines in order, xferbench does not make `ioengine=` come first.
 
-use crate::error::{Error, Result};
-use crate::job::SetOutcome;
+use super::Opt;
+use super::net_options::NET;
+use super::spec::{Kind, Spec};
+use crate::error::Result;
 use serde::Serialize;
 
 /// `cpumode=` of the cpuio engine.
@@ -91,111 +90,159 @@ impl Default for EngineOpts {
     }
 }
 
-/// The engine options xferbench knows, and the engines each belongs to
-/// (`rw=filecreate` and the like: what fio's examples for the file engines
-/// write, recorded by [`EngineOpts::file_rw`]).
-pub const OWNERS: [(&str, &[&str]); 17] = [
-    ("fixedbufs", &["io_uring"]),
-    ("registerfiles", &["io_uring"]),
-    ("sqthread_poll_cpu", &["io_uring"]),
-    ("nonvectored", &["io_uring"]),
-    ("force_async", &["io_uring"]),
-    ("nowait", &["pvsync2", "libaio", "io_uring"]),
-    ("uncached", &["pvsync2"]),
-    ("hipri_percentage", &["pvsync2"]),
-    ("userspace_reap", &["libaio"]),
-    ("cpuload", &["cpuio"]),
-    ("cpuchunks", &["cpuio"]),
-    ("cpumode", &["cpuio"]),
-    ("exit_on_io_done", &["cpuio"]),
-    ("stat_type", &["filestat"]),
-    ("rw=filecreate", &["filecreate"]),
-    ("rw=filestat", &["filestat"]),
-    ("rw=filedelete", &["filedelete"]),
+/// The options of each engine that has its own, as fio gives each engine an
+/// option table: an option in an engine's table belongs to that engine (an
+/// option several engines take is in each of their tables), and a job
+/// setting it on another engine is refused by `engine::check`, naming the
+/// engines from here. The order is that of the refusal's list.
+pub static ENGINES: &[(&str, &[Spec])] = &[
+    ("pvsync2", &[NOWAIT, UNCACHED, HIPRI_PERCENTAGE]),
+    ("libaio", &[NOWAIT, USERSPACE_REAP]),
+    (
+        "io_uring",
+        &[
+            FIXEDBUFS,
+            REGISTERFILES,
+            SQTHREAD_POLL_CPU,
+            NONVECTORED,
+            FORCE_ASYNC,
+            NOWAIT,
+        ],
+    ),
+    ("cpuio", &[CPULOAD, CPUCHUNKS, CPUMODE, EXIT_ON_IO_DONE]),
+    ("filestat", &[STAT_TYPE]),
+    ("net", NET),
+    ("netsplice", NET),
 ];
+
+const FIXEDBUFS: Spec = Spec::set("fixedbufs", Kind::Bool, |j, o| {
+    o.bool().map(|v| j.engine_opts.fixedbufs = v)
+});
+const REGISTERFILES: Spec = Spec::set("registerfiles", Kind::Bool, |j, o| {
+    o.bool().map(|v| j.engine_opts.registerfiles = v)
+});
+const SQTHREAD_POLL_CPU: Spec = Spec::set("sqthread_poll_cpu", Kind::Int, |j, o| {
+    j.engine_opts.sqthread_poll_cpu = Some(whole(o, 0, 65535)? as u32);
+    Ok(())
+});
+const NONVECTORED: Spec = Spec::set("nonvectored", Kind::Int, |j, o| {
+    j.engine_opts.nonvectored = whole(o, -1, 1)? as i32;
+    Ok(())
+});
+const FORCE_ASYNC: Spec = Spec::set("force_async", Kind::Int, |j, o| {
+    j.engine_opts.force_async = whole(o, 0, 1 << 30)? as u32;
+    Ok(())
+});
+const NOWAIT: Spec = Spec::set("nowait", Kind::Bool, |j, o| {
+    o.bool().map(|v| j.engine_opts.nowait = v)
+});
+const UNCACHED: Spec = Spec::set("uncached", Kind::Int, |j, o| {
+    j.engine_opts.uncached = whole(o, 0, 1)? == 1;
+    Ok(())
+});
+const HIPRI_PERCENTAGE: Spec = Spec::set("hipri_percentage", Kind::Int, |j, o| {
+    j.engine_opts.hipri_percentage = whole(o, 0, 100)? as u32;
+    Ok(())
+});
+const USERSPACE_REAP: Spec = Spec::set("userspace_reap", Kind::Bool, |j, o| {
+    o.bool().map(|v| j.engine_opts.userspace_reap = v)
+});
+// fio caps cpuload at 100; 0 is fio's "cpu thread needs rate".
+const CPULOAD: Spec = Spec::set("cpuload", Kind::Int, |j, o| {
+    j.engine_opts.cpuload = Some(whole(o, 1, 100)? as u32);
+    Ok(())
+});
+const CPUCHUNKS: Spec = Spec::set("cpuchunks", Kind::Int, |j, o| {
+    j.engine_opts.cpuchunks = whole(o, 1, 10_000_000)? as u32;
+    Ok(())
+});
+const CPUMODE: Spec = Spec::set("cpumode", Kind::Words(&["noop", "qsort"]), |j, o| {
+    j.engine_opts.cpumode = match o.value.unwrap_or_default() {
+        "noop" => CpuMode::Noop,
+        "qsort" => CpuMode::Qsort,
+        _ => return Err(o.bad("unknown cpu mode; use noop or qsort")),
+    };
+    Ok(())
+});
+const EXIT_ON_IO_DONE: Spec = Spec::set("exit_on_io_done", Kind::Bool, |j, o| {
+    o.bool().map(|v| j.engine_opts.exit_on_io_done = v)
+});
+const STAT_TYPE: Spec = Spec::set(
+    "stat_type",
+    Kind::Words(&["stat", "lstat", "statx"]),
+    |j, o| {
+        j.engine_opts.stat_type = match o.value.unwrap_or_default() {
+            "stat" => StatType::Stat,
+            "lstat" => StatType::Lstat,
+            "statx" => StatType::Statx,
+            _ => return Err(o.bad("unknown stat call; use stat, lstat or statx")),
+        };
+        Ok(())
+    },
+);
+
+/// An engine option's whole number in `lo..=hi` (an empty or bare one too
+/// is "expected a whole number", as fio's engines say).
+fn whole(o: &Opt, lo: i64, hi: i64) -> Result<i64> {
+    o.value
+        .filter(|v| !v.is_empty())
+        .and_then(|v| v.parse::<i64>().ok())
+        .filter(|n| (lo..=hi).contains(n))
+        .ok_or_else(|| o.bad(&format!("expected a whole number from {lo} to {hi}")))
+}
+
+/// The engine option spelled `key`, if one engine's table holds it.
+pub fn find(key: &str) -> Option<&'static Spec> {
+    ENGINES
+        .iter()
+        .flat_map(|(_, t)| t.iter())
+        .find(|s| s.is(key))
+}
+
+/// The engines an option given to a job belongs to: those whose table holds
+/// it, or for `rw=filecreate` (and the like) the engine of that name.
+pub fn owners(given: &str) -> Vec<&'static str> {
+    ENGINES
+        .iter()
+        .filter(|(_, t)| t.iter().any(|s| s.name == given))
+        .map(|(e, _)| *e)
+        .chain(FILE_RW.iter().filter(|r| **r == given).map(|r| &r[3..]))
+        .collect()
+}
+
+/// `rw=` values that name a file engine (fio's examples write them), which
+/// the job records as given so that they go with their engine.
+const FILE_RW: [&str; 3] = ["rw=filecreate", "rw=filestat", "rw=filedelete"];
 
 impl EngineOpts {
     /// Records `rw=filecreate` (or filestat, filedelete), which leaves the
     /// job's `rw` as it is but belongs with its engine.
     pub fn file_rw(&mut self, value: &str) {
-        if let Some(&(name, _)) = OWNERS
+        if let Some(&name) = FILE_RW
             .iter()
-            .find(|(k, _)| k.strip_prefix("rw=") == Some(value))
+            .find(|k| k.strip_prefix("rw=") == Some(value))
             && !self.given.contains(&name)
         {
             self.given.push(name);
         }
     }
 
-    /// Applies `key` if it is one of these options (None otherwise, for the
-    /// caller's "not supported" warning). Errors name the option and value.
-    pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<Option<SetOutcome>> {
-        let Some(&(name, _)) = OWNERS.iter().find(|(k, _)| *k == key) else {
-            return Ok(None);
-        };
-        let bad = |why: &str| match value {
-            Some(v) => Error::usage(format!("{key}={v}: {why}")),
-            None => Error::usage(format!("{key}: {why}")),
-        };
-        let flag = || -> Result<bool> {
-            match value.map(|v| v.to_ascii_lowercase()).as_deref() {
-                None | Some("1" | "true" | "yes" | "on") => Ok(true),
-                Some("0" | "false" | "no" | "off") => Ok(false),
-                _ => Err(bad("expected a boolean: 1/0, true/false, yes/no or on/off")),
-            }
-        };
-        let int = |lo: i64, hi: i64| -> Result<i64> {
-            value
-                .filter(|v| !v.is_empty())
-                .and_then(|v| v.parse::<i64>().ok())
-                .filter(|n| (lo..=hi).contains(n))
-                .ok_or_else(|| bad(&format!("expected a whole number from {lo} to {hi}")))
-        };
-        match name {
-            "fixedbufs" => self.fixedbufs = flag()?,
-            "registerfiles" => self.registerfiles = flag()?,
-            "sqthread_poll_cpu" => self.sqthread_poll_cpu = Some(int(0, 65535)? as u32),
-            "nonvectored" => self.nonvectored = int(-1, 1)? as i32,
-            "force_async" => self.force_async = int(0, 1 << 30)? as u32,
-            "nowait" => self.nowait = flag()?,
-            "uncached" => self.uncached = int(0, 1)? == 1,
-            "hipri_percentage" => self.hipri_percentage = int(0, 100)? as u32,
-            "userspace_reap" => self.userspace_reap = flag()?,
-            // fio caps cpuload at 100; 0 is fio's "cpu thread needs rate".
-            "cpuload" => self.cpuload = Some(int(1, 100)? as u32),
-            "cpuchunks" => self.cpuchunks = int(1, 10_000_000)? as u32,
-            "cpumode" => {
-                self.cpumode = match value.unwrap_or_default() {
-                    "noop" => CpuMode::Noop,
-                    "qsort" => CpuMode::Qsort,
-                    _ => return Err(bad("unknown cpu mode; use noop or qsort")),
-                }
-            }
-            "exit_on_io_done" => self.exit_on_io_done = flag()?,
-            "stat_type" => {
-                self.stat_type = match value.unwrap_or_default() {
-                    "stat" => StatType::Stat,
-                    "lstat" => StatType::Lstat,
-                    "statx" => StatType::Statx,
-                    _ => return Err(bad("unknown stat call; use stat, lstat or statx")),
-                }
-            }
-            _ => unreachable!("every owned option is parsed"),
-        }
+    /// Records that an engine's option was set, for [`owners`]' check.
+    pub fn mark(&mut self, name: &'static str) {
         if !self.given.contains(&name) {
             self.given.push(name);
         }
-        Ok(Some(SetOutcome::Applied))
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::{Job, SetOutcome};
 
     #[test]
     fn parses_and_names_bad_values() {
-        let mut o = EngineOpts::default();
+        let mut j = Job::default();
         for (k, v) in [
             ("fixedbufs", None),
             ("registerfiles", Some("1")),
@@ -205,18 +252,25 @@ mod tests {
             ("cpumode", Some("qsort")),
             ("stat_type", Some("statx")),
         ] {
-            assert_eq!(o.set(k, v).unwrap(), Some(SetOutcome::Applied), "{k}");
+            assert_eq!(j.set(k, v).unwrap(), SetOutcome::Applied, "{k}");
         }
+        let o = &j.engine_opts;
         assert!(o.fixedbufs && o.registerfiles);
         assert_eq!((o.nonvectored, o.force_async, o.cpuload), (0, 4, Some(40)));
         assert_eq!((o.cpumode, o.stat_type), (CpuMode::Qsort, StatType::Statx));
-        assert_eq!(o.set("fancy", Some("1")).unwrap(), None);
-        let err = |k, v| {
-            EngineOpts::default()
-                .set(k, Some(v))
-                .unwrap_err()
-                .to_string()
-        };
+        assert_eq!(
+            o.given,
+            [
+                "fixedbufs",
+                "registerfiles",
+                "nonvectored",
+                "force_async",
+                "cpuload",
+                "cpumode",
+                "stat_type"
+            ]
+        );
+        let err = |k, v| Job::default().set(k, Some(v)).unwrap_err().to_string();
         assert_eq!(
             err("cpuload", "0"),
             "cpuload=0: expected a whole number from 1 to 100"
@@ -228,5 +282,14 @@ mod tests {
         assert!(err("nonvectored", "2").starts_with("nonvectored=2:"));
         assert!(err("hipri_percentage", "101").contains("from 0 to 100"));
         assert!(err("fixedbufs", "maybe").contains("expected a boolean"));
+    }
+
+    #[test]
+    fn owners_come_from_the_engines_tables() {
+        assert_eq!(owners("nowait"), ["pvsync2", "libaio", "io_uring"]);
+        assert_eq!(owners("fixedbufs"), ["io_uring"]);
+        assert_eq!(owners("port"), ["net", "netsplice"]);
+        assert_eq!(owners("rw=filestat"), ["filestat"]);
+        assert!(owners("bs").is_empty());
     }
 }

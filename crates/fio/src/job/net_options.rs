@@ -1,7 +1,66 @@
 //! fio's `net` engine options as a job sets them: the model's part; what
 //! they resolve to (an endpoint) is `stream::net`'s.
 
+use super::spec::{Kind, Spec};
 use serde::Serialize;
+
+/// The options of fio's `net` and `netsplice` engines.
+pub static NET: &[Spec] = &[
+    // hostname= is the peer, kept as the filename as fio keeps it, so
+    // --map can point it elsewhere; an IPv6 address keeps its colons.
+    Spec::set("hostname", Kind::Text("localhost"), |j, o| {
+        j.filename = Some(o.value()?.to_string());
+        j.filenames.clear();
+        j.net.hostname = j.filename.clone();
+        Ok(())
+    }),
+    Spec::set("port", Kind::Int, |j, o| {
+        j.net.port = Some(o.int(1, 65535)? as u16);
+        Ok(())
+    }),
+    Spec::set(
+        "protocol",
+        Kind::Words(&["tcp", "tcpv6", "udp", "udpv6", "unix"]),
+        |j, o| {
+            j.net.protocol = Some(Proto::parse(o.value()?).map_err(|e| o.bad(&e))?);
+            Ok(())
+        },
+    )
+    .alias(&["proto"]),
+    Spec::set("listen", Kind::Bool, |j, o| {
+        j.net.listen = Some(o.bool()?);
+        Ok(())
+    }),
+    Spec::set("pingpong", Kind::Bool, |j, o| {
+        j.net.pingpong = Some(o.bool()?);
+        Ok(())
+    }),
+    Spec::set("nodelay", Kind::Bool, |j, o| {
+        j.net.nodelay = Some(o.bool()?);
+        Ok(())
+    }),
+    Spec::set("window_size", Kind::Size, |j, o| {
+        j.net.window_size = Some(
+            u32::try_from(o.size()?)
+                .ok()
+                .filter(|w| *w <= i32::MAX as u32)
+                .ok_or_else(|| o.bad("a socket buffer is at most 2g"))?,
+        );
+        Ok(())
+    }),
+    Spec::set("mss", Kind::Int, |j, o| {
+        j.net.mss = Some(o.int(0, 65535)?);
+        Ok(())
+    }),
+    Spec::set("interface", Kind::Text("127.0.0.1"), |j, o| {
+        j.net.interface = Some(o.value()?.to_string());
+        Ok(())
+    }),
+    Spec::set("ttl", Kind::Int, |j, o| {
+        j.net.ttl = Some(o.int(0, 255)?);
+        Ok(())
+    }),
+];
 
 /// fio's `protocol=` (`proto=`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]

@@ -1,87 +1,120 @@
-//! fio's verify options on a [`Job`]: kept apart from the rest because they
-//! are many and only mean something together (prepare() checks the mix).
-//! Every `verify*` option fio has is either taken, taken with a note, or
-//! refused with the list of those taken — never silently ignored, as a
-//! verify option quietly dropped would leave data unchecked.
+//! fio's verify options on a [`Job`](super::Job): kept apart from the rest
+//! because they are many and only mean something together (prepare() checks
+//! the mix). Every `verify*` option fio has is either taken, taken with a
+//! note, or refused with the list of those taken — never silently ignored,
+//! as a verify option quietly dropped would leave data unchecked.
 
-use super::{Job, Opt, SetOutcome, VerifyKind};
+use super::spec::{Kind, Spec};
+use super::{Opt, SetOutcome, VerifyKind};
 use crate::error::{Error, Result};
 use crate::pattern::Pattern;
 
-/// The verify options xferbench takes (for the refusal of the others).
-const TAKEN: &str = "verify, do_verify, verify_fatal, verify_dump, verify_pattern, verify_interval, verify_offset, verify_backlog, verify_backlog_batch, verify_only, verify_header_seed, experimental_verify, verify_async, verify_async_cpus, verify_state_save, verify_state_load";
-
-/// Whether `key` is one of fio's verify options (taken or refused here).
-pub(super) fn is_verify_option(key: &str) -> bool {
-    matches!(key, "verify" | "do_verify" | "experimental_verify") || key.starts_with("verify")
-}
-
-impl Job {
-    pub(super) fn set_verify(&mut self, o: &Opt) -> Result<SetOutcome> {
-        match o.key {
-            "verify" => {
-                self.verify_given = true;
-                if o.value.is_none() {
-                    o.value()?;
-                }
-                match o.value.unwrap_or_default() {
-                    "" | "0" | "none" => self.verify = None,
-                    "null" => {
-                        self.verify = None;
-                        return Ok(SetOutcome::Unsupported(
-                            "verify=null (fio's pretend verification) runs as no verify: nothing is written into blocks, read back or checked".into(),
-                        ));
-                    }
-                    v => self.verify = Some(kind(o, v)?),
-                }
+/// fio's verify options xferbench takes; any other `verify*` key is
+/// refused with this list.
+pub static VERIFY: &[Spec] = &[
+    Spec::take("verify", Kind::Text("crc32c"), |j, o| {
+        j.verify_given = true;
+        if o.value.is_none() {
+            o.value()?;
+        }
+        match o.value.unwrap_or_default() {
+            "" | "0" | "none" => j.verify = None,
+            "null" => {
+                j.verify = None;
+                return Ok(SetOutcome::Unsupported(
+                    "verify=null (fio's pretend verification) runs as no verify: nothing is written into blocks, read back or checked".into(),
+                ));
             }
-            "do_verify" => self.do_verify = o.bool()?,
-            "verify_fatal" => self.verify_fatal = o.bool()?,
-            "verify_dump" => self.verify_dump = o.bool()?,
-            "verify_pattern" => {
-                let p = Pattern::parse(o.value()?).map_err(|e| o.bad(&e))?;
-                self.verify_pattern = Some(p);
-                // fio: a pattern alone means a header check plus the pattern.
-                if !self.verify_given {
-                    self.verify = Some(VerifyKind::Meta);
-                }
-            }
-            "verify_interval" => self.verify_interval = Some(o.size()?).filter(|&n| n > 0),
-            "verify_offset" => self.verify_offset = o.size()?,
-            "verify_backlog" => self.verify_backlog = count(o)?,
-            "verify_backlog_batch" => {
-                self.verify_backlog_batch = Some(count(o)?).filter(|&n| n > 0)
-            }
-            "verify_only" => self.verify_only = o.bool()?,
-            "verify_header_seed" => self.verify_header_seed = o.bool()?,
-            // xferbench's read-back always replays the write order from the
-            // seed instead of logging it, which is what this turns on in fio.
-            "experimental_verify" => {
-                o.bool()?;
-            }
-            "verify_async" if count(o)? == 0 => {}
-            "verify_async" | "verify_async_cpus" => {
-                return Ok(SetOutcome::Unsupported(format!(
-                    "{}={}: xferbench checks blocks inline in the job's worker, not in extra threads, so a verifying read job's figures include the checking time (a writer's read-back is outside its figures either way)",
-                    o.key,
-                    o.value()?
-                )));
-            }
-            "verify_state_save" | "verify_state_load" if !o.bool()? => {}
-            "verify_state_save" | "verify_state_load" => {
-                return Ok(SetOutcome::Unsupported(format!(
-                    "{}=1: xferbench keeps no verify state file; a writer checks what it wrote in this run, a read job checks its whole region",
-                    o.key
-                )));
-            }
-            k => {
-                return Err(Error::usage(format!(
-                    "{k} is not supported; the verify options xferbench takes are {TAKEN}"
-                )));
-            }
+            v => j.verify = Some(kind(o, v)?),
         }
         Ok(SetOutcome::Applied)
+    }),
+    Spec::set("do_verify", Kind::Bool, |j, o| {
+        o.bool().map(|v| j.do_verify = v)
+    }),
+    Spec::set("verify_fatal", Kind::Bool, |j, o| {
+        o.bool().map(|v| j.verify_fatal = v)
+    }),
+    Spec::set("verify_dump", Kind::Bool, |j, o| {
+        o.bool().map(|v| j.verify_dump = v)
+    }),
+    Spec::set("verify_pattern", Kind::Text("0xdeadbeef"), |j, o| {
+        let p = Pattern::parse(o.value()?).map_err(|e| o.bad(&e))?;
+        j.verify_pattern = Some(p);
+        // fio: a pattern alone means a header check plus the pattern.
+        if !j.verify_given {
+            j.verify = Some(VerifyKind::Meta);
+        }
+        Ok(())
+    }),
+    Spec::set("verify_interval", Kind::Size, |j, o| {
+        j.verify_interval = Some(o.size()?).filter(|&n| n > 0);
+        Ok(())
+    }),
+    Spec::set("verify_offset", Kind::Size, |j, o| {
+        j.verify_offset = o.size()?;
+        Ok(())
+    }),
+    Spec::set("verify_backlog", Kind::Int, |j, o| {
+        j.verify_backlog = count(o)?;
+        Ok(())
+    }),
+    Spec::set("verify_backlog_batch", Kind::Int, |j, o| {
+        j.verify_backlog_batch = Some(count(o)?).filter(|&n| n > 0);
+        Ok(())
+    }),
+    Spec::set("verify_only", Kind::Bool, |j, o| {
+        o.bool().map(|v| j.verify_only = v)
+    }),
+    Spec::set("verify_header_seed", Kind::Bool, |j, o| {
+        o.bool().map(|v| j.verify_header_seed = v)
+    }),
+    // xferbench's read-back always replays the write order from the
+    // seed instead of logging it, which is what this turns on in fio.
+    Spec::set("experimental_verify", Kind::Bool, |_, o| {
+        o.bool().map(|_| ())
+    }),
+    Spec::take("verify_async", Kind::Int, |_, o| {
+        if count(o)? == 0 {
+            return Ok(SetOutcome::Applied);
+        }
+        threads(o)
+    }),
+    Spec::take("verify_async_cpus", Kind::Text("0"), |_, o| threads(o)),
+    Spec::take("verify_state_save", Kind::Bool, |_, o| state(o)),
+    Spec::take("verify_state_load", Kind::Bool, |_, o| state(o)),
+];
+
+/// `verify_async=N` and `verify_async_cpus=`: taken, checked inline.
+fn threads(o: &Opt) -> Result<SetOutcome> {
+    Ok(SetOutcome::Unsupported(format!(
+        "{}={}: xferbench checks blocks inline in the job's worker, not in extra threads, so a verifying read job's figures include the checking time (a writer's read-back is outside its figures either way)",
+        o.key,
+        o.value()?
+    )))
+}
+
+/// `verify_state_save=` / `verify_state_load=`: off is what xferbench does.
+fn state(o: &Opt) -> Result<SetOutcome> {
+    if !o.bool()? {
+        return Ok(SetOutcome::Applied);
     }
+    Ok(SetOutcome::Unsupported(format!(
+        "{}=1: xferbench keeps no verify state file; a writer checks what it wrote in this run, a read job checks its whole region",
+        o.key
+    )))
+}
+
+/// The refusal of a `verify*` key the table does not hold: a verify option
+/// quietly dropped would leave data unchecked, so none is merely unknown.
+pub(super) fn refuse_other(key: &str) -> Option<Error> {
+    key.starts_with("verify").then(|| {
+        let taken: Vec<&str> = VERIFY.iter().map(|s| s.name).collect();
+        Error::usage(format!(
+            "{key} is not supported; the verify options xferbench takes are {}",
+            taken.join(", ")
+        ))
+    })
 }
 
 /// The kind for a `verify=` word, or the refusal listing them all.
@@ -112,6 +145,7 @@ fn count(o: &Opt) -> Result<u64> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::job::Job;
 
     fn set(j: &mut Job, k: &str, v: &str) -> Result<SetOutcome> {
         j.set(k, Some(v))

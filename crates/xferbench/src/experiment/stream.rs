@@ -147,7 +147,7 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
                         || k == "hostname"
                         || (k == "ioengine" && matches!(v.as_deref(), Some("net" | "netsplice")))
                 };
-                if args.filename.is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
+                if args.flag("filename").is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
                     return Err(Error::usage(
                         "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
                     ));

@@ -1,0 +1,950 @@
+//! fio's general options, one entry each, as fio's options.c lists them:
+//! those xferbench takes, those it notes (they change no figure it reports:
+//! logs, labels, percentile lists…), those it refuses (they would), and the
+//! options of fio engines it does not have. The engines' own options are in
+//! their tables ([`super::engine_opts::ENGINES`]), the verify options in
+//! [`super::verify_options::VERIFY`]. A key in none of them is "not a fio
+//! option", so a typo in a job file is caught rather than silently measured
+//! without it.
+//!
+//! The names are fio 3.41's (options.c and the engines' option tables),
+//! aliases included.
+
+use super::spec::{Kind, Spec, refusal};
+use super::{Completion, ExitWhat, Job, Opt, Sequencer, SetOutcome, file_service};
+use crate::error::Result;
+use std::time::Duration;
+
+const LOG: &str =
+    "xferbench keeps every run's histogram and intervals in its JSON instead of fio's log files";
+const PCT: &str = "xferbench reports fixed percentiles from a full histogram kept in the JSON";
+const CLOCK: &str = "xferbench times every I/O with its own clock, whose overhead it reports";
+const LABEL: &str = "a label only";
+const LAYOUT: &str = "files are created and laid out before timing starts";
+const NO_ZBD: &str = "zoned block devices (zonemode=zbd) are not supported; run the job on a conventional target or use zonemode=strided";
+const CMDPRIO: &str =
+    "per-command I/O priorities are not supported; use prioclass=/prio= for the job";
+const CGROUP: &str = "cgroups are not supported; start xferbench inside the cgroup instead";
+const DEDUPE: &str = "xferbench writes unique random data; dedupe mixes are not supported";
+const FDP: &str = "NVMe flexible data placement is not supported; drop it";
+const DP: &str = "NVMe data placement is not supported; drop it";
+const FLOW: &str = "flow control between jobs is not supported; use rate= on each job";
+const LATENCY: &str = "latency targets that tune the queue depth are not supported; give iodepth=";
+const BLKTRACE: &str = "trace replay is not supported";
+const IOLOG: &str = "I/O log replay is not supported";
+const SPRANDOM: &str = "SPRandom preconditioning is not supported";
+const STEADY: &str = "steady-state detection is not supported; give runtime=";
+const TRIM_VERIFY: &str = "trim-and-verify is not supported";
+const UNALIGNED: &str = "unaligned block sizes are not supported; drop it";
+
+/// A job option whose value is a flag.
+const fn flag(name: &'static str, f: fn(&mut Job, &Opt) -> Result<()>) -> Spec {
+    Spec::set(name, Kind::Bool, f)
+}
+
+/// fio's general options.
+pub static GENERAL: &[Spec] = &[
+    Spec::set("name", Kind::Text("x"), |j, o| {
+        j.name = o.value()?.to_string();
+        Ok(())
+    }),
+    Spec::set("filename", Kind::Text("x"), |j, o| {
+        // An empty filename= (a template's blank, an unset ${VAR}) keeps
+        // fio's default: the generated jobname.jobnum.filenum.
+        if o.value.is_some_and(|v| v.trim().is_empty()) {
+            j.filename = None;
+            j.filenames.clear();
+            return Ok(());
+        }
+        let mut names = o.filenames()?;
+        j.filename = Some(names[0].clone());
+        if names.len() == 1 {
+            names.clear();
+        }
+        j.filenames = names;
+        Ok(())
+    }),
+    Spec::set("directory", Kind::Text("x"), |j, o| {
+        j.directory = Some(o.directory()?);
+        Ok(())
+    }),
+    Spec::set("filename_format", Kind::Text("x"), |j, o| {
+        j.filename_format = Some(o.value()?.to_string());
+        Ok(())
+    }),
+    Spec::set("nrfiles", Kind::Int, |j, o| {
+        j.nrfiles = o.int(1, 1 << 20)?;
+        Ok(())
+    })
+    .alias(&["nr_files"]),
+    Spec::set("filesize", Kind::Size, |j, o| {
+        (j.filesize, j.filesize_max) = o.size_range()?;
+        Ok(())
+    }),
+    Spec::set("openfiles", Kind::Int, |j, o| {
+        j.openfiles = Some(o.int(1, 1 << 20)?);
+        Ok(())
+    }),
+    Spec::set(
+        "file_service_type",
+        Kind::Words(&["roundrobin", "sequential", "random", "random:2"]),
+        |j, o| {
+            j.file_service = file_service::FileService::parse(o.value()?).map_err(|why| o.bad(&why))?;
+            Ok(())
+        },
+    ),
+    Spec::set("size", Kind::Size, |j, o| {
+        match o.percent()? {
+            Some(p) => (j.size, j.size_pct) = (None, Some(p)),
+            None => (j.size, j.size_pct) = (Some(o.size()?), None),
+        }
+        Ok(())
+    })
+    .alias(&["io_size", "io_limit"]),
+    Spec::set("offset", Kind::Size, |j, o| {
+        match o.percent()? {
+            Some(p) => (j.offset, j.offset_pct) = (0, Some(p)),
+            None => (j.offset, j.offset_pct) = (o.size()?, None),
+        }
+        Ok(())
+    })
+    .alias(&["fileoffset"]),
+    Spec::set("offset_increment", Kind::Size, |j, o| {
+        j.offset_increment = o.size()?;
+        Ok(())
+    }),
+    Spec::set("bs", Kind::Size, |j, o| {
+        let [r, w] = o.sides(|v| o.block_size(v))?;
+        let (r, w) = (r.unwrap_or(super::DEFAULT_BS), w.unwrap_or(super::DEFAULT_BS));
+        j.bs = r.min(w);
+        j.bs_sides = (r != w).then_some([r, w]);
+        Ok(())
+    })
+    .alias(&["blocksize"]),
+    Spec::set("bsrange", Kind::Text("4k-64k"), |j, o| {
+        let [r, w] = o.sides(|v| o.block_range(v))?;
+        let d = (super::DEFAULT_BS, super::DEFAULT_BS);
+        j.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
+        Ok(())
+    })
+    .alias(&["blocksize_range"]),
+    Spec::set("blockalign", Kind::Size, |j, o| {
+        let [r, w] = o.sides(|v| o.block_size(v))?;
+        if r.is_some() && w.is_some() && r != w {
+            return Err(
+                o.bad("different read and write alignments are not supported; give one value")
+            );
+        }
+        j.blockalign = r.or(w);
+        Ok(())
+    })
+    .alias(&["ba"]),
+    flag("bs_is_seq_rand", |j, o| o.bool().map(|v| j.bs_is_seq_rand = v)),
+    Spec::set("bssplit", Kind::Text("4k/50:64k/50"), |j, o| {
+        let [r, w] = o.sides(|v| o.split(v))?;
+        let d = || vec![(super::DEFAULT_BS, 100)];
+        j.bssplit = Some([r.unwrap_or_else(d), w.unwrap_or_else(d)]);
+        Ok(())
+    }),
+    Spec::set(
+        "rw",
+        Kind::Words(&[
+            "read",
+            "write",
+            "randread",
+            "randwrite",
+            "rw",
+            "readwrite",
+            "randrw",
+            "trim",
+            "randtrim",
+            "trimwrite",
+            "randtrimwrite",
+            "filecreate",
+            "filestat",
+            "filedelete",
+        ]),
+        |j, o| {
+            // fio's examples for the file engines write rw=filecreate (and
+            // filestat, filedelete): the job keeps its rw, and the value
+            // must go with its engine (engine::check).
+            match o.value {
+                Some(v @ ("filecreate" | "filestat" | "filedelete")) => j.engine_opts.file_rw(v),
+                _ => (j.rw, j.seq_add, j.seq_nr) = o.rw()?,
+            }
+            Ok(())
+        },
+    )
+    .alias(&["readwrite"]),
+    Spec::set(
+        "rw_sequencer",
+        Kind::Words(&["sequential", "identical"]),
+        |j, o| {
+            j.rw_sequencer = match o.value()? {
+                "sequential" => Sequencer::Sequential,
+                "identical" => Sequencer::Identical,
+                _ => return Err(o.bad("use sequential or identical")),
+            };
+            Ok(())
+        },
+    ),
+    flag("norandommap", |j, o| o.bool().map(|v| j.norandommap = v)),
+    Spec::set(
+        "random_distribution",
+        Kind::Text("zoned:60/10:40/90"),
+        |j, o| {
+            (j.zoned, j.zoned_abs, j.skew) = (Vec::new(), Vec::new(), None);
+            match o.distribution()? {
+                super::Distribution::Uniform => {}
+                super::Distribution::Zoned(z) => j.zoned = z,
+                super::Distribution::ZonedAbs(z) => j.zoned_abs = z,
+                super::Distribution::Skewed(s) => j.skew = Some(s),
+            }
+            Ok(())
+        },
+    ),
+    Spec::set("percentage_random", Kind::Int, |j, o| {
+        j.percentage_random = o.per_direction_pct()?;
+        Ok(())
+    }),
+    Spec::take(
+        "random_generator",
+        Kind::Words(&["lfsr", "tausworthe", "tausworthe64"]),
+        |j, o| match o.value()? {
+            "lfsr" => {
+                j.lfsr = true;
+                Ok(SetOutcome::Applied)
+            }
+            g @ ("tausworthe" | "tausworthe64") => {
+                j.lfsr = false;
+                Ok(SetOutcome::Note(format!(
+                    "random_generator={g}: xferbench draws random offsets with its own generator (splitmix64) to the same distribution (uniform: each block once per pass, or drawn afresh with norandommap)"
+                )))
+            }
+            _ => Err(o.bad("use tausworthe, lfsr or tausworthe64")),
+        },
+    ),
+    flag("randrepeat", |j, o| o.bool().map(|v| j.randrepeat = v)).alias(&["allrandrepeat"]),
+    Spec::set("zonemode", Kind::Words(&["none", "strided"]), |j, o| {
+        j.strided = match o.value()? {
+            "none" => false,
+            "strided" => true,
+            "zbd" => {
+                return Err(o.bad(
+                    "zoned block devices are not supported; run the job on a conventional target or use zonemode=strided",
+                ));
+            }
+            _ => return Err(o.bad("use none or strided")),
+        };
+        Ok(())
+    }),
+    Spec::set("zonerange", Kind::Size, |j, o| {
+        j.zonerange = Some(o.size()?).filter(|&z| z > 0);
+        Ok(())
+    }),
+    Spec::set("zonesize", Kind::Size, |j, o| {
+        j.zonesize = Some(o.size()?).filter(|&z| z > 0);
+        Ok(())
+    }),
+    Spec::set("zoneskip", Kind::Size, |j, o| {
+        j.zoneskip = o.size()?;
+        Ok(())
+    }),
+    Spec::set("startdelay", Kind::Time, |j, o| {
+        j.startdelay = o.duration_range()?;
+        Ok(())
+    }),
+    Spec::set("number_ios", Kind::Int, |j, o| {
+        j.number_ios = Some(o.size()?).filter(|&n| n > 0);
+        Ok(())
+    }),
+    Spec::set("thinktime", Kind::Time, |j, o| {
+        j.thinktime = o.micros()?;
+        Ok(())
+    }),
+    Spec::set("thinktime_spin", Kind::Time, |j, o| {
+        j.thinktime_spin = o.micros()?;
+        Ok(())
+    }),
+    Spec::set("thinktime_blocks", Kind::Int, |j, o| {
+        j.thinktime_blocks = o.int(1, u32::MAX.into())?;
+        Ok(())
+    }),
+    Spec::set("rate_iops", Kind::Int, |j, o| {
+        j.rate_iops = Some(o.pair("rate")?).filter(|r| *r > 0);
+        Ok(())
+    }),
+    Spec::set("rate_iops_min", Kind::Int, |j, o| {
+        j.rate_iops_min = Some(o.pair("rate")?).filter(|r| *r > 0);
+        Ok(())
+    }),
+    Spec::set("rate_process", Kind::Words(&["linear", "poisson"]), |j, o| {
+        j.poisson = match o.value()? {
+            "linear" => false,
+            "poisson" => true,
+            _ => return Err(o.bad("use linear or poisson")),
+        };
+        Ok(())
+    }),
+    Spec::set("rate_cycle", Kind::Int, |j, o| {
+        j.rate_cycle = Duration::from_millis(o.int(1, u32::MAX.into())?.into());
+        Ok(())
+    })
+    .alias(&["ratecycle"]),
+    Spec::set("max_latency", Kind::Time, |j, o| {
+        j.max_latency = o.micros()?;
+        Ok(())
+    }),
+    flag("invalidate", |j, o| o.bool().map(|v| j.invalidate = v)),
+    Spec::set(
+        "fadvise_hint",
+        Kind::Words(&["1", "0", "none", "sequential", "random", "normal"]),
+        |j, o| {
+            j.fadvise = match o.value.unwrap_or("1") {
+                "0" | "none" => None,
+                "1" => Some(-1),
+                "sequential" => Some(libc::POSIX_FADV_SEQUENTIAL),
+                "random" => Some(libc::POSIX_FADV_RANDOM),
+                "normal" => Some(libc::POSIX_FADV_NORMAL),
+                _ => return Err(o.bad("use 0, 1, sequential, random or normal")),
+            };
+            Ok(())
+        },
+    ),
+    Spec::set(
+        "sync",
+        Kind::Words(&["1", "0", "none", "false", "sync", "true", "dsync"]),
+        |j, o| {
+            j.open_sync = match o.value.unwrap_or("1") {
+                "0" | "none" | "false" => None,
+                "1" | "sync" | "true" => Some(libc::O_SYNC),
+                "dsync" => Some(libc::O_DSYNC),
+                _ => return Err(o.bad("use none, sync or dsync (0 or 1)")),
+            };
+            Ok(())
+        },
+    ),
+    Spec::set("fdatasync", Kind::Int, |j, o| {
+        j.fdatasync = o.int(0, u32::MAX.into())?;
+        Ok(())
+    }),
+    flag("fsync_on_close", |j, o| {
+        j.end_fsync |= o.bool()?;
+        Ok(())
+    }),
+    flag("fill_device", |j, o| o.bool().map(|v| j.fill_device = v)).alias(&["fill_fs"]),
+    Spec::set(
+        "fallocate",
+        Kind::Words(&["native", "none", "0", "truncate", "posix", "keep", "1"]),
+        |j, o| {
+            j.fallocate = match o.value.unwrap_or("native") {
+                "none" | "0" | "truncate" => false,
+                "native" | "posix" | "keep" | "1" => true,
+                _ => return Err(o.bad("use none, native, posix, keep or truncate")),
+            };
+            Ok(())
+        },
+    ),
+    flag("unlink", |j, o| o.bool().map(|v| j.unlink = v)),
+    flag("zero_buffers", |j, o| o.bool().map(|v| j.zero_buffers = v)),
+    flag("refill_buffers", |j, o| o.bool().map(|v| j.refill_buffers = v)),
+    Spec::set("buffer_pattern", Kind::Text("0xab"), |j, o| {
+        j.buffer_pattern = Some(o.pattern()?);
+        Ok(())
+    }),
+    Spec::set("iodepth_low", Kind::Int, |j, o| {
+        j.iodepth_low = Some(o.int(0, 65536)?);
+        Ok(())
+    }),
+    Spec::set("iodepth_batch_complete_min", Kind::Int, |j, o| {
+        j.batch_complete_min = o.int(0, 65536)?.max(1);
+        Ok(())
+    })
+    .alias(&["iodepth_batch_complete"]),
+    flag("exitall", |j, o| o.bool().map(|v| j.exitall = v)),
+    flag("exitall_on_error", |j, o| {
+        o.bool().map(|v| j.exitall_on_error = v)
+    }),
+    Spec::set(
+        "exit_what",
+        Kind::Words(&["group", "stonewall", "all"]),
+        |j, o| {
+            j.exit_what = match o.value()? {
+                "group" => ExitWhat::Group,
+                "stonewall" => ExitWhat::Stonewall,
+                "all" => ExitWhat::All,
+                _ => return Err(o.bad("use group, stonewall or all")),
+            };
+            Ok(())
+        },
+    ),
+    Spec::set(
+        "cpus_allowed_policy",
+        Kind::Words(&["shared", "split"]),
+        |j, o| {
+            j.cpus_split = match o.value()? {
+                "shared" => false,
+                "split" => true,
+                _ => return Err(o.bad("use shared or split")),
+            };
+            Ok(())
+        },
+    ),
+    Spec::set("cpumask", Kind::Text("0x3"), |j, o| {
+        let mask = o.value()?;
+        let bits = match mask.strip_prefix("0x").or_else(|| mask.strip_prefix("0X")) {
+            Some(h) => u64::from_str_radix(h, 16),
+            None => mask.parse::<u64>(),
+        }
+        .map_err(|_| o.bad("expected a bit mask, as in 0x3 or 3"))?;
+        j.cpus_allowed = Some((0..64).filter(|b| bits >> b & 1 == 1).collect());
+        Ok(())
+    }),
+    Spec::take("iomem_align", Kind::Size, |_, o| {
+        let a = o.size()?;
+        let page = 4096;
+        if a > page || (a > 0 && !a.is_power_of_two()) {
+            return Err(o.bad("xferbench aligns buffers to the page (4096 bytes); larger or odd alignments are not supported"));
+        }
+        Ok(SetOutcome::Note(format!(
+            "{}={a}: xferbench's buffers are page-aligned, which satisfies it",
+            o.key
+        )))
+    })
+    .alias(&["mem_align"]),
+    Spec::take("create_on_open", Kind::Any, |_, o| {
+        Ok(SetOutcome::Note(format!(
+            "{} changes no figure here: a job's files are created and opened before timing starts",
+            o.key
+        )))
+    })
+    .alias(&["create_serialize"]),
+    Spec::take(
+        "continue_on_error",
+        Kind::Words(&["none", "0", "verify"]),
+        |_, o| match o.value {
+            Some("verify") => Ok(SetOutcome::Note(
+                "continue_on_error=verify is what xferbench does: a bad block is counted and the job goes on (unless verify_fatal), then fails naming the first".into(),
+            )),
+            _ => on_error(o),
+        },
+    ),
+    Spec::take("ignore_error", Kind::Words(&["none", "0"]), |_, o| {
+        on_error(o)
+    }),
+    Spec::take("lockfile", Kind::Words(&["none"]), |_, o| {
+        if o.value != Some("none") {
+            return Err(refusal(
+                o.key,
+                "file locking between jobs is not supported; drop it",
+            ));
+        }
+        Ok(SetOutcome::Note(
+            "lockfile=none is what xferbench does: jobs on one file do not lock it".into(),
+        ))
+    }),
+    Spec::take("io_submit_mode", Kind::Words(&["inline"]), |_, o| {
+        if o.value != Some("inline") {
+            return Err(refusal(
+                o.key,
+                "only inline submission is supported; drop it",
+            ));
+        }
+        Ok(SetOutcome::Note(
+            "io_submit_mode=inline is what xferbench does: each job submits its own I/O".into(),
+        ))
+    }),
+    flag("overwrite", |j, o| o.bool().map(|v| j.overwrite = v)),
+    flag("file_append", |j, o| o.bool().map(|v| j.file_append = v)),
+    Spec::set("offset_align", Kind::Size, |j, o| {
+        j.offset_align = o.size()?;
+        Ok(())
+    }),
+    flag("unlink_each_loop", |j, o| {
+        j.unlink |= o.bool()?;
+        Ok(())
+    }),
+    Spec::set("buffer_compress_percentage", Kind::Int, |j, o| {
+        j.compress_pct = o.int(0, 100)?;
+        Ok(())
+    }),
+    Spec::set("buffer_compress_chunk", Kind::Size, |j, o| {
+        j.compress_chunk = o.size()?.max(1);
+        Ok(())
+    }),
+    Spec::set("nice", Kind::Int, |j, o| {
+        j.nice = Some(
+            o.value()?
+                .parse::<i32>()
+                .ok()
+                .filter(|n| (-20..=19).contains(n))
+                .ok_or_else(|| o.bad("expected a niceness from -20 to 19"))?,
+        );
+        Ok(())
+    }),
+    Spec::set("prio", Kind::Int, |j, o| {
+        j.ioprio.1 = Some(o.int(0, 7)?);
+        Ok(())
+    }),
+    Spec::set("prioclass", Kind::Int, |j, o| {
+        j.ioprio.0 = Some(o.int(0, 3)?);
+        Ok(())
+    }),
+    Spec::take("iodepth_batch", Kind::Int, |_, o| {
+        o.int(0, 65536)?;
+        Ok(SetOutcome::Note(format!(
+            "{}: xferbench refills the queue to iodepth and submits what is queued in one call before each reap",
+            o.key
+        )))
+    })
+    .alias(&["iodepth_batch_submit", "iodepth_batch_complete_max"]),
+    Spec::take("scramble_buffers", Kind::Bool, |_, o| {
+        o.bool()?;
+        Ok(SetOutcome::Note(
+            "scramble_buffers: xferbench's write buffers are random bytes already".into(),
+        ))
+    }),
+    Spec::set("rwmixread", Kind::Int, |j, o| {
+        j.rwmixread = o.int(0, 100)?;
+        Ok(())
+    }),
+    Spec::set("rwmixwrite", Kind::Int, |j, o| {
+        j.rwmixread = 100 - o.int(0, 100)?;
+        Ok(())
+    }),
+    Spec::set("numjobs", Kind::Int, |j, o| {
+        j.numjobs = o.int(1, 4096)?;
+        Ok(())
+    }),
+    Spec::set("iodepth", Kind::Int, |j, o| {
+        j.iodepth = o.int(1, 65536)?;
+        Ok(())
+    }),
+    Spec::set("ioengine", Kind::Text("psync"), |j, o| j.set_engine(o)),
+    Spec::set(
+        "iomem",
+        Kind::Words(&["malloc", "mmap", "mmapshared", "shm", "mmaphuge", "shmhuge"]),
+        |j, o| {
+            j.iomem = o.iomem()?;
+            Ok(())
+        },
+    )
+    .alias(&["mem"]),
+    flag("direct", |j, o| o.bool().map(|v| j.direct = v)),
+    flag("buffered", |j, o| o.bool().map(|v| j.direct = !v)),
+    Spec::set("randseed", Kind::Int, |j, o| {
+        j.randseed = o
+            .value()?
+            .parse()
+            .map_err(|_| o.bad("expected a whole number"))?;
+        Ok(())
+    }),
+    // fio: 0 means no limit.
+    Spec::set("ratemin", Kind::Size, |j, o| {
+        j.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0);
+        Ok(())
+    })
+    .alias(&["rate_min"]),
+    Spec::set("rate", Kind::Size, |j, o| {
+        j.rate = Some(o.pair("rate")?).filter(|&r| r > 0);
+        Ok(())
+    }),
+    flag("new_group", |j, o| o.bool().map(|v| j.new_group = v)),
+    flag("stonewall", |j, o| o.bool().map(|v| j.stonewall = v)).alias(&["wait_for_previous"]),
+    Spec::set("wait_for", Kind::Text("x"), |j, o| {
+        j.wait_for = Some(o.value()?.to_string());
+        Ok(())
+    }),
+    flag("group_reporting", |j, o| {
+        o.bool().map(|v| j.group_reporting = v)
+    }),
+    flag("allow_file_create", |j, o| {
+        o.bool().map(|v| j.allow_file_create = v)
+    }),
+    Spec::set("fsync", Kind::Int, |j, o| {
+        j.fsync = o.int(0, u32::MAX.into())?;
+        Ok(())
+    }),
+    flag("end_fsync", |j, o| o.bool().map(|v| j.end_fsync = v)),
+    Spec::set("runtime", Kind::Time, |j, o| {
+        j.runtime = o.duration()?;
+        Ok(())
+    })
+    .alias(&["timeout"]),
+    flag("time_based", |j, o| o.bool().map(|v| j.time_based = v)),
+    Spec::set("ramp_time", Kind::Time, |j, o| {
+        j.ramp_time = o.duration()?;
+        Ok(())
+    }),
+    // io_uring's and pvsync2's in fio, but read beside completion= for
+    // every engine, and refused on the others by engine::check with its
+    // own advice.
+    flag("hipri", |j, o| o.bool().map(|v| j.hipri = v)),
+    flag("sqthread_poll", |j, o| o.bool().map(|v| j.sqthread_poll = v)),
+    Spec::set("completion", Kind::Words(&["interrupt", "poll"]), |j, o| {
+        j.completion = Some(match o.value()? {
+            "interrupt" => Completion::Interrupt,
+            "poll" => Completion::Poll,
+            _ => return Err(o.bad("unknown completion mode; use interrupt or poll")),
+        });
+        Ok(())
+    }),
+    Spec::set("cpus_allowed", Kind::Text("0"), |j, o| {
+        j.cpus_allowed = crate::units::parse_cpu_list(o.value()?).map_err(|_| {
+            o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
+        })?;
+        Ok(())
+    }),
+    // Workers are threads: the setting is what xferbench always does.
+    Spec::set("thread", Kind::Words(&["1"]), |_, o| {
+        if !o.bool()? {
+            return Err(o.bad(
+                "fio's jobs as processes are not supported: xferbench's jobs are threads; drop it",
+            ));
+        }
+        Ok(())
+    })
+    .alias(&["threads"]),
+    Spec::set("loops", Kind::Int, |j, o| {
+        j.loops = o.int(1, u32::MAX.into())?;
+        Ok(())
+    }),
+    // Ignoring kb_base=1000 would silently change every size.
+    Spec::set("kb_base", Kind::Words(&["1024"]), |_, o| {
+        if o.value != Some("1024") {
+            return Err(o.bad("xferbench sizes are binary (k = 1024); drop kb_base and write sizes in bytes or with k/m/g"));
+        }
+        Ok(())
+    }),
+    Spec::set("numa_cpu_nodes", Kind::Text("0"), |j, o| {
+        j.cpus_allowed = Some(super::numa_cpus(o.value()?).map_err(|e| o.bad(&e))?);
+        Ok(())
+    }),
+    // Accepted: they change no figure xferbench reports.
+    Spec::note("block_error_percentiles", PCT),
+    Spec::note("bwavgtime", LOG),
+    Spec::note("clat_percentiles", PCT),
+    Spec::note("clocksource", CLOCK),
+    Spec::note("create_fsync", LAYOUT),
+    Spec::note("description", LABEL),
+    Spec::note("disable_bw", CLOCK).alias(&["disable_bw_measurement"]),
+    Spec::note("disable_clat", CLOCK),
+    Spec::note("disable_lat", CLOCK),
+    Spec::note("disable_slat", CLOCK),
+    Spec::note("disk_util", "xferbench does not sample disk utilisation"),
+    Spec::note(
+        "error_dump",
+        "errors are reported with their offset and errno",
+    ),
+    Spec::note("gtod_cpu", CLOCK),
+    Spec::note("gtod_reduce", CLOCK),
+    Spec::note(
+        "hugepage-size",
+        "huge-page buffers use the system's default huge page size",
+    ),
+    Spec::note("iopsavgtime", LOG),
+    Spec::note("job_start_clock_id", CLOCK),
+    Spec::note("lat_percentiles", PCT),
+    Spec::note("log_alternate_epoch", LOG),
+    Spec::note("log_alternate_epoch_clock_id", LOG),
+    Spec::note("log_avg_msec", LOG),
+    Spec::note("log_compression", LOG),
+    Spec::note("log_compression_cpus", LOG),
+    Spec::note("log_entries", LOG),
+    Spec::note("log_hist_coarseness", LOG),
+    Spec::note("log_hist_msec", LOG),
+    Spec::note("log_issue_time", LOG),
+    Spec::note("log_max_value", LOG),
+    Spec::note("log_offset", LOG),
+    Spec::note("log_prio", LOG),
+    Spec::note("log_store_compressed", LOG),
+    Spec::note("log_unix_epoch", LOG),
+    Spec::note("log_window_value", LOG),
+    Spec::note("per_job_logs", LOG),
+    Spec::note("percentile_list", PCT),
+    Spec::note("rwmixcycle", "deprecated in fio and without effect there"),
+    Spec::note("significant_figures", PCT),
+    Spec::note("slat_percentiles", PCT),
+    Spec::note("stats", CLOCK),
+    Spec::note(
+        "unified_rw_reporting",
+        "reads and writes are reported apart; the group line sums them",
+    ),
+    Spec::note("unique_filename", "only fio's client/server mode uses it"),
+    Spec::note("unit_base", "xferbench reports bytes per second"),
+    Spec::note("write_bw_log", LOG),
+    Spec::note("write_hist_log", LOG),
+    Spec::note(
+        "write_iolog",
+        "xferbench does not write I/O logs; its JSON holds each job's settings",
+    ),
+    Spec::note("write_iops_log", LOG),
+    Spec::note("write_lat_log", LOG),
+    Spec::note("flow_watermark", "deprecated in fio"),
+    // Refused: they would change what is measured.
+    Spec::refuse("cmdprio", CMDPRIO),
+    Spec::refuse("cmdprio_bssplit", CMDPRIO),
+    Spec::refuse("cmdprio_class", CMDPRIO),
+    Spec::refuse("cmdprio_hint", CMDPRIO),
+    Spec::refuse("cmdprio_percentage", CMDPRIO),
+    Spec::refuse(
+        "create_only",
+        "a job that only creates its files is not supported; drop it",
+    ),
+    Spec::refuse(
+        "libaio_vectored",
+        "vectored libaio commands are not supported; drop it",
+    ),
+    Spec::refuse(
+        "rate_ignore_thinktime",
+        "rates always count think time here; drop it",
+    ),
+    Spec::refuse(
+        "thp",
+        "transparent huge pages for mmap targets are not supported; drop it",
+    ),
+    Spec::refuse(
+        "allow_mounted_write",
+        "xferbench never checks for mounted file systems; drop it",
+    ),
+    Spec::refuse(
+        "atomic",
+        "atomic writes (RWF_ATOMIC) are not supported; drop it",
+    ),
+    Spec::refuse("blocksize_unaligned", UNALIGNED),
+    Spec::refuse("bs_unaligned", UNALIGNED),
+    Spec::refuse("cgroup", CGROUP),
+    Spec::refuse("cgroup_nodelete", CGROUP),
+    Spec::refuse("cgroup_weight", CGROUP),
+    Spec::refuse("dataplacement", DP),
+    Spec::refuse("data_placement", DP),
+    Spec::refuse("dedupe_global", DEDUPE),
+    Spec::refuse("dedupe_mode", DEDUPE),
+    Spec::refuse("dedupe_percentage", DEDUPE),
+    Spec::refuse("dedupe_working_set_percentage", DEDUPE),
+    Spec::refuse("dp_scheme", DP),
+    Spec::refuse(
+        "exec_postrun",
+        "xferbench runs no commands; run it after xferbench",
+    ),
+    Spec::refuse(
+        "exec_prerun",
+        "xferbench runs no commands; run it before xferbench",
+    ),
+    Spec::refuse("fdp", FDP),
+    Spec::refuse("fdp_pli", FDP),
+    Spec::refuse("fdp_pli_select", FDP),
+    Spec::refuse(
+        "filetype",
+        "xferbench takes the target's type from the file itself; drop it",
+    ),
+    Spec::refuse("flow", FLOW),
+    Spec::refuse("flow_id", FLOW),
+    Spec::refuse("flow_sleep", FLOW),
+    Spec::refuse(
+        "gid",
+        "xferbench does not switch users; run it as that group",
+    ),
+    Spec::refuse(
+        "gpu_dev_id",
+        "GPU placement of jobs is not supported; see xferbench curve -t cuda",
+    ),
+    Spec::refuse("ignore_zone_limits", NO_ZBD),
+    Spec::refuse(
+        "ioscheduler",
+        "xferbench does not change the I/O scheduler; set it in /sys/block/DEV/queue/scheduler first",
+    ),
+    Spec::refuse("job_max_open_zones", NO_ZBD),
+    Spec::refuse("latency_percentile", LATENCY),
+    Spec::refuse("latency_run", LATENCY),
+    Spec::refuse("latency_target", LATENCY),
+    Spec::refuse("latency_window", LATENCY),
+    Spec::refuse(
+        "lockmem",
+        "pinning memory away from the page cache is not supported; drop it",
+    ),
+    Spec::refuse("max_open_zones", NO_ZBD),
+    Spec::refuse("merge_blktrace_file", BLKTRACE),
+    Spec::refuse("merge_blktrace_iters", BLKTRACE),
+    Spec::refuse("merge_blktrace_scalars", BLKTRACE),
+    Spec::refuse("num_range", "multi-range trims are not supported"),
+    Spec::refuse(
+        "numa_mem_policy",
+        "NUMA memory policies are not supported; run xferbench under numactl",
+    ),
+    Spec::refuse(
+        "opendir",
+        "taking every file under a directory is not supported; name the files",
+    ),
+    Spec::refuse(
+        "percentage_sequential",
+        "deprecated in fio, which refuses it; write percentage_random= with 100 minus the value",
+    ),
+    Spec::refuse("plid_select", FDP),
+    Spec::refuse("plids", FDP),
+    Spec::refuse(
+        "pre_read",
+        "pre-reading files into the cache is not supported; run a read job first",
+    ),
+    Spec::refuse("priohint", "I/O priority hints are not supported; drop it"),
+    Spec::refuse(
+        "profile",
+        "fio's built-in profiles are not supported; write the jobs out",
+    ),
+    Spec::refuse("read_beyond_wp", NO_ZBD),
+    Spec::refuse("read_iolog", IOLOG),
+    Spec::refuse("read_iolog_chunked", IOLOG),
+    Spec::refuse("recover_zbd_write_error", NO_ZBD),
+    Spec::refuse("replay_align", IOLOG),
+    Spec::refuse("replay_no_stall", IOLOG),
+    Spec::refuse("replay_redirect", IOLOG),
+    Spec::refuse("replay_scale", IOLOG),
+    Spec::refuse("replay_skip", IOLOG),
+    Spec::refuse("replay_time_scale", IOLOG),
+    Spec::refuse(
+        "serialize_overlap",
+        "overlap serialisation is not supported; drop it",
+    ),
+    Spec::refuse("softrandommap", "random maps are always kept; drop it"),
+    Spec::refuse("sprandom", SPRANDOM),
+    Spec::refuse("spr_num_regions", SPRANDOM),
+    Spec::refuse("spr_op", SPRANDOM),
+    Spec::refuse("steadystate", STEADY).alias(&["ss"]),
+    Spec::refuse("steadystate_check_interval", STEADY).alias(&["ss_interval"]),
+    Spec::refuse("steadystate_duration", STEADY).alias(&["ss_dur"]),
+    Spec::refuse(
+        "steadystate_ramp_time",
+        "steady-state detection is not supported; use ramp_time=",
+    )
+    .alias(&["ss_ramp"]),
+    Spec::refuse(
+        "sync_file_range",
+        "sync_file_range is not supported; use fsync= or fdatasync=",
+    ),
+    Spec::refuse(
+        "thinkcycles",
+        "CPU-cycle think time is not supported; use thinktime=",
+    ),
+    Spec::refuse(
+        "thinktime_blocks_type",
+        "think time per issued block is not supported; drop it",
+    ),
+    Spec::refuse(
+        "thinktime_iotime",
+        "think time after a span of I/O time is not supported; drop it",
+    ),
+    Spec::refuse("trim_backlog", TRIM_VERIFY),
+    Spec::refuse("trim_backlog_batch", TRIM_VERIFY),
+    Spec::refuse("trim_percentage", TRIM_VERIFY),
+    Spec::refuse("trim_verify_zero", TRIM_VERIFY),
+    Spec::refuse(
+        "uid",
+        "xferbench does not switch users; run it as that user",
+    ),
+    Spec::refuse(
+        "write_barrier",
+        "write barriers are not supported; use fsync=",
+    ),
+    Spec::refuse(
+        "write_hint",
+        "write lifetime hints are not supported; drop it",
+    ),
+    Spec::refuse("zone_reset_frequency", NO_ZBD),
+    Spec::refuse("zone_reset_threshold", NO_ZBD),
+    Spec::refuse("zonecapacity", NO_ZBD),
+    // Options of fio's engines that xferbench does not have.
+    Spec::other_engine("no_completion_thread", "windowsaio"),
+    Spec::other_engine("apptag", "io_uring_cmd"),
+    Spec::other_engine("apptag_mask", "io_uring_cmd"),
+    Spec::other_engine("arguments", "exec"),
+    Spec::other_engine("brick", "gfapi"),
+    Spec::other_engine("bucket_name", "http"),
+    Spec::other_engine("busy_poll", "rados/rbd"),
+    Spec::other_engine("bindname", "rdma"),
+    Spec::other_engine("chunk_size", "dfs/libhdfs"),
+    Spec::other_engine("chunck_size", "libhdfs"),
+    Spec::other_engine("clientname", "rados/rbd"),
+    Spec::other_engine("clustername", "rados/rbd"),
+    Spec::other_engine("cmd_type", "io_uring_cmd"),
+    Spec::other_engine("conf", "rados"),
+    Spec::other_engine("cont", "dfs"),
+    Spec::other_engine("cuda_io", "libcufile"),
+    Spec::other_engine("deac", "io_uring_cmd"),
+    Spec::other_engine("device-names", "xnvme"),
+    Spec::other_engine("donorname", "e4defrag"),
+    Spec::other_engine("gpu_dev_ids", "libcufile"),
+    Spec::other_engine("grace_time", "exec"),
+    Spec::other_engine("hdfs_use_direct", "libhdfs"),
+    Spec::other_engine("hdfsdirectory", "libhdfs"),
+    Spec::other_engine("http_host", "http"),
+    Spec::other_engine("http_mode", "http"),
+    Spec::other_engine("http_object_mode", "http"),
+    Spec::other_engine("http_pass", "http"),
+    Spec::other_engine("http_s3_key", "http"),
+    Spec::other_engine("http_s3_keyid", "http"),
+    Spec::other_engine("http_s3_region", "http"),
+    Spec::other_engine("http_s3_security_token", "http"),
+    Spec::other_engine("http_s3_sse_customer_algorithm", "http"),
+    Spec::other_engine("http_s3_sse_customer_key", "http"),
+    Spec::other_engine("http_s3_storage_class", "http"),
+    Spec::other_engine("http_swift_auth_token", "http"),
+    Spec::other_engine("http_user", "http"),
+    Spec::other_engine("http_verbose", "http"),
+    Spec::other_engine("https", "http"),
+    Spec::other_engine("initiator", "libiscsi"),
+    Spec::other_engine("inplace", "e4defrag"),
+    Spec::other_engine("libblkio_driver", "libblkio"),
+    Spec::other_engine("libblkio_force_enable_completion_eventfd", "libblkio"),
+    Spec::other_engine("libblkio_num_entries", "libblkio"),
+    Spec::other_engine("libblkio_path", "libblkio"),
+    Spec::other_engine("libblkio_pre_connect_props", "libblkio"),
+    Spec::other_engine("libblkio_pre_start_props", "libblkio"),
+    Spec::other_engine("libblkio_queue_size", "libblkio"),
+    Spec::other_engine("libblkio_vectored", "libblkio"),
+    Spec::other_engine("libblkio_wait_mode", "libblkio"),
+    Spec::other_engine("libblkio_write_zeroes_on_trim", "libblkio"),
+    Spec::other_engine("md_per_io_size", "io_uring_cmd/xnvme"),
+    Spec::other_engine("namenode", "libhdfs"),
+    Spec::other_engine("nfs_url", "nfs"),
+    Spec::other_engine("object_class", "dfs"),
+    Spec::other_engine("pi_act", "io_uring_cmd/xnvme"),
+    Spec::other_engine("pi_chk", "io_uring_cmd/xnvme"),
+    Spec::other_engine("pool", "dfs/rados/rbd"),
+    Spec::other_engine("program", "exec"),
+    Spec::other_engine("rbdname", "rbd"),
+    Spec::other_engine("readfua", "sg/io_uring_cmd"),
+    Spec::other_engine("sg_write_mode", "sg"),
+    Spec::other_engine("single-instance", "gfapi"),
+    Spec::other_engine("single_instance", "libhdfs"),
+    Spec::other_engine("skip_bad", "mtd"),
+    Spec::other_engine("std_redirect", "exec"),
+    Spec::other_engine("stream_id", "sg"),
+    Spec::other_engine("svcl", "dfs"),
+    Spec::other_engine("touch_objects", "rados"),
+    Spec::other_engine("uri", "nbd"),
+    Spec::other_engine("verb", "rdma"),
+    Spec::other_engine("verify_mode", "io_uring_cmd"),
+    Spec::other_engine("volume", "gfapi"),
+    Spec::other_engine("write_mode", "io_uring_cmd"),
+    Spec::other_engine("writefua", "sg/io_uring_cmd"),
+    Spec::other_engine("xnvme_admin", "xnvme"),
+    Spec::other_engine("xnvme_async", "xnvme"),
+    Spec::other_engine("xnvme_be", "xnvme"),
+    Spec::other_engine("xnvme_dev_nsid", "xnvme"),
+    Spec::other_engine("xnvme_dev_subnqn", "xnvme"),
+    Spec::other_engine("xnvme_iovec", "xnvme"),
+    Spec::other_engine("xnvme_mem", "xnvme"),
+    Spec::other_engine("xnvme_sync", "xnvme"),
+];
+
+/// `continue_on_error=` / `ignore_error=`: none is what xferbench does;
+/// anything else would run on past errors it stops at.
+fn on_error(o: &Opt) -> Result<SetOutcome> {
+    if matches!(o.value, Some("none" | "0" | "")) {
+        return Ok(SetOutcome::Note(format!(
+            "{}=none is what xferbench does: an error ends the job",
+            o.key
+        )));
+    }
+    Err(o.bad("going on past I/O errors is not supported: an error ends the job, naming its offset; drop it"))
+}
