@@ -41,237 +41,40 @@ pub fn job_reads(job: &Job) -> bool {
 impl Target {
     /// Opens `path` (the job's filename after `--map`) for `job`;
     /// `allow_large` lifts the sane bound on laying a file out for reading.
+    /// In fio's order: what the name is, the file opened (made if it may
+    /// be), the region worked out, the file grown or laid out to cover it.
     pub fn open(job: &Job, path: &Path, allow_large: bool) -> Result<Target> {
         // Jobs sharing a file open it at once; one at a time, so one that
         // creates or extends it never truncates what another just extended.
         static PREPARE: std::sync::Mutex<()> = std::sync::Mutex::new(());
         let _one = PREPARE.lock().unwrap_or_else(|e| e.into_inner());
-        let name = &job.name;
-        let shown = path.display();
         let meta = match std::fs::metadata(path) {
             Ok(m) => Some(m),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => None,
-            Err(e) => return Err(open_error(name, path, e)),
+            Err(e) => return Err(open_error(&job.name, path, e)),
         };
-        let kind = match &meta {
-            None => TargetKind::File,
-            Some(m) if m.file_type().is_block_device() => TargetKind::Block,
-            Some(m) if m.file_type().is_char_device() => TargetKind::Char,
-            Some(m) if m.is_file() => TargetKind::File,
-            Some(m) if m.is_dir() => {
-                return Err(Error::usage(format!(
-                    "job {name}: {shown} is a directory; name a file or a device"
-                )));
-            }
-            Some(_) => {
-                return Err(Error::usage(format!(
-                    "job {name}: {shown} is not a file, block or character device (a FIFO or socket? stream over a transport with filename=xfer:pipe)"
-                )));
-            }
-        };
-        if kind == TargetKind::Char && job.rw.trims() {
-            return Err(Error::usage(format!(
-                "job {name}: rw={} on {shown}: a character device has no trim (neither hole punching nor discard); trim a regular file or a block device, or use rw=write",
-                job.rw.name()
-            )));
+        let kind = kind_of(job, path, meta.as_ref())?;
+        let exists = meta.is_some();
+        if !exists {
+            may_create(job, path)?;
         }
-        // A missing name under /dev is a typo for a device (xdma0_h2c_9 for
-        // _0), not a file to create: made there, it would be measured as
-        // page cache.
-        if meta.is_none() && path.starts_with("/dev") {
-            return Err(Error::usage(format!(
-                "job {name}: {shown} does not exist, and xferbench does not create files under /dev{}; fix the name, or map it elsewhere with --map {shown}=FILE",
-                look_alikes(path)
-            )));
-        }
-        // fio makes a missing `directory=` (create_work_dirs): a job file
-        // written for a scratch tree runs without a mkdir first. Only the
-        // job's own directory, never a filename's parents, which are as
-        // likely a typo as a tree to make.
-        let missing_parent = path
-            .parent()
-            .filter(|p| !p.as_os_str().is_empty() && !p.exists());
-        if let Some(parent) = missing_parent
-            && meta.is_none()
-            && job.directory.is_some()
-            && job.allow_file_create
-        {
-            std::fs::create_dir_all(parent).map_err(|e| {
-                Error::usage(format!(
-                    "job {name}: cannot make the directory {} for {shown}: {e}; make it, or point directory= elsewhere",
-                    parent.display()
-                ))
-            })?;
-        }
-        if meta.is_none() && !job.allow_file_create {
-            return Err(Error::usage(format!(
-                "job {name}: {shown} does not exist and allow_file_create=0; create it, fix the name, or map it with --map {shown}=FILE"
-            )));
-        }
-        let reads = job_reads(job);
-        // A trim needs the target open for writing (fallocate, BLKDISCARD),
-        // and mmap a readable one: trims open it read-write, as fio's do. A
-        // shared writable mapping needs the file open for reading too
-        // (mmap's EACCES otherwise), so mmap writers open it read-write.
-        let writes = job.rw.writes() || job.rw.trims();
-        let mapped = job.ioengine == crate::job::IoEngine::Mmap;
-        let mut oo = OpenOptions::new();
-        oo.read(reads || !writes || job.rw.trims() || mapped)
-            .write(writes);
-        let mut flags = libc::O_CLOEXEC;
-        if job.direct {
-            flags |= libc::O_DIRECT;
-        }
-        flags |= job.open_sync.unwrap_or(0);
-        let sync_family = matches!(
-            job.ioengine,
-            IoEngine::Sync
-                | IoEngine::Psync
-                | IoEngine::Vsync
-                | IoEngine::Pvsync
-                | IoEngine::Pvsync2
-        );
-        if sync_family && job.completion() == Completion::Poll {
-            flags |= libc::O_NONBLOCK;
-        }
-        oo.custom_flags(flags);
-        if meta.is_none() {
-            // A file this job creates must be written before it can be read.
-            oo.write(true).create(true);
-        }
-        let file = oo.open(path).map_err(|e| {
-            if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
-                Error::usage(format!(
-                    "job {name}: {shown} does not support O_DIRECT (tmpfs and some filesystems do not); use direct=0 or a file on another filesystem"
-                ))
-            } else {
-                open_error(name, path, e)
-            }
-        })?;
-        let mut prepared = meta.is_none().then(|| "created".to_string());
+        let file = open_file(job, path, exists)?;
+        let mut prepared = (!exists).then(|| "created".to_string());
+        let shown = path.display();
         let current = match kind {
             TargetKind::File => file.metadata().map(|m| m.len()).unwrap_or(0),
             TargetKind::Block => block_size(&file).map_err(|e| {
-                Error::run(format!("job {name}: cannot read the size of {shown}: {e}"))
+                Error::run(format!(
+                    "job {}: cannot read the size of {shown}: {e}",
+                    job.name
+                ))
             })?,
             TargetKind::Char => 0,
         };
-        // The space the job may address: a device's own size, or for a char
-        // device that reports none, the job's filesize; a file grows to fit.
-        let limit = match kind {
-            TargetKind::Block => Some(current),
-            TargetKind::Char => job.filesize,
-            TargetKind::File => None,
-        };
-        let avail = match kind {
-            TargetKind::File => current.max(job.filesize.unwrap_or(0)),
-            _ => limit.unwrap_or(0),
-        };
-        // offset=N% and size=N% are fractions of the target, the offset
-        // rounded down to a block.
-        let offset = match job.offset_pct {
-            Some(p) if avail > 0 => {
-                let o = (avail as f64 * p) as u64;
-                let align = if job.offset_align > 0 {
-                    job.offset_align
-                } else {
-                    job.bs
-                };
-                o - o % align
-            }
-            Some(_) => {
-                return Err(Error::usage(format!(
-                    "job {name}: offset= is a percentage but {shown} reports no size; give offset= in bytes"
-                )));
-            }
-            None if job.file_append && kind == TargetKind::File => current,
-            None => job.offset,
-        };
-        let size = match (job.size, job.size_pct) {
-            (_, Some(p)) if avail > offset => ((avail - offset) as f64 * p) as u64,
-            (_, Some(_)) => {
-                return Err(Error::usage(format!(
-                    "job {name}: size= is a percentage but {shown} has nothing past offset {offset} to take it of; give size= in bytes"
-                )));
-            }
-            (Some(s), None) => s,
-            (None, None) if avail > offset && !job.fill_device => avail - offset,
-            // fill_device on a file: as far as the file system's free space
-            // goes (the writes end at ENOSPC in any case).
-            (None, None) if job.fill_device && kind == TargetKind::File => {
-                let free = file_system(path.parent().unwrap_or(Path::new("."))).map_or(0, |f| f.0);
-                (avail.saturating_sub(offset) + free).max(job.bs)
-            }
-            (None, None) if avail > offset => avail - offset,
-            (None, None) if kind == TargetKind::Char => {
-                return Err(Error::usage(format!(
-                    "job {name}: {shown} is a character device and reports no size; set size= or filesize="
-                )));
-            }
-            (None, None) => {
-                return Err(Error::usage(format!(
-                    "job {name}: {shown} holds nothing past offset {offset}; set size= (and filesize=) for the job"
-                )));
-            }
-        };
-        let size = size - size % job.bs;
-        if size == 0 {
-            return Err(Error::usage(format!(
-                "job {name}: size is smaller than one block (bs={}); raise size= or lower bs=",
-                job.bs
-            )));
-        }
-        let end = offset
-            .checked_add(size)
-            .ok_or_else(|| Error::usage(format!("job {name}: offset + size overflows")))?;
-        if let Some(l) = limit
-            && end > l
-        {
-            return Err(Error::usage(format!(
-                "job {name}: region {offset}..{end} lies beyond the end of {shown} ({l} bytes{}); lower size=/offset= or raise filesize=",
-                if kind == TargetKind::Char {
-                    ", from filesize="
-                } else {
-                    ""
-                }
-            )));
-        }
-        if job.direct && (!offset.is_multiple_of(512) || !job.bs.is_multiple_of(512)) {
-            return Err(Error::usage(format!(
-                "job {name}: direct=1 needs offset and bs in multiples of 512 (offset {offset}, bs {}); align them or use direct=0",
-                job.bs
-            )));
-        }
+        let (offset, size) = region(job, path, kind, current)?;
+        let end = offset + size;
         if kind == TargetKind::File && end > current {
-            // Trims alone need blocks there to give back: laid out as for reads.
-            let trims_only = job.rw.trims() && !job.rw.writes();
-            let step = if job.rw.reads() || trims_only || job.overwrite {
-                check_layout(name, path, current, end, allow_large)?;
-                lay_out(path, current, end).map_err(|e| {
-                    Error::run(format!(
-                        "job {name}: cannot lay out {shown} to {end} bytes: {e}"
-                    ))
-                })?;
-                format!(
-                    "laid out to {end} bytes (zeros) for {}",
-                    if job.rw.reads() {
-                        "reading"
-                    } else if trims_only {
-                        "trimming"
-                    } else {
-                        "overwriting (overwrite=1)"
-                    }
-                )
-            } else if job.fallocate && preallocate(&file, path, offset.max(current), end) {
-                format!("region preallocated to {end} bytes (fallocate)")
-            } else {
-                file.set_len(end).map_err(|e| {
-                    Error::run(format!(
-                        "job {name}: cannot extend {shown} to {end} bytes: {e}"
-                    ))
-                })?;
-                format!("extended to {end} bytes")
-            };
+            let step = grow(job, &file, path, (offset, current, end), allow_large)?;
             prepared = Some(match prepared {
                 Some(p) => format!("{p}, {step}"),
                 None => step,
@@ -486,6 +289,254 @@ fn look_alikes(path: &Path) -> String {
             String::new()
         }
     )
+}
+
+/// What the name is (a file, or one to create; a block or character
+/// device), and whether the job can run on it.
+fn kind_of(job: &Job, path: &Path, meta: Option<&std::fs::Metadata>) -> Result<TargetKind> {
+    let name = &job.name;
+    let shown = path.display();
+    let kind = match meta {
+        None => TargetKind::File,
+        Some(m) if m.file_type().is_block_device() => TargetKind::Block,
+        Some(m) if m.file_type().is_char_device() => TargetKind::Char,
+        Some(m) if m.is_file() => TargetKind::File,
+        Some(m) if m.is_dir() => {
+            return Err(Error::usage(format!(
+                "job {name}: {shown} is a directory; name a file or a device"
+            )));
+        }
+        Some(_) => {
+            return Err(Error::usage(format!(
+                "job {name}: {shown} is not a file, block or character device (a FIFO or socket? stream over a transport with filename=xfer:pipe)"
+            )));
+        }
+    };
+    if kind == TargetKind::Char && job.rw.trims() {
+        return Err(Error::usage(format!(
+            "job {name}: rw={} on {shown}: a character device has no trim (neither hole punching nor discard); trim a regular file or a block device, or use rw=write",
+            job.rw.name()
+        )));
+    }
+    Ok(kind)
+}
+
+/// Whether a missing `path` may be made, making the job's missing
+/// `directory=` on the way.
+fn may_create(job: &Job, path: &Path) -> Result<()> {
+    let name = &job.name;
+    let shown = path.display();
+    // A missing name under /dev is a typo for a device (xdma0_h2c_9 for
+    // _0), not a file to create: made there, it would be measured as
+    // page cache.
+    if path.starts_with("/dev") {
+        return Err(Error::usage(format!(
+            "job {name}: {shown} does not exist, and xferbench does not create files under /dev{}; fix the name, or map it elsewhere with --map {shown}=FILE",
+            look_alikes(path)
+        )));
+    }
+    if !job.allow_file_create {
+        return Err(Error::usage(format!(
+            "job {name}: {shown} does not exist and allow_file_create=0; create it, fix the name, or map it with --map {shown}=FILE"
+        )));
+    }
+    // fio makes a missing `directory=` (create_work_dirs): a job file
+    // written for a scratch tree runs without a mkdir first. Only the
+    // job's own directory, never a filename's parents, which are as
+    // likely a typo as a tree to make.
+    let missing_parent = path
+        .parent()
+        .filter(|p| !p.as_os_str().is_empty() && !p.exists());
+    if let Some(parent) = missing_parent
+        && job.directory.is_some()
+    {
+        std::fs::create_dir_all(parent).map_err(|e| {
+            Error::usage(format!(
+                "job {name}: cannot make the directory {} for {shown}: {e}; make it, or point directory= elsewhere",
+                parent.display()
+            ))
+        })?;
+    }
+    Ok(())
+}
+
+/// The target opened as the job's engine and directions need it.
+fn open_file(job: &Job, path: &Path, exists: bool) -> Result<File> {
+    let reads = job_reads(job);
+    // A trim needs the target open for writing (fallocate, BLKDISCARD),
+    // and mmap a readable one: trims open it read-write, as fio's do. A
+    // shared writable mapping needs the file open for reading too
+    // (mmap's EACCES otherwise), so mmap writers open it read-write.
+    let writes = job.rw.writes() || job.rw.trims();
+    let mapped = job.ioengine == crate::job::IoEngine::Mmap;
+    let mut oo = OpenOptions::new();
+    oo.read(reads || !writes || job.rw.trims() || mapped)
+        .write(writes);
+    let mut flags = libc::O_CLOEXEC;
+    if job.direct {
+        flags |= libc::O_DIRECT;
+    }
+    flags |= job.open_sync.unwrap_or(0);
+    let sync_family = matches!(
+        job.ioengine,
+        IoEngine::Sync | IoEngine::Psync | IoEngine::Vsync | IoEngine::Pvsync | IoEngine::Pvsync2
+    );
+    if sync_family && job.completion() == Completion::Poll {
+        flags |= libc::O_NONBLOCK;
+    }
+    oo.custom_flags(flags);
+    if !exists {
+        // A file this job creates must be written before it can be read.
+        oo.write(true).create(true);
+    }
+    oo.open(path).map_err(|e| {
+        if job.direct && e.raw_os_error() == Some(libc::EINVAL) {
+            Error::usage(format!(
+                "job {}: {} does not support O_DIRECT (tmpfs and some filesystems do not); use direct=0 or a file on another filesystem",
+                job.name,
+                path.display()
+            ))
+        } else {
+            open_error(&job.name, path, e)
+        }
+    })
+}
+
+/// The region `(offset, size)` the job covers on a target of `kind` now
+/// `current` bytes long, checked against what the target can hold.
+fn region(job: &Job, path: &Path, kind: TargetKind, current: u64) -> Result<(u64, u64)> {
+    let name = &job.name;
+    let shown = path.display();
+    // The space the job may address: a device's own size, or for a char
+    // device that reports none, the job's filesize; a file grows to fit.
+    let limit = match kind {
+        TargetKind::Block => Some(current),
+        TargetKind::Char => job.filesize,
+        TargetKind::File => None,
+    };
+    let avail = match kind {
+        TargetKind::File => current.max(job.filesize.unwrap_or(0)),
+        _ => limit.unwrap_or(0),
+    };
+    // offset=N% and size=N% are fractions of the target, the offset
+    // rounded down to a block.
+    let offset = match job.offset_pct {
+        Some(p) if avail > 0 => {
+            let o = (avail as f64 * p) as u64;
+            let align = if job.offset_align > 0 {
+                job.offset_align
+            } else {
+                job.bs
+            };
+            o - o % align
+        }
+        Some(_) => {
+            return Err(Error::usage(format!(
+                "job {name}: offset= is a percentage but {shown} reports no size; give offset= in bytes"
+            )));
+        }
+        None if job.file_append && kind == TargetKind::File => current,
+        None => job.offset,
+    };
+    let size = match (job.size, job.size_pct) {
+        (_, Some(p)) if avail > offset => ((avail - offset) as f64 * p) as u64,
+        (_, Some(_)) => {
+            return Err(Error::usage(format!(
+                "job {name}: size= is a percentage but {shown} has nothing past offset {offset} to take it of; give size= in bytes"
+            )));
+        }
+        (Some(s), None) => s,
+        (None, None) if avail > offset && !job.fill_device => avail - offset,
+        // fill_device on a file: as far as the file system's free space
+        // goes (the writes end at ENOSPC in any case).
+        (None, None) if job.fill_device && kind == TargetKind::File => {
+            let free = file_system(path.parent().unwrap_or(Path::new("."))).map_or(0, |f| f.0);
+            (avail.saturating_sub(offset) + free).max(job.bs)
+        }
+        (None, None) if avail > offset => avail - offset,
+        (None, None) if kind == TargetKind::Char => {
+            return Err(Error::usage(format!(
+                "job {name}: {shown} is a character device and reports no size; set size= or filesize="
+            )));
+        }
+        (None, None) => {
+            return Err(Error::usage(format!(
+                "job {name}: {shown} holds nothing past offset {offset}; set size= (and filesize=) for the job"
+            )));
+        }
+    };
+    let size = size - size % job.bs;
+    if size == 0 {
+        return Err(Error::usage(format!(
+            "job {name}: size is smaller than one block (bs={}); raise size= or lower bs=",
+            job.bs
+        )));
+    }
+    let end = offset
+        .checked_add(size)
+        .ok_or_else(|| Error::usage(format!("job {name}: offset + size overflows")))?;
+    if let Some(l) = limit
+        && end > l
+    {
+        return Err(Error::usage(format!(
+            "job {name}: region {offset}..{end} lies beyond the end of {shown} ({l} bytes{}); lower size=/offset= or raise filesize=",
+            if kind == TargetKind::Char {
+                ", from filesize="
+            } else {
+                ""
+            }
+        )));
+    }
+    if job.direct && (!offset.is_multiple_of(512) || !job.bs.is_multiple_of(512)) {
+        return Err(Error::usage(format!(
+            "job {name}: direct=1 needs offset and bs in multiples of 512 (offset {offset}, bs {}); align them or use direct=0",
+            job.bs
+        )));
+    }
+    Ok((offset, size))
+}
+
+/// Grows a file from `current` to `end` bytes for the job's region
+/// starting at `offset`: laid out with zeros where something will read
+/// (or trim, or overwrite) it, else preallocated or extended; says how.
+fn grow(
+    job: &Job,
+    file: &File,
+    path: &Path,
+    (offset, current, end): (u64, u64, u64),
+    allow_large: bool,
+) -> Result<String> {
+    let name = &job.name;
+    let shown = path.display();
+    // Trims alone need blocks there to give back: laid out as for reads.
+    let trims_only = job.rw.trims() && !job.rw.writes();
+    Ok(if job.rw.reads() || trims_only || job.overwrite {
+        check_layout(name, path, current, end, allow_large)?;
+        lay_out(path, current, end).map_err(|e| {
+            Error::run(format!(
+                "job {name}: cannot lay out {shown} to {end} bytes: {e}"
+            ))
+        })?;
+        format!(
+            "laid out to {end} bytes (zeros) for {}",
+            if job.rw.reads() {
+                "reading"
+            } else if trims_only {
+                "trimming"
+            } else {
+                "overwriting (overwrite=1)"
+            }
+        )
+    } else if job.fallocate && preallocate(file, path, offset.max(current), end) {
+        format!("region preallocated to {end} bytes (fallocate)")
+    } else {
+        file.set_len(end).map_err(|e| {
+            Error::run(format!(
+                "job {name}: cannot extend {shown} to {end} bytes: {e}"
+            ))
+        })?;
+        format!("extended to {end} bytes")
+    })
 }
 
 fn open_error(job: &str, path: &Path, e: std::io::Error) -> Error {
