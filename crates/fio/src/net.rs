@@ -62,59 +62,13 @@ impl Endpoint {
     /// the job's name).
     pub fn of(job: &Job, filename: &str) -> Result<Endpoint, String> {
         let o = &job.net;
-        let sends = match job.rw {
-            Rw::Write => true,
-            Rw::Read => false,
-            Rw::RandRead | Rw::RandWrite => {
-                return Err(format!(
-                    "rw={}: network I/O cannot be random; use rw=read to receive or rw=write to send",
-                    job.rw.name()
-                ));
-            }
-            Rw::ReadWrite | Rw::RandRw => {
-                return Err(format!(
-                    "rw={}: a net job either receives (rw=read) or sends (rw=write); make two jobs",
-                    job.rw.name()
-                ));
-            }
-            Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite => {
-                return Err(format!(
-                    "rw={} needs a file or block device to trim, and ioengine={} is a socket; use rw=read to receive or rw=write to send",
-                    job.rw.name(),
-                    job.ioengine.name()
-                ));
-            }
-        };
-        if job.verify.is_some() {
-            return Err(
-                "verify= checks blocks stored in a target; a net job stores nothing (drop verify=)"
-                    .into(),
-            );
-        }
+        let sends = sends(job)?;
         let legacy = if o.port.is_none() && o.protocol != Some(Proto::Unix) {
             legacy_form(filename)?
         } else {
             None
         };
-        let (proto, host) = match &legacy {
-            Some(l) => {
-                if let (Some(given), Some(named)) = (o.protocol, l.proto)
-                    && given != named
-                {
-                    return Err(format!(
-                        "filename={filename} names {} but protocol={}; keep one",
-                        named.name(),
-                        given.name()
-                    ));
-                }
-                let proto = l.proto.or(o.protocol).unwrap_or(Proto::Tcp);
-                (proto, l.host.clone())
-            }
-            None => (
-                o.protocol.unwrap_or(Proto::Tcp),
-                Some(filename.trim().to_string()).filter(|h| !h.is_empty()),
-            ),
-        };
+        let (proto, host) = proto_and_host(o, filename, legacy.as_ref())?;
         // fio: a TCP job listens only when told to; a UDP or Unix reader is
         // always the bound end (the old filename form listened on every read).
         let role = if o.listen == Some(true) {
@@ -131,47 +85,8 @@ impl Endpoint {
         } else {
             Role::Connect
         };
-        let addr = if proto == Proto::Unix {
-            if o.port.is_some() {
-                return Err(
-                    "port= with protocol=unix: a Unix socket is a path (hostname=/tmp/x.sock); drop port="
-                        .into(),
-                );
-            }
-            let Some(path) = host.clone() else {
-                return Err(
-                    "protocol=unix needs the socket's path: hostname=/tmp/x.sock (or filename=)"
-                        .into(),
-                );
-            };
-            Addr::Unix(PathBuf::from(path))
-        } else {
-            let port = match legacy.as_ref().and_then(|l| l.port).or(o.port) {
-                Some(p) => p,
-                None => {
-                    return Err(format!(
-                        "protocol={} needs port= (the port to {})",
-                        proto.name(),
-                        if role == Role::Listen {
-                            "listen on"
-                        } else {
-                            "connect to"
-                        }
-                    ));
-                }
-            };
-            // fio gives each numjobs clone the next port.
-            let port = u16::try_from(u32::from(port) + job.clone).map_err(|_| {
-                format!(
-                    "port={port} with numjobs={}: clone {} would use a port past 65535; use a lower port=",
-                    job.numjobs, job.clone
-                )
-            })?;
-            Addr::Inet {
-                host: host.clone(),
-                port,
-            }
-        };
+        let legacy_port = legacy.as_ref().and_then(|l| l.port);
+        let addr = address(job, proto, role, host.as_deref(), legacy_port)?;
         let group = host
             .as_deref()
             .and_then(|h| h.parse::<Ipv4Addr>().ok())
@@ -203,46 +118,7 @@ impl Endpoint {
             (Addr::Inet { port, .. }, Role::Listen, true) => Addr::Inet { host: None, port },
             (a, _, _) => a,
         };
-        if group.is_some() && proto == Proto::Udpv6 {
-            return Err("multicast is supported on IPv4 only (as in fio); use protocol=udp".into());
-        }
-        let interface = match &o.interface {
-            None => None,
-            Some(_) if group.is_none() => {
-                return Err(
-                    "interface= picks the interface for UDP multicast; this job is not multicast (hostname= is not a 224.0.0.0/4 group): drop interface="
-                        .into(),
-                );
-            }
-            Some(i) => Some(i.parse::<Ipv4Addr>().map_err(|_| {
-                format!(
-                    "interface={i}: give the interface's IPv4 address, as in interface=10.0.0.2"
-                )
-            })?),
-        };
-        if o.ttl.is_some() && group.is_none() {
-            return Err(
-                "ttl= sets the time-to-live of UDP multicast; this job is not multicast (hostname= is not a 224.0.0.0/4 group): drop ttl="
-                    .into(),
-            );
-        }
-        if !proto.is_tcp() {
-            for (k, given) in [("nodelay", o.nodelay.is_some()), ("mss", o.mss.is_some())] {
-                if given {
-                    return Err(format!(
-                        "{k}= is a TCP option; drop it for protocol={}",
-                        proto.name()
-                    ));
-                }
-            }
-        }
-        if proto.is_udp() && job.bs > crate::transport::udp::MAX_DATAGRAM {
-            return Err(format!(
-                "bs={} is over the largest UDP datagram ({} bytes); use bs=64k or less, or protocol=tcp",
-                job.bs,
-                crate::transport::udp::MAX_DATAGRAM
-            ));
-        }
+        let interface = socket_options(job, proto, group)?;
         Ok(Endpoint {
             proto,
             role,
@@ -259,6 +135,165 @@ impl Endpoint {
             legacy: legacy.is_some(),
         })
     }
+}
+
+/// Whether the job sends (rw=write) or receives (rw=read); a net job does
+/// nothing else.
+fn sends(job: &Job) -> Result<bool, String> {
+    let sends = match job.rw {
+        Rw::Write => true,
+        Rw::Read => false,
+        Rw::RandRead | Rw::RandWrite => {
+            return Err(format!(
+                "rw={}: network I/O cannot be random; use rw=read to receive or rw=write to send",
+                job.rw.name()
+            ));
+        }
+        Rw::ReadWrite | Rw::RandRw => {
+            return Err(format!(
+                "rw={}: a net job either receives (rw=read) or sends (rw=write); make two jobs",
+                job.rw.name()
+            ));
+        }
+        Rw::Trim | Rw::RandTrim | Rw::TrimWrite | Rw::RandTrimWrite => {
+            return Err(format!(
+                "rw={} needs a file or block device to trim, and ioengine={} is a socket; use rw=read to receive or rw=write to send",
+                job.rw.name(),
+                job.ioengine.name()
+            ));
+        }
+    };
+    if job.verify.is_some() {
+        return Err(
+            "verify= checks blocks stored in a target; a net job stores nothing (drop verify=)"
+                .into(),
+        );
+    }
+    Ok(sends)
+}
+
+/// The protocol and host, from the options or the old filename form
+/// (which must not contradict `protocol=`).
+fn proto_and_host(
+    o: &crate::job::net_options::NetOptions,
+    filename: &str,
+    legacy: Option<&Legacy>,
+) -> Result<(Proto, Option<String>), String> {
+    Ok(match legacy {
+        Some(l) => {
+            if let (Some(given), Some(named)) = (o.protocol, l.proto)
+                && given != named
+            {
+                return Err(format!(
+                    "filename={filename} names {} but protocol={}; keep one",
+                    named.name(),
+                    given.name()
+                ));
+            }
+            let proto = l.proto.or(o.protocol).unwrap_or(Proto::Tcp);
+            (proto, l.host.clone())
+        }
+        None => (
+            o.protocol.unwrap_or(Proto::Tcp),
+            Some(filename.trim().to_string()).filter(|h| !h.is_empty()),
+        ),
+    })
+}
+
+/// The socket's address: a Unix path, or a host and this clone's port
+/// (fio gives each numjobs clone the next port).
+fn address(
+    job: &Job,
+    proto: Proto,
+    role: Role,
+    host: Option<&str>,
+    legacy_port: Option<u16>,
+) -> Result<Addr, String> {
+    if proto == Proto::Unix {
+        if job.net.port.is_some() {
+            return Err(
+                "port= with protocol=unix: a Unix socket is a path (hostname=/tmp/x.sock); drop port="
+                    .into(),
+            );
+        }
+        let Some(path) = host else {
+            return Err(
+                "protocol=unix needs the socket's path: hostname=/tmp/x.sock (or filename=)".into(),
+            );
+        };
+        return Ok(Addr::Unix(PathBuf::from(path)));
+    }
+    let Some(port) = legacy_port.or(job.net.port) else {
+        return Err(format!(
+            "protocol={} needs port= (the port to {})",
+            proto.name(),
+            if role == Role::Listen {
+                "listen on"
+            } else {
+                "connect to"
+            }
+        ));
+    };
+    let port = u16::try_from(u32::from(port) + job.clone).map_err(|_| {
+        format!(
+            "port={port} with numjobs={}: clone {} would use a port past 65535; use a lower port=",
+            job.numjobs, job.clone
+        )
+    })?;
+    Ok(Addr::Inet {
+        host: host.map(str::to_string),
+        port,
+    })
+}
+
+/// The options that suit only some sockets (multicast's interface= and
+/// ttl=, TCP's nodelay= and mss=, UDP's datagram size), checked against
+/// this one; the multicast interface, if given.
+fn socket_options(
+    job: &Job,
+    proto: Proto,
+    group: Option<Ipv4Addr>,
+) -> Result<Option<Ipv4Addr>, String> {
+    let o = &job.net;
+    if group.is_some() && proto == Proto::Udpv6 {
+        return Err("multicast is supported on IPv4 only (as in fio); use protocol=udp".into());
+    }
+    let interface = match &o.interface {
+        None => None,
+        Some(_) if group.is_none() => {
+            return Err(
+                "interface= picks the interface for UDP multicast; this job is not multicast (hostname= is not a 224.0.0.0/4 group): drop interface="
+                    .into(),
+            );
+        }
+        Some(i) => Some(i.parse::<Ipv4Addr>().map_err(|_| {
+            format!("interface={i}: give the interface's IPv4 address, as in interface=10.0.0.2")
+        })?),
+    };
+    if o.ttl.is_some() && group.is_none() {
+        return Err(
+            "ttl= sets the time-to-live of UDP multicast; this job is not multicast (hostname= is not a 224.0.0.0/4 group): drop ttl="
+                .into(),
+        );
+    }
+    if !proto.is_tcp() {
+        for (k, given) in [("nodelay", o.nodelay.is_some()), ("mss", o.mss.is_some())] {
+            if given {
+                return Err(format!(
+                    "{k}= is a TCP option; drop it for protocol={}",
+                    proto.name()
+                ));
+            }
+        }
+    }
+    if proto.is_udp() && job.bs > crate::transport::udp::MAX_DATAGRAM {
+        return Err(format!(
+            "bs={} is over the largest UDP datagram ({} bytes); use bs=64k or less, or protocol=tcp",
+            job.bs,
+            crate::transport::udp::MAX_DATAGRAM
+        ));
+    }
+    Ok(interface)
 }
 
 /// Shown as the job's file: fio's `host/port/proto` (a listener's host is
