@@ -399,39 +399,23 @@ fn once(
     let result = (|| -> Result<()> {
         for c in cfgs {
             if cuda_stream(args, c).is_some() {
-                let curves = super::cuda_curve::run(
-                    args,
-                    &c.spec,
-                    c.completion,
-                    sizes,
-                    &mut run.points,
-                    &mut run.extra.skipped,
-                    progress,
-                    stop,
-                )?;
-                for (spec, buffers, curve) in curves {
-                    let f = fit::hockney(&curve);
-                    if run.extra.fits.is_empty() {
-                        run.extra.fit = f.clone();
-                    }
-                    run.extra.fits.push(CurveFit {
-                        spec: spec.to_string(),
-                        buffers,
-                        completion: c.completion,
-                        mode: args.mode,
-                        direction: None,
-                        chunk: Chunk::Whole,
-                        fit: f,
-                        two_segment: fit::two_segment(&curve, args.breakpoint),
-                    });
-                }
+                cuda_curves(args, c, sizes, &mut run, progress, stop)?;
                 continue;
             }
-            let caps = c.transport.capabilities();
             // Sizes this transport carries at all (packets aside: checked per strategy).
             let largest = *sizes.iter().max().expect("validated");
             let lc = link_config(c, common, &placement, largest.max(1), largest.max(1))?;
             let (mut link, at) = super::open_link(&mut run, c, &lc, progress)?;
+            let sweep = Sweep {
+                args,
+                c,
+                caps: c.transport.capabilities(),
+                budget: &budget,
+                seed,
+                sizes,
+                stop,
+                progress,
+            };
             let measured = (|| -> Result<()> {
                 let rule = if strat.contains(&Chunk::Adaptive) {
                     let r = calibrate(link.as_mut(), c, largest, stop)?;
@@ -449,72 +433,7 @@ fn once(
                     vec![None]
                 };
                 for (&chunk, &way) in strat.iter().flat_map(|c| ways.iter().map(move |w| (c, w))) {
-                    let label = curve_label(&c.spec.to_string(), args.mode, chunk, way);
-                    let mut curve: Vec<(u64, f64)> = Vec::new();
-                    for &len in sizes {
-                        progress.point(&format!("{label} {len} B"));
-                        let packet = match (chunk, &rule) {
-                            (Chunk::Whole, _) => len,
-                            (Chunk::Size(p), _) => p.min(len.max(1)),
-                            (Chunk::Adaptive, Some(r)) => r.packet(len),
-                            (Chunk::Adaptive, None) => len,
-                        };
-                        let sh = shape(args, len, packet, seed, way.map(|w| (w, &caps)));
-                        // A read's request is the tiny one; its reply is the message.
-                        let asked = if way == Some(DataDirection::Read) {
-                            sh.request_len as u64
-                        } else {
-                            len
-                        };
-                        let mut skip = |reason: String| {
-                            run.extra.skipped.push(Skipped {
-                                spec: c.spec.to_string(),
-                                curve: label.clone(),
-                                size_bytes: len,
-                                reason,
-                            })
-                        };
-                        if let Some(reason) = transport::cannot_carry(&caps, c.buffers, asked, &sh)
-                        {
-                            skip(reason);
-                            continue;
-                        }
-                        let (m, partial) = match sample::measure(link.as_mut(), &sh, &budget, stop)
-                        {
-                            Ok(Outcome::Done(m)) => (m, false),
-                            Ok(Outcome::Interrupted(Some(m))) => (m, true),
-                            Ok(Outcome::Interrupted(None)) => return Err(Error::Interrupted),
-                            // The device refused this shape at configure:
-                            // the size is skipped, the link is in step.
-                            Err(Error::Usage(reason)) if c.transport.name() == "plugin" => {
-                                skip(reason);
-                                continue;
-                            }
-                            Err(e) => return Err(e),
-                        };
-                        let p = point(args, c, chunk, way, len, packet, &m, partial);
-                        curve.push((len, p.oneway.p50_ns as f64));
-                        run.points.push(p);
-                        progress.checkpoint(&run);
-                        if stop.load(Ordering::Relaxed) {
-                            return Err(Error::Interrupted);
-                        }
-                    }
-                    let f = fit::hockney(&curve);
-                    let bp = args.breakpoint;
-                    if run.extra.fits.is_empty() {
-                        run.extra.fit = f.clone();
-                    }
-                    run.extra.fits.push(CurveFit {
-                        spec: c.spec.to_string(),
-                        buffers: c.buffers,
-                        completion: c.completion,
-                        mode: args.mode,
-                        direction: way,
-                        chunk,
-                        fit: f,
-                        two_segment: fit::two_segment(&curve, bp),
-                    });
+                    sweep.curve(&mut run, link.as_mut(), chunk, way, rule.as_ref())?;
                 }
                 Ok(())
             })();
@@ -525,6 +444,142 @@ fn once(
     })();
     progress.finish();
     Ok(super::finish_after(run, result, after))
+}
+
+/// Records a measured curve's fits; the first curve's is also the run's.
+fn push_fit(run: &mut CurveRun, f: CurveFit) {
+    if run.extra.fits.is_empty() {
+        run.extra.fit = f.fit.clone();
+    }
+    run.extra.fits.push(f);
+}
+
+/// A CUDA copy-bandwidth spec's curves (`curve -t cuda --mode stream`),
+/// measured by the driver-level rig, with their fits.
+fn cuda_curves(
+    args: &CurveConfig,
+    c: &Config,
+    sizes: &[u64],
+    run: &mut CurveRun,
+    progress: &dyn Progress,
+    stop: &AtomicBool,
+) -> Result<()> {
+    let curves = super::cuda_curve::run(
+        args,
+        &c.spec,
+        c.completion,
+        sizes,
+        &mut run.points,
+        &mut run.extra.skipped,
+        progress,
+        stop,
+    )?;
+    for (spec, buffers, curve) in curves {
+        push_fit(
+            run,
+            CurveFit {
+                spec: spec.to_string(),
+                buffers,
+                completion: c.completion,
+                mode: args.mode,
+                direction: None,
+                chunk: Chunk::Whole,
+                fit: fit::hockney(&curve),
+                two_segment: fit::two_segment(&curve, args.breakpoint),
+            },
+        );
+    }
+    Ok(())
+}
+
+/// What every curve over one open link shares.
+struct Sweep<'a> {
+    args: &'a CurveConfig,
+    c: &'a Config,
+    caps: transport::Capabilities,
+    budget: &'a Budget,
+    seed: Option<u64>,
+    sizes: &'a [u64],
+    stop: &'a AtomicBool,
+    progress: &'a dyn Progress,
+}
+
+impl Sweep<'_> {
+    /// One curve (a packetization strategy, a direction) over every size:
+    /// its points, the sizes it cannot carry as skipped, then its fit.
+    fn curve(
+        &self,
+        run: &mut CurveRun,
+        link: &mut dyn Link,
+        chunk: Chunk,
+        way: Option<DataDirection>,
+        rule: Option<&ChunkRule>,
+    ) -> Result<()> {
+        let (args, c) = (self.args, self.c);
+        let label = curve_label(&c.spec.to_string(), args.mode, chunk, way);
+        let mut curve: Vec<(u64, f64)> = Vec::new();
+        for &len in self.sizes {
+            self.progress.point(&format!("{label} {len} B"));
+            let packet = match (chunk, rule) {
+                (Chunk::Whole, _) => len,
+                (Chunk::Size(p), _) => p.min(len.max(1)),
+                (Chunk::Adaptive, Some(r)) => r.packet(len),
+                (Chunk::Adaptive, None) => len,
+            };
+            let sh = shape(args, len, packet, self.seed, way.map(|w| (w, &self.caps)));
+            // A read's request is the tiny one; its reply is the message.
+            let asked = if way == Some(DataDirection::Read) {
+                sh.request_len as u64
+            } else {
+                len
+            };
+            let mut skip = |reason: String| {
+                run.extra.skipped.push(Skipped {
+                    spec: c.spec.to_string(),
+                    curve: label.clone(),
+                    size_bytes: len,
+                    reason,
+                })
+            };
+            if let Some(reason) = transport::cannot_carry(&self.caps, c.buffers, asked, &sh) {
+                skip(reason);
+                continue;
+            }
+            let (m, partial) = match sample::measure(link, &sh, self.budget, self.stop) {
+                Ok(Outcome::Done(m)) => (m, false),
+                Ok(Outcome::Interrupted(Some(m))) => (m, true),
+                Ok(Outcome::Interrupted(None)) => return Err(Error::Interrupted),
+                // The device refused this shape at configure:
+                // the size is skipped, the link is in step.
+                Err(Error::Usage(reason)) if c.transport.name() == "plugin" => {
+                    skip(reason);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let p = point(args, c, chunk, way, len, packet, &m, partial);
+            curve.push((len, p.oneway.p50_ns as f64));
+            run.points.push(p);
+            self.progress.checkpoint(run);
+            if self.stop.load(Ordering::Relaxed) {
+                return Err(Error::Interrupted);
+            }
+        }
+        push_fit(
+            run,
+            CurveFit {
+                spec: c.spec.to_string(),
+                buffers: c.buffers,
+                completion: c.completion,
+                mode: args.mode,
+                direction: way,
+                chunk,
+                fit: fit::hockney(&curve),
+                two_segment: fit::two_segment(&curve, args.breakpoint),
+            },
+        );
+        Ok(())
+    }
 }
 
 #[cfg(test)]
