@@ -394,94 +394,34 @@ fn once(
     let (before, buf) = paired()?;
     refs.push(before);
     at_buffer.push(buf);
-    let mut err = None;
     // Each (N, M) in rounds: every scheduler of it measures a slice of its
     // time in turn, then again, so a slow second of the host falls on all
     // of them alike rather than on whichever ran then.
-    let groups = same_graph(plan);
-    let slice = args.duration / rounds as u32;
-    'groups: for group in groups {
-        let mut got: Vec<(Windows, usize)> =
-            group.iter().map(|_| (Windows::default(), 0)).collect();
-        let mut kernel_runs = vec![*refs.last().unwrap_or(&before)];
-        for round in 0..rounds {
-            for (i, st) in group.iter().enumerate() {
-                if stop.load(Ordering::Relaxed) {
-                    err = Some(Error::Interrupted);
-                    break;
-                }
-                let (n, m, s) = (st.cores, st.blocks, st.scheduler);
-                let (depth, circuit) = point_buffers(args, eb, l2, st);
-                progress.point(&format!(
-                    "{} N={n} M={m}{}",
-                    edge::series(s.name(), st.edges.name()),
-                    if rounds > 1 {
-                        format!(" (round {}/{rounds})", round + 1)
-                    } else {
-                        String::new()
-                    }
-                ));
-                let cfg = Config {
-                    blocks: m,
-                    cpus: allowed[..n].to_vec(),
-                    chunk,
-                    edges: st.edges,
-                    buffers: circuit,
-                    edge_buffers: depth,
-                    // The first round warms the caches; later ones need
-                    // only fill the pipeline.
-                    warmup: if round == 0 {
-                        args.warmup
-                    } else {
-                        args.warmup / 3
-                    },
-                    duration: slice,
-                    items: args.items,
-                    timeout: args.timeout,
-                };
-                match graph::measure(s, &cfg, kernel, stop) {
-                    Ok(w) => {
-                        got[i].0.merge(w);
-                        got[i].1 += 1;
-                    }
-                    Err(e) => {
-                        err = Some(e);
-                        break;
-                    }
-                }
-            }
-            if err.is_some() {
-                break;
-            }
-            match paired() {
-                Ok((k, buf)) => {
-                    refs.push(k);
-                    at_buffer.push(buf);
-                    kernel_runs.push(k);
-                }
-                Err(e) => {
-                    err = Some(e);
-                    break;
-                }
-            }
-        }
-        let kernel_paired = kernel_runs.iter().sum::<f64>() / kernel_runs.len() as f64;
-        for (st, (windows, done)) in group.iter().zip(got) {
-            if done == 0 {
-                continue;
-            }
-            let measured = Measured {
-                windows,
-                done,
-                kernel_paired,
-            };
-            run.points
-                .push(point(args, st, allowed, eb, l2, rounds, measured));
-        }
+    let rig = Rig {
+        args,
+        allowed,
+        kernel,
+        eb,
+        l2,
+        rounds,
+        chunk,
+        slice: args.duration / rounds as u32,
+        stop,
+        progress,
+        paired: &paired,
+    };
+    let mut kernel = Kernel { refs, at_buffer };
+    let mut err = None;
+    for group in same_graph(plan) {
+        err = rig.group(&mut run, &group, &mut kernel);
         if err.is_some() {
-            break 'groups;
+            break;
         }
     }
+    let Kernel {
+        mut refs,
+        mut at_buffer,
+    } = kernel;
     refs.sort_by(f64::total_cmp);
     run.extra.kernel_only_sps = quantile(&refs, 0.5);
     run.extra.kernel_only_min_sps = refs[0];
@@ -504,6 +444,126 @@ fn once(
             });
             Ok((run, Some(e)))
         }
+    }
+}
+
+/// The kernel-only rates measured between rounds: at its best size, and
+/// at the flowgraph's buffer size.
+struct Kernel {
+    refs: Vec<f64>,
+    at_buffer: Vec<f64>,
+}
+
+/// What every point of one run shares.
+struct Rig<'a> {
+    args: &'a FlowgraphConfig,
+    allowed: &'a [usize],
+    kernel: saxpy::Kernel,
+    eb: usize,
+    l2: Option<usize>,
+    rounds: usize,
+    chunk: usize,
+    slice: Duration,
+    stop: &'a Arc<AtomicBool>,
+    progress: &'a dyn Progress,
+    /// The kernel measured again, pinned: (at its best size, at the buffer's).
+    paired: &'a dyn Fn() -> Result<(f64, f64)>,
+}
+
+impl Rig<'_> {
+    /// One (N, M): its schedulers measured in turn, round after round, the
+    /// kernel again after each round; their points pushed (those that ran
+    /// at least once); the error that stopped it, if one did.
+    fn group(&self, run: &mut FlowRun, group: &[Step], kernel: &mut Kernel) -> Option<Error> {
+        let mut got: Vec<(Windows, usize)> =
+            group.iter().map(|_| (Windows::default(), 0)).collect();
+        let mut kernel_runs = vec![kernel.refs.last().copied().unwrap_or_default()];
+        let mut err = None;
+        'rounds: for round in 0..self.rounds {
+            for (i, st) in group.iter().enumerate() {
+                if self.stop.load(Ordering::Relaxed) {
+                    err = Some(Error::Interrupted);
+                    break 'rounds;
+                }
+                match self.measure(st, round) {
+                    Ok(w) => {
+                        got[i].0.merge(w);
+                        got[i].1 += 1;
+                    }
+                    Err(e) => {
+                        err = Some(e);
+                        break 'rounds;
+                    }
+                }
+            }
+            match (self.paired)() {
+                Ok((k, buf)) => {
+                    kernel.refs.push(k);
+                    kernel.at_buffer.push(buf);
+                    kernel_runs.push(k);
+                }
+                Err(e) => {
+                    err = Some(e);
+                    break;
+                }
+            }
+        }
+        let kernel_paired = kernel_runs.iter().sum::<f64>() / kernel_runs.len() as f64;
+        for (st, (windows, done)) in group.iter().zip(got) {
+            if done == 0 {
+                continue;
+            }
+            let measured = Measured {
+                windows,
+                done,
+                kernel_paired,
+            };
+            run.points.push(point(
+                self.args,
+                st,
+                self.allowed,
+                self.eb,
+                self.l2,
+                self.rounds,
+                measured,
+            ));
+        }
+        err
+    }
+
+    /// One scheduler's slice of one round.
+    fn measure(&self, st: &Step, round: usize) -> Result<Windows> {
+        let (args, rounds) = (self.args, self.rounds);
+        let (n, m, s) = (st.cores, st.blocks, st.scheduler);
+        let (depth, circuit) = point_buffers(args, self.eb, self.l2, st);
+        self.progress.point(&format!(
+            "{} N={n} M={m}{}",
+            edge::series(s.name(), st.edges.name()),
+            if rounds > 1 {
+                format!(" (round {}/{rounds})", round + 1)
+            } else {
+                String::new()
+            }
+        ));
+        let cfg = Config {
+            blocks: m,
+            cpus: self.allowed[..n].to_vec(),
+            chunk: self.chunk,
+            edges: st.edges,
+            buffers: circuit,
+            edge_buffers: depth,
+            // The first round warms the caches; later ones need only fill
+            // the pipeline.
+            warmup: if round == 0 {
+                args.warmup
+            } else {
+                args.warmup / 3
+            },
+            duration: self.slice,
+            items: args.items,
+            timeout: args.timeout,
+        };
+        graph::measure(s, &cfg, self.kernel, self.stop)
     }
 }
 
