@@ -713,101 +713,13 @@ pub fn run(args: &CheckOptions) -> Result<()> {
             "plugin check prints verdict lines (--format table) or JSON (--format json), not CSV",
         ));
     }
-    let mut options = vec![("path".to_string(), args.path.display().to_string())];
-    for kv in &args.options {
-        let Some((k, v)) = kv.split_once('=') else {
-            return Err(Error::usage(format!(
-                "plugin check: option '{kv}' is not key=value (as in depth=4)"
-            )));
-        };
-        options.push((k.to_string(), v.to_string()));
-    }
-    let spec = Spec {
-        name: plugin::NAME.into(),
-        options,
-    };
+    let spec = spec_of(args)?;
     // Every call, the probes' too, is bounded by the check's timeout.
     guard::set_default_bound(args.timeout);
-    let head = Head {
-        path: args.path.display().to_string(),
-        options: args.options.clone(),
-        json: args.format == Format::Json,
+    let mut ck = Checker::start(args);
+    let Some(t) = load(&mut ck, args, &spec)? else {
+        return finish(ck, None);
     };
-    let found = Arc::new(Mutex::new(Found::default()));
-    {
-        let (found, head) = (found.clone(), head.clone());
-        crate::transport::guard::on_abandon(Box::new(move |e| write_abandoned(&found, &head, e)));
-    }
-    let mut ck = Checker {
-        found,
-        timeout: args.timeout,
-        head,
-    };
-    if !ck.head.json {
-        let mut line = format!("plugin check {}", ck.head.path);
-        for o in &ck.head.options {
-            line += " ";
-            line += o;
-        }
-        println!("{line}");
-    }
-    // Loading problems are the file's (exit 2), said in one line as always;
-    // a plugin that loads but breaks a promise fails the check (exit 1).
-    ck.doing("load");
-    let lib = plugin::library(&args.path)?;
-    describe(&ck, lib);
-    let given: Vec<(String, String)> = spec
-        .options
-        .iter()
-        .filter(|(k, _)| !plugin::HOST_KEYS.contains(&k.as_str()))
-        .cloned()
-        .collect();
-    // A device opened and closed first, apart from the transport's own
-    // probe (which can only warn of a close that hangs): a plugin whose
-    // close never returns is named for it, and stopped, within --timeout.
-    ck.doing("open and close");
-    let probed = plugin::probe(lib, &given, None).map(|mut d| d.shutdown(true));
-    let loaded = match probed {
-        Ok(Err(m)) => {
-            ck.record("close", Err(m));
-            return finish(ck, None);
-        }
-        Ok(Ok(())) => {
-            ck.doing("open and caps");
-            plugin::resolve(&spec)
-        }
-        Err(e) => Err(e),
-    };
-    let t = match loaded {
-        Ok(t) => t,
-        // The file is not a plugin, or an option is bad (the plugin's open
-        // refused it as XB_E_INVAL): the user's to fix, exit 2.
-        Err(e @ Error::Usage(_))
-            if !e.to_string().contains("failed (XB_E")
-                || e.to_string().contains("open failed (XB_E_INVAL)") =>
-        {
-            return Err(e);
-        }
-        Err(e) => {
-            ck.record("open and caps", Err(e.to_string()));
-            return finish(ck, None);
-        }
-    };
-    ck.record(
-        "load",
-        Ok(format!(
-            "{} (ABI {}.{}, entry xferbench_plugin_v1){}",
-            t.lib.name,
-            t.lib.abi.0,
-            t.lib.abi.1,
-            if t.lib.description.is_empty() {
-                String::new()
-            } else {
-                format!(": {}", t.lib.description)
-            }
-        )),
-    );
-    ck.record("caps", Ok(t.describe()[1..].join("; ")));
     let ck_timeout = ck.timeout;
     ck.doing("refusals (open)");
     match t.device(t.capabilities().default_completion, None, ck_timeout) {
@@ -833,12 +745,137 @@ pub fn run(args: &CheckOptions) -> Result<()> {
             }
         }
     }
-    // A run cut short leaves jobs in flight: close must cancel them.
+    if close_in_flight(&mut ck, t) == Closed::Hung {
+        return finish(ck, None);
+    }
+    let counters = counters(&mut ck, t, read);
+    finish(ck, counters)
+}
+
+/// The plugin's spec: its path and the `key=value` options given.
+fn spec_of(args: &CheckOptions) -> Result<Spec> {
+    let mut options = vec![("path".to_string(), args.path.display().to_string())];
+    for kv in &args.options {
+        let Some((k, v)) = kv.split_once('=') else {
+            return Err(Error::usage(format!(
+                "plugin check: option '{kv}' is not key=value (as in depth=4)"
+            )));
+        };
+        options.push((k.to_string(), v.to_string()));
+    }
+    Ok(Spec {
+        name: plugin::NAME.into(),
+        options,
+    })
+}
+
+impl Checker {
+    /// A checker for `args`, its heading printed (table) and a device the
+    /// guard abandons recorded as the verdict it is.
+    fn start(args: &CheckOptions) -> Checker {
+        let head = Head {
+            path: args.path.display().to_string(),
+            options: args.options.clone(),
+            json: args.format == Format::Json,
+        };
+        let found = Arc::new(Mutex::new(Found::default()));
+        {
+            let (found, head) = (found.clone(), head.clone());
+            crate::transport::guard::on_abandon(Box::new(move |e| {
+                write_abandoned(&found, &head, e)
+            }));
+        }
+        if !head.json {
+            let mut line = format!("plugin check {}", head.path);
+            for o in &head.options {
+                line += " ";
+                line += o;
+            }
+            println!("{line}");
+        }
+        Checker {
+            found,
+            timeout: args.timeout,
+            head,
+        }
+    }
+}
+
+/// Loads the plugin, opens and closes one device, then resolves it as a
+/// transport: the loaded plugin, or None when a check failed already (the
+/// verdicts say which). Loading problems are the file's (exit 2), said in
+/// one line as always; a plugin that loads but breaks a promise fails the
+/// check (exit 1).
+fn load(
+    ck: &mut Checker,
+    args: &CheckOptions,
+    spec: &Spec,
+) -> Result<Option<&'static PluginTransport>> {
+    ck.doing("load");
+    let lib = plugin::library(&args.path)?;
+    describe(ck, lib);
+    let given: Vec<(String, String)> = spec
+        .options
+        .iter()
+        .filter(|(k, _)| !plugin::HOST_KEYS.contains(&k.as_str()))
+        .cloned()
+        .collect();
+    // A device opened and closed first, apart from the transport's own
+    // probe (which can only warn of a close that hangs): a plugin whose
+    // close never returns is named for it, and stopped, within --timeout.
+    ck.doing("open and close");
+    let probed = plugin::probe(lib, &given, None).map(|mut d| d.shutdown(true));
+    let loaded = match probed {
+        Ok(Err(m)) => {
+            ck.record("close", Err(m));
+            return Ok(None);
+        }
+        Ok(Ok(())) => {
+            ck.doing("open and caps");
+            plugin::resolve(spec)
+        }
+        Err(e) => Err(e),
+    };
+    let t = match loaded {
+        Ok(t) => t,
+        // The file is not a plugin, or an option is bad (the plugin's open
+        // refused it as XB_E_INVAL): the user's to fix, exit 2.
+        Err(e @ Error::Usage(_))
+            if !e.to_string().contains("failed (XB_E")
+                || e.to_string().contains("open failed (XB_E_INVAL)") =>
+        {
+            return Err(e);
+        }
+        Err(e) => {
+            ck.record("open and caps", Err(e.to_string()));
+            return Ok(None);
+        }
+    };
+    ck.record(
+        "load",
+        Ok(format!(
+            "{} (ABI {}.{}, entry xferbench_plugin_v1){}",
+            t.lib.name,
+            t.lib.abi.0,
+            t.lib.abi.1,
+            if t.lib.description.is_empty() {
+                String::new()
+            } else {
+                format!(": {}", t.lib.description)
+            }
+        )),
+    );
+    ck.record("caps", Ok(t.describe()[1..].join("; ")));
+    Ok(Some(t))
+}
+
+/// A run cut short leaves jobs in flight: close must cancel them.
+fn close_in_flight(ck: &mut Checker, t: &PluginTransport) -> Closed {
     let name = "close with a job in flight";
     ck.doing(name);
     let r = (|| -> std::result::Result<String, String> {
         let mut dev = t
-            .device(t.capabilities().default_completion, None, ck_timeout)
+            .device(t.capabilities().default_completion, None, ck.timeout)
             .map_err(|e| e.to_string())?;
         let n = t.caps.max_request.min(64) as usize;
         let kind = if t.caps.buffer_modes & ffi::BUF_USER != 0 {
@@ -859,22 +896,28 @@ pub fn run(args: &CheckOptions) -> Result<()> {
         .as_ref()
         .is_err_and(|m| m.contains("close() did not return"));
     ck.record(name, r);
-    if hung {
-        return finish(ck, None);
-    }
-    // Counters of a device that has run jobs, so they show something.
+    if hung { Closed::Hung } else { Closed::Cleanly }
+}
+
+/// Counters of a device that has run jobs (`read` by the mode checks), so
+/// they show something; a device opened for them otherwise.
+fn counters(
+    ck: &mut Checker,
+    t: &PluginTransport,
+    read: Option<Counters>,
+) -> Option<serde_json::Value> {
     ck.doing("counters");
     let read = match read {
         Some(c) => Ok(c),
         None => t
-            .device(t.capabilities().default_completion, None, ck_timeout)
+            .device(t.capabilities().default_completion, None, ck.timeout)
             .map(|mut d| {
                 let c = d.counters();
-                let _ = close(&mut ck, &mut d, "counters", true);
+                let _ = close(ck, &mut d, "counters", true);
                 c
             }),
     };
-    let counters = match read {
+    match read {
         Ok(c) => match c {
             None => {
                 ck.skip("counters", "the plugin keeps none (counters is NULL)");
@@ -893,8 +936,7 @@ pub fn run(args: &CheckOptions) -> Result<()> {
             ck.record("counters", Err(e.to_string()));
             None
         }
-    };
-    finish(ck, counters)
+    }
 }
 
 /// Keeps the plugin's name and the options it describes, and lists them
