@@ -706,6 +706,82 @@ fn a_read_far_past_a_files_end_is_refused_before_any_zero_is_written() {
     assert_eq!(std::fs::metadata(&f).unwrap().len(), (1 << 20) + (64 << 10));
 }
 
+/// fio's command-line habits: job files as arguments, run one after the
+/// other as `fio a.fio b.fio` runs them; `--section`; `--output-format`.
+#[test]
+fn job_files_as_arguments_sections_and_fios_output_format() {
+    let dir = tempfile::tempdir().unwrap();
+    let a = dir.path().join("a.fio");
+    let b = dir.path().join("b.fio");
+    std::fs::write(
+        &a,
+        "[global]\nrw=write\nbs=4k\nsize=64k\n[a1]\n[a2]\nsize=128k\n",
+    )
+    .unwrap();
+    // b's own [global]: a's does not reach it.
+    std::fs::write(&b, "[global]\nrw=write\nbs=8k\n[b1]\nsize=32k\n").unwrap();
+    let (a, b) = (a.to_str().unwrap(), b.to_str().unwrap());
+    let o = stream(dir.path(), &[a, b, "--output-format", "json"]);
+    let d = json(&o);
+    let jobs: Vec<(String, u64, u64)> = d["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| {
+            (
+                j["jobname"].as_str().unwrap().to_string(),
+                j["groupid"].as_u64().unwrap(),
+                j["write"]["io_bytes"].as_u64().unwrap(),
+            )
+        })
+        .collect();
+    // a's jobs side by side, then b's after them: a group of its own.
+    assert_eq!(
+        jobs,
+        vec![
+            ("a1".into(), 0, 65536),
+            ("a2".into(), 0, 131072),
+            ("b1".into(), 1, 32768)
+        ]
+    );
+    assert_eq!(d["jobs"][2]["bs"], 8192);
+    let o = stream(
+        dir.path(),
+        &[
+            a,
+            b,
+            "--section",
+            "a2",
+            "--section",
+            "b1",
+            "--format",
+            "json",
+        ],
+    );
+    let names: Vec<String> = json(&o)["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["jobname"].as_str().unwrap().to_string())
+        .collect();
+    assert_eq!(names, ["a2", "b1"]);
+    for (args, says) in [
+        (vec![a, "--section", "a3"], "its sections: a1, a2"),
+        (
+            vec![a, "--output-format", "json+"],
+            "not written by xferbench yet",
+        ),
+        (
+            vec![a, "--output-format", "json", "--format", "csv"],
+            "cannot be used with",
+        ),
+    ] {
+        let o = stream(dir.path(), &args);
+        assert_eq!(o.status.code(), Some(2), "{args:?}: {}", stderr(&o));
+        assert!(stderr(&o).contains(says), "{args:?}: {}", stderr(&o));
+    }
+}
+
 /// A missing `directory=` is made, as fio makes it; a missing parent of a
 /// `filename=` is still an error (a typo, not a tree to make).
 #[test]

@@ -613,9 +613,18 @@ pub struct RespondArgs {
 
 #[derive(Args, Debug, Clone)]
 pub struct StreamArgs {
+    /// fio job files to run, one after the other, as `fio a.fio b.fio` runs them (the same as --job for one).
+    #[arg(value_name = "JOB.fio")]
+    pub job_files: Vec<PathBuf>,
     /// A fio job file to run ([global] and job sections, fio's options).
     #[arg(long, value_name = "FILE.fio")]
     pub job: Option<PathBuf>,
+    /// Only run this section of the job files (repeatable), as fio's --section.
+    #[arg(long = "section", value_name = "NAME")]
+    pub sections: Vec<String>,
+    /// fio's spelling of --format: normal (a table), json; fio's json+ and terse are not written.
+    #[arg(long, value_name = "FORMAT", value_parser = fio_output_format, conflicts_with = "format")]
+    pub output_format: Option<Format>,
     /// Rewrite a filename before opening it, so a device job runs on ordinary files: --map /dev/xdma0_h2c_0=/tmp/card (repeatable).
     #[arg(long, value_name = "OLD=NEW", value_parser = map_pair)]
     pub map: Vec<(String, String)>,
@@ -769,8 +778,16 @@ impl From<FlowgraphArgs> for FlowgraphConfig {
 
 impl From<StreamArgs> for StreamConfig {
     fn from(a: StreamArgs) -> StreamConfig {
+        let mut files = a.job.into_iter().chain(a.job_files);
+        let job = files.next();
+        let mut out: Output = a.out.into();
+        if let Some(f) = a.output_format {
+            out.format = f;
+        }
         StreamConfig {
-            job: a.job,
+            job,
+            more_jobs: files.collect(),
+            sections: a.sections,
             map: a.map,
             set: a.set,
             strict: a.strict,
@@ -778,8 +795,22 @@ impl From<StreamArgs> for StreamConfig {
             flags: StreamFlags(a.flags.0),
             timeout: a.timeout,
             allow_large_layout: a.allow_large_layout,
-            out: a.out.into(),
+            out,
         }
+    }
+}
+
+/// fio's `--output-format` words, as xferbench's formats.
+fn fio_output_format(s: &str) -> Result<Format, String> {
+    match s {
+        "normal" => Ok(Format::Table),
+        "json" => Ok(Format::Json),
+        "json+" | "terse" => Err(format!(
+            "{s} is not written by xferbench yet; use json (fio's keys and xferbench's own) or normal"
+        )),
+        _ => Err(format!(
+            "'{s}' is not one of fio's output formats: normal, json"
+        )),
     }
 }
 

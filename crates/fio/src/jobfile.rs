@@ -22,6 +22,76 @@ pub fn load(path: &Path, overrides: &[(String, Option<String>)]) -> Result<JobFi
     parse(&text, &shown, &|k| std::env::var(k).ok(), overrides)
 }
 
+/// Reads several job files as fio reads `fio a.fio b.fio`: each file with
+/// its own `[global]`, the files run one after the other (the first job of
+/// each later file starts a new group after everything before it), and with
+/// `sections` only the jobs of those sections (`fio --section`), each of
+/// which must exist.
+pub fn load_all(
+    paths: &[&Path],
+    sections: &[String],
+    overrides: &[(String, Option<String>)],
+) -> Result<JobFile> {
+    let mut all = JobFile {
+        jobs: Vec::new(),
+        warnings: Vec::new(),
+    };
+    let mut seen = vec![false; sections.len()];
+    let mut every: Vec<String> = Vec::new();
+    for (k, path) in paths.iter().enumerate() {
+        let f = load(path, overrides)?;
+        all.warnings.extend(f.warnings);
+        let first = all.jobs.len();
+        for job in f.jobs {
+            if !every.contains(&job.name) {
+                every.push(job.name.clone());
+            }
+            if let Some(i) = sections.iter().position(|s| *s == job.name) {
+                seen[i] = true;
+            } else if !sections.is_empty() {
+                continue;
+            }
+            all.jobs.push(job);
+        }
+        if k > 0
+            && let Some(j) = all.jobs.get_mut(first)
+        {
+            j.stonewall = true;
+        }
+    }
+    if let Some(i) = seen.iter().position(|s| !s) {
+        return Err(Error::usage(format!(
+            "--section {}: no such section in {} (its sections: {}); name one of those",
+            sections[i],
+            paths
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", "),
+            every.join(", ")
+        )));
+    }
+    renumber_groups(&mut all.jobs);
+    Ok(all)
+}
+
+/// Group numbers in order from 0 again, after files were joined or
+/// sections picked: a job starts a new group when it says so (`stonewall`,
+/// `new_group`) or when its file gave it a new number; its clones stay with it.
+fn renumber_groups(jobs: &mut [Job]) {
+    let mut group = 0;
+    let mut last: Option<u32> = None;
+    for (i, j) in jobs.iter_mut().enumerate() {
+        let first_clone = j.clone == 0;
+        let new = first_clone && (j.stonewall || j.new_group || last != Some(j.group));
+        if i > 0 && new {
+            group += 1;
+        }
+        last = Some(j.group);
+        j.group = group;
+    }
+}
+
 /// The most a job file and everything it includes may hold together: far
 /// above any real job file (fio's examples are a few KiB), far below what
 /// would take a machine's memory or minutes to read.

@@ -1060,6 +1060,13 @@ impl Serialize for StreamFlags {
 pub struct StreamConfig {
     /// A fio job file to run.
     pub job: Option<PathBuf>,
+    /// More job files, run after `job`'s one after the other, as
+    /// `fio a.fio b.fio` runs them (each with its own `[global]`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub more_jobs: Vec<PathBuf>,
+    /// Only these sections of the job files (fio's `--section`).
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub sections: Vec<String>,
     /// Filename rewrites applied before opening (OLD, NEW).
     pub map: Vec<(String, String)>,
     /// fio options set on every job after the job file's own.
@@ -1086,6 +1093,8 @@ impl Default for StreamConfig {
     fn default() -> StreamConfig {
         StreamConfig {
             job: None,
+            more_jobs: Vec::new(),
+            sections: Vec::new(),
             map: Vec::new(),
             set: Vec::new(),
             strict: false,

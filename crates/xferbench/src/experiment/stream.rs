@@ -139,7 +139,17 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
             overrides.push(("bs".into(), Some(b.to_string())));
         }
         let file = match &args.job {
-            Some(p) => jobfile::load(p, &overrides)?,
+            Some(p) => {
+                let paths: Vec<&Path> = std::iter::once(p.as_path())
+                    .chain(args.more_jobs.iter().map(|m| m.as_path()))
+                    .collect();
+                jobfile::load_all(&paths, &args.sections, &overrides)?
+            }
+            None if !args.sections.is_empty() => {
+                return Err(Error::usage(
+                    "--section picks sections of a job file; give the file (xferbench stream FILE.fio --section NAME)",
+                ));
+            }
             None => {
                 // A net listener names no file: its port is enough.
                 let named = |k: &str, v: &Option<String>| {
