@@ -322,7 +322,7 @@ mod tests {
     use serde_json::json;
 
     fn run(options: Value, host: &str) -> SavedRun {
-        SavedRun::from_value(
+        crate::result::saved::sketch(
             "r",
             json!({"experiment": "roundtrip", "options": options,
                    "env": {"hostname": host, "kernel": "k", "version": "0.1.0"}, "points": []}),

@@ -707,7 +707,7 @@ mod tests {
         if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
             o.extend(e.clone());
         }
-        SavedRun::from_value("a", v).unwrap()
+        crate::result::saved::sketch("a", v).unwrap()
     }
 
     #[test]
