@@ -118,7 +118,6 @@ fn round_trips<T: Serialize + DeserializeOwned>(what: &str, run: &T) -> Value {
 }
 
 /// A saved file read back typed and written again: the same JSON.
-
 fn saved_round_trips(what: &str, v: Value) {
     let typed = AnyRun::from_value(v.clone()).unwrap_or_else(|e| panic!("{what}: {e}"));
     assert_eq!(serde_json::to_value(&typed).unwrap(), v, "{what}");

@@ -115,7 +115,7 @@ pub enum StreamJob {
     /// A job as it ran.
     Job(Box<JobResult>),
     /// A `group_reporting` group's jobs as one.
-    Group(MergedGroup),
+    Group(Box<MergedGroup>),
 }
 
 /// A group's jobs reported as one (fio's `group_reporting`).
@@ -169,6 +169,15 @@ impl StreamJob {
         }
     }
 
+    /// The block size it ran at: the swept one, or the job's own (a merged
+    /// group says only a swept one).
+    pub fn block_size(&self) -> Option<u64> {
+        match self {
+            StreamJob::Job(j) => Some(j.sweep_bs.unwrap_or(j.bs)),
+            StreamJob::Group(g) => g.sweep_bs,
+        }
+    }
+
     /// The job, when it is one rather than a merged group.
     pub fn job(&self) -> Option<&JobResult> {
         match self {
@@ -188,8 +197,11 @@ impl StreamJob {
 
 /// The run a results file holds, typed by the experiment that wrote it.
 /// Serializes back to the JSON it was read from (see the round-trip tests).
+/// There is one per file read, so its variants' sizes differing costs
+/// nothing worth a box.
 #[derive(Clone, Debug, Serialize)]
 #[serde(untagged)]
+#[allow(clippy::large_enum_variant)]
 pub enum AnyRun {
     /// `xferbench roundtrip`.
     Roundtrip(Saved<Point, RoundtripExtra>),
@@ -524,12 +536,10 @@ impl SavedRun {
     /// Caveats on single points, each with how many points it applies to.
     pub fn point_warnings(&self) -> Vec<(String, usize)> {
         let mut out: Vec<(String, usize)> = Vec::new();
-        for p in self.entries() {
-            for w in strings(p.get("warnings")) {
-                match out.iter_mut().find(|(x, _)| *x == w) {
-                    Some((_, n)) => *n += 1,
-                    None => out.push((w, 1)),
-                }
+        for w in self.run.point_warnings().into_iter().flatten() {
+            match out.iter_mut().find(|(x, _)| x == w) {
+                Some((_, n)) => *n += 1,
+                None => out.push((w.clone(), 1)),
             }
         }
         out
@@ -598,6 +608,17 @@ fn unknown_fields(experiment: &str, value: &Value, run: &AnyRun) -> Option<Strin
     Some(format!(
         "{first}{more}: no field of a saved {experiment} run (misspelt, or from a newer xferbench), ignored"
     ))
+}
+
+/// What a file says for `x` (an enum's word, a chunk's size or word), as
+/// the report shows it: the serialized form, which for some enums is not
+/// their `name()` (`Rw::ReadWrite` is written `readwrite`, named `rw`).
+pub fn written<T: Serialize>(x: &T) -> String {
+    match serde_json::to_value(x) {
+        Ok(Value::String(s)) => s,
+        Ok(v) => v.to_string(),
+        Err(_) => String::new(),
+    }
 }
 
 /// A number field of a saved point, if it is there and is a number.
