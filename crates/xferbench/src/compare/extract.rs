@@ -4,7 +4,7 @@
 //! every experiment writes.
 
 use super::method::Evidence;
-use crate::result::saved::SavedRun;
+use crate::result::saved::{SavedRun, StreamJob};
 use crate::words::{Word, word_enum};
 use serde::Serialize;
 use serde_json::Value;
@@ -160,6 +160,24 @@ pub fn job_name(job: &Value) -> Found<String> {
         name += &format!(" bs {bs}");
     }
     Ok(name)
+}
+
+/// [`job_name`] for a typed stream entry.
+pub fn stream_job_name(j: &StreamJob) -> String {
+    let mut name = j.jobname().to_string();
+    if let Some(x) = j.job() {
+        if x.clone > 0 {
+            name += &format!(" clone {}", x.clone);
+        }
+        if let Some(bs) = x.sweep_bs {
+            name += &format!(" bs {bs}");
+        }
+    } else if let StreamJob::Group(g) = j
+        && let Some(bs) = g.sweep_bs
+    {
+        name += &format!(" bs {bs}");
+    }
+    name
 }
 
 /// The `key` figure of each repeat or block of `spread` (an entry holding
