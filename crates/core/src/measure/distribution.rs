@@ -44,14 +44,17 @@ impl<'de> serde::Deserialize<'de> for Distribution {
 /// Figures read back: their keys are the `&'static str` every writer uses.
 fn de_figures<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Figures>, D::Error> {
     let raw: Vec<BTreeMap<String, f64>> = serde::Deserialize::deserialize(d)?;
-    Ok(raw
-        .into_iter()
+    raw.into_iter()
         .map(|m| {
             m.into_iter()
-                .map(|(k, v)| (crate::words::intern(&k), v))
+                .map(|(k, v)| {
+                    crate::words::intern(&k)
+                        .map(|k| (k, v))
+                        .ok_or_else(crate::words::too_many_words)
+                })
                 .collect()
         })
-        .collect())
+        .collect()
 }
 
 impl Distribution {
