@@ -278,3 +278,56 @@ fn a_misspelt_field_is_refused_or_said_never_read_as_zero() {
     let e = SavedRun::from_value("x", v).unwrap_err().to_string();
     assert!(e.contains("`transport`"), "{e}");
 }
+
+/// Every fixture with one field of its run or of its first point made
+/// something else (null, text, a fraction, a negative number, a list, an
+/// object, zero): read as `report` reads a file, each is a report or one
+/// clean line of error, never a panic.
+#[test]
+fn hostile_edits_of_every_fixture_are_a_report_or_one_line() {
+    let odd = [
+        Value::Null,
+        "x".into(),
+        1.5.into(),
+        (-1).into(),
+        serde_json::json!([]),
+        serde_json::json!({}),
+        0.into(),
+    ];
+    for name in FIXTURES {
+        let v = fixture(name);
+        let list = if name == "stream.json" {
+            "jobs"
+        } else {
+            "points"
+        };
+        let mut places: Vec<Vec<String>> = v
+            .as_object()
+            .unwrap()
+            .keys()
+            .map(|k| vec![k.clone()])
+            .collect();
+        if let Some(p) = v[list][0].as_object() {
+            places.extend(p.keys().map(|k| vec![list.into(), "0".into(), k.clone()]));
+        }
+        for at in &places {
+            for x in &odd {
+                let mut e = v.clone();
+                let (last, up) = at.split_last().unwrap();
+                let mut o = &mut e;
+                for k in up {
+                    o = match k.parse::<usize>() {
+                        Ok(i) => &mut o[i],
+                        Err(_) => &mut o[k.as_str()],
+                    };
+                }
+                o[last.as_str()] = x.clone();
+                let bytes = serde_json::to_vec(&e).unwrap();
+                if let Err(err) = xferbench::fuzzing::decode_saved_run(&bytes) {
+                    let err = err.to_string();
+                    assert_eq!(err.lines().count(), 1, "{name} {at:?} = {x}: {err}");
+                }
+            }
+        }
+    }
+}
