@@ -610,25 +610,42 @@ fn synthetic_mesh(hosts: usize, per_host: usize) -> serde_json::Value {
         .flat_map(|f| (0..n).filter(move |&t| t != f).map(move |t| (f, t)))
         .map(|(f, t)| {
             json!({"from": f, "to": t, "intra_host": f / per_host == t / per_host, "round": 0,
-                   "latency": [{"size_bytes": 8, "oneway": {"count": 1000, "p50_ns": 1500, "p99_ns": 2500}}],
-                   "bandwidth": [{"size_bytes": 1048576, "median_MBps": 11000.0, "window_time": {"count": 50}}],
+                   "latency": [{"size_bytes": 8, "warmup": 100, "timed_s": 0.05,
+                                "oneway": summary(1000, 1500, 2500)}],
+                   "bandwidth": [{"size_bytes": 1048576, "window": 64, "warmup": 4, "timed_s": 0.1,
+                                  "bytes": 1u64 << 30, "bandwidth_MBps": 11000.0,
+                                  "median_MBps": 11000.0, "window_time": summary(50, 0, 0)}],
                    "missing": false})
         })
         .collect();
     json!({
         "experiment": "mesh", "complete": true, "ranks_total": n,
-        "ranks": (0..n).map(|r| json!({"rank": r, "host": host(r)})).collect::<Vec<_>>(),
+        "ranks": (0..n).map(|r| json!({"rank": r, "host": host(r), "cpu": null, "core": null,
+                                       "socket": null, "allowed_cpus": [], "pid": 1000 + r}))
+            .collect::<Vec<_>>(),
         "schedule": {"kind": "tournament", "mode": "sequential", "rounds": n - 1, "pairs_per_round": n / 2},
         "points": points,
         "matrices": {"latency_size_bytes": 8, "bandwidth_size_bytes": 1048576,
                      "latency_p50_us": matrix(0.45, 1.8, 1.3),
                      "latency_p99_us": matrix(0.7, 2.9, 1.3),
                      "bandwidth_MBps": matrix(8200.0, 11500.0, 0.41)},
+        "merged": [], "baselines": [],
         "suspects": [{"metric": "bandwidth", "line": "rank 5 (node02) ↔ all: bandwidth 0.41× the median of the other pairs",
+                      "finding": {"subject": {"kind": "rank", "rank": 5, "host": "node02"},
+                                  "scope": "inter", "side": "both", "value": 4700.0,
+                                  "baseline": 11500.0, "ratio": 0.41, "factor": 2.4, "z": 9.0,
+                                  "cells": [[5, 0], [0, 5]]},
                       "retest": [4700.0], "confirmed": true}],
         "health": {"failing": [], "failing_ranks": [], "passed": true},
         "missing": [], "warnings": []
     })
+}
+
+/// A whole latency summary: `count` samples, median `p50` and tail `p99`, ns.
+fn summary(count: u64, p50: u64, p99: u64) -> serde_json::Value {
+    serde_json::json!({"count": count, "mean_ns": p50 as f64, "stddev_ns": 0.0, "min_ns": p50,
+           "p50_ns": p50, "p90_ns": p50, "p99_ns": p99, "p999_ns": p99,
+           "p9999_ns": p99, "max_ns": p99})
 }
 
 #[test]
@@ -930,8 +947,13 @@ fn slowed(
             serde_json::Value::Object(o) => {
                 for (key, x) in o.iter_mut() {
                     match x.as_f64() {
+                        // A summary's counts of ns stay whole numbers.
                         Some(n) if key.ends_with("_ns") && key != "responder_delay_ns" => {
-                            *x = (n * k).into()
+                            *x = if x.is_u64() {
+                                ((n * k).round() as u64).into()
+                            } else {
+                                (n * k).into()
+                            }
                         }
                         Some(n) if key == "bandwidth_MBps" => *x = (n / k).into(),
                         _ => scale(x, k),

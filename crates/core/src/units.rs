@@ -414,6 +414,31 @@ impl Serialize for Chunk {
     }
 }
 
+/// Read back as written: a packet size as a number, `whole` or `adaptive`
+/// as a word.
+impl<'de> serde::Deserialize<'de> for Chunk {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> std::result::Result<Self, D::Error> {
+        struct V;
+        impl serde::de::Visitor<'_> for V {
+            type Value = Chunk;
+            fn expecting(&self, f: &mut std::fmt::Formatter) -> std::fmt::Result {
+                f.write_str("a packet size in bytes, \"whole\" or \"adaptive\"")
+            }
+            fn visit_u64<E: serde::de::Error>(self, n: u64) -> std::result::Result<Chunk, E> {
+                Ok(Chunk::Size(n))
+            }
+            fn visit_str<E: serde::de::Error>(self, s: &str) -> std::result::Result<Chunk, E> {
+                match s {
+                    "whole" => Ok(Chunk::Whole),
+                    "adaptive" => Ok(Chunk::Adaptive),
+                    _ => Err(E::invalid_value(serde::de::Unexpected::Str(s), &self)),
+                }
+            }
+        }
+        d.deserialize_any(V)
+    }
+}
+
 impl std::str::FromStr for Chunk {
     type Err = String;
 

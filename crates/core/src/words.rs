@@ -140,6 +140,66 @@ macro_rules! doc_line {
 
 pub use crate::{doc_line, word_enum};
 
+/// How many distinct words [`intern`] keeps: far more than every result
+/// xferbench writes names, few enough that files made up to grow it (a
+/// fuzzer's) cannot take the process's memory.
+const MOST_WORDS: usize = 1 << 16;
+
+/// A word read back from a saved result, as the `&'static str` the result
+/// types hold: they are written from literals (a figure's key, a kernel's
+/// name), and giving them an owned type would change every writer. Each
+/// distinct word is kept once for the life of the process, so a report of
+/// many runs costs the words it has seen, not one copy per field; none
+/// once [`MOST_WORDS`] are kept.
+pub fn intern(word: &str) -> Option<&'static str> {
+    use std::collections::BTreeSet;
+    use std::sync::Mutex;
+    static SEEN: Mutex<BTreeSet<&'static str>> = Mutex::new(BTreeSet::new());
+    let mut seen = SEEN.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(w) = seen.get(word) {
+        return Some(w);
+    }
+    if seen.len() >= MOST_WORDS {
+        return None;
+    }
+    let w: &'static str = Box::leak(word.to_owned().into_boxed_str());
+    seen.insert(w);
+    Some(w)
+}
+
+/// [`intern`]'s refusal, for a deserializer.
+pub fn too_many_words<E: serde::de::Error>() -> E {
+    E::custom(format!(
+        "more than {MOST_WORDS} distinct names read: not results xferbench wrote"
+    ))
+}
+
+/// A result type's `&'static str` field, spelled so that serde's derive does
+/// not take it for a string borrowed from the input (which would tie the
+/// whole result to `'static` input); read back with [`de_interned`].
+pub type Interned = &'static str;
+
+/// Reads a string field into the `&'static str` a result type holds (see
+/// [`intern`]); for `#[serde(deserialize_with = "…")]`.
+pub fn de_interned<'de, D: serde::Deserializer<'de>>(d: D) -> Result<&'static str, D::Error> {
+    let s: std::borrow::Cow<'de, str> = serde::Deserialize::deserialize(d)?;
+    intern(&s).ok_or_else(too_many_words)
+}
+
+/// Reads a word enum's word back (the options' enums that have no
+/// `Deserialize` of their own); for `#[serde(deserialize_with = "…")]`.
+pub fn de_word<'de, D: serde::Deserializer<'de>, T: Word>(d: D) -> Result<T, D::Error> {
+    let s: std::borrow::Cow<'de, str> = serde::Deserialize::deserialize(d)?;
+    parse(&s).map_err(serde::de::Error::custom)
+}
+
+/// [`de_word`] for a field that may be absent or null.
+pub fn de_opt_word<'de, D: serde::Deserializer<'de>, T: Word>(d: D) -> Result<Option<T>, D::Error> {
+    let s: Option<std::borrow::Cow<'de, str>> = serde::Deserialize::deserialize(d)?;
+    s.map(|s| parse(&s).map_err(serde::de::Error::custom))
+        .transpose()
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

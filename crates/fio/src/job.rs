@@ -23,7 +23,7 @@ pub mod verify_options;
 pub mod zones;
 
 /// fio's `rw=`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Rw {
     /// `read`: sequential reads.
@@ -96,7 +96,7 @@ impl Rw {
 
 /// fio's `ioengine=`: each variant is the engine fio names so, making the
 /// syscalls fio's does (see `stream::engine`).
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoEngine {
     /// `sync`: lseek, then read/write.
@@ -179,7 +179,7 @@ impl IoEngine {
 }
 
 /// fio's `iomem=` / `mem=`: where I/O buffers come from.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum IoMem {
     /// Heap memory (fio's default).
@@ -261,7 +261,7 @@ impl From<VerifyKind> for &'static str {
 }
 
 /// How a worker learns an I/O finished.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "lowercase")]
 pub enum Completion {
     /// Sleep in the kernel until woken: blocking syscalls, io_uring wait.

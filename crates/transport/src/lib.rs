@@ -33,7 +33,7 @@ pub use peer::Fault;
 
 word_enum! {
     /// Where the caller's payload lives (the Vollo runtime's three buffer kinds).
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
     #[serde(rename_all = "lowercase")]
     pub enum BufferMode {
         /// The caller's own buffer, copied into the transport's memory per message.
@@ -58,7 +58,7 @@ word_enum! {
 
 word_enum! {
     /// How a waiter learns that its message arrived.
-    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize)]
+    #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
     #[serde(rename_all = "lowercase")]
     pub enum CompletionMode {
         /// Spin on a flag or a non-blocking call.
@@ -421,7 +421,7 @@ pub struct LinkConfig {
 
 word_enum! {
     /// How one exchange moves messages.
-    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize)]
+    #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, Serialize, serde::Deserialize)]
     #[serde(rename_all = "lowercase")]
     pub enum Pattern {
         /// One request, one reply.

@@ -33,6 +33,30 @@ impl Serialize for Distribution {
     }
 }
 
+/// Read back as the text it was written as: a broken histogram must not
+/// refuse the whole file, so it is judged where it is decoded.
+impl<'de> serde::Deserialize<'de> for Distribution {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        String::deserialize(d).map(Distribution)
+    }
+}
+
+/// Figures read back: their keys are the `&'static str` every writer uses.
+fn de_figures<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Vec<Figures>, D::Error> {
+    let raw: Vec<BTreeMap<String, f64>> = serde::Deserialize::deserialize(d)?;
+    raw.into_iter()
+        .map(|m| {
+            m.into_iter()
+                .map(|(k, v)| {
+                    crate::words::intern(&k)
+                        .map(|k| (k, v))
+                        .ok_or_else(crate::words::too_many_words)
+                })
+                .collect()
+        })
+        .collect()
+}
+
 impl Distribution {
     /// The recorder's histogram, encoded.
     pub fn of(r: &Recorder) -> Distribution {
@@ -245,18 +269,27 @@ pub fn latency_figures(s: &Summary) -> Figures {
 }
 
 /// What a point keeps for comparisons, flattened into its JSON object.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, serde::Deserialize)]
 pub struct Spread {
     /// Every timed sample (ns) as an HdrHistogram, V2 + deflate, base64.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histogram: Option<Distribution>,
     /// Each repeat's figures, in run order (`--repeat K`, K ≥ 2).
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        deserialize_with = "de_figures"
+    )]
     pub repeats: Vec<Figures>,
     /// The figures of consecutive blocks of the samples, in time order
     /// (every repeat's blocks, one repeat after the other). In the JSON
     /// `intervals`: a point's own `blocks` field is taken (flowgraph's M).
-    #[serde(skip_serializing_if = "Vec::is_empty", rename = "intervals")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        rename = "intervals",
+        deserialize_with = "de_figures"
+    )]
     pub blocks: Vec<Figures>,
 }
 

@@ -5,10 +5,10 @@
 //! often switch protocol (eager → rendezvous, inline → DMA) at some size and
 //! one line through both regimes describes neither.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One straight-line fit of time against size.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 #[allow(non_snake_case)] // `r_inf_MBps` is the JSON field name; MB ≠ mb.
 pub struct Fit {
     /// Latency at size 0, ns. May be negative on odd data; it is reported as
@@ -33,7 +33,7 @@ pub struct Fit {
 
 /// Two fits split at a size; `breakpoint_bytes` is the smallest size in
 /// `above`.
-#[derive(Clone, Debug, Serialize, PartialEq)]
+#[derive(Clone, Debug, Serialize, Deserialize, PartialEq)]
 pub struct TwoSegment {
     /// Where the curve is split, bytes: the first size fitted by `above`.
     pub breakpoint_bytes: u64,

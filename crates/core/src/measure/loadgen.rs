@@ -51,7 +51,7 @@ impl LoadMode {
 }
 
 /// What a load did while it ran.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, serde::Deserialize)]
 pub struct LoadStats {
     /// The load mode's word (`alu`, `memcopy`…), or `cmd: ` and the command.
     pub load: String,
@@ -59,7 +59,8 @@ pub struct LoadStats {
     /// null for `idle` and for an external command, which xferbench cannot count.
     pub ops_per_s: Option<f64>,
     /// What one operation is ("adds", "bytes copied"…; "not counted" for a command).
-    pub unit: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub unit: crate::words::Interned,
     /// CPUs the load's threads were pinned to (empty for a command).
     pub cpus: Vec<usize>,
     /// How long the load ran, from start to stop, seconds.

@@ -64,13 +64,13 @@
 //! 0.41×, latency 2.3×) and `factor`, how many times worse that is (≥ 1 for
 //! anything flagged): `1 / ratio` for bandwidth, `ratio` for latency.
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Scales a MAD to estimate the standard deviation of normal noise.
 const MAD_SCALE: f64 = 1.4826;
 
 /// Which way a measurement improves, so that "worse" has one meaning.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Better {
     /// Bandwidth: a ratio below 1 is worse.
@@ -110,7 +110,7 @@ impl Default for Rule {
 }
 
 /// Where a cell's two ranks run: judged separately, each with its own baseline.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Scope {
     /// Both ranks on one host.
@@ -120,7 +120,7 @@ pub enum Scope {
 }
 
 /// Which of a subject's cells are bad.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum Side {
     /// Only what it sends (its row, from → *).
@@ -128,11 +128,15 @@ pub enum Side {
     /// Only what it receives (its column, * → to).
     Receives,
     /// Both; also a link's one cell, which has its direction already.
+    /// Mesh files from before this rule (`bench/mesh-fixture.py`) said
+    /// `high` or `low`, which way the value was off, and always blamed
+    /// both a rank's row and column, or both ways of a link.
+    #[serde(alias = "high", alias = "low")]
     Both,
 }
 
 /// What a finding blames.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum Subject {
     /// A whole host: all its ranks together.
@@ -159,7 +163,7 @@ pub enum Subject {
 }
 
 /// The median and spread of one scope's valued cells, for the report.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct ScopeStats {
     /// Which cells.
     pub scope: Scope,
@@ -172,7 +176,7 @@ pub struct ScopeStats {
 }
 
 /// One rank, host or link that sits far from the rest.
-#[derive(Clone, Debug, PartialEq, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize, Deserialize)]
 pub struct Finding {
     /// What is blamed.
     pub subject: Subject,

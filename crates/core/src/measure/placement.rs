@@ -3,10 +3,10 @@
 //! run, including when it had to share a core.
 
 use crate::error::{Error, Result};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Which CPUs the two ends ran on, and what that implies for the figures.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Placement {
     /// The threads were pinned (false with `--cpus none`).
     pub pinned: bool,

@@ -7,7 +7,7 @@
 //! paired and the options listed as differences.
 
 use super::extract::{Measured, Subject};
-use crate::result::saved::SavedRun;
+use crate::result::saved::{AnyRun, SavedRun, StreamJob};
 use serde::Serialize;
 use serde_json::Value;
 
@@ -81,9 +81,9 @@ fn show(v: Option<&Value>) -> String {
 /// The options of a run that change figures, as (name, value), sorted.
 fn figure_options(run: &SavedRun) -> Vec<(String, Value)> {
     let mut v: Vec<(String, Value)> = run
-        .value
-        .get("options")
-        .and_then(Value::as_object)
+        .run
+        .options()
+        .as_object()
         .map(|o| {
             o.iter()
                 .filter(|(k, _)| !NOT_FIGURES.contains(&k.as_str()))
@@ -95,8 +95,19 @@ fn figure_options(run: &SavedRun) -> Vec<(String, Value)> {
     v
 }
 
-fn env_field<'a>(run: &'a SavedRun, k: &str) -> Option<&'a Value> {
-    run.value.get("env").and_then(|e| e.get(k))
+/// One of the environment's fields, by the name differences show it under.
+fn env_field(run: &SavedRun, k: &str) -> Option<Value> {
+    let e = run.env.as_ref()?;
+    Some(match k {
+        "hostname" => e.hostname.clone().into(),
+        "kernel" => e.kernel.clone().into(),
+        "arch" => e.arch.clone().into(),
+        "cpu_model" => e.cpu_model.clone().into(),
+        "cpus_online" => e.cpus_online.into(),
+        "governor" => e.governor.clone().into(),
+        "version" => e.version.clone().into(),
+        _ => return None,
+    })
 }
 
 /// A short hash of what must match (figure-changing options and the
@@ -107,7 +118,7 @@ pub fn hash(run: &SavedRun) -> String {
         text += &format!("{k}={v};");
     }
     for k in ENV {
-        text += &format!("{k}={};", show(env_field(run, k)));
+        text += &format!("{k}={};", show(env_field(run, k).as_ref()));
     }
     format!("{:016x}", xxhash_rust::xxh3::xxh3_64(text.as_bytes()))
 }
@@ -137,8 +148,8 @@ pub fn differences(base: &SavedRun, new: &SavedRun) -> Vec<Difference> {
             out.push(Difference {
                 kind: "environment",
                 what: (*k).into(),
-                base: show(b),
-                new: show(n),
+                base: show(b.as_ref()),
+                new: show(n.as_ref()),
             });
         }
     }
@@ -150,8 +161,8 @@ pub fn differences(base: &SavedRun, new: &SavedRun) -> Vec<Difference> {
         out.push(Difference {
             kind: "version",
             what: "xferbench".into(),
-            base: show(bv),
-            new: show(nv),
+            base: show(bv.as_ref()),
+            new: show(nv.as_ref()),
         });
     }
     out
@@ -159,29 +170,51 @@ pub fn differences(base: &SavedRun, new: &SavedRun) -> Vec<Difference> {
 
 /// Stream jobs of the same name that were set up differently.
 fn jobs(base: &SavedRun, new: &SavedRun, out: &mut Vec<Difference>) {
-    use super::extract::job_name;
-    for b in base.entries() {
-        let Ok(name) = job_name(b) else { continue };
-        let Some(n) = new
-            .entries()
-            .iter()
-            .find(|n| job_name(n).ok().as_ref() == Some(&name))
-        else {
+    use super::extract::stream_job_name;
+    let (AnyRun::Stream(bs), AnyRun::Stream(ns)) = (&base.run, &new.run) else {
+        return;
+    };
+    for b in &bs.jobs {
+        let name = stream_job_name(b);
+        let Some(n) = ns.jobs.iter().find(|n| stream_job_name(n) == name) else {
             continue;
         };
-        for k in JOB {
-            if b.get(k) != n.get(k) {
+        let (bf, nf) = (job_fields(b), job_fields(n));
+        for (k, (bv, nv)) in JOB.iter().zip(bf.iter().zip(&nf)) {
+            if bv != nv {
                 let what = format!("job {name}: {k}");
                 if !out.iter().any(|d| d.what == what) {
                     out.push(Difference {
                         kind: "job",
                         what,
-                        base: show(b.get(k)),
-                        new: show(n.get(k)),
+                        base: show(bv.as_ref()),
+                        new: show(nv.as_ref()),
                     });
                 }
             }
         }
+    }
+}
+
+/// A job's [`JOB`] fields, in that order, as the file writes them (none
+/// for a merged group, which has no one setting of its own).
+fn job_fields(j: &StreamJob) -> Vec<Option<Value>> {
+    fn v<T: Serialize>(x: &T) -> Option<Value> {
+        serde_json::to_value(x).ok()
+    }
+    match j.job() {
+        Some(j) => vec![
+            v(&j.rw),
+            v(&j.bs),
+            v(&j.size),
+            v(&j.ioengine),
+            v(&j.iodepth),
+            v(&j.direct),
+            v(&j.iomem),
+            v(&j.completion),
+            j.rate.map(Value::from),
+        ],
+        None => vec![None; JOB.len()],
     }
 }
 
@@ -322,7 +355,7 @@ mod tests {
     use serde_json::json;
 
     fn run(options: Value, host: &str) -> SavedRun {
-        SavedRun::from_value(
+        crate::result::saved::sketch(
             "r",
             json!({"experiment": "roundtrip", "options": options,
                    "env": {"hostname": host, "kernel": "k", "version": "0.1.0"}, "points": []}),

@@ -4,7 +4,12 @@
 //! every experiment writes.
 
 use super::method::Evidence;
-use crate::result::saved::SavedRun;
+use crate::measure::distribution::{Figures, Spread};
+use crate::measure::stats::Summary;
+use crate::options::DataDirection;
+use crate::result::load::LoadPoint;
+use crate::result::mesh::MeshPair;
+use crate::result::saved::{AnyRun, SavedRun, StreamJob, written};
 use crate::words::{Word, word_enum};
 use serde::Serialize;
 use serde_json::Value;
@@ -162,63 +167,59 @@ pub fn job_name(job: &Value) -> Found<String> {
     Ok(name)
 }
 
-/// The `key` figure of each repeat or block of `spread` (an entry holding
-/// `repeats` and `blocks`), times `scale`. Figures that are not positive
-/// numbers are refused by name.
-fn replicates(spread: &Value, list: &str, key: &str, scale: f64) -> Found<Vec<f64>> {
-    let Some(items) = spread.get(list) else {
-        return Ok(Vec::new());
-    };
-    let items = items
-        .as_array()
-        .ok_or_else(|| format!("field {list} is not a list"))?;
-    let mut out = Vec::with_capacity(items.len());
-    for (i, it) in items.iter().enumerate() {
-        match it.get(key) {
-            // A block without this figure (a block with no samples of it).
-            None | Some(Value::Null) => {}
-            Some(x) => out.push(
-                x.as_f64()
-                    .ok_or_else(|| format!("{list}[{i}].{key} is not a number ({x})"))?
-                    * scale,
-            ),
+/// [`job_name`] for a typed stream entry.
+pub fn stream_job_name(j: &StreamJob) -> String {
+    let mut name = j.jobname().to_string();
+    if let Some(x) = j.job() {
+        if x.clone > 0 {
+            name += &format!(" clone {}", x.clone);
         }
+        if let Some(bs) = x.sweep_bs {
+            name += &format!(" bs {bs}");
+        }
+    } else if let StreamJob::Group(g) = j
+        && let Some(bs) = g.sweep_bs
+    {
+        name += &format!(" bs {bs}");
     }
-    Ok(out)
+    name
 }
 
-fn evidence(spread: &Value, value: f64, key: &str, scale: f64) -> Found<Evidence> {
-    Ok(Evidence {
+/// The `key` figure of each repeat or block of `spread`, times `scale`
+/// (a block without it, one with no samples of it, is left out).
+fn replicates(list: &[Figures], key: &str, scale: f64) -> Vec<f64> {
+    list.iter()
+        .filter_map(|f| f.get(key).map(|v| v * scale))
+        .collect()
+}
+
+fn evidence(spread: &Spread, value: f64, key: &str, scale: f64) -> Evidence {
+    Evidence {
         value,
-        repeats: replicates(spread, "repeats", key, scale)?,
-        blocks: replicates(spread, "intervals", key, scale)?,
+        repeats: replicates(&spread.repeats, key, scale),
+        blocks: replicates(&spread.blocks, key, scale),
         moments: None,
-    })
+    }
 }
 
-/// The latency figures of `summary` (a Summary object), with evidence from
-/// `spread`.
-/// No summary at all (an older file) gives no latency figures; a summary
-/// missing a field is refused.
-fn latency(summary: &Value, spread: &Value, prefix: &str, out: &mut Vec<Figure>) -> Found<()> {
-    if summary.is_null() {
-        return Ok(());
+/// The latency figures of `summary`, with evidence from `spread`. An
+/// all-zero summary is one with no samples, or a file that left it out
+/// (an old load cell): no latency figures, as for no summary at all.
+fn latency(summary: &Summary, spread: &Spread, out: &mut Vec<Figure>) {
+    if *summary == Summary::default() {
+        return;
     }
-    for stat in [
-        Statistic::P50,
-        Statistic::Mean,
-        Statistic::P90,
-        Statistic::P99,
-        Statistic::P999,
+    for (stat, value) in [
+        (Statistic::P50, summary.p50_ns as f64),
+        (Statistic::Mean, summary.mean_ns),
+        (Statistic::P90, summary.p90_ns as f64),
+        (Statistic::P99, summary.p99_ns as f64),
+        (Statistic::P999, summary.p999_ns as f64),
     ] {
         let key = stat.latency_key().expect("a latency statistic");
-        let value = num(summary, key).map_err(|e| format!("{prefix}{e}"))?;
-        let mut ev = evidence(spread, value, key, 1.0)?;
+        let mut ev = evidence(spread, value, key, 1.0);
         if stat == Statistic::Mean {
-            ev.moments = Some((
-                num(summary, "stddev_ns").map_err(|e| format!("{prefix}{e}"))?,
-                num(summary, "count").map_err(|e| format!("{prefix}{e}"))? as u64,
-            ));
+            ev.moments = Some((summary.stddev_ns, summary.count));
         }
         out.push(Figure {
             stat,
@@ -226,269 +227,289 @@ fn latency(summary: &Value, spread: &Value, prefix: &str, out: &mut Vec<Figure>)
             evidence: ev,
         });
     }
-    Ok(())
 }
 
+/// A rate figure: `value` (the point's `key` field) times `scale`.
 fn rate(
-    entry: &Value,
+    spread: &Spread,
     stat: Statistic,
-    field: &str,
+    key: &str,
+    value: f64,
     unit: &'static str,
     scale: f64,
-) -> Found<Figure> {
-    Ok(Figure {
+) -> Figure {
+    Figure {
         stat,
         unit,
-        evidence: evidence(entry, num(entry, field)? * scale, field, scale)?,
-    })
-}
-
-/// A number that names the point (a size, a count): missing is `-`.
-fn id_num(v: &Value, k: &str) -> Found<String> {
-    match v.get(k) {
-        None | Some(Value::Null) => Ok("-".into()),
-        Some(x) => x
-            .as_f64()
-            .map(|n| n.to_string())
-            .ok_or_else(|| format!("field {k} is not a number ({x})")),
+        evidence: evidence(spread, value * scale, key, scale),
     }
 }
 
-fn repeats_of(entry: &Value) -> usize {
-    entry
-        .get("repeats")
-        .and_then(Value::as_array)
-        .map_or(1, |a| a.len().max(1))
+fn repeats_of(spread: &Spread) -> usize {
+    spread.repeats.len().max(1)
 }
 
-/// The subjects of a run, in the run's order. An entry that cannot be read
-/// is refused with where it is and what is wrong.
+/// The subjects of a run, in the run's order.
 pub fn subjects(run: &SavedRun) -> Result<Vec<Subject>, String> {
     let mut out = Vec::new();
-    let list = if run.experiment == "stream" {
-        "jobs"
-    } else {
-        "points"
-    };
-    let entries = match run.value.get(list) {
-        Some(Value::Array(a)) => a,
-        Some(_) => return Err(format!("field {list} is not a list")),
-        None => return Err(format!("field {list} is missing")),
-    };
-    for (i, e) in entries.iter().enumerate() {
-        let at = |err: String| format!("{list}[{i}]: {err}");
-        match run.experiment.as_str() {
-            "stream" => stream(e, &mut out).map_err(at)?,
-            "mesh" => mesh(e, &mut out).map_err(at)?,
-            x => out.push(point(run, x, e).map_err(at)?),
+    match &run.run {
+        AnyRun::Roundtrip(r) => {
+            for p in &r.points {
+                let mut figures = Vec::new();
+                latency(&p.summary, &p.spread, &mut figures);
+                out.push(Subject {
+                    id: format!(
+                        "{} {}/{} in {} out {}",
+                        p.spec,
+                        written(&p.buffers),
+                        written(&p.completion),
+                        p.in_bytes,
+                        p.out_bytes
+                    ),
+                    figures,
+                    repeats: repeats_of(&p.spread),
+                    transport: Some(measured(run, &p.spec, &p.transport)),
+                });
+            }
+        }
+        AnyRun::Curve(r) => {
+            for p in &r.points {
+                let mut figures = Vec::new();
+                latency(&p.oneway, &p.spread, &mut figures);
+                figures.push(rate(
+                    &p.spread,
+                    Statistic::Bandwidth,
+                    "bandwidth_MBps",
+                    p.bandwidth_mbps,
+                    "MB/s",
+                    1.0,
+                ));
+                let chunk = written(&p.chunk);
+                // A stream the responder sent is a curve of its own (runs
+                // saved before directions, or with write, name none).
+                let way = match p.direction {
+                    Some(DataDirection::Read) => " read",
+                    _ => "",
+                };
+                out.push(Subject {
+                    id: format!(
+                        "{} {}{way}{} {}/{} {} B",
+                        p.spec,
+                        written(&p.mode),
+                        if chunk == "whole" {
+                            String::new()
+                        } else {
+                            format!(" chunk {chunk}")
+                        },
+                        written(&p.buffers),
+                        written(&p.completion),
+                        p.size_bytes
+                    ),
+                    figures,
+                    repeats: repeats_of(&p.spread),
+                    transport: Some(measured(run, &p.spec, &p.transport)),
+                });
+            }
+        }
+        AnyRun::Load(r) => {
+            for p in &r.points {
+                out.push(load(run, p));
+            }
+        }
+        AnyRun::Flowgraph(r) => {
+            for p in &r.points {
+                out.push(Subject {
+                    id: format!(
+                        "{} {} N={} M={}",
+                        p.scheduler,
+                        or_dash(p.edges),
+                        p.cores,
+                        p.blocks
+                    ),
+                    figures: vec![rate(
+                        &p.spread,
+                        Statistic::Rate,
+                        "samples_per_s",
+                        p.samples_per_s,
+                        "samples/s",
+                        1.0,
+                    )],
+                    repeats: repeats_of(&p.spread),
+                    transport: None,
+                });
+            }
+        }
+        AnyRun::Pairs(r) => {
+            for p in &r.points {
+                out.push(Subject {
+                    id: format!("{} B window {}", p.size_bytes, p.window),
+                    figures: vec![
+                        rate(
+                            &p.spread,
+                            Statistic::Bandwidth,
+                            "aggregate_MBps",
+                            p.aggregate_mbps,
+                            "MB/s",
+                            1.0,
+                        ),
+                        rate(
+                            &p.spread,
+                            Statistic::Rate,
+                            "messages_per_s",
+                            p.messages_per_s,
+                            "msg/s",
+                            1.0,
+                        ),
+                    ],
+                    repeats: repeats_of(&p.spread),
+                    transport: None,
+                });
+            }
+        }
+        AnyRun::Stream(r) => {
+            for j in &r.jobs {
+                stream(j, &mut out);
+            }
+        }
+        AnyRun::Mesh(r) => {
+            for p in &r.points {
+                mesh(p, &mut out);
+            }
         }
     }
     Ok(out)
 }
 
+/// `-` for a name a file left out.
+fn or_dash(s: &str) -> &str {
+    if s.is_empty() { "-" } else { s }
+}
+
 /// The transport of a point that names one (roundtrip, curve, load); its
-/// spec is the start of the point's id.
-fn measured(run: &SavedRun, e: &Value) -> Found<Measured> {
-    let spec = text(e, "spec")?;
-    let kind = match e.get("transport") {
-        Some(Value::String(k)) => k.clone(),
-        _ => spec.clone(),
+/// spec is the start of the point's id. A point without a spec (a file
+/// that left it out) goes by its transport's name.
+fn measured(run: &SavedRun, spec: &str, transport: &str) -> Measured {
+    let spec = or_dash(if spec.is_empty() { transport } else { spec }).to_string();
+    let kind = if transport.is_empty() {
+        spec.clone()
+    } else {
+        transport.to_string()
     };
     let device = run
-        .value
-        .get("devices")
-        .and_then(Value::as_array)
-        .and_then(|d| {
-            d.iter()
-                .find(|d| d.get("spec").and_then(Value::as_str) == Some(&spec))
-        })
+        .run
+        .devices()
+        .iter()
+        .find(|d| d.get("spec").and_then(Value::as_str) == Some(&spec))
         .and_then(|d| d.get("plugin"))
         .and_then(Value::as_str)
         .map(str::to_string);
-    Ok(Measured { spec, kind, device })
+    Measured { spec, kind, device }
 }
 
-/// A point of roundtrip, curve, load, flowgraph or pairs.
-fn point(run: &SavedRun, experiment: &str, e: &Value) -> Found<Subject> {
+/// A load point. Every run writes a point's spec with its configuration:
+/// a point without one comes from a file that left the configuration out,
+/// whose buffers, completion, direction, arrival and sizes are unknown
+/// (read as `-`, not as the defaults they were filled with).
+fn load(run: &SavedRun, p: &LoadPoint) -> Subject {
     let mut figures = Vec::new();
-    let transport = match experiment {
-        "roundtrip" | "curve" | "load" => Some(measured(run, e)?),
-        _ => None,
-    };
-    let id = match experiment {
-        "roundtrip" => {
-            latency(
-                e.get("summary").unwrap_or(&Value::Null),
-                e,
-                "summary.",
-                &mut figures,
-            )?;
-            format!(
-                "{} {}/{} in {} out {}",
-                text(e, "spec")?,
-                text(e, "buffers")?,
-                text(e, "completion")?,
-                id_num(e, "in_bytes")?,
-                id_num(e, "out_bytes")?
-            )
-        }
-        "curve" => {
-            latency(
-                e.get("oneway").unwrap_or(&Value::Null),
-                e,
-                "oneway.",
-                &mut figures,
-            )?;
+    let said = |x: String, known: bool| if known { x } else { "-".into() };
+    match p {
+        LoadPoint::Open(p) => {
+            let known = !p.spec.is_empty();
+            latency(&p.latency, &p.spread, &mut figures);
             figures.push(rate(
-                e,
-                Statistic::Bandwidth,
-                "bandwidth_MBps",
-                "MB/s",
+                &p.spread,
+                Statistic::Rate,
+                "achieved_per_s",
+                p.achieved_per_s,
+                "req/s",
                 1.0,
-            )?);
-            let chunk = text(e, "chunk").unwrap_or_else(|_| "whole".into());
-            // A stream the responder sent is a curve of its own (runs
-            // saved before directions, or with write, name none).
-            let way = match e.get("direction").and_then(Value::as_str) {
-                Some("read") => " read",
-                _ => "",
-            };
-            format!(
-                "{} {}{way}{} {}/{} {} B",
-                text(e, "spec")?,
-                text(e, "mode")?,
-                if chunk == "whole" {
-                    String::new()
-                } else {
-                    format!(" chunk {chunk}")
-                },
-                text(e, "buffers")?,
-                text(e, "completion")?,
-                id_num(e, "size_bytes")?
-            )
+            ));
+            let m = measured(run, &p.spec, &p.transport);
+            Subject {
+                id: format!(
+                    "{} {}/{} {} {} B at {:.0}/s {}",
+                    m.spec,
+                    said(written(&p.buffers), known),
+                    said(written(&p.completion), known),
+                    said(written(&p.direction), known),
+                    said(p.size_bytes.to_string(), p.size_bytes > 0),
+                    p.offered_per_s,
+                    said(written(&p.arrival), known)
+                ),
+                figures,
+                repeats: repeats_of(&p.spread),
+                transport: Some(m),
+            }
         }
-        "load" if e.get("offered_per_s").is_some() => {
-            latency(
-                e.get("latency").unwrap_or(&Value::Null),
-                e,
-                "latency.",
-                &mut figures,
-            )?;
-            figures.push(rate(e, Statistic::Rate, "achieved_per_s", "req/s", 1.0)?);
-            format!(
-                "{} {}/{} {} {} B at {:.0}/s {}",
-                text(e, "spec")?,
-                text(e, "buffers")?,
-                text(e, "completion")?,
-                text(e, "direction")?,
-                id_num(e, "size_bytes")?,
-                num(e, "offered_per_s")?,
-                text(e, "arrival").unwrap_or_default()
-            )
-        }
-        "load" => {
-            latency(
-                e.get("latency").unwrap_or(&Value::Null),
-                e,
-                "latency.",
-                &mut figures,
-            )?;
-            figures.push(rate(e, Statistic::Rate, "req_per_s", "req/s", 1.0)?);
-            format!(
-                "{} {}/{} {} {} B under {} inflight {}",
-                text(e, "spec")?,
-                text(e, "buffers")?,
-                text(e, "completion")?,
-                text(e, "direction")?,
-                id_num(e, "size_bytes")?,
-                text(e, "load")?,
-                id_num(e, "inflight")?
-            )
-        }
-        "flowgraph" => {
-            figures.push(rate(e, Statistic::Rate, "samples_per_s", "samples/s", 1.0)?);
-            format!(
-                "{} {} N={} M={}",
-                text(e, "scheduler")?,
-                text(e, "edges")?,
-                id_num(e, "cores")?,
-                id_num(e, "blocks")?
-            )
-        }
-        "pairs" => {
+        LoadPoint::Closed(p) => {
+            let known = !p.spec.is_empty();
+            latency(&p.latency, &p.spread, &mut figures);
             figures.push(rate(
-                e,
-                Statistic::Bandwidth,
-                "aggregate_MBps",
-                "MB/s",
+                &p.spread,
+                Statistic::Rate,
+                "req_per_s",
+                p.req_per_s,
+                "req/s",
                 1.0,
-            )?);
-            figures.push(rate(e, Statistic::Rate, "messages_per_s", "msg/s", 1.0)?);
-            format!(
-                "{} B window {}",
-                id_num(e, "size_bytes")?,
-                id_num(e, "window")?
-            )
+            ));
+            let m = measured(run, &p.spec, &p.transport);
+            Subject {
+                id: format!(
+                    "{} {}/{} {} {} B under {} inflight {}",
+                    m.spec,
+                    said(written(&p.buffers), known),
+                    said(written(&p.completion), known),
+                    written(&p.direction),
+                    p.size_bytes,
+                    p.load,
+                    said(p.inflight.to_string(), p.inflight > 0)
+                ),
+                figures,
+                repeats: repeats_of(&p.spread),
+                transport: Some(m),
+            }
         }
-        x => return Err(format!("experiment {x:?} has no points a comparison knows")),
-    };
-    Ok(Subject {
-        id,
-        figures,
-        repeats: repeats_of(e),
-        transport,
-    })
+    }
 }
 
-/// A stream job: one subject per direction that did I/O (runs saved
-/// before trims were measured have no `trim`).
-fn stream(job: &Value, out: &mut Vec<Subject>) -> Found<()> {
-    let name = job_name(job)?;
-    for dir in ["read", "write", "trim"] {
-        let d = match job.get(dir) {
-            Some(d) => d,
-            None if dir == "trim" => continue,
-            None => return Err(format!("field {dir} is missing")),
-        };
-        if num(d, "total_ios").map_err(|e| format!("{dir}.{e}"))? == 0.0 {
+/// A stream entry: one subject per direction that did I/O.
+fn stream(job: &StreamJob, out: &mut Vec<Subject>) {
+    let name = stream_job_name(job);
+    for (dir, d) in job.dirs() {
+        if d.total_ios == 0 {
             continue;
         }
-        let at = |e: String| format!("{dir}.{e}");
-        let clat = d.get("clat_ns").unwrap_or(&Value::Null);
+        let clat = &d.clat_ns;
         let mut figures = vec![
-            rate(d, Statistic::Bandwidth, "bw_bytes", "MB/s", 1e-6).map_err(at)?,
-            rate(d, Statistic::Iops, "iops", "IOPS", 1.0).map_err(at)?,
+            rate(
+                &d.spread,
+                Statistic::Bandwidth,
+                "bw_bytes",
+                d.bw_bytes as f64,
+                "MB/s",
+                1e-6,
+            ),
+            rate(&d.spread, Statistic::Iops, "iops", d.iops, "IOPS", 1.0),
         ];
         // fio's percentile keys hold dots: read them whole. A percentile
         // the file does not list is not compared.
-        let pv = |p: &str| -> Found<Option<f64>> {
-            match clat.get("percentile").and_then(|m| m.get(p)) {
-                None => Ok(None),
-                Some(x) => x
-                    .as_f64()
-                    .map(Some)
-                    .ok_or_else(|| format!("clat_ns.percentile[{p}] is not a number ({x})")),
-            }
-        };
         for (stat, p, key) in [
             (Statistic::P50, "50.000000", "p50_ns"),
             (Statistic::P90, "90.000000", "p90_ns"),
             (Statistic::P99, "99.000000", "p99_ns"),
             (Statistic::P999, "99.900000", "p999_ns"),
         ] {
-            if let Some(v) = pv(p).map_err(at)? {
+            if let Some(&v) = clat.percentile.get(p) {
                 figures.push(Figure {
                     stat,
                     unit: "ns",
-                    evidence: evidence(d, v, key, 1.0).map_err(at)?,
+                    evidence: evidence(&d.spread, v as f64, key, 1.0),
                 });
             }
         }
-        let mut mean = evidence(d, num(clat, "mean").map_err(at)?, "mean_ns", 1.0).map_err(at)?;
-        mean.moments = Some((
-            num(clat, "stddev").map_err(at)?,
-            num(clat, "N").map_err(at)? as u64,
-        ));
+        let mut mean = evidence(&d.spread, clat.mean, "mean_ns", 1.0);
+        mean.moments = Some((clat.stddev, clat.n));
         figures.push(Figure {
             stat: Statistic::Mean,
             unit: "ns",
@@ -497,50 +518,42 @@ fn stream(job: &Value, out: &mut Vec<Subject>) -> Found<()> {
         out.push(Subject {
             id: format!("job {name} {dir}"),
             figures,
-            repeats: repeats_of(d),
+            repeats: repeats_of(&d.spread),
             transport: None,
         });
     }
-    Ok(())
 }
 
 /// A mesh pair: one subject per latency size and per bandwidth size.
-fn mesh(pair: &Value, out: &mut Vec<Subject>) -> Found<()> {
-    if pair.get("missing").and_then(Value::as_bool) == Some(true) {
-        return Ok(());
+fn mesh(pair: &MeshPair, out: &mut Vec<Subject>) {
+    if pair.missing {
+        return;
     }
-    let (from, to) = (num(pair, "from")?, num(pair, "to")?);
-    for (j, l) in crate::result::saved::array(pair, "latency")
-        .iter()
-        .enumerate()
-    {
+    let (from, to) = (pair.from, pair.to);
+    for l in &pair.latency {
         let mut figures = Vec::new();
-        latency(
-            l.get("oneway").unwrap_or(&Value::Null),
-            l,
-            &format!("latency[{j}].oneway."),
-            &mut figures,
-        )?;
+        latency(&l.oneway, &l.spread, &mut figures);
         out.push(Subject {
-            id: format!("{from}→{to} {} B latency", num(l, "size_bytes")?),
+            id: format!("{from}→{to} {} B latency", l.size_bytes),
             figures,
-            repeats: repeats_of(l),
+            repeats: repeats_of(&l.spread),
             transport: None,
         });
     }
-    for (j, b) in crate::result::saved::array(pair, "bandwidth")
-        .iter()
-        .enumerate()
-    {
+    for b in &pair.bandwidth {
         out.push(Subject {
-            id: format!("{from}→{to} {} B bandwidth", num(b, "size_bytes")?),
-            figures: vec![
-                rate(b, Statistic::Bandwidth, "bandwidth_MBps", "MB/s", 1.0)
-                    .map_err(|e| format!("bandwidth[{j}].{e}"))?,
-            ],
-            repeats: repeats_of(b),
+            id: format!("{from}→{to} {} B bandwidth", b.size_bytes),
+            // A bandwidth point keeps no repeats or blocks.
+            figures: vec![rate(
+                &Spread::default(),
+                Statistic::Bandwidth,
+                "bandwidth_MBps",
+                b.bandwidth_mbps,
+                "MB/s",
+                1.0,
+            )],
+            repeats: 1,
             transport: None,
         });
     }
-    Ok(())
 }

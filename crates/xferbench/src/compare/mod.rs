@@ -140,12 +140,7 @@ fn side(run: &SavedRun, subjects: &[Subject]) -> Side {
         repeats: subjects.iter().map(|s| s.repeats).max().unwrap_or(1),
         complete: run.complete,
         config_hash: config::hash(run),
-        timestamp: run
-            .value
-            .get("env")
-            .and_then(|e| e.get("timestamp"))
-            .and_then(|t| t.as_str())
-            .map(str::to_string),
+        timestamp: run.env.as_ref().map(|e| e.timestamp.clone()),
     }
 }
 
@@ -354,10 +349,8 @@ fn notes(
         ));
     }
     let busy = |r: &SavedRun| -> Option<f64> {
-        let la = r.value.get("env")?.get("load_average")?.as_array()?;
-        la.iter()
-            .filter_map(serde_json::Value::as_f64)
-            .reduce(f64::max)
+        let [a, b] = r.env.as_ref()?.load_average?;
+        Some(a.max(b))
     };
     if let (Some(lb), Some(ln)) = (busy(base), busy(new)) {
         let cpus = base

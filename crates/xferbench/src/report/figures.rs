@@ -4,19 +4,24 @@
 //! mesh run three (latency p50 and p99, bandwidth between every two ranks).
 
 use super::figure::{Axis, Bars, Figure, Heatmap, Kind, Lines, Plot, Role, Scale, Series};
+use crate::measure::fit::Fit;
+use crate::measure::stats::Summary;
+use crate::options::DataDirection;
+use crate::result::curve::CurvePoint;
+use crate::result::flowgraph::{FlowExtra, FlowPoint};
+use crate::result::load::{ClosedPoint, LoadPoint};
 use crate::result::saved::SavedRun;
-use crate::result::saved::{array, num};
+use crate::result::saved::{AnyRun, written};
+use crate::result::saved::{Saved, StreamJob};
+use crate::result::{DeviceTime, Point};
+use crate::transport::{BufferMode, CompletionMode, Pattern};
+use crate::units::Chunk;
 use crate::units::si;
 use serde_json::Value;
 
 /// A text field of a saved point ("" when absent or not text).
 pub fn text<'a>(v: &'a Value, k: &str) -> &'a str {
     v.get(k).and_then(Value::as_str).unwrap_or("")
-}
-
-/// Nanoseconds at `path` ("summary.mean_ns") in µs.
-fn us(v: &Value, obj: &str, k: &str) -> Option<f64> {
-    v.get(obj).and_then(|o| num(o, k)).map(|ns| ns / 1000.0)
 }
 
 /// Every figure the runs give, in the order the report shows them.
@@ -52,32 +57,23 @@ pub fn pairs(runs: &[&SavedRun]) -> Vec<Figure> {
     }
     let (mut bw, mut rate) = (Vec::new(), Vec::new());
     for run in runs {
-        let k = num(&run.value, "pairs").unwrap_or(0.0);
+        let AnyRun::Pairs(typed) = &run.run else {
+            continue;
+        };
+        let k = typed.extra.pairs;
         let agg = format!("{k} pairs, aggregate");
         let (mut b, mut r): (Vec<Series>, Vec<Series>) = (Vec::new(), Vec::new());
-        for p in run.entries() {
-            let Some(x) = num(p, "size_bytes") else {
-                continue;
-            };
-            if let Some(y) = num(p, "aggregate_MBps") {
-                let i = series_index(&mut b, &agg, Role::Measured);
-                b[i].points.push((x, y));
+        for p in &typed.points {
+            let x = p.size_bytes as f64;
+            let i = series_index(&mut b, &agg, Role::Measured);
+            b[i].points.push((x, p.aggregate_mbps));
+            for q in &p.pairs {
+                let name = format!("pair {} → {}", q.from, q.to);
+                let i = series_index(&mut b, &name, Role::Measured);
+                b[i].points.push((x, q.bandwidth_mbps));
             }
-            for q in array(p, "pairs") {
-                if let Some(y) = num(q, "bandwidth_MBps") {
-                    let name = format!(
-                        "pair {} → {}",
-                        num(q, "from").unwrap_or(0.0),
-                        num(q, "to").unwrap_or(0.0)
-                    );
-                    let i = series_index(&mut b, &name, Role::Measured);
-                    b[i].points.push((x, y));
-                }
-            }
-            if let Some(y) = num(p, "messages_per_s") {
-                let i = series_index(&mut r, &agg, Role::Measured);
-                r[i].points.push((x, y));
-            }
+            let i = series_index(&mut r, &agg, Role::Measured);
+            r[i].points.push((x, p.messages_per_s));
         }
         bw.push((*run, b));
         rate.push((*run, r));
@@ -157,12 +153,15 @@ fn series_index(list: &mut Vec<Series>, name: &str, role: Role) -> usize {
 pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
     let mut out: Vec<Figure> = Vec::new();
     for run in runs {
+        let AnyRun::Roundtrip(typed) = &run.run else {
+            continue;
+        };
         // Points by configuration, in run order, then by cell: a lookup
         // each, so a run of tens of thousands of points stays linear.
-        let mut configs: Vec<(String, Vec<&Value>)> = Vec::new();
+        let mut configs: Vec<(String, Vec<&Point>)> = Vec::new();
         let mut at: std::collections::HashMap<String, usize> = std::collections::HashMap::new();
-        for p in run.entries() {
-            let c = config_name(p);
+        for p in &typed.points {
+            let c = point_config(p);
             let i = *at.entry(c.clone()).or_insert_with(|| {
                 configs.push((c, Vec::new()));
                 configs.len() - 1
@@ -170,27 +169,25 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
             configs[i].1.push(p);
         }
         for (c, mine) in configs {
-            let axis = |k: &str| {
-                let mut v: Vec<f64> = mine.iter().filter_map(|p| num(p, k)).collect();
+            let axis = |k: fn(&Point) -> u64| {
+                let mut v: Vec<f64> = mine.iter().map(|p| k(p) as f64).collect();
                 v.sort_by(f64::total_cmp);
                 v.dedup();
                 v
             };
-            let (xs, ys) = (axis("in_bytes"), axis("out_bytes"));
-            let mut cell: std::collections::HashMap<(u64, u64), &Value> =
+            let (xs, ys) = (axis(|p| p.in_bytes), axis(|p| p.out_bytes));
+            let mut cell: std::collections::HashMap<(u64, u64), &Point> =
                 std::collections::HashMap::new();
             for p in &mine {
-                if let (Some(x), Some(y)) = (num(p, "in_bytes"), num(p, "out_bytes")) {
-                    cell.entry((x.to_bits(), y.to_bits())).or_insert(p);
-                }
+                cell.entry((p.in_bytes, p.out_bytes)).or_insert(p);
             }
-            let matrix = |stat: &str| -> Vec<Vec<Option<f64>>> {
+            let matrix = |stat: fn(&Summary) -> f64| -> Vec<Vec<Option<f64>>> {
                 ys.iter()
                     .map(|&y| {
                         xs.iter()
                             .map(|&x| {
-                                cell.get(&(x.to_bits(), y.to_bits()))
-                                    .and_then(|p| us(p, "summary", stat))
+                                cell.get(&(x as u64, y as u64))
+                                    .map(|p| stat(&p.summary) / 1000.0)
                             })
                             .collect()
                     })
@@ -210,8 +207,8 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
                 plot: Plot::Heatmap(Heatmap {
                     x: Axis::new("in (bytes)", true, Scale::Bytes),
                     y: Axis::new("out (bytes)", true, Scale::Bytes),
-                    cells: matrix("mean_ns"),
-                    second: Some(("p99".into(), matrix("p99_ns"))),
+                    cells: matrix(|s| s.mean_ns),
+                    second: Some(("p99".into(), matrix(|s| s.p99_ns as f64))),
                     ratio: false,
                     labels: None,
                     higher_is_better: false,
@@ -231,37 +228,30 @@ pub fn roundtrip(runs: &[&SavedRun]) -> Vec<Figure> {
 /// device's own time): per (in, out) cell, the device's p50 at the bottom
 /// and the host's p50 (round trip minus device time) stacked on it. None
 /// when no point has the split.
-fn latency_budget(mine: &[&Value], n: usize, c: &str, label: &str) -> Option<Figure> {
-    let mut cells: Vec<&Value> = mine
+fn latency_budget(mine: &[&Point], n: usize, c: &str, label: &str) -> Option<Figure> {
+    let mut cells: Vec<(&Point, &DeviceTime)> = mine
         .iter()
-        .copied()
-        .filter(|p| p.get("device_time").is_some_and(Value::is_object))
+        .filter_map(|p| Some((*p, p.device_time.as_ref()?)))
         .collect();
     if cells.is_empty() {
         return None;
     }
-    let key = |p: &Value| {
-        (
-            num(p, "in_bytes").unwrap_or(0.0),
-            num(p, "out_bytes").unwrap_or(0.0),
-        )
-    };
-    cells.sort_by(|a, b| {
-        let (ka, kb) = (key(a), key(b));
-        ka.0.total_cmp(&kb.0).then(ka.1.total_cmp(&kb.1))
-    });
+    cells.sort_by_key(|(p, _)| (p.in_bytes, p.out_bytes));
     let bytes = Axis::new("bytes", true, Scale::Bytes);
     let categories = cells
         .iter()
-        .map(|p| {
-            let (i, o) = key(p);
-            format!("{} → {}", bytes.format(i), bytes.format(o))
+        .map(|(p, _)| {
+            format!(
+                "{} → {}",
+                bytes.format(p.in_bytes as f64),
+                bytes.format(p.out_bytes as f64)
+            )
         })
         .collect();
-    let part = |side: &str, stat: &str| -> Vec<Option<f64>> {
+    let part = |side: fn(&DeviceTime) -> &Summary, stat: fn(&Summary) -> u64| -> Vec<Option<f64>> {
         cells
             .iter()
-            .map(|p| p.get("device_time").and_then(|d| us(d, side, stat)))
+            .map(|(_, d)| Some(stat(side(d)) as f64 / 1000.0))
             .collect()
     };
     Some(Figure {
@@ -277,15 +267,25 @@ fn latency_budget(mine: &[&Value], n: usize, c: &str, label: &str) -> Option<Fig
             categories,
             y: Axis::new("round trip p50 (µs)", false, Scale::Number),
             parts: vec![
-                ("device".into(), part("device", "p50_ns")),
-                ("host".into(), part("host", "p50_ns")),
+                ("device".into(), part(|d| &d.device, |s| s.p50_ns)),
+                ("host".into(), part(|d| &d.host, |s| s.p50_ns)),
             ],
             extra: vec![
-                ("device p99".into(), part("device", "p99_ns")),
-                ("host p99".into(), part("host", "p99_ns")),
+                ("device p99".into(), part(|d| &d.device, |s| s.p99_ns)),
+                ("host p99".into(), part(|d| &d.host, |s| s.p99_ns)),
             ],
         }),
     })
+}
+
+/// "tcp user/block": a round-trip point's configuration.
+pub fn point_config(p: &Point) -> String {
+    format!(
+        "{} {}/{}",
+        p.spec,
+        written(&p.buffers),
+        written(&p.completion)
+    )
 }
 
 /// "tcp user/block": a round-trip configuration.
@@ -320,13 +320,46 @@ pub fn curve_name(p: &Value) -> String {
     s
 }
 
+/// One curve's name, from its point or fit: spec, mode, packet strategy,
+/// and buffers/completion.
+fn typed_curve_name(
+    spec: &str,
+    mode: Pattern,
+    direction: Option<DataDirection>,
+    chunk: Chunk,
+    buffers: BufferMode,
+    completion: CompletionMode,
+) -> String {
+    let mut s = format!("{spec} {}", written(&mode));
+    // A stream the responder sent (device to host) is a curve of its own.
+    if direction == Some(DataDirection::Read) {
+        s.push_str(" read");
+    }
+    let chunk = written(&chunk);
+    if chunk != "whole" {
+        s.push_str(&format!(" chunk {chunk}"));
+    }
+    s.push_str(&format!(" {}/{}", written(&buffers), written(&completion)));
+    s
+}
+
+/// A curve point's curve, named.
+pub fn point_curve(p: &CurvePoint) -> String {
+    typed_curve_name(
+        &p.spec,
+        p.mode,
+        p.direction,
+        p.chunk,
+        p.buffers,
+        p.completion,
+    )
+}
+
 /// Hockney's t(n) = t0 + n/r∞ over [lo, hi], sampled at the measured sizes.
-fn model(fit: &Value, sizes: &[f64]) -> Vec<(f64, f64)> {
-    let (Some(t0), Some(r)) = (num(fit, "t0_ns"), num(fit, "r_inf_MBps")) else {
-        return Vec::new();
-    };
-    let lo = num(fit, "min_size_bytes").unwrap_or(0.0);
-    let hi = num(fit, "max_size_bytes").unwrap_or(f64::MAX);
+fn model(fit: &Fit, sizes: &[f64]) -> Vec<(f64, f64)> {
+    let (t0, r) = (fit.t0_ns, fit.r_inf_MBps);
+    let lo = fit.min_size_bytes as f64;
+    let hi = fit.max_size_bytes as f64;
     sizes
         .iter()
         .filter(|&&n| n >= lo && n <= hi && r > 0.0)
@@ -341,32 +374,36 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
     let mut lat_runs = Vec::new();
     let mut bw_runs = Vec::new();
     for run in runs {
+        let AnyRun::Curve(typed) = &run.run else {
+            continue;
+        };
         let mut lat: Vec<Series> = Vec::new();
         let mut bw: Vec<Series> = Vec::new();
-        for p in run.entries() {
-            let name = curve_name(p);
-            let Some(x) = num(p, "size_bytes") else {
-                continue;
-            };
-            if let Some(y) = us(p, "oneway", "p50_ns") {
-                let i = series_index(&mut lat, &name, Role::Measured);
-                lat[i].points.push((x, y));
-            }
-            if let Some(y) = num(p, "bandwidth_MBps") {
-                let i = series_index(&mut bw, &name, Role::Measured);
-                bw[i].points.push((x, y));
-            }
+        for p in &typed.points {
+            let name = point_curve(p);
+            let x = p.size_bytes as f64;
+            let i = series_index(&mut lat, &name, Role::Measured);
+            lat[i].points.push((x, p.oneway.p50_ns as f64 / 1000.0));
+            let i = series_index(&mut bw, &name, Role::Measured);
+            bw[i].points.push((x, p.bandwidth_mbps));
         }
         // The fitted model, dashed in its curve's colour.
-        for f in array(&run.value, "fits") {
-            let name = curve_name(f);
+        for f in &typed.extra.fits {
+            let name = typed_curve_name(
+                &f.spec,
+                f.mode,
+                f.direction,
+                f.chunk,
+                f.buffers,
+                f.completion,
+            );
             let Some(of) = lat.iter().position(|s| s.name == name) else {
                 continue;
             };
             let sizes: Vec<f64> = lat[of].points.iter().map(|p| p.0).collect();
-            let segs: Vec<&Value> = match f.get("two_segment") {
-                Some(t) if !t.is_null() => vec![&t["below"], &t["above"]],
-                _ => f.get("fit").filter(|v| !v.is_null()).into_iter().collect(),
+            let segs: Vec<&Fit> = match &f.two_segment {
+                Some(t) => vec![&t.below, &t.above],
+                None => f.fit.iter().collect(),
             };
             for (k, seg) in segs.iter().enumerate() {
                 let pts = model(seg, &sizes);
@@ -451,25 +488,39 @@ pub fn stream_name(j: &Value) -> String {
     )
 }
 
+/// A saved stream entry's name: job, rw, engine and completion (a merged
+/// group's jobs have no one rw, engine or completion: blank).
+pub fn stream_job_name(j: &StreamJob) -> String {
+    match j.job() {
+        Some(x) => format!(
+            "{} {} {}/{}",
+            x.jobname,
+            written(&x.rw),
+            written(&x.ioengine),
+            written(&x.completion)
+        ),
+        None => format!("{}  /", j.jobname()),
+    }
+}
+
 pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
     if runs.is_empty() {
         return Vec::new();
     }
     let mut per_run = Vec::new();
     for run in runs {
+        let AnyRun::Stream(typed) = &run.run else {
+            continue;
+        };
         // Clones of one job run side by side: their bandwidth adds up.
         let mut ss: Vec<Series> = Vec::new();
-        for j in run.entries() {
-            let dir = stream_direction(text(j, "rw"));
-            let name = stream_name(j);
-            let Some(bs) = num(j, "sweep_bs").or_else(|| num(j, "bs")) else {
+        for j in &typed.jobs {
+            let dir = stream_direction(&j.job().map_or(String::new(), |x| written(&x.rw)));
+            let name = stream_job_name(j);
+            let Some(bs) = j.block_size().map(|b| b as f64) else {
                 continue;
             };
-            let bw = ["read", "write", "trim"]
-                .iter()
-                .filter_map(|d| j.get(*d).and_then(|s| num(s, "bw_bytes")))
-                .sum::<f64>()
-                / 1e6;
+            let bw = j.dirs().iter().map(|(_, d)| d.bw_bytes as f64).sum::<f64>() / 1e6;
             let i = series_index(&mut ss, &name, Role::Measured);
             ss[i].key = Some(dir.into());
             match ss[i].points.iter_mut().find(|p| p.0 == bs) {
@@ -505,6 +556,15 @@ pub fn load_name(p: &Value) -> String {
     }
 }
 
+/// A closed-loop load cell's series: transport, load and direction.
+pub fn closed_name(p: &ClosedPoint) -> String {
+    let key = format!("{} {}", p.load, written(&p.direction));
+    match p.transport.as_str() {
+        "" => key,
+        t => format!("{t} {key}"),
+    }
+}
+
 pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
     if runs.is_empty() {
         return Vec::new();
@@ -513,24 +573,32 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
     let mut kb = Vec::new();
     let mut lat = Vec::new();
     for run in runs {
+        let AnyRun::Load(typed) = &run.run else {
+            continue;
+        };
         let (mut r, mut k, mut l) = (Vec::new(), Vec::new(), Vec::new());
-        for p in run.entries() {
-            if let (Some(x), Some(req)) = (num(p, "size_bytes"), num(p, "req_per_s")) {
-                let key = format!("{} {}", text(p, "load"), text(p, "direction"));
-                let name = load_name(p);
-                let i = series_index(&mut r, &name, Role::Measured);
-                r[i].key = Some(key.clone());
-                r[i].points.push((x, req));
-                if let Some(v) = num(p, "kb_per_s") {
+        for p in &typed.points {
+            match p {
+                LoadPoint::Closed(p) => {
+                    let x = p.size_bytes as f64;
+                    let key = format!("{} {}", p.load, written(&p.direction));
+                    let name = closed_name(p);
+                    let i = series_index(&mut r, &name, Role::Measured);
+                    r[i].key = Some(key.clone());
+                    r[i].points.push((x, p.req_per_s));
                     let i = series_index(&mut k, &name, Role::Measured);
                     k[i].key = Some(key);
-                    k[i].points.push((x, v));
+                    k[i].points.push((x, p.kb_per_s));
                 }
-            } else if let Some(x) = num(p, "offered_per_s") {
-                for stat in ["p50", "p99", "p999"] {
-                    if let Some(y) = us(p, "latency", &format!("{stat}_ns")) {
+                LoadPoint::Open(p) => {
+                    let stats: [(&str, u64); 3] = [
+                        ("p50", p.latency.p50_ns),
+                        ("p99", p.latency.p99_ns),
+                        ("p999", p.latency.p999_ns),
+                    ];
+                    for (stat, ns) in stats {
                         let i = series_index(&mut l, stat, Role::Measured);
-                        l[i].points.push((x, y));
+                        l[i].points.push((p.offered_per_s, ns as f64 / 1000.0));
                     }
                 }
             }
@@ -584,70 +652,68 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
 /// What the kernel alone reached in each run, at its best buffer size and
 /// at the flowgraph's own: the gap between the two is the buffer size's
 /// cost, which no scheduler can win back.
-fn kernel_rates(runs: &[&SavedRun]) -> String {
+fn kernel_rates(runs: &[(&SavedRun, &Saved<FlowPoint, FlowExtra>)]) -> String {
     runs.iter()
-        .filter_map(|r| {
-            let best = num(&r.value, "kernel_only_sps")?;
-            let size = num(&r.value, "kernel_only_buffer_bytes").unwrap_or(0.0) as u64;
+        .map(|(saved, r)| {
+            let label = &saved.label;
+            let x = &r.extra;
             let mut s = format!(
                 " The kernel alone{}: {} samples/s at its best size ({})",
                 if runs.len() > 1 {
-                    format!(" ({})", r.label)
+                    format!(" ({label})")
                 } else {
                     String::new()
                 },
-                si(best),
-                crate::units::format_size(size)
+                si(x.kernel_only_sps),
+                crate::units::format_size(x.kernel_only_buffer_bytes)
             );
-            let own = r.entries().first().and_then(|p| num(p, "buffer_bytes"));
-            if let (Some(at), Some(own)) = (num(&r.value, "kernel_at_buffer_sps"), own)
-                && own as u64 != size
-            {
+            // 0: not measured, as in runs saved before this figure existed.
+            let own = r.points.first().map_or(0, |p| p.buffer_bytes);
+            if x.kernel_at_buffer_sps > 0.0 && own > 0 && own != x.kernel_only_buffer_bytes {
                 s.push_str(&format!(
                     ", {} at the flowgraph's own {}",
-                    si(at),
-                    crate::units::format_size(own as u64)
+                    si(x.kernel_at_buffer_sps),
+                    crate::units::format_size(own)
                 ));
             }
             s.push('.');
-            Some(s)
+            s
         })
         .collect()
 }
 
 pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
-    let mut cores: Vec<u64> = runs
+    let typed: Vec<(&SavedRun, &Saved<FlowPoint, FlowExtra>)> = runs
         .iter()
-        .flat_map(|r| r.entries().iter().filter_map(|p| num(p, "cores")))
-        .map(|c| c as u64)
+        .filter_map(|r| match &r.run {
+            AnyRun::Flowgraph(t) => Some((*r, t)),
+            _ => None,
+        })
+        .collect();
+    let mut cores: Vec<usize> = typed
+        .iter()
+        .flat_map(|(_, r)| r.points.iter().map(|p| p.cores))
         .collect();
     cores.sort_unstable();
     cores.dedup();
     let mut out = Vec::new();
     for n in cores {
         let mut per_run = Vec::new();
-        for run in runs {
+        for (run, t) in &typed {
             let mut ss: Vec<Series> = Vec::new();
             let mut bounds: Vec<Series> = Vec::new();
-            for p in run.entries() {
-                if num(p, "cores") != Some(n as f64) {
-                    continue;
-                }
-                let (Some(m), Some(y)) = (num(p, "blocks"), num(p, "samples_per_s")) else {
-                    continue;
-                };
-                let name = crate::flowgraph::edge::series_of(p);
+            for p in t.points.iter().filter(|p| p.cores == n) {
+                let m = p.blocks as f64;
+                let name = crate::flowgraph::edge::series(p.scheduler, p.edges);
                 let i = series_index(&mut ss, &name, Role::Measured);
-                ss[i].points.push((m, y));
-                for (k, name) in [
-                    ("ideal_dynamic_sps", "ideal dynamic (N/M)"),
-                    ("ideal_static_sps", "ideal static (1/⌈M/N⌉)"),
+                ss[i].points.push((m, p.samples_per_s));
+                for (b, name) in [
+                    (p.ideal_dynamic_sps, "ideal dynamic (N/M)"),
+                    (p.ideal_static_sps, "ideal static (1/⌈M/N⌉)"),
                 ] {
-                    if let Some(b) = num(p, k) {
-                        let i = series_index(&mut bounds, name, Role::Bound);
-                        if !bounds[i].points.iter().any(|q| q.0 == m) {
-                            bounds[i].points.push((m, b));
-                        }
+                    let i = series_index(&mut bounds, name, Role::Bound);
+                    if !bounds[i].points.iter().any(|q| q.0 == m) {
+                        bounds[i].points.push((m, b));
                     }
                 }
             }
@@ -664,12 +730,12 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
             per_run.push((*run, ss));
         }
         out.push(Figure {
-            kind: Kind::Flowgraph { cores: n },
+            kind: Kind::Flowgraph { cores: n as u64 },
             id: format!("flowgraph-{n}-cores"),
             title: format!("Flowgraph throughput on {n} core{}", if n == 1 { "" } else { "s" }),
             caption: format!(
                 "Samples/s through source → M saxpy → sink per scheduler (+handoff: on handed-off buffers rather than circular ones; dotted, in the colour of the same scheduler on circular buffers); dashed grey: the ideal bounds from the best single-kernel rate measured in the same run.{}",
-                kernel_rates(runs)
+                kernel_rates(&typed)
             ),
             lead: Vec::new(),
             plot: Plot::Lines(Lines {
@@ -707,7 +773,7 @@ mod tests {
         if let (Some(o), Some(e)) = (v.as_object_mut(), extra.as_object()) {
             o.extend(e.clone());
         }
-        SavedRun::from_value("a", v).unwrap()
+        crate::result::saved::sketch("a", v).unwrap()
     }
 
     #[test]

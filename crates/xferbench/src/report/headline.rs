@@ -1,123 +1,125 @@
 //! One line per run for summaries: the figure a reader looks for first.
 
-use super::figures::config_name;
-use crate::result::saved::SavedRun;
-use crate::result::saved::num;
+use crate::measure::placement::Placement;
+use crate::result::saved::{AnyRun, SavedRun, written};
 use crate::units::format_size;
 use crate::units::si;
-use serde_json::Value;
 
 /// The best figure of a run, in words.
 pub fn of(r: &SavedRun) -> String {
-    let pts = r.entries();
-    match r.experiment.as_str() {
-        "roundtrip" => {
-            let best = pts
+    match &r.run {
+        AnyRun::Roundtrip(run) => {
+            let best = run
+                .points
                 .iter()
-                .filter_map(|p| Some((p, p.get("summary").and_then(|s| num(s, "mean_ns"))?)))
+                .map(|p| (p, p.summary.mean_ns))
                 .min_by(|a, b| a.1.total_cmp(&b.1));
             match best {
                 Some((p, ns)) => format!(
-                    "fastest mean round trip {} µs ({}, in {} out {} B)",
+                    "fastest mean round trip {} µs ({} {}/{}, in {} out {} B)",
                     si(ns / 1000.0),
-                    config_name(p),
-                    num(p, "in_bytes").unwrap_or(0.0),
-                    num(p, "out_bytes").unwrap_or(0.0)
+                    p.spec,
+                    written(&p.buffers),
+                    written(&p.completion),
+                    p.in_bytes,
+                    p.out_bytes
                 ),
                 None => "no points".into(),
             }
         }
-        "curve" => {
-            let fits = r.value.get("fits").and_then(Value::as_array);
-            let parts: Vec<String> = fits
-                .into_iter()
-                .flatten()
+        AnyRun::Curve(run) => {
+            let parts: Vec<String> = run
+                .extra
+                .fits
+                .iter()
                 .filter_map(|f| {
-                    let fit = f.get("fit")?;
+                    let fit = f.fit.as_ref()?;
                     Some(format!(
                         "{}: t0 {} µs, r∞ {} MB/s",
-                        f.get("spec")?.as_str()?,
-                        si(num(fit, "t0_ns")? / 1000.0),
-                        si(num(fit, "r_inf_MBps")?)
+                        f.spec,
+                        si(fit.t0_ns / 1000.0),
+                        si(fit.r_inf_MBps)
                     ))
                 })
                 .collect();
             if parts.is_empty() {
-                format!("{} points, no model fitted", pts.len())
+                format!("{} points, no model fitted", run.points.len())
             } else {
                 parts.join("; ")
             }
         }
-        "stream" => {
-            let best = pts
+        AnyRun::Stream(run) => {
+            let best = run
+                .jobs
                 .iter()
                 .map(|j| {
-                    let bw: f64 = ["read", "write", "trim"]
-                        .iter()
-                        .filter_map(|d| j.get(*d).and_then(|s| num(s, "bw_bytes")))
-                        .sum();
-                    (j, bw)
+                    let bw: u64 = j.dirs().iter().map(|(_, d)| d.bw_bytes).sum();
+                    (j, bw as f64)
                 })
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             match best {
                 Some((j, bw)) => format!(
                     "best job {} MB/s ({} {} bs {})",
                     si(bw / 1e6),
-                    j.get("jobname").and_then(Value::as_str).unwrap_or("?"),
-                    j.get("rw").and_then(Value::as_str).unwrap_or("?"),
-                    format_size(num(j, "bs").unwrap_or(0.0) as u64)
+                    j.jobname(),
+                    j.job().map_or("?".into(), |j| written(&j.rw)),
+                    format_size(j.job().map_or(0, |j| j.bs))
                 ),
                 None => "no jobs".into(),
             }
         }
-        "load" => {
-            let best = pts
+        AnyRun::Load(run) => {
+            let best = run
+                .points
                 .iter()
-                .filter_map(|p| Some((p, num(p, "req_per_s")?)))
+                .filter_map(|p| match p {
+                    crate::result::load::LoadPoint::Closed(c) => Some((c, c.req_per_s)),
+                    crate::result::load::LoadPoint::Open(_) => None,
+                })
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             match best {
                 Some((p, v)) => format!(
                     "peak {} req/s ({} {})",
                     si(v),
-                    p.get("load").and_then(Value::as_str).unwrap_or("?"),
-                    p.get("direction").and_then(Value::as_str).unwrap_or("?")
+                    p.load,
+                    written(&p.direction)
                 ),
-                None => format!("{} points", pts.len()),
+                None => format!("{} points", run.points.len()),
             }
         }
-        "flowgraph" => {
-            let best = pts
+        AnyRun::Flowgraph(run) => {
+            let best = run
+                .points
                 .iter()
-                .filter_map(|p| Some((p, num(p, "samples_per_s")?)))
+                .map(|p| (p, p.samples_per_s))
                 .max_by(|a, b| a.1.total_cmp(&b.1));
             match best {
                 Some((p, v)) => format!(
                     "peak {} samples/s ({} on {} cores, {} blocks)",
                     si(v),
-                    crate::flowgraph::edge::series_of(p),
-                    num(p, "cores").unwrap_or(0.0),
-                    num(p, "blocks").unwrap_or(0.0)
+                    crate::flowgraph::edge::series(p.scheduler, p.edges),
+                    p.cores,
+                    p.blocks
                 ),
-                None => format!("{} points", pts.len()),
+                None => format!("{} points", run.points.len()),
             }
         }
-        "mesh" => super::mesh::headline(&r.value),
-        _ => format!("{} points", pts.len()),
+        AnyRun::Mesh(_) => super::mesh::headline(&r.value),
+        AnyRun::Pairs(run) => format!("{} points", run.points.len()),
     }
 }
 
 /// Where the two ends ran, in words.
-pub fn placement(p: &Value) -> String {
-    let cpu = |k: &str| p.get(k).and_then(Value::as_u64);
-    let mut s = match (cpu("initiator_cpu"), cpu("responder_cpu")) {
+pub fn placement(p: &Placement) -> String {
+    let mut s = match (p.initiator_cpu, p.responder_cpu) {
         (Some(a), Some(b)) => format!("initiator on cpu {a}, responder on cpu {b}"),
         (Some(a), None) => format!("initiator on cpu {a}"),
         _ => "not pinned".into(),
     };
-    if p.get("same_core").and_then(Value::as_bool) == Some(true) {
+    if p.same_core {
         s.push_str(" (same core: they share it)");
     }
-    if p.get("smt_siblings").and_then(Value::as_bool) == Some(true) {
+    if p.smt_siblings {
         s.push_str(" (SMT siblings)");
     }
     s

@@ -386,7 +386,7 @@ fn summary(o: &mut String, runs: &[SavedRun]) {
             vec![
                 r.label.clone(),
                 r.experiment.clone(),
-                r.entries().len().to_string(),
+                r.run.len().to_string(),
                 if r.complete {
                     "complete".into()
                 } else {
@@ -423,7 +423,7 @@ fn warnings(o: &mut String, runs: &[SavedRun]) {
     let points: Vec<String> = runs
         .iter()
         .flat_map(|r| {
-            let n = r.entries().len();
+            let n = r.run.len();
             r.point_warnings()
                 .into_iter()
                 .map(move |(w, k)| format!("{}: {k} of {n} points: {w}", r.label))
@@ -536,22 +536,21 @@ fn environment(o: &mut String, runs: &[SavedRun]) {
 /// link's record (`devices`, one per link of roundtrip, curve and load) or
 /// a stream job's (`device` on each job).
 fn run_devices(r: &SavedRun) -> Vec<(String, &serde_json::Value)> {
-    let mut out: Vec<(String, &serde_json::Value)> =
-        crate::result::saved::array(&r.value, "devices")
-            .iter()
-            .enumerate()
-            .map(|(i, d)| (format!("link {}", i + 1), d))
-            .collect();
-    if r.experiment == "stream" {
-        for (i, j) in r.entries().iter().enumerate() {
-            if let Some(d) = j.get("device").filter(|d| d.is_object()) {
-                let name = super::figures::text(j, "name");
-                let name = if name.is_empty() {
-                    format!("job {}", i + 1)
-                } else {
-                    format!("job {name}")
-                };
-                out.push((name, d));
+    let mut out: Vec<(String, &serde_json::Value)> = r
+        .run
+        .devices()
+        .iter()
+        .enumerate()
+        .map(|(i, d)| (format!("link {}", i + 1), d))
+        .collect();
+    if let crate::result::saved::AnyRun::Stream(s) = &r.run {
+        for (i, j) in s.jobs.iter().enumerate() {
+            if let Some(d) = j
+                .job()
+                .and_then(|j| j.device.as_ref())
+                .filter(|d| d.is_object())
+            {
+                out.push((format!("job {}", i + 1), d));
             }
         }
     }
@@ -663,7 +662,7 @@ fn runs(o: &mut String, runs: &[SavedRun]) {
             }
             None => o.push_str("<p class=\"note\">The command line was not recorded.</p>\n"),
         }
-        if let Some(p) = r.value.get("placement") {
+        if let Some(p) = r.run.placement() {
             let _ = writeln!(
                 o,
                 "<p class=\"note\">Placement: {}</p>",

@@ -467,15 +467,17 @@ mod tests {
                             "bandwidth_MBps": size as f64 / r * 1e3})
             })
             .collect();
-        json!({"spec": spec, "mode": "pingpong", "chunk": "whole", "buffers": "raw",
+        json!({"transport": spec, "spec": spec, "mode": "pingpong", "chunk": "whole", "buffers": "raw",
                "completion": "poll", "size_bytes": size,
-               "oneway": {"p50_ns": p50, "mean_ns": p50, "p90_ns": p50, "p99_ns": p50,
-                          "p999_ns": p50, "stddev_ns": 1.0, "count": 100},
+               "oneway": {"p50_ns": p50 as u64, "mean_ns": p50, "p90_ns": p50 as u64,
+                          "p99_ns": p50 as u64, "p999_ns": p50 as u64, "stddev_ns": 1.0,
+                          "count": 100},
                "bandwidth_MBps": size as f64 / p50 * 1e3, "repeats": reps})
     }
 
     fn run(label: &str, points: Vec<Value>) -> SavedRun {
-        SavedRun::from_value(label, json!({"experiment": "curve", "points": points})).unwrap()
+        crate::result::saved::sketch(label, json!({"experiment": "curve", "points": points}))
+            .unwrap()
     }
 
     #[test]
@@ -556,7 +558,7 @@ mod tests {
     #[test]
     fn each_run_is_read_against_the_first_of_its_experiment() {
         let p = || vec![curve_point("thread", 64, 100.0, &[])];
-        let other = SavedRun::from_value(
+        let other = crate::result::saved::sketch(
             "f",
             json!({"experiment": "flowgraph", "points": [{"scheduler": "seq", "cores": 1,
                    "blocks": 1, "samples_per_s": 1e9}]}),

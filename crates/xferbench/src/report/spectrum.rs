@@ -572,7 +572,8 @@ mod tests {
     }
 
     fn run(label: &str, points: Value) -> SavedRun {
-        SavedRun::from_value(label, json!({"experiment": "curve", "points": points})).unwrap()
+        crate::result::saved::sketch(label, json!({"experiment": "curve", "points": points}))
+            .unwrap()
     }
 
     fn curve_point(size: u64, hist: &str) -> Value {
@@ -652,11 +653,11 @@ mod tests {
     fn a_stream_job_has_a_spectrum_per_direction_and_clones_add_up() {
         let h = encoded([1000, 2000, 3000]);
         let job = |clone: u64| {
-            json!({"jobname": "j", "rw": "rw", "ioengine": "psync", "completion": "poll",
+            json!({"jobname": "j", "rw": "readwrite", "ioengine": "psync", "completion": "poll",
                    "bs": 4096, "clone": clone,
                    "read": {"histogram": h}, "write": {"histogram": h}})
         };
-        let r = SavedRun::from_value(
+        let r = crate::result::saved::sketch(
             "s",
             json!({"experiment": "stream", "jobs": [job(0), job(1)]}),
         )
@@ -664,7 +665,7 @@ mod tests {
         let mut w = Vec::new();
         let f = found(&r, &mut w);
         assert_eq!(f.len(), 2);
-        assert_eq!(f[0].config, "j rw psync/poll, read");
+        assert_eq!(f[0].config, "j readwrite psync/poll, read");
         assert_eq!(f[0].hist().len(), 6);
         assert_eq!(f[1].point, "bs 4k");
     }

@@ -3,9 +3,11 @@
 //! the diagonal M = N, the caveats and where the report is.
 
 use super::table::markdown;
-use crate::result::saved::{SavedRun, num};
+use crate::measure::fit::Fit;
+use crate::measure::stats::Summary;
+use crate::result::flowgraph::{FlowExtra, FlowPoint};
+use crate::result::saved::{AnyRun, Saved, SavedRun, SavedStream};
 use crate::units::si;
-use serde_json::Value;
 use std::fmt::Write;
 use std::path::Path;
 
@@ -32,10 +34,10 @@ pub fn render(runs: &[SavedRun], elapsed_s: f64, skipped: &[String], report: &Pa
         ))
     );
     s.push_str(&transports(runs));
-    if let Some(r) = run("stream") {
+    if let Some(AnyRun::Stream(r)) = run("stream").map(|r| &r.run) {
         s.push_str(&stream(r));
     }
-    if let Some(r) = run("flowgraph") {
+    if let Some(AnyRun::Flowgraph(r)) = run("flowgraph").map(|r| &r.run) {
         s.push_str(&flowgraph(r));
     }
     let caveats: usize = runs
@@ -57,16 +59,24 @@ pub fn render(runs: &[SavedRun], elapsed_s: f64, skipped: &[String], report: &Pa
 
 /// A row per transport the round trips and curves measured.
 fn transports(runs: &[SavedRun]) -> String {
-    let run = |e: &str| runs.iter().find(|r| r.experiment == e);
+    let roundtrip = runs.iter().find_map(|r| match &r.run {
+        AnyRun::Roundtrip(x) => Some(x),
+        _ => None,
+    });
+    let curve = runs.iter().find_map(|r| match &r.run {
+        AnyRun::Curve(x) => Some(x),
+        _ => None,
+    });
     let mut specs: Vec<String> = Vec::new();
     for r in runs {
-        if r.experiment == "roundtrip" || r.experiment == "curve" {
-            for p in r.entries() {
-                if let Some(t) = p.get("spec").and_then(Value::as_str)
-                    && !specs.iter().any(|x| x == t)
-                {
-                    specs.push(t.to_string());
-                }
+        let names: Vec<&String> = match &r.run {
+            AnyRun::Roundtrip(x) => x.points.iter().map(|p| &p.spec).collect(),
+            AnyRun::Curve(x) => x.points.iter().map(|p| &p.spec).collect(),
+            _ => Vec::new(),
+        };
+        for t in names {
+            if !specs.contains(t) {
+                specs.push(t.clone());
             }
         }
     }
@@ -83,45 +93,37 @@ fn transports(runs: &[SavedRun]) -> String {
     let rows: Vec<Vec<String>> = specs
         .iter()
         .map(|t| {
-            let small = run("roundtrip").and_then(|r| {
-                r.entries().iter().find(|p| {
-                    p["spec"] == *t.as_str()
-                        && num(p, "in_bytes") == Some(64.0)
-                        && num(p, "out_bytes") == Some(64.0)
-                })
-            });
-            let stat = |k: &str| {
-                small
-                    .and_then(|p| num(&p["summary"], k))
-                    .map_or("—".into(), |ns| si(ns / 1000.0))
-            };
-            let fit = run("curve").and_then(|r| {
-                r.value["fits"]
-                    .as_array()?
+            let small = roundtrip.and_then(|r| {
+                r.points
                     .iter()
-                    .find(|f| f["spec"] == *t.as_str())
-                    .map(|f| f["fit"].clone())
+                    .find(|p| p.spec == *t && p.in_bytes == 64 && p.out_bytes == 64)
             });
-            let fitv = |k: &str, scale: f64| {
-                fit.as_ref()
-                    .and_then(|f| num(f, k))
-                    .map_or("—".into(), |v| si(v / scale))
-            };
-            let peak = run("curve").and_then(|r| {
-                r.entries()
+            let stat =
+                |f: fn(&Summary) -> f64| small.map_or("—".into(), |p| si(f(&p.summary) / 1000.0));
+            let fit = curve.and_then(|r| {
+                r.extra
+                    .fits
                     .iter()
-                    .filter(|p| p["spec"] == *t.as_str())
-                    .filter_map(|p| Some((num(p, "bandwidth_MBps")?, num(p, "size_bytes")?)))
+                    .find(|f| f.spec == *t)
+                    .and_then(|f| f.fit.as_ref())
+            });
+            let fitv =
+                |f: fn(&Fit) -> f64, scale: f64| fit.map_or("—".into(), |x| si(f(x) / scale));
+            let peak = curve.and_then(|r| {
+                r.points
+                    .iter()
+                    .filter(|p| p.spec == *t)
+                    .map(|p| (p.bandwidth_mbps, p.size_bytes))
                     .max_by(|a, b| a.0.total_cmp(&b.0))
             });
             vec![
                 t.clone(),
-                stat("mean_ns"),
-                stat("p99_ns"),
-                fitv("t0_ns", 1000.0),
-                fitv("r_inf_MBps", 1.0),
+                stat(|s| s.mean_ns),
+                stat(|s| s.p99_ns as f64),
+                fitv(|f| f.t0_ns, 1000.0),
+                fitv(|f| f.r_inf_MBps, 1.0),
                 peak.map_or("—".into(), |(bw, n)| {
-                    format!("{} ({})", si(bw), crate::units::format_size(n as u64))
+                    format!("{} ({})", si(bw), crate::units::format_size(n))
                 }),
             ]
         })
@@ -135,15 +137,15 @@ fn transports(runs: &[SavedRun]) -> String {
 }
 
 /// MB/s per stream job and block size.
-fn stream(r: &SavedRun) -> String {
+fn stream(r: &SavedStream) -> String {
     let mut names: Vec<String> = Vec::new();
     let mut sizes: Vec<u64> = Vec::new();
-    for j in r.entries() {
-        let n = j["jobname"].as_str().unwrap_or("?").to_string();
+    for j in &r.jobs {
+        let n = j.jobname().to_string();
         if !names.contains(&n) {
             names.push(n);
         }
-        if let Some(b) = j["sweep_bs"].as_u64().or_else(|| j["bs"].as_u64())
+        if let Some(b) = j.block_size()
             && !sizes.contains(&b)
         {
             sizes.push(b);
@@ -161,15 +163,10 @@ fn stream(r: &SavedRun) -> String {
             let mut row = vec![n.clone()];
             row.extend(sizes.iter().map(|&b| {
                 let bw: f64 = r
-                    .entries()
+                    .jobs
                     .iter()
-                    .filter(|j| {
-                        j["jobname"] == *n.as_str()
-                            && j["sweep_bs"].as_u64().or_else(|| j["bs"].as_u64()) == Some(b)
-                    })
-                    .flat_map(|j| {
-                        ["read", "write", "trim"].map(|d| num(&j[d], "bw_bytes").unwrap_or(0.0))
-                    })
+                    .filter(|j| j.jobname() == n && j.block_size() == Some(b))
+                    .flat_map(|j| j.dirs().map(|(_, d)| d.bw_bytes as f64))
                     .sum();
                 si(bw / 1e6)
             }));
@@ -182,19 +179,16 @@ fn stream(r: &SavedRun) -> String {
 }
 
 /// samples/s per scheduler on the diagonal M = N.
-fn flowgraph(r: &SavedRun) -> String {
-    let k = num(&r.value, "kernel_only_sps").unwrap_or(0.0);
+fn flowgraph(r: &Saved<FlowPoint, FlowExtra>) -> String {
+    let series = |p: &FlowPoint| crate::flowgraph::edge::series(p.scheduler, p.edges);
     let mut scheds: Vec<String> = Vec::new();
-    let mut grid: Vec<(u64, u64)> = Vec::new();
-    for p in r.entries() {
-        let sc = crate::flowgraph::edge::series_of(p);
+    let mut grid: Vec<(usize, usize)> = Vec::new();
+    for p in &r.points {
+        let sc = series(p);
         if !scheds.contains(&sc) {
             scheds.push(sc);
         }
-        let nm = (
-            p["cores"].as_u64().unwrap_or(0),
-            p["blocks"].as_u64().unwrap_or(0),
-        );
+        let nm = (p.cores, p.blocks);
         // The diagonal M = N: one kernel per core, the fairest case.
         if nm.0 == nm.1 && !grid.contains(&nm) {
             grid.push(nm);
@@ -209,29 +203,23 @@ fn flowgraph(r: &SavedRun) -> String {
         .map(|sc| {
             let mut row = vec![sc.clone()];
             row.extend(grid.iter().map(|&(n, m)| {
-                r.entries()
+                r.points
                     .iter()
-                    .find(|p| {
-                        crate::flowgraph::edge::series_of(p) == *sc
-                            && p["cores"] == n
-                            && p["blocks"] == m
-                    })
-                    .and_then(|p| num(p, "samples_per_s"))
-                    .map_or("—".into(), si)
+                    .find(|p| series(p) == *sc && p.cores == n && p.blocks == m)
+                    .map_or("—".into(), |p| si(p.samples_per_s))
             }));
             row
         })
         .collect();
     let mut s = markdown(&header, &rows);
-    let at_buffer = num(&r.value, "kernel_at_buffer_sps").unwrap_or(0.0);
-    let size = |v: Option<f64>| crate::units::format_size(v.unwrap_or(0.0) as u64);
+    let x = &r.extra;
     let _ = writeln!(
         s,
         "Saxpy kernel alone (medians through the run): {} samples/s at the scan's best buffer size, {} (the ideal bound for one kernel); {} at the flowgraph's own {}.\n",
-        si(k),
-        size(num(&r.value, "kernel_only_buffer_bytes")),
-        si(at_buffer),
-        size(r.entries().first().and_then(|p| num(p, "buffer_bytes")))
+        si(x.kernel_only_sps),
+        crate::units::format_size(x.kernel_only_buffer_bytes),
+        si(x.kernel_at_buffer_sps),
+        crate::units::format_size(r.points.first().map_or(0, |p| p.buffer_bytes))
     );
     s
 }

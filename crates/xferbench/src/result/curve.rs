@@ -7,10 +7,10 @@ use crate::options::{DataDirection, PayloadMode};
 use crate::result::{Figures, PointMeta, Repeatable, Run, Spread, merged_warnings, pooled};
 use crate::transport::{self, BufferMode, Pattern};
 use crate::units::Chunk;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One size on one curve.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CurvePoint {
     /// The transport's name (`tcp`, `shm`, `cuda`…).
     pub transport: String,
@@ -31,7 +31,11 @@ pub struct CurvePoint {
     /// responder, host to device) or `read` (responder to initiator, device
     /// to host, each a reply to a tiny request); absent in pingpong and
     /// bidir, and for cuda (its spec's `dir=` says).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::words::de_opt_word"
+    )]
     pub direction: Option<DataDirection>,
     /// The packetization strategy this curve uses, and the packet size it
     /// gave this message (the message length when whole).
@@ -39,6 +43,7 @@ pub struct CurvePoint {
     /// The packet size this message went in, bytes (its length when whole).
     pub packet_bytes: u64,
     /// Whether messages were filled and checked inside the timed span.
+    #[serde(deserialize_with = "crate::words::de_word")]
     pub payload: PayloadMode,
     /// Message size, bytes.
     pub size_bytes: u64,
@@ -62,7 +67,7 @@ pub struct CurvePoint {
     pub warnings: Vec<String>,
     /// Where the round trips went (pingpong), when the device reports its
     /// own time: device time and the host's share.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_time: Option<crate::result::DeviceTime>,
     /// The exchange times' histogram (ns), and each repeat's and block's
     /// one-way figures and `bandwidth_MBps`.
@@ -169,7 +174,7 @@ pub fn curve_label(
 }
 
 /// A size a transport could not carry, and why.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Skipped {
     /// The transport spec that could not carry it.
     pub spec: String,
@@ -182,7 +187,7 @@ pub struct Skipped {
 }
 
 /// The adaptive packet rule derived for one transport configuration.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChunkRule {
     /// The transport spec it was calibrated on.
     pub spec: String,
@@ -199,7 +204,7 @@ pub struct ChunkRule {
     pub min_packet_bytes: u64,
     /// The largest power of two a datagram can carry, on a transport with a
     /// message limit.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_packet_bytes: Option<u64>,
     /// The rule in words, with the calibrated figures, as tables print it.
     pub rule: String,
@@ -224,7 +229,7 @@ impl ChunkRule {
 }
 
 /// The fits of one curve.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct CurveFit {
     /// The curve's transport spec.
     pub spec: String,
@@ -235,7 +240,11 @@ pub struct CurveFit {
     /// The curve's exchange pattern.
     pub mode: Pattern,
     /// In stream mode, which way the data went.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(
+        default,
+        skip_serializing_if = "Option::is_none",
+        deserialize_with = "crate::words::de_opt_word"
+    )]
     pub direction: Option<DataDirection>,
     /// The curve's packetization strategy.
     pub chunk: Chunk,
@@ -248,17 +257,19 @@ pub struct CurveFit {
 }
 
 /// What a curve run adds beside its points.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct CurveExtra {
     /// The first curve's single-segment fit (the common one-curve case).
     pub fit: Option<Fit>,
     /// Every curve's fits, in run order.
+    #[serde(default)]
     pub fits: Vec<CurveFit>,
     /// The adaptive packet rule of each configuration calibrated for
     /// `--chunk adaptive`; omitted when there are none.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub chunk_rules: Vec<ChunkRule>,
     /// Sizes a transport could not carry, left out of their curves.
+    #[serde(default)]
     pub skipped: Vec<Skipped>,
 }
 

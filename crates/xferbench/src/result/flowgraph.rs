@@ -3,17 +3,19 @@
 use crate::flowgraph::edge::{self};
 use crate::flowgraph::rate::{Rate, Windows, quantile};
 use crate::result::{Figures, PointMeta, Repeatable, Run, Spread, merged_warnings};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// One flowgraph measured: a scheduler and an edge kind on N cores with M
 /// saxpy blocks. Rates are in samples (f32 items reaching the sink) per second.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlowPoint {
     /// The scheduler's word (`seq`, `static`, `ring`, `tokio`…).
-    pub scheduler: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub scheduler: crate::words::Interned,
     /// The kind of edge between blocks: `circular` buffers or `handoff`
     /// (the ring reference always hands buffers over).
-    pub edges: &'static str,
+    #[serde(default, deserialize_with = "crate::words::de_interned")]
+    pub edges: crate::words::Interned,
     /// N: the cores the flowgraph ran on.
     pub cores: usize,
     /// M: the saxpy blocks between the source and the sink.
@@ -22,16 +24,21 @@ pub struct FlowPoint {
     /// the estimator the kernel scan uses too.
     pub samples_per_s: f64,
     /// All items over all measured time: what the median discounts (stalls).
+    #[serde(default)]
     pub mean_sps: f64,
     /// The spread of the window rates: their 10th percentile (the mean when
     /// there were fewer than 5 windows).
+    #[serde(default)]
     pub p10_sps: f64,
     /// The 90th percentile of the window rates (the mean with fewer than 5).
+    #[serde(default)]
     pub p90_sps: f64,
     /// 10 ms windows measured, over every round.
+    #[serde(default)]
     pub windows: usize,
     /// In how many rounds (slices of the measuring time, taken in turn with
     /// the other schedulers of the same N and M) those windows were taken.
+    #[serde(default)]
     pub rounds: usize,
     /// N/M × the kernel-only rate: blocks shared fairly over every core.
     pub ideal_dynamic_sps: f64,
@@ -40,34 +47,45 @@ pub struct FlowPoint {
     /// Measured over the static bound (the one any fixed placement meets).
     pub efficiency: f64,
     /// Measured over the dynamic bound.
+    #[serde(default)]
     pub efficiency_dynamic: f64,
     /// The kernel alone at the best size on the first CPU, measured before
     /// this point's first round and after each (their mean): the host's speed
     /// drifts by ±15 % over seconds on a shared VM, so this is the fair
     /// unit for this point.
+    #[serde(default)]
     pub kernel_paired_sps: f64,
     /// Measured × ⌈M/N⌉ over the paired kernel rate: the static efficiency
     /// with the drift taken out.
+    #[serde(default)]
     pub efficiency_paired: f64,
     /// Measured × ⌈M/N⌉ over the kernel alone at this run's buffer size
     /// (`kernel_at_buffer_sps`): what the runtime itself costs, apart from
     /// what the buffer size costs the kernel against its best size.
+    #[serde(default)]
     pub efficiency_same_size: f64,
     /// The CPUs used, in order (pinned, or the allowed set for thread-per-block).
+    #[serde(default)]
     pub cpus: Vec<usize>,
     /// Bytes each block moves per call (`--buffer-size`).
+    #[serde(default)]
     pub buffer_bytes: u64,
     /// Buffers round the circuit (the ring, handoff edges), or held by each
     /// circular buffer between threads (circular edges).
+    #[serde(default)]
     pub buffers: usize,
     /// Items the sink counted while measured, and over how many seconds.
+    #[serde(default)]
     pub items: u64,
     /// Seconds `items` were counted over: every round's windows together.
+    #[serde(default)]
     pub measured_s: f64,
     /// The run was stopped before every round of this point was measured.
+    #[serde(default)]
     pub partial: bool,
     /// Caveats on this point's figures (short or noisy measurement, a rate
     /// above the ideal bound).
+    #[serde(default)]
     pub warnings: Vec<String>,
     /// Each repeat's figures (`repeats`), and the windows cut into
     /// consecutive runs (`intervals`). No histogram: the sink counts items
@@ -219,7 +237,7 @@ impl PointMeta for FlowPoint {
 }
 
 /// The kernel alone on the first CPU at one buffer size (the kernel-only scan).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct ScanPoint {
     /// Bytes per kernel call: the size scanned (`--kernel-sizes`).
     pub buffer_bytes: u64,
@@ -232,15 +250,18 @@ pub struct ScanPoint {
 
 /// What a flowgraph run adds beside its points: the kernel-alone rates the
 /// ideal bounds and efficiencies are drawn from.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct FlowExtra {
     /// The kernel build that ran (avx512, avx2+fma, neon, portable): the
     /// widest the CPU has unless `--kernel` chose another.
-    pub kernel: &'static str,
+    #[serde(default, deserialize_with = "crate::words::de_interned")]
+    pub kernel: crate::words::Interned,
     /// Buffers a circular buffer between threads holds (`--edge-buffers`,
     /// resolved), and the L2 cache size `auto` sized them from.
+    #[serde(default)]
     pub edge_buffers: usize,
     /// L2 cache of the first CPU, bytes; null when sysfs does not say.
+    #[serde(default)]
     pub l2_cache_bytes: Option<usize>,
     /// The kernel alone at the scan's best buffer size: the ideal bounds'
     /// unit. The median of its measurements through the run (the scan's,
@@ -248,22 +269,29 @@ pub struct FlowExtra {
     /// or slow second of the host sets every bound.
     pub kernel_only_sps: f64,
     /// The slowest of those measurements, samples/s.
+    #[serde(default)]
     pub kernel_only_min_sps: f64,
     /// The fastest of those measurements, samples/s.
+    #[serde(default)]
     pub kernel_only_max_sps: f64,
     /// How many measurements `kernel_only_sps` is the median of.
+    #[serde(default)]
     pub kernel_only_measurements: usize,
     /// The scan's best buffer size, bytes: where the kernel alone ran fastest.
+    #[serde(default)]
     pub kernel_only_buffer_bytes: u64,
     /// The kernel alone at the flowgraph's own `--buffer-size`, measured
     /// the same way (the scan's figure if it has that size, and beside the
     /// best size through the run; their median). At 16 KiB an out-of-place
     /// kernel's input and output fill a 32 KiB L1 cache, so it runs below
     /// its best size: every runtime at that size pays the same.
+    #[serde(default)]
     pub kernel_at_buffer_sps: f64,
     /// How many measurements `kernel_at_buffer_sps` is the median of.
+    #[serde(default)]
     pub kernel_at_buffer_measurements: usize,
     /// The kernel alone at each `--kernel-sizes` size, before any point.
+    #[serde(default)]
     pub kernel_scan: Vec<ScanPoint>,
 }
 

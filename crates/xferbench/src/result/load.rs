@@ -7,23 +7,27 @@ use crate::options::{Arrival, DataDirection};
 use crate::result::{Figures, PointMeta, Repeatable, Run, Spread, merged_warnings, pooled};
 use crate::transport::{BufferMode, CompletionMode};
 use crate::words::Word;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// Bytes of the short half of each exchange (the command or the status).
 pub const HEADER_BYTES: u64 = 16;
 
 /// One cell of the closed-loop table.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ClosedPoint {
     /// The transport's name (`tcp`, `shm`…).
     pub transport: String,
     /// The transport spec as given, options included.
+    #[serde(default)]
     pub spec: String,
     /// Where the payload lives.
+    #[serde(default = "unsaid_buffers")]
     pub buffers: BufferMode,
     /// How each end waits for a message: polling or blocking.
+    #[serde(default = "unsaid_completion")]
     pub completion: CompletionMode,
     /// Which way the data goes: `read` (responder sends it) or `write`.
+    #[serde(deserialize_with = "crate::words::de_word")]
     pub direction: DataDirection,
     /// Data bytes per request; the other half of the exchange is
     /// [`HEADER_BYTES`].
@@ -31,6 +35,7 @@ pub struct ClosedPoint {
     /// The background load's word (`idle`, `alu`…), or `cmd: ` and the command.
     pub load: String,
     /// Requests in flight at once: one link, and one thread, each.
+    #[serde(default)]
     pub inflight: u32,
     /// Requests completed per second, over all links.
     pub req_per_s: f64,
@@ -41,20 +46,26 @@ pub struct ClosedPoint {
     pub load_ops_per_s: Option<f64>,
     /// What one load operation is ("adds", "bytes copied"…); empty when the
     /// run was stopped before the load's cells were done.
-    pub load_unit: &'static str,
+    #[serde(default, deserialize_with = "crate::words::de_interned")]
+    pub load_unit: crate::words::Interned,
     /// Requests completed in the timed span, over all links (warm-up excluded).
+    #[serde(default)]
     pub requests: u64,
     /// The timed span, seconds: the longest of the links'.
+    #[serde(default)]
     pub seconds: f64,
     /// Round-trip time of the requests, ns.
+    #[serde(default)]
     pub latency: Summary,
     /// Where the round trips went, when the device reports its own time:
     /// device time and the host's share, over every client's requests.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_time: Option<crate::result::DeviceTime>,
     /// The run was stopped while this cell was measured.
+    #[serde(default)]
     pub partial: bool,
     /// Caveats on this cell's figures.
+    #[serde(default)]
     pub warnings: Vec<String>,
     /// The round-trip times' histogram; each tenth of the cell's timed
     /// span as a block (`req_per_s` and the latency figures), and each
@@ -64,44 +75,62 @@ pub struct ClosedPoint {
 }
 
 /// One offered rate in the open loop.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct OpenPoint {
     /// The transport's name (`tcp`, `shm`…).
+    #[serde(default)]
     pub transport: String,
     /// The transport spec as given, options included.
+    #[serde(default)]
     pub spec: String,
     /// Where the payload lives.
+    #[serde(default = "unsaid_buffers")]
     pub buffers: BufferMode,
     /// How each end waits for a message: polling or blocking.
+    #[serde(default = "unsaid_completion")]
     pub completion: CompletionMode,
     /// Which way the data goes: `read` (responder sends it) or `write`.
+    #[serde(
+        default = "unsaid_direction",
+        deserialize_with = "crate::words::de_word"
+    )]
     pub direction: DataDirection,
     /// Data bytes per request; the other half of the exchange is
     /// [`HEADER_BYTES`].
+    #[serde(default)]
     pub size_bytes: u64,
     /// The background load's word (`idle`, `alu`…).
+    #[serde(default)]
     pub load: String,
     /// How due times are spaced: fixed or Poisson.
+    #[serde(default = "unsaid_arrival", deserialize_with = "crate::words::de_word")]
     pub arrival: Arrival,
     /// The rate requests were due at, per second.
     pub offered_per_s: f64,
     /// Requests completed per second of the cell.
     pub achieved_per_s: f64,
     /// Requests due within the cell, sent, and not sent by its end.
+    #[serde(default)]
     pub due: u64,
     /// Requests sent and answered within the cell.
+    #[serde(default)]
     pub completed: u64,
     /// Requests due within the cell but never sent: `due` − `completed`.
+    #[serde(default)]
     pub missed: u64,
     /// Sent more than 10 µs after they were due.
+    #[serde(default)]
     pub late: u64,
     /// The cell's length as measured, seconds (at most `--cell-time`).
+    #[serde(default)]
     pub seconds: f64,
     /// From each request's due time to its reply, ns.
     pub latency: Summary,
     /// The run was stopped while this rate was measured.
+    #[serde(default)]
     pub partial: bool,
     /// Caveats on this point's figures (requests never sent).
+    #[serde(default)]
     pub warnings: Vec<String>,
     /// The latencies' histogram; each tenth of the cell, by when its
     /// replies came, as a block (`achieved_per_s` and the latency
@@ -118,6 +147,38 @@ pub enum LoadPoint {
     Closed(ClosedPoint),
     /// An open-loop point: requests due at an offered rate.
     Open(OpenPoint),
+}
+
+/// An open-loop point is the one with an offered rate: told apart by that
+/// field rather than by trying each kind, so that a closed cell missing a
+/// field is refused as one, not read as an open point.
+impl<'de> Deserialize<'de> for LoadPoint {
+    fn deserialize<D: serde::Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
+        let v = serde_json::Value::deserialize(d)?;
+        let r = if v.get("offered_per_s").is_some() {
+            serde_json::from_value(v).map(LoadPoint::Open)
+        } else {
+            serde_json::from_value(v).map(LoadPoint::Closed)
+        };
+        r.map_err(serde::de::Error::custom)
+    }
+}
+
+// What a point read back from a file that leaves its configuration out is
+// taken to have had. Every run writes these fields, and a non-empty `spec`
+// with them, so a reader tells such a point by its empty `spec` and shows
+// its configuration as unknown.
+fn unsaid_buffers() -> BufferMode {
+    BufferMode::User
+}
+fn unsaid_completion() -> CompletionMode {
+    CompletionMode::Poll
+}
+fn unsaid_direction() -> DataDirection {
+    DataDirection::Read
+}
+fn unsaid_arrival() -> Arrival {
+    Arrival::Fixed
 }
 
 /// The warning of an open-loop point whose path fell behind the offered
@@ -366,13 +427,15 @@ pub fn dir_name(d: DataDirection) -> &'static str {
 }
 
 /// What the run adds beside its points: each load's own rate.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct LoadExtra {
     /// What each background load did, in the order they ran (closed loop:
     /// one per direction and load; open loop: one per configuration).
+    #[serde(default)]
     pub loads: Vec<LoadStats>,
     /// CPUs the built-in loads ran on: `--load-cpus`, or the allowed CPUs
     /// the initiator and responder do not use (all of them when none is spare).
+    #[serde(default)]
     pub load_cpus: Vec<usize>,
 }
 

@@ -5,7 +5,7 @@
 pub use crate::measure::outliers::{Better, Finding, Scope, ScopeStats, Side, Subject};
 use crate::measure::stats::Summary;
 use crate::result::{PointMeta, Run, Spread};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// A mesh run: one point per ordered pair of ranks (`from` ≠ `to`).
 pub type MeshRun = Run<MeshPair, MeshExtra>;
@@ -31,7 +31,7 @@ pub struct RankInfo {
 }
 
 /// One-way latency of a pair at one size: half of each ping-pong round trip.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct LatencyPoint {
     /// Message size, bytes (both ways).
     pub size_bytes: u64,
@@ -49,7 +49,7 @@ pub struct LatencyPoint {
 
 /// Bandwidth of a pair at one size: windows of messages in flight one way,
 /// each closed by a one-byte acknowledgement (osu_bw's pattern).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct BandwidthPoint {
     /// Message size, bytes.
     pub size_bytes: u64,
@@ -73,7 +73,7 @@ pub struct BandwidthPoint {
 }
 
 /// One ordered pair: `from` sends (and times), `to` answers.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MeshPair {
     /// The sending, timing rank.
     pub from: usize,
@@ -91,7 +91,7 @@ pub struct MeshPair {
     /// failed: its cells are empty in the matrices.
     pub missing: bool,
     /// What went wrong with this pair, if anything.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error: Option<String>,
 }
 
@@ -123,16 +123,18 @@ impl PointMeta for MeshPair {
 }
 
 /// How the pairs were scheduled.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Schedule {
     /// "tournament": the round-robin (circle) schedule, in which each round
     /// pairs every rank with one other (one rank sits out when N is odd),
     /// and each pair measures both directions in turn.
-    pub kind: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub kind: crate::words::Interned,
     /// "sequential": one pair at a time, the others idle, so each pair is
     /// measured undisturbed; "concurrent": all pairs of a round at once, to
     /// expose contention in the fabric.
-    pub mode: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub mode: crate::words::Interned,
     /// Rounds in the schedule.
     pub rounds: usize,
     /// Pairs per round (unordered; each measured both ways).
@@ -140,6 +142,7 @@ pub struct Schedule {
     /// Sequential pairs whose two ranks share a host and an unbound CPU set
     /// were pinned to two distinct CPUs of it while they measured (else the
     /// scheduler may put both on one CPU and time its context switches).
+    #[serde(default)]
     pub pinned_pairs: bool,
 }
 
@@ -147,7 +150,7 @@ pub struct Schedule {
 pub type Matrix = Vec<Vec<Option<f64>>>;
 
 /// The figures users scan, one matrix each.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Matrices {
     /// Message size of the latency matrices, bytes.
     pub latency_size_bytes: u64,
@@ -164,7 +167,7 @@ pub struct Matrices {
 
 /// All pairs of a scope together: their histograms merged, not their
 /// percentiles averaged, so the worst pair shows in the tail.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Merged {
     /// Intra-host or inter-host pairs.
     pub scope: Scope,
@@ -175,10 +178,11 @@ pub struct Merged {
 }
 
 /// A finding of the outlier rule, with its re-test.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Suspect {
     /// "latency" or "bandwidth".
-    pub metric: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub metric: crate::words::Interned,
     /// One line for people: "rank 5 (node03) ↔ all: bandwidth 0.41× …".
     pub line: String,
     /// The rule's figures.
@@ -191,7 +195,7 @@ pub struct Suspect {
 }
 
 /// The health gate (`--min-bandwidth`, `--max-latency`).
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Health {
     /// Bandwidth floor, decimal MB/s.
     #[serde(rename = "min_bandwidth_MBps")]
@@ -207,7 +211,7 @@ pub struct Health {
 }
 
 /// What a mesh run adds beside its pairs.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct MeshExtra {
     /// Ranks in the job.
     pub ranks_total: usize,
@@ -230,10 +234,11 @@ pub struct MeshExtra {
 }
 
 /// One scope's baseline for one metric.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Baseline {
     /// "latency" (p50, µs) or "bandwidth" (MB/s).
-    pub metric: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub metric: crate::words::Interned,
     /// Cell count, median and MAD of the scope.
     pub stats: ScopeStats,
 }
@@ -242,7 +247,7 @@ pub struct Baseline {
 pub type PairsRun = Run<PairsPoint, PairsExtra>;
 
 /// One size with every pair streaming at once (osu_mbw_mr's pattern).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PairsPoint {
     /// Message size, bytes.
     pub size_bytes: u64,
@@ -352,7 +357,7 @@ impl crate::result::Repeatable for PairsPoint {
 }
 
 /// One pair's share of a `--pairs` point.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PairRate {
     /// Sending rank.
     pub from: usize,
@@ -391,7 +396,7 @@ impl PointMeta for PairsPoint {
 }
 
 /// What a `--pairs` run adds beside its points.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct PairsExtra {
     /// Pairs streaming at once.
     pub pairs: usize,

@@ -13,7 +13,7 @@ pub use crate::measure::env::{Env, Gpu};
 pub use crate::measure::placement::Placement;
 pub use crate::measure::stats::Summary;
 use crate::transport::{BufferMode, CompletionMode};
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 
 /// What every experiment's points tell the shared report footer.
 pub trait PointMeta {
@@ -45,16 +45,16 @@ pub trait Repeatable: Sized {
 }
 
 /// An experiment that adds nothing at the top level.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct NoExtra {}
 
 /// What `roundtrip` adds beside its points: the cells it left out.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct RoundtripExtra {
     /// Cells of the matrix the transport or device cannot carry (a request
     /// over an mmio window, a reply over the device's limit, a shape its
     /// configure refuses), each with the reason; the rest are measured.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub skipped: Vec<SkippedCell>,
 }
 
@@ -74,7 +74,7 @@ impl SkippedCell {
 }
 
 /// One cell of a round-trip matrix left out, and why.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SkippedCell {
     /// The transport spec that could not carry it.
     pub spec: String,
@@ -92,16 +92,17 @@ pub struct SkippedCell {
 
 /// One run of an experiment: its environment, options, placement and
 /// points (`P`), with what the experiment adds beside them (`X`).
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Run<P = Point, X = RoundtripExtra> {
     /// Which experiment: "roundtrip", "curve", "load", "flowgraph" or "stream".
-    pub experiment: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub experiment: crate::words::Interned,
     /// False when the run was interrupted or failed part-way: `points` holds
     /// the points that finished, and the one under way if it had samples
     /// (marked `partial`).
     pub complete: bool,
     /// Why the run is incomplete, if it is.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub stopped_by: Option<String>,
     /// The machine and software it ran on.
     pub env: Env,
@@ -118,12 +119,12 @@ pub struct Run<P = Point, X = RoundtripExtra> {
     pub warnings: Vec<String>,
     /// What each link's device said of itself (plugins: name, ABI, library,
     /// and the JSON object its `counters` returned), with the spec and modes.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<serde_json::Value>,
 }
 
 /// One measured configuration: a transport, its modes, and one size pair.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct Point {
     /// The transport's name (`tcp`, `shm`…).
     pub transport: String,
@@ -153,7 +154,7 @@ pub struct Point {
     /// Caveats on this point's figures.
     pub warnings: Vec<String>,
     /// Where the round trips went, when the device reports its own time.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device_time: Option<DeviceTime>,
     /// The samples' histogram, and each repeat's and block's figures.
     #[serde(flatten)]
@@ -164,7 +165,7 @@ pub struct Point {
 /// job (a plugin with `XB_CAP_HW_TIMESTAMPS`): the device's time, and the
 /// host's share — each round trip minus the device's time for it (host
 /// software, driver, runtime, bus) — over the same samples.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct DeviceTime {
     /// The device's own time per round trip, ns.
     pub device: Summary,

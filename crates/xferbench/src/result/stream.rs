@@ -8,7 +8,7 @@ use crate::result::{PointMeta, Repeatable, Run, merged_warnings};
 pub use crate::stream::engine::TargetKind;
 pub use crate::stream::job::{Completion, IoEngine, Rw};
 use hdrhistogram::Histogram;
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// fio's default percentile list, the keys of `clat_ns.percentile`.
@@ -18,7 +18,7 @@ const PERCENTILES: [f64; 17] = [
 ];
 
 /// Completion latency in fio's JSON shape.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct Clat {
     /// Fastest I/O, ns (0 with no I/Os).
     pub min: u64,
@@ -105,7 +105,7 @@ impl Clat {
 
 /// One direction's figures, in fio's JSON shape (`bw` in KiB/s, `runtime`
 /// in ms) plus exact nanoseconds.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct DirStats {
     /// Bytes moved this way in the timed span (after `ramp_time`).
     pub io_bytes: u64,
@@ -226,35 +226,36 @@ impl DirStats {
 }
 
 /// What a verify pass found.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct VerifyReport {
     /// The `verify=` kind (`md5`, `xxhash`, `meta`, `pattern`…).
-    pub kind: &'static str,
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub kind: crate::words::Interned,
     /// Blocks checked; `bad` of them failed.
     pub blocks: u64,
     /// Blocks whose contents did not match what was written.
     pub bad: u64,
     /// The first bad block, described.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_bad: Option<String>,
     /// Seconds a writer spent reading back and checking: after its write
     /// phase (not in its bandwidth), or with `backlog` also during it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readback_s: Option<f64>,
     /// `verify_backlog=`: the writer checked every this many blocks, so
     /// part of `readback_s` lies inside its write figures.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backlog: Option<u64>,
     /// `verify_pattern=`, as written.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
     /// Files `verify_dump` wrote.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dumped: Vec<String>,
 }
 
 /// One job's result; serialises into fio's `jobs[]` shape plus xferbench's detail.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct JobResult {
     /// The job's section name (or `--name`, default "stream"); `numjobs`
     /// clones share it.
@@ -264,7 +265,7 @@ pub struct JobResult {
     /// 0, or 1 when the job failed (fio's `error`); `error_text` says why.
     pub error: i32,
     /// Why the job failed; omitted when it did not.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub error_text: Option<String>,
     /// Reads in the timed span.
     pub read: DirStats,
@@ -272,32 +273,33 @@ pub struct JobResult {
     pub write: DirStats,
     /// Trims in the timed span (`rw=trim` and kin): fio's `trim` object,
     /// present for every job as in fio's JSON, all zeros without trims.
+    #[serde(default)]
     pub trim: DirStats,
     /// Sweep block size this job ran at, when `--bs` gave several.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_bs: Option<u64>,
     /// Which of the job's `numjobs` copies this is, from 0.
     pub clone: u32,
     /// The target opened: a path (after `--map`), or `xfer:` and a transport spec.
     pub filename: String,
     /// The filename the job named, when `--map` replaced it; omitted otherwise.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped_from: Option<String>,
     /// What the target is; omitted for a transport.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub target: Option<TargetKind>,
     /// What was done to the file before the job ran (created, extended, laid
     /// out); omitted when nothing was.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prepared: Option<String>,
     /// Each file of a job with several (`nrfiles`, `filename=a:b`), in
     /// order; `filename`, `offset` and the like are then the first's, and
     /// `size` and the figures cover them all. Omitted for one file.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub files: Vec<FileResult>,
     /// How the next file was chosen (fio's `file_service_type`, and
     /// `openfiles` when it limited them); omitted for one file.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub file_service_type: Option<String>,
     /// The I/O pattern (fio's `rw`).
     pub rw: Rw,
@@ -308,42 +310,52 @@ pub struct JobResult {
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub bs_mix: Option<String>,
     /// Start of the job's region in the target, bytes.
+    #[serde(default)]
     pub offset: u64,
     /// Length of the job's region, bytes (a whole number of blocks).
+    #[serde(default)]
     pub size: u64,
     /// The engine the I/Os went through.
     pub ioengine: IoEngine,
     /// I/Os in flight at most (1 for the synchronous engines, whatever was asked).
     pub iodepth: u32,
     /// `rate=`: the cap on the job's bandwidth, bytes/s.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rate: Option<u64>,
     /// The target was opened with O_DIRECT (`direct=1`).
+    #[serde(default)]
     pub direct: bool,
     /// Where the I/O buffers came from (fio's `iomem`).
+    #[serde(default = "unsaid_iomem")]
     pub iomem: crate::stream::job::IoMem,
     /// How the worker waited for completions: interrupt (sleep) or poll (spin).
     pub completion: Completion,
     /// The engine's own account of how it waits, in words.
+    #[serde(default)]
     pub completion_detail: String,
     /// What the device at the far end said of itself (a plugin through the
     /// transport engine: name, ABI, library, counters).
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub device: Option<serde_json::Value>,
     /// Start and end of the timed span, ns from the start of the run (with
     /// `--repeat`, the first repeat's).
+    #[serde(default)]
     pub start_ns: u64,
     /// End of the timed span (after `end_fsync`, before any verify read-back),
     /// ns from the start of the run.
+    #[serde(default)]
     pub end_ns: u64,
     /// I/Os done during `ramp_time`, not recorded.
+    #[serde(default)]
     pub ramp_ios: u64,
     /// What verification found; omitted without `verify=`.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub verify: Option<VerifyReport>,
     /// The run was stopped (Ctrl-C) before the job finished.
+    #[serde(default)]
     pub partial: bool,
     /// The job asked for fio's `group_reporting`.
+    #[serde(default)]
     pub group_reporting: bool,
     /// Caveats on this job's figures.
     pub warnings: Vec<String>,
@@ -355,19 +367,19 @@ pub struct JobResult {
 }
 
 /// One file of a job with several.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct FileResult {
     /// The path opened (after `--map`).
     pub filename: String,
     /// The name the job gave, when `--map` replaced it.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped_from: Option<String>,
     /// Where the file's region starts, bytes.
     pub offset: u64,
     /// The region's length, bytes.
     pub size: u64,
     /// What was done to the file before the job ran, if anything.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prepared: Option<String>,
     /// I/Os issued to this file (ramp included), as `file_service_type` chose.
     pub ios: u64,
@@ -495,12 +507,12 @@ impl PointMeta for JobResult {
 }
 
 /// A reporting group's aggregate, as fio's "Run status group" line.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct GroupResult {
     /// The group's number (`groupid` of its jobs).
     pub groupid: u32,
     /// The sweep block size the group ran at, when `--bs` gave several.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sweep_bs: Option<u64>,
     /// Name of the group's first job (fio names a merged entry so).
     pub jobname: String,
@@ -520,7 +532,7 @@ pub struct GroupResult {
 
 /// One direction of a group: aggregate bandwidth is all bytes over the
 /// longest runtime; min and max are the jobs' own.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct GroupDir {
     /// Every member's I/Os together, over the longest member's runtime
     /// (flattened into this object in JSON).
@@ -538,7 +550,7 @@ pub struct GroupDir {
 }
 
 /// One row of a block-size sweep: every job of that block size together.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct SweepRow {
     /// The block size, bytes.
     pub bs: u64,
@@ -563,15 +575,15 @@ pub struct SweepRow {
 }
 
 /// What a stream run adds beside its jobs: the groups and the sweep.
-#[derive(Clone, Debug, Default, Serialize)]
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
 pub struct StreamExtra {
     /// The job file run (`--job`); omitted when the job came from flags.
-    #[serde(skip_serializing_if = "Option::is_none")]
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub job_file: Option<String>,
     /// Each reporting group's aggregate (per block size when sweeping).
     pub groups: Vec<GroupResult>,
     /// One row per block size, when `--bs` gave several; omitted otherwise.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<SweepRow>,
 }
 
@@ -708,6 +720,12 @@ impl StreamExtra {
             sweep,
         }
     }
+}
+
+/// The buffers of a job read back from a file that leaves them out: fio's
+/// own default.
+fn unsaid_iomem() -> crate::stream::job::IoMem {
+    crate::stream::job::IoMem::Malloc
 }
 
 /// The result of `xferbench stream`: one point per job run.
