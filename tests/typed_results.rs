@@ -178,11 +178,14 @@ fn a_fresh_result_of_each_experiment_round_trips_through_json() {
     saved_round_trips("flowgraph", round_trips("flowgraph", &run));
 
     let dir = tempfile::tempdir().unwrap();
+    let flag = |k: &str, v: String| (k.to_string(), Some(v));
     let st = xferbench::StreamConfig {
-        filename: Some(dir.path().join("f").display().to_string()),
-        rw: Some("write".into()),
-        size: Some("64k".into()),
-        bs: Some("4k".into()),
+        flags: xferbench::options::StreamFlags(vec![
+            flag("filename", dir.path().join("f").display().to_string()),
+            flag("rw", "write".into()),
+            flag("size", "64k".into()),
+            flag("bs", "4k".into()),
+        ]),
         ..Default::default()
     };
     let (run, _) = xferbench::stream(&st, &stop, &()).unwrap();
