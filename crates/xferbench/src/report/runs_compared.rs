@@ -139,176 +139,206 @@ fn bytes() -> Axis {
 
 /// The panels of an experiment (none for mesh: its matrices are heat maps).
 fn panels(experiment: &str, runs: [&SavedRun; 2]) -> Vec<Panel> {
-    // Log where the figure spans a decade (set when it is drawn).
-    let y = |label: &str| Axis::new(label, true, Scale::Number);
     match experiment {
-        "curve" => {
-            let place = || -> Placer {
-                Box::new(|e, _| Some((String::new(), curve_name(e), num(e, "size_bytes")?)))
-            };
-            vec![
-                Panel {
-                    stem: "p50",
-                    title: "One-way latency (p50) vs message size",
-                    what: "Median one-way time (half a round trip in pingpong) per message size.",
-                    stat: Statistic::P50,
-                    x: bytes(),
-                    y: y("one-way latency p50 (µs)"),
-                    scale: 1e-3,
-                    place: place(),
-                },
-                Panel {
-                    stem: "bandwidth",
-                    title: "Bandwidth vs message size",
-                    what: "Decimal MB/s (10^6 bytes/s) from the median one-way time, per message size.",
-                    stat: Statistic::Bandwidth,
-                    x: bytes(),
-                    y: y("bandwidth (MB/s)"),
-                    scale: 1.0,
-                    place: place(),
-                },
-            ]
-        }
-        "roundtrip" => {
-            // x: whichever of in and out takes more sizes; a series per
-            // size of the other where it takes several.
-            let (ins, outs) = (distinct(runs, "in_bytes"), distinct(runs, "out_bytes"));
-            let (x, other, other_name) = if ins.len() >= outs.len() {
-                ("in_bytes", "out_bytes", "out")
-            } else {
-                ("out_bytes", "in_bytes", "in")
-            };
-            let several = ins.len().min(outs.len()) > 1;
-            let place = move || -> Placer {
-                Box::new(move |e, _| {
-                    let mut group = config_name(e);
-                    if several {
-                        let o = format_size(num(e, other)? as u64);
-                        group = format!("{group}, {other_name} {o}");
-                    }
-                    Some((String::new(), group, num(e, x)?))
-                })
-            };
-            let axis = if x == "in_bytes" {
-                "request size, in (bytes)"
-            } else {
-                "reply size, out (bytes)"
-            };
-            let (t50, t99) = if x == "in_bytes" {
-                (
-                    "Round trip (p50) vs request size",
-                    "Round trip (p99) vs request size",
-                )
-            } else {
-                (
-                    "Round trip (p50) vs reply size",
-                    "Round trip (p99) vs reply size",
-                )
-            };
-            vec![
-                Panel {
-                    stem: "p50",
-                    title: t50,
-                    what: "Median round-trip time per point.",
-                    stat: Statistic::P50,
-                    x: Axis::new(axis, true, Scale::Bytes),
-                    y: y("round trip p50 (µs)"),
-                    scale: 1e-3,
-                    place: place(),
-                },
-                Panel {
-                    stem: "p99",
-                    title: t99,
-                    what: "99th-percentile round-trip time per point.",
-                    stat: Statistic::P99,
-                    x: Axis::new(axis, true, Scale::Bytes),
-                    y: y("round trip p99 (µs)"),
-                    scale: 1e-3,
-                    place: place(),
-                },
-            ]
-        }
-        "stream" => vec![Panel {
-            stem: "bandwidth",
-            title: "Stream bandwidth vs block size",
-            what: "Decimal MB/s of each job and direction (clones apart) per block size.",
-            stat: Statistic::Bandwidth,
-            x: Axis::new("block size (bytes)", true, Scale::Bytes),
-            y: y("bandwidth (MB/s)"),
-            scale: 1.0,
-            place: Box::new(|j, dir| {
-                let mut group = text(j, "jobname").to_string();
-                if let Some(c) = num(j, "clone").filter(|&c| c > 0.0) {
-                    group.push_str(&format!(" clone {c}"));
-                }
-                group.push_str(&format!(" {}", dir?));
-                let bs = num(j, "sweep_bs").or_else(|| num(j, "bs"))?;
-                Some((String::new(), group, bs))
-            }),
-        }],
-        "load" => vec![
-            Panel {
-                stem: "rate",
-                title: "Request rate vs transfer size under load",
-                what: "Completed requests per second, closed loop, per load mode and direction.",
-                stat: Statistic::Rate,
-                x: Axis::new("transfer size (bytes)", true, Scale::Bytes),
-                y: y("requests/s"),
-                scale: 1.0,
-                place: Box::new(|p, _| {
-                    num(p, "req_per_s")?;
-                    Some((String::new(), load_name(p), num(p, "size_bytes")?))
-                }),
-            },
-            Panel {
-                stem: "latency",
-                title: "Open-loop latency (p50) vs offered rate",
-                what: "Median latency from each request's scheduled send time, per offered rate.",
-                stat: Statistic::P50,
-                x: Axis::new("offered rate (requests/s)", true, Scale::Number),
-                y: y("latency p50 (µs)"),
-                scale: 1e-3,
-                place: Box::new(|p, _| {
-                    let size = format_size(num(p, "size_bytes")? as u64);
-                    let group = format!("{} {size} bytes", load_name(p));
-                    Some((String::new(), group, num(p, "offered_per_s")?))
-                }),
-            },
-        ],
-        "flowgraph" => vec![Panel {
-            stem: "rate",
-            title: "Flowgraph throughput vs blocks",
-            what: "Samples/s through source → M saxpy → sink per scheduler.",
-            stat: Statistic::Rate,
-            x: Axis::new("saxpy blocks (M)", false, Scale::Count),
-            y: y("samples/s"),
-            scale: 1.0,
-            place: Box::new(|p, _| {
-                let n = num(p, "cores")?;
-                let key = format!("{n} core{}", if n == 1.0 { "" } else { "s" });
-                let group = crate::flowgraph::edge::series_of(p);
-                Some((key, group, num(p, "blocks")?))
-            }),
-        }],
-        "pairs" => vec![Panel {
-            stem: "bandwidth",
-            title: "Pairs streaming at once: aggregate bandwidth vs message size",
-            what: "MB/s of every pair together, per message size.",
-            stat: Statistic::Bandwidth,
-            x: bytes(),
-            y: y("MB/s"),
-            scale: 1.0,
-            place: Box::new(|p, _| {
-                let w = num(p, "window").map_or(String::new(), |w| format!(", window {w}"));
-                Some((
-                    String::new(),
-                    format!("aggregate{w}"),
-                    num(p, "size_bytes")?,
-                ))
-            }),
-        }],
+        "curve" => curve_panels(),
+        "roundtrip" => roundtrip_panels(runs),
+        "stream" => stream_panels(),
+        "load" => load_panels(),
+        "flowgraph" => flowgraph_panels(),
+        "pairs" => pairs_panels(),
         _ => Vec::new(),
     }
+}
+
+/// A figure's y axis: log where the figure spans a decade (set when it is
+/// drawn).
+fn y(label: &str) -> Axis {
+    Axis::new(label, true, Scale::Number)
+}
+
+/// curve: one-way p50 and bandwidth over message size.
+fn curve_panels() -> Vec<Panel> {
+    let place = || -> Placer {
+        Box::new(|e, _| Some((String::new(), curve_name(e), num(e, "size_bytes")?)))
+    };
+    vec![
+        Panel {
+            stem: "p50",
+            title: "One-way latency (p50) vs message size",
+            what: "Median one-way time (half a round trip in pingpong) per message size.",
+            stat: Statistic::P50,
+            x: bytes(),
+            y: y("one-way latency p50 (µs)"),
+            scale: 1e-3,
+            place: place(),
+        },
+        Panel {
+            stem: "bandwidth",
+            title: "Bandwidth vs message size",
+            what: "Decimal MB/s (10^6 bytes/s) from the median one-way time, per message size.",
+            stat: Statistic::Bandwidth,
+            x: bytes(),
+            y: y("bandwidth (MB/s)"),
+            scale: 1.0,
+            place: place(),
+        },
+    ]
+}
+
+/// roundtrip: p50 and p99 over whichever of in and out takes more sizes.
+fn roundtrip_panels(runs: [&SavedRun; 2]) -> Vec<Panel> {
+    // x: whichever of in and out takes more sizes; a series per
+    // size of the other where it takes several.
+    let (ins, outs) = (distinct(runs, "in_bytes"), distinct(runs, "out_bytes"));
+    let (x, other, other_name) = if ins.len() >= outs.len() {
+        ("in_bytes", "out_bytes", "out")
+    } else {
+        ("out_bytes", "in_bytes", "in")
+    };
+    let several = ins.len().min(outs.len()) > 1;
+    let place = move || -> Placer {
+        Box::new(move |e, _| {
+            let mut group = config_name(e);
+            if several {
+                let o = format_size(num(e, other)? as u64);
+                group = format!("{group}, {other_name} {o}");
+            }
+            Some((String::new(), group, num(e, x)?))
+        })
+    };
+    let axis = if x == "in_bytes" {
+        "request size, in (bytes)"
+    } else {
+        "reply size, out (bytes)"
+    };
+    let (t50, t99) = if x == "in_bytes" {
+        (
+            "Round trip (p50) vs request size",
+            "Round trip (p99) vs request size",
+        )
+    } else {
+        (
+            "Round trip (p50) vs reply size",
+            "Round trip (p99) vs reply size",
+        )
+    };
+    vec![
+        Panel {
+            stem: "p50",
+            title: t50,
+            what: "Median round-trip time per point.",
+            stat: Statistic::P50,
+            x: Axis::new(axis, true, Scale::Bytes),
+            y: y("round trip p50 (µs)"),
+            scale: 1e-3,
+            place: place(),
+        },
+        Panel {
+            stem: "p99",
+            title: t99,
+            what: "99th-percentile round-trip time per point.",
+            stat: Statistic::P99,
+            x: Axis::new(axis, true, Scale::Bytes),
+            y: y("round trip p99 (µs)"),
+            scale: 1e-3,
+            place: place(),
+        },
+    ]
+}
+
+/// stream: each job's bandwidth over block size.
+fn stream_panels() -> Vec<Panel> {
+    vec![Panel {
+        stem: "bandwidth",
+        title: "Stream bandwidth vs block size",
+        what: "Decimal MB/s of each job and direction (clones apart) per block size.",
+        stat: Statistic::Bandwidth,
+        x: Axis::new("block size (bytes)", true, Scale::Bytes),
+        y: y("bandwidth (MB/s)"),
+        scale: 1.0,
+        place: Box::new(|j, dir| {
+            let mut group = text(j, "jobname").to_string();
+            if let Some(c) = num(j, "clone").filter(|&c| c > 0.0) {
+                group.push_str(&format!(" clone {c}"));
+            }
+            group.push_str(&format!(" {}", dir?));
+            let bs = num(j, "sweep_bs").or_else(|| num(j, "bs"))?;
+            Some((String::new(), group, bs))
+        }),
+    }]
+}
+
+/// load: request rate over size, open-loop latency over offered rate.
+fn load_panels() -> Vec<Panel> {
+    vec![
+        Panel {
+            stem: "rate",
+            title: "Request rate vs transfer size under load",
+            what: "Completed requests per second, closed loop, per load mode and direction.",
+            stat: Statistic::Rate,
+            x: Axis::new("transfer size (bytes)", true, Scale::Bytes),
+            y: y("requests/s"),
+            scale: 1.0,
+            place: Box::new(|p, _| {
+                num(p, "req_per_s")?;
+                Some((String::new(), load_name(p), num(p, "size_bytes")?))
+            }),
+        },
+        Panel {
+            stem: "latency",
+            title: "Open-loop latency (p50) vs offered rate",
+            what: "Median latency from each request's scheduled send time, per offered rate.",
+            stat: Statistic::P50,
+            x: Axis::new("offered rate (requests/s)", true, Scale::Number),
+            y: y("latency p50 (µs)"),
+            scale: 1e-3,
+            place: Box::new(|p, _| {
+                let size = format_size(num(p, "size_bytes")? as u64);
+                let group = format!("{} {size} bytes", load_name(p));
+                Some((String::new(), group, num(p, "offered_per_s")?))
+            }),
+        },
+    ]
+}
+
+/// flowgraph: samples/s over blocks, per scheduler.
+fn flowgraph_panels() -> Vec<Panel> {
+    vec![Panel {
+        stem: "rate",
+        title: "Flowgraph throughput vs blocks",
+        what: "Samples/s through source → M saxpy → sink per scheduler.",
+        stat: Statistic::Rate,
+        x: Axis::new("saxpy blocks (M)", false, Scale::Count),
+        y: y("samples/s"),
+        scale: 1.0,
+        place: Box::new(|p, _| {
+            let n = num(p, "cores")?;
+            let key = format!("{n} core{}", if n == 1.0 { "" } else { "s" });
+            let group = crate::flowgraph::edge::series_of(p);
+            Some((key, group, num(p, "blocks")?))
+        }),
+    }]
+}
+
+/// curve --pairs: aggregate bandwidth over message size.
+fn pairs_panels() -> Vec<Panel> {
+    vec![Panel {
+        stem: "bandwidth",
+        title: "Pairs streaming at once: aggregate bandwidth vs message size",
+        what: "MB/s of every pair together, per message size.",
+        stat: Statistic::Bandwidth,
+        x: bytes(),
+        y: y("MB/s"),
+        scale: 1.0,
+        place: Box::new(|p, _| {
+            let w = num(p, "window").map_or(String::new(), |w| format!(", window {w}"));
+            Some((
+                String::new(),
+                format!("aggregate{w}"),
+                num(p, "size_bytes")?,
+            ))
+        }),
+    }]
 }
 
 /// A point drawn: its figure, group, x, y and the interval of y.
