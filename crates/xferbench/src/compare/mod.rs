@@ -163,28 +163,7 @@ pub fn compare(base: &SavedRun, new: &SavedRun, settings: &Settings) -> Result<C
         })
     };
     let (mut bs, mut ns) = (read(base)?, read(new)?);
-    // Transport options first: when they differ, they are what the user
-    // changed on purpose (firmware A against B), and the refusal shows four.
-    let mut differences = config::pair_transports(&mut bs, &mut ns);
-    differences.extend(config::differences(base, new));
-    if !differences.is_empty() && !settings.allow_different {
-        let list: Vec<String> = differences
-            .iter()
-            .take(4)
-            .map(|d| format!("{} {} vs {}", d.what, d.base, d.new))
-            .collect();
-        return Err(Error::usage(format!(
-            "{} and {} were run differently ({}{}): compare like with like, or pass --allow-different to compare anyway",
-            base.label,
-            new.label,
-            list.join("; "),
-            if differences.len() > 4 {
-                format!("; {} more", differences.len() - 4)
-            } else {
-                String::new()
-            }
-        )));
-    }
+    let differences = like_with_like(base, new, &mut bs, &mut ns, settings)?;
     let only_in_base: Vec<String> = bs
         .iter()
         .filter(|b| !ns.iter().any(|n| n.id == b.id))
@@ -195,45 +174,7 @@ pub fn compare(base: &SavedRun, new: &SavedRun, settings: &Settings) -> Result<C
         .filter(|n| !bs.iter().any(|b| b.id == n.id))
         .map(|n| n.id.clone())
         .collect();
-    let stats: Vec<Statistic> = if settings.stats.is_empty() {
-        Statistic::DEFAULT.to_vec()
-    } else {
-        settings.stats.clone()
-    };
-    let mut rows = Vec::new();
-    for b in &bs {
-        let Some(n) = ns.iter().find(|n| n.id == b.id) else {
-            continue;
-        };
-        for &stat in &stats {
-            let (Some(fb), Some(fnew)) = (
-                b.figures.iter().find(|f| f.stat == stat),
-                n.figures.iter().find(|f| f.stat == stat),
-            ) else {
-                continue;
-            };
-            let c = method::change(&fb.evidence, &fnew.evidence, settings.confidence);
-            let verdict = method::verdict(&c, stat.lower_is_better(), settings.noise);
-            let delta_interval = (fb.unit == "ns")
-                .then(|| {
-                    c.interval
-                        .map(|[lo, hi]| [lo * fb.evidence.value, hi * fb.evidence.value])
-                })
-                .flatten();
-            rows.push(Row {
-                point: b.id.clone(),
-                stat,
-                unit: fb.unit,
-                lower_is_better: stat.lower_is_better(),
-                base: fb.evidence.value,
-                new: fnew.evidence.value,
-                change: c,
-                delta_interval,
-                verdict,
-                gates: settings.fail_on.is_empty() || settings.fail_on.contains(&stat),
-            });
-        }
-    }
+    let mut rows = rows(&bs, &ns, settings);
     if rows.is_empty() {
         let sample = |v: &[Subject]| {
             v.iter()
@@ -300,6 +241,85 @@ pub fn compare(base: &SavedRun, new: &SavedRun, settings: &Settings) -> Result<C
         notes,
         failed,
     })
+}
+
+/// The differences between how the two runs were made; an error listing
+/// the first four unless `--allow-different`. Transport options first: when
+/// they differ, they are what the user changed on purpose (firmware A
+/// against B).
+fn like_with_like(
+    base: &SavedRun,
+    new: &SavedRun,
+    bs: &mut [Subject],
+    ns: &mut [Subject],
+    settings: &Settings,
+) -> Result<Vec<Difference>> {
+    let mut differences = config::pair_transports(bs, ns);
+    differences.extend(config::differences(base, new));
+    if !differences.is_empty() && !settings.allow_different {
+        let list: Vec<String> = differences
+            .iter()
+            .take(4)
+            .map(|d| format!("{} {} vs {}", d.what, d.base, d.new))
+            .collect();
+        return Err(Error::usage(format!(
+            "{} and {} were run differently ({}{}): compare like with like, or pass --allow-different to compare anyway",
+            base.label,
+            new.label,
+            list.join("; "),
+            if differences.len() > 4 {
+                format!("; {} more", differences.len() - 4)
+            } else {
+                String::new()
+            }
+        )));
+    }
+    Ok(differences)
+}
+
+/// One row per point both runs have and statistic asked for (the
+/// defaults when none were): the change, its interval and the verdict.
+fn rows(bs: &[Subject], ns: &[Subject], settings: &Settings) -> Vec<Row> {
+    let stats: Vec<Statistic> = if settings.stats.is_empty() {
+        Statistic::DEFAULT.to_vec()
+    } else {
+        settings.stats.clone()
+    };
+    let mut rows = Vec::new();
+    for b in bs {
+        let Some(n) = ns.iter().find(|n| n.id == b.id) else {
+            continue;
+        };
+        for &stat in &stats {
+            let (Some(fb), Some(fnew)) = (
+                b.figures.iter().find(|f| f.stat == stat),
+                n.figures.iter().find(|f| f.stat == stat),
+            ) else {
+                continue;
+            };
+            let c = method::change(&fb.evidence, &fnew.evidence, settings.confidence);
+            let verdict = method::verdict(&c, stat.lower_is_better(), settings.noise);
+            let delta_interval = (fb.unit == "ns")
+                .then(|| {
+                    c.interval
+                        .map(|[lo, hi]| [lo * fb.evidence.value, hi * fb.evidence.value])
+                })
+                .flatten();
+            rows.push(Row {
+                point: b.id.clone(),
+                stat,
+                unit: fb.unit,
+                lower_is_better: stat.lower_is_better(),
+                base: fb.evidence.value,
+                new: fnew.evidence.value,
+                change: c,
+                delta_interval,
+                verdict,
+                gates: settings.fail_on.is_empty() || settings.fail_on.contains(&stat),
+            });
+        }
+    }
+    rows
 }
 
 /// What the verdicts rest on, said once per kind.
