@@ -106,7 +106,7 @@ pub struct Clock {
     /// The instrument's share of every sample: the median sample of the
     /// timed loop around an exchange that does nothing (the clock reads and
     /// the call to the link). Measured by the experiments that run the
-    /// sampler (roundtrip, curve); absent in files written before.
+    /// sampler (roundtrip, curve, load); absent in files written before.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sample_floor_ns: Option<f64>,
     /// One turn of that loop, recording included: how often the sampler can
