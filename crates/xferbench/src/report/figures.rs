@@ -752,7 +752,12 @@ pub fn flowgraph(runs: &[&SavedRun]) -> Vec<Figure> {
 pub fn mesh(runs: &[&SavedRun]) -> Vec<Figure> {
     runs.iter()
         .enumerate()
-        .flat_map(|(i, r)| super::mesh::mesh_run(&format!("mesh-{}", i + 1), &r.label, &r.value))
+        .flat_map(|(i, r)| match &r.run {
+            AnyRun::Mesh(m) => {
+                super::mesh::mesh_run(&format!("mesh-{}", i + 1), &r.label, &m.into())
+            }
+            _ => Vec::new(),
+        })
         .collect()
 }
 

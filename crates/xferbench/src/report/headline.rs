@@ -104,7 +104,7 @@ pub fn of(r: &SavedRun) -> String {
                 None => format!("{} points", run.points.len()),
             }
         }
-        AnyRun::Mesh(_) => super::mesh::headline(&r.value),
+        AnyRun::Mesh(m) => super::mesh::headline(&m.into()),
         AnyRun::Pairs(run) => format!("{} points", run.points.len()),
     }
 }

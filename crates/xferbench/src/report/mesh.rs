@@ -1,19 +1,65 @@
-//! Mesh runs (`xferbench mesh`): every ordered pair of MPI ranks, read from
-//! the run's JSON. The table puts what needs a look first (the suspects, the
-//! health gate's verdict), then the three rank × rank matrices (the heat
-//! maps' own numbers, ranks grouped by host), the baselines the suspects
-//! were judged against and the merged latency per scope. Every field may be
-//! absent or null: what is not there reads "—" or is left out.
+//! Mesh runs (`xferbench mesh`): every ordered pair of MPI ranks. The table
+//! puts what needs a look first (the suspects, the health gate's verdict),
+//! then the three rank × rank matrices (the heat maps' own numbers, ranks
+//! grouped by host), the baselines the suspects were judged against and the
+//! merged latency per scope. A run read back may be older than this code;
+//! what such a file may lack is what loading defaults (`complete`, `points`,
+//! `warnings`, a pair's `error`), and each default reads as the field's
+//! absence did when this report walked the raw JSON.
 
 use super::csv::field;
 use super::figure::{Axis, Figure, Heatmap, Kind, Labels, Plot, Scale};
 use super::table::{Align, bullets, markdown, markdown_with};
-use crate::result::saved::{array, num, strings};
+use crate::result::mesh::{
+    BandwidthPoint, LatencyPoint, Matrix, MeshExtra, MeshPair, MeshRun, Scope, Suspect,
+};
+use crate::result::saved::Saved;
 use crate::units::si;
 use crate::units::{format_size, format_us};
-use serde_json::Value;
 use std::cmp::Ordering;
 use std::fmt::Write;
+
+/// A mesh run as the report reads it. The run just measured (`MeshRun`) and
+/// one read back (`AnyRun::Mesh`, whose bookkeeping may be absent) are two
+/// types holding the same mesh; borrowing the parts the report reads lets
+/// one renderer serve both without copying the pairs.
+#[derive(Clone, Copy, Debug)]
+pub struct Mesh<'a> {
+    /// The ordered pairs, in run order.
+    pub points: &'a [MeshPair],
+    /// Ranks, schedule, matrices, suspects, health.
+    pub extra: &'a MeshExtra,
+    /// False when the run stopped early.
+    pub complete: bool,
+    /// Why it stopped early.
+    pub stopped_by: Option<&'a str>,
+    /// Caveats on the whole run.
+    pub warnings: &'a [String],
+}
+
+impl<'a> From<&'a MeshRun> for Mesh<'a> {
+    fn from(r: &'a MeshRun) -> Self {
+        Mesh {
+            points: &r.points,
+            extra: &r.extra,
+            complete: r.complete,
+            stopped_by: r.stopped_by.as_deref(),
+            warnings: &r.warnings,
+        }
+    }
+}
+
+impl<'a> From<&'a Saved<MeshPair, MeshExtra>> for Mesh<'a> {
+    fn from(r: &'a Saved<MeshPair, MeshExtra>) -> Self {
+        Mesh {
+            points: &r.points,
+            extra: &r.extra,
+            complete: r.complete,
+            stopped_by: r.stopped_by.as_deref(),
+            warnings: &r.warnings,
+        }
+    }
+}
 
 /// The ranks in the order the matrices show them: by host (`node2` before
 /// `node10`), then by rank.
@@ -29,25 +75,18 @@ pub struct Order {
 
 /// Ranks in the job: the most that `ranks_total`, the rank records and the
 /// matrices account for.
-fn rank_count(v: &Value) -> usize {
-    let recorded = array(v, "ranks")
-        .iter()
-        .filter_map(|r| num(r, "rank"))
-        .map(|r| r as usize + 1)
-        .max()
-        .unwrap_or(0);
-    let total = num(v, "ranks_total").map_or(0, |n| n as usize);
-    let matrix = array(&v["matrices"], "latency_p50_us").len();
-    total.max(recorded).max(matrix)
+fn rank_count(m: &Mesh) -> usize {
+    let x = m.extra;
+    let recorded = x.ranks.iter().map(|r| r.rank + 1).max().unwrap_or(0);
+    let matrix = x.matrices.latency_p50_us.len();
+    x.ranks_total.max(recorded).max(matrix)
 }
 
 /// Each rank's host, indexed by rank ("?" where the run does not say).
-pub fn hosts(v: &Value) -> Vec<String> {
-    let mut h = vec!["?".to_string(); rank_count(v)];
-    for r in array(v, "ranks") {
-        if let (Some(k), Some(name)) = (num(r, "rank"), r.get("host").and_then(Value::as_str)) {
-            h[k as usize] = name.to_string();
-        }
+pub fn hosts(m: &Mesh) -> Vec<String> {
+    let mut h = vec!["?".to_string(); rank_count(m)];
+    for r in &m.extra.ranks {
+        h[r.rank] = r.host.clone();
     }
     h
 }
@@ -74,8 +113,8 @@ fn natural(a: &str, b: &str) -> Ordering {
     key(a).cmp(&key(b)).then_with(|| a.cmp(b))
 }
 
-pub fn order(v: &Value) -> Order {
-    let hosts = hosts(v);
+pub fn order(m: &Mesh) -> Order {
+    let hosts = hosts(m);
     let mut ranks: Vec<usize> = (0..hosts.len()).collect();
     ranks.sort_by(|&a, &b| natural(&hosts[a], &hosts[b]).then(a.cmp(&b)));
     Order {
@@ -87,11 +126,10 @@ pub fn order(v: &Value) -> Order {
     }
 }
 
-/// The matrix `matrices.KEY` (`[from][to]`, by rank) in display order; the
+/// One of the run's matrices (`[from][to]`, by rank) in display order; the
 /// diagonal and what the run does not hold are `None`.
-pub fn matrix(v: &Value, key: &str, order: &Order) -> Vec<Vec<Option<f64>>> {
-    let m = array(&v["matrices"], key);
-    let cell = |f: usize, t: usize| m.get(f)?.get(t)?.as_f64().filter(|_| f != t);
+pub fn matrix(m: &Matrix, order: &Order) -> Matrix {
+    let cell = |f: usize, t: usize| m.get(f)?.get(t).copied().flatten().filter(|_| f != t);
     order
         .ranks
         .iter()
@@ -99,51 +137,31 @@ pub fn matrix(v: &Value, key: &str, order: &Order) -> Vec<Vec<Option<f64>>> {
         .collect()
 }
 
-/// A byte count as the report writes sizes ("8", "1M"), or "—".
-fn size(v: &Value, k: &str) -> String {
-    num(v, k).map_or("—".into(), |b| format_size(b as u64))
-}
-
-fn text<'a>(v: &'a Value, k: &str) -> Option<&'a str> {
-    v.get(k).and_then(Value::as_str)
-}
-
 /// One suspect: the rule's line and what its re-test said.
-fn suspect(s: &Value) -> String {
-    let unit = match text(s, "metric") {
-        Some("latency") => "µs",
+fn suspect(s: &Suspect) -> String {
+    let unit = match s.metric {
+        "latency" => "µs",
         _ => "MB/s",
     };
-    let retest: Vec<String> = array(s, "retest")
-        .iter()
-        .filter_map(Value::as_f64)
-        .map(si)
-        .collect();
+    let retest: Vec<String> = s.retest.iter().copied().map(si).collect();
     let again = if retest.is_empty() {
         String::new()
     } else {
         format!(" ({} {unit})", retest.join(", "))
     };
-    let verdict = match s.get("confirmed").and_then(Value::as_bool) {
+    let verdict = match s.confirmed {
         Some(true) => format!("confirmed by re-test{again}"),
         Some(false) => format!("not confirmed by re-test (transient){again}"),
         None => "not re-tested".into(),
     };
-    format!(
-        "{} — {verdict}",
-        text(s, "line").unwrap_or("(a suspect without a description)")
-    )
+    format!("{} — {verdict}", s.line)
 }
 
-/// The suspects, worst first, or a line saying there are none; nothing
-/// when the run holds no outlier verdict at all.
-pub fn suspects(v: &Value) -> Vec<String> {
-    match v.get("suspects").and_then(Value::as_array) {
-        Some(s) if s.is_empty() => {
-            vec!["No suspects: no rank, host or link stands out from the other pairs.".into()]
-        }
-        Some(s) => s.iter().map(suspect).collect(),
-        None => Vec::new(),
+/// The suspects, worst first, or a line saying there are none.
+pub fn suspects(m: &Mesh) -> Vec<String> {
+    match m.extra.suspects.as_slice() {
+        [] => vec!["No suspects: no rank, host or link stands out from the other pairs.".into()],
+        s => s.iter().map(suspect).collect(),
     }
 }
 
@@ -155,11 +173,13 @@ struct Gate {
     failing: Vec<String>,
 }
 
-fn gate(v: &Value) -> Option<Gate> {
-    let h = &v["health"];
+fn gate(m: &Mesh) -> Option<Gate> {
+    let h = &m.extra.health;
     let limits: Vec<String> = [
-        num(h, "min_bandwidth_MBps").map(|b| format!("bandwidth ≥ {} MB/s", si(b))),
-        num(h, "max_latency_us").map(|l| format!("p50 latency ≤ {} µs", si(l))),
+        h.min_bandwidth_mbps
+            .map(|b| format!("bandwidth ≥ {} MB/s", si(b))),
+        h.max_latency_us
+            .map(|l| format!("p50 latency ≤ {} µs", si(l))),
     ]
     .into_iter()
     .flatten()
@@ -167,14 +187,10 @@ fn gate(v: &Value) -> Option<Gate> {
     if limits.is_empty() {
         return None;
     }
-    let failing = strings(h.get("failing"));
     Some(Gate {
         limits: limits.join(", "),
-        passed: h
-            .get("passed")
-            .and_then(Value::as_bool)
-            .unwrap_or(failing.is_empty()),
-        failing,
+        passed: h.passed,
+        failing: h.failing.clone(),
     })
 }
 
@@ -185,13 +201,16 @@ fn pairs(n: usize) -> String {
 
 /// The health gate's verdict, then every failing pair; nothing when no gate
 /// was set.
-pub fn health(v: &Value) -> Vec<String> {
-    let Some(g) = gate(v) else {
+pub fn health(m: &Mesh) -> Vec<String> {
+    let Some(g) = gate(m) else {
         return Vec::new();
     };
-    let ranks: Vec<String> = array(&v["health"], "failing_ranks")
+    let ranks: Vec<String> = m
+        .extra
+        .health
+        .failing_ranks
         .iter()
-        .map(Value::to_string)
+        .map(usize::to_string)
         .collect();
     let verdict = if g.passed {
         format!("Health gate ({}): passed.", g.limits)
@@ -215,20 +234,16 @@ pub fn health(v: &Value) -> Vec<String> {
 
 /// What to read before the matrices: the suspects and the health verdict
 /// with its first few failing pairs (the heat maps show the rest).
-pub fn findings(v: &Value) -> Vec<String> {
+pub fn findings(m: &Mesh) -> Vec<String> {
     // Transient suspects (the re-test disagreed) in one line: a noisy
     // machine has many, and they would bury the confirmed ones.
-    let all = v.get("suspects").and_then(Value::as_array);
-    let transient = all.map_or(0, |a| {
-        a.iter()
-            .filter(|s| s.get("confirmed").and_then(Value::as_bool) == Some(false))
-            .count()
-    });
+    let all = &m.extra.suspects;
+    let transient = all.iter().filter(|s| s.confirmed == Some(false)).count();
     let mut out: Vec<String> = match all {
-        Some(a) if transient > 0 => {
+        a if transient > 0 => {
             let mut kept: Vec<String> = a
                 .iter()
-                .filter(|s| s.get("confirmed").and_then(Value::as_bool) != Some(false))
+                .filter(|s| s.confirmed != Some(false))
                 .map(suspect)
                 .collect();
             kept.push(format!(
@@ -236,9 +251,9 @@ pub fn findings(v: &Value) -> Vec<String> {
             ));
             kept
         }
-        _ => suspects(v),
+        _ => suspects(m),
     };
-    let h = health(v);
+    let h = health(m);
     if let Some((verdict, failing)) = h.split_first() {
         out.push(verdict.clone());
         const SHOWN: usize = 4;
@@ -259,18 +274,15 @@ pub fn findings(v: &Value) -> Vec<String> {
 }
 
 /// The run in one line: ranks, hosts, schedule, sizes, complete or not.
-fn heading(v: &Value) -> String {
-    let n = rank_count(v);
-    let mut hosts = hosts(v);
+fn heading(m: &Mesh) -> String {
+    let n = rank_count(m);
+    let mut hosts = hosts(m);
     hosts.sort();
     hosts.dedup();
-    let s = &v["schedule"];
-    let m = &v["matrices"];
-    let status = if v.get("complete").and_then(Value::as_bool) == Some(false) {
-        format!(
-            "INCOMPLETE ({})",
-            text(v, "stopped_by").unwrap_or("stopped early")
-        )
+    let s = &m.extra.schedule;
+    let x = &m.extra.matrices;
+    let status = if !m.complete {
+        format!("INCOMPLETE ({})", m.stopped_by.unwrap_or("stopped early"))
     } else {
         "complete".into()
     };
@@ -278,49 +290,49 @@ fn heading(v: &Value) -> String {
         "Mesh: {n} ranks on {} host{}, {} schedule ({}, {} rounds of {} pairs); latency at {} bytes, bandwidth at {} bytes; {status}",
         hosts.len(),
         if hosts.len() == 1 { "" } else { "s" },
-        text(s, "kind").unwrap_or("—"),
-        text(s, "mode").unwrap_or("—"),
-        num(s, "rounds").map_or("—".into(), |r| r.to_string()),
-        num(s, "pairs_per_round").map_or("—".into(), |r| r.to_string()),
-        size(m, "latency_size_bytes"),
-        size(m, "bandwidth_size_bytes"),
+        s.kind,
+        s.mode,
+        s.rounds,
+        s.pairs_per_round,
+        format_size(x.latency_size_bytes),
+        format_size(x.bandwidth_size_bytes),
     )
 }
 
-/// "intra-host" for "intra", "inter-host" for "inter".
-fn scope(v: &Value) -> String {
-    match text(v, "scope") {
-        Some(s) => format!("{s}-host"),
-        None => "—".into(),
+/// "intra-host" for `Intra`, "inter-host" for `Inter`.
+fn scope(s: Scope) -> &'static str {
+    match s {
+        Scope::Intra => "intra-host",
+        Scope::Inter => "inter-host",
     }
 }
 
 /// The outlier rule's baselines, one line per metric and scope.
-fn baselines(v: &Value) -> Vec<String> {
-    array(v, "baselines")
+fn baselines(m: &Mesh) -> Vec<String> {
+    m.extra
+        .baselines
         .iter()
         .map(|b| {
-            let s = &b["stats"];
-            let (name, unit) = match text(b, "metric") {
-                Some("latency") => ("latency p50", "µs"),
-                Some("bandwidth") => ("bandwidth", "MB/s"),
+            let s = &b.stats;
+            let (name, unit) = match b.metric {
+                "latency" => ("latency p50", "µs"),
+                "bandwidth" => ("bandwidth", "MB/s"),
                 _ => ("—", ""),
             };
-            let val = |k: &str| num(s, k).map_or("—".into(), si);
             format!(
                 "{name}, {}: {} cells, median {} {unit}, MAD {} {unit}",
-                scope(s),
-                num(s, "cells").map_or("—".into(), |c| c.to_string()),
-                val("median"),
-                val("mad")
+                scope(s.scope),
+                s.cells,
+                si(s.median),
+                si(s.mad)
             )
         })
         .collect()
 }
 
 /// Latency over all pairs of a scope together (merged histograms).
-fn merged(v: &Value) -> Option<String> {
-    let m = array(v, "merged");
+fn merged(m: &Mesh) -> Option<String> {
+    let m = &m.extra.merged;
     if m.is_empty() {
         return None;
     }
@@ -330,17 +342,15 @@ fn merged(v: &Value) -> Option<String> {
     let rows: Vec<Vec<String>> = m
         .iter()
         .map(|s| {
-            let o = &s["oneway"];
-            let us = |k: &str| num(o, k).map_or("—".into(), format_us);
-            let count = |v: &Value, k: &str| num(v, k).map_or("—".into(), |c| c.to_string());
+            let o = &s.oneway;
             vec![
-                scope(s),
-                count(s, "pairs"),
-                count(o, "count"),
-                us("p50_ns"),
-                us("p99_ns"),
-                us("p999_ns"),
-                us("max_ns"),
+                scope(s.scope).to_string(),
+                s.pairs.to_string(),
+                o.count.to_string(),
+                format_us(o.p50_ns as f64),
+                format_us(o.p99_ns as f64),
+                format_us(o.p999_ns as f64),
+                format_us(o.max_ns as f64),
             ]
         })
         .collect();
@@ -356,17 +366,14 @@ fn median(sorted: &[f64]) -> f64 {
     }
 }
 
-/// Samples per measured pair of one kind: "min 9.8k, median 10.0k".
-fn samples(v: &Value, list: &str, summary: &str) -> Option<String> {
-    let mut counts: Vec<f64> = array(v, "points")
+/// Samples per measured pair of one kind (`count` gives a pair's):
+/// "min 9.8k, median 10.0k".
+fn samples(m: &Mesh, count: impl Fn(&MeshPair) -> u64) -> Option<String> {
+    let mut counts: Vec<f64> = m
+        .points
         .iter()
-        .filter(|p| p.get("missing").and_then(Value::as_bool) != Some(true))
-        .map(|p| {
-            array(p, list)
-                .iter()
-                .filter_map(|x| num(&x[summary], "count"))
-                .sum()
-        })
+        .filter(|p| !p.missing)
+        .map(|p| count(p) as f64)
         .collect();
     if counts.is_empty() {
         return None;
@@ -380,30 +387,22 @@ fn samples(v: &Value, list: &str, summary: &str) -> Option<String> {
 }
 
 /// The ordered pairs not measured: `missing`, else the points marked so.
-fn missing(v: &Value) -> Vec<(u64, u64)> {
-    let pair = |a: Option<f64>, b: Option<f64>| Some((a? as u64, b? as u64));
-    let listed: Vec<(u64, u64)> = array(v, "missing")
-        .iter()
-        .filter_map(|m| {
-            let m = m.as_array()?;
-            pair(m.first()?.as_f64(), m.get(1)?.as_f64())
-        })
-        .collect();
-    if !listed.is_empty() {
-        return listed;
+fn missing(m: &Mesh) -> Vec<(usize, usize)> {
+    if !m.extra.missing.is_empty() {
+        return m.extra.missing.iter().map(|&[a, b]| (a, b)).collect();
     }
-    array(v, "points")
+    m.points
         .iter()
-        .filter(|p| p.get("missing").and_then(Value::as_bool) == Some(true))
-        .filter_map(|p| pair(num(p, "from"), num(p, "to")))
+        .filter(|p| p.missing)
+        .map(|p| (p.from, p.to))
         .collect()
 }
 
 /// Samples, missing pairs, and the run's caveats.
-fn footer(v: &Value) -> String {
+fn footer(m: &Mesh) -> String {
     let mut o = String::new();
-    let lat = samples(v, "latency", "oneway");
-    let bw = samples(v, "bandwidth", "window_time");
+    let lat = samples(m, |p| p.latency.iter().map(|l| l.oneway.count).sum());
+    let bw = samples(m, |p| p.bandwidth.iter().map(|b| b.window_time.count).sum());
     if lat.is_some() || bw.is_some() {
         let _ = writeln!(
             o,
@@ -412,8 +411,8 @@ fn footer(v: &Value) -> String {
             bw.as_deref().unwrap_or("—")
         );
     }
-    let n = rank_count(v);
-    let gone = missing(v);
+    let n = rank_count(m);
+    let gone = missing(m);
     if gone.is_empty() {
         o.push_str("No pair missing.\n");
     } else {
@@ -426,26 +425,25 @@ fn footer(v: &Value) -> String {
             list.join(", ")
         );
     }
-    let warnings = strings(v.get("warnings"));
-    if !warnings.is_empty() {
+    if !m.warnings.is_empty() {
         o.push_str("\nWarnings:\n");
-        o.push_str(&bullets(&warnings));
+        o.push_str(&bullets(m.warnings));
     }
     o
 }
 
-/// The Markdown report of a mesh run (the JSON it wrote, or `--format json`
-/// read back).
-pub fn table(v: &Value) -> String {
+/// The Markdown report of a mesh run (the run just measured, or its
+/// `--format json` read back).
+pub fn table(m: &Mesh) -> String {
     let mut o = String::new();
-    let _ = writeln!(o, "## {}\n", heading(v));
-    for (title, lines) in [("Suspects", suspects(v)), ("Health gate", health(v))] {
+    let _ = writeln!(o, "## {}\n", heading(m));
+    for (title, lines) in [("Suspects", suspects(m)), ("Health gate", health(m))] {
         if !lines.is_empty() {
             let _ = writeln!(o, "### {title}\n\n{}", bullets(&lines));
         }
     }
     let first_left = |i: usize| if i == 0 { Align::Left } else { Align::Right };
-    for f in mesh_run("mesh", "", v) {
+    for f in mesh_run("mesh", "", m) {
         let (h, rows) = f.table();
         let _ = writeln!(
             o,
@@ -454,7 +452,7 @@ pub fn table(v: &Value) -> String {
             markdown_with(&h, &rows, first_left)
         );
     }
-    let b = baselines(v);
+    let b = baselines(m);
     if !b.is_empty() {
         let _ = writeln!(
             o,
@@ -462,27 +460,29 @@ pub fn table(v: &Value) -> String {
             bullets(&b)
         );
     }
-    if let Some(t) = merged(v) {
+    if let Some(t) = merged(m) {
         let _ = writeln!(
             o,
             "One-way latency (µs) over every sample of a scope's pairs (histograms merged):\n\n{t}"
         );
     }
-    o.push_str(&footer(v));
+    o.push_str(&footer(m));
     o
 }
 
 /// One line for the report's summary table.
-pub fn headline(v: &Value) -> String {
-    let mut parts = vec![format!("{} ranks", rank_count(v))];
-    for m in array(v, "merged") {
-        if let Some(p50) = num(&m["oneway"], "p50_ns") {
-            parts.push(format!("{} p50 {} µs", scope(m), format_us(p50)));
-        }
+pub fn headline(m: &Mesh) -> String {
+    let mut parts = vec![format!("{} ranks", rank_count(m))];
+    for s in &m.extra.merged {
+        parts.push(format!(
+            "{} p50 {} µs",
+            scope(s.scope),
+            format_us(s.oneway.p50_ns as f64)
+        ));
     }
-    let n = array(v, "suspects").len();
+    let n = m.extra.suspects.len();
     parts.push(format!("{n} suspect{}", if n == 1 { "" } else { "s" }));
-    match gate(v) {
+    match gate(m) {
         Some(g) if g.passed => parts.push("health gate passed".into()),
         Some(g) => parts.push(format!("health gate FAILED ({})", pairs(g.failing.len()))),
         None => {}
@@ -493,33 +493,29 @@ pub fn headline(v: &Value) -> String {
 pub const CSV_HEADER: &str = "from,to,from_host,to_host,intra_host,latency_size_bytes,latency_p50_us,latency_p99_us,latency_samples,bandwidth_size_bytes,bandwidth_MBps,median_MBps,bandwidth_windows,missing";
 
 /// The latency columns of a row: size, p50, p99 (µs), samples.
-fn latency_cells(l: Option<&Value>) -> [String; 4] {
+fn latency_cells(l: Option<&LatencyPoint>) -> [String; 4] {
     let Some(l) = l else {
         return Default::default();
     };
-    let o = &l["oneway"];
-    let us = |k: &str| num(o, k).map_or(String::new(), |ns| format!("{:.3}", ns / 1000.0));
-    let int = |v: &Value, k: &str| num(v, k).map_or(String::new(), |n| format!("{n:.0}"));
+    let us = |ns: u64| format!("{:.3}", ns as f64 / 1000.0);
     [
-        int(l, "size_bytes"),
-        us("p50_ns"),
-        us("p99_ns"),
-        int(o, "count"),
+        l.size_bytes.to_string(),
+        us(l.oneway.p50_ns),
+        us(l.oneway.p99_ns),
+        l.oneway.count.to_string(),
     ]
 }
 
 /// The bandwidth columns of a row: size, MB/s, median window's MB/s, windows.
-fn bandwidth_cells(b: Option<&Value>) -> [String; 4] {
+fn bandwidth_cells(b: Option<&BandwidthPoint>) -> [String; 4] {
     let Some(b) = b else {
         return Default::default();
     };
-    let mbps = |k: &str| num(b, k).map_or(String::new(), |v| format!("{v:.1}"));
-    let int = |v: &Value, k: &str| num(v, k).map_or(String::new(), |n| format!("{n:.0}"));
     [
-        int(b, "size_bytes"),
-        mbps("bandwidth_MBps"),
-        mbps("median_MBps"),
-        int(&b["window_time"], "count"),
+        b.size_bytes.to_string(),
+        format!("{:.1}", b.bandwidth_mbps),
+        format!("{:.1}", b.median_mbps),
+        b.window_time.count.to_string(),
     ]
 }
 
@@ -529,30 +525,24 @@ fn bandwidth_cells(b: Option<&Value>) -> [String; 4] {
 /// columns empty; the pair's columns repeat on every row. A missing pair
 /// gets one row with `missing` true and the measured columns empty.
 /// Latency is one-way in µs; bandwidth in decimal MB/s.
-pub fn csv(v: &Value) -> String {
-    let hosts = hosts(v);
-    let host = |p: &Value, k: &str| {
-        num(p, k)
-            .and_then(|r| hosts.get(r as usize))
-            .map_or(String::new(), |h| field(h))
-    };
+pub fn csv(m: &Mesh) -> String {
+    let hosts = hosts(m);
+    let host = |r: usize| hosts.get(r).map_or(String::new(), |h| field(h));
     let mut o = format!("{CSV_HEADER}\n");
-    for p in array(v, "points") {
-        let (lat, bw) = (array(p, "latency"), array(p, "bandwidth"));
-        let flag = |k: &str| p.get(k).and_then(Value::as_bool).unwrap_or(false);
-        let rank = |k: &str| num(p, k).map_or(String::new(), |r| format!("{r:.0}"));
+    for p in m.points {
+        let (lat, bw) = (&p.latency, &p.bandwidth);
         for k in 0..lat.len().max(bw.len()).max(1) {
             let cells = [
-                rank("from"),
-                rank("to"),
-                host(p, "from"),
-                host(p, "to"),
-                flag("intra_host").to_string(),
+                p.from.to_string(),
+                p.to.to_string(),
+                host(p.from),
+                host(p.to),
+                p.intra_host.to_string(),
             ]
             .into_iter()
             .chain(latency_cells(lat.get(k)))
             .chain(bandwidth_cells(bw.get(k)))
-            .chain([flag("missing").to_string()]);
+            .chain([p.missing.to_string()]);
             let _ = writeln!(o, "{}", cells.collect::<Vec<_>>().join(","));
         }
     }
@@ -563,12 +553,13 @@ pub fn csv(v: &Value) -> String {
 /// ranks grouped by host; the first leads with the suspects and the health
 /// verdict. Dark is worse on all three: slow or narrow. An empty `label`
 /// leaves the run's name out of titles and captions.
-pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
-    let order = order(v);
-    let size = |k: &str| {
-        num(&v["matrices"], k).map_or("—".into(), |b| crate::units::format_size(b as u64))
-    };
-    let (lat, bw) = (size("latency_size_bytes"), size("bandwidth_size_bytes"));
+pub fn mesh_run(id: &str, label: &str, m: &Mesh) -> Vec<Figure> {
+    let order = order(m);
+    let x = &m.extra.matrices;
+    let (lat, bw) = (
+        format_size(x.latency_size_bytes),
+        format_size(x.bandwidth_size_bytes),
+    );
     let run = if label.is_empty() {
         String::new()
     } else {
@@ -580,28 +571,28 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
         (
             Kind::MeshLatency,
             "latency-p50",
-            "latency_p50_us",
+            &x.latency_p50_us,
             "median one-way latency (µs)",
             format!("Median one-way latency between ranks, {lat} bytes{run}"),
         ),
         (
             Kind::MeshLatency,
             "latency-p99",
-            "latency_p99_us",
+            &x.latency_p99_us,
             "p99 one-way latency (µs)",
             format!("p99 one-way latency between ranks, {lat} bytes{run}"),
         ),
         (
             Kind::MeshBandwidth,
             "bandwidth",
-            "bandwidth_MBps",
+            &x.bandwidth_mbps,
             "median-window bandwidth (MB/s)",
             format!("Bandwidth between ranks, {bw} bytes{run}"),
         ),
     ];
     let mut figs: Vec<Figure> = specs
         .into_iter()
-        .map(|(kind, stem, key, value, title)| {
+        .map(|(kind, stem, cells, value, title)| {
             let higher = kind == Kind::MeshBandwidth;
             let h = Heatmap {
                 x: rank_axis("to (receiving rank)"),
@@ -612,7 +603,7 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
                     names: order.names.clone(),
                     breaks: order.breaks.clone(),
                 }),
-                cells: matrix(v, key, &order),
+                cells: matrix(cells, &order),
                 value: value.into(),
                 second: None,
                 ratio: false,
@@ -628,7 +619,7 @@ pub fn mesh_run(id: &str, label: &str, v: &Value) -> Vec<Figure> {
             }
         })
         .collect();
-    figs[0].lead = findings(v);
+    figs[0].lead = findings(m);
     figs
 }
 
@@ -653,7 +644,8 @@ fn mesh_caption(h: &Heatmap) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use crate::result::mesh::Health;
+    use serde_json::{Value, json};
 
     fn summary(p50: u64, count: u64) -> Value {
         json!({"count": count, "mean_ns": p50 as f64, "stddev_ns": 10.0, "min_ns": p50 - 50,
@@ -661,9 +653,16 @@ mod tests {
                "p9999_ns": p50 * 4, "max_ns": p50 * 5})
     }
 
+    /// A suspect's finding: the report shows only its line, so any will do.
+    fn finding() -> Value {
+        json!({"subject": {"kind": "rank", "rank": 1, "host": "b10"}, "scope": "inter",
+               "side": "both", "value": 1.0, "baseline": 2.0, "ratio": 0.5, "factor": 1.5,
+               "z": null, "cells": []})
+    }
+
     /// Three ranks, rank 1 alone on "b10" and rank 2 on "b9" (sorted
     /// before it), 2 → 0 never measured.
-    fn run() -> Value {
+    fn run() -> Saved<MeshPair, MeshExtra> {
         let pair = |f: u64, t: u64, missing: bool| {
             if missing {
                 return json!({"from": f, "to": t, "intra_host": false, "round": 0,
@@ -678,46 +677,73 @@ mod tests {
                                   "bytes": 1, "bandwidth_MBps": 1000.0, "median_MBps": 1100.0,
                                   "window_time": summary(7_000_000, 30)}]})
         };
-        json!({
+        let rank =
+            |r: usize, host: &str| json!({"rank": r, "host": host, "allowed_cpus": [], "pid": 1});
+        serde_json::from_value(json!({
             "experiment": "mesh", "complete": false, "stopped_by": "interrupted",
             "ranks_total": 3,
-            "ranks": [{"rank": 0, "host": "a"}, {"rank": 1, "host": "b10"}, {"rank": 2, "host": "b9"}],
+            "ranks": [rank(0, "a"), rank(1, "b10"), rank(2, "b9")],
             "schedule": {"kind": "tournament", "mode": "sequential", "rounds": 3, "pairs_per_round": 1},
             "points": [pair(0, 1, false), pair(1, 0, false), pair(2, 0, true)],
             "matrices": {"latency_size_bytes": 8, "bandwidth_size_bytes": 1048576,
                          "latency_p50_us": [[null, 1.5, 1.5], [1.6, null, null], [null, null, null]],
                          "latency_p99_us": [[null, 3.0, 3.0], [3.2, null, null], [null, null, null]],
                          "bandwidth_MBps": [[null, 1100.0, 1100.0], [1100.0, null, null], [null, null, null]]},
+            "merged": [], "baselines": [],
             "suspects": [
-                {"metric": "latency", "line": "link 0 ↔ 2: latency 3.1× the median", "retest": [4.5], "confirmed": true},
-                {"metric": "bandwidth", "line": "rank 1 (b10) ↔ all: bandwidth 0.41×", "retest": [], "confirmed": null},
-                {"metric": "bandwidth", "line": "host b9: bandwidth 0.5×", "retest": [900.0], "confirmed": false}
+                {"metric": "latency", "line": "link 0 ↔ 2: latency 3.1× the median", "finding": finding(), "retest": [4.5], "confirmed": true},
+                {"metric": "bandwidth", "line": "rank 1 (b10) ↔ all: bandwidth 0.41×", "finding": finding(), "retest": [], "confirmed": null},
+                {"metric": "bandwidth", "line": "host b9: bandwidth 0.5×", "finding": finding(), "retest": [900.0], "confirmed": false}
             ],
             "health": {"min_bandwidth_MBps": 1000.0, "max_latency_us": null,
                        "failing": ["rank 2 → rank 0: missing"], "failing_ranks": [2], "passed": false},
             "missing": [[2, 0]],
             "warnings": ["fixture caveat"]
-        })
+        }))
+        .expect("the fixture is a mesh run")
+    }
+
+    /// `run()` with nothing measured and nothing known of its ranks: what
+    /// an empty or stopped-at-once run holds.
+    fn bare() -> Saved<MeshPair, MeshExtra> {
+        let mut r = run();
+        r.points.clear();
+        r.warnings.clear();
+        r.complete = true;
+        let x = &mut r.extra;
+        x.ranks_total = 0;
+        x.ranks.clear();
+        x.matrices.latency_p50_us.clear();
+        x.matrices.latency_p99_us.clear();
+        x.matrices.bandwidth_mbps.clear();
+        x.suspects.clear();
+        x.health = Health::default();
+        x.missing.clear();
+        r
     }
 
     #[test]
     fn ranks_are_grouped_by_host_in_natural_order() {
-        let o = order(&run());
+        let r = run();
+        let o = order(&(&r).into());
         assert_eq!(o.ranks, [0, 2, 1]);
         assert_eq!(o.names, ["a:0", "b9:2", "b10:1"]);
         assert_eq!(o.breaks, [1, 2]);
-        let m = matrix(&run(), "latency_p50_us", &o);
+        let m = matrix(&r.extra.matrices.latency_p50_us, &o);
         assert_eq!(m[0], [None, Some(1.5), Some(1.5)]);
         assert_eq!(m[2], [Some(1.6), None, None]);
         // Nothing about ranks at all: one unknown host.
-        let bare = order(&json!({"matrices": {"latency_p50_us": [[null, 1], [2, null]]}}));
+        let mut b = bare();
+        b.extra.matrices.latency_p50_us = vec![vec![None, Some(1.0)], vec![Some(2.0), None]];
+        let bare = order(&(&b).into());
         assert_eq!(bare.names, ["?:0", "?:1"]);
         assert!(bare.breaks.is_empty());
     }
 
     #[test]
     fn the_table_leads_with_suspects_and_the_gate() {
-        let t = table(&run());
+        let r = run();
+        let t = table(&(&r).into());
         let at = |s: &str| t.find(s).unwrap_or_else(|| panic!("no '{s}' in\n{t}"));
         assert!(t.starts_with("## Mesh: 3 ranks on 3 hosts, tournament schedule"));
         assert!(t.contains("latency at 8 bytes, bandwidth at 1M bytes; INCOMPLETE (interrupted)"));
@@ -740,26 +766,34 @@ mod tests {
         at("latency min 1000, median 1000 round trips; bandwidth min 70, median 70 windows");
         at("- fixture caveat");
         assert_eq!(
-            headline(&run()),
+            headline(&(&r).into()),
             "3 ranks, 3 suspects, health gate FAILED (1 pair)"
         );
     }
 
     #[test]
-    fn absent_fields_read_as_dashes_not_panics() {
-        let t = table(&json!({"experiment": "mesh"}));
-        assert!(t.contains("Mesh: 0 ranks on 0 hosts, — schedule"), "{t}");
-        assert_eq!(csv(&json!({})), format!("{CSV_HEADER}\n"));
-        assert!(health(&json!({"health": {"passed": true}})).is_empty());
+    fn empty_fields_read_as_dashes_not_panics() {
+        let b = bare();
+        let t = table(&(&b).into());
+        assert!(
+            t.contains("Mesh: 0 ranks on 0 hosts, tournament schedule"),
+            "{t}"
+        );
+        assert!(t.contains("No pair missing."), "{t}");
+        assert_eq!(csv(&(&b).into()), format!("{CSV_HEADER}\n"));
+        let mut h = bare();
+        h.extra.health.passed = true;
+        assert!(health(&(&h).into()).is_empty());
+        h.extra.health.max_latency_us = Some(5.0);
         assert_eq!(
-            health(&json!({"health": {"max_latency_us": 5, "failing": []}})),
+            health(&(&h).into()),
             ["Health gate (p50 latency ≤ 5.00 µs): passed."]
         );
     }
 
     #[test]
     fn csv_has_a_row_per_pair_and_size() {
-        let c = csv(&run());
+        let c = csv(&(&run()).into());
         let lines: Vec<&str> = c.lines().collect();
         assert_eq!(lines[0], CSV_HEADER);
         assert_eq!(lines.len(), 1 + 2 + 2 + 1);

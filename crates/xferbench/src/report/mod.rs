@@ -109,16 +109,16 @@ render_with!(crate::result::load::LoadRun, load::render, load::csv);
 render_with!(crate::result::mesh::PairsRun, pairs::render, pairs::csv);
 
 impl Render for crate::result::mesh::MeshRun {
-    /// The matrices grouped by host, suspects first; rendered from the
-    /// JSON form, as `report` renders a saved mesh.
+    /// The matrices grouped by host, suspects first; the same renderer as
+    /// a saved mesh's, so a run reads alike now and read back.
     fn table(&self) -> String {
-        mesh::table(&serde_json::to_value(self).unwrap_or_default())
+        mesh::table(&self.into())
     }
     fn json(&self) -> Result<String> {
         json::render(self)
     }
     fn csv(&self) -> String {
-        mesh::csv(&serde_json::to_value(self).unwrap_or_default())
+        mesh::csv(&self.into())
     }
     fn points(&self) -> usize {
         self.points.iter().filter(|p| !p.missing).count()

@@ -429,12 +429,11 @@ pub struct SavedRun {
     /// The run itself, typed by its experiment.
     pub run: AnyRun,
     /// The whole result as JSON, for the readers not yet moved onto `run`:
-    /// the mesh report (`report::mesh` walks the whole result: matrices,
-    /// suspects, health), the latency spectra (`report::spectrum`: each
-    /// entry's histogram and name) and the run-against-run figures
-    /// (`report::runs_compared`: each entry beside compare's subject). They
-    /// read what `run` holds, so a file `run` accepts gives them nothing
-    /// new; new code reads `run`, and this goes when those three move.
+    /// the latency spectra (`report::spectrum`: each entry's histogram and
+    /// name) and the run-against-run figures (`report::runs_compared`: each
+    /// entry beside compare's subject), both through `entries`. They read
+    /// what `run` holds, so a file `run` accepts gives them nothing new; new
+    /// code reads `run`, and this goes when those two move.
     pub value: Value,
     /// The machine it ran on.
     pub env: Option<Env>,
