@@ -150,7 +150,7 @@ const MOST_WORDS: usize = 1 << 16;
 /// name), and giving them an owned type would change every writer. Each
 /// distinct word is kept once for the life of the process, so a report of
 /// many runs costs the words it has seen, not one copy per field; none
-/// once [`MOST_WORDS`] are kept.
+/// once `MOST_WORDS` (65,536) are kept.
 pub fn intern(word: &str) -> Option<&'static str> {
     use std::collections::BTreeSet;
     use std::sync::Mutex;

@@ -1,4 +1,4 @@
-//! One job's thread, as fio's `thread_main`: a [`Worker`] holds the job's
+//! One job's thread, as fio's `thread_main`: a `Worker` holds the job's
 //! state in fields, and its methods are fio's pieces kept apart — setting
 //! up (`setup.rs`), issuing (`issue.rs`, fio's io_u filling), reaping and
 //! pacing (`complete.rs`, fio's `do_io` loop body), checking what was
