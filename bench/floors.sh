@@ -79,13 +79,14 @@ c_side() {
 
 # xb_side T: "p50 min" of xferbench's round trip over T.
 xb_side() {
-    local spec=$1 cmd=("$XB")
+    local spec=$1 cmd=("$XB") cpus="$CPU_A,$CPU_B"
     case $1 in
     plugin) spec="plugin:path=$TMP/echo.so" ;;
-    mpi) cmd=("${MPIRUN[@]}" "$XB_MPI") ;;
+    # mpirun binds each rank to its own core, as it binds the C program's.
+    mpi) cmd=("${MPIRUN[@]}" "$XB_MPI") cpus=none ;;
     esac
     timeout 300 "${cmd[@]}" roundtrip -t "$spec" --in $BYTES --out $BYTES --samples "$N" \
-        --warmup "$WARM" --cpus "$CPU_A,$CPU_B" --format json -q >"$TMP/xb.json" 2>"$TMP/xb.err" ||
+        --warmup "$WARM" --cpus "$cpus" --format json -q >"$TMP/xb.json" 2>"$TMP/xb.err" ||
         { error "xferbench roundtrip -t $1 failed: $(tail -n 1 "$TMP/xb.err")"; return 1; }
     python3 -c '
 import json, sys
