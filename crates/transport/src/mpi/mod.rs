@@ -125,8 +125,9 @@ mod imp {
         shape: ReplyShape,
     }
 
-    // SAFETY: MPI runs at MPI_THREAD_SERIALIZED: one thread at a time may
-    // call it, and a link is used by one thread at a time.
+    // SAFETY: one thread at a time calls MPI (a link is used by one thread
+    // at a time, and only while the thread that initialised MPI waits on
+    // it); see `world::world` for why MPI runs at MPI_THREAD_SINGLE.
     unsafe impl Send for MpiLink {}
 
     pub fn open(cfg: &LinkConfig) -> Result<Box<dyn Link>> {

@@ -1,5 +1,5 @@
 //! The MPI process state every MPI user shares: initialised once per process
-//! (MPI_THREAD_SERIALIZED), finalised at the end, and the waits with a
+//! (MPI_THREAD_SINGLE, below), finalised at the end, and the waits with a
 //! deadline that keep a dead or stalled rank from hanging the others.
 
 use crate::error::{Error, Result};
@@ -15,12 +15,22 @@ thread_local! {
 }
 
 /// MPI_COMM_WORLD, initialising MPI on first use.
+///
+/// It asks for MPI_THREAD_SINGLE, as osu_latency's `MPI_Init` does. At any
+/// higher level (funneled included) Open MPI 4 takes a lock around every
+/// call and its progress loop, which cost ~120 ns a 16-byte round trip here
+/// (a C ping-pong: 400 ns at single, 520 ns at funneled or serialized), a
+/// third of the figure being measured. xferbench's own threads never call
+/// MPI at the same time: the universe is thread-local, a link or group is
+/// used by one thread at a time, and the thread that opened it waits while
+/// another (`load`'s connection thread) drives it. Open MPI's own helper
+/// threads lock for themselves at every level.
 pub fn world() -> Result<SimpleCommunicator> {
     UNIVERSE.with(|u| {
         let mut u = u.borrow_mut();
         if u.is_none() {
             let (univ, _) =
-                mpi::initialize_with_threading(mpi::Threading::Serialized).ok_or_else(|| {
+                mpi::initialize_with_threading(mpi::Threading::Single).ok_or_else(|| {
                     Error::run("MPI was already initialised and finalised in this process")
                 })?;
             *u = Some(univ);
