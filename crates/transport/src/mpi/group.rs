@@ -249,8 +249,8 @@ impl Group {
 
     /// `n` ping-pongs. The leader posts each reply's receive before its
     /// ping leaves and, given `rec`, records half of each round trip; the
-    /// follower keeps the next ping's receive posted while it answers, so
-    /// no message waits in MPI's unexpected queue.
+    /// follower posts the next ping's receive right after each pong, well
+    /// before that ping can come.
     #[inline(never)]
     fn pingpongs(
         &self,
@@ -267,28 +267,36 @@ impl Group {
                 let mut rx = self.irecv(self.buf, size, peer, TAG_DATA);
                 self.lag(1);
                 let mut tx = self.isend(self.buf, size, peer, TAG_DATA);
-                // The send completes first (eagerly, for small messages).
-                wait_all(std::slice::from_mut(&mut tx), dl)?;
+                // The round trip ends when the pong is in: the ping has
+                // arrived by then, and what is left of its send request is
+                // bookkeeping, done after the clock stops (a blocking
+                // MPI_Send has no request to free).
                 wait_all(std::slice::from_mut(&mut rx), dl)?;
                 if let Some(r) = rec.as_deref_mut() {
                     r.record((t.elapsed().as_nanos() / 2) as u64);
                 }
+                wait_all(std::slice::from_mut(&mut tx), dl)?;
             }
             return Ok(());
         }
         if n == 0 {
             return Ok(());
         }
-        // The next ping cannot arrive before this pong has been read: the
-        // leader sends it only then, so one buffer serves both.
+        // The pong leaves as soon as the ping is in, and only then is the
+        // next ping's receive posted: that ping cannot leave the leader
+        // before this pong has arrived there (a one-way time later), so the
+        // receive is still posted first and no message waits in MPI's
+        // unexpected queue, while posting it earlier would delay every pong
+        // by a call. The send completes before the buffer is received into
+        // again.
         let mut rx = self.irecv(self.buf, size, peer, TAG_DATA);
         for i in 0..n {
             wait_all(std::slice::from_mut(&mut rx), dl)?;
+            self.lag(1);
+            wait_all(&mut [self.isend(self.buf, size, peer, TAG_DATA)], dl)?;
             if i + 1 < n {
                 rx = self.irecv(self.buf, size, peer, TAG_DATA);
             }
-            self.lag(1);
-            wait_all(&mut [self.isend(self.buf, size, peer, TAG_DATA)], dl)?;
         }
         Ok(())
     }

@@ -1,0 +1,115 @@
+#!/usr/bin/env bash
+# mpi-floor.sh - xferbench's MPI path against the osu_latency-style C
+# program (bench/mpi_pingpong.c), two ranks of `mpirun -n 2`, alternating
+# in the same run over XB_ROUNDS rounds (which goes first alternates too):
+#
+#   curve 16 B   one-way p50 and min: `curve -t mpi --sizes 16,1M`
+#                against the C round trip halved      (p50 ≤ 1.05×, min ≤ +30 ns)
+#   mesh 16 B    the same from `mesh -t mpi --sizes 16` (non-blocking calls
+#                polled with MPI_Test, where curve's are blocking)
+#   curve 1 MiB  bandwidth, 1 MiB / one-way p50, against the C program's
+#                1 MiB ping-pong the same way            (≥ 0.95×)
+#
+# It prints each round's figures and the median of each ratio over the
+# rounds, with a verdict. Needs Open MPI (installed from Debian if missing)
+# and an xferbench built with --features mpi (built into target/mpi unless
+# XB_MPI names one).
+#
+# Environment:
+#   XB_ROUNDS  rounds of alternation (default 7)
+#   XB_MPI     an xferbench binary built with --features mpi
+#   XB_RT=1    run both sides under `chrt -f 20` (real-time priority), which
+#              keeps other processes of a busy machine off the two cores;
+#              both sides get it alike
+set -uo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+ROOT=$(dirname "$HERE")
+# shellcheck source=bench/lib.sh
+. "$HERE/lib.sh"
+ROUNDS=${XB_ROUNDS:-7}
+[[ $ROUNDS =~ ^[1-9][0-9]*$ ]] || { echo "XB_ROUNDS must be a positive integer" >&2; exit 2; }
+TMP=$(mktemp -d "${TMPDIR:-/tmp}/mpi-floor.XXXXXX")
+trap 'rm -rf "$TMP"' EXIT
+trap 'exit 130' INT TERM
+RUN=(mpirun --allow-run-as-root --oversubscribe -n 2)
+[[ ${XB_RT:-0} == 1 ]] && RUN=(chrt -f 20 "${RUN[@]}")
+
+install_deb openmpi-bin mpirun || report_errors
+install_deb libopenmpi-dev mpicc || report_errors
+mpicc -O2 -o "$TMP/mpi_pingpong" "$HERE/mpi_pingpong.c" || { error "mpicc mpi_pingpong.c failed"; report_errors; }
+XB=${XB_MPI:-}
+if [[ -z $XB ]]; then
+    echo "-- building xferbench with the mpi feature (target/mpi)"
+    (cd "$ROOT" && CARGO_TARGET_DIR=target/mpi cargo build --release --quiet --features mpi) ||
+        { error "cargo build --features mpi failed (needs Debian's libclang-dev too)"; report_errors; }
+    XB=$ROOT/target/mpi/release/xferbench
+fi
+
+# c_side: "p50 min bw" — one-way ns of 16 B (half the round trip) and MB/s of 1 MiB.
+c_side() {
+    local small big
+    small=$(timeout 300 "${RUN[@]}" "$TMP/mpi_pingpong" -b 16 -n 200000 -w 20000 2>/dev/null) &&
+        big=$(timeout 300 "${RUN[@]}" "$TMP/mpi_pingpong" -b 1048576 -n 2000 -w 200 2>/dev/null) ||
+        { error "the C program failed"; return 1; }
+    local p m b
+    read -r p m < <(sed -n 's/.*p50=\([0-9]*\) min=\([0-9]*\).*/\1 \2/p' <<<"$small")
+    b=$(sed -n 's/.*p50=\([0-9]*\).*/\1/p' <<<"$big")
+    awk -v p="$p" -v m="$m" -v b="$b" 'BEGIN { printf "%.1f %.1f %.1f\n", p / 2, m / 2, 1048576 / (b / 2) * 1000 }'
+}
+
+# xb_curve: "p50 min bw" from curve -t mpi (16 B one-way, 1 MiB MB/s).
+xb_curve() {
+    timeout 300 "${RUN[@]}" "$XB" curve -t mpi --sizes 16,1M --duration 300ms --cpus none \
+        --format json -q >"$TMP/curve.json" 2>"$TMP/curve.err" ||
+        { error "xferbench curve -t mpi failed: $(tail -n 1 "$TMP/curve.err")"; return 1; }
+    python3 -c '
+import json, sys
+p = {q["size_bytes"]: q for q in json.load(open(sys.argv[1]))["points"]}
+print(p[16]["oneway"]["p50_ns"], p[16]["oneway"]["min_ns"], "%.1f" % p[1 << 20]["bandwidth_MBps"])' "$TMP/curve.json"
+}
+
+# xb_mesh: "p50 min" one-way of 16 B from mesh -t mpi.
+xb_mesh() {
+    timeout 300 "${RUN[@]}" "$XB" mesh -t mpi --sizes 16 --duration 300ms --format json -q \
+        >"$TMP/mesh.json" 2>"$TMP/mesh.err" ||
+        { error "xferbench mesh -t mpi failed: $(tail -n 1 "$TMP/mesh.err")"; return 1; }
+    python3 -c '
+import json, sys
+o = json.load(open(sys.argv[1]))["points"][0]["latency"][0]["oneway"]
+print(o["p50_ns"], o["min_ns"])' "$TMP/mesh.json"
+}
+
+CP=() CM=() CB=() XP=() XM=() XB_=() MP=() MM=()
+RP=() RM=() RB=() RMP=() RMM=()
+for ((r = 1; r <= ROUNDS; r++)); do
+    if ((r % 2)); then
+        c=$(c_side) && x=$(xb_curve) && m=$(xb_mesh)
+    else
+        m=$(xb_mesh) && x=$(xb_curve) && c=$(c_side)
+    fi || continue
+    read -r cp cm cb <<<"$c"
+    read -r xp xm xb <<<"$x"
+    read -r mp mm <<<"$m"
+    CP+=("$cp") CM+=("$cm") CB+=("$cb") XP+=("$xp") XM+=("$xm") XB_+=("$xb") MP+=("$mp") MM+=("$mm")
+    RP+=("$(ratio "$xp" "$cp")") RB+=("$(ratio "$xb" "$cb")") RMP+=("$(ratio "$mp" "$cp")")
+    RM+=("$(awk -v a="$xm" -v b="$cm" 'BEGIN { print a - b }')")
+    RMM+=("$(awk -v a="$mm" -v b="$cm" 'BEGIN { print a - b }')")
+    printf 'round %d: C one-way p50 %s min %s, 1 MiB %s MB/s | curve p50 %s min %s, 1 MiB %s MB/s | mesh p50 %s min %s\n' \
+        "$r" "$cp" "$cm" "$cb" "$xp" "$xm" "$xb" "$mp" "$mm"
+done
+echo
+printf '%-22s %10s %10s %12s  %s\n' figure C xferbench "median of" verdict
+printf '%-22s %10s %10s %12s  %s\n' "curve 16 B p50 (ns)" "$(shown "$(median "${CP[@]}")")" \
+    "$(shown "$(median "${XP[@]}")")" "$(shown "$(median "${RP[@]}")")×" "$(verdict "$(median "${RP[@]}")" 1.05)"
+printf '%-22s %10s %10s %12s  %s\n' "curve 16 B min (ns)" "$(shown "$(median "${CM[@]}")")" \
+    "$(shown "$(median "${XM[@]}")")" "+$(shown "$(median "${RM[@]}")") ns" \
+    "$(awk -v d="$(median "${RM[@]}")" 'BEGIN { print (d != "" && d <= 30 ? "PASS (≤ +30 ns)" : "FAIL (> +30 ns)") }')"
+printf '%-22s %10s %10s %12s  %s\n' "mesh 16 B p50 (ns)" "$(shown "$(median "${CP[@]}")")" \
+    "$(shown "$(median "${MP[@]}")")" "$(shown "$(median "${RMP[@]}")")×" "$(verdict "$(median "${RMP[@]}")" 1.05)"
+printf '%-22s %10s %10s %12s  %s\n' "mesh 16 B min (ns)" "$(shown "$(median "${CM[@]}")")" \
+    "$(shown "$(median "${MM[@]}")")" "+$(shown "$(median "${RMM[@]}")") ns" \
+    "$(awk -v d="$(median "${RMM[@]}")" 'BEGIN { print (d != "" && d <= 30 ? "PASS (≤ +30 ns)" : "FAIL (> +30 ns)") }')"
+printf '%-22s %10s %10s %12s  %s\n' "curve 1 MiB (MB/s)" "$(shown "$(median "${CB[@]}")")" \
+    "$(shown "$(median "${XB_[@]}")")" "$(shown "$(median "${RB[@]}")")×" \
+    "$(awk -v r="$(median "${RB[@]}")" 'BEGIN { print (r != "" && r >= 0.95 ? "PASS (≥ 0.95×)" : "FAIL (< 0.95×)") }')"
+report_errors
