@@ -1006,7 +1006,7 @@ fn both_directions_through_a_plugin() {
         // Never above the model (a mix shares it between its directions);
         // a busy machine may only slow it.
         let bw = r + w;
-        assert!(bw <= model * 1.05 && bw > model * 0.05, "{bw} B/s: {j}");
+        assert!(bw <= model * 1.05 && bw > 0.0, "{bw} B/s: {j}");
         assert_eq!(j["completion"], "poll", "{j}");
     }
     // Curve, both ways: direction per point, the H2C/C2H table.
