@@ -6,7 +6,12 @@
 # directly) and bench/mpi_pingpong.c (osu_latency's blocking MPI_Send /
 # MPI_Recv under mpirun -n 2). Both sides take two clock reads per round
 # trip, pinned to the same two CPUs, with the transport's default
-# completion; they alternate (C, xferbench, C, xferbench…) for XB_ROUNDS
+# completion. For thread and shm xferbench runs `--buffers inline`: the C
+# loop carries the payload in the doorbell's own cache line, and so does
+# inline; the default (user) keeps it in a separate page-aligned data area,
+# as a DMA buffer is, which is two more cache lines crossing the cores a
+# round trip (10-80 ns here, with the VM's cross-core state): that is the
+# exchange asked for, not the instrument's cost. They alternate (C, xferbench, C, xferbench…) for XB_ROUNDS
 # rounds, and each transport's ratio is the median of its per-round ratios.
 #
 # Prints per transport: the C loop's and xferbench's p50 and min round
@@ -84,6 +89,7 @@ xb_side() {
     plugin) spec="plugin:path=$TMP/echo.so" ;;
     # mpirun binds each rank to its own core, as it binds the C program's.
     mpi) cmd=("${MPIRUN[@]}" "$XB_MPI") cpus=none ;;
+    thread | shm) spec="$1:buffers=inline" ;;
     esac
     timeout 300 "${cmd[@]}" roundtrip -t "$spec" --in $BYTES --out $BYTES --samples "$N" \
         --warmup "$WARM" --cpus "$cpus" --format json -q >"$TMP/xb.json" 2>"$TMP/xb.err" ||
