@@ -1564,13 +1564,62 @@ fn startdelay_thinktime_and_exitall_shape_the_run() {
     );
     let j = jobs_by_name(&v);
     let ms = |n: &str, k: &str| j[n][k].as_u64().unwrap() / 1_000_000;
-    // Delays and think time only ever lengthen a run: lower bounds.
-    assert!(ms("late", "start_ns") >= 300, "{v}");
+    // Think time only ever lengthens a run: a lower bound.
     assert!(ms("slow", "end_ns") - ms("slow", "start_ns") >= 100, "{v}");
-    // The exitall job ended the 30 s one when it finished.
+    // fio's exitall is the run's, not the job's: once one job has it, the
+    // first job to end (slow, ~120 ms) ends its group — the 30 s job, and
+    // the two still in their start delay, which then do no I/O (fio 3.33
+    // gives the same: forever ran 135 ms, late and quick 0 I/Os).
     assert_eq!(j["forever"]["error"], 0, "{v}");
     assert!(ms("forever", "end_ns") < 25_000, "{v}");
-    assert!(ms("forever", "end_ns") >= ms("quick", "start_ns"), "{v}");
+    assert!(ms("forever", "end_ns") >= ms("slow", "end_ns") - 50, "{v}");
+    for n in ["late", "quick"] {
+        assert_eq!(j[n]["write"]["total_ios"], 0, "{n}: {v}");
+    }
+}
+
+/// fio's examples/exitwhat.fio, shortened: exit_what=stonewall stops the
+/// jobs running then (fast1, in another reporting group, rate-limited to
+/// one I/O every 13 s) and not those after the next stonewall, which hold
+/// back the jobs that follow them too; exit_what=all then stops everything.
+#[test]
+fn exit_what_stonewall_and_all_as_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("data");
+    let f = f.display();
+    let fast = "rw=randrw\nnumjobs=2\nioengine=libaio\niodepth=4\nrate=300,300\n";
+    let t = std::time::Instant::now();
+    let v = job_json(
+        dir.path(),
+        &format!(
+            "[global]\nfilename={f}\nfilesize=1m\nbs=4k\nexitall=1\n\
+             [slow1]\nrw=read\nioengine=sync\nnew_group=1\nthinktime=2ms\nnumber_ios=50\nexit_what=stonewall\n\
+             [fast1]\nnew_group=1\n{fast}\
+             [slow2]\nstonewall\nrw=write\nioengine=sync\nnew_group=1\nthinktime=2ms\nnumber_ios=50\nexit_what=all\n\
+             [fast2]\n{fast}"
+        ),
+    );
+    // Rate-limited jobs left alone would run 13 s an I/O for 256 I/Os.
+    assert!(t.elapsed() < std::time::Duration::from_secs(20), "{v}");
+    let j = jobs_by_name(&v);
+    let ns = |n: &str, k: &str| j[n][k].as_u64().unwrap();
+    // fast1 ended when slow1 did, not by itself.
+    assert!(ns("fast1", "end_ns") >= ns("slow1", "end_ns"), "{v}");
+    assert!(
+        ns("fast1", "end_ns") < ns("slow1", "end_ns") + 2_000_000_000,
+        "{v}"
+    );
+    // slow2's stonewall held fast2 back until slow1 and fast1 were done,
+    // and slow2 ran its 50 I/Os: stonewall stopped only the running jobs.
+    let first_done = ns("slow1", "end_ns").max(ns("fast1", "end_ns"));
+    assert!(ns("fast2", "start_ns") >= first_done, "{v}");
+    assert!(ns("slow2", "start_ns") >= first_done, "{v}");
+    assert_eq!(j["slow2"]["write"]["total_ios"], 50, "{v}");
+    // exit_what=all: fast2 ended with slow2.
+    assert!(
+        ns("fast2", "end_ns") < ns("slow2", "end_ns") + 2_000_000_000,
+        "{v}"
+    );
 }
 
 // ---- ioengine=net / netsplice: fio's network engine over loopback ----

@@ -189,7 +189,7 @@ impl Worker<'_> {
             self.end.stopping = true;
             self.end.partial = true;
         }
-        if self.shared.ending.stops(job) {
+        if self.shared.ending.stops(job, self.began) {
             self.end.stopping = true;
         }
         !self.clock.ramping

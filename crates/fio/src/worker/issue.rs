@@ -84,9 +84,19 @@ impl Worker<'_> {
             while start.elapsed() < spin {
                 std::hint::spin_loop();
             }
-            self.prog
-                .wait(self.shared.t0, Instant::now(), start + pause, self.stop);
+            self.hold_until(start + pause);
         }
+    }
+
+    /// A deliberate wait (thinktime, the rate limiter) that ends early on a
+    /// stop or when an `exitall` job ends this one: `rate=300` with 4 KiB
+    /// blocks waits 13 s between I/Os, and fio stops such a job at once.
+    fn hold_until(&self, until: Instant) {
+        let (stop, ending, job, began) = (self.stop, &self.shared.ending, self.job, self.began);
+        self.prog
+            .wait_while(self.shared.t0, Instant::now(), until, || {
+                stop.load(std::sync::atomic::Ordering::Relaxed) || ending.stops(job, began)
+            });
     }
 
     /// The next I/O's direction, from `rw=` (and `rwmixread=`).
@@ -175,11 +185,11 @@ impl Worker<'_> {
     pub(super) fn pace(&mut self, now: Instant) {
         let job = self.job;
         let moved: u64 = self.bytes.iter().sum();
-        let c = &mut self.clock;
         if let Some(rate) = job.rate.filter(|r| *r > 0)
             && self.issued.count < self.totals.ios
             && !self.end.stopping
         {
+            let c = &mut self.clock;
             let due = if job.poisson {
                 // Exponential gaps with the rate's mean: a Poisson process.
                 let u = (splitmix(&mut self.issued.rng) >> 11) as f64 / (1u64 << 53) as f64;
@@ -191,9 +201,10 @@ impl Worker<'_> {
             };
             // Not past the job's runtime: a time-based job ends on time.
             let until = c.deadline.map_or(due, |d| due.min(d));
-            self.prog.wait(self.shared.t0, now, until, self.stop);
+            self.hold_until(until);
         }
         if let Some(min) = job.ratemin.filter(|r| *r > 0) {
+            let c = &mut self.clock;
             let span = now.duration_since(c.window.0);
             if span >= job.rate_cycle {
                 let bw = (moved - c.window.1) as f64 / span.as_secs_f64();

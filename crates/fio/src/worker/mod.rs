@@ -75,42 +75,92 @@ pub struct Shared {
     pub io_left: Arc<AtomicUsize>,
 }
 
-/// Jobs ended early by an `exitall` job (fio's `exit_what=`).
-pub struct Ending(AtomicU64);
+/// Jobs ended early by an `exitall` job (fio's `exit_what=`), with fio's
+/// rules: `exitall` in any job makes every job's end stop others (fio's
+/// flag is the process's); what it stops is the ending job's `exit_what`:
+/// its reporting group (`group`, started or not), the jobs running at that
+/// moment in any group (`stonewall`; the jobs after the next stonewall still
+/// run), or everything (`all`). `exitall_on_error` does the same for a job
+/// that failed.
+pub struct Ending {
+    /// Set once anything was ended: the one load on the per-I/O path.
+    any: AtomicBool,
+    /// `exit_what=all`: every job, running or not yet started.
+    all: AtomicBool,
+    /// `exit_what=group`: the reporting groups whose jobs stop.
+    groups: std::sync::Mutex<Vec<u32>>,
+    /// `exit_what=stonewall` endings so far: a job that began its I/O
+    /// before the latest one stops.
+    walls: AtomicU64,
+    /// Some job of the running set has `exitall`.
+    exitall: AtomicBool,
+}
 
 impl Ending {
-    const NONE: u64 = u64::MAX;
-    const ALL: u64 = u64::MAX - 1;
-
-    /// Not `Default`: a zero would read as "group 0 is ending".
+    /// Not `Default`, to be read with [`reset`](Ending::reset).
     #[allow(clippy::new_without_default)]
     pub fn new() -> Ending {
-        Ending(AtomicU64::new(Self::NONE))
+        Ending {
+            any: AtomicBool::new(false),
+            all: AtomicBool::new(false),
+            groups: std::sync::Mutex::new(Vec::new()),
+            walls: AtomicU64::new(0),
+            exitall: AtomicBool::new(false),
+        }
+    }
+
+    /// A new set of jobs runs (a sweep's next point): nothing ended yet.
+    pub fn reset<'j>(&self, jobs: impl IntoIterator<Item = &'j Job>) {
+        self.any.store(false, Ordering::Relaxed);
+        self.all.store(false, Ordering::Relaxed);
+        self.groups
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clear();
+        self.walls.store(0, Ordering::Relaxed);
+        let exitall = jobs.into_iter().any(|j| j.exitall);
+        self.exitall.store(exitall, Ordering::Relaxed);
+    }
+
+    /// A job begins its I/O: what it passes to [`stops`](Ending::stops).
+    pub fn begin(&self) -> u64 {
+        self.walls.load(Ordering::Acquire)
     }
 
     /// `job` has ended: stop the others its `exit_what` names.
     pub fn end(&self, job: &Job, failed: bool) {
-        let v = if failed && job.exitall_on_error {
-            Self::ALL
-        } else if !job.exitall {
+        let exitall = job.exitall || self.exitall.load(Ordering::Relaxed);
+        if !(exitall || failed && job.exitall_on_error) {
             return;
-        } else if job.exit_what == ExitWhat::Stonewall {
-            u64::from(job.group)
-        } else {
-            Self::ALL
-        };
-        let _ = self
-            .0
-            .compare_exchange(Self::NONE, v, Ordering::Relaxed, Ordering::Relaxed);
+        }
+        match job.exit_what {
+            ExitWhat::All => self.all.store(true, Ordering::Relaxed),
+            ExitWhat::Group => self
+                .groups
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .push(job.group),
+            ExitWhat::Stonewall => {
+                self.walls.fetch_add(1, Ordering::AcqRel);
+            }
+        }
+        self.any.store(true, Ordering::Release);
     }
 
-    /// Whether `job` is to stop now.
-    pub fn stops(&self, job: &Job) -> bool {
-        match self.0.load(Ordering::Relaxed) {
-            Self::NONE => false,
-            Self::ALL => true,
-            g => g == u64::from(job.group),
+    /// Whether `job`, which began its I/O at `began` (from
+    /// [`begin`](Ending::begin); `u64::MAX` for one not started yet), is
+    /// to stop now.
+    pub fn stops(&self, job: &Job, began: u64) -> bool {
+        if !self.any.load(Ordering::Acquire) {
+            return false;
         }
+        self.all.load(Ordering::Relaxed)
+            || (began != u64::MAX && self.walls.load(Ordering::Acquire) > began)
+            || self
+                .groups
+                .lock()
+                .unwrap_or_else(|e| e.into_inner())
+                .contains(&job.group)
     }
 }
 
@@ -145,6 +195,12 @@ impl Progress {
     /// completion. Sleeps in short slices: a wait may be long (`rate=300`
     /// with 4 KiB blocks is one I/O every 13 s) and Ctrl-C must not wait.
     pub fn wait(&self, t0: Instant, now: Instant, until: Instant, stop: &AtomicBool) {
+        self.wait_while(t0, now, until, || stop.load(Ordering::Relaxed));
+    }
+
+    /// [`wait`](Progress::wait), ended early as soon as `ended` says so (a
+    /// stop, or an `exitall` job ending this one).
+    pub fn wait_while(&self, t0: Instant, now: Instant, until: Instant, ended: impl Fn() -> bool) {
         if until <= now {
             return;
         }
@@ -154,7 +210,7 @@ impl Progress {
         );
         loop {
             let left = until.saturating_duration_since(Instant::now());
-            if left.is_zero() || stop.load(Ordering::Relaxed) {
+            if left.is_zero() || ended() {
                 return;
             }
             std::thread::sleep(left.min(Duration::from_millis(100)));
@@ -352,6 +408,8 @@ struct Worker<'a> {
     shared: &'a Shared,
     prog: &'a Progress,
     stop: &'a AtomicBool,
+    /// When the job began its I/O, for [`Ending::stops`].
+    began: u64,
     /// The engine before the targets and buffers, as fields drop in order:
     /// an asynchronous engine waits in its drop for I/O still in flight
     /// into them.
@@ -386,6 +444,11 @@ impl Worker<'_> {
             self.shared.t0.elapsed().as_nanos() as u64 | 1,
             Ordering::Relaxed,
         );
+        // Ended before it began (fio sets `terminate` on jobs not yet
+        // started too): no I/O at all.
+        if self.shared.ending.stops(self.job, self.began) {
+            self.end.stopping = true;
+        }
         loop {
             self.issue()?;
             if self.queue.inflight == 0 {

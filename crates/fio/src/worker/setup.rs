@@ -68,6 +68,7 @@ impl<'a> Worker<'a> {
             shared,
             prog,
             stop,
+            began: shared.ending.begin(),
             eng,
             targets,
             mem,
@@ -143,7 +144,9 @@ fn start_delay(job: &Job, shared: &Shared, prog: &Progress, stop: &AtomicBool) -
         let span = hi.saturating_sub(lo).as_nanos() as u64;
         let pick = lo + Duration::from_nanos(if span > 0 { splitmix(&mut s) % span } else { 0 });
         let now = Instant::now();
-        prog.wait(shared.t0, now, shared.t0 + pick, stop);
+        prog.wait_while(shared.t0, now, shared.t0 + pick, || {
+            stop.load(Ordering::Relaxed) || shared.ending.stops(job, u64::MAX)
+        });
         if stop.load(Ordering::Relaxed) {
             return Err(Error::Interrupted);
         }

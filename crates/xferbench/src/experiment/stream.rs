@@ -339,12 +339,21 @@ fn endpoint(job: &Job, path: &mut String) -> Result<Option<crate::stream::net::E
     }
 }
 
-/// The earlier jobs job `i` runs after: all of them after a `stonewall`,
-/// and those its `wait_for=` names.
+/// The earlier jobs job `i` runs after: every job before the last
+/// `stonewall` at or above it (a stonewall holds the jobs that follow it as
+/// well as its own, as fio starts the jobs of a file in order), and those
+/// its `wait_for=` names.
 fn dependencies(i: usize, job: &Job, out: &[Prepared]) -> Result<Vec<usize>> {
     let mut after = Vec::new();
-    if job.stonewall && i > 0 {
-        after.extend(0..i);
+    let wall = if job.stonewall {
+        Some(i)
+    } else {
+        out[..i.min(out.len())]
+            .iter()
+            .rposition(|p| p.job.stonewall)
+    };
+    if let Some(k) = wall.filter(|&k| k > 0) {
+        after.extend(0..k);
     }
     if let Some(w) = &job.wait_for {
         let named: Vec<usize> = out
@@ -501,6 +510,7 @@ fn run_set(
         progress: jobs.iter().map(|_| Arc::default()).collect(),
     };
     bar.start_bytes(bar_total(jobs), label);
+    ctx.ending.reset(jobs.iter().map(|p| &p.job));
     ctx.io_left.store(
         jobs.iter().filter(|p| p.beside_cpuio).count(),
         Ordering::Relaxed,
