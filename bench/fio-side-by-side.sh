@@ -14,8 +14,10 @@
 #   - size=, filesize=, io_size=/io_limit=, offset=, offset_increment= above
 #     XB_CAP (default 8m) are cut to it (fio lays out a file up to the last
 #     job's offset: 30 jobs 124g apart fill a disk), runtime=, ramp_time=, startdelay=, ss_dur= above 1 s cut
-#     to 1 s, loops= to 1; a file with no size= anywhere gets size=XB_CAP in
-#     a [global] at its top (as fio needs one for a file that is not there).
+#     to 1 s, loops= to 1; a [global] at the top of the copy gives every
+#     job runtime=2s (a bound: rate-limited jobs such as 1mbs_clients.fio
+#     would run for hours), and size=XB_CAP to a file with no size= (fio
+#     needs one for a file that is not there).
 # Each run has a wall-clock limit (XB_LIMIT, default 60 s).
 #
 # Outcomes per file: both, fio-only (xferbench did not run what fio ran:
@@ -102,8 +104,8 @@ for line in open(src, errors="replace"):
     elif key == "loops":
         val = "1"
     out.append(f"{ind}{key}{eq}{val}{rest}")
-if not has_size:
-    out = ["[global]", f"size={cap}", ""] + out
+head = ["[global]", "runtime=2s"] + ([] if has_size else [f"size={cap}"])
+out = head + [""] + out
 open(dst, "w").write("\n".join(out) + "\n")
 PY
 }
