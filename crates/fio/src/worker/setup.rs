@@ -61,6 +61,8 @@ impl<'a> Worker<'a> {
         let extents = extents(job, &files, spec.is_some(), seed);
         let verify = spec.map(|spec| checking(job, spec, extents.is_some()));
         let (totals, expected) = totals(job, &files);
+        let logs = crate::logs::JobLogs::open(job, sync_engine, depth)
+            .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?;
         let start = Instant::now();
         Ok(Worker {
             p,
@@ -101,6 +103,7 @@ impl<'a> Worker<'a> {
             clock: Clock::new(job, shared, start),
             intervals: Intervals::new(Cut::new(job.time_based, job.runtime, expected)),
             bytes: [0; engine::DIRS],
+            logs,
         })
     }
 }
