@@ -62,7 +62,12 @@ fn per_io_logs_have_fios_names_and_columns() {
         // A synchronous engine has no submission latency: fio leaves its
         // slat log empty too.
         assert_eq!(lines(&at("lat_slat.N.log")).len(), 0);
-        for name in ["lat_lat.N.log", "lat_clat.N.log", "j_bw.N.log", "sub/io_iops.N.log"] {
+        for name in [
+            "lat_lat.N.log",
+            "lat_clat.N.log",
+            "j_bw.N.log",
+            "sub/io_iops.N.log",
+        ] {
             let l = lines(&at(name));
             assert_eq!(l.len() as u64, r + w, "{name}: one line per I/O");
             let reads = l.iter().filter(|c| c[2] == 0).count() as u64;
@@ -125,7 +130,11 @@ fn averaged_logs_give_one_line_per_window_and_fio2gnuplot_reads_them() {
     let total = ios(&d, 0, "read") + ios(&d, 0, "write");
     for name in ["w_lat.1.log", "w_clat.1.log", "w_bw.1.log", "w_iops.1.log"] {
         let l = lines(&dir.path().join(name));
-        assert!(!l.is_empty() && (l.len() as u64) < total, "{name}: {}", l.len());
+        assert!(
+            !l.is_empty() && (l.len() as u64) < total,
+            "{name}: {}",
+            l.len()
+        );
         for dir_ in 0..2 {
             let times: Vec<u64> = l.iter().filter(|c| c[2] == dir_).map(|c| c[0]).collect();
             assert!(!times.is_empty(), "{name}: direction {dir_}");
@@ -190,7 +199,10 @@ fn hist_log_holds_every_io_and_fiologparser_hist_reads_it() {
         "[global]\nfilename=data\nsize=1m\nbs=4k\nrw=randrw\nioengine=psync\ntime_based\nruntime=500ms\n\
          log_hist_msec=50\n[h]\nwrite_hist_log=h\n[c]\nwrite_hist_log=c\nlog_hist_coarseness=3\n",
     ));
-    for (i, name, columns) in [(0, "h_clat_hist.1.log", 1856), (1, "c_clat_hist.2.log", 232)] {
+    for (i, name, columns) in [
+        (0, "h_clat_hist.1.log", 1856),
+        (1, "c_clat_hist.2.log", 232),
+    ] {
         let l = lines(&dir.path().join(name));
         assert!(!l.is_empty(), "{name}");
         for c in &l {
@@ -204,7 +216,11 @@ fn hist_log_holds_every_io_and_fiologparser_hist_reads_it() {
                 .filter(|c| c[1] == k as u64)
                 .map(|c| c[3..].iter().sum::<u64>())
                 .sum();
-            assert_eq!(counted, ios(&d, i, dir_), "{name}: every {dir_} in a bucket");
+            assert_eq!(
+                counted,
+                ios(&d, i, dir_),
+                "{name}: every {dir_} in a bucket"
+            );
         }
     }
     fiologparser_hist(dir.path(), &d);
@@ -216,11 +232,16 @@ fn hist_log_holds_every_io_and_fiologparser_hist_reads_it() {
 fn fiologparser_hist(dir: &Path, d: &Value) {
     let gz = Path::new("/usr/share/doc/fio/fiologparser_hist.py.gz");
     if !gz.exists() {
-        println!("skipped: {} is missing (Debian's fio package has it)", gz.display());
+        println!(
+            "skipped: {} is missing (Debian's fio package has it)",
+            gz.display()
+        );
         return;
     }
     let Some(python) = python_with_pandas() else {
-        println!("skipped: no python3 with numpy and pandas (Debian: python3-numpy python3-pandas)");
+        println!(
+            "skipped: no python3 with numpy and pandas (Debian: python3-numpy python3-pandas)"
+        );
         return;
     };
     let script = dir.join("fiologparser_hist.py");
@@ -240,7 +261,11 @@ fn fiologparser_hist(dir: &Path, d: &Value) {
     ];
     let o = tool(&python, &args, dir);
     let out = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(o.status.success(), "fiologparser_hist.py: {out}{}", stderr(&o));
+    assert!(
+        o.status.success(),
+        "fiologparser_hist.py: {out}{}",
+        stderr(&o)
+    );
     // end-time, dir, samples, min, avg, median, 50%, 90%, max
     for row in out.lines().skip(1) {
         let f: Vec<&str> = row.split(", ").collect();
@@ -252,7 +277,10 @@ fn fiologparser_hist(dir: &Path, d: &Value) {
             let theirs: f64 = f[col].parse().unwrap();
             let ours = pct[key].as_f64().expect("percentile");
             let ratio = theirs / ours;
-            assert!((0.9..1.1).contains(&ratio), "{dir_} p{key}: {theirs} vs {ours}\n{out}");
+            assert!(
+                (0.9..1.1).contains(&ratio),
+                "{dir_} p{key}: {theirs} vs {ours}\n{out}"
+            );
         }
     }
     assert_eq!(out.lines().count(), 3, "{out}");
@@ -268,7 +296,10 @@ fn an_unwritable_log_name_is_refused_before_the_run() {
     assert_eq!(o.status.code(), Some(2));
     let e = stderr(&o);
     assert_eq!(e.lines().count(), 1, "{e}");
-    assert!(e.contains("write_bw_log") && e.contains("nodir/x_bw.1.log"), "{e}");
+    assert!(
+        e.contains("write_bw_log") && e.contains("nodir/x_bw.1.log"),
+        "{e}"
+    );
     assert!(!dir.path().join("data").exists(), "nothing ran");
 }
 
@@ -335,12 +366,15 @@ fn installed(tool: &str) -> Option<PathBuf> {
 /// one's own earlier on PATH may lack them).
 fn python_with_pandas() -> Option<PathBuf> {
     let debian = Path::new("/usr/bin/python3");
-    [debian.is_file().then(|| debian.to_path_buf()), installed("python3")]
-        .into_iter()
-        .flatten()
-        .find(|p| {
-            let mut c = Command::new(p);
-            c.args(["-c", "import numpy, pandas"]);
-            common::finish(c).status.success()
-        })
+    [
+        debian.is_file().then(|| debian.to_path_buf()),
+        installed("python3"),
+    ]
+    .into_iter()
+    .flatten()
+    .find(|p| {
+        let mut c = Command::new(p);
+        c.args(["-c", "import numpy, pandas"]);
+        common::finish(c).status.success()
+    })
 }

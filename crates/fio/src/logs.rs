@@ -504,10 +504,15 @@ impl JobLogs {
             Some(sinks.remove(i).1)
         };
         let lat = match (take(Kind::Lat), take(Kind::Clat), take(Kind::Slat)) {
-            (Some(l), Some(c), Some(s)) => Some([ValueLog::new(l), ValueLog::new(c), ValueLog::new(s)]),
+            (Some(l), Some(c), Some(s)) => {
+                Some([ValueLog::new(l), ValueLog::new(c), ValueLog::new(s)])
+            }
             _ => None,
         };
-        let (bw, iops) = (take(Kind::Bw).map(ValueLog::new), take(Kind::Iops).map(ValueLog::new));
+        let (bw, iops) = (
+            take(Kind::Bw).map(ValueLog::new),
+            take(Kind::Iops).map(ValueLog::new),
+        );
         let hist = take(Kind::Hist)
             .map(|s| HistLog::new(s, u64::from(spec.hist_msec), spec.hist_coarseness));
         let submits = (lat.is_some() && !sync_engine).then(|| Submits {

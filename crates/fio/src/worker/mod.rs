@@ -377,7 +377,7 @@ struct Worker<'a> {
     intervals: Intervals,
     bytes: [u64; engine::DIRS],
     /// fio's log files, when the job writes any.
-    logs: Option<crate::logs::JobLogs>,
+    logs: Option<Box<crate::logs::JobLogs>>,
 }
 
 impl Worker<'_> {

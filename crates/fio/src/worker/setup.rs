@@ -62,7 +62,8 @@ impl<'a> Worker<'a> {
         let verify = spec.map(|spec| checking(job, spec, extents.is_some()));
         let (totals, expected) = totals(job, &files);
         let logs = crate::logs::JobLogs::open(job, sync_engine, depth)
-            .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?;
+            .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
+            .map(Box::new);
         let start = Instant::now();
         Ok(Worker {
             p,
