@@ -598,6 +598,7 @@ impl JobLogs {
             ),
             None => (lat, None),
         };
+        let sub_ms = self.time(io.at_ns.saturating_sub(clat));
         let (f, avg, prio) = (self.format, self.avg, self.prio);
         let line = |value: u64| Line {
             ms,
@@ -612,7 +613,15 @@ impl JobLogs {
             l.sample(line(lat), avg, f);
             c.sample(line(clat), avg, f);
             if let Some(slat) = slat {
-                s.sample(line(slat), avg, f);
+                // fio logs it when the I/O is submitted: at that time.
+                s.sample(
+                    Line {
+                        ms: sub_ms,
+                        ..line(slat)
+                    },
+                    avg,
+                    f,
+                );
             }
         }
         if avg == 0 {
