@@ -378,3 +378,22 @@ fn python_with_pandas() -> Option<PathBuf> {
         common::finish(c).status.success()
     })
 }
+
+#[test]
+fn a_log_that_cannot_be_written_is_a_warning_of_the_job() {
+    if !Path::new("/dev/full").exists() {
+        println!("skipped: no /dev/full to fail the writes");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    std::os::unix::fs::symlink("/dev/full", dir.path().join("f_iops.1.log")).unwrap();
+    let d = json(&stream(
+        dir.path(),
+        "[j]\nfilename=data\nsize=4m\nbs=4k\nrw=write\nioengine=psync\nwrite_iops_log=f\n",
+    ));
+    // The job's figures stand; the log's failure is said once.
+    assert_eq!(ios(&d, 0, "write"), 1024);
+    let warnings = d["jobs"][0]["warnings"].to_string();
+    assert_eq!(warnings.matches("f_iops.1.log").count(), 1, "{warnings}");
+    assert!(warnings.contains("No space left"), "{warnings}");
+}
