@@ -64,6 +64,9 @@ impl<'a> Worker<'a> {
         let logs = crate::logs::JobLogs::open(job, sync_engine, depth)
             .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
             .map(Box::new);
+        // Before the clock starts: its histograms are megabytes to allocate
+        // and zero (some 20 ms on a small VM), not part of the job's time.
+        let intervals = Intervals::new(Cut::new(job.time_based, job.runtime, expected));
         let start = Instant::now();
         Ok(Worker {
             p,
@@ -102,7 +105,7 @@ impl<'a> Worker<'a> {
             want_sync: false,
             end: End::default(),
             clock: Clock::new(job, shared, start),
-            intervals: Intervals::new(Cut::new(job.time_based, job.runtime, expected)),
+            intervals,
             bytes: [0; engine::DIRS],
             logs,
         })
