@@ -12,7 +12,6 @@
 //! Times are milliseconds since the job's timed span began (fio's epoch,
 //! restarted after `ramp_time`); only the timed span's I/Os are logged.
 
-use crate::job::Job;
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Write};
@@ -157,8 +156,8 @@ impl LogSpec {
 /// Creates (empties) the job's log files before anything runs, so that a
 /// path that cannot be written is a usage error up front; the workers then
 /// append to them (with `per_job_logs=0`, every job to the one file).
-pub fn create(job: &Job) -> std::result::Result<(), String> {
-    for (kind, path) in job.logs.files(&job.name) {
+pub fn create(spec: &LogSpec, job_name: &str) -> std::result::Result<(), String> {
+    for (kind, path) in spec.files(job_name) {
         File::create(&path).map_err(|e| {
             format!(
                 "{}: cannot create the log file {}: {e}; create its directory or give {}= a writable NAME",
@@ -486,17 +485,23 @@ pub struct JobLogs {
 }
 
 impl JobLogs {
-    /// Opens the job's log files (created by [`create`]) for appending;
-    /// None when the job writes none. `depth` is the job's queue depth;
-    /// `sync_engine`: its engine does each I/O in its queue call, so it
-    /// has no submission latency (fio's slat log stays empty for it too).
-    pub fn open(job: &Job, sync_engine: bool, depth: usize) -> std::io::Result<Option<JobLogs>> {
-        let spec = &job.logs;
+    /// Opens job `job_name`'s log files (created by [`create`]) for
+    /// appending; None when the job writes none. `ioprio` is its
+    /// (`prioclass`, `prio`); `depth` its queue depth; `sync_engine`: its
+    /// engine does each I/O in its queue call, so it has no submission
+    /// latency (fio's slat log stays empty for it too).
+    pub fn open(
+        spec: &LogSpec,
+        job_name: &str,
+        ioprio: (Option<u32>, Option<u32>),
+        sync_engine: bool,
+        depth: usize,
+    ) -> std::io::Result<Option<JobLogs>> {
         if spec.is_off() {
             return Ok(None);
         }
         let mut sinks = Vec::new();
-        for (kind, path) in spec.files(&job.name) {
+        for (kind, path) in spec.files(job_name) {
             sinks.push((kind, Sink::open(path)?));
         }
         let mut take = |k: Kind| {
@@ -541,7 +546,7 @@ impl JobLogs {
             },
             hist,
             submits,
-            prio: priority(job),
+            prio: priority(ioprio),
             base: None,
             clock,
             last_ns: 0,
@@ -721,8 +726,8 @@ impl Drop for JobLogs {
 /// fio's I/O priority value for the job's I/Os: 0 when it sets none, else
 /// class << 13 | level, the class best-effort (2) and the level 0 unless
 /// given (as fio 3.33 logs them).
-fn priority(job: &Job) -> u32 {
-    match job.ioprio {
+fn priority(ioprio: (Option<u32>, Option<u32>)) -> u32 {
+    match ioprio {
         (None, None) => 0,
         (class, level) => class.unwrap_or(2) << 13 | level.unwrap_or(0),
     }

@@ -61,7 +61,7 @@ impl<'a> Worker<'a> {
         let extents = extents(job, &files, spec.is_some(), seed);
         let verify = spec.map(|spec| checking(job, spec, extents.is_some()));
         let (totals, expected) = totals(job, &files);
-        let logs = crate::logs::JobLogs::open(job, sync_engine, depth)
+        let logs = crate::logs::JobLogs::open(&job.logs, &job.name, job.ioprio, sync_engine, depth)
             .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
             .map(Box::new);
         // Before the clock starts: its histograms are megabytes to allocate

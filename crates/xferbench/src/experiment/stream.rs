@@ -197,7 +197,7 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
         // The log files, emptied: a path that cannot be written stops the
         // run before it starts.
         for p in first {
-            crate::stream::logs::create(&p.job)
+            crate::stream::logs::create(&p.job.logs, &p.job.name)
                 .map_err(|m| Error::usage(format!("job {}: {m}", p.job.name)))?;
         }
         for (old, _) in &args.map {
