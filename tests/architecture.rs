@@ -34,7 +34,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
     (
         "crates/fio/src",
         &[
-            &["distribution", "pattern"],
+            &["distribution", "pattern", "logs"],
             &["job"],
             &["checksum", "offsets", "net", "jobfile"],
             &["blocksizes", "files", "verify"],

@@ -513,7 +513,7 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(
         &job,
         format!(
-            "[j]\nrw=write\nsize=64k\nfilename={}\nwrite_lat_log=lat\n",
+            "[j]\nrw=write\nsize=64k\nfilename={}\nbwavgtime=500\n",
             f.display()
         ),
     )
@@ -521,7 +521,7 @@ fn bad_input_is_one_clear_line() {
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("bad.fio:5: option 'write_lat_log' changes no figure"),
+        stderr(&o).contains("bad.fio:5: option 'bwavgtime' changes no figure"),
         "{}",
         stderr(&o)
     );

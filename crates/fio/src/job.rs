@@ -508,6 +508,9 @@ pub struct Job {
     pub nice: Option<i32>,
     /// `prioclass=` and `prio=`: the worker's I/O priority (ioprio_set).
     pub ioprio: (Option<u32>, Option<u32>),
+    /// fio's log files (`write_lat_log=`…, `log_*=`).
+    #[serde(skip_serializing_if = "crate::logs::LogSpec::is_off")]
+    pub logs: crate::logs::LogSpec,
     /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
     pub engine_opts: engine_opts::EngineOpts,
     /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
@@ -639,6 +642,7 @@ impl Default for Job {
             compress_chunk: 512,
             nice: None,
             ioprio: (None, None),
+            logs: crate::logs::LogSpec::default(),
             engine_opts: Default::default(),
             net: Default::default(),
         }
@@ -2022,7 +2026,7 @@ mod tests {
         }
         let mut j = Job::default();
         assert!(
-            matches!(set(&mut j, "write_lat_log", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("histogram"))
+            matches!(set(&mut j, "bwavgtime", Some("500")), Ok(SetOutcome::Note(w)) if w.contains("histogram"))
         );
         assert!(
             matches!(set(&mut j, "http_host", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("ioengine=http"))

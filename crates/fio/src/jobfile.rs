@@ -654,9 +654,9 @@ mod tests {
                 .starts_with("t.fio:2: bssplit=4k/60:8k/50: the percentages add up to 110")
         );
         // A [global] line reaching three jobs notes once; job lines each note.
-        let f = ok("[global]\nthread\nlog_avg_msec=10\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
+        let f = ok("[global]\nthread\nbwavgtime=10\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
         assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
-        assert!(f.warnings[0].starts_with("t.fio:3: option 'log_avg_msec' changes no figure"));
+        assert!(f.warnings[0].starts_with("t.fio:3: option 'bwavgtime' changes no figure"));
         assert!(f.warnings[1].starts_with("t.fio:7: option 'gtod_reduce' changes no figure"));
         // Options that would change a figure are refused where they stand;
         // misspellings are named with the nearest fio option.
@@ -773,12 +773,12 @@ mod tests {
         let o = vec![
             ("bs".to_string(), Some("64k".to_string())),
             ("direct".to_string(), None),
-            ("write_bw_log".to_string(), Some("x".to_string())),
+            ("bwavgtime".to_string(), Some("500".to_string())),
         ];
         let f = parse("[a]\nbs=4k\n[b]\n", "t.fio", &no_env, &o).unwrap();
         assert!(f.jobs.iter().all(|j| j.bs == 65536 && j.direct));
         assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
-        assert!(f.warnings[0].starts_with("command line: option 'write_bw_log' changes no figure"));
+        assert!(f.warnings[0].starts_with("command line: option 'bwavgtime' changes no figure"));
         let o = vec![("fancy".to_string(), Some("1".to_string()))];
         assert_eq!(
             parse("[a]\n", "t.fio", &no_env, &o)

@@ -13,6 +13,7 @@ pub mod files;
 pub mod intervals;
 pub mod job;
 pub mod jobfile;
+pub mod logs;
 pub mod net;
 pub mod offsets;
 pub mod pattern;

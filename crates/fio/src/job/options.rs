@@ -17,6 +17,8 @@ use std::time::Duration;
 
 const LOG: &str =
     "xferbench keeps every run's histogram and intervals in its JSON instead of fio's log files";
+const LOG_TEXT: &str =
+    "the log files are written as plain text while the job runs, in a bounded buffer";
 const PCT: &str = "xferbench reports fixed percentiles from a full histogram kept in the JSON";
 const CLOCK: &str = "xferbench times every I/O with its own clock, whose overhead it reports";
 const LABEL: &str = "a label only";
@@ -44,6 +46,77 @@ const fn flag(name: &'static str, f: fn(&mut Job, &Opt) -> Result<()>) -> Spec {
 
 /// fio's general options.
 pub static GENERAL: &[Spec] = &[
+    // fio's log files (crate::logs).
+    Spec::set("write_lat_log", Kind::Text("NAME"), |j, o| {
+        j.logs.lat = Some(o.value.unwrap_or("").to_string());
+        Ok(())
+    }),
+    Spec::set("write_bw_log", Kind::Text("NAME"), |j, o| {
+        j.logs.bw = Some(o.value.unwrap_or("").to_string());
+        Ok(())
+    }),
+    Spec::set("write_iops_log", Kind::Text("NAME"), |j, o| {
+        j.logs.iops = Some(o.value.unwrap_or("").to_string());
+        Ok(())
+    }),
+    Spec::set("write_hist_log", Kind::Text("NAME"), |j, o| {
+        j.logs.hist = Some(o.value.unwrap_or("").to_string());
+        Ok(())
+    }),
+    Spec::set("log_avg_msec", Kind::Int, |j, o| {
+        j.logs.avg_msec = o.int(0, u64::from(u32::MAX))?;
+        Ok(())
+    }),
+    Spec::set("log_hist_msec", Kind::Int, |j, o| {
+        j.logs.hist_msec = o.int(0, u64::from(u32::MAX))?;
+        Ok(())
+    }),
+    Spec::set("log_hist_coarseness", Kind::Int, |j, o| {
+        j.logs.hist_coarseness = o.int(0, 6)?;
+        Ok(())
+    }),
+    Spec::set(
+        "log_window_value",
+        Kind::Words(&["avg", "max", "both", "0", "1"]),
+        |j, o| {
+            j.logs.window = match o.value()? {
+                "avg" | "0" => crate::logs::Window::Avg,
+                "max" | "1" => crate::logs::Window::Max,
+                "both" => crate::logs::Window::Both,
+                _ => return Err(o.bad("expected avg, max or both (or 0/1)")),
+            };
+            Ok(())
+        },
+    )
+    .alias(&["log_max_value"]),
+    flag("log_offset", |j, o| o.bool().map(|v| j.logs.offset = v)),
+    flag("log_prio", |j, o| o.bool().map(|v| j.logs.prio = v)),
+    flag("per_job_logs", |j, o| o.bool().map(|v| j.logs.shared = !v)),
+    flag("log_unix_epoch", |j, o| o.bool().map(|v| j.logs.unix_epoch = v)),
+    flag("log_alternate_epoch", |j, o| {
+        o.bool().map(|v| j.logs.alternate_epoch = v)
+    }),
+    Spec::set("log_alternate_epoch_clock_id", Kind::Int, |j, o| {
+        j.logs.clock_id = o.int(0, 64)?;
+        Ok(())
+    }),
+    // Only 0 is taken: compressed (.fz) files are not written.
+    Spec::take("log_store_compressed", Kind::Words(&["0"]), |_, o| {
+        if o.bool()? {
+            return Err(refusal(
+                o.key,
+                "xferbench writes the log files as text; drop it (fio's own output is the same text once inflated)",
+            ));
+        }
+        Ok(SetOutcome::Applied)
+    }),
+    Spec::take("log_issue_time", Kind::Bool, |_, o| {
+        o.bool()?;
+        Ok(SetOutcome::Note(format!(
+            "option '{}' (fio 3.36 and later) was accepted without its column: the latency logs keep fio 3.33's columns",
+            o.key
+        )))
+    }),
     Spec::set("name", Kind::Text("x"), |j, o| {
         j.name = o.value()?.to_string();
         Ok(())
@@ -645,22 +718,9 @@ pub static GENERAL: &[Spec] = &[
     Spec::note("iopsavgtime", LOG),
     Spec::note("job_start_clock_id", CLOCK),
     Spec::note("lat_percentiles", PCT),
-    Spec::note("log_alternate_epoch", LOG),
-    Spec::note("log_alternate_epoch_clock_id", LOG),
-    Spec::note("log_avg_msec", LOG),
-    Spec::note("log_compression", LOG),
-    Spec::note("log_compression_cpus", LOG),
-    Spec::note("log_entries", LOG),
-    Spec::note("log_hist_coarseness", LOG),
-    Spec::note("log_hist_msec", LOG),
-    Spec::note("log_issue_time", LOG),
-    Spec::note("log_max_value", LOG),
-    Spec::note("log_offset", LOG),
-    Spec::note("log_prio", LOG),
-    Spec::note("log_store_compressed", LOG),
-    Spec::note("log_unix_epoch", LOG),
-    Spec::note("log_window_value", LOG),
-    Spec::note("per_job_logs", LOG),
+    Spec::note("log_compression", LOG_TEXT),
+    Spec::note("log_compression_cpus", LOG_TEXT),
+    Spec::note("log_entries", LOG_TEXT),
     Spec::note("percentile_list", PCT),
     Spec::note("rwmixcycle", "deprecated in fio and without effect there"),
     Spec::note("significant_figures", PCT),
@@ -672,14 +732,10 @@ pub static GENERAL: &[Spec] = &[
     ),
     Spec::note("unique_filename", "only fio's client/server mode uses it"),
     Spec::note("unit_base", "xferbench reports bytes per second"),
-    Spec::note("write_bw_log", LOG),
-    Spec::note("write_hist_log", LOG),
     Spec::note(
         "write_iolog",
         "xferbench does not write I/O logs; its JSON holds each job's settings",
     ),
-    Spec::note("write_iops_log", LOG),
-    Spec::note("write_lat_log", LOG),
     Spec::note("flow_watermark", "deprecated in fio"),
     // Refused: they would change what is measured.
     Spec::refuse("cmdprio", CMDPRIO),

@@ -14,6 +14,9 @@ impl Worker<'_> {
     /// them; the time they were reaped at, or None when the engine failed.
     pub(super) fn reap(&mut self) -> Result<Option<Instant>> {
         let job = self.job;
+        if let Some(l) = self.logs.as_mut() {
+            l.submitting();
+        }
         let reaped = self.eng.reap(
             (job.batch_complete_min as usize).clamp(1, self.queue.inflight),
             self.shared.timeout,
@@ -49,7 +52,7 @@ impl Worker<'_> {
         if !self.landed(&f, d.res) {
             return;
         }
-        self.account(&f, now, at_ns);
+        self.account(&f, d.slot, now, at_ns);
         self.clock.progress_bytes += f.len;
         if f.dir == Dir::Read {
             self.check_read(&f, d.slot);
@@ -102,7 +105,7 @@ impl Worker<'_> {
 
     /// Records an I/O in the timed span (a ramp's I/Os are only counted),
     /// failing the job on one slower than `max_latency`.
-    fn account(&mut self, f: &Flight, now: Instant, at_ns: u64) {
+    fn account(&mut self, f: &Flight, slot: usize, now: Instant, at_ns: u64) {
         let job = self.job;
         let di = f.dir as usize;
         let io_bytes = if self.acct == Accounting::Bytes {
@@ -116,6 +119,17 @@ impl Worker<'_> {
             let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
             self.intervals.record(di, at_ns, lat_ns, io_bytes);
             self.bytes[di] += io_bytes;
+            if let Some(l) = self.logs.as_mut() {
+                l.io(&crate::logs::Io {
+                    at_ns,
+                    dir: di,
+                    len: f.len,
+                    offset: f.offset,
+                    slot,
+                    t0: f.t0,
+                    now,
+                });
+            }
             if let Some(max) = job.max_latency
                 && lat_ns > max.as_nanos() as u64
             {

@@ -56,6 +56,9 @@ impl Worker<'_> {
             ));
         }
         warnings.extend(self.eng.warnings());
+        if let Some(mut l) = self.logs.take() {
+            warnings.extend(l.close(runtime_ns));
+        }
         let t0 = self.shared.t0;
         JobRun {
             failure: self.end.failure.take(),

@@ -62,6 +62,9 @@ impl Worker<'_> {
                 break;
             }
             self.queue.inflight += 1;
+            if let Some(l) = self.logs.as_mut() {
+                l.queued(slot);
+            }
         }
         Ok(())
     }

@@ -434,6 +434,8 @@ struct Worker<'a> {
     clock: Clock,
     intervals: Intervals,
     bytes: [u64; engine::DIRS],
+    /// fio's log files, when the job writes any.
+    logs: Option<Box<crate::logs::JobLogs>>,
 }
 
 impl Worker<'_> {

@@ -61,6 +61,12 @@ impl<'a> Worker<'a> {
         let extents = extents(job, &files, spec.is_some(), seed);
         let verify = spec.map(|spec| checking(job, spec, extents.is_some()));
         let (totals, expected) = totals(job, &files);
+        let logs = crate::logs::JobLogs::open(&job.logs, &job.name, job.ioprio, sync_engine, depth)
+            .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
+            .map(Box::new);
+        // Before the clock starts: its histograms are megabytes to allocate
+        // and zero (some 20 ms on a small VM), not part of the job's time.
+        let intervals = Intervals::new(Cut::new(job.time_based, job.runtime, expected));
         let start = Instant::now();
         Ok(Worker {
             p,
@@ -100,8 +106,9 @@ impl<'a> Worker<'a> {
             want_sync: false,
             end: End::default(),
             clock: Clock::new(job, shared, start),
-            intervals: Intervals::new(Cut::new(job.time_based, job.runtime, expected)),
+            intervals,
             bytes: [0; engine::DIRS],
+            logs,
         })
     }
 }

@@ -194,6 +194,12 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
         sets.push((bs, prepared));
     }
     if let Some((_, first)) = sets.first() {
+        // The log files, emptied: a path that cannot be written stops the
+        // run before it starts.
+        for p in first {
+            crate::stream::logs::create(&p.job.logs, &p.job.name)
+                .map_err(|m| Error::usage(format!("job {}: {m}", p.job.name)))?;
+        }
         for (old, _) in &args.map {
             let used = |f: &str| f == old || under(f, old).is_some();
             if !first.iter().any(|p| {
@@ -212,6 +218,8 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
     let mut out: Vec<Prepared> = Vec::with_capacity(jobs.len());
     for (i, mut job) in jobs.into_iter().enumerate() {
         let name = job.name.clone();
+        // fio numbers its jobs from 1, in order, in its log files' names.
+        job.logs.number = i as u32 + 1;
         let Some(file) = job.filename.clone() else {
             return Err(Error::usage(format!(
                 "job {name}: no filename; set filename= in the job or --filename"
