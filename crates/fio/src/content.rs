@@ -255,7 +255,10 @@ mod tests {
         let mut c = Content::new(&j, 1 << 20);
         c.fill(&mut b, 0);
         assert!(b.iter().all(|&x| x == 0));
-        let j = job(&[("buffer_compress_percentage", "50"), ("refill_buffers", "0")]);
+        let j = job(&[
+            ("buffer_compress_percentage", "50"),
+            ("refill_buffers", "0"),
+        ]);
         assert!(!Content::new(&j, 1 << 20).refill);
     }
 

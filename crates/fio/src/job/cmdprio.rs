@@ -67,7 +67,10 @@ impl CmdPrio {
     /// fio's conflict check: the two ways of choosing are exclusive.
     pub fn check(&self) -> std::result::Result<(), String> {
         if self.bssplit.is_some() && self.percentage.iter().any(|&p| p > 0) {
-            return Err("cmdprio_percentage and cmdprio_bssplit are mutually exclusive; give one of them".into());
+            return Err(
+                "cmdprio_percentage and cmdprio_bssplit are mutually exclusive; give one of them"
+                    .into(),
+            );
         }
         Ok(())
     }
@@ -239,7 +242,9 @@ mod tests {
         assert_eq!(c.values(1, 0), [0, 3 << 13 | 5]);
         // About 30% of draws take the cmdprio value.
         let mut rng = 7;
-        let hits = (0..10_000).filter(|_| c.pick(0, 4096, &mut rng).is_some()).count();
+        let hits = (0..10_000)
+            .filter(|_| c.pick(0, 4096, &mut rng).is_some())
+            .count();
         assert!((2700..3300).contains(&hits), "{hits}");
     }
 
@@ -275,6 +280,11 @@ mod tests {
         assert!(err("cmdprio_bssplit", "4k/60:4k/50").contains("add up to 110%"));
         assert!(err("prioclass", "4").contains("0 to 3"));
         let j = job(&[("cmdprio_bssplit", "4k/50"), ("cmdprio_percentage", "10")]);
-        assert!(j.cmdprio.check().unwrap_err().contains("mutually exclusive"));
+        assert!(
+            j.cmdprio
+                .check()
+                .unwrap_err()
+                .contains("mutually exclusive")
+        );
     }
 }

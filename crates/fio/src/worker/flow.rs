@@ -63,7 +63,8 @@ impl Member {
         let total = self.flow.count.load(Ordering::Relaxed).max(1);
         let weights = self.flow.weight.load(Ordering::Relaxed).max(1);
         // count/total > weight/weights, without floating point.
-        if u128::from(self.count) * u128::from(weights) > u128::from(self.weight) * u128::from(total)
+        if u128::from(self.count) * u128::from(weights)
+            > u128::from(self.weight) * u128::from(total)
         {
             return true;
         }

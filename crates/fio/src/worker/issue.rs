@@ -193,7 +193,10 @@ impl Worker<'_> {
     fn flow_wait(&mut self) {
         let now = Instant::now();
         let pause = Duration::from_micros(u64::from(self.job.flow.sleep_us).max(1));
-        let until = self.clock.deadline.map_or(now + pause, |d| d.min(now + pause));
+        let until = self
+            .clock
+            .deadline
+            .map_or(now + pause, |d| d.min(now + pause));
         self.prog.wait(self.shared.t0, now, until, self.stop);
         self.after_reap(Instant::now());
     }

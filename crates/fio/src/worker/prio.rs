@@ -53,5 +53,4 @@ impl Prios {
             r.record(lat_ns);
         }
     }
-
 }
