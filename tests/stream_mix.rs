@@ -49,7 +49,10 @@ fn jobs_sharing_a_flow_keep_the_ratio_of_their_weights() {
     let (a, b) = (ios(&j[0], "read"), ios(&j[1], "write"));
     assert_eq!(b, 1024);
     let ratio = a as f64 / b as f64;
-    assert!((7.2..=8.8).contains(&ratio), "{a}:{b} is not 8:1 within 10%");
+    assert!(
+        (7.2..=8.8).contains(&ratio),
+        "{a}:{b} is not 8:1 within 10%"
+    );
     // Weights are fio's 0 to 1000.
     let o = run(dir.path(), "[x]\nioengine=null\nsize=1m\nflow=1001\n", &[]);
     assert_eq!(o.status.code(), Some(2));

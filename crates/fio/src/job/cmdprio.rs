@@ -218,7 +218,6 @@ impl Opt<'_> {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use crate::job::Job;
 
     fn job(opts: &[(&str, &str)]) -> Job {
