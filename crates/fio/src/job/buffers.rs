@@ -1,7 +1,7 @@
 //! What a job's write buffers hold, beyond `zero_buffers`, `buffer_pattern`
 //! and `buffer_compress_*` (fields of [`super::Job`]): fio's dedupe options
 //! and its scrambling, and which of fio's implied settings the job file
-//! overrode. [`crate::content`] makes the bytes.
+//! overrode. The crate's `content` module makes the bytes.
 
 use serde::Serialize;
 
