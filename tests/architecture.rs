@@ -37,7 +37,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
             &["distribution", "pattern", "logs"],
             &["job"],
             &["checksum", "offsets", "net", "jobfile"],
-            &["blocksizes", "files", "verify"],
+            &["blocksizes", "content", "files", "verify"],
             &["engine"],
             &["intervals"],
             &["resources"],

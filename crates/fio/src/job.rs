@@ -13,6 +13,8 @@ use std::time::Duration;
 pub use zones::{Sequencer, Zones};
 
 pub mod block_sizes;
+pub mod buffers;
+pub mod cmdprio;
 pub mod engine_opts;
 pub mod file_service;
 pub mod net_options;
@@ -511,10 +513,30 @@ pub struct Job {
     /// fio's log files (`write_lat_log=`…, `log_*=`).
     #[serde(skip_serializing_if = "crate::logs::LogSpec::is_off")]
     pub logs: crate::logs::LogSpec,
+    /// What written buffers hold beyond the options above: dedupe,
+    /// scrambling, whether refilling was asked for.
+    pub buffers: buffers::BufferOpts,
+    /// `flow_id=`, `flow=`, `flow_sleep=`: fio's flow control between jobs.
+    pub flow: FlowOpts,
+    /// libaio's and io_uring's per-command priorities (`cmdprio_*`).
+    pub cmdprio: cmdprio::CmdPrio,
     /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
     pub engine_opts: engine_opts::EngineOpts,
     /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
     pub net: net_options::NetOptions,
+}
+
+/// fio's flow control (flow.c): jobs sharing a `flow_id` keep their I/O
+/// counts in the ratio of their `flow` weights; the one ahead waits
+/// `flow_sleep` before trying again.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
+pub struct FlowOpts {
+    pub id: i32,
+    /// The weight; 0: the job takes no part. fio's old signed form
+    /// (`flow=8` beside `flow=-1` runs 8:1) counts by its magnitude.
+    pub weight: u32,
+    /// µs to wait when held back.
+    pub sleep_us: u32,
 }
 
 /// fio's `exit_what=`: which jobs an `exitall` job stops when it ends.
@@ -643,6 +665,9 @@ impl Default for Job {
             nice: None,
             ioprio: (None, None),
             logs: crate::logs::LogSpec::default(),
+            buffers: Default::default(),
+            flow: Default::default(),
+            cmdprio: Default::default(),
             engine_opts: Default::default(),
             net: Default::default(),
         }
@@ -832,6 +857,12 @@ impl Job {
     /// The longest I/O the job issues: what each buffer must hold.
     pub fn max_bs(&self) -> u64 {
         self.bs_mix.as_ref().map_or(self.bs, BlockSizes::max)
+    }
+
+    /// The shortest I/O: what fio's buffer filling takes as its smallest
+    /// write.
+    pub fn min_bs(&self) -> u64 {
+        self.bs_mix.as_ref().map_or(self.bs, BlockSizes::min)
     }
 
     /// The files this clone uses: `filename=` (each name under `directory=`

@@ -279,8 +279,13 @@ pub fn parse(
                         job.source, job.line
                     ))
                 })?;
+            j.buffers.job_index = jobs.len() as u32;
             jobs.push(j);
         }
+    }
+    let n = jobs.len() as u32;
+    for j in &mut jobs {
+        j.buffers.jobs = n;
     }
     Ok(JobFile { jobs, warnings })
 }

@@ -197,6 +197,7 @@ mod tests {
                 len: 1,
                 slot: 0,
                 buf: std::ptr::null_mut(),
+                ioprio: None,
             })
             .unwrap();
             e.reap(1, Duration::from_secs(1), &mut out).unwrap();

@@ -213,6 +213,7 @@ mod tests {
                 len: 4096,
                 slot: 0,
                 buf: std::ptr::null_mut(),
+                ioprio: None,
             })
             .unwrap();
             e.reap(1, Duration::from_secs(1), &mut out).unwrap();

@@ -35,6 +35,9 @@ struct Iocb {
     resfd: u32,
 }
 
+/// `iocb.aio_flags`: `aio_reqprio` holds an ioprio value (Linux 5.0+).
+const IOCB_FLAG_IOPRIO: u32 = 1 << 1;
+
 /// The kernel's `struct io_event`.
 #[repr(C)]
 #[derive(Clone, Copy, Default)]
@@ -164,6 +167,13 @@ impl Libaio {
             buf: op.buf as u64 + moved as u64,
             nbytes: (op.len - moved) as u64,
             offset: (op.offset + moved as u64) as i64,
+            // fio's libaio: only an I/O with a cmdprio priority carries one.
+            reqprio: op.ioprio.map_or(0, |p| p as i16),
+            flags: if op.ioprio.is_some() {
+                IOCB_FLAG_IOPRIO
+            } else {
+                0
+            },
             ..Iocb::default()
         };
         self.pending[op.slot] = Some((op, moved));
@@ -496,6 +506,7 @@ mod tests {
                         len: 8192,
                         slot: s,
                         buf,
+                        ioprio: None,
                     })
                     .unwrap();
                 }

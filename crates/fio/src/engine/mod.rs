@@ -68,6 +68,9 @@ pub struct Op {
     /// Start of the slot's buffer (owned by the worker's [`IoMemory`], which
     /// outlives the engine's use of it).
     pub buf: *mut u8,
+    /// A priority of its own (`cmdprio_*`: the kernel's ioprio value),
+    /// which libaio and io_uring pass with the I/O; None: the job's.
+    pub ioprio: Option<u16>,
 }
 
 /// A finished I/O: bytes moved, or the errno it failed with.
@@ -257,6 +260,9 @@ pub fn check(job: &Job) -> Result<()> {
             )));
         }
     }
+    job.cmdprio
+        .check()
+        .map_err(|why| Error::usage(format!("job {name}: {why}")))?;
     if job.hipri && !matches!(e, IoEngine::IoUring | IoEngine::Pvsync2) {
         return Err(Error::usage(format!(
             "job {name}: hipri is an option of io_uring (IOPOLL) and pvsync2 (RWF_HIPRI); set one of those engines or use completion=poll"

@@ -285,6 +285,7 @@ mod tests {
                         len: 4096,
                         slot: s,
                         buf,
+                        ioprio: None,
                     })
                     .unwrap();
                 }

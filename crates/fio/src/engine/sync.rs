@@ -433,6 +433,7 @@ mod tests {
                     len: 4096,
                     slot: s,
                     buf,
+                    ioprio: None,
                 })
                 .unwrap();
             }
@@ -465,6 +466,7 @@ mod tests {
                     len: 4096,
                     slot: 0,
                     buf,
+                    ioprio: None,
                 })
                 .unwrap();
                 out.clear();
@@ -504,6 +506,7 @@ mod tests {
                 len: 4096,
                 slot: s,
                 buf,
+                ioprio: None,
             })
             .unwrap();
         }
@@ -533,6 +536,7 @@ mod tests {
                 len: 4096,
                 slot: 0,
                 buf,
+                ioprio: None,
             })
             .unwrap();
             e.reap(1, Duration::from_secs(1), &mut out).unwrap();
@@ -557,6 +561,7 @@ mod tests {
             len: 4096,
             slot: 0,
             buf,
+            ioprio: None,
         }) {
             Err(err) => {
                 let m = err.to_string();

@@ -59,6 +59,9 @@ pub struct Uring {
     fixed_file: bool,
     force_async: u32,
     rw_flags: i32,
+    /// The job's own priority (`prioclass`/`prio`), which fio puts on
+    /// every request: an SQPOLL thread does not inherit ioprio_set's.
+    ioprio: u16,
     /// One iovec per slot for READV/WRITEV, where the kernel reads it.
     iovs: Vec<libc::iovec>,
     /// The op each slot carries and how many of its bytes have moved, so a
@@ -162,6 +165,7 @@ impl Uring {
             fixedbufs: o.fixedbufs,
             fixed_file: o.registerfiles,
             force_async: o.force_async,
+            ioprio: crate::job::cmdprio::job_ioprio(job),
             rw_flags: if o.nowait { libc::RWF_NOWAIT } else { 0 },
             iovs: vec![
                 libc::iovec {
@@ -186,6 +190,8 @@ impl Uring {
         let len = (op.len - moved) as u32;
         let off = op.offset + moved as u64;
         let flags = self.rw_flags;
+        // fio sets every request's priority: the job's, or its own.
+        let prio = op.ioprio.unwrap_or(self.ioprio);
         let slot = op.slot;
         self.iovs[slot] = libc::iovec {
             iov_base: p.cast(),
@@ -199,26 +205,32 @@ impl Uring {
                     (Dir::Read, Buf::Plain) => opcode::Read::new($fd, p, len)
                         .offset(off)
                         .rw_flags(flags)
+                        .ioprio(prio)
                         .build(),
                     (Dir::Write, Buf::Plain) => opcode::Write::new($fd, p, len)
                         .offset(off)
                         .rw_flags(flags)
+                        .ioprio(prio)
                         .build(),
                     (Dir::Read, Buf::Vectored) => opcode::Readv::new($fd, iov, 1)
                         .offset(off)
                         .rw_flags(flags)
+                        .ioprio(prio)
                         .build(),
                     (Dir::Write, Buf::Vectored) => opcode::Writev::new($fd, iov, 1)
                         .offset(off)
                         .rw_flags(flags)
+                        .ioprio(prio)
                         .build(),
                     (Dir::Read, Buf::Fixed) => opcode::ReadFixed::new($fd, p, len, slot as u16)
                         .offset(off)
                         .rw_flags(flags)
+                        .ioprio(prio)
                         .build(),
                     (Dir::Write, Buf::Fixed) => opcode::WriteFixed::new($fd, p, len, slot as u16)
                         .offset(off)
                         .rw_flags(flags)
+                        .ioprio(prio)
                         .build(),
                     (Dir::Trim, _) => unreachable!("a trim is made inside queue, not on the ring"),
                 }
@@ -529,6 +541,7 @@ mod tests {
                     len: 8192,
                     slot: s,
                     buf,
+                    ioprio: None,
                 })
                 .unwrap();
             }

@@ -97,7 +97,17 @@ impl Default for EngineOpts {
 /// engines from here. The order is that of the refusal's list.
 pub static ENGINES: &[(&str, &[Spec])] = &[
     ("pvsync2", &[NOWAIT, UNCACHED, HIPRI_PERCENTAGE]),
-    ("libaio", &[NOWAIT, USERSPACE_REAP]),
+    (
+        "libaio",
+        &[
+            NOWAIT,
+            USERSPACE_REAP,
+            CMDPRIO_PERCENTAGE,
+            CMDPRIO_CLASS,
+            CMDPRIO,
+            CMDPRIO_BSSPLIT,
+        ],
+    ),
     (
         "io_uring",
         &[
@@ -107,6 +117,10 @@ pub static ENGINES: &[(&str, &[Spec])] = &[
             NONVECTORED,
             FORCE_ASYNC,
             NOWAIT,
+            CMDPRIO_PERCENTAGE,
+            CMDPRIO_CLASS,
+            CMDPRIO,
+            CMDPRIO_BSSPLIT,
         ],
     ),
     ("cpuio", &[CPULOAD, CPUCHUNKS, CPUMODE, EXIT_ON_IO_DONE]),
@@ -147,6 +161,31 @@ const HIPRI_PERCENTAGE: Spec = Spec::set("hipri_percentage", Kind::Int, |j, o| {
 const USERSPACE_REAP: Spec = Spec::set("userspace_reap", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.userspace_reap = v)
 });
+// fio's cmdprio options (engines/cmdprio.h), each `r,w` as fio's.
+const CMDPRIO_PERCENTAGE: Spec = Spec::set("cmdprio_percentage", Kind::Text("30"), |j, o| {
+    let [r, w] = o.sides(|v| o.side_percent(v))?;
+    j.cmdprio.percentage = [r.unwrap_or(0), w.unwrap_or(0)];
+    Ok(())
+});
+const CMDPRIO_CLASS: Spec = Spec::set("cmdprio_class", Kind::Text("1"), |j, o| {
+    let [r, w] = o.sides(|v| o.prio_class(v, 1))?;
+    j.cmdprio.class = [r.unwrap_or(0), w.unwrap_or(0)];
+    Ok(())
+});
+const CMDPRIO: Spec = Spec::set("cmdprio", Kind::Text("0"), |j, o| {
+    let [r, w] = o.sides(|v| o.prio_level(v))?;
+    j.cmdprio.level = [r.unwrap_or(0), w.unwrap_or(0)];
+    Ok(())
+});
+const CMDPRIO_BSSPLIT: Spec = Spec::set(
+    "cmdprio_bssplit",
+    Kind::Text("64k/25/1/1:64k/75/3/2"),
+    |j, o| {
+        let [r, w] = o.sides(|v| o.prio_split(v))?;
+        j.cmdprio.bssplit = Some([r.unwrap_or_default(), w.unwrap_or_default()]);
+        Ok(())
+    },
+);
 // fio caps cpuload at 100; 0 is fio's "cpu thread needs rate".
 const CPULOAD: Spec = Spec::set("cpuload", Kind::Int, |j, o| {
     j.engine_opts.cpuload = Some(whole(o, 1, 100)? as u32);
@@ -287,6 +326,7 @@ mod tests {
     #[test]
     fn owners_come_from_the_engines_tables() {
         assert_eq!(owners("nowait"), ["pvsync2", "libaio", "io_uring"]);
+        assert_eq!(owners("cmdprio_bssplit"), ["libaio", "io_uring"]);
         assert_eq!(owners("fixedbufs"), ["io_uring"]);
         assert_eq!(owners("port"), ["net", "netsplice"]);
         assert_eq!(owners("rw=filestat"), ["filestat"]);

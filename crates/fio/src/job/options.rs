@@ -25,12 +25,10 @@ const LABEL: &str = "a label only";
 const LAYOUT: &str = "files are created and laid out before timing starts";
 const NO_ZBD: &str = "zoned block devices (zonemode=zbd) are not supported; run the job on a conventional target or use zonemode=strided";
 const CMDPRIO: &str =
-    "per-command I/O priorities are not supported; use prioclass=/prio= for the job";
+    "I/O priority hints are not supported; use cmdprio_class=/cmdprio= (libaio, io_uring)";
 const CGROUP: &str = "cgroups are not supported; start xferbench inside the cgroup instead";
-const DEDUPE: &str = "xferbench writes unique random data; dedupe mixes are not supported";
 const FDP: &str = "NVMe flexible data placement is not supported; drop it";
 const DP: &str = "NVMe data placement is not supported; drop it";
-const FLOW: &str = "flow control between jobs is not supported; use rate= on each job";
 const LATENCY: &str = "latency targets that tune the queue depth are not supported; give iodepth=";
 const BLKTRACE: &str = "trace replay is not supported";
 const IOLOG: &str = "I/O log replay is not supported";
@@ -420,9 +418,17 @@ pub static GENERAL: &[Spec] = &[
     ),
     flag("unlink", |j, o| o.bool().map(|v| j.unlink = v)),
     flag("zero_buffers", |j, o| o.bool().map(|v| j.zero_buffers = v)),
-    flag("refill_buffers", |j, o| o.bool().map(|v| j.refill_buffers = v)),
+    flag("refill_buffers", |j, o| {
+        j.refill_buffers = o.bool()?;
+        j.buffers.refill_set = true;
+        Ok(())
+    }),
     Spec::set("buffer_pattern", Kind::Text("0xab"), |j, o| {
         j.buffer_pattern = Some(o.pattern()?);
+        // fio: the pattern replaces zeros and scrambling, and is refilled
+        // where reads could overwrite it or compression mixes it in.
+        (j.zero_buffers, j.buffers.scramble) = (false, false);
+        j.refill_buffers = j.compress_pct > 0 || j.rw.reads();
         Ok(())
     }),
     Spec::set("iodepth_low", Kind::Int, |j, o| {
@@ -539,6 +545,55 @@ pub static GENERAL: &[Spec] = &[
     }),
     Spec::set("buffer_compress_percentage", Kind::Int, |j, o| {
         j.compress_pct = o.int(0, 100)?;
+        j.buffers.generated = true;
+        Ok(())
+    }),
+    Spec::set("dedupe_percentage", Kind::Int, |j, o| {
+        j.buffers.dedupe_pct = o.int(0, 100)?;
+        // fio: dedupe implies refilling every write buffer.
+        (j.buffers.generated, j.refill_buffers) = (true, true);
+        Ok(())
+    }),
+    Spec::set(
+        "dedupe_mode",
+        Kind::Words(&["repeat", "working_set"]),
+        |j, o| {
+            j.buffers.dedupe_mode = match o.value()? {
+                "repeat" => super::buffers::DedupeMode::Repeat,
+                "working_set" => super::buffers::DedupeMode::WorkingSet,
+                _ => return Err(o.bad("use repeat or working_set")),
+            };
+            Ok(())
+        },
+    ),
+    Spec::set("dedupe_working_set_percentage", Kind::Int, |j, o| {
+        j.buffers.dedupe_ws_pct = o.int(0, 100)?;
+        Ok(())
+    }),
+    flag("dedupe_global", |j, o| {
+        o.bool().map(|v| j.buffers.dedupe_global = v)
+    }),
+    Spec::set("flow_id", Kind::Int, |j, o| {
+        j.flow.id = o
+            .value()?
+            .parse()
+            .map_err(|_| o.bad("expected a whole number (a flow's id)"))?;
+        Ok(())
+    }),
+    Spec::set("flow", Kind::Int, |j, o| {
+        // fio 3.33 takes 0 to 1000; older fio's signed weights (flow=-1
+        // beside flow=8) count by their magnitude.
+        j.flow.weight = o
+            .value()?
+            .parse::<i32>()
+            .ok()
+            .filter(|w| (-1000..=1000).contains(w))
+            .ok_or_else(|| o.bad("expected a weight from 0 to 1000"))?
+            .unsigned_abs();
+        Ok(())
+    }),
+    Spec::set("flow_sleep", Kind::Int, |j, o| {
+        j.flow.sleep_us = o.int(0, u64::from(u32::MAX))?;
         Ok(())
     }),
     Spec::set("buffer_compress_chunk", Kind::Size, |j, o| {
@@ -556,7 +611,7 @@ pub static GENERAL: &[Spec] = &[
         Ok(())
     }),
     Spec::set("prio", Kind::Int, |j, o| {
-        j.ioprio.1 = Some(o.int(0, 7)?);
+        j.ioprio.1 = Some(o.value().and_then(|v| o.prio_level(v))?);
         Ok(())
     }),
     Spec::set("prioclass", Kind::Int, |j, o| {
@@ -571,11 +626,10 @@ pub static GENERAL: &[Spec] = &[
         )))
     })
     .alias(&["iodepth_batch_submit", "iodepth_batch_complete_max"]),
-    Spec::take("scramble_buffers", Kind::Bool, |_, o| {
-        o.bool()?;
-        Ok(SetOutcome::Note(
-            "scramble_buffers: xferbench's write buffers are random bytes already".into(),
-        ))
+    flag("scramble_buffers", |j, o| {
+        j.buffers.scramble = o.bool()?;
+        j.buffers.scramble_set = true;
+        Ok(())
     }),
     Spec::set("rwmixread", Kind::Int, |j, o| {
         j.rwmixread = o.int(0, 100)?;
@@ -738,11 +792,7 @@ pub static GENERAL: &[Spec] = &[
     ),
     Spec::note("flow_watermark", "deprecated in fio"),
     // Refused: they would change what is measured.
-    Spec::refuse("cmdprio", CMDPRIO),
-    Spec::refuse("cmdprio_bssplit", CMDPRIO),
-    Spec::refuse("cmdprio_class", CMDPRIO),
     Spec::refuse("cmdprio_hint", CMDPRIO),
-    Spec::refuse("cmdprio_percentage", CMDPRIO),
     Spec::refuse(
         "create_only",
         "a job that only creates its files is not supported; drop it",
@@ -774,10 +824,6 @@ pub static GENERAL: &[Spec] = &[
     Spec::refuse("cgroup_weight", CGROUP),
     Spec::refuse("dataplacement", DP),
     Spec::refuse("data_placement", DP),
-    Spec::refuse("dedupe_global", DEDUPE),
-    Spec::refuse("dedupe_mode", DEDUPE),
-    Spec::refuse("dedupe_percentage", DEDUPE),
-    Spec::refuse("dedupe_working_set_percentage", DEDUPE),
     Spec::refuse("dp_scheme", DP),
     Spec::refuse(
         "exec_postrun",
@@ -794,9 +840,6 @@ pub static GENERAL: &[Spec] = &[
         "filetype",
         "xferbench takes the target's type from the file itself; drop it",
     ),
-    Spec::refuse("flow", FLOW),
-    Spec::refuse("flow_id", FLOW),
-    Spec::refuse("flow_sleep", FLOW),
     Spec::refuse(
         "gid",
         "xferbench does not switch users; run it as that group",

@@ -118,6 +118,7 @@ impl Worker<'_> {
         } else if self.acct != Accounting::Nothing {
             let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
             self.intervals.record(di, at_ns, lat_ns, io_bytes);
+            self.prios.record(di, f.prio, lat_ns);
             self.bytes[di] += io_bytes;
             if let Some(l) = self.logs.as_mut() {
                 l.io(&crate::logs::Io {

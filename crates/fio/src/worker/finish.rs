@@ -81,7 +81,11 @@ impl Worker<'_> {
             verify: self.verify.take().map(|v| v.tally),
             partial: self.end.partial,
             warnings,
-            recorded: Recorded { recs, timeline },
+            recorded: Recorded {
+                recs,
+                timeline,
+                prios: std::mem::take(&mut self.prios.recs),
+            },
         }
     }
 }

@@ -26,6 +26,15 @@ impl Worker<'_> {
             && !self.want_sync
             && !self.verify.as_ref().is_some_and(|v| v.want_check)
         {
+            if self.flow.as_mut().is_some_and(|f| f.held()) {
+                // fio quiesces, then sleeps: the I/Os in flight are reaped
+                // first, and the hold is tried again after them.
+                if self.queue.inflight > 0 {
+                    break;
+                }
+                self.flow_wait();
+                continue;
+            }
             self.think();
             let dir = self.next_dir();
             let (file, rel, len) = self.next_extent(dir);
@@ -41,6 +50,7 @@ impl Worker<'_> {
                 self.fill_buffer(slot, file, rel, len, offset, blk);
             }
             let buf = self.mem.slot_ptr(slot);
+            let cmdprio = self.prios.pick(job, dir, len);
             self.queue.flights[slot] = Some(Flight {
                 dir,
                 file,
@@ -48,6 +58,7 @@ impl Worker<'_> {
                 len,
                 block: blk,
                 t0: Instant::now(),
+                prio: cmdprio.unwrap_or(self.prios.default),
             });
             let queued = self.eng.queue(Op {
                 dir,
@@ -56,6 +67,7 @@ impl Worker<'_> {
                 len: len as usize,
                 slot,
                 buf,
+                ioprio: cmdprio,
             });
             if super::engine_failed(queued, job, &mut self.end.failure)? {
                 self.end.broken = true;
@@ -177,9 +189,29 @@ impl Worker<'_> {
         if let Some(v) = &self.verify {
             let buf = &mut self.mem.slot(slot, bs)[..len as usize];
             crate::verify::fill(buf, &v.spec, offset, blk, job.randseed);
-        } else if job.refill_buffers {
-            super::fill_write(self.mem.slot(slot, bs), job, self.issued.count);
+        } else if self.content.refill {
+            let buf = &mut self.mem.slot(slot, bs)[..len as usize];
+            self.content.fill(buf, self.issued.count);
+        } else if self.content.scramble {
+            let buf = &mut self.mem.slot(slot, bs)[..len as usize];
+            let at = self.shared.t0.elapsed().as_nanos() as u64;
+            crate::content::Content::stamp(buf, offset, at);
         }
+    }
+
+    /// Held back by the job's flow with nothing in flight: waits
+    /// `flow_sleep` (a deliberate wait, told to the watchdog; at least a
+    /// moment, rather than spinning as fio does with 0), then lets the
+    /// clocks and stops end the job as a reap would.
+    fn flow_wait(&mut self) {
+        let now = Instant::now();
+        let pause = Duration::from_micros(u64::from(self.job.flow.sleep_us).max(1));
+        let until = self
+            .clock
+            .deadline
+            .map_or(now + pause, |d| d.min(now + pause));
+        self.prog.wait(self.shared.t0, now, until, self.stop);
+        self.after_reap(Instant::now());
     }
 
     /// The rate limiter: holds the next I/O until it is due (none after the

@@ -8,9 +8,14 @@
 
 mod complete;
 mod finish;
+mod flow;
 mod issue;
+mod prio;
 mod setup;
 mod verify;
+
+pub use flow::Flows;
+pub use prio::PrioRecs;
 
 use crate::blocksizes::Extents;
 use crate::engine::{self, Accounting, Dir, Done, Engine, IoMemory, Target, TargetKind};
@@ -73,6 +78,8 @@ pub struct Shared {
     pub ending: Ending,
     /// I/O jobs of the running set that cpuio jobs run beside, not yet done.
     pub io_left: Arc<AtomicUsize>,
+    /// The run's flows (`flow_id=`/`flow=`), shared by its workers.
+    pub flows: Flows,
 }
 
 /// Jobs ended early by an `exitall` job (fio's `exit_what=`), with fio's
@@ -233,6 +240,8 @@ pub struct Recorded {
     pub recs: [Recorder; engine::DIRS],
     /// The timed span cut into intervals.
     pub timeline: Timeline,
+    /// Latency per I/O priority (`cmdprio_*`), per direction.
+    pub prios: PrioRecs,
 }
 
 /// What verification found, kept here rather than as the library's report
@@ -310,6 +319,9 @@ struct Flight {
     len: u64,
     block: u64,
     t0: Instant,
+    /// The I/O's priority (kernel ioprio value: class << 13 | level), for
+    /// its latency record and logs.
+    prio: u16,
 }
 
 /// How much the job does: its limits in I/Os and bytes.
@@ -436,6 +448,11 @@ struct Worker<'a> {
     bytes: [u64; engine::DIRS],
     /// fio's log files, when the job writes any.
     logs: Option<Box<crate::logs::JobLogs>>,
+    /// What write buffers hold.
+    content: crate::content::Content,
+    /// This job's part in a flow (`flow=`), while its I/O runs.
+    flow: Option<flow::Member>,
+    prios: prio::Prios,
 }
 
 impl Worker<'_> {
@@ -473,31 +490,10 @@ impl Worker<'_> {
             }
             self.pace(now);
         }
+        // The flow is left with the I/O loop: the others no longer wait
+        // for this job.
+        self.flow = None;
         self.finish()
-    }
-}
-
-/// Fills a write buffer as fio's buffer options say: zeros, a repeated
-/// pattern, or (fio's default) random bytes, varied by `n` so refilled
-/// buffers differ.
-fn fill_write(buf: &mut [u8], job: &Job, n: u64) {
-    if job.zero_buffers {
-        buf.fill(0);
-    } else if let Some(p) = &job.buffer_pattern {
-        for (b, v) in buf.iter_mut().zip(p.iter().cycle()) {
-            *b = *v;
-        }
-    } else {
-        crate::payload::fill(buf, job.randseed, n, crate::payload::Direction::Request);
-    }
-    if job.compress_pct > 0 {
-        // The tail of each chunk zeroed: that share compresses away.
-        let chunk = job.compress_chunk as usize;
-        for c in buf.chunks_mut(chunk) {
-            let zeros = c.len() * job.compress_pct as usize / 100;
-            let keep = c.len() - zeros;
-            c[keep..].fill(0);
-        }
     }
 }
 
@@ -545,6 +541,7 @@ mod tests {
             allow_large_layout: false,
             ending: Ending::new(),
             io_left: Arc::default(),
+            flows: Flows::default(),
         }
     }
 

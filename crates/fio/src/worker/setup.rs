@@ -44,12 +44,6 @@ impl<'a> Worker<'a> {
         let (targets, mut eng) = open_engine(p, shared, depth)?;
         eng.register_memory(&mut mem)?;
         let acct = eng.accounting();
-        if job.rw.writes() && job.verify.is_none() {
-            // fio's default: buffers filled with random bytes once.
-            for s in 0..depth {
-                super::fill_write(mem.slot(s, bs), job, s as u64);
-            }
-        }
         // randrepeat=0: a different random order every run.
         let seed = if job.randrepeat {
             job.randseed
@@ -57,6 +51,13 @@ impl<'a> Worker<'a> {
             job.randseed ^ shared.t0.elapsed().as_nanos() as u64 ^ u64::from(std::process::id())
         };
         let files = file_set(p, &targets, seed)?;
+        let mut content = crate::content::Content::new(job, files.total_size());
+        if job.rw.writes() && job.verify.is_none() && !content.refill {
+            // fio's default: buffers filled once (random bytes unless told).
+            for s in 0..depth {
+                content.fill(mem.slot(s, bs), s as u64);
+            }
+        }
         let spec = crate::verify::Spec::of(job);
         let extents = extents(job, &files, spec.is_some(), seed);
         let verify = spec.map(|spec| checking(job, spec, extents.is_some()));
@@ -109,6 +110,10 @@ impl<'a> Worker<'a> {
             intervals,
             bytes: [0; engine::DIRS],
             logs,
+            content,
+            // Joined last, so that its weight counts from its first I/O.
+            flow: shared.flows.join(job.flow.id, job.flow.weight),
+            prios: super::prio::Prios::new(job),
         })
     }
 }
@@ -377,10 +382,10 @@ fn set_priority(job: &Job) -> Result<()> {
         }
     }
     if job.ioprio.0.is_some() || job.ioprio.1.is_some() {
-        // fio's default class is best-effort (2), level 4.
-        let (class, level) = (job.ioprio.0.unwrap_or(2), job.ioprio.1.unwrap_or(4));
+        // fio's defaults: no class is best-effort (2), the level 0.
+        let (class, level) = (job.ioprio.0.unwrap_or(0), job.ioprio.1.unwrap_or(0));
         const IOPRIO_WHO_PROCESS: libc::c_long = 1;
-        let value = libc::c_long::from(class << 13 | level);
+        let value = libc::c_long::from(crate::job::cmdprio::ioprio_value(class, level));
         // SAFETY: ioprio_set on our own thread with a plain integer value.
         let r = unsafe {
             libc::syscall(

@@ -125,6 +125,7 @@ impl Worker<'_> {
                 len: bs,
                 slot: 0,
                 buf,
+                ioprio: None,
             })?;
             done.clear();
             while done.is_empty() {

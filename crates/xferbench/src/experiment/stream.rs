@@ -80,6 +80,7 @@ fn once(
         allow_large_layout: args.allow_large_layout,
         ending: Ending::new(),
         io_left: Arc::default(),
+        flows: worker::Flows::default(),
     });
     let sweeping = points.sets.len() > 1;
     let mut first_err: Option<Error> = None;
@@ -767,8 +768,11 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
         recorded,
     } = run;
     let (recs, timeline) = (&recorded.recs, &recorded.timeline);
-    let dir =
-        |d: usize| DirStats::of(&recs[d], bytes[d], runtime_ns).with(timeline.spread(d, &recs[d]));
+    let dir = |d: usize| {
+        DirStats::of(&recs[d], bytes[d], runtime_ns)
+            .with(timeline.spread(d, &recs[d]))
+            .with_prios(&recorded.prios[d])
+    };
     let result = JobResult {
         jobname: job.name.clone(),
         groupid: job.group,
@@ -899,7 +903,11 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
     };
     Outcome {
         result,
-        rest: Recorded { recs, timeline },
+        rest: Recorded {
+            recs,
+            timeline,
+            prios: Default::default(),
+        },
     }
 }
 

@@ -81,6 +81,28 @@ fn dir_lines(out: &mut String, what: &str, d: &DirStats) {
         usec(c.at(99.9) as f64),
         usec(c.at(99.99) as f64)
     );
+    prio_lines(out, d);
+}
+
+/// fio's per-priority lines (`cmdprio_*`): each priority's latency and its
+/// share of the direction's I/Os, when two or more priorities have I/Os.
+fn prio_lines(out: &mut String, d: &DirStats) {
+    for p in &d.prios {
+        let c = &p.clat_ns;
+        let _ = writeln!(
+            out,
+            "    clat prio {}/{} ({:.2}% of IOs) (usec): min={}, max={}, avg={}, stdev={}, p50={}, p99={}",
+            p.prioclass,
+            p.prio,
+            100.0 * c.n as f64 / d.total_ios.max(1) as f64,
+            usec(c.min as f64),
+            usec(c.max as f64),
+            usec(c.mean),
+            usec(c.stddev),
+            usec(c.at(50.0) as f64),
+            usec(c.at(99.0) as f64)
+        );
+    }
 }
 
 /// fio's first line of a job (or merged group): name, group, error, and the

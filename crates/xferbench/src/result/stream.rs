@@ -125,6 +125,10 @@ pub struct DirStats {
     pub runtime_ns: u64,
     /// Latency of each I/O from queueing it to reaping its completion, ns.
     pub clat_ns: Clat,
+    /// The latency split by I/O priority (`cmdprio_*`), as fio's `prios`:
+    /// listed when two or more priorities have I/Os; omitted otherwise.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub prios: Vec<PrioStats>,
     /// For comparisons, when this direction did I/O (flattened; nothing
     /// otherwise): `histogram`, every I/O's latency (ns); `blocks`, the
     /// figures of consecutive intervals of the timed span (`bw_bytes`,
@@ -149,8 +153,23 @@ impl DirStats {
             total_ios: rec.count(),
             runtime_ns,
             clat_ns: Clat::of(rec),
+            prios: Vec::new(),
             spread: Spread::default(),
         }
+    }
+
+    /// These figures with the latency per priority from `recs` (fio's
+    /// rule: only when two or more priorities have I/Os).
+    pub(crate) fn with_prios(self, recs: &[(u16, Recorder)]) -> DirStats {
+        let prios = if recs.iter().filter(|(_, r)| r.count() > 0).count() >= 2 {
+            recs.iter()
+                .filter(|(_, r)| r.count() > 0)
+                .map(|(p, r)| PrioStats::of(*p, Clat::of(r)))
+                .collect()
+        } else {
+            Vec::new()
+        };
+        DirStats { prios, ..self }
     }
 
     /// These figures with `spread` beside them.
@@ -198,6 +217,7 @@ impl DirStats {
             total_ios: ios,
             runtime_ns,
             clat_ns: Clat::pooled(&clats, hist.as_ref()),
+            prios: PrioStats::pooled(&with),
             spread: Spread {
                 histogram,
                 ..Spread::default()
@@ -222,6 +242,56 @@ impl DirStats {
         spread.histogram = merged.spread.histogram.take();
         merged.spread = spread;
         merged
+    }
+}
+
+/// One I/O priority's latency within a direction (an entry of fio's
+/// `prios`).
+#[derive(Clone, Debug, Default, Serialize, Deserialize)]
+pub struct PrioStats {
+    /// The priority class: 1 real-time, 2 best-effort, 3 idle (0: none
+    /// set, the kernel's default).
+    pub prioclass: u32,
+    /// The level within the class, 0 (highest) to 7.
+    pub prio: u32,
+    /// The latency of the I/Os that went with this priority.
+    pub clat_ns: Clat,
+}
+
+impl PrioStats {
+    fn of(ioprio: u16, clat_ns: Clat) -> PrioStats {
+        let (prioclass, prio) = crate::stream::job::cmdprio::class_level(ioprio);
+        PrioStats {
+            prioclass,
+            prio,
+            clat_ns,
+        }
+    }
+
+    /// Several parts' priorities, each class/level's parts pooled
+    /// (percentiles the median of the parts'), in first-seen order.
+    fn pooled(parts: &[&&DirStats]) -> Vec<PrioStats> {
+        let mut keys: Vec<(u32, u32)> = Vec::new();
+        for p in parts.iter().flat_map(|d| &d.prios) {
+            if !keys.contains(&(p.prioclass, p.prio)) {
+                keys.push((p.prioclass, p.prio));
+            }
+        }
+        keys.into_iter()
+            .map(|(prioclass, prio)| {
+                let same: Vec<&Clat> = parts
+                    .iter()
+                    .flat_map(|d| &d.prios)
+                    .filter(|p| (p.prioclass, p.prio) == (prioclass, prio))
+                    .map(|p| &p.clat_ns)
+                    .collect();
+                PrioStats {
+                    prioclass,
+                    prio,
+                    clat_ns: Clat::pooled(&same, None),
+                }
+            })
+            .collect()
     }
 }
 
@@ -755,6 +825,7 @@ pub fn groups(
             );
             let dir = |d: usize| {
                 let mut merged = Recorder::new();
+                let mut prios: Vec<(u16, Recorder)> = Vec::new();
                 let mut bytes = 0;
                 let mut bws = Vec::new();
                 let mut runs = Vec::new();
@@ -768,13 +839,16 @@ pub fn groups(
                         continue;
                     }
                     merged.merge(&recs[i].recs[d]);
+                    merge_prios(&mut prios, &recs[i], d);
                     bytes += s.io_bytes;
                     bws.push(s.bw_bytes);
                     runs.push(s.runtime_ns);
                 }
                 let longest = runs.iter().copied().max().unwrap_or(0);
                 GroupDir {
-                    agg: DirStats::of(&merged, bytes, longest).with(timeline.spread(d, &merged)),
+                    agg: DirStats::of(&merged, bytes, longest)
+                        .with(timeline.spread(d, &merged))
+                        .with_prios(&prios),
                     min_bw_bytes: bws.iter().copied().min().unwrap_or(0),
                     max_bw_bytes: bws.iter().copied().max().unwrap_or(0),
                     min_runtime: runs.iter().copied().min().unwrap_or(0).div_ceil(1_000_000),
@@ -794,6 +868,18 @@ pub fn groups(
             }
         })
         .collect()
+}
+
+/// Adds a member's latency per priority to a group's (fio: a job without
+/// cmdprio counts all its I/Os under its own priority — here, only jobs
+/// with cmdprio keep a split, so the others' I/Os are not split out).
+fn merge_prios(into: &mut Vec<(u16, Recorder)>, rec: &crate::stream::worker::Recorded, d: usize) {
+    for (p, r) in &rec.prios[d] {
+        match into.iter_mut().find(|(q, _)| q == p) {
+            Some((_, m)) => m.merge(r),
+            None => into.push((*p, r.clone())),
+        }
+    }
 }
 
 /// One sweep row: all jobs of a block size, their latencies pooled.
