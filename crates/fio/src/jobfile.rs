@@ -12,6 +12,9 @@ use std::path::Path;
 pub struct JobFile {
     pub jobs: Vec<Job>,
     pub warnings: Vec<String>,
+    /// The `[global]` section's options as written (fio's `global
+    /// options`), of the first file read.
+    pub global_options: Vec<(String, String)>,
 }
 
 /// Reads and parses a job file, looking variables up in the environment.
@@ -35,12 +38,16 @@ pub fn load_all(
     let mut all = JobFile {
         jobs: Vec::new(),
         warnings: Vec::new(),
+        global_options: Vec::new(),
     };
     let mut seen = vec![false; sections.len()];
     let mut every: Vec<String> = Vec::new();
     for (k, path) in paths.iter().enumerate() {
         let f = load(path, overrides)?;
         all.warnings.extend(f.warnings);
+        if k == 0 {
+            all.global_options = f.global_options;
+        }
         let first = all.jobs.len();
         for job in f.jobs {
             if !every.contains(&job.name) {
@@ -184,6 +191,8 @@ pub fn parse(
             in_global = name == "global";
             if !in_global {
                 let mut s = global.clone();
+                // The section's own options, not the globals it inherits.
+                s.job.given.clear();
                 s.job.name = name.to_string();
                 s.job.line = n;
                 s.job.source = file.clone();
@@ -238,6 +247,9 @@ pub fn parse(
             }
         }
         apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings)?;
+        if let Some(v) = &value {
+            sec.job.given.push((key.to_string(), v.clone()));
+        }
         if key == "wait_for" {
             sec.wait_at = at;
         }
@@ -282,7 +294,11 @@ pub fn parse(
             jobs.push(j);
         }
     }
-    Ok(JobFile { jobs, warnings })
+    Ok(JobFile {
+        jobs,
+        warnings,
+        global_options: global.job.given,
+    })
 }
 
 /// Sets one option, prefixing errors and warnings with `at`. A `[global]` line
@@ -315,6 +331,10 @@ fn finish(
 ) -> Result<Job> {
     for (k, v) in overrides {
         apply(&mut s.job, k, v.as_deref(), "command line", warnings)?;
+        if let Some(v) = v {
+            s.job.given.retain(|(g, _)| g != k);
+            s.job.given.push((k.clone(), v.clone()));
+        }
         if k == "wait_for" {
             s.wait_at = "command line".into();
         }

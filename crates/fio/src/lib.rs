@@ -7,9 +7,11 @@ pub(crate) use xferbench_transport as transport;
 
 pub mod blocksizes;
 pub mod checksum;
+pub mod diskstats;
 pub mod distribution;
 pub mod engine;
 pub mod files;
+pub mod fiostats;
 pub mod intervals;
 pub mod job;
 pub mod jobfile;

@@ -286,6 +286,15 @@ pub static GENERAL: &[Spec] = &[
         };
         Ok(())
     }),
+    // The bandwidth and IOPS samples' window, ms (bw_min… iops_samples).
+    Spec::set("bwavgtime", Kind::Int, |j, o| {
+        j.bw_avg_time = o.int(1, u32::MAX.into())? as u32;
+        Ok(())
+    }),
+    Spec::set("iopsavgtime", Kind::Int, |j, o| {
+        j.iops_avg_time = o.int(1, u32::MAX.into())? as u32;
+        Ok(())
+    }),
     Spec::set("rate_cycle", Kind::Int, |j, o| {
         j.rate_cycle = Duration::from_millis(o.int(1, u32::MAX.into())?.into());
         Ok(())
@@ -622,7 +631,6 @@ pub static GENERAL: &[Spec] = &[
     }),
     // Accepted: they change no figure xferbench reports.
     Spec::note("block_error_percentiles", PCT),
-    Spec::note("bwavgtime", LOG),
     Spec::note("clat_percentiles", PCT),
     Spec::note("clocksource", CLOCK),
     Spec::note("create_fsync", LAYOUT),
@@ -642,7 +650,6 @@ pub static GENERAL: &[Spec] = &[
         "hugepage-size",
         "huge-page buffers use the system's default huge page size",
     ),
-    Spec::note("iopsavgtime", LOG),
     Spec::note("job_start_clock_id", CLOCK),
     Spec::note("lat_percentiles", PCT),
     Spec::note("log_alternate_epoch", LOG),

@@ -4,6 +4,7 @@
 
 use super::{Flight, Worker};
 use crate::engine::{self, Accounting, Dir, Done};
+use crate::fiostats::batch_slot;
 use crate::error::Result;
 use crate::intervals::Cut;
 use std::sync::atomic::Ordering;
@@ -26,10 +27,16 @@ impl Worker<'_> {
         let now = Instant::now();
         let at_ns = now.duration_since(self.clock.measure_start).as_nanos() as u64;
         let mut done = std::mem::take(&mut self.queue.done);
+        if !self.sync_engine {
+            self.fio.complete[batch_slot(done.len())] += 1;
+        }
         for d in done.drain(..) {
             self.complete(d, now, at_ns);
         }
         self.queue.done = done;
+        if !self.clock.ramping {
+            self.fio.tick(at_ns, &self.bytes);
+        }
         // The clock was just read: no second read on the hot path.
         self.prog
             .bytes
@@ -113,8 +120,12 @@ impl Worker<'_> {
         if self.clock.ramping {
             self.clock.ramp_ios += 1;
         } else if self.acct != Accounting::Nothing {
+            // fio's lat (issue to completion) and clat (submission
+            // returning to completion; the same for a synchronous engine).
             let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
-            self.intervals.record(di, at_ns, lat_ns, io_bytes);
+            let clat_ns = now.duration_since(f.sub).as_nanos() as u64;
+            self.intervals.record(di, at_ns, clat_ns, io_bytes);
+            self.fio.completed(di, lat_ns - clat_ns, lat_ns);
             self.bytes[di] += io_bytes;
             if let Some(max) = job.max_latency
                 && lat_ns > max.as_nanos() as u64
@@ -162,6 +173,7 @@ impl Worker<'_> {
     /// `fsync=`/`fdatasync=`, once the queue is empty: each file flushed,
     /// or the engine's own sync.
     pub(super) fn sync(&mut self) -> Result<()> {
+        let t0 = Instant::now();
         match (self.targets.is_empty(), self.job.fsync) {
             (false, 0) => {
                 for t in &self.targets {
@@ -169,6 +181,9 @@ impl Worker<'_> {
                 }
             }
             _ => self.eng.sync()?,
+        }
+        if !self.clock.ramping {
+            self.fio.sync.record(t0.elapsed().as_nanos() as u64);
         }
         self.want_sync = false;
         Ok(())
@@ -209,6 +224,7 @@ impl Worker<'_> {
             self.totals.ios.saturating_sub(c.ramp_ios),
         ));
         self.bytes = [0; engine::DIRS];
+        self.fio.restart();
         c.window = (now, 0);
         if job.runtime.is_some() {
             c.deadline = job.runtime.map(|r| now + r);

@@ -177,6 +177,9 @@ pub struct Recorded {
     pub recs: [Recorder; engine::DIRS],
     /// The timed span cut into intervals.
     pub timeline: Timeline,
+    /// What fio's JSON reports beside: slat, lat, rate samples, depths,
+    /// syncs, CPU usage.
+    pub fio: crate::fiostats::FioStats,
 }
 
 /// What verification found, kept here rather than as the library's report
@@ -254,6 +257,9 @@ struct Flight {
     len: u64,
     block: u64,
     t0: Instant,
+    /// When its submission returned (`t0` for an engine that does the I/O
+    /// as it is queued): the start of its completion latency.
+    sub: Instant,
 }
 
 /// How much the job does: its limits in I/Os and bytes.
@@ -375,6 +381,7 @@ struct Worker<'a> {
     end: End,
     clock: Clock,
     intervals: Intervals,
+    fio: crate::fiostats::FioStats,
     bytes: [u64; engine::DIRS],
 }
 
@@ -382,6 +389,7 @@ impl Worker<'_> {
     /// fio's `do_io`: issue up to the queue depth, reap, account, pace —
     /// with a pause to sync or check a backlog when the queue is empty.
     fn drive(mut self) -> Result<JobRun> {
+        self.fio.begin();
         self.prog.last_ns.store(
             self.shared.t0.elapsed().as_nanos() as u64 | 1,
             Ordering::Relaxed,

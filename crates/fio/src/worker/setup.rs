@@ -100,6 +100,7 @@ impl<'a> Worker<'a> {
             end: End::default(),
             clock: Clock::new(job, shared, start),
             intervals: Intervals::new(Cut::new(job.time_based, job.runtime, expected)),
+            fio: crate::fiostats::FioStats::new(job.bw_avg_time, job.iops_avg_time, !sync_engine),
             bytes: [0; engine::DIRS],
         })
     }

@@ -4,6 +4,7 @@ use crate::measure::distribution::{
     Distribution, Figures, Spread, combine, latency_figures, quantile,
 };
 use crate::measure::stats::{Recorder, Summary};
+use crate::result::fio_json::{Bins, DiskUtil, FioDir, FioJob, Pairs};
 use crate::result::{PointMeta, Repeatable, Run, merged_warnings};
 pub use crate::stream::engine::TargetKind;
 pub use crate::stream::job::{Completion, IoEngine, Rw};
@@ -34,11 +35,18 @@ pub struct Clat {
     /// ns at each of fio's percentiles, keyed as fio writes them
     /// (`"99.000000"`); empty with no I/Os.
     pub percentile: BTreeMap<String, u64>,
+    /// fio's histogram of the I/Os (json+ only: `--output-format=json+`
+    /// writes it; plain json leaves it out): bucket value, ns, to count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<Bins>,
 }
 
 impl Clat {
     pub(crate) fn of(r: &Recorder) -> Clat {
-        Clat::from(&r.summary(), |p| r.quantile(p / 100.0))
+        Clat {
+            bins: Bins::of(r),
+            ..Clat::from(&r.summary(), |p| r.quantile(p / 100.0))
+        }
     }
 
     /// Several parts' I/Os together: count, mean, stddev, min and max
@@ -48,14 +56,17 @@ impl Clat {
         let summaries: Vec<Summary> = parts.iter().map(|c| c.summary()).collect();
         let s = combine(&summaries, merged);
         let with: Vec<&&Clat> = parts.iter().filter(|c| c.n > 0).collect();
-        Clat::from(&s, |p| match merged {
+        let bins = (!with.is_empty() && with.iter().all(|c| c.bins.is_some()))
+            .then(|| Bins::sum(with.iter().filter_map(|c| c.bins.as_ref())));
+        let pooled = Clat::from(&s, |p| match merged {
             Some(h) => quantile(h, p / 100.0, s.min_ns, s.max_ns),
             None => {
                 let mut v: Vec<u64> = with.iter().map(|c| c.at(p)).collect();
                 v.sort_unstable();
                 v[v.len() / 2]
             }
-        })
+        });
+        Clat { bins, ..pooled }
     }
 
     /// A summary's moments, with fio's percentile list from `at` (percent
@@ -75,6 +86,7 @@ impl Clat {
                     .map(|&p| (format!("{p:.6}"), at(p)))
                     .collect()
             },
+            bins: None,
         }
     }
 
@@ -133,6 +145,10 @@ pub struct DirStats {
     /// the whole span in each repeat (`--repeat K`).
     #[serde(flatten)]
     pub spread: Spread,
+    /// fio's other keys of a direction: slat_ns, lat_ns, the bandwidth and
+    /// IOPS samples (flattened).
+    #[serde(flatten)]
+    pub fio: FioDir,
 }
 
 impl DirStats {
@@ -150,12 +166,18 @@ impl DirStats {
             runtime_ns,
             clat_ns: Clat::of(rec),
             spread: Spread::default(),
+            fio: FioDir::default(),
         }
     }
 
     /// These figures with `spread` beside them.
     pub(crate) fn with(self, spread: Spread) -> DirStats {
         DirStats { spread, ..self }
+    }
+
+    /// These figures with fio's other keys beside them.
+    pub(crate) fn with_fio(self, fio: FioDir) -> DirStats {
+        DirStats { fio, ..self }
     }
 
     /// The headline figures, as one repeat or block has them: `bw_bytes`,
@@ -202,6 +224,7 @@ impl DirStats {
                 histogram,
                 ..Spread::default()
             },
+            fio: FioDir::pooled(&with.iter().map(|d| &d.fio).collect::<Vec<_>>()),
         }
     }
 
@@ -359,6 +382,10 @@ pub struct JobResult {
     pub group_reporting: bool,
     /// Caveats on this job's figures.
     pub warnings: Vec<String>,
+    /// fio's other keys of a job: `job options`, CPU usage, the depth and
+    /// latency maps (flattened).
+    #[serde(flatten)]
+    pub fio: FioJob,
     /// Line of the job's section in the job file (0 from flags): with the
     /// name, clone and block size, what tells the same job apart in every
     /// repeat.
@@ -585,6 +612,22 @@ pub struct StreamExtra {
     /// One row per block size, when `--bs` gave several; omitted otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<SweepRow>,
+    /// The `[global]` section's options as written (fio's `global
+    /// options`); omitted without one, as fio omits it.
+    #[serde(
+        rename = "global options",
+        default,
+        skip_serializing_if = "global_unsaid"
+    )]
+    pub global_options: Pairs<String>,
+    /// The block devices under the jobs' files over the run (fio's
+    /// `disk_util`); empty when no file is on a block device.
+    #[serde(default)]
+    pub disk_util: Vec<DiskUtil>,
+}
+
+fn global_unsaid(p: &Pairs<String>) -> bool {
+    p.0.is_empty()
 }
 
 impl GroupDir {
@@ -718,6 +761,8 @@ impl StreamExtra {
             job_file: first.job_file.clone(),
             groups,
             sweep,
+            global_options: first.global_options.clone(),
+            disk_util: reps.iter().rev().find(|x| !x.disk_util.is_empty()).map(|x| x.disk_util.clone()).unwrap_or_default(),
         }
     }
 }
@@ -758,6 +803,7 @@ pub fn groups(
                 let mut bytes = 0;
                 let mut bws = Vec::new();
                 let mut runs = Vec::new();
+                let mut fios = Vec::new();
                 for &i in &members {
                     let s = match d {
                         0 => &results[i].read,
@@ -768,13 +814,18 @@ pub fn groups(
                         continue;
                     }
                     merged.merge(&recs[i].recs[d]);
+                    fios.push(&recs[i].fio);
                     bytes += s.io_bytes;
                     bws.push(s.bw_bytes);
                     runs.push(s.runtime_ns);
                 }
                 let longest = runs.iter().copied().max().unwrap_or(0);
+                let mut agg = DirStats::of(&merged, bytes, longest)
+                    .with(timeline.spread(d, &merged))
+                    .with_fio(FioDir::group(&fios, d));
+                agg.fio.set_agg(agg.bw_bytes);
                 GroupDir {
-                    agg: DirStats::of(&merged, bytes, longest).with(timeline.spread(d, &merged)),
+                    agg,
                     min_bw_bytes: bws.iter().copied().min().unwrap_or(0),
                     max_bw_bytes: bws.iter().copied().max().unwrap_or(0),
                     min_runtime: runs.iter().copied().min().unwrap_or(0).div_ceil(1_000_000),
@@ -794,6 +845,22 @@ pub fn groups(
             }
         })
         .collect()
+}
+
+/// Each job's `bw_agg`: its mean bandwidth sample as a share of its
+/// reporting group's bandwidth that way, as fio gives it.
+pub fn set_bw_agg(results: &mut [JobResult], groups: &[GroupResult]) {
+    for r in results {
+        let Some(g) = groups
+            .iter()
+            .find(|g| g.groupid == r.groupid && g.sweep_bs == r.sweep_bs)
+        else {
+            continue;
+        };
+        r.read.fio.set_agg(g.read.agg.bw_bytes);
+        r.write.fio.set_agg(g.write.agg.bw_bytes);
+        r.trim.fio.set_agg(g.trim.agg.bw_bytes);
+    }
 }
 
 /// One sweep row: all jobs of a block size, their latencies pooled.
