@@ -113,7 +113,10 @@ mod tests {
             (c.read_ios, c.read_merges, c.read_ticks, c.write_ios),
             (1168, 2, 79, 10)
         );
-        assert_eq!((c.write_merges, c.write_ticks, c.io_ticks, c.in_queue), (3, 5, 80, 84));
+        assert_eq!(
+            (c.write_merges, c.write_ticks, c.io_ticks, c.in_queue),
+            (3, 5, 80, 84)
+        );
         assert_eq!(c.since(c).read_ios, 0);
     }
 }

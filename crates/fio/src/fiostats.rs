@@ -280,7 +280,11 @@ const PLAT_NR: u64 = 29 * PLAT_VAL;
 /// fio's bucket of a latency in ns (`plat_val_to_idx`).
 pub fn plat_val_to_idx(val: u64) -> u64 {
     // The most significant bit's position.
-    let msb = if val == 0 { 0 } else { 63 - val.leading_zeros() };
+    let msb = if val == 0 {
+        0
+    } else {
+        63 - val.leading_zeros()
+    };
     if msb <= PLAT_BITS {
         return val;
     }

@@ -4,8 +4,8 @@
 
 use super::{Flight, Worker};
 use crate::engine::{self, Accounting, Dir, Done};
-use crate::fiostats::batch_slot;
 use crate::error::Result;
+use crate::fiostats::batch_slot;
 use crate::intervals::Cut;
 use std::sync::atomic::Ordering;
 use std::time::Instant;

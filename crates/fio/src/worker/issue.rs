@@ -4,8 +4,8 @@
 
 use super::{Flight, Worker};
 use crate::engine::{Dir, Op};
-use crate::fiostats::{batch_slot, depth_slot};
 use crate::error::Result;
+use crate::fiostats::{batch_slot, depth_slot};
 use crate::job::Rw;
 use crate::payload::splitmix;
 use std::time::{Duration, Instant};

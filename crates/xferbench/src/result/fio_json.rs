@@ -93,15 +93,14 @@ impl Serialize for Bins {
 impl<'de> Deserialize<'de> for Bins {
     fn deserialize<D: Deserializer<'de>>(d: D) -> Result<Self, D::Error> {
         let p = Pairs::<u64>::deserialize(d)?;
-        let mut v = p
-            .0
-            .into_iter()
-            .map(|(k, n)| {
-                k.parse::<u64>()
-                    .map(|k| (k, n))
-                    .map_err(|_| serde::de::Error::custom(format!("bin '{k}' is not a number")))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let mut v =
+            p.0.into_iter()
+                .map(|(k, n)| {
+                    k.parse::<u64>()
+                        .map(|k| (k, n))
+                        .map_err(|_| serde::de::Error::custom(format!("bin '{k}' is not a number")))
+                })
+                .collect::<Result<Vec<_>, _>>()?;
         v.sort_unstable();
         Ok(Bins(v))
     }
@@ -233,12 +232,7 @@ pub struct FioDir {
 impl FioDir {
     /// Direction `d` of a job's (or group's) accounting.
     pub fn of(f: &FioStats, d: usize) -> FioDir {
-        FioDir::from_samples(
-            &f.slat[d],
-            &f.lat[d],
-            &f.bw.samples[d],
-            &f.iops.samples[d],
-        )
+        FioDir::from_samples(&f.slat[d], &f.lat[d], &f.bw.samples[d], &f.iops.samples[d])
     }
 
     fn from_samples(slat: &Recorder, lat: &Recorder, bw: &[u64], iops: &[u64]) -> FioDir {
@@ -488,8 +482,7 @@ impl FioJob {
                 0.0
             }
         };
-        let [latency_ns, latency_us, latency_ms] =
-            latency_maps(&j.clat.iter().collect::<Vec<_>>());
+        let [latency_ns, latency_us, latency_ms] = latency_maps(&j.clat.iter().collect::<Vec<_>>());
         let Usage {
             usr_us,
             sys_us,
@@ -563,7 +556,10 @@ impl FioJob {
         let runtime = parts.iter().map(|p| p.0.job_runtime).max().unwrap_or(0);
         // CPU percentages back to time, summed, over the longest runtime.
         let cpu = |get: fn(&FioJob) -> f64| {
-            let t: f64 = parts.iter().map(|(j, _)| get(j) * j.job_runtime as f64).sum();
+            let t: f64 = parts
+                .iter()
+                .map(|(j, _)| get(j) * j.job_runtime as f64)
+                .sum();
             if runtime > 0 { t / runtime as f64 } else { 0.0 }
         };
         FioJob {
@@ -634,9 +630,8 @@ mod tests {
         let d = dist(&[1, 0, 999, 0, 0, 0, 0], 1000, &DEPTH_KEYS);
         assert_eq!(d.get("1"), Some(0.1));
         assert_eq!(d.get("4"), Some(99.9));
-        let m = Moments::pooled(
-            [Moments::of_values(&[1, 2, 3]), Moments::of_values(&[4, 5])].iter(),
-        );
+        let m =
+            Moments::pooled([Moments::of_values(&[1, 2, 3]), Moments::of_values(&[4, 5])].iter());
         let all = Moments::of_values(&[1, 2, 3, 4, 5]);
         assert_eq!((m.n, m.min, m.max), (5, 1, 5));
         assert!((m.mean - all.mean).abs() < 1e-9 && (m.stddev - all.stddev).abs() < 1e-9);

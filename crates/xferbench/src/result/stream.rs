@@ -13,7 +13,7 @@ use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
 /// fio's default percentile list, the keys of `clat_ns.percentile`.
-const PERCENTILES: [f64; 17] = [
+pub const PERCENTILES: [f64; 17] = [
     1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
     99.99,
 ];
@@ -762,7 +762,12 @@ impl StreamExtra {
             groups,
             sweep,
             global_options: first.global_options.clone(),
-            disk_util: reps.iter().rev().find(|x| !x.disk_util.is_empty()).map(|x| x.disk_util.clone()).unwrap_or_default(),
+            disk_util: reps
+                .iter()
+                .rev()
+                .find(|x| !x.disk_util.is_empty())
+                .map(|x| x.disk_util.clone())
+                .unwrap_or_default(),
         }
     }
 }
