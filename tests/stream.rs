@@ -768,8 +768,8 @@ fn job_files_as_arguments_sections_and_fios_output_format() {
     for (args, says) in [
         (vec![a, "--section", "a3"], "its sections: a1, a2"),
         (
-            vec![a, "--output-format", "json+"],
-            "not written by xferbench yet",
+            vec![a, "--output-format", "xml"],
+            "normal, json, json+, terse",
         ),
         (
             vec![a, "--output-format", "json", "--format", "csv"],

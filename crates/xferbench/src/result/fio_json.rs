@@ -122,6 +122,11 @@ pub struct Moments {
     /// Samples (fio's `N`).
     #[serde(rename = "N")]
     pub n: u64,
+    /// ns at fio's percentiles, keyed as fio writes them (`"99.000000"`):
+    /// `lat_ns` has them as fio's does with `lat_percentiles=1`; omitted
+    /// elsewhere and without samples.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub percentile: Option<std::collections::BTreeMap<String, u64>>,
 }
 
 impl Moments {
@@ -134,6 +139,20 @@ impl Moments {
             mean: s.mean_ns,
             stddev: s.stddev_ns,
             n: s.count,
+            percentile: None,
+        }
+    }
+
+    /// A recorder's moments and its values at fio's percentiles.
+    pub fn with_percentiles(r: &Recorder) -> Moments {
+        Moments {
+            percentile: (r.count() > 0).then(|| {
+                crate::result::stream::PERCENTILES
+                    .iter()
+                    .map(|&p| (format!("{p:.6}"), r.quantile(p / 100.0)))
+                    .collect()
+            }),
+            ..Moments::of(r)
         }
     }
 
@@ -155,6 +174,7 @@ impl Moments {
             mean,
             stddev: var.sqrt(),
             n: v.len() as u64,
+            percentile: None,
         }
     }
 
@@ -185,6 +205,7 @@ impl Moments {
                 0.0
             },
             n,
+            percentile: None,
         }
     }
 }
@@ -241,7 +262,7 @@ impl FioDir {
             short_ios: 0,
             drop_ios: 0,
             slat_ns: Moments::of(slat),
-            lat_ns: Moments::of(lat),
+            lat_ns: Moments::with_percentiles(lat),
             bw_min: b.min,
             bw_max: b.max,
             bw_agg: 0.0,
@@ -278,6 +299,7 @@ impl FioDir {
             mean: p.bw_mean,
             stddev: p.bw_dev,
             n: p.bw_samples,
+            percentile: None,
         };
         let iops = |p: &FioDir| Moments {
             min: p.iops_min,
@@ -285,6 +307,7 @@ impl FioDir {
             mean: p.iops_mean,
             stddev: p.iops_stddev,
             n: p.iops_samples,
+            percentile: None,
         };
         let b = Moments::pooled(parts.iter().map(|p| bw(p)).collect::<Vec<_>>().iter());
         let i = Moments::pooled(parts.iter().map(|p| iops(p)).collect::<Vec<_>>().iter());
@@ -292,7 +315,11 @@ impl FioDir {
             short_ios: parts.iter().map(|p| p.short_ios).sum(),
             drop_ios: parts.iter().map(|p| p.drop_ios).sum(),
             slat_ns: Moments::pooled(parts.iter().map(|p| &p.slat_ns)),
-            lat_ns: Moments::pooled(parts.iter().map(|p| &p.lat_ns)),
+            lat_ns: match parts {
+                // One part (a repeat alone) keeps its percentiles.
+                [one] => one.lat_ns.clone(),
+                _ => Moments::pooled(parts.iter().map(|p| &p.lat_ns)),
+            },
             bw_min: b.min,
             bw_max: b.max,
             bw_agg: parts.iter().map(|p| p.bw_agg).fold(0.0, f64::max),
