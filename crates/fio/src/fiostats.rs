@@ -154,17 +154,6 @@ impl Usage {
             minf: self.minf.saturating_sub(start.minf),
         }
     }
-
-    /// Two threads' usage together (a reporting group's).
-    pub fn add(self, o: Usage) -> Usage {
-        Usage {
-            usr_us: self.usr_us + o.usr_us,
-            sys_us: self.sys_us + o.sys_us,
-            ctx: self.ctx + o.ctx,
-            majf: self.majf + o.majf,
-            minf: self.minf + o.minf,
-        }
-    }
 }
 
 /// A job's fio accounting over its timed span.

@@ -288,11 +288,11 @@ pub static GENERAL: &[Spec] = &[
     }),
     // The bandwidth and IOPS samples' window, ms (bw_min… iops_samples).
     Spec::set("bwavgtime", Kind::Int, |j, o| {
-        j.bw_avg_time = o.int(1, u32::MAX.into())? as u32;
+        j.bw_avg_time = o.int(1, u32::MAX.into())?;
         Ok(())
     }),
     Spec::set("iopsavgtime", Kind::Int, |j, o| {
-        j.iops_avg_time = o.int(1, u32::MAX.into())? as u32;
+        j.iops_avg_time = o.int(1, u32::MAX.into())?;
         Ok(())
     }),
     Spec::set("rate_cycle", Kind::Int, |j, o| {

@@ -649,14 +649,8 @@ pub fn terse(run: &StreamRun) -> Result<String> {
 fn terse_dir(out: &mut String, d: &serde_json::Value) {
     let n = |k: &str| d[k].as_u64().unwrap_or(0);
     let runtime = n("runtime");
-    let (bw, iops) = if runtime > 0 {
-        (
-            1000 * n("io_bytes") / runtime / 1024,
-            1000 * n("total_ios") / runtime,
-        )
-    } else {
-        (0, 0)
-    };
+    let bw = (1000 * n("io_bytes")).checked_div(runtime).unwrap_or(0) / 1024;
+    let iops = (1000 * n("total_ios")).checked_div(runtime).unwrap_or(0);
     let _ = write!(out, ";{};{bw};{iops};{runtime}", n("io_kbytes"));
     let us = |o: &serde_json::Value| {
         format!(

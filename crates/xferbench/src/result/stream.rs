@@ -959,6 +959,7 @@ mod tests {
             partial: false,
             group_reporting: false,
             warnings: vec![],
+            fio: FioJob::default(),
             line: 3,
         }
     }
@@ -1070,6 +1071,7 @@ mod tests {
             job_file: None,
             groups: vec![group(j)],
             sweep: vec![row(j)],
+            ..StreamExtra::default()
         };
         let mut merged = JobResult::merge(vec![a.clone(), b.clone()]);
         merged.sweep_bs = Some(4096);
