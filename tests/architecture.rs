@@ -34,12 +34,12 @@ const CRATES: &[(&str, &[&[&str]])] = &[
     (
         "crates/fio/src",
         &[
-            &["distribution", "pattern"],
+            &["distribution", "pattern", "diskstats"],
             &["job"],
             &["checksum", "offsets", "net", "jobfile"],
             &["blocksizes", "files", "verify"],
             &["engine"],
-            &["intervals"],
+            &["intervals", "fiostats"],
             &["resources"],
             &["worker"],
             &["lib"],

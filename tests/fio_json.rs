@@ -326,7 +326,11 @@ fn terse_lines_have_fios_fields() {
     assert_eq!(lines.len(), 1, "{text}");
     // fio's 121 fields, then 9 for each disk.
     let f: Vec<&str> = lines[0].split(';').collect();
-    assert!(f.len() >= 121 && (f.len() - 121).is_multiple_of(9), "{}", f.len());
+    assert!(
+        f.len() >= 121 && (f.len() - 121).is_multiple_of(9),
+        "{}",
+        f.len()
+    );
     assert_eq!(&f[..5], ["3", "xferbench-0.1.0", "job1", "0", "0"]);
     // Reads: 1 MiB in KiB; psync's slat zero; 17 percentiles then 3 empty
     // slots; no writes.

@@ -148,10 +148,10 @@ impl DiskWatch {
         let ms = self.t0.elapsed().as_millis().max(1) as f64;
         crate::stream::diskstats::read(&names)
             .iter()
-            .zip(&self.before)
-            .map(|(after, before)| {
+            .filter_map(|after| {
+                let before = self.before.iter().find(|b| b.name == after.name)?;
                 let d = after.since(before);
-                crate::result::fio_json::DiskUtil {
+                Some(crate::result::fio_json::DiskUtil {
                     name: d.name,
                     read_ios: d.read_ios,
                     write_ios: d.write_ios,
@@ -161,7 +161,7 @@ impl DiskWatch {
                     write_ticks: d.write_ticks,
                     in_queue: d.in_queue,
                     util: (d.io_ticks as f64 * 100.0 / ms).min(100.0),
-                }
+                })
             })
             .collect()
     }

@@ -663,14 +663,14 @@ fn terse_dir(out: &mut String, d: &serde_json::Value) {
     };
     out.push_str(&us(&d["slat_ns"]));
     out.push_str(&us(&d["clat_ns"]));
-    for p in crate::result::stream::PERCENTILES {
+    for p in crate::result::fio_json::PERCENTILES {
         let v = d["clat_ns"]["percentile"][format!("{p:.6}")]
             .as_u64()
             .unwrap_or(0);
         let _ = write!(out, ";{p:.6}%={}", v / 1000);
     }
     // fio's list has room for 20.
-    out.push_str(&";0%=0".repeat(20 - crate::result::stream::PERCENTILES.len()));
+    out.push_str(&";0%=0".repeat(20 - crate::result::fio_json::PERCENTILES.len()));
     out.push_str(&us(&d["lat_ns"]));
     let f = |k: &str| d[k].as_f64().unwrap_or(0.0);
     let _ = write!(

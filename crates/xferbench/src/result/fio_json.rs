@@ -11,6 +11,12 @@ use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};
 
+/// fio's default percentile list, the keys of `clat_ns.percentile`.
+pub const PERCENTILES: [f64; 17] = [
+    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
+    99.99,
+];
+
 /// fio's `eta` of a finished job (its INT_MAX).
 const ETA_DONE: u64 = 2_147_483_647;
 
@@ -147,7 +153,7 @@ impl Moments {
     pub fn with_percentiles(r: &Recorder) -> Moments {
         Moments {
             percentile: (r.count() > 0).then(|| {
-                crate::result::stream::PERCENTILES
+                PERCENTILES
                     .iter()
                     .map(|&p| (format!("{p:.6}"), r.quantile(p / 100.0)))
                     .collect()

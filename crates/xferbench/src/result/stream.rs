@@ -4,19 +4,13 @@ use crate::measure::distribution::{
     Distribution, Figures, Spread, combine, latency_figures, quantile,
 };
 use crate::measure::stats::{Recorder, Summary};
-use crate::result::fio_json::{Bins, DiskUtil, FioDir, FioJob, Pairs};
+use crate::result::fio_json::{Bins, DiskUtil, FioDir, FioJob, PERCENTILES, Pairs};
 use crate::result::{PointMeta, Repeatable, Run, merged_warnings};
 pub use crate::stream::engine::TargetKind;
 pub use crate::stream::job::{Completion, IoEngine, Rw};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// fio's default percentile list, the keys of `clat_ns.percentile`.
-pub const PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
 
 /// Completion latency in fio's JSON shape.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
