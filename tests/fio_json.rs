@@ -408,13 +408,28 @@ fn group_reporting_merges_fios_job_keys_too() {
     assert_eq!(bins, 128);
     let level: f64 = j["iodepth_level"]["1"].as_f64().unwrap();
     assert!(level > 99.0, "{j}");
-    // Read back typed, as `report` and `compare` read it.
+    // fio's --output=FILE: the same document in the file, nothing on stdout.
     let f = dir.path().join("g.json");
-    std::fs::write(&f, &o.stdout).unwrap();
+    let to = format!("--output={}", f.display());
+    let w = stream(
+        dir.path(),
+        &[job.to_str().unwrap(), "--output-format=json+", &to],
+    );
+    assert!(w.status.success(), "{}", stderr(&w));
+    assert!(w.stdout.is_empty());
+    let saved: Value = serde_json::from_slice(&std::fs::read(&f).unwrap()).unwrap();
+    assert!(saved["jobs"][0]["write"]["clat_ns"]["bins"].is_object());
+    // Read back typed, as `report` and `compare` read it.
     let r = common::finish({
         let mut c = common::xferbench();
         c.args(["report", f.to_str().unwrap()]);
         c
     });
     assert!(r.status.success(), "{}", stderr(&r));
+    let c = common::finish({
+        let mut c = common::xferbench();
+        c.args(["compare", f.to_str().unwrap(), f.to_str().unwrap()]);
+        c
+    });
+    assert!(c.status.success(), "{}", stderr(&c));
 }
