@@ -34,12 +34,12 @@ const CRATES: &[(&str, &[&[&str]])] = &[
     (
         "crates/fio/src",
         &[
-            &["distribution", "pattern", "logs"],
+            &["distribution", "pattern", "diskstats", "logs"],
             &["job"],
             &["checksum", "offsets", "net", "jobfile"],
             &["blocksizes", "content", "files", "verify"],
             &["engine"],
-            &["intervals"],
+            &["intervals", "fiostats"],
             &["resources"],
             &["worker"],
             &["lib"],

@@ -513,7 +513,7 @@ fn bad_input_is_one_clear_line() {
     std::fs::write(
         &job,
         format!(
-            "[j]\nrw=write\nsize=64k\nfilename={}\nbwavgtime=500\n",
+            "[j]\nrw=write\nsize=64k\nfilename={}\nclat_percentiles=1\n",
             f.display()
         ),
     )
@@ -521,7 +521,7 @@ fn bad_input_is_one_clear_line() {
     let o = run(&["stream", "--job", job.to_str().unwrap()]);
     assert!(o.status.success(), "{}", stderr(&o));
     assert!(
-        stderr(&o).contains("bad.fio:5: option 'bwavgtime' changes no figure"),
+        stderr(&o).contains("bad.fio:5: option 'clat_percentiles' changes no figure"),
         "{}",
         stderr(&o)
     );
@@ -768,8 +768,8 @@ fn job_files_as_arguments_sections_and_fios_output_format() {
     for (args, says) in [
         (vec![a, "--section", "a3"], "its sections: a1, a2"),
         (
-            vec![a, "--output-format", "json+"],
-            "not written by xferbench yet",
+            vec![a, "--output-format", "xml"],
+            "normal, json, json+, terse",
         ),
         (
             vec![a, "--output-format", "json", "--format", "csv"],

@@ -152,6 +152,42 @@ pub struct OutputArgs {
     /// Output format.
     #[arg(long, value_parser = word::<Format>(), default_value = "table")]
     pub format: Format,
+    #[command(flatten)]
+    pub rest: OutputRest,
+}
+
+/// `stream`'s output: xferbench's formats and fio's (json+, terse).
+#[derive(Args, Debug, Clone)]
+pub struct StreamOutputArgs {
+    /// Output format: table, json (fio's keys and xferbench's), json+ (json with fio's clat_ns.bins), terse (fio's terse v3 lines), csv.
+    #[arg(long, value_name = "FORMAT", value_parser = stream_format, default_value = "table")]
+    pub format: StreamFormat,
+    #[command(flatten)]
+    pub rest: OutputRest,
+}
+
+/// A `stream` output format: the form written, and fio's own where it is
+/// one xferbench's formats lack.
+#[derive(Clone, Copy, Debug)]
+pub struct StreamFormat(pub Format, pub Option<xferbench::options::FioOutput>);
+
+/// `stream --format`: xferbench's words, fio's json+ and terse, and fio's
+/// `normal` for the table.
+fn stream_format(s: &str) -> Result<StreamFormat, String> {
+    use xferbench::options::FioOutput;
+    match s {
+        "json+" => Ok(StreamFormat(Format::Json, Some(FioOutput::JsonPlus))),
+        "terse" => Ok(StreamFormat(Format::Json, Some(FioOutput::Terse))),
+        "normal" => Ok(StreamFormat(Format::Table, None)),
+        _ => s.parse::<Format>().map(|f| StreamFormat(f, None)).map_err(|_| {
+            format!("'{s}' is not a stream output format: table (or normal), json, json+, terse, csv")
+        }),
+    }
+}
+
+/// Where a measuring command's results go besides its format.
+#[derive(Args, Debug, Clone)]
+pub struct OutputRest {
     /// Write the output to this file instead of stdout (format from --format, or from the extension .json/.csv).
     #[arg(short, long, value_name = "FILE")]
     pub output: Option<PathBuf>,
@@ -622,9 +658,9 @@ pub struct StreamArgs {
     /// Only run this section of the job files (repeatable), as fio's --section.
     #[arg(long = "section", value_name = "NAME")]
     pub sections: Vec<String>,
-    /// fio's spelling of --format: normal (a table), json; fio's json+ and terse are not written.
+    /// fio's spelling of --format: normal (a table), json, json+ (json with fio's clat_ns.bins), terse (fio's terse v3).
     #[arg(long, value_name = "FORMAT", value_parser = fio_output_format, conflicts_with = "format")]
-    pub output_format: Option<Format>,
+    pub output_format: Option<StreamFormat>,
     /// Rewrite a filename before opening it, so a device job runs on ordinary files: --map /dev/xdma0_h2c_0=/tmp/card (repeatable).
     #[arg(long, value_name = "OLD=NEW", value_parser = map_pair)]
     pub map: Vec<(String, String)>,
@@ -647,19 +683,23 @@ pub struct StreamArgs {
     #[arg(long)]
     pub allow_large_layout: bool,
     #[command(flatten)]
-    pub out: OutputArgs,
+    pub out: StreamOutputArgs,
 }
 
 impl From<OutputArgs> for Output {
     fn from(a: OutputArgs) -> Output {
-        Output {
-            format: a.format,
-            output: a.output,
-            compare: a.compare,
-            repeat: a.repeat,
-            save_baseline: a.save_baseline,
-            baseline: a.baseline,
-        }
+        output(a.format, a.rest)
+    }
+}
+
+fn output(format: Format, a: OutputRest) -> Output {
+    Output {
+        format,
+        output: a.output,
+        compare: a.compare,
+        repeat: a.repeat,
+        save_baseline: a.save_baseline,
+        baseline: a.baseline,
     }
 }
 
@@ -780,10 +820,8 @@ impl From<StreamArgs> for StreamConfig {
     fn from(a: StreamArgs) -> StreamConfig {
         let mut files = a.job.into_iter().chain(a.job_files);
         let job = files.next();
-        let mut out: Output = a.out.into();
-        if let Some(f) = a.output_format {
-            out.format = f;
-        }
+        let StreamFormat(format, fio_output) = a.output_format.unwrap_or(a.out.format);
+        let out = output(format, a.out.rest);
         StreamConfig {
             job,
             more_jobs: files.collect(),
@@ -795,21 +833,18 @@ impl From<StreamArgs> for StreamConfig {
             flags: StreamFlags(a.flags.0),
             timeout: a.timeout,
             allow_large_layout: a.allow_large_layout,
+            fio_output,
             out,
         }
     }
 }
 
 /// fio's `--output-format` words, as xferbench's formats.
-fn fio_output_format(s: &str) -> Result<Format, String> {
+fn fio_output_format(s: &str) -> Result<StreamFormat, String> {
     match s {
-        "normal" => Ok(Format::Table),
-        "json" => Ok(Format::Json),
-        "json+" | "terse" => Err(format!(
-            "{s} is not written by xferbench yet; use json (fio's keys and xferbench's own) or normal"
-        )),
+        "normal" | "json" | "json+" | "terse" => stream_format(s),
         _ => Err(format!(
-            "'{s}' is not one of fio's output formats: normal, json"
+            "'{s}' is not one of fio's output formats: normal, json, json+, terse"
         )),
     }
 }

@@ -461,6 +461,17 @@ pub struct Job {
     pub poisson: bool,
     /// `rate_cycle=`: the window `ratemin` is judged over (fio's 1 s default).
     pub rate_cycle: Duration,
+    /// `bwavgtime=`: ms between the bandwidth samples of `bw_min`… (fio's 500).
+    #[serde(skip)]
+    pub bw_avg_time: u32,
+    /// `iopsavgtime=`: ms between the IOPS samples of `iops_min`… (fio's 500).
+    #[serde(skip)]
+    pub iops_avg_time: u32,
+    /// The options this job's own section (or the command line) gave, as
+    /// written, in order: fio's `job options`. Valueless flags are left
+    /// out, as fio leaves them out.
+    #[serde(skip)]
+    pub given: Vec<(String, String)>,
     /// `max_latency=`: fail the job when one I/O takes longer.
     pub max_latency: Option<Duration>,
     /// `size=N%` / `offset=N%`: fractions of the target's size.
@@ -639,6 +650,9 @@ impl Default for Job {
             rate_iops_min: None,
             poisson: false,
             rate_cycle: Duration::from_secs(1),
+            bw_avg_time: 500,
+            iops_avg_time: 500,
+            given: Vec::new(),
             max_latency: None,
             size_pct: None,
             offset_pct: None,
@@ -2057,7 +2071,7 @@ mod tests {
         }
         let mut j = Job::default();
         assert!(
-            matches!(set(&mut j, "bwavgtime", Some("500")), Ok(SetOutcome::Note(w)) if w.contains("histogram"))
+            matches!(set(&mut j, "clat_percentiles", Some("1")), Ok(SetOutcome::Note(w)) if w.contains("histogram"))
         );
         assert!(
             matches!(set(&mut j, "http_host", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("ioengine=http"))

@@ -12,6 +12,9 @@ use std::path::Path;
 pub struct JobFile {
     pub jobs: Vec<Job>,
     pub warnings: Vec<String>,
+    /// The `[global]` section's options as written (fio's `global
+    /// options`), of the first file read.
+    pub global_options: Vec<(String, String)>,
 }
 
 /// Reads and parses a job file, looking variables up in the environment.
@@ -35,12 +38,16 @@ pub fn load_all(
     let mut all = JobFile {
         jobs: Vec::new(),
         warnings: Vec::new(),
+        global_options: Vec::new(),
     };
     let mut seen = vec![false; sections.len()];
     let mut every: Vec<String> = Vec::new();
     for (k, path) in paths.iter().enumerate() {
         let f = load(path, overrides)?;
         all.warnings.extend(f.warnings);
+        if k == 0 {
+            all.global_options = f.global_options;
+        }
         let first = all.jobs.len();
         for job in f.jobs {
             if !every.contains(&job.name) {
@@ -184,6 +191,8 @@ pub fn parse(
             in_global = name == "global";
             if !in_global {
                 let mut s = global.clone();
+                // The section's own options, not the globals it inherits.
+                s.job.given.clear();
                 s.job.name = name.to_string();
                 s.job.line = n;
                 s.job.source = file.clone();
@@ -238,6 +247,9 @@ pub fn parse(
             }
         }
         apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings)?;
+        if let Some(v) = &value {
+            sec.job.given.push((key.to_string(), v.clone()));
+        }
         if key == "wait_for" {
             sec.wait_at = at;
         }
@@ -287,7 +299,11 @@ pub fn parse(
     for j in &mut jobs {
         j.buffers.jobs = n;
     }
-    Ok(JobFile { jobs, warnings })
+    Ok(JobFile {
+        jobs,
+        warnings,
+        global_options: global.job.given,
+    })
 }
 
 /// Sets one option, prefixing errors and warnings with `at`. A `[global]` line
@@ -320,6 +336,10 @@ fn finish(
 ) -> Result<Job> {
     for (k, v) in overrides {
         apply(&mut s.job, k, v.as_deref(), "command line", warnings)?;
+        if let Some(v) = v {
+            s.job.given.retain(|(g, _)| g != k);
+            s.job.given.push((k.clone(), v.clone()));
+        }
         if k == "wait_for" {
             s.wait_at = "command line".into();
         }
@@ -659,9 +679,9 @@ mod tests {
                 .starts_with("t.fio:2: bssplit=4k/60:8k/50: the percentages add up to 110")
         );
         // A [global] line reaching three jobs notes once; job lines each note.
-        let f = ok("[global]\nthread\nbwavgtime=10\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
+        let f = ok("[global]\nthread\nclat_percentiles=1\n[a]\n[b]\n[c]\ngtod_reduce=1\n");
         assert_eq!(f.warnings.len(), 2, "{:?}", f.warnings);
-        assert!(f.warnings[0].starts_with("t.fio:3: option 'bwavgtime' changes no figure"));
+        assert!(f.warnings[0].starts_with("t.fio:3: option 'clat_percentiles' changes no figure"));
         assert!(f.warnings[1].starts_with("t.fio:7: option 'gtod_reduce' changes no figure"));
         // Options that would change a figure are refused where they stand;
         // misspellings are named with the nearest fio option.
@@ -778,12 +798,14 @@ mod tests {
         let o = vec![
             ("bs".to_string(), Some("64k".to_string())),
             ("direct".to_string(), None),
-            ("bwavgtime".to_string(), Some("500".to_string())),
+            ("clat_percentiles".to_string(), Some("1".to_string())),
         ];
         let f = parse("[a]\nbs=4k\n[b]\n", "t.fio", &no_env, &o).unwrap();
         assert!(f.jobs.iter().all(|j| j.bs == 65536 && j.direct));
         assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
-        assert!(f.warnings[0].starts_with("command line: option 'bwavgtime' changes no figure"));
+        assert!(
+            f.warnings[0].starts_with("command line: option 'clat_percentiles' changes no figure")
+        );
         let o = vec![("fancy".to_string(), Some("1".to_string()))];
         assert_eq!(
             parse("[a]\n", "t.fio", &no_env, &o)

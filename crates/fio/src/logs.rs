@@ -178,11 +178,15 @@ pub struct Io {
     pub dir: usize,
     pub len: u64,
     pub offset: u64,
-    /// Its queue slot, to find when it was submitted.
-    pub slot: usize,
-    /// When it was issued and when it was reaped.
+    /// When it was issued, when the engine submitted it (None for a
+    /// synchronous engine, whose slat log stays empty, as fio's), and when
+    /// it was reaped.
     pub t0: Instant,
+    pub sub: Option<Instant>,
     pub now: Instant,
+    /// Its priority (kernel ioprio value: class << 13 | level; per
+    /// command with `cmdprio_*`).
+    pub prio: u16,
 }
 
 /// How the lines of a job's files look.
@@ -454,14 +458,6 @@ impl HistLog {
     }
 }
 
-/// When each I/O in flight of an asynchronous engine was submitted: the
-/// engines submit what was queued when the worker reaps, so the time just
-/// before a reap is each fresh I/O's submission (its slat's end).
-struct Submits {
-    at: Vec<Option<Instant>>,
-    fresh: Vec<usize>,
-}
-
 /// The log files of one running job.
 pub struct JobLogs {
     format: Format,
@@ -471,9 +467,6 @@ pub struct JobLogs {
     iops: Option<ValueLog>,
     rates: Rates,
     hist: Option<HistLog>,
-    submits: Option<Submits>,
-    /// The I/Os' priority value (fio's ioprio: class << 13 | level).
-    prio: u32,
     /// Added to every time (log_unix_epoch, log_alternate_epoch): the
     /// epoch's clock at the span's start, in ms; found at the first sample.
     base: Option<u64>,
@@ -486,17 +479,8 @@ pub struct JobLogs {
 
 impl JobLogs {
     /// Opens job `job_name`'s log files (created by [`create`]) for
-    /// appending; None when the job writes none. `ioprio` is its
-    /// (`prioclass`, `prio`); `depth` its queue depth; `sync_engine`: its
-    /// engine does each I/O in its queue call, so it has no submission
-    /// latency (fio's slat log stays empty for it too).
-    pub fn open(
-        spec: &LogSpec,
-        job_name: &str,
-        ioprio: (Option<u32>, Option<u32>),
-        sync_engine: bool,
-        depth: usize,
-    ) -> std::io::Result<Option<JobLogs>> {
+    /// appending; None when the job writes none.
+    pub fn open(spec: &LogSpec, job_name: &str) -> std::io::Result<Option<JobLogs>> {
         if spec.is_off() {
             return Ok(None);
         }
@@ -520,10 +504,6 @@ impl JobLogs {
         );
         let hist = take(Kind::Hist)
             .map(|s| HistLog::new(s, u64::from(spec.hist_msec), spec.hist_coarseness));
-        let submits = (lat.is_some() && !sync_engine).then(|| Submits {
-            at: vec![None; depth],
-            fresh: Vec::with_capacity(depth),
-        });
         let avg = u64::from(spec.avg_msec);
         let clock = match (spec.unix_epoch, spec.alternate_epoch) {
             (false, false) => None,
@@ -545,35 +525,11 @@ impl JobLogs {
                 ..Rates::default()
             },
             hist,
-            submits,
-            prio: priority(ioprio),
             base: None,
             clock,
             last_ns: 0,
             closed: false,
         }))
-    }
-
-    /// An I/O was queued in `slot` (asynchronous engines: it is submitted
-    /// at the next reap).
-    pub fn queued(&mut self, slot: usize) {
-        if let Some(s) = self.submits.as_mut() {
-            s.fresh.push(slot);
-        }
-    }
-
-    /// The worker is about to reap: the engine submits what was queued.
-    pub fn submitting(&mut self) {
-        if let Some(s) = self.submits.as_mut()
-            && !s.fresh.is_empty()
-        {
-            let now = Instant::now();
-            for slot in s.fresh.drain(..) {
-                if let Some(at) = s.at.get_mut(slot) {
-                    *at = Some(now);
-                }
-            }
-        }
     }
 
     /// The time a line carries: ms since the span began, plus the epoch's.
@@ -591,12 +547,8 @@ impl JobLogs {
     pub fn io(&mut self, io: &Io) {
         let ms = self.time(io.at_ns);
         let lat = io.now.duration_since(io.t0).as_nanos() as u64;
-        // Asynchronous: submitted just before a reap; clat from there.
-        let sub = self
-            .submits
-            .as_mut()
-            .and_then(|s| s.at.get_mut(io.slot).and_then(Option::take));
-        let (clat, slat) = match sub {
+        // Asynchronous: submitted at a reap; clat from there.
+        let (clat, slat) = match io.sub {
             Some(s) => (
                 io.now.saturating_duration_since(s).as_nanos() as u64,
                 Some(s.saturating_duration_since(io.t0).as_nanos() as u64),
@@ -604,7 +556,7 @@ impl JobLogs {
             None => (lat, None),
         };
         let sub_ms = self.time(io.at_ns.saturating_sub(clat));
-        let (f, avg, prio) = (self.format, self.avg, self.prio);
+        let (f, avg, prio) = (self.format, self.avg, u32::from(io.prio));
         let line = |value: u64| Line {
             ms,
             value,
@@ -720,16 +672,6 @@ impl Drop for JobLogs {
     /// A job that ended on an error still leaves what it logged.
     fn drop(&mut self) {
         let _ = self.close(self.last_ns);
-    }
-}
-
-/// fio's I/O priority value for the job's I/Os: 0 when it sets none, else
-/// class << 13 | level, the class best-effort (2) and the level 0 unless
-/// given (as fio 3.33 logs them).
-fn priority(ioprio: (Option<u32>, Option<u32>)) -> u32 {
-    match ioprio {
-        (None, None) => 0,
-        (class, level) => class.unwrap_or(2) << 13 | level.unwrap_or(0),
     }
 }
 

@@ -20,7 +20,8 @@ const SPARE_TASKS: u64 = 32;
 pub fn job_bytes(job: &Job) -> u64 {
     let ios = job.size.unwrap_or(0) / job.bs.max(1);
     let slots = Cut::new(job.time_based, job.runtime, ios).slots() as u64;
-    let histograms = (slots + 1) * DIRS as u64 * Recorder::heap_bytes();
+    // With fio's slat, lat and sync recorders beside them.
+    let histograms = ((slots + 3) * DIRS as u64 + 1) * Recorder::heap_bytes();
     let buffers = u64::from(job.iodepth.max(1)).saturating_mul(job.max_bs());
     histograms.saturating_add(buffers)
 }

@@ -1084,9 +1084,25 @@ pub struct StreamConfig {
     /// Lay out a file for reading even past the sane bound (8 GiB of zeros,
     /// or half the file system's free space).
     pub allow_large_layout: bool,
+    /// fio's json+ or terse in place of the JSON (`--output-format`);
+    /// omitted for xferbench's own formats.
+    #[serde(rename = "output_format", skip_serializing_if = "Option::is_none")]
+    pub fio_output: Option<FioOutput>,
     /// Where the results go.
     #[serde(flatten)]
     pub out: Output,
+}
+
+/// fio's output formats that xferbench's `--format` words lack: written
+/// where the JSON would be (the run is JSON underneath).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize)]
+pub enum FioOutput {
+    /// The JSON with each direction's `clat_ns.bins` (fio's histogram).
+    #[serde(rename = "json+")]
+    JsonPlus,
+    /// fio's terse lines (version 3), semicolon-separated.
+    #[serde(rename = "terse")]
+    Terse,
 }
 
 impl Default for StreamConfig {
@@ -1102,6 +1118,7 @@ impl Default for StreamConfig {
             flags: StreamFlags::default(),
             timeout: Duration::from_secs(10),
             allow_large_layout: false,
+            fio_output: None,
             out: Output::default(),
         }
     }

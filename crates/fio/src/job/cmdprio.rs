@@ -25,7 +25,8 @@ pub fn ioprio_value(class: u32, level: u32) -> u16 {
 pub fn job_ioprio(job: &super::Job) -> u16 {
     match job.ioprio {
         (None, None) => 0,
-        (c, l) => ioprio_value(c.unwrap_or(0), l.unwrap_or(0)),
+        // A level alone is best-effort's (class 2), as fio 3.33 logs it.
+        (c, l) => ioprio_value(c.unwrap_or(2), l.unwrap_or(0)),
     }
 }
 

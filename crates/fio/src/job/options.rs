@@ -15,8 +15,6 @@ use super::{Completion, ExitWhat, Job, Opt, Sequencer, SetOutcome, file_service}
 use crate::error::Result;
 use std::time::Duration;
 
-const LOG: &str =
-    "xferbench keeps every run's histogram and intervals in its JSON instead of fio's log files";
 const LOG_TEXT: &str =
     "the log files are written as plain text while the job runs, in a bounded buffer";
 const PCT: &str = "xferbench reports fixed percentiles from a full histogram kept in the JSON";
@@ -355,6 +353,15 @@ pub static GENERAL: &[Spec] = &[
             "poisson" => true,
             _ => return Err(o.bad("use linear or poisson")),
         };
+        Ok(())
+    }),
+    // The bandwidth and IOPS samples' window, ms (bw_min… iops_samples).
+    Spec::set("bwavgtime", Kind::Int, |j, o| {
+        j.bw_avg_time = o.int(1, u32::MAX.into())?;
+        Ok(())
+    }),
+    Spec::set("iopsavgtime", Kind::Int, |j, o| {
+        j.iops_avg_time = o.int(1, u32::MAX.into())?;
         Ok(())
     }),
     Spec::set("rate_cycle", Kind::Int, |j, o| {
@@ -749,7 +756,6 @@ pub static GENERAL: &[Spec] = &[
     }),
     // Accepted: they change no figure xferbench reports.
     Spec::note("block_error_percentiles", PCT),
-    Spec::note("bwavgtime", LOG),
     Spec::note("clat_percentiles", PCT),
     Spec::note("clocksource", CLOCK),
     Spec::note("create_fsync", LAYOUT),
@@ -769,7 +775,6 @@ pub static GENERAL: &[Spec] = &[
         "hugepage-size",
         "huge-page buffers use the system's default huge page size",
     ),
-    Spec::note("iopsavgtime", LOG),
     Spec::note("job_start_clock_id", CLOCK),
     Spec::note("lat_percentiles", PCT),
     Spec::note("log_compression", LOG_TEXT),

@@ -5,6 +5,7 @@
 use super::{Flight, Worker};
 use crate::engine::{self, Accounting, Dir, Done};
 use crate::error::Result;
+use crate::fiostats::batch_slot;
 use crate::intervals::Cut;
 use std::sync::atomic::Ordering;
 use std::time::Instant;
@@ -14,8 +15,15 @@ impl Worker<'_> {
     /// them; the time they were reaped at, or None when the engine failed.
     pub(super) fn reap(&mut self) -> Result<Option<Instant>> {
         let job = self.job;
-        if let Some(l) = self.logs.as_mut() {
-            l.submitting();
+        if !self.queue.fresh.is_empty() {
+            // The engine submits what was queued now: fio's slat ends, clat
+            // begins (the io_submit itself counts in clat).
+            let now = Instant::now();
+            for slot in self.queue.fresh.drain(..) {
+                if let Some(f) = self.queue.flights[slot].as_mut() {
+                    f.sub = now;
+                }
+            }
         }
         let reaped = self.eng.reap(
             (job.batch_complete_min as usize).clamp(1, self.queue.inflight),
@@ -29,10 +37,16 @@ impl Worker<'_> {
         let now = Instant::now();
         let at_ns = now.duration_since(self.clock.measure_start).as_nanos() as u64;
         let mut done = std::mem::take(&mut self.queue.done);
+        if !self.sync_engine {
+            self.fio.complete[batch_slot(done.len())] += 1;
+        }
         for d in done.drain(..) {
             self.complete(d, now, at_ns);
         }
         self.queue.done = done;
+        if !self.clock.ramping {
+            self.fio.tick(at_ns, &self.bytes);
+        }
         // The clock was just read: no second read on the hot path.
         self.prog
             .bytes
@@ -52,7 +66,7 @@ impl Worker<'_> {
         if !self.landed(&f, d.res) {
             return;
         }
-        self.account(&f, d.slot, now, at_ns);
+        self.account(&f, now, at_ns);
         self.clock.progress_bytes += f.len;
         if f.dir == Dir::Read {
             self.check_read(&f, d.slot);
@@ -105,7 +119,7 @@ impl Worker<'_> {
 
     /// Records an I/O in the timed span (a ramp's I/Os are only counted),
     /// failing the job on one slower than `max_latency`.
-    fn account(&mut self, f: &Flight, slot: usize, now: Instant, at_ns: u64) {
+    fn account(&mut self, f: &Flight, now: Instant, at_ns: u64) {
         let job = self.job;
         let di = f.dir as usize;
         let io_bytes = if self.acct == Accounting::Bytes {
@@ -116,9 +130,13 @@ impl Worker<'_> {
         if self.clock.ramping {
             self.clock.ramp_ios += 1;
         } else if self.acct != Accounting::Nothing {
+            // fio's lat (issue to completion) and clat (submission
+            // returning to completion; the same for a synchronous engine).
             let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
-            self.intervals.record(di, at_ns, lat_ns, io_bytes);
-            self.prios.record(di, f.prio, lat_ns);
+            let clat_ns = now.duration_since(f.sub).as_nanos() as u64;
+            self.intervals.record(di, at_ns, clat_ns, io_bytes);
+            self.fio.completed(di, lat_ns - clat_ns, lat_ns);
+            self.prios.record(di, f.prio, clat_ns);
             self.bytes[di] += io_bytes;
             if let Some(l) = self.logs.as_mut() {
                 l.io(&crate::logs::Io {
@@ -126,9 +144,10 @@ impl Worker<'_> {
                     dir: di,
                     len: f.len,
                     offset: f.offset,
-                    slot,
                     t0: f.t0,
+                    sub: (!self.sync_engine).then_some(f.sub),
                     now,
+                    prio: f.prio,
                 });
             }
             if let Some(max) = job.max_latency
@@ -177,6 +196,7 @@ impl Worker<'_> {
     /// `fsync=`/`fdatasync=`, once the queue is empty: each file flushed,
     /// or the engine's own sync.
     pub(super) fn sync(&mut self) -> Result<()> {
+        let t0 = Instant::now();
         match (self.targets.is_empty(), self.job.fsync) {
             (false, 0) => {
                 for t in &self.targets {
@@ -184,6 +204,9 @@ impl Worker<'_> {
                 }
             }
             _ => self.eng.sync()?,
+        }
+        if !self.clock.ramping {
+            self.fio.sync.record(t0.elapsed().as_nanos() as u64);
         }
         self.want_sync = false;
         Ok(())
@@ -224,6 +247,7 @@ impl Worker<'_> {
             self.totals.ios.saturating_sub(c.ramp_ios),
         ));
         self.bytes = [0; engine::DIRS];
+        self.fio.restart();
         c.window = (now, 0);
         if job.runtime.is_some() {
             c.deadline = job.runtime.map(|r| now + r);

@@ -39,6 +39,8 @@ impl Worker<'_> {
         let job = self.job;
         let timeline = self.intervals.finish(runtime_ns);
         let recs = [timeline.total(0), timeline.total(1), timeline.total(2)];
+        let mut fio = std::mem::take(&mut self.fio);
+        fio.finish(&recs);
         let n: u64 = recs.iter().map(Recorder::count).sum();
         let failed = self.end.failure.is_some();
         let mut warnings = job_warnings(
@@ -85,6 +87,7 @@ impl Worker<'_> {
                 recs,
                 timeline,
                 prios: std::mem::take(&mut self.prios.recs),
+                fio,
             },
         }
     }

@@ -5,6 +5,7 @@
 use super::{Flight, Worker};
 use crate::engine::{Dir, Op};
 use crate::error::Result;
+use crate::fiostats::{batch_slot, depth_slot};
 use crate::job::Rw;
 use crate::payload::splitmix;
 use std::time::{Duration, Instant};
@@ -18,6 +19,7 @@ impl Worker<'_> {
         let refilling = job
             .iodepth_low
             .is_none_or(|low| self.queue.inflight <= low as usize);
+        let mut queued_now = 0;
         while refilling
             && self.queue.inflight < self.queue.depth
             && self.issued.count < self.totals.ios
@@ -51,13 +53,15 @@ impl Worker<'_> {
             }
             let buf = self.mem.slot_ptr(slot);
             let cmdprio = self.prios.pick(job, dir, len);
+            let t0 = Instant::now();
             self.queue.flights[slot] = Some(Flight {
                 dir,
                 file,
                 offset,
                 len,
                 block: blk,
-                t0: Instant::now(),
+                t0,
+                sub: t0,
                 prio: cmdprio.unwrap_or(self.prios.default),
             });
             let queued = self.eng.queue(Op {
@@ -74,11 +78,32 @@ impl Worker<'_> {
                 break;
             }
             self.queue.inflight += 1;
-            if let Some(l) = self.logs.as_mut() {
-                l.queued(slot);
-            }
+            queued_now += 1;
+            self.submitted(slot);
+        }
+        // fio's submit map: one submission of the batch an asynchronous
+        // engine was handed (a synchronous one's are counted per I/O).
+        if !self.sync_engine && queued_now > 0 {
+            self.fio.submit[batch_slot(queued_now)] += 1;
         }
         Ok(())
+    }
+
+    /// An I/O was queued: the queue depth it went in at is counted, and an
+    /// engine with a submission step submits it at the next reap (for a synchronous engine, its one-I/O submission and
+    /// completion too, as fio counts them).
+    fn submitted(&mut self, slot: usize) {
+        let f = &mut self.fio;
+        if self.sync_engine {
+            f.depth[0] += 1;
+            f.submit[1] += 1;
+            f.complete[1] += 1;
+        } else {
+            f.depth[depth_slot(self.queue.inflight)] += 1;
+            // Handed to the kernel at the next reap (the engines submit
+            // there, in one call per batch): its submission ends then.
+            self.queue.fresh.push(slot);
+        }
     }
 
     /// fio's `thinktime`: every `thinktime_blocks` I/Os the job pauses

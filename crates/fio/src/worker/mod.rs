@@ -242,6 +242,9 @@ pub struct Recorded {
     pub timeline: Timeline,
     /// Latency per I/O priority (`cmdprio_*`), per direction.
     pub prios: PrioRecs,
+    /// What fio's JSON reports beside: slat, lat, rate samples, depths,
+    /// syncs, CPU usage.
+    pub fio: crate::fiostats::FioStats,
 }
 
 /// What verification found, kept here rather than as the library's report
@@ -322,6 +325,9 @@ struct Flight {
     /// The I/O's priority (kernel ioprio value: class << 13 | level), for
     /// its latency record and logs.
     prio: u16,
+    /// When its submission returned (`t0` for an engine that does the I/O
+    /// as it is queued): the start of its completion latency.
+    sub: Instant,
 }
 
 /// How much the job does: its limits in I/Os and bytes.
@@ -358,6 +364,8 @@ struct Queue {
     flights: Vec<Option<Flight>>,
     done: Vec<Done>,
     inflight: usize,
+    /// Slots queued since the last reap, where the engine submits them.
+    fresh: Vec<usize>,
 }
 
 /// The verify state of a job with `verify=`.
@@ -445,6 +453,7 @@ struct Worker<'a> {
     end: End,
     clock: Clock,
     intervals: Intervals,
+    fio: crate::fiostats::FioStats,
     bytes: [u64; engine::DIRS],
     /// fio's log files, when the job writes any.
     logs: Option<Box<crate::logs::JobLogs>>,
@@ -459,6 +468,7 @@ impl Worker<'_> {
     /// fio's `do_io`: issue up to the queue depth, reap, account, pace —
     /// with a pause to sync or check a backlog when the queue is empty.
     fn drive(mut self) -> Result<JobRun> {
+        self.fio.begin();
         self.prog.last_ns.store(
             self.shared.t0.elapsed().as_nanos() as u64 | 1,
             Ordering::Relaxed,

@@ -62,7 +62,7 @@ impl<'a> Worker<'a> {
         let extents = extents(job, &files, spec.is_some(), seed);
         let verify = spec.map(|spec| checking(job, spec, extents.is_some()));
         let (totals, expected) = totals(job, &files);
-        let logs = crate::logs::JobLogs::open(&job.logs, &job.name, job.ioprio, sync_engine, depth)
+        let logs = crate::logs::JobLogs::open(&job.logs, &job.name)
             .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
             .map(Box::new);
         // Before the clock starts: its histograms are megabytes to allocate
@@ -102,12 +102,14 @@ impl<'a> Worker<'a> {
                 flights: vec![None; depth],
                 done: Vec::with_capacity(depth),
                 inflight: 0,
+                fresh: Vec::with_capacity(depth),
             },
             since_fsync: 0,
             want_sync: false,
             end: End::default(),
             clock: Clock::new(job, shared, start),
             intervals,
+            fio: crate::fiostats::FioStats::new(job.bw_avg_time, job.iops_avg_time, !sync_engine),
             bytes: [0; engine::DIRS],
             logs,
             content,

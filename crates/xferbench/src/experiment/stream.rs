@@ -12,6 +12,7 @@ use crate::measure::env::Env;
 use crate::measure::placement::Placement;
 use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
+use crate::result::fio_json::{FioDir, FioJob, JobFacts};
 use crate::result::stream::*;
 use crate::stream::engine::{self, Dir};
 use crate::stream::intervals::{Cut, Intervals};
@@ -66,6 +67,7 @@ fn once(
         points: Vec::new(),
         extra: StreamExtra {
             job_file: args.job.as_ref().map(|p| p.display().to_string()),
+            global_options: crate::result::fio_json::Pairs(points.global_options.clone()),
             ..StreamExtra::default()
         },
         warnings,
@@ -83,6 +85,7 @@ fn once(
         flows: worker::Flows::default(),
     });
     let sweeping = points.sets.len() > 1;
+    let disks = DiskWatch::start(&points.sets);
     let mut first_err: Option<Error> = None;
     for (bs, jobs) in &points.sets {
         if stop.load(Ordering::Relaxed) {
@@ -96,9 +99,9 @@ fn once(
         for r in &mut results {
             r.sweep_bs = bs.filter(|_| sweeping);
         }
-        run.extra
-            .groups
-            .extend(groups(&results, &outs, bs.filter(|_| sweeping)));
+        let set_groups = groups(&results, &outs, bs.filter(|_| sweeping));
+        set_bw_agg(&mut results, &set_groups);
+        run.extra.groups.extend(set_groups);
         if let Some(b) = bs.filter(|_| sweeping) {
             run.extra.sweep.push(sweep_row(b, &results, &outs));
         }
@@ -112,13 +115,65 @@ fn once(
         }
     }
     bar.finish();
+    run.extra.disk_util = disks.finish();
     Ok(super::finish(run, first_err.map_or(Ok(()), Err)))
+}
+
+/// fio's `disk_util`: the counters of the block devices under the jobs'
+/// files, read when the run starts and when it ends.
+struct DiskWatch {
+    before: Vec<crate::stream::diskstats::DiskCounters>,
+    t0: Instant,
+}
+
+impl DiskWatch {
+    fn start(sets: &[(Option<u64>, Vec<Prepared>)]) -> DiskWatch {
+        let mut names: Vec<String> = Vec::new();
+        for p in sets.iter().flat_map(|s| &s.1) {
+            for path in p.paths() {
+                if let Some(d) = crate::stream::diskstats::disk_of(Path::new(&path))
+                    && !names.contains(&d)
+                {
+                    names.push(d);
+                }
+            }
+        }
+        DiskWatch {
+            before: crate::stream::diskstats::read(&names),
+            t0: Instant::now(),
+        }
+    }
+
+    fn finish(self) -> Vec<crate::result::fio_json::DiskUtil> {
+        let names: Vec<String> = self.before.iter().map(|b| b.name.clone()).collect();
+        let ms = self.t0.elapsed().as_millis().max(1) as f64;
+        crate::stream::diskstats::read(&names)
+            .iter()
+            .filter_map(|after| {
+                let before = self.before.iter().find(|b| b.name == after.name)?;
+                let d = after.since(before);
+                Some(crate::result::fio_json::DiskUtil {
+                    name: d.name,
+                    read_ios: d.read_ios,
+                    write_ios: d.write_ios,
+                    read_merges: d.read_merges,
+                    write_merges: d.write_merges,
+                    read_ticks: d.read_ticks,
+                    write_ticks: d.write_ticks,
+                    in_queue: d.in_queue,
+                    util: (d.io_ticks as f64 * 100.0 / ms).min(100.0),
+                })
+            })
+            .collect()
+    }
 }
 
 /// The job sets to run: one per swept block size (or one).
 struct Plan {
     sets: Vec<(Option<u64>, Vec<Prepared>)>,
     warnings: Vec<String>,
+    /// The `[global]` options as written (fio's `global options`).
+    global_options: Vec<(String, String)>,
 }
 
 /// Reads the job file or the flags into jobs, applies `--map`, checks every
@@ -129,6 +184,7 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
     let env = |k: &str| std::env::var(k).ok();
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
+    let mut global_options = Vec::new();
     let bs_points: Vec<Option<u64>> = if sizes.is_empty() {
         vec![None]
     } else {
@@ -169,7 +225,13 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
                         "--name '{name}': a job name cannot be empty or hold brackets"
                     )));
                 }
-                jobfile::parse(&format!("[{name}]\n"), "command line", &env, &overrides)?
+                let mut file =
+                    jobfile::parse(&format!("[{name}]\n"), "command line", &env, &overrides)?;
+                // fio lists a command-line job's name among its options.
+                for j in &mut file.jobs {
+                    j.given.insert(0, ("name".into(), name.clone()));
+                }
+                file
             }
         };
         if sets.is_empty() {
@@ -180,6 +242,7 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
                 )));
             }
             warnings.extend(file.warnings.iter().cloned());
+            global_options = file.global_options.clone();
         }
         let prepared = prepare(file.jobs, &args.map)?;
         // Jobs of one reporting group run side by side; every job of the
@@ -211,7 +274,11 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
             }
         }
     }
-    Ok(Plan { sets, warnings })
+    Ok(Plan {
+        sets,
+        warnings,
+        global_options,
+    })
 }
 
 /// Resolves filenames, dependencies and option combinations.
@@ -772,7 +839,19 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
         DirStats::of(&recs[d], bytes[d], runtime_ns)
             .with(timeline.spread(d, &recs[d]))
             .with_prios(&recorded.prios[d])
+            .with_fio(FioDir::of(&recorded.fio, d))
     };
+    let fio = FioJob::of(
+        &recorded.fio,
+        &JobFacts {
+            given: &job.given,
+            runtime_ns,
+            start_ns,
+            end_ns,
+            iodepth,
+            clat: recs,
+        },
+    );
     let result = JobResult {
         jobname: job.name.clone(),
         groupid: job.group,
@@ -828,6 +907,7 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
         partial,
         group_reporting: job.group_reporting,
         warnings,
+        fio,
         line: job.line,
     };
     Outcome {
@@ -899,6 +979,7 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
         warnings: vec![format!(
             "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
         )],
+        fio: FioJob::unmeasured(&job.given, job.iodepth.max(1)),
         line: job.line,
     };
     Outcome {
@@ -907,6 +988,7 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
             recs,
             timeline,
             prios: Default::default(),
+            fio: Default::default(),
         },
     }
 }

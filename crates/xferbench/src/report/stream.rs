@@ -4,6 +4,7 @@
 
 use super::table::markdown;
 use crate::error::Result;
+use crate::result::fio_json::FioJob;
 use crate::result::stream::{DirStats, GroupDir, GroupResult, IoEngine, JobResult, StreamRun};
 use crate::units::format_size;
 use std::fmt::Write;
@@ -423,6 +424,10 @@ fn sweep_table(run: &StreamRun) -> String {
 pub fn json(run: &StreamRun) -> Result<String> {
     let mut v = serde_json::to_value(run)
         .map_err(|e| crate::error::Error::run(format!("cannot encode results: {e}")))?;
+    // fio's histogram only in json+, as fio writes it.
+    if run.options["output_format"] != "json+" {
+        drop_bins(&mut v);
+    }
     let obj = v.as_object_mut().expect("a run is an object");
     let points = obj.remove("points").unwrap_or_default();
     let merged_any = run
@@ -435,7 +440,9 @@ pub fn json(run: &StreamRun) -> Result<String> {
         for g in &run.extra.groups {
             let members = members(run, g);
             if g.group_reporting && g.jobs > 1 {
-                jobs.push(serde_json::json!({
+                let parts: Vec<(&FioJob, u64)> =
+                    members.iter().map(|r| (&r.fio, r.total_ios())).collect();
+                let mut merged = serde_json::json!({
                     "jobname": g.jobname,
                     "groupid": g.groupid,
                     "error": g.error,
@@ -444,7 +451,17 @@ pub fn json(run: &StreamRun) -> Result<String> {
                     "read": g.read.agg,
                     "write": g.write.agg,
                     "trim": g.trim.agg,
-                }));
+                });
+                if let (Some(m), Ok(serde_json::Value::Object(f))) = (
+                    merged.as_object_mut(),
+                    serde_json::to_value(FioJob::merged(&parts)),
+                ) {
+                    m.extend(f);
+                }
+                if run.options["output_format"] != "json+" {
+                    drop_bins(&mut merged);
+                }
+                jobs.push(merged);
             } else {
                 jobs.extend(members.iter().filter_map(|r| serde_json::to_value(r).ok()));
             }
@@ -459,18 +476,48 @@ pub fn json(run: &StreamRun) -> Result<String> {
         "fio version".into(),
         format!("xferbench-{}", env!("CARGO_PKG_VERSION")).into(),
     );
-    out.insert(
-        "timestamp".into(),
-        std::time::SystemTime::now()
-            .duration_since(std::time::UNIX_EPOCH)
-            .map_or(0, |d| d.as_secs())
-            .into(),
-    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    out.insert("timestamp".into(), now.as_secs().into());
+    out.insert("timestamp_ms".into(), (now.as_millis() as u64).into());
+    out.insert("time".into(), ctime(now.as_secs() as i64).into());
     out.insert("jobs".into(), jobs.into());
     for (k, val) in std::mem::take(obj) {
         out.insert(k, val);
     }
     super::json::render(&serde_json::Value::Object(out))
+}
+
+/// Removes every `bins` of the directions' `clat_ns` under `v`.
+fn drop_bins(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::Object(c)) = m.get_mut("clat_ns") {
+                c.remove("bins");
+            }
+            m.values_mut().for_each(drop_bins);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_bins),
+        _ => {}
+    }
+}
+
+/// A Unix time as fio's `time` writes it (ctime's local time, without its
+/// newline), e.g. `Thu Nov 26 21:22:56 2026`.
+fn ctime(secs: i64) -> String {
+    let mut buf = [0 as libc::c_char; 32];
+    let t: libc::time_t = secs as libc::time_t;
+    // SAFETY: ctime_r writes at most 26 bytes into the 32 given.
+    let p = unsafe { libc::ctime_r(&t, buf.as_mut_ptr()) };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: ctime_r wrote a NUL-terminated string into buf.
+    unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .trim_end()
+        .to_string()
 }
 
 /// One CSV row per job.
@@ -525,6 +572,138 @@ impl crate::report::Render for StreamRun {
     fn points(&self) -> usize {
         self.points.len()
     }
+    /// fio's terse lines where the JSON would be, when the run was asked
+    /// for them (`--output-format=terse`).
+    fn render(&self, format: crate::format::Format) -> crate::error::Result<String> {
+        match format {
+            crate::format::Format::Table => Ok(render(self)),
+            crate::format::Format::Csv => Ok(csv(self)),
+            crate::format::Format::Json if self.options["output_format"] == "terse" => terse(self),
+            crate::format::Format::Json => json(self),
+        }
+    }
+}
+
+/// fio's terse output, version 3: one line per entry of the JSON's `jobs`
+/// (merged groups as one), its numbers projected from that JSON: the
+/// general fields; reads then writes (KiB, KiB/s, IOPS, ms; slat, clat and
+/// lat in µs; 20 percentile slots; the bandwidth samples); CPU; the depth
+/// and latency maps (ns folded into the first µs range, as fio does); then
+/// each disk's counters.
+pub fn terse(run: &StreamRun) -> Result<String> {
+    let doc: serde_json::Value = serde_json::from_str(&json(run)?)
+        .map_err(|e| crate::error::Error::run(format!("cannot read the results back: {e}")))?;
+    let version = doc["fio version"].as_str().unwrap_or("xferbench");
+    let mut disks = String::new();
+    for d in doc["disk_util"].as_array().into_iter().flatten() {
+        let n = |k: &str| d[k].as_u64().unwrap_or(0);
+        let _ = write!(
+            disks,
+            ";{};{};{};{};{};{};{};{};{:.2}%",
+            d["name"].as_str().unwrap_or(""),
+            n("read_ios"),
+            n("write_ios"),
+            n("read_merges"),
+            n("write_merges"),
+            n("read_ticks"),
+            n("write_ticks"),
+            n("in_queue"),
+            d["util"].as_f64().unwrap_or(0.0)
+        );
+    }
+    let mut out = String::new();
+    for j in doc["jobs"].as_array().into_iter().flatten() {
+        let _ = write!(
+            out,
+            "3;{version};{};{};{}",
+            j["jobname"].as_str().unwrap_or(""),
+            j["groupid"].as_u64().unwrap_or(0),
+            j["error"].as_i64().unwrap_or(0)
+        );
+        for dir in ["read", "write"] {
+            terse_dir(&mut out, &j[dir]);
+        }
+        let f = |k: &str| j[k].as_f64().unwrap_or(0.0);
+        let n = |k: &str| j[k].as_u64().unwrap_or(0);
+        let _ = write!(
+            out,
+            ";{:.6}%;{:.6}%;{};{};{}",
+            f("usr_cpu"),
+            f("sys_cpu"),
+            n("ctx"),
+            n("majf"),
+            n("minf")
+        );
+        let map = |k: &str| -> Vec<f64> {
+            j[k].as_object()
+                .map(|m| m.values().map(|v| v.as_f64().unwrap_or(0.0)).collect())
+                .unwrap_or_default()
+        };
+        for k in ["1", "2", "4", "8", "16", "32", ">=64"] {
+            let _ = write!(
+                out,
+                ";{:.1}%",
+                j["iodepth_level"][k].as_f64().unwrap_or(0.0)
+            );
+        }
+        let below_us: f64 = map("latency_ns").iter().sum();
+        for (i, k) in [
+            "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000",
+        ]
+        .iter()
+        .enumerate()
+        {
+            let v = j["latency_us"][k].as_f64().unwrap_or(0.0);
+            let _ = write!(out, ";{:.2}%", if i == 0 { v + below_us } else { v });
+        }
+        for k in [
+            "2", "4", "10", "20", "50", "100", "250", "500", "750", "1000", "2000", ">=2000",
+        ] {
+            let _ = write!(out, ";{:.2}%", j["latency_ms"][k].as_f64().unwrap_or(0.0));
+        }
+        out.push_str(&disks);
+        out.push('\n');
+    }
+    Ok(out)
+}
+
+/// One direction's terse fields, from its JSON object.
+fn terse_dir(out: &mut String, d: &serde_json::Value) {
+    let n = |k: &str| d[k].as_u64().unwrap_or(0);
+    let runtime = n("runtime");
+    let bw = (1000 * n("io_bytes")).checked_div(runtime).unwrap_or(0) / 1024;
+    let iops = (1000 * n("total_ios")).checked_div(runtime).unwrap_or(0);
+    let _ = write!(out, ";{};{bw};{iops};{runtime}", n("io_kbytes"));
+    let us = |o: &serde_json::Value| {
+        format!(
+            ";{};{};{:.6};{:.6}",
+            o["min"].as_u64().unwrap_or(0) / 1000,
+            o["max"].as_u64().unwrap_or(0) / 1000,
+            o["mean"].as_f64().unwrap_or(0.0) / 1000.0,
+            o["stddev"].as_f64().unwrap_or(0.0) / 1000.0
+        )
+    };
+    out.push_str(&us(&d["slat_ns"]));
+    out.push_str(&us(&d["clat_ns"]));
+    for p in crate::result::fio_json::PERCENTILES {
+        let v = d["clat_ns"]["percentile"][format!("{p:.6}")]
+            .as_u64()
+            .unwrap_or(0);
+        let _ = write!(out, ";{p:.6}%={}", v / 1000);
+    }
+    // fio's list has room for 20.
+    out.push_str(&";0%=0".repeat(20 - crate::result::fio_json::PERCENTILES.len()));
+    out.push_str(&us(&d["lat_ns"]));
+    let f = |k: &str| d[k].as_f64().unwrap_or(0.0);
+    let _ = write!(
+        out,
+        ";{};{};{:.6}%;{:.6};{:.6}",
+        n("bw_min"),
+        n("bw_max"),
+        f("bw_agg"),
+        f("bw_mean"),
+        f("bw_dev")
+    );
 }
 
 #[cfg(test)]

@@ -74,6 +74,12 @@ pub struct SavedStream {
     /// When the file was written, Unix seconds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub timestamp: Option<u64>,
+    /// The same in ms (fio's `timestamp_ms`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub timestamp_ms: Option<u64>,
+    /// The same as local time in words (fio's `time`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub time: Option<String>,
     /// Each job, or each group merged by `group_reporting`.
     #[serde(default)]
     pub jobs: Vec<StreamJob>,
@@ -137,6 +143,9 @@ pub struct MergedGroup {
     pub write: DirStats,
     /// Trims of all its jobs.
     pub trim: DirStats,
+    /// fio's other keys of a job, its jobs' merged (flattened).
+    #[serde(flatten)]
+    pub fio: crate::result::fio_json::FioJob,
 }
 
 /// A merged group says how many jobs it merges; a job does not.

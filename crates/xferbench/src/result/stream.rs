@@ -4,18 +4,13 @@ use crate::measure::distribution::{
     Distribution, Figures, Spread, combine, latency_figures, quantile,
 };
 use crate::measure::stats::{Recorder, Summary};
+use crate::result::fio_json::{Bins, DiskUtil, FioDir, FioJob, PERCENTILES, Pairs};
 use crate::result::{PointMeta, Repeatable, Run, merged_warnings};
 pub use crate::stream::engine::TargetKind;
 pub use crate::stream::job::{Completion, IoEngine, Rw};
 use hdrhistogram::Histogram;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
-
-/// fio's default percentile list, the keys of `clat_ns.percentile`.
-const PERCENTILES: [f64; 17] = [
-    1.0, 5.0, 10.0, 20.0, 30.0, 40.0, 50.0, 60.0, 70.0, 80.0, 90.0, 95.0, 99.0, 99.5, 99.9, 99.95,
-    99.99,
-];
 
 /// Completion latency in fio's JSON shape.
 #[derive(Clone, Debug, Default, Serialize, Deserialize)]
@@ -34,11 +29,18 @@ pub struct Clat {
     /// ns at each of fio's percentiles, keyed as fio writes them
     /// (`"99.000000"`); empty with no I/Os.
     pub percentile: BTreeMap<String, u64>,
+    /// fio's histogram of the I/Os (json+ only: `--output-format=json+`
+    /// writes it; plain json leaves it out): bucket value, ns, to count.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<Bins>,
 }
 
 impl Clat {
     pub(crate) fn of(r: &Recorder) -> Clat {
-        Clat::from(&r.summary(), |p| r.quantile(p / 100.0))
+        Clat {
+            bins: Bins::of(r),
+            ..Clat::from(&r.summary(), |p| r.quantile(p / 100.0))
+        }
     }
 
     /// Several parts' I/Os together: count, mean, stddev, min and max
@@ -48,14 +50,17 @@ impl Clat {
         let summaries: Vec<Summary> = parts.iter().map(|c| c.summary()).collect();
         let s = combine(&summaries, merged);
         let with: Vec<&&Clat> = parts.iter().filter(|c| c.n > 0).collect();
-        Clat::from(&s, |p| match merged {
+        let bins = (!with.is_empty() && with.iter().all(|c| c.bins.is_some()))
+            .then(|| Bins::sum(with.iter().filter_map(|c| c.bins.as_ref())));
+        let pooled = Clat::from(&s, |p| match merged {
             Some(h) => quantile(h, p / 100.0, s.min_ns, s.max_ns),
             None => {
                 let mut v: Vec<u64> = with.iter().map(|c| c.at(p)).collect();
                 v.sort_unstable();
                 v[v.len() / 2]
             }
-        })
+        });
+        Clat { bins, ..pooled }
     }
 
     /// A summary's moments, with fio's percentile list from `at` (percent
@@ -75,6 +80,7 @@ impl Clat {
                     .map(|&p| (format!("{p:.6}"), at(p)))
                     .collect()
             },
+            bins: None,
         }
     }
 
@@ -137,6 +143,10 @@ pub struct DirStats {
     /// the whole span in each repeat (`--repeat K`).
     #[serde(flatten)]
     pub spread: Spread,
+    /// fio's other keys of a direction: slat_ns, lat_ns, the bandwidth and
+    /// IOPS samples (flattened).
+    #[serde(flatten)]
+    pub fio: FioDir,
 }
 
 impl DirStats {
@@ -155,6 +165,7 @@ impl DirStats {
             clat_ns: Clat::of(rec),
             prios: Vec::new(),
             spread: Spread::default(),
+            fio: FioDir::default(),
         }
     }
 
@@ -175,6 +186,11 @@ impl DirStats {
     /// These figures with `spread` beside them.
     pub(crate) fn with(self, spread: Spread) -> DirStats {
         DirStats { spread, ..self }
+    }
+
+    /// These figures with fio's other keys beside them.
+    pub(crate) fn with_fio(self, fio: FioDir) -> DirStats {
+        DirStats { fio, ..self }
     }
 
     /// The headline figures, as one repeat or block has them: `bw_bytes`,
@@ -222,6 +238,7 @@ impl DirStats {
                 histogram,
                 ..Spread::default()
             },
+            fio: FioDir::pooled(&with.iter().map(|d| &d.fio).collect::<Vec<_>>()),
         }
     }
 
@@ -429,6 +446,10 @@ pub struct JobResult {
     pub group_reporting: bool,
     /// Caveats on this job's figures.
     pub warnings: Vec<String>,
+    /// fio's other keys of a job: `job options`, CPU usage, the depth and
+    /// latency maps (flattened).
+    #[serde(flatten)]
+    pub fio: FioJob,
     /// Line of the job's section in the job file (0 from flags): with the
     /// name, clone and block size, what tells the same job apart in every
     /// repeat.
@@ -655,6 +676,22 @@ pub struct StreamExtra {
     /// One row per block size, when `--bs` gave several; omitted otherwise.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub sweep: Vec<SweepRow>,
+    /// The `[global]` section's options as written (fio's `global
+    /// options`); omitted without one, as fio omits it.
+    #[serde(
+        rename = "global options",
+        default,
+        skip_serializing_if = "global_unsaid"
+    )]
+    pub global_options: Pairs<String>,
+    /// The block devices under the jobs' files over the run (fio's
+    /// `disk_util`); empty when no file is on a block device.
+    #[serde(default)]
+    pub disk_util: Vec<DiskUtil>,
+}
+
+fn global_unsaid(p: &Pairs<String>) -> bool {
+    p.0.is_empty()
 }
 
 impl GroupDir {
@@ -788,6 +825,13 @@ impl StreamExtra {
             job_file: first.job_file.clone(),
             groups,
             sweep,
+            global_options: first.global_options.clone(),
+            disk_util: reps
+                .iter()
+                .rev()
+                .find(|x| !x.disk_util.is_empty())
+                .map(|x| x.disk_util.clone())
+                .unwrap_or_default(),
         }
     }
 }
@@ -829,6 +873,7 @@ pub fn groups(
                 let mut bytes = 0;
                 let mut bws = Vec::new();
                 let mut runs = Vec::new();
+                let mut fios = Vec::new();
                 for &i in &members {
                     let s = match d {
                         0 => &results[i].read,
@@ -840,15 +885,19 @@ pub fn groups(
                     }
                     merged.merge(&recs[i].recs[d]);
                     merge_prios(&mut prios, &recs[i], d);
+                    fios.push(&recs[i].fio);
                     bytes += s.io_bytes;
                     bws.push(s.bw_bytes);
                     runs.push(s.runtime_ns);
                 }
                 let longest = runs.iter().copied().max().unwrap_or(0);
+                let mut agg = DirStats::of(&merged, bytes, longest)
+                    .with(timeline.spread(d, &merged))
+                    .with_prios(&prios)
+                    .with_fio(FioDir::group(&fios, d));
+                agg.fio.set_agg(agg.bw_bytes);
                 GroupDir {
-                    agg: DirStats::of(&merged, bytes, longest)
-                        .with(timeline.spread(d, &merged))
-                        .with_prios(&prios),
+                    agg,
                     min_bw_bytes: bws.iter().copied().min().unwrap_or(0),
                     max_bw_bytes: bws.iter().copied().max().unwrap_or(0),
                     min_runtime: runs.iter().copied().min().unwrap_or(0).div_ceil(1_000_000),
@@ -879,6 +928,22 @@ fn merge_prios(into: &mut Vec<(u16, Recorder)>, rec: &crate::stream::worker::Rec
             Some((_, m)) => m.merge(r),
             None => into.push((*p, r.clone())),
         }
+    }
+}
+
+/// Each job's `bw_agg`: its mean bandwidth sample as a share of its
+/// reporting group's bandwidth that way, as fio gives it.
+pub fn set_bw_agg(results: &mut [JobResult], groups: &[GroupResult]) {
+    for r in results {
+        let Some(g) = groups
+            .iter()
+            .find(|g| g.groupid == r.groupid && g.sweep_bs == r.sweep_bs)
+        else {
+            continue;
+        };
+        r.read.fio.set_agg(g.read.agg.bw_bytes);
+        r.write.fio.set_agg(g.write.agg.bw_bytes);
+        r.trim.fio.set_agg(g.trim.agg.bw_bytes);
     }
 }
 
@@ -973,6 +1038,7 @@ mod tests {
             partial: false,
             group_reporting: false,
             warnings: vec![],
+            fio: FioJob::default(),
             line: 3,
         }
     }
@@ -1084,6 +1150,7 @@ mod tests {
             job_file: None,
             groups: vec![group(j)],
             sweep: vec![row(j)],
+            ..StreamExtra::default()
         };
         let mut merged = JobResult::merge(vec![a.clone(), b.clone()]);
         merged.sweep_bs = Some(4096);
