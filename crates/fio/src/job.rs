@@ -19,6 +19,7 @@ pub mod net_options;
 pub mod options;
 pub mod refused;
 pub mod spec;
+pub mod tuning;
 pub mod verify_options;
 pub mod zones;
 
@@ -134,6 +135,8 @@ pub enum IoEngine {
     Filedelete,
     /// `cpuio`: burns `cpuload`% of a CPU alongside the other jobs; no I/O.
     Cpuio,
+    /// fio's `exec`: runs `program=` beside the other jobs; no I/O.
+    Exec,
     /// fio's `net`: blocks sent or received over a socket (`hostname=`,
     /// `port=`, `protocol=`; see `stream::net`).
     Net,
@@ -163,6 +166,7 @@ impl IoEngine {
             IoEngine::Filestat => "filestat",
             IoEngine::Filedelete => "filedelete",
             IoEngine::Cpuio => "cpuio",
+            IoEngine::Exec => "exec",
             IoEngine::Net => "net",
             IoEngine::NetSplice => "netsplice",
         }
@@ -512,6 +516,8 @@ pub struct Job {
     pub engine_opts: engine_opts::EngineOpts,
     /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
     pub net: net_options::NetOptions,
+    /// Offloaded submission, the latency target, steady state.
+    pub tuning: tuning::Tuning,
 }
 
 /// fio's `exit_what=`: which jobs an `exitall` job stops when it ends.
@@ -641,6 +647,7 @@ impl Default for Job {
             ioprio: (None, None),
             engine_opts: Default::default(),
             net: Default::default(),
+            tuning: Default::default(),
         }
     }
 }
@@ -856,7 +863,11 @@ impl Job {
         }
         let no_files = matches!(
             self.ioengine,
-            IoEngine::Net | IoEngine::NetSplice | IoEngine::Cpuio | IoEngine::Transport
+            IoEngine::Net
+                | IoEngine::NetSplice
+                | IoEngine::Cpuio
+                | IoEngine::Exec
+                | IoEngine::Transport
         ) || self
             .filename
             .as_deref()
@@ -1034,6 +1045,7 @@ impl Job {
             "filestat" => IoEngine::Filestat,
             "filedelete" => IoEngine::Filedelete,
             "cpuio" => IoEngine::Cpuio,
+            "exec" => IoEngine::Exec,
             "net" => IoEngine::Net,
             "netsplice" => IoEngine::NetSplice,
             _ => return Err(o.bad(&refused::refusal(v))),

@@ -3,6 +3,7 @@
 //! worker loop in `experiment::stream` knows nothing of syscalls or rings.
 
 mod cpuio;
+mod exec;
 mod falloc;
 mod fileops;
 mod libaio;
@@ -19,6 +20,7 @@ mod uring;
 
 pub use crate::job::engine_opts::{CpuMode, StatType};
 pub use cpuio::CpuIo;
+pub use exec::Exec;
 pub use fileops::FileOps;
 pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
@@ -122,6 +124,18 @@ pub trait Engine {
     /// are done): the worker stops queueing, as at the end of `runtime`.
     fn finished(&self) -> bool {
         false
+    }
+    /// The job is over: an engine with something of its own running (the
+    /// exec engine's program) stops it here; its error is the job's.
+    fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Starts what `queue` left waiting and collects what has finished,
+    /// without waiting (the offloaded submission's poll between scheduled
+    /// I/Os). Engines that submit in `queue` and collect in `reap` with
+    /// no wait for `min` = 0 need nothing more.
+    fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
+        self.reap(0, Duration::ZERO, out)
     }
 }
 
@@ -239,6 +253,12 @@ impl Engine for Hang {
     fn finished(&self) -> bool {
         self.inner.finished()
     }
+    fn close(&mut self) -> Result<()> {
+        self.inner.close()
+    }
+    fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
+        self.inner.poll(out)
+    }
 }
 
 /// Checks, once all of a job's options are in, that its engine options
@@ -285,6 +305,7 @@ pub fn check(job: &Job) -> Result<()> {
                 Some("a file operation")
             }
             IoEngine::Cpuio => Some("a CPU load"),
+            IoEngine::Exec => Some("a program"),
             _ => None,
         };
         if let Some(what) = what {
@@ -310,7 +331,7 @@ pub fn check(job: &Job) -> Result<()> {
             )));
         }
     }
-    let moves_no_data = e.file_op() || e == IoEngine::Cpuio;
+    let moves_no_data = e.file_op() || matches!(e, IoEngine::Cpuio | IoEngine::Exec);
     if moves_no_data && let Some(v) = job.verify {
         return Err(Error::usage(format!(
             "job {name}: verify={} checks data and ioengine={} moves none; drop verify=",
@@ -327,6 +348,11 @@ pub fn check(job: &Job) -> Result<()> {
     if e == IoEngine::Cpuio && o.cpuload.is_none() {
         return Err(Error::usage(format!(
             "job {name}: ioengine=cpuio needs cpuload= (the percent of one CPU to burn, 1 to 100)"
+        )));
+    }
+    if e == IoEngine::Exec && o.program.is_none() {
+        return Err(Error::usage(format!(
+            "job {name}: ioengine=exec needs program= (the program to run beside the other jobs)"
         )));
     }
     if e == IoEngine::Filedelete && job.time_based {

@@ -20,6 +20,10 @@ impl Worker<'_> {
             // I/Os still queued in a failed engine are lost, not measured.
             note_lost(&mut self.end.failure, self.queue.inflight);
         }
+        let closed = self.eng.close();
+        if super::engine_failed(closed, job, &mut self.end.failure)? {
+            self.end.broken = true;
+        }
         let end = Instant::now();
         let runtime_ns = end.duration_since(self.clock.measure_start).as_nanos() as u64;
         self.final_check()?;
@@ -202,7 +206,7 @@ fn job_warnings(
             job.verify_backlog
         ));
     }
-    if failed || job.ioengine == IoEngine::Cpuio {
+    if failed || matches!(job.ioengine, IoEngine::Cpuio | IoEngine::Exec) {
         return warnings;
     }
     if ios < 100 && !partial {

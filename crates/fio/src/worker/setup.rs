@@ -255,6 +255,9 @@ fn open_engine(
         let e = engine::FileOps::open(job, &p.paths())?;
         return Ok((Vec::new(), Box::new(e)));
     }
+    if job.ioengine == IoEngine::Exec {
+        return Ok((Vec::new(), Box::new(engine::Exec::start(job)?)));
+    }
     if job.ioengine == IoEngine::Cpuio {
         let e = engine::CpuIo::new(job, Arc::clone(&shared.io_left));
         return Ok((Vec::new(), Box::new(e)));

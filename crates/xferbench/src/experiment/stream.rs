@@ -270,11 +270,18 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             // A load until runtime= or the I/O jobs beside it end.
             job.time_based = true;
         }
+        if job.ioengine == IoEngine::Exec {
+            // A program until runtime= or until it exits by itself.
+            job.time_based = true;
+        }
         if job.ioengine.file_op() {
             // One nominal block per file; no data moves.
             job.size = Some(u64::from(job.nrfiles) * job.bs);
         }
-        if job.time_based && job.runtime.is_none() && job.ioengine != IoEngine::Cpuio {
+        if job.time_based
+            && job.runtime.is_none()
+            && !matches!(job.ioengine, IoEngine::Cpuio | IoEngine::Exec)
+        {
             return Err(Error::usage(format!(
                 "job {name}: time_based needs runtime= (how long to run)"
             )));

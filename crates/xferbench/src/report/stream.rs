@@ -105,7 +105,7 @@ fn head_line(out: &mut String, name: &str, groupid: u32, jobs: u32, error: i32, 
 
 fn job_block(out: &mut String, r: &JobResult) {
     head_line(out, &r.jobname, r.groupid, 1, r.error, r);
-    if r.ioengine == IoEngine::Cpuio {
+    if matches!(r.ioengine, IoEngine::Cpuio | IoEngine::Exec) {
         // A load: no file, no region; its completion line says what it did.
     } else if r.ioengine.file_op() {
         let _ = writeln!(
