@@ -189,30 +189,44 @@ pub fn open(job: &Job, targets: &[Target], depth: usize) -> Result<Box<dyn Engin
             )));
         }
     };
-    Ok(match hang_after_from_env() {
-        Some(after) => Box::new(Hang {
-            inner: eng,
-            after,
-            queued: 0,
-        }),
-        None => eng,
+    Ok(faulted(eng))
+}
+
+/// The engine with the fault `XFERBENCH_ENGINE_FAULT` asks for, if any
+/// (for tests): `hang-after:N`, the I/O after the N-th never completes, as
+/// a read of a device that never answers would block in the kernel (the
+/// stall watchdog's tests); `delay-us:N`, every I/O takes N µs more, a
+/// slow device (the offloaded submission's tests).
+pub fn faulted(eng: Box<dyn Engine>) -> Box<dyn Engine> {
+    let Some((kind, n)) = std::env::var("XFERBENCH_ENGINE_FAULT")
+        .ok()
+        .and_then(|v| {
+            let (k, n) = v.split_once(':')?;
+            Some((k.to_string(), n.parse::<u64>().ok()?))
+        })
+    else {
+        return eng;
+    };
+    let (after, delay) = match kind.as_str() {
+        "hang-after" => (n, Duration::ZERO),
+        "delay-us" => (u64::MAX, Duration::from_micros(n)),
+        _ => return eng,
+    };
+    Box::new(Hang {
+        inner: eng,
+        after,
+        delay,
+        queued: 0,
     })
 }
 
-/// `XFERBENCH_ENGINE_FAULT=hang-after:N` (for tests of the stall watchdog):
-/// the engine's I/O after the N-th never completes, as a read of a device
-/// that never answers would block in the kernel.
-fn hang_after_from_env() -> Option<u64> {
-    let v = std::env::var("XFERBENCH_ENGINE_FAULT").ok()?;
-    let (kind, n) = v.split_once(':')?;
-    (kind == "hang-after").then(|| n.parse().ok())?
-}
-
 /// An engine whose I/Os after the first `after` block forever in `queue`
-/// (a synchronous engine stuck in a syscall); the rest goes to `inner`.
+/// (a synchronous engine stuck in a syscall), and each of which first
+/// takes `delay`; the rest goes to `inner`.
 struct Hang {
     inner: Box<dyn Engine>,
     after: u64,
+    delay: Duration,
     queued: u64,
 }
 
@@ -224,6 +238,9 @@ impl Engine for Hang {
             }
         }
         self.queued += 1;
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
         self.inner.queue(op)
     }
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {

@@ -64,6 +64,10 @@ impl Worker<'_> {
         JobRun {
             failure: self.end.failure.take(),
             bytes: self.bytes,
+            tuned: super::tuning::Tuned {
+                steadystate: self.tune.steady.as_ref().map(|s| s.report()),
+                latency: self.tune.lat.as_ref().map(|l| l.report()),
+            },
             runtime_ns,
             target: self.targets.first().map(|t| t.kind),
             prepared: prepared_of(&self.targets),

@@ -25,8 +25,10 @@ impl Worker<'_> {
             && !self.end.stopping
             && !self.want_sync
             && !self.verify.as_ref().is_some_and(|v| v.want_check)
+            && self.room()
         {
             self.think();
+            let Some(t0) = self.due()? else { break };
             let dir = self.next_dir();
             let (file, rel, len) = self.next_extent(dir);
             self.new_pass();
@@ -47,7 +49,7 @@ impl Worker<'_> {
                 offset,
                 len,
                 block: blk,
-                t0: Instant::now(),
+                t0,
             });
             let queued = self.eng.queue(Op {
                 dir,
@@ -62,8 +64,69 @@ impl Worker<'_> {
                 break;
             }
             self.queue.inflight += 1;
+            if self.tune.sched.is_some() {
+                // Submitted now, not at the next reap: it was due.
+                self.harvest()?;
+            }
         }
         Ok(())
+    }
+
+    /// Whether the latency target's depth (and its quiesce after a change)
+    /// leaves room for another I/O.
+    fn room(&mut self) -> bool {
+        let inflight = self.queue.inflight;
+        if self.tune.quiesce {
+            if inflight > 0 {
+                return false;
+            }
+            self.tune.quiesce = false;
+        }
+        self.tune.lat.as_ref().is_none_or(|l| inflight < l.qd as usize)
+    }
+
+    /// When the next I/O starts, for its latency: now, or for an offloaded
+    /// job the time it was due, after waiting for it while collecting
+    /// completions (None: the job ended while waiting).
+    fn due(&mut self) -> Result<Option<Instant>> {
+        let Some(due) = self.tune.sched.as_ref().map(|s| s.peek()) else {
+            return Ok(Some(Instant::now()));
+        };
+        if self.clock.deadline.is_some_and(|d| due >= d) {
+            self.end.stopping = true;
+            return Ok(None);
+        }
+        loop {
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                self.end.stopping = true;
+                self.end.partial = true;
+                return Ok(None);
+            }
+            let left = due - now;
+            if self.queue.inflight == 0 && left > Duration::from_millis(2) {
+                // A long wait, told to the watchdog; the last stretch is
+                // timed finely below (a sleep overshoots).
+                let until = due - Duration::from_millis(1);
+                self.prog.wait(self.shared.t0, now, until, self.stop);
+                continue;
+            }
+            if self.queue.inflight > 0 {
+                // Completions are collected as they come, so that their
+                // times are theirs, not the next due time's.
+                self.harvest()?;
+            }
+            let left = due.saturating_duration_since(Instant::now());
+            if left > Duration::from_micros(150) {
+                std::thread::sleep((left - Duration::from_micros(100)).min(Duration::from_micros(200)));
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(self.tune.sched.as_mut().map(|s| s.take()))
     }
 
     /// fio's `thinktime`: every `thinktime_blocks` I/Os the job pauses
@@ -177,6 +240,7 @@ impl Worker<'_> {
         let moved: u64 = self.bytes.iter().sum();
         let c = &mut self.clock;
         if let Some(rate) = job.rate.filter(|r| *r > 0)
+            && self.tune.sched.is_none()
             && self.issued.count < self.totals.ios
             && !self.end.stopping
         {

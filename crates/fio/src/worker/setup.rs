@@ -101,6 +101,12 @@ impl<'a> Worker<'a> {
             clock: Clock::new(job, shared, start),
             intervals: Intervals::new(Cut::new(job.time_based, job.runtime, expected)),
             bytes: [0; engine::DIRS],
+            tune: super::Tune {
+                sched: super::tuning::Schedule::of(job, start),
+                lat: super::tuning::LatTarget::of(job, depth, start),
+                steady: super::tuning::SteadyState::of(job, start),
+                quiesce: false,
+            },
         })
     }
 }
@@ -114,6 +120,7 @@ impl Clock {
             measure_start: start,
             measure_from_t0: start.duration_since(shared.t0).as_nanos() as u64,
             progress_bytes: 0,
+            progress_ios: 0,
             ramp_ios: 0,
             deadline: job.runtime.map(|r| ramp_end + r),
             window: (start, 0),
@@ -275,7 +282,8 @@ fn open_engine(
                 job.name
             )));
         }
-        return Ok((Vec::new(), Box::new(engine::Null::new(depth))));
+        let null = Box::new(engine::Null::new(depth));
+        return Ok((Vec::new(), engine::faulted(null)));
     }
     if let Some(ep) = &p.net {
         let e = engine::Net::open(job, ep.clone(), shared.timeout)?;

@@ -735,6 +735,7 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
     let JobRun {
         failure,
         bytes,
+        tuned,
         runtime_ns,
         target,
         prepared,
@@ -814,6 +815,8 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
         group_reporting: job.group_reporting,
         warnings,
         line: job.line,
+        steadystate: tuned.steadystate,
+        latency_target: tuned.latency,
     };
     Outcome {
         result,
@@ -885,6 +888,8 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
             "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
         )],
         line: job.line,
+        steadystate: None,
+        latency_target: None,
     };
     Outcome {
         result,
