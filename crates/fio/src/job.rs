@@ -2039,7 +2039,7 @@ mod tests {
         assert!(
             matches!(set(&mut j, "http_host", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("ioengine=http"))
         );
-        assert!(err("latency_target", Some("1ms")).contains("not supported"));
+        assert!(err("latency_percentile", Some("0")).contains("above 0"));
         assert!(err("thinkcycles", Some("10")).contains("use thinktime="));
         assert!(err("directoy", Some("/x")).ends_with("did you mean 'directory'?"));
         assert!(err("kb_base", Some("1000")).contains("binary"));
