@@ -71,7 +71,11 @@ fn exec_fails_the_job_on_a_failing_program_and_refuses_a_missing_one() {
         None,
     );
     assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
-    assert!(stderr(&out).contains("exited with status 3"), "{}", stderr(&out));
+    assert!(
+        stderr(&out).contains("exited with status 3"),
+        "{}",
+        stderr(&out)
+    );
     let out = run(
         dir.path(),
         "[x]\nioengine=exec\nprogram=/nonexistent/monitor\nruntime=1s\n",
@@ -87,7 +91,8 @@ fn exec_fails_the_job_on_a_failing_program_and_refuses_a_missing_one() {
     assert!(stderr(&out).contains("needs program="));
 }
 
-const OFFLOAD: &str = "[o]\nioengine=null\nsize=1g\nbs=4k\ntime_based\nruntime=1s\nio_submit_mode=offload\n";
+const OFFLOAD: &str =
+    "[o]\nioengine=null\nsize=1g\nbs=4k\ntime_based\nruntime=1s\nio_submit_mode=offload\n";
 
 #[test]
 fn offload_issues_at_the_rate_and_charges_latency_from_the_schedule() {
@@ -175,7 +180,8 @@ fn steady_state_ends_a_steady_job_early_and_not_an_unsettled_one() {
     // The text report has fio's line.
     std::fs::write(dir.path().join("t.fio"), format!("{STEADY}ss=iops:25%\n")).unwrap();
     let mut c = common::xferbench();
-    c.args(["--quiet", "stream", "t.fio"]).current_dir(dir.path());
+    c.args(["--quiet", "stream", "t.fio"])
+        .current_dir(dir.path());
     let out = common::finish(c);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(

@@ -284,9 +284,11 @@ impl Engine for Exec {
             self.shown,
             self.child.id(),
             self.span.as_secs_f64(),
-            self.redirect.as_ref().map_or(String::new(), |(o, e)| format!(
-                "; stdout in {o}, stderr in {e}"
-            ))
+            self.redirect
+                .as_ref()
+                .map_or(String::new(), |(o, e)| format!(
+                    "; stdout in {o}, stderr in {e}"
+                ))
         )
     }
 }
@@ -336,11 +338,8 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let script = dir.path().join("ignore-term.sh");
         std::fs::write(&script, "#!/bin/sh\ntrap '' TERM\nsleep 30\n").unwrap();
-        std::fs::set_permissions(
-            &script,
-            std::os::unix::fs::PermissionsExt::from_mode(0o755),
-        )
-        .unwrap();
+        std::fs::set_permissions(&script, std::os::unix::fs::PermissionsExt::from_mode(0o755))
+            .unwrap();
         let path = script.display().to_string();
         let j = job(&[
             ("ioengine", "exec"),
@@ -372,7 +371,10 @@ mod tests {
         let mut j3 = j.clone();
         j3.engine_opts.program = Some("/nonexistent/prog".into());
         let err = Exec::start(&j3).err().unwrap().to_string();
-        assert!(err.contains("program=/nonexistent/prog: cannot run it"), "{err}");
+        assert!(
+            err.contains("program=/nonexistent/prog: cannot run it"),
+            "{err}"
+        );
         assert!(!err.contains('\n'));
     }
 }

@@ -198,13 +198,10 @@ pub fn open(job: &Job, targets: &[Target], depth: usize) -> Result<Box<dyn Engin
 /// stall watchdog's tests); `delay-us:N`, every I/O takes N µs more, a
 /// slow device (the offloaded submission's tests).
 pub fn faulted(eng: Box<dyn Engine>) -> Box<dyn Engine> {
-    let Some((kind, n)) = std::env::var("XFERBENCH_ENGINE_FAULT")
-        .ok()
-        .and_then(|v| {
-            let (k, n) = v.split_once(':')?;
-            Some((k.to_string(), n.parse::<u64>().ok()?))
-        })
-    else {
+    let Some((kind, n)) = std::env::var("XFERBENCH_ENGINE_FAULT").ok().and_then(|v| {
+        let (k, n) = v.split_once(':')?;
+        Some((k.to_string(), n.parse::<u64>().ok()?))
+    }) else {
         return eng;
     };
     let (after, delay) = match kind.as_str() {

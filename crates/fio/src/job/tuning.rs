@@ -126,10 +126,13 @@ pub fn percentile(t: &mut Tuning, o: &Opt) -> Result<()> {
 /// `ss=iops|iops_slope|bw|bw_slope:LIMIT[%]` (fio's default criterion is
 /// `iops_slope:0.01%`, taken for a bare `ss`).
 pub fn steadystate(t: &mut Tuning, o: &Opt) -> Result<()> {
-    let v = o.value.filter(|v| !v.is_empty()).unwrap_or("iops_slope:0.01%");
-    let (what, limit) = v.split_once(':').ok_or_else(|| {
-        o.bad("a limit must follow the criterion, as in iops:10% or bw_slope:1m")
-    })?;
+    let v = o
+        .value
+        .filter(|v| !v.is_empty())
+        .unwrap_or("iops_slope:0.01%");
+    let (what, limit) = v
+        .split_once(':')
+        .ok_or_else(|| o.bad("a limit must follow the criterion, as in iops:10% or bw_slope:1m"))?;
     let (metric, slope) = match what.trim() {
         "iops" => (SteadyMetric::Iops, false),
         "iops_slope" => (SteadyMetric::Iops, true),
@@ -143,7 +146,8 @@ pub fn steadystate(t: &mut Tuning, o: &Opt) -> Result<()> {
         _ => return Err(o.bad("unknown criterion; use iops, iops_slope, bw or bw_slope")),
     };
     let limit = limit.trim();
-    let bad = || o.bad("malformed limit (a number, a percentage as in 10%, or for bw a size as in 1m)");
+    let bad =
+        || o.bad("malformed limit (a number, a percentage as in 10%, or for bw a size as in 1m)");
     let (limit, pct) = match limit.strip_suffix('%') {
         Some(p) => (p.trim().parse::<f64>().map_err(|_| bad())?, true),
         None if metric == SteadyMetric::Iops => (limit.parse::<f64>().map_err(|_| bad())?, false),
@@ -184,7 +188,10 @@ mod tests {
         }
         let t = &j.tuning;
         assert!(t.offload);
-        assert_eq!(t.latency_target, Some(std::time::Duration::from_millis(500)));
+        assert_eq!(
+            t.latency_target,
+            Some(std::time::Duration::from_millis(500))
+        );
         assert_eq!(t.latency_window.as_secs(), 5);
         assert_eq!(t.latency_percentile, 99.9);
         let ss = t.steady().unwrap();

@@ -82,7 +82,10 @@ impl Worker<'_> {
             }
             self.tune.quiesce = false;
         }
-        self.tune.lat.as_ref().is_none_or(|l| inflight < l.qd as usize)
+        self.tune
+            .lat
+            .as_ref()
+            .is_none_or(|l| inflight < l.qd as usize)
     }
 
     /// When the next I/O starts, for its latency: now, or for an offloaded
@@ -121,7 +124,9 @@ impl Worker<'_> {
             }
             let left = due.saturating_duration_since(Instant::now());
             if left > Duration::from_micros(150) {
-                std::thread::sleep((left - Duration::from_micros(100)).min(Duration::from_micros(200)));
+                std::thread::sleep(
+                    (left - Duration::from_micros(100)).min(Duration::from_micros(200)),
+                );
             } else {
                 std::hint::spin_loop();
             }

@@ -144,13 +144,20 @@ fn tuned_lines(out: &mut String, r: &JobResult) {
             "  steadystate  : attained={}, bw={bi} ({bd}), iops={}, {}{}={:.3}{}",
             if s.attained > 0 { "yes" } else { "no" },
             fio_num(s.data.iops_mean as f64, false, ""),
-            if slope.starts_with("bw") { "bw" } else { "iops" },
+            if slope.starts_with("bw") {
+                "bw"
+            } else {
+                "iops"
+            },
             if slope.ends_with("_slope") {
                 " slope"
             } else {
                 " mean dev"
             },
-            s.criterion.trim_end_matches('%').parse::<f64>().unwrap_or(0.0),
+            s.criterion
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .unwrap_or(0.0),
             if pct { "%" } else { "" }
         );
     }
