@@ -85,7 +85,7 @@ fn exec_fails_the_job_on_a_failing_program_and_refuses_a_missing_one() {
     let err = stderr(&out);
     let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
     assert_eq!(lines.len(), 1, "{err}");
-    assert!(lines[0].contains("program=/nonexistent/monitor: cannot run it"));
+    assert!(lines[0].contains("program=/nonexistent/monitor: no such executable"));
     let out = run(dir.path(), "[x]\nioengine=exec\nruntime=1s\n", None);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("needs program="));

@@ -167,6 +167,37 @@ impl Exec {
     }
 }
 
+/// Checks, before any job runs, that `program=` can be started: a path to
+/// an executable file, or a name found on PATH (as execvp looks), so that
+/// a missing monitor is refused before the jobs ahead of it have run.
+pub fn check(job: &Job) -> Result<()> {
+    let (_, argv) = argv(job);
+    let name = &job.name;
+    let Some(prog) = argv.first() else {
+        return Err(Error::usage(format!(
+            "job {name}: program= is empty; name the program to run"
+        )));
+    };
+    let runnable = |p: &std::path::Path| {
+        use std::os::unix::fs::PermissionsExt;
+        p.metadata()
+            .is_ok_and(|m| m.is_file() && m.permissions().mode() & 0o111 != 0)
+    };
+    let found = if prog.contains('/') {
+        runnable(std::path::Path::new(prog))
+    } else {
+        std::env::var_os("PATH")
+            .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(prog))))
+    };
+    if found {
+        return Ok(());
+    }
+    Err(Error::usage(format!(
+        "job {name}: program={prog}: no such executable{}; give the program's path or install it",
+        if prog.contains('/') { "" } else { " on PATH" }
+    )))
+}
+
 /// The program's argv: fio joins `program` and `arguments` with a space,
 /// expands `%r` and `%n`, and splits on spaces. Quotes group words here
 /// (`-c 'echo hi; sleep 9'` is two arguments), where fio would pass the
@@ -376,5 +407,10 @@ mod tests {
             "{err}"
         );
         assert!(!err.contains('\n'));
+        let err = check(&j3).unwrap_err().to_string();
+        assert!(err.contains("no such executable;"), "{err}");
+        j3.engine_opts.program = Some("no-such-monitor-xb".into());
+        assert!(check(&j3).unwrap_err().to_string().contains("on PATH"));
+        assert!(check(&j).is_ok());
     }
 }

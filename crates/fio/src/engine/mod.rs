@@ -364,10 +364,13 @@ pub fn check(job: &Job) -> Result<()> {
             "job {name}: ioengine=cpuio needs cpuload= (the percent of one CPU to burn, 1 to 100)"
         )));
     }
-    if e == IoEngine::Exec && o.program.is_none() {
-        return Err(Error::usage(format!(
-            "job {name}: ioengine=exec needs program= (the program to run beside the other jobs)"
-        )));
+    if e == IoEngine::Exec {
+        if o.program.is_none() {
+            return Err(Error::usage(format!(
+                "job {name}: ioengine=exec needs program= (the program to run beside the other jobs)"
+            )));
+        }
+        exec::check(job)?;
     }
     if e == IoEngine::Filedelete && job.time_based {
         return Err(Error::usage(format!(
