@@ -21,6 +21,7 @@ pub mod net_options;
 pub mod options;
 pub mod refused;
 pub mod spec;
+pub mod tuning;
 pub mod verify_options;
 pub mod zones;
 
@@ -136,6 +137,8 @@ pub enum IoEngine {
     Filedelete,
     /// `cpuio`: burns `cpuload`% of a CPU alongside the other jobs; no I/O.
     Cpuio,
+    /// fio's `exec`: runs `program=` beside the other jobs; no I/O.
+    Exec,
     /// fio's `net`: blocks sent or received over a socket (`hostname=`,
     /// `port=`, `protocol=`; see `stream::net`).
     Net,
@@ -165,6 +168,7 @@ impl IoEngine {
             IoEngine::Filestat => "filestat",
             IoEngine::Filedelete => "filedelete",
             IoEngine::Cpuio => "cpuio",
+            IoEngine::Exec => "exec",
             IoEngine::Net => "net",
             IoEngine::NetSplice => "netsplice",
         }
@@ -535,6 +539,8 @@ pub struct Job {
     pub engine_opts: engine_opts::EngineOpts,
     /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
     pub net: net_options::NetOptions,
+    /// Offloaded submission, the latency target, steady state.
+    pub tuning: tuning::Tuning,
 }
 
 /// fio's flow control (flow.c): jobs sharing a `flow_id` keep their I/O
@@ -684,6 +690,7 @@ impl Default for Job {
             cmdprio: Default::default(),
             engine_opts: Default::default(),
             net: Default::default(),
+            tuning: Default::default(),
         }
     }
 }
@@ -905,7 +912,11 @@ impl Job {
         }
         let no_files = matches!(
             self.ioengine,
-            IoEngine::Net | IoEngine::NetSplice | IoEngine::Cpuio | IoEngine::Transport
+            IoEngine::Net
+                | IoEngine::NetSplice
+                | IoEngine::Cpuio
+                | IoEngine::Exec
+                | IoEngine::Transport
         ) || self
             .filename
             .as_deref()
@@ -1083,6 +1094,7 @@ impl Job {
             "filestat" => IoEngine::Filestat,
             "filedelete" => IoEngine::Filedelete,
             "cpuio" => IoEngine::Cpuio,
+            "exec" => IoEngine::Exec,
             "net" => IoEngine::Net,
             "netsplice" => IoEngine::NetSplice,
             _ => return Err(o.bad(&refused::refusal(v))),
@@ -2076,7 +2088,7 @@ mod tests {
         assert!(
             matches!(set(&mut j, "http_host", Some("x")), Ok(SetOutcome::Note(w)) if w.contains("ioengine=http"))
         );
-        assert!(err("latency_target", Some("1ms")).contains("not supported"));
+        assert!(err("latency_percentile", Some("0")).contains("above 0"));
         assert!(err("thinkcycles", Some("10")).contains("use thinktime="));
         assert!(err("directoy", Some("/x")).ends_with("did you mean 'directory'?"));
         assert!(err("kb_base", Some("1000")).contains("binary"));

@@ -363,6 +363,17 @@ impl Engine for Libaio {
         Ok(())
     }
 
+    fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
+        out.append(&mut self.trimmed);
+        self.submit(out)?;
+        let n = self.get_events(0, Some(Duration::ZERO))?;
+        self.complete(n, out)?;
+        if !self.unsubmitted.is_empty() {
+            self.submit(out)?;
+        }
+        Ok(())
+    }
+
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let mut got = self.trimmed.len();

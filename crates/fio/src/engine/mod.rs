@@ -3,6 +3,7 @@
 //! worker loop in `experiment::stream` knows nothing of syscalls or rings.
 
 mod cpuio;
+mod exec;
 mod falloc;
 mod fileops;
 mod libaio;
@@ -19,6 +20,7 @@ mod uring;
 
 pub use crate::job::engine_opts::{CpuMode, StatType};
 pub use cpuio::CpuIo;
+pub use exec::Exec;
 pub use fileops::FileOps;
 pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
@@ -126,6 +128,18 @@ pub trait Engine {
     fn finished(&self) -> bool {
         false
     }
+    /// The job is over: an engine with something of its own running (the
+    /// exec engine's program) stops it here; its error is the job's.
+    fn close(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Starts what `queue` left waiting and collects what has finished,
+    /// without waiting (the offloaded submission's poll between scheduled
+    /// I/Os). Engines that submit in `queue` and collect in `reap` with
+    /// no wait for `min` = 0 need nothing more.
+    fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
+        self.reap(0, Duration::ZERO, out)
+    }
 }
 
 /// How the worker counts an engine's completions.
@@ -178,30 +192,41 @@ pub fn open(job: &Job, targets: &[Target], depth: usize) -> Result<Box<dyn Engin
             )));
         }
     };
-    Ok(match hang_after_from_env() {
-        Some(after) => Box::new(Hang {
-            inner: eng,
-            after,
-            queued: 0,
-        }),
-        None => eng,
+    Ok(faulted(eng))
+}
+
+/// The engine with the fault `XFERBENCH_ENGINE_FAULT` asks for, if any
+/// (for tests): `hang-after:N`, the I/O after the N-th never completes, as
+/// a read of a device that never answers would block in the kernel (the
+/// stall watchdog's tests); `delay-us:N`, every I/O takes N µs more, a
+/// slow device (the offloaded submission's tests).
+pub fn faulted(eng: Box<dyn Engine>) -> Box<dyn Engine> {
+    let Some((kind, n)) = std::env::var("XFERBENCH_ENGINE_FAULT").ok().and_then(|v| {
+        let (k, n) = v.split_once(':')?;
+        Some((k.to_string(), n.parse::<u64>().ok()?))
+    }) else {
+        return eng;
+    };
+    let (after, delay) = match kind.as_str() {
+        "hang-after" => (n, Duration::ZERO),
+        "delay-us" => (u64::MAX, Duration::from_micros(n)),
+        _ => return eng,
+    };
+    Box::new(Hang {
+        inner: eng,
+        after,
+        delay,
+        queued: 0,
     })
 }
 
-/// `XFERBENCH_ENGINE_FAULT=hang-after:N` (for tests of the stall watchdog):
-/// the engine's I/O after the N-th never completes, as a read of a device
-/// that never answers would block in the kernel.
-fn hang_after_from_env() -> Option<u64> {
-    let v = std::env::var("XFERBENCH_ENGINE_FAULT").ok()?;
-    let (kind, n) = v.split_once(':')?;
-    (kind == "hang-after").then(|| n.parse().ok())?
-}
-
 /// An engine whose I/Os after the first `after` block forever in `queue`
-/// (a synchronous engine stuck in a syscall); the rest goes to `inner`.
+/// (a synchronous engine stuck in a syscall), and each of which first
+/// takes `delay`; the rest goes to `inner`.
 struct Hang {
     inner: Box<dyn Engine>,
     after: u64,
+    delay: Duration,
     queued: u64,
 }
 
@@ -213,6 +238,9 @@ impl Engine for Hang {
             }
         }
         self.queued += 1;
+        if !self.delay.is_zero() {
+            std::thread::sleep(self.delay);
+        }
         self.inner.queue(op)
     }
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
@@ -241,6 +269,12 @@ impl Engine for Hang {
     }
     fn finished(&self) -> bool {
         self.inner.finished()
+    }
+    fn close(&mut self) -> Result<()> {
+        self.inner.close()
+    }
+    fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
+        self.inner.poll(out)
     }
 }
 
@@ -291,6 +325,7 @@ pub fn check(job: &Job) -> Result<()> {
                 Some("a file operation")
             }
             IoEngine::Cpuio => Some("a CPU load"),
+            IoEngine::Exec => Some("a program"),
             _ => None,
         };
         if let Some(what) = what {
@@ -316,7 +351,7 @@ pub fn check(job: &Job) -> Result<()> {
             )));
         }
     }
-    let moves_no_data = e.file_op() || e == IoEngine::Cpuio;
+    let moves_no_data = e.file_op() || matches!(e, IoEngine::Cpuio | IoEngine::Exec);
     if moves_no_data && let Some(v) = job.verify {
         return Err(Error::usage(format!(
             "job {name}: verify={} checks data and ioengine={} moves none; drop verify=",
@@ -334,6 +369,14 @@ pub fn check(job: &Job) -> Result<()> {
         return Err(Error::usage(format!(
             "job {name}: ioengine=cpuio needs cpuload= (the percent of one CPU to burn, 1 to 100)"
         )));
+    }
+    if e == IoEngine::Exec {
+        if o.program.is_none() {
+            return Err(Error::usage(format!(
+                "job {name}: ioengine=exec needs program= (the program to run beside the other jobs)"
+            )));
+        }
+        exec::check(job)?;
     }
     if e == IoEngine::Filedelete && job.time_based {
         return Err(Error::usage(format!(

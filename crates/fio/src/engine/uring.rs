@@ -343,6 +343,17 @@ impl Engine for Uring {
         self.push(op, 0)
     }
 
+    fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
+        if self.unsubmitted > 0 {
+            self.ring
+                .submit()
+                .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+            self.unsubmitted = 0;
+        }
+        out.append(&mut self.trimmed);
+        self.drain(out).map(|_| ())
+    }
+
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let mut got = self.trimmed.len();

@@ -62,6 +62,15 @@ pub struct EngineOpts {
     /// even if `runtime=` has time left.
     pub exit_on_io_done: bool,
     pub stat_type: StatType,
+    /// exec `program=`: what the job runs (required).
+    pub program: Option<String>,
+    /// exec `arguments=`: split on spaces, `%r` and `%n` expanded.
+    pub arguments: Option<String>,
+    /// exec `grace_time=`: between SIGTERM and SIGKILL at the job's end.
+    pub grace_time: std::time::Duration,
+    /// exec `std_redirect`: the program's stdout and stderr to
+    /// JOBNAME.stdout and JOBNAME.stderr (fio's default).
+    pub std_redirect: bool,
     /// Which of these were set (names, in order), for the check that they
     /// suit the job's engine.
     #[serde(skip)]
@@ -85,6 +94,10 @@ impl Default for EngineOpts {
             cpumode: CpuMode::Noop,
             exit_on_io_done: false,
             stat_type: StatType::Stat,
+            program: None,
+            arguments: None,
+            grace_time: std::time::Duration::from_secs(1),
+            std_redirect: true,
             given: Vec::new(),
         }
     }
@@ -125,6 +138,7 @@ pub static ENGINES: &[(&str, &[Spec])] = &[
     ),
     ("cpuio", &[CPULOAD, CPUCHUNKS, CPUMODE, EXIT_ON_IO_DONE]),
     ("filestat", &[STAT_TYPE]),
+    ("exec", &[PROGRAM, ARGUMENTS, GRACE_TIME, STD_REDIRECT]),
     ("net", NET),
     ("netsplice", NET),
 ];
@@ -219,6 +233,23 @@ const STAT_TYPE: Spec = Spec::set(
         Ok(())
     },
 );
+
+const PROGRAM: Spec = Spec::set("program", Kind::Text("/bin/true"), |j, o| {
+    j.engine_opts.program = Some(o.value()?.to_string());
+    Ok(())
+});
+const ARGUMENTS: Spec = Spec::set("arguments", Kind::Text("-c %r"), |j, o| {
+    j.engine_opts.arguments = o.value.filter(|v| !v.trim().is_empty()).map(String::from);
+    Ok(())
+});
+// fio's grace_time is whole seconds.
+const GRACE_TIME: Spec = Spec::set("grace_time", Kind::Int, |j, o| {
+    j.engine_opts.grace_time = std::time::Duration::from_secs(whole(o, 0, 86_400)? as u64);
+    Ok(())
+});
+const STD_REDIRECT: Spec = Spec::set("std_redirect", Kind::Bool, |j, o| {
+    o.bool().map(|v| j.engine_opts.std_redirect = v)
+});
 
 /// An engine option's whole number in `lo..=hi` (an empty or bare one too
 /// is "expected a whole number", as fio's engines say).

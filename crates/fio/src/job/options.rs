@@ -27,11 +27,9 @@ const CMDPRIO: &str =
 const CGROUP: &str = "cgroups are not supported; start xferbench inside the cgroup instead";
 const FDP: &str = "NVMe flexible data placement is not supported; drop it";
 const DP: &str = "NVMe data placement is not supported; drop it";
-const LATENCY: &str = "latency targets that tune the queue depth are not supported; give iodepth=";
 const BLKTRACE: &str = "trace replay is not supported";
 const IOLOG: &str = "I/O log replay is not supported";
 const SPRANDOM: &str = "SPRandom preconditioning is not supported";
-const STEADY: &str = "steady-state detection is not supported; give runtime=";
 const TRIM_VERIFY: &str = "trim-and-verify is not supported";
 const UNALIGNED: &str = "unaligned block sizes are not supported; drop it";
 
@@ -373,6 +371,40 @@ pub static GENERAL: &[Spec] = &[
         j.max_latency = o.micros()?;
         Ok(())
     }),
+    Spec::set("latency_target", Kind::Time, |j, o| {
+        j.tuning.latency_target = o.micros()?;
+        Ok(())
+    }),
+    Spec::set("latency_window", Kind::Time, |j, o| {
+        j.tuning.latency_window = o.micros()?.unwrap_or_default();
+        Ok(())
+    }),
+    Spec::set("latency_percentile", Kind::Text("99.9"), |j, o| {
+        super::tuning::percentile(&mut j.tuning, o)
+    }),
+    flag("latency_run", |j, o| o.bool().map(|v| j.tuning.latency_run = v)),
+    Spec::set("steadystate", Kind::Text("iops:10%"), |j, o| {
+        super::tuning::steadystate(&mut j.tuning, o)
+    })
+    .alias(&["ss"]),
+    Spec::set("steadystate_duration", Kind::Time, |j, o| {
+        j.tuning.ss_dur = o.duration()?.unwrap_or_default();
+        Ok(())
+    })
+    .alias(&["ss_dur"]),
+    Spec::set("steadystate_ramp_time", Kind::Time, |j, o| {
+        j.tuning.ss_ramp = o.duration()?.unwrap_or_default();
+        Ok(())
+    })
+    .alias(&["ss_ramp"]),
+    Spec::set("steadystate_check_interval", Kind::Time, |j, o| {
+        j.tuning.ss_interval = o
+            .duration()?
+            .filter(|d| d.subsec_nanos() == 0)
+            .ok_or_else(|| o.bad("expected a whole number of seconds, at least 1"))?;
+        Ok(())
+    })
+    .alias(&["ss_interval"]),
     flag("invalidate", |j, o| o.bool().map(|v| j.invalidate = v)),
     Spec::set(
         "fadvise_hint",
@@ -529,16 +561,8 @@ pub static GENERAL: &[Spec] = &[
             "lockfile=none is what xferbench does: jobs on one file do not lock it".into(),
         ))
     }),
-    Spec::take("io_submit_mode", Kind::Words(&["inline"]), |_, o| {
-        if o.value != Some("inline") {
-            return Err(refusal(
-                o.key,
-                "only inline submission is supported; drop it",
-            ));
-        }
-        Ok(SetOutcome::Note(
-            "io_submit_mode=inline is what xferbench does: each job submits its own I/O".into(),
-        ))
+    Spec::set("io_submit_mode", Kind::Words(&["inline", "offload"]), |j, o| {
+        super::tuning::submit_mode(&mut j.tuning, o)
     }),
     flag("overwrite", |j, o| o.bool().map(|v| j.overwrite = v)),
     flag("file_append", |j, o| o.bool().map(|v| j.file_append = v)),
@@ -859,10 +883,6 @@ pub static GENERAL: &[Spec] = &[
         "xferbench does not change the I/O scheduler; set it in /sys/block/DEV/queue/scheduler first",
     ),
     Spec::refuse("job_max_open_zones", NO_ZBD),
-    Spec::refuse("latency_percentile", LATENCY),
-    Spec::refuse("latency_run", LATENCY),
-    Spec::refuse("latency_target", LATENCY),
-    Spec::refuse("latency_window", LATENCY),
     Spec::refuse(
         "lockmem",
         "pinning memory away from the page cache is not supported; drop it",
@@ -913,14 +933,6 @@ pub static GENERAL: &[Spec] = &[
     Spec::refuse("sprandom", SPRANDOM),
     Spec::refuse("spr_num_regions", SPRANDOM),
     Spec::refuse("spr_op", SPRANDOM),
-    Spec::refuse("steadystate", STEADY).alias(&["ss"]),
-    Spec::refuse("steadystate_check_interval", STEADY).alias(&["ss_interval"]),
-    Spec::refuse("steadystate_duration", STEADY).alias(&["ss_dur"]),
-    Spec::refuse(
-        "steadystate_ramp_time",
-        "steady-state detection is not supported; use ramp_time=",
-    )
-    .alias(&["ss_ramp"]),
     Spec::refuse(
         "sync_file_range",
         "sync_file_range is not supported; use fsync= or fdatasync=",
@@ -960,7 +972,6 @@ pub static GENERAL: &[Spec] = &[
     Spec::other_engine("no_completion_thread", "windowsaio"),
     Spec::other_engine("apptag", "io_uring_cmd"),
     Spec::other_engine("apptag_mask", "io_uring_cmd"),
-    Spec::other_engine("arguments", "exec"),
     Spec::other_engine("brick", "gfapi"),
     Spec::other_engine("bucket_name", "http"),
     Spec::other_engine("busy_poll", "rados/rbd"),
@@ -977,7 +988,6 @@ pub static GENERAL: &[Spec] = &[
     Spec::other_engine("device-names", "xnvme"),
     Spec::other_engine("donorname", "e4defrag"),
     Spec::other_engine("gpu_dev_ids", "libcufile"),
-    Spec::other_engine("grace_time", "exec"),
     Spec::other_engine("hdfs_use_direct", "libhdfs"),
     Spec::other_engine("hdfsdirectory", "libhdfs"),
     Spec::other_engine("http_host", "http"),
@@ -1014,14 +1024,12 @@ pub static GENERAL: &[Spec] = &[
     Spec::other_engine("pi_act", "io_uring_cmd/xnvme"),
     Spec::other_engine("pi_chk", "io_uring_cmd/xnvme"),
     Spec::other_engine("pool", "dfs/rados/rbd"),
-    Spec::other_engine("program", "exec"),
     Spec::other_engine("rbdname", "rbd"),
     Spec::other_engine("readfua", "sg/io_uring_cmd"),
     Spec::other_engine("sg_write_mode", "sg"),
     Spec::other_engine("single-instance", "gfapi"),
     Spec::other_engine("single_instance", "libhdfs"),
     Spec::other_engine("skip_bad", "mtd"),
-    Spec::other_engine("std_redirect", "exec"),
     Spec::other_engine("stream_id", "sg"),
     Spec::other_engine("svcl", "dfs"),
     Spec::other_engine("touch_objects", "rados"),

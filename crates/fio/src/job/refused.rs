@@ -30,7 +30,7 @@ pub fn refusal(name: &str) -> String {
         "libblkio" => "libblkio",
         "windowsaio" => "Windows",
         "solarisaio" => "Solaris",
-        "splice" | "e4defrag" | "exec" => {
+        "splice" | "e4defrag" => {
             return format!(
                 "ioengine={name} is not supported by xferbench; use sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring or mmap"
             );
@@ -39,7 +39,7 @@ pub fn refusal(name: &str) -> String {
             return "external engines (fio's .so engines) do not load into xferbench; put the device behind a device plugin (filename=xfer:plugin:path=LIB.so, see docs/plugins.md)".into();
         }
         _ => {
-            return "unknown engine; use sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring, mmap, null, filecreate, filestat, filedelete, cpuio, or transport (filename=xfer:NAME)".into();
+            return "unknown engine; use sync, psync, vsync, pvsync, pvsync2, libaio, posixaio, io_uring, mmap, null, filecreate, filestat, filedelete, cpuio, exec, or transport (filename=xfer:NAME)".into();
         }
     };
     format!(

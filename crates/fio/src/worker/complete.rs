@@ -2,6 +2,7 @@
 //! counted, reads checked, writes queued for a backlog check or a sync;
 //! then the clocks — the end of the ramp, the deadline, the stops.
 
+use super::tuning::LatStep;
 use super::{Flight, Worker};
 use crate::engine::{self, Accounting, Dir, Done};
 use crate::error::Result;
@@ -30,6 +31,26 @@ impl Worker<'_> {
             self.shared.timeout,
             &mut self.queue.done,
         );
+        self.collected(reaped)
+    }
+
+    /// Collects what has completed without waiting (the offloaded
+    /// submission between due times); the ramp, deadline and stops are
+    /// seen as after a reap.
+    pub(super) fn harvest(&mut self) -> Result<()> {
+        let polled = self.eng.poll(&mut self.queue.done);
+        if self.queue.done.is_empty() {
+            return polled;
+        }
+        if let Some(now) = self.collected(polled)? {
+            self.after_reap(now);
+        }
+        Ok(())
+    }
+
+    /// Accounts for the completions an engine call left in the queue.
+    fn collected(&mut self, reaped: Result<()>) -> Result<Option<Instant>> {
+        let job = self.job;
         if super::engine_failed(reaped, job, &mut self.end.failure)? {
             self.end.broken = true;
             return Ok(None);
@@ -68,6 +89,7 @@ impl Worker<'_> {
         }
         self.account(&f, now, at_ns);
         self.clock.progress_bytes += f.len;
+        self.clock.progress_ios += 1;
         if f.dir == Dir::Read {
             self.check_read(&f, d.slot);
         }
@@ -133,6 +155,7 @@ impl Worker<'_> {
             // fio's lat (issue to completion) and clat (submission
             // returning to completion; the same for a synchronous engine).
             let lat_ns = now.duration_since(f.t0).as_nanos() as u64;
+            self.latency_target(lat_ns, now);
             let clat_ns = now.duration_since(f.sub).as_nanos() as u64;
             self.intervals.record(di, at_ns, clat_ns, io_bytes);
             self.fio.completed(di, lat_ns - clat_ns, lat_ns);
@@ -220,6 +243,7 @@ impl Worker<'_> {
         if self.clock.ramping && now >= self.clock.ramp_end {
             self.end_ramp(now);
         }
+        self.tune_after_reap(now);
         if self.clock.deadline.is_some_and(|d| now >= d) || self.eng.finished() {
             self.end.stopping = true;
         }
@@ -231,6 +255,75 @@ impl Worker<'_> {
             self.end.stopping = true;
         }
         !self.clock.ramping
+    }
+
+    /// One I/O's latency against `latency_target`: a 100% target missed at
+    /// depth 1 fails the job, as fio's does.
+    fn latency_target(&mut self, lat_ns: u64, now: Instant) {
+        let ios = self.clock.progress_ios;
+        let Some(l) = self.tune.lat.as_mut() else {
+            return;
+        };
+        match l.completed(lat_ns, ios, now) {
+            LatStep::Fatal => {
+                let job = self.job;
+                self.end.failure.get_or_insert_with(|| {
+                    format!(
+                        "job {}: an I/O took {} µs, beyond latency_target={} µs even at queue depth 1",
+                        job.name,
+                        crate::units::format_us(lat_ns as f64),
+                        crate::units::format_us(l.report().latency_target as f64)
+                    )
+                });
+                self.end.stopping = true;
+            }
+            LatStep::Quiesce => self.tune.quiesce = true,
+            _ => {}
+        }
+    }
+
+    /// After a reap: the latency target's window and steady state's sample.
+    fn tune_after_reap(&mut self, now: Instant) {
+        let (ios, bytes) = (self.clock.progress_ios, self.clock.progress_bytes);
+        if let Some(s) = self.tune.steady.as_mut()
+            && s.tick(now, ios, bytes)
+        {
+            self.end.stopping = true;
+        }
+        if self.clock.ramping {
+            return;
+        }
+        let step = match self.tune.lat.as_mut() {
+            Some(l) => l.check(ios, now),
+            None => return,
+        };
+        match step {
+            LatStep::Quiesce => self.tune.quiesce = true,
+            LatStep::FinalWindow => {
+                // Only the found depth's window is the job's figures.
+                self.tune.quiesce = true;
+                self.restart_figures(now);
+            }
+            LatStep::Done => self.end.stopping = true,
+            LatStep::Carry | LatStep::Fatal => {}
+        }
+    }
+
+    /// The timed span starts again at `now` (its deadline stays).
+    fn restart_figures(&mut self, now: Instant) {
+        let job = self.job;
+        let c = &mut self.clock;
+        c.measure_start = now;
+        c.measure_from_t0 = now.duration_since(self.shared.t0).as_nanos() as u64;
+        let left = c.deadline.map(|d| d.saturating_duration_since(now));
+        // What was recorded is dropped: fresh intervals.
+        self.intervals = crate::intervals::Intervals::new(Cut::new(
+            job.time_based,
+            left.or(job.runtime),
+            self.totals.ios.saturating_sub(self.issued.count),
+        ));
+        self.bytes = [0; engine::DIRS];
+        c.window = (now, 0);
     }
 
     fn end_ramp(&mut self, now: Instant) {

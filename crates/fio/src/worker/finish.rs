@@ -20,6 +20,10 @@ impl Worker<'_> {
             // I/Os still queued in a failed engine are lost, not measured.
             note_lost(&mut self.end.failure, self.queue.inflight);
         }
+        let closed = self.eng.close();
+        if super::engine_failed(closed, job, &mut self.end.failure)? {
+            self.end.broken = true;
+        }
         let end = Instant::now();
         let runtime_ns = end.duration_since(self.clock.measure_start).as_nanos() as u64;
         self.final_check()?;
@@ -65,6 +69,10 @@ impl Worker<'_> {
         JobRun {
             failure: self.end.failure.take(),
             bytes: self.bytes,
+            tuned: super::tuning::Tuned {
+                steadystate: self.tune.steady.as_ref().map(|s| s.report()),
+                latency: self.tune.lat.as_ref().map(|l| l.report()),
+            },
             runtime_ns,
             target: self.targets.first().map(|t| t.kind),
             prepared: prepared_of(&self.targets),
@@ -212,7 +220,7 @@ fn job_warnings(
             job.verify_backlog
         ));
     }
-    if failed || job.ioengine == IoEngine::Cpuio {
+    if failed || matches!(job.ioengine, IoEngine::Cpuio | IoEngine::Exec) {
         return warnings;
     }
     if ios < 100 && !partial {

@@ -27,6 +27,7 @@ impl Worker<'_> {
             && !self.end.stopping
             && !self.want_sync
             && !self.verify.as_ref().is_some_and(|v| v.want_check)
+            && self.room()
         {
             if self.flow.as_mut().is_some_and(|f| f.held()) {
                 // fio quiesces, then sleeps: the I/Os in flight are reaped
@@ -38,6 +39,7 @@ impl Worker<'_> {
                 continue;
             }
             self.think();
+            let Some(t0) = self.due()? else { break };
             let dir = self.next_dir();
             let (file, rel, len) = self.next_extent(dir);
             self.new_pass();
@@ -53,7 +55,6 @@ impl Worker<'_> {
             }
             let buf = self.mem.slot_ptr(slot);
             let cmdprio = self.prios.pick(job, dir, len);
-            let t0 = Instant::now();
             self.queue.flights[slot] = Some(Flight {
                 dir,
                 file,
@@ -80,6 +81,10 @@ impl Worker<'_> {
             self.queue.inflight += 1;
             queued_now += 1;
             self.submitted(slot);
+            if self.tune.sched.is_some() {
+                // Submitted now, not at the next reap: it was due.
+                self.harvest()?;
+            }
         }
         // fio's submit map: one submission of the batch an asynchronous
         // engine was handed (a synchronous one's are counted per I/O).
@@ -89,9 +94,10 @@ impl Worker<'_> {
         Ok(())
     }
 
-    /// An I/O was queued: the queue depth it went in at is counted, and an
-    /// engine with a submission step submits it at the next reap (for a synchronous engine, its one-I/O submission and
-    /// completion too, as fio counts them).
+    /// An I/O was queued: the queue depth it went in at is counted (for a
+    /// synchronous engine, its one-I/O submission and completion too, as
+    /// fio counts them), and an engine with a submission step submits it at
+    /// the next reap.
     fn submitted(&mut self, slot: usize) {
         let f = &mut self.fio;
         if self.sync_engine {
@@ -104,6 +110,67 @@ impl Worker<'_> {
             // there, in one call per batch): its submission ends then.
             self.queue.fresh.push(slot);
         }
+    }
+
+    /// Whether the latency target's depth (and its quiesce after a change)
+    /// leaves room for another I/O.
+    fn room(&mut self) -> bool {
+        let inflight = self.queue.inflight;
+        if self.tune.quiesce {
+            if inflight > 0 {
+                return false;
+            }
+            self.tune.quiesce = false;
+        }
+        self.tune
+            .lat
+            .as_ref()
+            .is_none_or(|l| inflight < l.qd as usize)
+    }
+
+    /// When the next I/O starts, for its latency: now, or for an offloaded
+    /// job the time it was due, after waiting for it while collecting
+    /// completions (None: the job ended while waiting).
+    fn due(&mut self) -> Result<Option<Instant>> {
+        let Some(due) = self.tune.sched.as_ref().map(|s| s.peek()) else {
+            return Ok(Some(Instant::now()));
+        };
+        if self.clock.deadline.is_some_and(|d| due >= d) {
+            self.end.stopping = true;
+            return Ok(None);
+        }
+        loop {
+            let now = Instant::now();
+            if now >= due {
+                break;
+            }
+            if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
+                self.end.stopping = true;
+                self.end.partial = true;
+                return Ok(None);
+            }
+            let left = due - now;
+            if self.queue.inflight == 0 && left > Duration::from_millis(2) {
+                // A long wait, told to the watchdog; the last stretch is
+                // timed finely below (a sleep overshoots).
+                self.hold_until(due - Duration::from_millis(1));
+                continue;
+            }
+            if self.queue.inflight > 0 {
+                // Completions are collected as they come, so that their
+                // times are theirs, not the next due time's.
+                self.harvest()?;
+            }
+            let left = due.saturating_duration_since(Instant::now());
+            if left > Duration::from_micros(150) {
+                std::thread::sleep(
+                    (left - Duration::from_micros(100)).min(Duration::from_micros(200)),
+                );
+            } else {
+                std::hint::spin_loop();
+            }
+        }
+        Ok(self.tune.sched.as_mut().map(|s| s.take()))
     }
 
     /// fio's `thinktime`: every `thinktime_blocks` I/Os the job pauses
@@ -246,6 +313,7 @@ impl Worker<'_> {
         let job = self.job;
         let moved: u64 = self.bytes.iter().sum();
         if let Some(rate) = job.rate.filter(|r| *r > 0)
+            && self.tune.sched.is_none()
             && self.issued.count < self.totals.ios
             && !self.end.stopping
         {

@@ -12,6 +12,7 @@ mod flow;
 mod issue;
 mod prio;
 mod setup;
+pub mod tuning;
 mod verify;
 
 pub use flow::Flows;
@@ -281,6 +282,8 @@ pub struct JobRun {
     pub failure: Option<String>,
     /// Bytes moved each way in the timed span (reads, writes, trims).
     pub bytes: [u64; engine::DIRS],
+    /// What steady-state detection and the latency target found.
+    pub tuned: tuning::Tuned,
     /// The timed span, ns.
     pub runtime_ns: u64,
     pub target: Option<TargetKind>,
@@ -412,6 +415,9 @@ struct Clock {
     /// Bytes done so far, ramp included (what the progress bar shows); this
     /// worker is the only writer, so a store replaces an atomic add.
     progress_bytes: u64,
+    /// I/Os done so far, ramp included (steady state and the latency
+    /// target count them).
+    progress_ios: u64,
     ramp_ios: u64,
     deadline: Option<Instant>,
     /// ratemin's window: its start and the bytes moved by then.
@@ -462,6 +468,19 @@ struct Worker<'a> {
     /// This job's part in a flow (`flow=`), while its I/O runs.
     flow: Option<flow::Member>,
     prios: prio::Prios,
+    tune: Tune,
+}
+
+/// The run-time tuning a job asked for (see [`tuning`]).
+struct Tune {
+    /// `io_submit_mode=offload` with a rate: when each I/O is due.
+    sched: Option<tuning::Schedule>,
+    /// `latency_target`: the queue-depth search.
+    lat: Option<tuning::LatTarget>,
+    /// `ss=`: steady-state detection.
+    steady: Option<tuning::SteadyState>,
+    /// The depth just changed: no new I/O until what is in flight is done.
+    quiesce: bool,
 }
 
 impl Worker<'_> {

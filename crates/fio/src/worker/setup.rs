@@ -116,6 +116,12 @@ impl<'a> Worker<'a> {
             // Joined last, so that its weight counts from its first I/O.
             flow: shared.flows.join(job.flow.id, job.flow.weight),
             prios: super::prio::Prios::new(job),
+            tune: super::Tune {
+                sched: super::tuning::Schedule::of(job, start),
+                lat: super::tuning::LatTarget::of(job, depth, start),
+                steady: super::tuning::SteadyState::of(job, start),
+                quiesce: false,
+            },
         })
     }
 }
@@ -129,6 +135,7 @@ impl Clock {
             measure_start: start,
             measure_from_t0: start.duration_since(shared.t0).as_nanos() as u64,
             progress_bytes: 0,
+            progress_ios: 0,
             ramp_ios: 0,
             deadline: job.runtime.map(|r| ramp_end + r),
             window: (start, 0),
@@ -272,6 +279,9 @@ fn open_engine(
         let e = engine::FileOps::open(job, &p.paths())?;
         return Ok((Vec::new(), Box::new(e)));
     }
+    if job.ioengine == IoEngine::Exec {
+        return Ok((Vec::new(), Box::new(engine::Exec::start(job)?)));
+    }
     if job.ioengine == IoEngine::Cpuio {
         let e = engine::CpuIo::new(job, Arc::clone(&shared.io_left));
         return Ok((Vec::new(), Box::new(e)));
@@ -289,7 +299,8 @@ fn open_engine(
                 job.name
             )));
         }
-        return Ok((Vec::new(), Box::new(engine::Null::new(depth))));
+        let null = Box::new(engine::Null::new(depth));
+        return Ok((Vec::new(), engine::faulted(null)));
     }
     if let Some(ep) = &p.net {
         let e = engine::Net::open(job, ep.clone(), shared.timeout)?;

@@ -346,11 +346,18 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
             // A load until runtime= or the I/O jobs beside it end.
             job.time_based = true;
         }
+        if job.ioengine == IoEngine::Exec {
+            // A program until runtime= or until it exits by itself.
+            job.time_based = true;
+        }
         if job.ioengine.file_op() {
             // One nominal block per file; no data moves.
             job.size = Some(u64::from(job.nrfiles) * job.bs);
         }
-        if job.time_based && job.runtime.is_none() && job.ioengine != IoEngine::Cpuio {
+        if job.time_based
+            && job.runtime.is_none()
+            && !matches!(job.ioengine, IoEngine::Cpuio | IoEngine::Exec)
+        {
             return Err(Error::usage(format!(
                 "job {name}: time_based needs runtime= (how long to run)"
             )));
@@ -814,6 +821,7 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
     let JobRun {
         failure,
         bytes,
+        tuned,
         runtime_ns,
         target,
         prepared,
@@ -909,6 +917,8 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
         warnings,
         fio,
         line: job.line,
+        steadystate: tuned.steadystate,
+        latency_target: tuned.latency,
     };
     Outcome {
         result,
@@ -981,6 +991,8 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
         )],
         fio: FioJob::unmeasured(&job.given, job.iodepth.max(1)),
         line: job.line,
+        steadystate: None,
+        latency_target: None,
     };
     Outcome {
         result,

@@ -128,7 +128,7 @@ fn head_line(out: &mut String, name: &str, groupid: u32, jobs: u32, error: i32, 
 
 fn job_block(out: &mut String, r: &JobResult) {
     head_line(out, &r.jobname, r.groupid, 1, r.error, r);
-    if r.ioengine == IoEngine::Cpuio {
+    if matches!(r.ioengine, IoEngine::Cpuio | IoEngine::Exec) {
         // A load: no file, no region; its completion line says what it did.
     } else if r.ioengine.file_op() {
         let _ = writeln!(
@@ -146,6 +146,44 @@ fn job_block(out: &mut String, r: &JobResult) {
         r.completion_detail
     );
     dir_and_verify_lines(out, r);
+    tuned_lines(out, r);
+}
+
+/// fio 3.33's lines for what `latency_target` and `ss=` found.
+fn tuned_lines(out: &mut String, r: &JobResult) {
+    if let Some(l) = &r.latency_target {
+        let _ = writeln!(
+            out,
+            "     latency   : target={}, window={}, percentile={:.2}%, depth={}",
+            l.latency_target, l.latency_window, l.latency_percentile, l.latency_depth
+        );
+    }
+    if let Some(s) = &r.steadystate {
+        let (bi, bd) = bw_pair(s.data.bw_mean);
+        let pct = s.criterion.ends_with('%');
+        let slope = s.ss.split(':').next().unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "  steadystate  : attained={}, bw={bi} ({bd}), iops={}, {}{}={:.3}{}",
+            if s.attained > 0 { "yes" } else { "no" },
+            fio_num(s.data.iops_mean as f64, false, ""),
+            if slope.starts_with("bw") {
+                "bw"
+            } else {
+                "iops"
+            },
+            if slope.ends_with("_slope") {
+                " slope"
+            } else {
+                " mean dev"
+            },
+            s.criterion
+                .trim_end_matches('%')
+                .parse::<f64>()
+                .unwrap_or(0.0),
+            if pct { "%" } else { "" }
+        );
+    }
 }
 
 /// The target, its region and what was done to it first.

@@ -455,6 +455,13 @@ pub struct JobResult {
     /// repeat.
     #[serde(skip)]
     pub line: usize,
+    /// fio's `steadystate` object, for a job with `ss=` and `ss_dur=`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub steadystate: Option<crate::stream::worker::tuning::SteadyReport>,
+    /// fio's `latency_depth`, `latency_target`, `latency_percentile` and
+    /// `latency_window` keys, for a job with `latency_target=`.
+    #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
+    pub latency_target: Option<crate::stream::worker::tuning::LatencyReport>,
 }
 
 /// One file of a job with several.
@@ -1040,6 +1047,8 @@ mod tests {
             warnings: vec![],
             fio: FioJob::default(),
             line: 3,
+            steadystate: None,
+            latency_target: None,
         }
     }
 
