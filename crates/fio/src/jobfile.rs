@@ -262,7 +262,17 @@ pub fn parse(
             "{path}: no jobs defined (only [global]?); add a [name] section for each job"
         )));
     }
+    let jobs = expand_clones(done)?;
+    Ok(JobFile {
+        jobs,
+        warnings,
+        global_options: global.job.given,
+    })
+}
 
+/// The sections' jobs with their `numjobs` clones, in order: each clone's
+/// reporting group, offset and place in the run (for its buffers' data).
+fn expand_clones(done: Vec<Job>) -> Result<Vec<Job>> {
     let mut jobs = Vec::new();
     let mut group = 0;
     for (i, job) in done.into_iter().enumerate() {
@@ -299,11 +309,7 @@ pub fn parse(
     for j in &mut jobs {
         j.buffers.jobs = n;
     }
-    Ok(JobFile {
-        jobs,
-        warnings,
-        global_options: global.job.given,
-    })
+    Ok(jobs)
 }
 
 /// Sets one option, prefixing errors and warnings with `at`. A `[global]` line
