@@ -121,12 +121,20 @@ while IFS= read -r -d '' f; do
     for t in fio xb; do
         rewrite "$f" "$d/$t.fio" "$d/$t/scratch" || { error "could not rewrite $f"; continue 2; }
     done
-    fout=$(cd "$d/fio" && timeout -k 5 "$LIMIT" "$FIO" --output-format=json --output="$d/fio.json" "$d/fio.fio" 2>&1)
+    # Output to files, not a pipe: a job process fio forked and the limit
+    # did not reach would hold a pipe open; whatever is left of a run is
+    # killed by its job file's name.
+    (cd "$d/fio" && timeout -k 5 "$LIMIT" "$FIO" --output-format=json --output="$d/fio.json" \
+        "$d/fio.fio" >"$d/fio.out" 2>&1)
     frc=$?
+    pkill -9 -f -- "$d/fio.fio" 2>/dev/null
+    fout=$(cat "$d/fio.out")
     rm -rf "$d/fio"
-    xout=$(cd "$d/xb" && timeout -k 5 "$LIMIT" "$XB" stream "$d/xb.fio" --quiet --format json \
-        -o "$d/xb.json" 2>&1 >/dev/null)
+    (cd "$d/xb" && timeout -k 5 "$LIMIT" "$XB" stream "$d/xb.fio" --quiet --format json \
+        -o "$d/xb.json" >/dev/null 2>"$d/xb.out")
     xrc=$?
+    pkill -9 -f -- "$d/xb.fio" 2>/dev/null
+    xout=$(cat "$d/xb.out")
     if grep -q panicked <<<"$xout"; then
         kind=PANIC
     elif ((xrc == 124 || xrc == 137)); then
