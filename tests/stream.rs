@@ -3035,3 +3035,33 @@ fn a_missing_device_node_is_refused_not_created() {
     );
     assert!(!std::path::Path::new("/dev/nulll").exists());
 }
+
+/// /dev/shm is a tmpfs for files: a missing one there is made, as fio makes
+/// it (a typo'd device node elsewhere under /dev is refused, above).
+#[test]
+fn a_missing_file_in_dev_shm_is_created() {
+    if !std::path::Path::new("/dev/shm").is_dir() {
+        eprintln!("skipped: no /dev/shm here");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let f = format!("/dev/shm/xferbench-test-{}", std::process::id());
+    let _ = std::fs::remove_file(&f);
+    let o = stream(
+        dir.path(),
+        &[
+            "--filename",
+            &f,
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "64k",
+        ],
+    );
+    let made = std::fs::metadata(&f).map(|m| m.len());
+    let _ = std::fs::remove_file(&f);
+    assert!(o.status.success(), "{}", stderr(&o));
+    assert_eq!(made.ok(), Some(64 << 10));
+}

@@ -328,8 +328,9 @@ fn may_create(job: &Job, path: &Path) -> Result<()> {
     let shown = path.display();
     // A missing name under /dev is a typo for a device (xdma0_h2c_9 for
     // _0), not a file to create: made there, it would be measured as
-    // page cache.
-    if path.starts_with("/dev") {
+    // page cache. /dev/shm is the exception: a tmpfs for files, as fio
+    // (and every user of it) treats it.
+    if path.starts_with("/dev") && !path.starts_with("/dev/shm") {
         return Err(Error::usage(format!(
             "job {name}: {shown} does not exist, and xferbench does not create files under /dev{}; fix the name, or map it elsewhere with --map {shown}=FILE",
             look_alikes(path)
