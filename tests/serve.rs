@@ -722,22 +722,23 @@ fn a_burst_of_bad_clients_leaves_the_server_small_and_serving() {
     let mut socks = Vec::new();
     for i in 0..40 {
         let mut s = srv.connect();
-        match i % 4 {
+        // A write may find the connection already reset: the server drops
+        // a bad client (or one past its per-address share) as soon as it
+        // sees it, which is what is under test, not a failure of it.
+        let _ = match i % 4 {
             // Oversized configures after a good hello: refused unallocated.
-            0 => {
-                s.write_all(&hello(1 << 20, b"")).unwrap();
-                s.write_all(&configure(1 << 30, 1 << 30)).unwrap();
-            }
+            0 => s
+                .write_all(&hello(1 << 20, b""))
+                .and_then(|()| s.write_all(&configure(1 << 30, 1 << 30))),
             // Random bytes.
-            1 => s.write_all(&[0xa5; 200]).unwrap(),
+            1 => s.write_all(&[0xa5; 200]),
             // Half a hello, then silence (the idle timeout ends it).
-            2 => s.write_all(&hello(64, b"")[..10]).unwrap(),
+            2 => s.write_all(&hello(64, b"")[..10]),
             // A configure frame with a bad magic.
-            _ => {
-                s.write_all(&hello(64, b"")).unwrap();
-                s.write_all(&[0xff; 72]).unwrap();
-            }
-        }
+            _ => s
+                .write_all(&hello(64, b""))
+                .and_then(|()| s.write_all(&[0xff; 72])),
+        };
         socks.push(s);
     }
     std::thread::sleep(Duration::from_millis(300));
