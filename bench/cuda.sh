@@ -24,7 +24,7 @@ samples=${XB_SAMPLES:-2000}
 sizes=32..8192
 curve_sizes=4..512M
 if [[ ${XB_QUICK:-0} == 1 ]]; then
-    sizes=32,512,8192
+    sizes=32,64,512,8192
     curve_sizes=4,4k,1M,64M
     samples=300
 fi
@@ -34,6 +34,9 @@ if "$XB" list --no-probe --format csv | grep '^cuda,' | grep -q 'not available';
     echo "cuda.sh: no usable GPU here" >&2
     exit 1
 fi
+# Ctrl-C (or timeout -s INT) stops the script after the step in flight has
+# written its partial results, rather than going on to the next step.
+trap 'echo "cuda.sh: interrupted; partial results are in $out" >&2; report_errors; exit 130' INT
 command -v nvidia-smi >/dev/null && nvidia-smi -L && nvidia-smi --query-gpu=pcie.link.gen.current,pcie.link.width.current --format=csv
 
 # Round trips: poll in every mode, block where it exists (mmio only polls).
@@ -44,12 +47,15 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L && nvidia-smi --query-gpu=pcie
 "$XB" roundtrip -q -t "cuda:device=$dev" --buffers user,raw,graph --completion block \
     --unit bf16 --in "$sizes" --out "$sizes" --samples "$samples" \
     --format json --output "$out/roundtrip-block.json" || error "roundtrip, block"
-# One-way latency over size for the round-trip modes (pingpong curve).
-"$XB" curve -q -t "cuda:device=$dev" --buffers raw,mmio,graph --sizes 4..16M \
-    --format json --output "$out/curve-latency.json" || error "latency curve"
 # Bandwidth, nvbandwidth's method.
 "$XB" curve -q -t "cuda:device=$dev" --mode stream --sizes "$curve_sizes" \
     --format json --output "$out/bandwidth.json" || error "bandwidth curve"
+# Pinned copy-engine bandwidth at 1 GiB, the figure to set against the link.
+"$XB" curve -q -t "cuda:device=$dev,host=pinned,engine=ce" --mode stream --sizes 1G \
+    --format json --output "$out/bandwidth-1g.json" || error "bandwidth at 1 GiB"
+# One-way latency over size for the round-trip modes (pingpong curve).
+"$XB" curve -q -t "cuda:device=$dev" --buffers raw,mmio,graph --sizes 4..16M \
+    --format json --output "$out/curve-latency.json" || error "latency curve"
 
 for f in "$out"/*.json; do
     [[ -s $f ]] && "$XB" report "$f"

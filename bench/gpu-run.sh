@@ -1,0 +1,61 @@
+#!/usr/bin/env bash
+# gpu-run.sh - everything a lent GPU machine is asked in one go (issue 39):
+# the card's facts, the CUDA tests against the real driver, the quick and
+# then the full bench/cuda.sh, each step under its own time limit so the
+# whole run ends inside the lease. Results go to $OUT (one log and one
+# tarball, as the device tool brings back few files).
+#
+#   bench/gpu-run.sh            (binaries from .gpu/, built by bench/gpu-prepare.sh)
+#
+# Environment: OUT (default: gpu-out), GPU_FULL_S (seconds for the full
+# cuda.sh, default 200), GPU_QUICK_S (default 100).
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-out}
+res=/tmp/gpu-results
+mkdir -p "$out" "$res"
+exec > >(tee "$out/log.txt") 2>&1
+pack() { tar -C /tmp -czf "$out/results.tar.gz" gpu-results 2>/dev/null; }
+step() { echo; echo "=== $* ($(date +%T))"; }
+
+xb=$root/.gpu/xferbench
+chmod +x "$root"/.gpu/* 2>/dev/null
+# The test binary runs the xferbench it was built beside: give it that path.
+built_at=$(cat "$root/.gpu/built-at")
+if [[ ! -x $built_at ]]; then
+    mkdir -p "$(dirname "$built_at")" && ln -sf "$xb" "$built_at"
+fi
+
+step facts
+uname -a
+nvidia-smi
+nvidia-smi --query-gpu=name,driver_version,pci.bus_id,pcie.link.gen.current,pcie.link.gen.max,pcie.link.width.current,pcie.link.width.max,clocks.sm,clocks.max.sm,memory.total --format=csv
+nvidia-smi -q | grep -iA12 'GPU Link Info'
+nproc; lscpu | grep -E 'Model name|NUMA'
+ldconfig -p | grep -E 'libcuda\.so'
+"$xb" --version
+"$xb" list --format csv | grep -E '^(name|cuda),'
+{ uname -a; nvidia-smi -q; } >"$res/nvidia-smi-q.txt" 2>&1
+
+step "cuda tests against the real driver"
+timeout -k 15 -s INT 120 "$root/.gpu/cuda-tests" --test-threads=1 2>&1 | tee "$res/tests.txt"
+echo "tests exit: ${PIPESTATUS[0]}"
+pack
+
+step "quick bench/cuda.sh"
+XB=$xb XB_QUICK=1 timeout -k 15 -s INT "${GPU_QUICK_S:-100}" "$root/bench/cuda.sh" "$res/quick"
+echo "quick exit: $?"
+pack
+
+step "full bench/cuda.sh"
+XB=$xb timeout -k 15 -s INT "${GPU_FULL_S:-200}" "$root/bench/cuda.sh" "$res/full"
+echo "full exit: $?"
+pack
+step done
+ls -la "$res" "$res"/*
+# Last, what the reply's tail must carry even if no file comes back.
+step summary
+grep -E '^test |test result' "$res/tests.txt"
+for f in "$res"/quick/bandwidth-1g.json "$res"/quick/roundtrip-poll.json; do
+    [[ -s $f ]] && "$xb" report "$f" | grep -vE '^Each point|^$' | head -40
+done
