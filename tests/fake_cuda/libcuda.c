@@ -71,7 +71,7 @@ static void inside(uint64_t p, uint64_t n, const char *what) {
 /* Functions: their index is their identity. */
 enum { K_ECHO = 1, K_LATCH, K_COPY, K_MMIO };
 static const char *KNAMES[] = {"", "xb_echo", "xb_latch", "xb_copy", "xb_mmio"};
-static const int KARGS[] = {0, 5, 3, 3, 5};
+static const int KARGS[] = {0, 5, 3, 3, 6};
 
 typedef struct Event {
   pthread_mutex_t m;
@@ -81,7 +81,7 @@ typedef struct Event {
 enum { OP_COPY, OP_KERNEL, OP_RECORD, OP_WAIT };
 typedef struct Op {
   int kind;
-  uint64_t a[5];
+  uint64_t a[7]; /* the kernel's number, then its (at most 6) arguments */
   Event *ev;
   uint64_t gen;
 } Op;
@@ -144,6 +144,10 @@ static void kernel(uint64_t *a, int f) {
     volatile uint64_t *status = (volatile uint64_t *)a[2];
     inside(a[0], 32 * 8, "xb_mmio's 32-word poll");
     inside(a[2], 8, "xb_mmio status");
+    if (a[5] < 1 || a[5] > 8) { /* polling warps: host threads here, one poller */
+      fprintf(stderr, "fake libcuda: xb_mmio asked for %llu polling warps\n", (unsigned long long)a[5]);
+      abort();
+    }
     uint32_t last = 0;
     for (;;) {
       uint64_t since = now_ns(), h;

@@ -25,7 +25,7 @@ const ENTRIES: &[(&str, usize)] = &[
     ("xb_echo", 5),
     ("xb_latch", 3),
     ("xb_copy", 3),
-    ("xb_mmio", 5),
+    ("xb_mmio", 6),
 ];
 
 /// Why CUDA cannot be used here, or the number of devices: decided once.
@@ -478,6 +478,8 @@ mod tests {
         assert!(PTX.contains("%globaltimer"));
         // mmio's LL protocol: warp 0 shares the header and votes on flags.
         assert!(PTX.contains("shfl.sync.idx.b32") && PTX.contains("vote.sync.all"));
+        // Several polling warps: one claims each request by compare-and-swap.
+        assert!(PTX.contains("atom.shared.cas.b32"));
         // Device-side polls and stores of host memory are never cached.
         assert!(PTX.contains("ld.volatile.global.u64") && PTX.contains("st.volatile.global.u64"));
     }

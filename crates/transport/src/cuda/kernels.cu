@@ -91,60 +91,127 @@ extern "C" __global__ void xb_copy(u8 *dst, const u8 *src, u64 n) {
 // Lengths of 0xffffffff ask the program to end. Reply words: [0..] =
 // output, at least one word (an empty reply is one word of zeros).
 // `status` (host memory) says why the program ended: 1 asked, 2 idle.
+//
+// `pollers` warps poll the first 32 words, each with its own read in
+// flight, started a fraction of a read's round trip apart. One warp's
+// reads are back to back, and the host's next request lands just after the
+// read that follows a reply has passed: that warp then sees it a whole
+// PCIe round trip late. With several warps the next read to pass comes
+// sooner. The warp that sees a whole request first claims it (a
+// compare-and-swap on the last sequence number, so a stale read of an
+// answered request is never answered twice) and, when the request fits the
+// one read, answers it alone; a longer one, or the request to end, is
+// handed to the whole block.
 #define WORDS_PER_POLL 32
 #define EXIT_LENS 0xffffffffu
+// A PCIe read from the GPU to host memory takes about a microsecond.
+#define POLL_SPREAD_NS 1000
 
 __device__ static inline u32 lo(u64 w) { return (u32)w; }
 __device__ static inline u32 hi(u64 w) { return (u32)(w >> 32); }
+// Requests are numbered 1, 2, ... (0 is skipped when the number wraps): a
+// header is new when its number is past the last one claimed, so a stale
+// read of an answered request is never taken for a new one.
+__device__ static inline int is_new(u32 seq, u32 last) {
+  return seq != 0 && (int)(seq - last) > 0;
+}
+
+__device__ static inline u32 warp_or(u32 v) {
+  for (int o = 16; o > 0; o /= 2)
+    v |= (u32)__nvvm_shfl_sync_bfly_i32(0xffffffff, (int)v, o, 0x1f);
+  return v;
+}
+
+// The output depends on the input: every word is the input folded.
+__device__ static inline void reply(volatile u64 *out, u32 seq, u32 fold,
+                                    u32 lens, u32 first, u32 step) {
+  u32 out_words = ((lens >> 16) + 3) / 4;
+  if (out_words == 0)
+    out_words = 1;
+  u64 word = ((u64)seq << 32) | fold;
+  for (u32 i = first; i < out_words; i += step)
+    out[i] = word;
+}
 
 extern "C" __global__ void xb_mmio(const u64 *req, u64 *rep,
                                    volatile u64 *status, u64 idle_ns,
-                                   u64 delay_ns) {
+                                   u64 delay_ns, u64 pollers) {
   // volatile: clang's alias analysis would otherwise let a thread read
-  // these before the barrier that publishes them.
+  // these before the barrier or the flag that publishes them.
+  __shared__ volatile u32 s_last;  // the last request claimed
+  __shared__ volatile u32 s_block; // a request (or the end) for the block
   __shared__ volatile u32 s_seq;
   __shared__ volatile u32 s_lens;
   __shared__ volatile u32 s_quit;
   __shared__ volatile u32 s_fold;
+  __shared__ volatile u64 s_active; // when the last request was claimed
   const volatile u64 *in = (const volatile u64 *)req;
   volatile u64 *out = (volatile u64 *)rep;
-  u32 t = tid(), lane = t & 31, last = 0;
+  u32 t = tid(), lane = t & 31, warp = t >> 5;
+  u32 npoll = ntid() / 32;
+  if (pollers >= 1 && pollers < npoll)
+    npoll = (u32)pollers;
+  if (t == 0) {
+    s_last = 0;
+    s_block = 0;
+    s_quit = 0;
+    s_active = globaltimer();
+  }
+  __syncthreads();
   for (;;) {
     u32 mine = 0;
-    if (t < 32) {
-      // Warp 0 polls the first 32 words in one coalesced read until the
-      // header is new and every input word it covers carries its seq.
-      u64 since = globaltimer();
+    if (warp < npoll) {
+      delay(warp * (POLL_SPREAD_NS / npoll));
       for (;;) {
         u64 w = in[lane];
         u32 h_lo = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)lo(w), 0, 0x1f);
         u32 h_hi = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)hi(w), 0, 0x1f);
-        u32 quit = 0;
-        if (h_hi != last && h_hi != 0) {
-          if (h_lo == EXIT_LENS)
-            quit = 1;
-          u32 words = ((h_lo & 0xffff) + 3) / 4;
-          int ok = lane == 0 || lane > words || hi(w) == h_hi;
-          if (quit || __nvvm_vote_all_sync(0xffffffff, ok)) {
-            if (lane == 0) {
-              s_seq = h_hi;
-              s_lens = h_lo;
-              s_quit = quit;
-              s_fold = 0;
-            }
-            if (lane > 0 && lane <= words)
-              mine = lo(w);
-            break;
-          }
-        }
-        if (lane == 0 && globaltimer() - since > idle_ns)
-          quit = 2;
-        if (__nvvm_shfl_sync_idx_i32(0xffffffff, (int)quit, 0, 0x1f) == 2) {
-          if (lane == 0) {
-            s_quit = 2;
-          }
+        if (s_block)
           break;
+        u32 last = s_last;
+        if (is_new(h_hi, last)) {
+          u32 quit = h_lo == EXIT_LENS;
+          u32 words = ((h_lo & 0xffff) + 3) / 4;
+          int ok = quit || lane == 0 || lane > words || hi(w) == h_hi;
+          if (__nvvm_vote_all_sync(0xffffffff, ok)) {
+            u32 won = 0;
+            if (lane == 0) {
+              won = (u32)__nvvm_atom_cas_gen_i((int *)&s_last, (int)last,
+                                               (int)h_hi) == last;
+              if (won)
+                s_active = globaltimer();
+            }
+            won = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)won, 0, 0x1f);
+            if (won) {
+              u32 payload = lane > 0 && lane <= words ? lo(w) : 0;
+              if (!quit && words < WORDS_PER_POLL) {
+                u32 fold = warp_or(payload);
+                delay(delay_ns);
+                reply(out, h_hi, fold, h_lo, lane, 32);
+                continue;
+              }
+              mine = payload;
+              if (lane == 0) {
+                s_seq = h_hi;
+                s_lens = h_lo;
+                s_quit = quit;
+                s_fold = 0;
+                __nvvm_membar_cta();
+                s_block = 1;
+              }
+              break;
+            }
+          }
         }
+        u32 idle = 0;
+        if (lane == 0 && globaltimer() - s_active > idle_ns) {
+          idle = 1;
+          s_quit = 2;
+          __nvvm_membar_cta();
+          s_block = 1;
+        }
+        if (__nvvm_shfl_sync_idx_i32(0xffffffff, (int)idle, 0, 0x1f))
+          break;
       }
     }
     __syncthreads();
@@ -155,9 +222,6 @@ extern "C" __global__ void xb_mmio(const u64 *req, u64 *rep,
     }
     u32 seq = s_seq, lens = s_lens;
     u32 in_words = ((lens & 0xffff) + 3) / 4;
-    u32 out_words = ((lens >> 16) + 3) / 4;
-    if (out_words == 0)
-      out_words = 1;
     // Input words past the first poll: each thread waits for its own.
     u64 since = globaltimer();
     for (u32 i = WORDS_PER_POLL + t; i <= in_words; i += ntid()) {
@@ -174,11 +238,10 @@ extern "C" __global__ void xb_mmio(const u64 *req, u64 *rep,
     if (t == 0)
       delay(delay_ns);
     __syncthreads();
-    // The output depends on the input: every word is the input folded.
-    u64 word = ((u64)seq << 32) | s_fold;
-    for (u32 i = t; i < out_words; i += ntid())
-      out[i] = word;
-    last = seq;
+    reply(out, seq, s_fold, lens, t, ntid());
+    __syncthreads();
+    if (t == 0)
+      s_block = 0;
     __syncthreads();
   }
 }

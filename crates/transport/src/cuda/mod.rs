@@ -44,6 +44,27 @@ const _: () = assert!(MMIO_MAX < 1 << 16, "lengths travel in 16 bits");
 const EXIT_LENS: u64 = 0xffff_ffff;
 /// Threads of the persistent mmio block.
 const MMIO_THREADS: u32 = 256;
+/// Warps of the mmio program that poll the request words (`pollers=N`):
+/// each has a PCIe read in flight, so the host's request is seen by the
+/// next read to pass rather than a whole read round trip late.
+const MMIO_POLLERS: u32 = 4;
+
+/// The mmio program's polling warps from `pollers=N`.
+pub fn pollers(spec: &Spec) -> Result<u32> {
+    let most = MMIO_THREADS / 32;
+    match spec.get("pollers") {
+        None => Ok(MMIO_POLLERS),
+        Some(v) => v
+            .parse::<u32>()
+            .ok()
+            .filter(|n| (1..=most).contains(n))
+            .ok_or_else(|| {
+                Error::usage(format!(
+                    "cuda: pollers={v} is not a number of polling warps; use 1 to {most} (default {MMIO_POLLERS})"
+                ))
+            }),
+    }
+}
 
 /// The GPU's ordinal from `device=N`.
 pub fn ordinal(spec: &Spec) -> Result<i32> {
@@ -93,6 +114,10 @@ impl Transport for Cuda {
                     "engine",
                     "curve --mode stream: ce (copy engine), sm (copy kernel) or all (default all)",
                 ),
+                (
+                    "pollers",
+                    "buffers=mmio: warps polling the request, each with a PCIe read in flight (1..8, default 4)",
+                ),
             ],
             empty_messages: true,
             flow_control: true,
@@ -110,6 +135,7 @@ impl Transport for Cuda {
 
     fn check_options(&self, spec: &Spec) -> Result<()> {
         ordinal(spec)?;
+        pollers(spec)?;
         bandwidth::Selection::from_spec(spec)?;
         Ok(())
     }
@@ -142,6 +168,8 @@ struct Mmio {
     seq: u32,
     /// The delay the running program was started with.
     delay_ns: u64,
+    /// Warps that poll the request words.
+    pollers: u32,
     running: bool,
 }
 
@@ -218,6 +246,7 @@ impl CudaLink {
                 stream: ctx.stream()?,
                 seq: 0,
                 delay_ns: 0,
+                pollers: pollers(&cfg.spec)?,
                 running: false,
             })
         } else {
@@ -353,7 +382,14 @@ impl CudaLink {
             1,
             MMIO_THREADS,
             m.stream,
-            &[m.req.dev, m.rep.dev, m.status.dev, idle_ns, delay_ns],
+            &[
+                m.req.dev,
+                m.rep.dev,
+                m.status.dev,
+                idle_ns,
+                delay_ns,
+                u64::from(m.pollers),
+            ],
         )?;
         m.delay_ns = delay_ns;
         m.running = true;
@@ -549,6 +585,13 @@ mod tests {
         assert!(parse_specs("cuda:dir=h2d:host=pinned:engine=sm").is_ok());
         let e = parse_specs("cuda:device=-1").unwrap_err().to_string();
         assert!(e.contains("device=-1"), "{e}");
+        assert!(parse_specs("cuda:buffers=mmio,pollers=8").is_ok());
+        for bad in ["0", "9", "many"] {
+            let e = parse_specs(&format!("cuda:pollers={bad}"))
+                .unwrap_err()
+                .to_string();
+            assert!(e.contains(&format!("pollers={bad}")) && e.contains("1 to 8"), "{e}");
+        }
         let e = parse_specs("cuda:dir=sideways").unwrap_err().to_string();
         assert!(e.contains("h2d, d2h, bidir"), "{e}");
         let e = parse_specs("cuda:buffers=inline,completion=poll").unwrap();

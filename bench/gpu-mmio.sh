@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# gpu-mmio.sh - the second GPU run of issue 39: the mmio round trip with 1,
+# 2, 4 and 8 polling warps (cuda:pollers=N) and 1 again (drift), the mmio
+# latency curve at the default, the CUDA tests, and the pinned h2d curve
+# around its 1 MiB dip with more trials. Binaries from .gpu/ as gpu-run.sh.
+set -uo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+out=${OUT:-$root/gpu-out}
+res=/tmp/gpu-mmio
+mkdir -p "$out" "$res"
+exec > >(tee "$out/log.txt") 2>&1
+xb=$root/.gpu/xferbench
+chmod +x "$root"/.gpu/*
+built_at=$(cat "$root/.gpu/built-at")
+[[ -x $built_at ]] || { mkdir -p "$(dirname "$built_at")" && ln -sf "$xb" "$built_at"; }
+nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
+echo "=== tests"
+timeout -k 10 -s INT 120 "$root/.gpu/cuda-tests" --test-threads=1 2>&1 | grep -E '^test |test result'
+echo "tests exit: ${PIPESTATUS[0]}"
+i=0
+for p in 1 2 4 8 1; do
+    i=$((i + 1))
+    timeout -k 10 -s INT 60 "$xb" roundtrip -q -t "cuda:pollers=$p" --buffers mmio --unit bf16 \
+        --in 32,64,512,8192 --out 32,64,512,8192 --samples 5000 \
+        --format json --output "$res/mmio-$i-p$p.json" || echo "ERROR: pollers=$p exit $?"
+done
+timeout -k 10 -s INT 60 "$xb" curve -q -t cuda --buffers mmio --sizes 4..32k \
+    --format json --output "$res/mmio-curve.json" || echo "ERROR: mmio curve exit $?"
+timeout -k 10 -s INT 60 "$xb" curve -q -t cuda:dir=h2d,host=pinned,engine=ce --mode stream \
+    --sizes 256k..4M --samples 11 --format json --output "$res/h2d-dip.json" || echo "ERROR: h2d curve exit $?"
+tar -C /tmp -czf "$out/results.tar.gz" gpu-mmio
+echo "=== mmio p50/min in µs (run, in B, out B)"
+python3 - "$res" <<'PY'
+import json, sys, glob, os
+for f in sorted(glob.glob(sys.argv[1] + "/mmio-[0-9]*.json")):
+    d = json.load(open(f))
+    cells = [f"{p['in_bytes']}/{p['out_bytes']}:{p['summary']['p50_ns']/1e3:.2f}/{p['summary']['min_ns']/1e3:.2f}"
+             for p in d["points"] if p["in_bytes"] == p["out_bytes"] or p["in_bytes"] == 64]
+    print(os.path.basename(f), "complete" if d["complete"] else "INCOMPLETE", *cells)
+for name in ["mmio-curve.json", "h2d-dip.json"]:
+    d = json.load(open(f"{sys.argv[1]}/{name}"))
+    print(name, *[f"{p['size_bytes']}:{p['oneway']['p50_ns']/1e3:.2f}us/{p.get('bandwidth_MBps', 0)/1e3:.1f}GB/s" for p in d["points"]])
+PY
