@@ -24,6 +24,8 @@ for p in 1 2 4 8 1; do
         --in 32,64,512,8192 --out 32,64,512,8192 --samples 5000 \
         --format json --output "$res/mmio-$i-p$p.json" || echo "ERROR: pollers=$p exit $?"
 done
+timeout -k 10 -s INT 90 "$xb" roundtrip -q -t cuda --buffers mmio --unit bf16 --in 32..8192 --out 32..8192 \
+    --samples 2000 --format json --output "$res/matrix-mmio.json" || echo "ERROR: mmio matrix exit $?"
 timeout -k 10 -s INT 60 "$xb" curve -q -t cuda --buffers mmio --sizes 4..32k \
     --format json --output "$res/mmio-curve.json" || echo "ERROR: mmio curve exit $?"
 timeout -k 10 -s INT 60 "$xb" curve -q -t cuda:dir=h2d,host=pinned,engine=ce --mode stream \
