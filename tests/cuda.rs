@@ -246,6 +246,42 @@ fn gpu_round_trip_matrix_in_every_mode() {
     }
 }
 
+/// mmio with one, some and all of its polling warps, at sizes either side
+/// of what one poll read holds (124 B) and up to the largest (32 KiB): the
+/// host writes every poller's copy, and any warp may answer.
+#[test]
+fn gpu_mmio_answers_with_any_number_of_pollers() {
+    let _turn = common::turn();
+    for pollers in ["1", "3", "8"] {
+        let c = need_gpu!();
+        let d = run_json(
+            c,
+            &[
+                "roundtrip",
+                "-q",
+                "-t",
+                &format!("cuda:pollers={pollers}"),
+                "--buffers",
+                "mmio",
+                "--in",
+                "4,124,128,4k,32k",
+                "--out",
+                "4,128,32k",
+                "--samples",
+                "50",
+                "--format",
+                "json",
+            ],
+        );
+        assert_eq!(d["complete"], true, "pollers={pollers}");
+        let pts = d["points"].as_array().expect("points");
+        assert_eq!(pts.len(), 15, "pollers={pollers}");
+        for p in pts {
+            assert!(num(&p["summary"], "count") >= 50.0, "pollers={pollers}");
+        }
+    }
+}
+
 #[test]
 fn gpu_latency_curve_in_the_round_trip_modes() {
     // Spinning hosts and device threads would starve each other on 2 CPUs.

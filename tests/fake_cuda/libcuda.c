@@ -71,7 +71,7 @@ static void inside(uint64_t p, uint64_t n, const char *what) {
 /* Functions: their index is their identity. */
 enum { K_ECHO = 1, K_LATCH, K_COPY, K_MMIO };
 static const char *KNAMES[] = {"", "xb_echo", "xb_latch", "xb_copy", "xb_mmio"};
-static const int KARGS[] = {0, 5, 3, 3, 6};
+static const int KARGS[] = {0, 5, 3, 3, 5};
 
 typedef struct Event {
   pthread_mutex_t m;
@@ -81,7 +81,7 @@ typedef struct Event {
 enum { OP_COPY, OP_KERNEL, OP_RECORD, OP_WAIT };
 typedef struct Op {
   int kind;
-  uint64_t a[7]; /* the kernel's number, then its (at most 6) arguments */
+  uint64_t a[7]; /* the kernel's number, its (at most 5) arguments, its block size */
   Event *ev;
   uint64_t gen;
 } Op;
@@ -142,17 +142,21 @@ static void kernel(uint64_t *a, int f) {
     volatile uint64_t *req = (volatile uint64_t *)a[0];
     volatile uint64_t *rep = (volatile uint64_t *)a[1];
     volatile uint64_t *status = (volatile uint64_t *)a[2];
-    inside(a[0], 32 * 8, "xb_mmio's 32-word poll");
-    inside(a[2], 8, "xb_mmio status");
-    if (a[5] < 1 || a[5] > 8) { /* polling warps: host threads here, one poller */
-      fprintf(stderr, "fake libcuda: xb_mmio asked for %llu polling warps\n", (unsigned long long)a[5]);
+    uint64_t warps = a[5] / 32; /* one poller per warp, each with its copy */
+    if (a[5] % 32 || warps < 1 || warps > 8) {
+      fprintf(stderr, "fake libcuda: xb_mmio launched with %llu threads\n", (unsigned long long)a[5]);
       abort();
     }
+    inside(a[0], 32 * 8 * warps, "xb_mmio's copies of the first 32 words");
+    inside(a[2], 8, "xb_mmio status");
     uint32_t last = 0;
     for (;;) {
+      /* One host thread stands for the warps: it polls copy (last + 1) %
+       * warps, so every copy is read in turn and must be written. */
+      volatile uint64_t *copy = req + 32 * ((last + 1) % warps);
       uint64_t since = now_ns(), h;
       for (;;) {
-        h = __atomic_load_n(&req[0], __ATOMIC_ACQUIRE);
+        h = __atomic_load_n(&copy[0], __ATOMIC_ACQUIRE);
         uint32_t seq = (uint32_t)(h >> 32);
         if (seq != last && seq != 0)
           break;
@@ -170,12 +174,14 @@ static void kernel(uint64_t *a, int f) {
       uint32_t out_words = ((lens >> 16) + 3) / 4;
       if (out_words == 0)
         out_words = 1;
-      inside(a[0], 8 * (1 + (uint64_t)in_words), "xb_mmio input words");
+      if (in_words >= 32)
+        inside(a[0], 8 * (32 * warps + in_words - 31), "xb_mmio input words");
       inside(a[1], 8 * (uint64_t)out_words, "xb_mmio output words");
       uint32_t f = 0;
       for (uint32_t i = 1; i <= in_words; i++) {
+        volatile uint64_t *at = i < 32 ? &copy[i] : &req[32 * warps + i - 32];
         uint64_t w;
-        while ((uint32_t)((w = __atomic_load_n(&req[i], __ATOMIC_ACQUIRE)) >> 32) != seq) {
+        while ((uint32_t)((w = __atomic_load_n(at, __ATOMIC_ACQUIRE)) >> 32) != seq) {
         }
         f |= (uint32_t)w;
       }
@@ -454,6 +460,7 @@ CUresult cuLaunchKernel(void *f, unsigned gx, unsigned gy, unsigned gz,
   op.a[0] = (uint64_t)k;
   for (int i = 0; i < KARGS[k]; i++)
     op.a[1 + i] = *(uint64_t *)params[i];
+  op.a[1 + KARGS[k]] = bx;
   return enqueue(s, op);
 }
 

@@ -25,7 +25,7 @@ const ENTRIES: &[(&str, usize)] = &[
     ("xb_echo", 5),
     ("xb_latch", 3),
     ("xb_copy", 3),
-    ("xb_mmio", 6),
+    ("xb_mmio", 5),
 ];
 
 /// Why CUDA cannot be used here, or the number of devices: decided once.

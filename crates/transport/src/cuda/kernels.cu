@@ -85,33 +85,37 @@ extern "C" __global__ void xb_copy(u8 *dst, const u8 *src, u64 n) {
 // 8-byte word carries 4 bytes of payload and the request's 32-bit sequence
 // number, written in one store, so a word whose flag matches is a word that
 // arrived; no doorbell read, no fence and no separate "done" are needed, and
-// a small request costs the device one PCIe read.
+// a request up to 124 B costs the device one PCIe read.
 //
-// Request words: [0] = lengths (in | out << 16) and seq; [1..] = input.
-// Lengths of 0xffffffff ask the program to end. Reply words: [0..] =
-// output, at least one word (an empty reply is one word of zeros).
-// `status` (host memory) says why the program ended: 1 asked, 2 idle.
+// The block is `pollers` warps. Each polls its own copy of the request's
+// first 32 words (copy w at words [32w, 32w + 32)): [0] = lengths (in | out
+// << 16) and seq, [1..31] = the first input words; input words from 32 on
+// follow the copies, once. Lengths of 0xffffffff ask the program to end.
+// Reply words: [0..] = output, at least one word (an empty reply is one
+// word of zeros). `status` (host memory) says why the program ended: 1
+// asked, 2 idle.
 //
-// `pollers` warps poll the first 32 words, each with its own read in
-// flight, started a fraction of a read's round trip apart. One warp's
-// reads are back to back, and the host's next request lands just after the
-// read that follows a reply has passed: that warp then sees it a whole
-// PCIe round trip late. With several warps the next read to pass comes
-// sooner. The warp that sees a whole request first claims it (a
-// compare-and-swap on the last sequence number, so a stale read of an
-// answered request is never answered twice) and, when the request fits the
-// one read, answers it alone; a longer one, or the request to end, is
-// handed to the whole block.
+// Why several warps, each on its own copy: one warp's reads are back to
+// back, and the host's next request lands just after the read that follows
+// a reply has passed, so one warp sees it a whole PCIe round trip late.
+// Warps started a fraction of a round trip apart have reads in flight at
+// other moments, and the next to pass sees the request. Their own copies
+// keep their reads apart: reads of one address in flight together are
+// merged, and warps merged once would poll in step from then on. The first
+// warp to see a whole request claims it (a compare-and-swap on the last
+// sequence number, so a stale read of an answered request is never taken
+// for a new one) and answers it alone.
 #define WORDS_PER_POLL 32
 #define EXIT_LENS 0xffffffffu
 // A PCIe read from the GPU to host memory takes about a microsecond.
 #define POLL_SPREAD_NS 1000
+// Loads in flight per lane while a warp reads the input past the first 32.
+#define UNROLL 8
 
 __device__ static inline u32 lo(u64 w) { return (u32)w; }
 __device__ static inline u32 hi(u64 w) { return (u32)(w >> 32); }
-// Requests are numbered 1, 2, ... (0 is skipped when the number wraps): a
-// header is new when its number is past the last one claimed, so a stale
-// read of an answered request is never taken for a new one.
+
+// Requests are numbered 1, 2, ... (0 is skipped when the number wraps).
 __device__ static inline int is_new(u32 seq, u32 last) {
   return seq != 0 && (int)(seq - last) > 0;
 }
@@ -122,126 +126,100 @@ __device__ static inline u32 warp_or(u32 v) {
   return v;
 }
 
-// The output depends on the input: every word is the input folded.
-__device__ static inline void reply(volatile u64 *out, u32 seq, u32 fold,
-                                    u32 lens, u32 first, u32 step) {
-  u32 out_words = ((lens >> 16) + 3) / 4;
-  if (out_words == 0)
-    out_words = 1;
-  u64 word = ((u64)seq << 32) | fold;
-  for (u32 i = first; i < out_words; i += step)
-    out[i] = word;
+// The input words from 32 on (rest[i] is word i), folded: each lane keeps
+// UNROLL loads in flight and re-reads a word until it carries `seq`.
+__device__ static inline u32 fold_rest(const volatile u64 *rest, u32 words,
+                                       u32 seq, u32 lane, u64 idle_ns) {
+  u32 fold = 0;
+  u64 since = globaltimer();
+  for (u32 base = WORDS_PER_POLL; base <= words; base += 32 * UNROLL) {
+    u64 v[UNROLL];
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      u32 i = base + k * 32 + lane;
+      v[k] = i <= words ? rest[i] : 0;
+    }
+#pragma unroll
+    for (int k = 0; k < UNROLL; k++) {
+      u32 i = base + k * 32 + lane;
+      if (i > words)
+        continue;
+      while (hi(v[k]) != seq && globaltimer() - since < idle_ns)
+        v[k] = rest[i];
+      fold |= lo(v[k]);
+    }
+  }
+  return fold;
 }
 
 extern "C" __global__ void xb_mmio(const u64 *req, u64 *rep,
                                    volatile u64 *status, u64 idle_ns,
-                                   u64 delay_ns, u64 pollers) {
+                                   u64 delay_ns) {
   // volatile: clang's alias analysis would otherwise let a thread read
-  // these before the barrier or the flag that publishes them.
-  __shared__ volatile u32 s_last;  // the last request claimed
-  __shared__ volatile u32 s_block; // a request (or the end) for the block
-  __shared__ volatile u32 s_seq;
-  __shared__ volatile u32 s_lens;
-  __shared__ volatile u32 s_quit;
-  __shared__ volatile u32 s_fold;
+  // these before the barrier or the store that publishes them.
+  __shared__ volatile u32 s_last;   // the last request claimed
+  __shared__ volatile u32 s_quit;   // why the program ends, once it does
   __shared__ volatile u64 s_active; // when the last request was claimed
-  const volatile u64 *in = (const volatile u64 *)req;
+  u32 t = tid(), lane = t & 31, warp = t >> 5, npoll = ntid() / 32;
+  const volatile u64 *copy = (const volatile u64 *)req + warp * WORDS_PER_POLL;
+  const volatile u64 *rest =
+      (const volatile u64 *)req + (npoll - 1) * WORDS_PER_POLL;
   volatile u64 *out = (volatile u64 *)rep;
-  u32 t = tid(), lane = t & 31, warp = t >> 5;
-  u32 npoll = ntid() / 32;
-  if (pollers >= 1 && pollers < npoll)
-    npoll = (u32)pollers;
   if (t == 0) {
     s_last = 0;
-    s_block = 0;
     s_quit = 0;
     s_active = globaltimer();
   }
   __syncthreads();
+  delay(warp * (POLL_SPREAD_NS / npoll));
   for (;;) {
-    u32 mine = 0;
-    if (warp < npoll) {
-      delay(warp * (POLL_SPREAD_NS / npoll));
-      for (;;) {
-        u64 w = in[lane];
-        u32 h_lo = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)lo(w), 0, 0x1f);
-        u32 h_hi = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)hi(w), 0, 0x1f);
-        if (s_block)
-          break;
-        u32 last = s_last;
-        if (is_new(h_hi, last)) {
-          u32 quit = h_lo == EXIT_LENS;
-          u32 words = ((h_lo & 0xffff) + 3) / 4;
-          int ok = quit || lane == 0 || lane > words || hi(w) == h_hi;
-          if (__nvvm_vote_all_sync(0xffffffff, ok)) {
-            u32 won = 0;
-            if (lane == 0) {
-              won = (u32)__nvvm_atom_cas_gen_i((int *)&s_last, (int)last,
-                                               (int)h_hi) == last;
-              if (won)
-                s_active = globaltimer();
-            }
-            won = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)won, 0, 0x1f);
-            if (won) {
-              u32 payload = lane > 0 && lane <= words ? lo(w) : 0;
-              if (!quit && words < WORDS_PER_POLL) {
-                u32 fold = warp_or(payload);
-                delay(delay_ns);
-                reply(out, h_hi, fold, h_lo, lane, 32);
-                continue;
-              }
-              mine = payload;
-              if (lane == 0) {
-                s_seq = h_hi;
-                s_lens = h_lo;
-                s_quit = quit;
-                s_fold = 0;
-                __nvvm_membar_cta();
-                s_block = 1;
-              }
-              break;
-            }
-          }
-        }
-        u32 idle = 0;
-        if (lane == 0 && globaltimer() - s_active > idle_ns) {
-          idle = 1;
-          s_quit = 2;
-          __nvvm_membar_cta();
-          s_block = 1;
-        }
-        if (__nvvm_shfl_sync_idx_i32(0xffffffff, (int)idle, 0, 0x1f))
-          break;
-      }
-    }
-    __syncthreads();
-    if (s_quit) {
-      if (t == 0)
-        *status = s_quit;
+    u64 w = copy[lane];
+    u32 h_lo = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)lo(w), 0, 0x1f);
+    u32 h_hi = __nvvm_shfl_sync_idx_i32(0xffffffff, (int)hi(w), 0, 0x1f);
+    if (s_quit)
       return;
-    }
-    u32 seq = s_seq, lens = s_lens;
-    u32 in_words = ((lens & 0xffff) + 3) / 4;
-    // Input words past the first poll: each thread waits for its own.
-    u64 since = globaltimer();
-    for (u32 i = WORDS_PER_POLL + t; i <= in_words; i += ntid()) {
-      u64 w;
-      while (hi(w = in[i]) != seq) {
-        if (globaltimer() - since > idle_ns)
-          break;
+    u32 last = s_last;
+    if (is_new(h_hi, last)) {
+      u32 quit = h_lo == EXIT_LENS;
+      u32 words = ((h_lo & 0xffff) + 3) / 4;
+      int ok = quit || lane == 0 || lane > words || hi(w) == h_hi;
+      if (__nvvm_vote_all_sync(0xffffffff, ok)) {
+        u32 won = 0;
+        if (lane == 0) {
+          won = (u32)__nvvm_atom_cas_gen_i((int *)&s_last, (int)last,
+                                           (int)h_hi) == last;
+          if (won)
+            s_active = globaltimer();
+        }
+        if (__nvvm_shfl_sync_idx_i32(0xffffffff, (int)won, 0, 0x1f)) {
+          if (quit) {
+            if (lane == 0) {
+              s_quit = 1;
+              *status = 1;
+            }
+            return;
+          }
+          u32 fold = lane > 0 && lane <= words ? lo(w) : 0;
+          fold = warp_or(fold | fold_rest(rest, words, h_hi, lane, idle_ns));
+          delay(delay_ns);
+          // The output depends on the input: every word is the input folded.
+          u32 out_words = ((h_lo >> 16) + 3) / 4;
+          if (out_words == 0)
+            out_words = 1;
+          u64 word = ((u64)h_hi << 32) | fold;
+          for (u32 i = lane; i < out_words; i += 32)
+            out[i] = word;
+          continue;
+        }
       }
-      mine ^= lo(w);
     }
-    if (mine)
-      __nvvm_atom_or_gen_i((int *)&s_fold, (int)mine);
-    __syncthreads();
-    if (t == 0)
-      delay(delay_ns);
-    __syncthreads();
-    reply(out, seq, s_fold, lens, t, ntid());
-    __syncthreads();
-    if (t == 0)
-      s_block = 0;
-    __syncthreads();
+    u32 idle = 0;
+    if (lane == 0 && globaltimer() - s_active > idle_ns) {
+      idle = 1;
+      s_quit = 2;
+      *status = 2;
+    }
+    if (__nvvm_shfl_sync_idx_i32(0xffffffff, (int)idle, 0, 0x1f))
+      return;
   }
 }

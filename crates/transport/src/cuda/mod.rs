@@ -42,16 +42,17 @@ const MMIO_MAX: u64 = 32 << 10;
 const _: () = assert!(MMIO_MAX < 1 << 16, "lengths travel in 16 bits");
 /// Request lengths that ask the mmio program to end.
 const EXIT_LENS: u64 = 0xffff_ffff;
-/// Threads of the persistent mmio block.
-const MMIO_THREADS: u32 = 256;
-/// Warps of the mmio program that poll the request words (`pollers=N`):
-/// each has a PCIe read in flight, so the host's request is seen by the
-/// next read to pass rather than a whole read round trip late.
+/// Warps of the mmio program (`pollers=N`), each polling its own copy of
+/// the request's first words with a PCIe read in flight, so the host's
+/// request is seen by the next read to pass rather than a whole read round
+/// trip late (kernels.cu says more).
 const MMIO_POLLERS: u32 = 4;
+/// LL words of each poller's copy: the header and the first input words.
+const POLL_WORDS: usize = 32;
 
 /// The mmio program's polling warps from `pollers=N`.
 pub fn pollers(spec: &Spec) -> Result<u32> {
-    let most = MMIO_THREADS / 32;
+    let most = 8;
     match spec.get("pollers") {
         None => Ok(MMIO_POLLERS),
         Some(v) => v
@@ -157,7 +158,8 @@ impl Transport for Cuda {
 
 /// The persistent program of the mmio mode and its LL words.
 struct Mmio {
-    /// Request words: `[0]` lengths and seq, `[1..]` the input.
+    /// Request words: one copy per poller of `[0]` lengths and seq and
+    /// `[1..32]` the first input words, then the input words from 32 on.
     req: HostMem,
     /// Reply words: the output (at least one word).
     rep: HostMem,
@@ -176,6 +178,30 @@ struct Mmio {
 /// LL words for `bytes` payload bytes.
 fn ll_words(bytes: usize) -> usize {
     bytes.div_ceil(4)
+}
+
+/// Request words for `pollers` copies and `words` input words.
+fn req_words(pollers: u32, words: usize) -> usize {
+    pollers as usize * POLL_WORDS + words.saturating_sub(POLL_WORDS - 1)
+}
+
+/// Where input word `k` (1-based; 0 is the header) lives: in every copy
+/// below 32, once after the copies from 32 on.
+fn input_slots(pollers: u32, k: usize) -> impl Iterator<Item = usize> {
+    let copies = pollers as usize;
+    let (first, n) = if k < POLL_WORDS {
+        (k, copies)
+    } else {
+        (copies * POLL_WORDS + k - POLL_WORDS, 1)
+    };
+    (0..n).map(move |c| first + c * POLL_WORDS)
+}
+
+/// Stores `header` into every poller's copy, after everything before it.
+fn post_header(req: &[AtomicU64], pollers: u32, header: u64) {
+    for c in 0..pollers as usize {
+        req[c * POLL_WORDS].store(header, Ordering::Release);
+    }
 }
 
 fn words(m: &HostMem) -> &[AtomicU64] {
@@ -239,8 +265,7 @@ impl CudaLink {
         };
         let mmio = if is_mmio {
             Some(Mmio {
-                // Warp 0 polls 32 words whatever the request's length.
-                req: ctx.host(8 * (1 + ll_words(nin)).max(32))?,
+                req: ctx.host(8 * req_words(pollers(&cfg.spec)?, ll_words(nin)))?,
                 rep: ctx.host(8 * ll_words(nout).max(1))?,
                 status: ctx.host(64)?,
                 stream: ctx.stream()?,
@@ -380,16 +405,9 @@ impl CudaLink {
         cuda::launch(
             kernel,
             1,
-            MMIO_THREADS,
+            32 * m.pollers,
             m.stream,
-            &[
-                m.req.dev,
-                m.rep.dev,
-                m.status.dev,
-                idle_ns,
-                delay_ns,
-                u64::from(m.pollers),
-            ],
+            &[m.req.dev, m.rep.dev, m.status.dev, idle_ns, delay_ns],
         )?;
         m.delay_ns = delay_ns;
         m.running = true;
@@ -406,7 +424,7 @@ impl CudaLink {
             return Ok(());
         }
         let seq = m.next_seq();
-        words(&m.req)[0].store(EXIT_LENS | seq << 32, Ordering::Release);
+        post_header(words(&m.req), m.pollers, EXIT_LENS | seq << 32);
         m.running = false;
         cuda::wait(m.stream, CompletionMode::Poll, timeout)
     }
@@ -427,15 +445,15 @@ impl CudaLink {
         let m = self.mmio.as_mut().expect("mmio link");
         let seq = m.next_seq();
         let req = words(&m.req);
-        for (w, chunk) in req[1..].iter().zip(self.user_in[..nin].chunks(4)) {
+        for (k, chunk) in self.user_in[..nin].chunks(4).enumerate() {
             let mut b = [0u8; 4];
             b[..chunk.len()].copy_from_slice(chunk);
-            w.store(
-                u64::from(u32::from_le_bytes(b)) | seq << 32,
-                Ordering::Relaxed,
-            );
+            let word = u64::from(u32::from_le_bytes(b)) | seq << 32;
+            for at in input_slots(m.pollers, k + 1) {
+                req[at].store(word, Ordering::Relaxed);
+            }
         }
-        req[0].store((nin | nout << 16) as u64 | seq << 32, Ordering::Release);
+        post_header(req, m.pollers, (nin | nout << 16) as u64 | seq << 32);
         let rep = &words(&m.rep)[..ll_words(nout).max(1)];
         let mut spins = 0u32;
         let mut start: Option<Instant> = None;
@@ -590,7 +608,10 @@ mod tests {
             let e = parse_specs(&format!("cuda:pollers={bad}"))
                 .unwrap_err()
                 .to_string();
-            assert!(e.contains(&format!("pollers={bad}")) && e.contains("1 to 8"), "{e}");
+            assert!(
+                e.contains(&format!("pollers={bad}")) && e.contains("1 to 8"),
+                "{e}"
+            );
         }
         let e = parse_specs("cuda:dir=sideways").unwrap_err().to_string();
         assert!(e.contains("h2d, d2h, bidir"), "{e}");
@@ -620,6 +641,28 @@ mod tests {
             (ll_words(0), ll_words(1), ll_words(4), ll_words(5)),
             (0, 1, 1, 2)
         );
+        // Each poller's copy holds the header and words 1..31; the rest
+        // follow the copies once, and every slot is inside the buffer.
+        assert_eq!(req_words(4, 31), 128);
+        assert_eq!(req_words(4, 33), 130);
+        assert_eq!(input_slots(4, 1).collect::<Vec<_>>(), [1, 33, 65, 97]);
+        assert_eq!(input_slots(4, 31).collect::<Vec<_>>(), [31, 63, 95, 127]);
+        assert_eq!(input_slots(4, 32).collect::<Vec<_>>(), [128]);
+        assert_eq!(input_slots(1, 40).collect::<Vec<_>>(), [40]);
+        for p in 1..=8 {
+            for words in [0, 1, 31, 32, 33, 8192] {
+                let n = req_words(p, words);
+                assert!((1..=words).flat_map(|k| input_slots(p, k)).all(|at| at < n));
+                let mut all: Vec<_> = (1..=words).flat_map(|k| input_slots(p, k)).collect();
+                all.extend((0..p as usize).map(|c| c * POLL_WORDS));
+                all.sort_unstable();
+                all.dedup();
+                assert_eq!(
+                    all.len(),
+                    words.min(31) * p as usize + words.saturating_sub(31) + p as usize
+                );
+            }
+        }
     }
 
     #[test]
