@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # gpu-mmio.sh - the mmio runs of issue 39 on a GPU: the round trip with 1
-# to 8 polling warps (cuda:pollers=N), up and down again (drift shows as a
-# difference between the two passes), the whole matrix and the latency
+# to 8 polling warps (cuda:pollers=N), cached and write-combined request
+# words (wc=off, on), twice (drift shows as a difference between passes), the whole matrix and the latency
 # curve at the default, and the CUDA tests. Binaries from .gpu/ as
 # gpu-run.sh.
 set -uo pipefail
@@ -19,11 +19,15 @@ echo "=== tests"
 timeout -k 10 -s INT 120 "$root/.gpu/cuda-tests" --test-threads=1 2>&1 | grep -E '^test |test result'
 echo "tests exit: ${PIPESTATUS[0]}"
 i=0
-for p in 1 2 3 4 6 8 8 6 4 3 2 1; do
-    i=$((i + 1))
-    timeout -k 10 -s INT 60 "$xb" roundtrip -q -t "cuda:pollers=$p" --buffers mmio --unit bf16 \
-        --in 32,64,512,8192 --out 32,64 --samples 5000 \
-        --format json --output "$res/mmio-$i-p$p.json" || echo "ERROR: pollers=$p exit $?"
+for pass in 1 2; do
+    for wc in off on; do
+        for p in 1 2 4 8; do
+            i=$((i + 1))
+            timeout -k 10 -s INT 40 "$xb" roundtrip -q -t "cuda:pollers=$p,wc=$wc" --buffers mmio --unit bf16 \
+                --in 32,64,512 --out 32 --samples 10000 \
+                --format json --output "$res/mmio-$i-p$p-wc$wc.json" || echo "ERROR: pollers=$p wc=$wc exit $?"
+        done
+    done
 done
 timeout -k 10 -s INT 90 "$xb" roundtrip -q -t cuda --buffers mmio --unit bf16 --in 32..8192 --out 32..8192 \
     --samples 2000 --format json --output "$res/matrix-mmio.json" || echo "ERROR: mmio matrix exit $?"
@@ -34,7 +38,7 @@ echo "=== mmio p50/min in µs (run, in B, out B)"
 python3 - "$res" <<'PY'
 import json, sys, glob, os
 print("file: in/out min/p50/p90")
-for f in sorted(glob.glob(sys.argv[1] + "/mmio-[0-9]*.json"), key=lambda f: int(f.split("-")[-2])):
+for f in sorted(glob.glob(sys.argv[1] + "/mmio-[0-9]*.json"), key=lambda f: int(os.path.basename(f).split("-")[1])):
     d = json.load(open(f))
     cells = [f"{p['in_bytes']}/{p['out_bytes']}:" + "/".join(f"{p['summary'][k]/1e3:.2f}" for k in ("min_ns", "p50_ns", "p90_ns"))
              for p in d["points"] if p["out_bytes"] == 64]

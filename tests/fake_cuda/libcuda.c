@@ -158,7 +158,9 @@ static void kernel(uint64_t *a, int f) {
       for (;;) {
         h = __atomic_load_n(&copy[0], __ATOMIC_ACQUIRE);
         uint32_t seq = (uint32_t)(h >> 32);
-        if (seq != last && seq != 0)
+        /* Newer than the last answered, as the kernel's is_new: a copy
+         * may still hold an older request while the host writes the next. */
+        if (seq != 0 && (int32_t)(seq - last) > 0)
           break;
         if (now_ns() - since > a[3]) {
           *status = 2;
@@ -351,8 +353,6 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   if (!current)
     return ILLEGAL_STATE;
-  if (flags & 4)
-    return INVALID_VALUE; /* write-combined: the CPU must not read it */
   /* Exactly n bytes count as allocated, whatever the rounding. */
   *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
   if (*p)

@@ -214,7 +214,10 @@ extern "C" __global__ void xb_mmio(const u64 *req, u64 *rep,
       }
     }
     u32 idle = 0;
-    if (lane == 0 && globaltimer() - s_active > idle_ns) {
+    // The claim's time first: read after the clock, a claim between the
+    // two would be later than "now", and the difference would wrap.
+    u64 active = s_active;
+    if (lane == 0 && globaltimer() - active > idle_ns) {
       idle = 1;
       s_quit = 2;
       *status = 2;
