@@ -353,6 +353,8 @@ CUresult cuModuleGetFunction(void **f, void *m, const char *name) {
 CUresult cuMemHostAlloc(void **p, size_t n, unsigned flags) {
   if (!current)
     return ILLEGAL_STATE;
+  if (flags & 4)
+    return INVALID_VALUE; /* write-combined: the CPU must not read it */
   /* Exactly n bytes count as allocated, whatever the rounding. */
   *p = aligned_alloc(4096, (n + 4095) / 4096 * 4096);
   if (*p)

@@ -263,26 +263,12 @@ impl Ctx {
     /// Pinned host memory, mapped into the device's address space (not
     /// write-combined: the CPU reads it too). Zeroed.
     pub fn host(&self, len: usize) -> Result<HostMem> {
-        self.pinned(len, sys::CU_MEMHOSTALLOC_DEVICEMAP)
-    }
-
-    /// Pinned, mapped and write-combined host memory, for what the CPU only
-    /// writes: its stores bypass the CPU's caches, so the device's reads
-    /// need not snoop them. Zeroed.
-    pub fn host_wc(&self, len: usize) -> Result<HostMem> {
-        self.pinned(
-            len,
-            sys::CU_MEMHOSTALLOC_DEVICEMAP | sys::CU_MEMHOSTALLOC_WRITECOMBINED,
-        )
-    }
-
-    fn pinned(&self, len: usize, flags: u32) -> Result<HostMem> {
         self.enter()?;
         let len = len.max(64);
         let mut p = std::ptr::null_mut();
         // SAFETY: p outlives the call.
         ck(
-            unsafe { sys::cuMemHostAlloc(&mut p, len, flags) },
+            unsafe { sys::cuMemHostAlloc(&mut p, len, sys::CU_MEMHOSTALLOC_DEVICEMAP) },
             &format!("allocating {len} bytes of pinned memory (cuMemHostAlloc)"),
         )?;
         let mut dev = 0;

@@ -50,17 +50,6 @@ const MMIO_POLLERS: u32 = 4;
 /// LL words of each poller's copy: the header and the first input words.
 const POLL_WORDS: usize = 32;
 
-/// Whether the mmio request words are write-combined (`wc=on|off`).
-pub fn mmio_wc(spec: &Spec) -> Result<bool> {
-    match spec.get("wc") {
-        None | Some("off") => Ok(false),
-        Some("on") => Ok(true),
-        Some(v) => Err(Error::usage(format!(
-            "cuda: wc={v} is not on or off (write-combined mmio request words; default off)"
-        ))),
-    }
-}
-
 /// The mmio program's polling warps from `pollers=N`.
 pub fn pollers(spec: &Spec) -> Result<u32> {
     let most = 8;
@@ -127,10 +116,6 @@ impl Transport for Cuda {
                     "curve --mode stream: ce (copy engine), sm (copy kernel) or all (default all)",
                 ),
                 (
-                    "wc",
-                    "buffers=mmio: the request words in write-combined memory, which the GPU reads without snooping the CPU's caches (on, off; default off)",
-                ),
-                (
                     "pollers",
                     "buffers=mmio: warps polling the request, each with a PCIe read in flight (1..8, default 4)",
                 ),
@@ -152,7 +137,6 @@ impl Transport for Cuda {
     fn check_options(&self, spec: &Spec) -> Result<()> {
         ordinal(spec)?;
         pollers(spec)?;
-        mmio_wc(spec)?;
         bandwidth::Selection::from_spec(spec)?;
         Ok(())
     }
@@ -213,14 +197,11 @@ fn input_slots(pollers: u32, k: usize) -> impl Iterator<Item = usize> {
     (0..n).map(move |c| first + c * POLL_WORDS)
 }
 
-/// Stores `header` into every poller's copy, after everything before it,
-/// and pushes the stores out (write-combined words wait in the CPU's
-/// write-combining buffers until a fence).
+/// Stores `header` into every poller's copy, after everything before it.
 fn post_header(req: &[AtomicU64], pollers: u32, header: u64) {
     for c in 0..pollers as usize {
         req[c * POLL_WORDS].store(header, Ordering::Release);
     }
-    std::sync::atomic::fence(Ordering::SeqCst);
 }
 
 fn words(m: &HostMem) -> &[AtomicU64] {
@@ -284,14 +265,7 @@ impl CudaLink {
         };
         let mmio = if is_mmio {
             Some(Mmio {
-                req: {
-                    let len = 8 * req_words(pollers(&cfg.spec)?, ll_words(nin));
-                    if mmio_wc(&cfg.spec)? {
-                        ctx.host_wc(len)?
-                    } else {
-                        ctx.host(len)?
-                    }
-                },
+                req: ctx.host(8 * req_words(pollers(&cfg.spec)?, ll_words(nin)))?,
                 rep: ctx.host(8 * ll_words(nout).max(1))?,
                 status: ctx.host(64)?,
                 stream: ctx.stream()?,
