@@ -8,7 +8,7 @@
 #   bench/gpu-run.sh            (binaries from .gpu/, built by bench/gpu-prepare.sh)
 #
 # Environment: OUT (default: gpu-out), GPU_FULL_S (seconds for the full
-# cuda.sh, default 200), GPU_QUICK_S (default 100).
+# cuda.sh, default 200), GPU_QUICK_S (default 100; 0 skips the quick run).
 set -uo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 out=${OUT:-$root/gpu-out}
@@ -42,10 +42,12 @@ timeout -k 15 -s INT 120 "$root/.gpu/cuda-tests" --test-threads=1 2>&1 | tee "$r
 echo "tests exit: ${PIPESTATUS[0]}"
 pack
 
-step "quick bench/cuda.sh"
-XB=$xb XB_QUICK=1 timeout -k 15 -s INT "${GPU_QUICK_S:-100}" "$root/bench/cuda.sh" "$res/quick"
-echo "quick exit: $?"
-pack
+if [[ ${GPU_QUICK_S:-100} != 0 ]]; then
+    step "quick bench/cuda.sh"
+    XB=$xb XB_QUICK=1 timeout -k 15 -s INT "${GPU_QUICK_S:-100}" "$root/bench/cuda.sh" "$res/quick"
+    echo "quick exit: $?"
+    pack
+fi
 
 step "full bench/cuda.sh"
 XB=$xb timeout -k 15 -s INT "${GPU_FULL_S:-200}" "$root/bench/cuda.sh" "$res/full"
@@ -56,6 +58,6 @@ ls -la "$res" "$res"/*
 # Last, what the reply's tail must carry even if no file comes back.
 step summary
 grep -E '^test |test result' "$res/tests.txt"
-for f in "$res"/quick/bandwidth-1g.json "$res"/quick/roundtrip-poll.json; do
+for f in "$res"/full/bandwidth-1g.json; do
     [[ -s $f ]] && "$xb" report "$f" | grep -vE '^Each point|^$' | head -40
 done
