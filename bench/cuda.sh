@@ -60,6 +60,6 @@ command -v nvidia-smi >/dev/null && nvidia-smi -L && nvidia-smi --query-gpu=pcie
 for f in "$out"/*.json; do
     [[ -s $f ]] && "$XB" report "$f"
 done
-"$XB" report "$out"/*.json --html "$out/html" >/dev/null || error "report"
+"$XB" report "$out"/*.json --html "$out/html" --compare vollo-ia420f-raw,vollo-ia420f-mmio >/dev/null || error "report"
 echo "-- wrote $out/*.json and $out/html/index.html"
 report_errors
