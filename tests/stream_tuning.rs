@@ -124,6 +124,32 @@ fn offload_issues_at_the_rate_and_charges_latency_from_the_schedule() {
     );
 }
 
+/// `rate` and `rate_iops` without offload hold each I/O until it is due,
+/// whatever the queue depth: a deep queue's first I/Os are not issued at
+/// once (fio drains the queue and sleeps), and `rate_iops` limits as `rate`
+/// does. Only lower bounds on time: a busy machine makes a run slower.
+#[test]
+fn an_inline_rate_paces_each_io_even_with_a_deep_queue() {
+    let _t = common::turn();
+    let dir = tempfile::tempdir().unwrap();
+    // 50 I/Os a second either way: I/O k is due at k × 20 ms, so the 10th
+    // cannot start before 180 ms although all 10 fit the queue at once.
+    for limit in ["rate_iops=50", "rate=200k"] {
+        let text = format!("[r]\nioengine=null\nsize=40k\nbs=4k\niodepth=16\n{limit}\n");
+        let d = json(&run(dir.path(), &text, None));
+        let r = &job(&d, "r")["read"];
+        assert_eq!(num(r, "total_ios"), 10.0, "{limit}");
+        assert!(num(r, "runtime") >= 150.0, "{limit}: {r}");
+    }
+    // A time-based job at 100 I/Os a second for 1 s: about 100, never a
+    // device's worth.
+    let text =
+        "[t]\nioengine=null\nsize=1g\nbs=4k\niodepth=8\nrate_iops=100\ntime_based\nruntime=1s\n";
+    let d = json(&run(dir.path(), text, None));
+    let ios = num(&job(&d, "t")["read"], "total_ios");
+    assert!((30.0..=110.0).contains(&ios), "{ios} I/Os");
+}
+
 const LATENCY: &str = "[l]\nioengine=null\nsize=1g\nbs=4k\niodepth=16\ntime_based\nruntime=4s\nlatency_window=100ms\nlatency_percentile=99\n";
 
 #[test]

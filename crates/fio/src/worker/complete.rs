@@ -324,6 +324,8 @@ impl Worker<'_> {
         ));
         self.bytes = [0; engine::DIRS];
         c.window = (now, 0);
+        c.rate_from = (now, self.issued.bytes);
+        c.next_due = now;
     }
 
     fn end_ramp(&mut self, now: Instant) {
@@ -342,6 +344,8 @@ impl Worker<'_> {
         self.bytes = [0; engine::DIRS];
         self.fio.restart();
         c.window = (now, 0);
+        c.rate_from = (now, self.issued.bytes);
+        c.next_due = now;
         if job.runtime.is_some() {
             c.deadline = job.runtime.map(|r| now + r);
         }

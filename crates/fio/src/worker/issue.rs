@@ -38,6 +38,9 @@ impl Worker<'_> {
                 self.flow_wait();
                 continue;
             }
+            if !self.rate_allows() || self.end.stopping {
+                break;
+            }
             self.think();
             let Some(t0) = self.due()? else { break };
             let dir = self.next_dir();
@@ -46,6 +49,7 @@ impl Worker<'_> {
             let blk = rel / job.bs;
             self.issued.count += 1;
             self.issued.bytes += len;
+            self.rate_issued(len);
             let Some(slot) = self.queue.free.pop() else {
                 break;
             };
@@ -306,49 +310,92 @@ impl Worker<'_> {
         self.after_reap(Instant::now());
     }
 
-    /// The rate limiter: holds the next I/O until it is due (none after the
-    /// last one), telling the watchdog, as the gap may be longer than its
-    /// limit; and `ratemin`, which fails a job too slow over a cycle.
-    pub(super) fn pace(&mut self, now: Instant) {
-        let job = self.job;
-        let moved: u64 = self.bytes.iter().sum();
-        if let Some(rate) = job.rate.filter(|r| *r > 0)
-            && self.tune.sched.is_none()
-            && self.issued.count < self.totals.ios
-            && !self.end.stopping
-        {
-            let c = &mut self.clock;
-            let due = if job.poisson {
-                // Exponential gaps with the rate's mean: a Poisson process.
-                let u = (splitmix(&mut self.issued.rng) >> 11) as f64 / (1u64 << 53) as f64;
-                c.next_due +=
-                    Duration::from_secs_f64(-(1.0 - u).ln() * job.bs as f64 / rate as f64);
-                c.next_due.max(c.measure_start)
-            } else {
-                c.measure_start + Duration::from_secs_f64(moved as f64 / rate as f64)
-            };
-            // Not past the job's runtime: a time-based job ends on time.
-            let until = c.deadline.map_or(due, |d| due.min(d));
-            self.hold_until(until);
+    /// fio's rate limiter (`rate=`, `rate_iops=`), before each I/O: one
+    /// ahead of the rate waits. As fio does inline, the queue drains first
+    /// (the caller reaps), then the worker holds until the I/O is due,
+    /// telling the watchdog, as the gap may be longer than its limit. False:
+    /// not yet, reap first. An offloaded job's schedule paces it instead.
+    fn rate_allows(&mut self) -> bool {
+        let Some(bps) = rate_bps(self.job) else {
+            return true;
+        };
+        if self.tune.sched.is_some() {
+            return true;
         }
-        if let Some(min) = job.ratemin.filter(|r| *r > 0) {
-            let c = &mut self.clock;
-            let span = now.duration_since(c.window.0);
-            if span >= job.rate_cycle {
-                let bw = (moved - c.window.1) as f64 / span.as_secs_f64();
-                if bw < min as f64 {
-                    self.end.failure.get_or_insert_with(|| {
-                        format!(
-                            "job {}: bandwidth fell to {:.0} B/s over {:.1} s, below ratemin={min} B/s",
-                            job.name,
-                            bw,
-                            span.as_secs_f64()
-                        )
-                    });
-                    self.end.stopping = true;
-                }
-                c.window = (now, moved);
-            }
+        let c = &self.clock;
+        let due = if self.job.poisson {
+            c.next_due
+        } else {
+            let (from, bytes0) = c.rate_from;
+            from + Duration::from_secs_f64(self.issued.bytes.saturating_sub(bytes0) as f64 / bps)
+        };
+        if due <= Instant::now() {
+            return true;
+        }
+        if self.queue.inflight > 0 {
+            return false;
+        }
+        // Not past the job's runtime: a time-based job ends on time.
+        let until = c.deadline.map_or(due, |d| due.min(d));
+        self.hold_until(until);
+        self.after_reap(Instant::now());
+        !self.end.stopping
+    }
+
+    /// A Poisson-paced job's next I/O is due an exponential gap (the rate's
+    /// mean for `len` bytes) after this one's.
+    fn rate_issued(&mut self, len: u64) {
+        if !self.job.poisson || self.tune.sched.is_some() {
+            return;
+        }
+        if let Some(bps) = rate_bps(self.job) {
+            let u = (splitmix(&mut self.issued.rng) >> 11) as f64 / (1u64 << 53) as f64;
+            self.clock.next_due += Duration::from_secs_f64(-(1.0 - u).ln() * len as f64 / bps);
         }
     }
+
+    /// `ratemin` / `rate_iops_min`: fails a job too slow over a cycle.
+    pub(super) fn ratemin(&mut self, now: Instant) {
+        let job = self.job;
+        let Some(min) = job
+            .ratemin
+            .map(|r| r as f64)
+            .or(job.rate_iops_min.map(|i| i as f64 * io_len(job)))
+        else {
+            return;
+        };
+        let moved: u64 = self.bytes.iter().sum();
+        let c = &mut self.clock;
+        let span = now.duration_since(c.window.0);
+        if span >= job.rate_cycle {
+            let bw = (moved - c.window.1) as f64 / span.as_secs_f64();
+            if bw < min {
+                self.end.failure.get_or_insert_with(|| {
+                    format!(
+                        "job {}: bandwidth fell to {:.0} B/s over {:.1} s, below the minimum rate ({min:.0} B/s)",
+                        job.name,
+                        bw,
+                        span.as_secs_f64()
+                    )
+                });
+                self.end.stopping = true;
+            }
+            c.window = (now, moved);
+        }
+    }
+}
+
+/// The job's rate in bytes a second: `rate=`, else `rate_iops=` at the
+/// block size (a mix's mean length), or None without a limit.
+fn rate_bps(job: &crate::job::Job) -> Option<f64> {
+    job.rate
+        .map(|r| r as f64)
+        .or(job.rate_iops.map(|i| i as f64 * io_len(job)))
+}
+
+/// What one I/O of the job moves on average: an IOPS figure in bytes.
+fn io_len(job: &crate::job::Job) -> f64 {
+    job.bs_mix
+        .as_ref()
+        .map_or(job.bs as f64, |m| m.mean(job.read_share()))
 }

@@ -422,6 +422,8 @@ struct Clock {
     deadline: Option<Instant>,
     /// ratemin's window: its start and the bytes moved by then.
     window: (Instant, u64),
+    /// rate: when the rate's count began, and the bytes issued by then.
+    rate_from: (Instant, u64),
     /// rate with Poisson gaps: when the next I/O is due.
     next_due: Instant,
 }
@@ -517,7 +519,7 @@ impl Worker<'_> {
             if !self.after_reap(now) {
                 continue;
             }
-            self.pace(now);
+            self.ratemin(now);
         }
         // The flow is left with the I/O loop: the others no longer wait
         // for this job.

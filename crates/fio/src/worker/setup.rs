@@ -139,7 +139,8 @@ impl Clock {
             ramp_ios: 0,
             deadline: job.runtime.map(|r| ramp_end + r),
             window: (start, 0),
-            next_due: Instant::now(),
+            rate_from: (start, 0),
+            next_due: start,
         }
     }
 }
