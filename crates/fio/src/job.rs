@@ -776,6 +776,26 @@ pub fn expand_filename_format(
 }
 
 impl Job {
+    /// fio's fix-up of `verify_interval` (run after the block sizes are
+    /// resolved): no longer than the smallest block, and a divisor of the
+    /// smallest and the largest, else their greatest common divisor.
+    pub fn fit_verify_interval(&mut self) {
+        if self.verify.is_none() {
+            return;
+        }
+        let (lo, hi) = self
+            .bs_mix
+            .as_ref()
+            .map_or((self.bs, self.bs), |m| (m.min(), m.max()));
+        let Some(mut i) = self.verify_interval.map(|i| i.min(lo)) else {
+            return;
+        };
+        if !lo.is_multiple_of(i) || !hi.is_multiple_of(i) {
+            i = crate::offsets::gcd(lo, hi);
+        }
+        self.verify_interval = Some(i);
+    }
+
     /// Folds `bs=R,W`, `bsrange=` and `bssplit=` into [`Job::bs_mix`] (fio's
     /// precedence: bssplit, then bsrange, then bs), with `bs` the smallest
     /// length. A range or split that comes down to one length is plain `bs`.
@@ -1270,16 +1290,13 @@ impl<'a> Opt<'a> {
 
     /// `LOW-HIGH` (`bsrange=4k-64k`); a single size is both ends.
     fn block_range(&self, v: &str) -> Result<(u64, u64)> {
-        let (lo, hi) = v.split_once('-').unwrap_or((v, v));
+        // fio takes `-` or `:` between the ends, and either end first.
+        let (lo, hi) = v
+            .split_once('-')
+            .or_else(|| v.split_once(':'))
+            .unwrap_or((v, v));
         let (lo, hi) = (self.block_size(lo.trim())?, self.block_size(hi.trim())?);
-        if lo > hi {
-            return Err(self.bad(&format!(
-                "the range's low end is above its high end; write it as {}-{}",
-                crate::units::format_size(hi),
-                crate::units::format_size(lo)
-            )));
-        }
-        Ok((lo, hi))
+        Ok((lo.min(hi), lo.max(hi)))
     }
 
     /// `bssplit=` for one side: `SIZE/PERCENT:…`; sizes without a percent
@@ -1646,6 +1663,42 @@ mod tests {
     }
 
     #[test]
+    fn verify_interval_is_fitted_to_the_block_sizes_as_fio_does() {
+        let fitted = |lines: &[(&str, &str)]| {
+            let mut j = Job::default();
+            for (k, v) in lines {
+                set(&mut j, k, Some(v)).unwrap();
+            }
+            j.resolve_block_sizes().unwrap();
+            j.fit_verify_interval();
+            j.verify_interval
+        };
+        let md5 = ("verify", "md5");
+        // Longer than the block: the block; not a divisor: the gcd.
+        assert_eq!(
+            fitted(&[md5, ("bs", "512"), ("verify_interval", "1m")]),
+            Some(512)
+        );
+        assert_eq!(
+            fitted(&[md5, ("bs", "4k"), ("verify_interval", "3k")]),
+            Some(4096)
+        );
+        assert_eq!(
+            fitted(&[md5, ("bsrange", "8k-24k"), ("verify_interval", "16k")]),
+            Some(8192)
+        );
+        assert_eq!(
+            fitted(&[md5, ("bs", "4k"), ("verify_interval", "1k")]),
+            Some(1024)
+        );
+        assert_eq!(fitted(&[md5, ("bs", "4k")]), None);
+        assert_eq!(
+            fitted(&[("bs", "512"), ("verify_interval", "1m")]),
+            Some(1 << 20)
+        );
+    }
+
+    #[test]
     fn sizes_and_pairs() {
         let mut j = Job::default();
         set(&mut j, "bs", Some("4k,4k")).unwrap();
@@ -1673,7 +1726,11 @@ mod tests {
         assert_eq!(j.bsrange, Some([(4096, 65536), (4096, 65536)]));
         set(&mut j, "blocksize_range", Some("512-4k,8k")).unwrap();
         assert_eq!(j.bsrange, Some([(512, 4096), (8192, 8192)]));
-        assert!(err("bsrange", Some("64k-4k")).contains("write it as 4k-64k"));
+        // Either end first, and `:` as fio takes it.
+        for v in ["64k-4k", "4k:64k"] {
+            set(&mut j, "bsrange", Some(v)).unwrap();
+            assert_eq!(j.bsrange, Some([(4096, 65536), (4096, 65536)]), "{v}");
+        }
         set(&mut j, "bssplit", Some("4k/50:8k:16k,1m/100")).unwrap();
         assert_eq!(
             j.bssplit,

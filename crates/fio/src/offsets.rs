@@ -295,7 +295,8 @@ impl Offsets {
     }
 }
 
-fn gcd(a: u64, b: u64) -> u64 {
+/// Greatest common divisor.
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
     if b == 0 { a } else { gcd(b, a % b) }
 }
 

@@ -489,6 +489,7 @@ fn join(dir: &str, rest: &str) -> String {
 /// into the reader that checks what it would have written.
 fn check_verify(job: &mut Job) -> Result<()> {
     let name = job.name.clone();
+    job.fit_verify_interval();
     let Some(spec) = verify::Spec::of(job) else {
         let set = [
             ("verify_only", job.verify_only),
