@@ -1525,38 +1525,15 @@ impl<'a> Opt<'a> {
         Ok(Some((lo, hi)).filter(|(_, h)| !h.is_zero()))
     }
 
-    /// fio's `buffer_pattern=`: hex (`0xdeadbeef`), a quoted string, or a
-    /// decimal byte, joined with `|` or written one after another.
+    /// fio's `buffer_pattern=`: the pattern syntax `verify_pattern` takes
+    /// (hex, "text", decimal numbers, 'file', one after another), but not its
+    /// `%o`, which only a verified block carries.
     fn pattern(&self) -> Result<Vec<u8>> {
-        let mut out = Vec::new();
-        for part in self.value()?.split('|') {
-            let p = part.trim();
-            if let Some(h) = p.strip_prefix("0x").or_else(|| p.strip_prefix("0X")) {
-                let h = if h.len() % 2 == 1 {
-                    format!("0{h}")
-                } else {
-                    h.to_string()
-                };
-                for i in (0..h.len()).step_by(2) {
-                    out.push(
-                        u8::from_str_radix(&h[i..i + 2], 16)
-                            .map_err(|_| self.bad("malformed hex pattern"))?,
-                    );
-                }
-            } else if let Some(q) = p.strip_prefix('"').and_then(|q| q.strip_suffix('"')) {
-                out.extend_from_slice(q.as_bytes());
-            } else if let Some(q) = p.strip_prefix('\'').and_then(|q| q.strip_suffix('\'')) {
-                out.extend_from_slice(q.as_bytes());
-            } else {
-                out.push(p.parse::<u8>().map_err(|_| {
-                    self.bad("expected hex (0xdeadbeef), a quoted string or a byte value")
-                })?);
-            }
+        let p = crate::pattern::Pattern::parse(self.value()?).map_err(|e| self.bad(&e))?;
+        if p.has_offsets() {
+            return Err(self.bad("%o (the block's offset) is for verify_pattern; drop it here"));
         }
-        if out.is_empty() {
-            return Err(self.bad("the pattern is empty"));
-        }
-        Ok(out)
+        Ok(p.unit_bytes().to_vec())
     }
 
     /// The workload and fio's offset modifier after ':': bytes added after
@@ -2158,12 +2135,23 @@ mod tests {
             j.startdelay,
             Some((Duration::from_secs(2), Duration::from_secs(5)))
         );
-        set(&mut j, "buffer_pattern", Some("0xdead|\"ab\"")).unwrap();
+        set(&mut j, "buffer_pattern", Some("0xdead\"ab\"")).unwrap();
         assert_eq!(
             j.buffer_pattern.as_deref(),
             Some(&[0xde, 0xad, b'a', b'b'][..])
         );
-        assert!(err("buffer_pattern", Some("zz")).contains("expected hex"));
+        // fio's own t0028: a string, -12 (four bytes) and hex, run together.
+        set(&mut j, "buffer_pattern", Some("\"abcd\"-120xdeadface")).unwrap();
+        assert_eq!(
+            j.buffer_pattern.as_deref(),
+            Some(
+                &[
+                    b'a', b'b', b'c', b'd', 0xf4, 0xff, 0xff, 0xff, 0xde, 0xad, 0xfa, 0xce
+                ][..]
+            )
+        );
+        assert!(err("buffer_pattern", Some("zz")).contains("expected 0xHEX"));
+        assert!(err("buffer_pattern", Some("%o")).contains("verify_pattern"));
         assert!(err("zonemode", Some("zbd")).contains("zoned block devices"));
         set(&mut j, "random_distribution", Some("zoned:50/5:30/15:20/")).unwrap();
         assert_eq!(j.zoned, [(50, 5), (30, 15), (20, 80)]);

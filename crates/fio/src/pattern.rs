@@ -90,6 +90,16 @@ impl Pattern {
         })
     }
 
+    /// Whether the pattern has `%o` pieces (the block's offset).
+    pub fn has_offsets(&self) -> bool {
+        !self.offsets.is_empty()
+    }
+
+    /// One repeat of the pattern's bytes (any `%o` left as zeros).
+    pub fn unit_bytes(&self) -> &[u8] {
+        &self.bytes
+    }
+
     /// The option as written.
     pub fn text(&self) -> &str {
         &self.text
