@@ -281,6 +281,9 @@ impl Worker<'_> {
             }
             v.written.push((file, rel, len));
         }
+        if let Some(blocks) = self.verify.as_mut().and_then(|v| v.rw_blocks.as_mut()) {
+            blocks.insert((file, rel));
+        }
         let bs = self.queue.bs;
         if let Some(v) = &self.verify {
             let buf = &mut self.mem.slot(slot, bs)[..len as usize];

@@ -219,14 +219,16 @@ fn checking(job: &Job, spec: crate::verify::Spec, mixed: bool) -> Checking {
         pattern: spec.pattern.as_ref().map(|p| p.text().to_string()),
         ..VerifyTally::default()
     };
+    let both = job.rw.reads() && job.rw.writes();
     Checking {
         spec,
         tally,
-        reads: job.do_verify && job.rw.reads(),
+        reads: job.do_verify && job.rw.reads() && !both,
         backlog,
         unchecked: Vec::new(),
         written: Vec::new(),
         log_writes: mixed && job.rw.writes() && job.do_verify && backlog == 0,
+        rw_blocks: (both && job.do_verify && backlog == 0).then(Default::default),
         last_pass: 0,
         want_check: false,
     }

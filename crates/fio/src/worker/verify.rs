@@ -80,6 +80,12 @@ impl Worker<'_> {
         }
         let (which, count) = if v.backlog > 0 {
             (Blocks::Backlog, v.unchecked.len() as u64)
+        } else if let Some(blocks) = &v.rw_blocks {
+            let bs = job.bs;
+            let list = blocks.iter().map(|&(f, rel)| (f, rel, bs)).collect();
+            let v = self.verify.as_mut().expect("verify");
+            v.written = list;
+            (Blocks::Logged, v.written.len() as u64)
         } else if v.log_writes {
             (Blocks::Logged, v.written.len() as u64)
         } else {
