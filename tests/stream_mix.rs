@@ -204,3 +204,40 @@ fn written_buffers_dedupe_and_compress_by_the_asked_share() {
     write("zero_buffers=1");
     assert!(std::fs::read(&f).unwrap().iter().all(|&b| b == 0));
 }
+
+/// trimwrite with mixed block sizes (fio's t0023/t0024): each write goes
+/// where its trim went, as long, and the job covers its size once in each
+/// direction; the null engine takes `filesize=` as its size, as fio's does.
+#[test]
+fn trimwrite_with_mixed_sizes_writes_each_trimmed_extent() {
+    let dir = tempfile::tempdir().unwrap();
+    for rw in ["trimwrite", "randtrimwrite"] {
+        for sizes in ["bsrange=512-4k", "bssplit=512/25:1k/:2k/:4k/"] {
+            let text = format!(
+                "[j]\nioengine=null\nfilesize=256k\nrw={rw}\n{sizes}\nwrite_bw_log=j\nlog_offset=1\nper_job_logs=0\n"
+            );
+            let j = &jobs(dir.path(), &text)[0];
+            for d in ["trim", "write"] {
+                assert_eq!(j[d]["io_bytes"], 256 << 10, "{rw} {sizes}: {d}");
+            }
+            assert_eq!(ios(j, "trim"), ios(j, "write"), "{rw} {sizes}");
+            // fio's per-I/O bw log (time, value, direction, length,
+            // offset, prio): trims (2) and writes (1) pair up, same offset
+            // and length, in issue order at depth 1.
+            let log = std::fs::read_to_string(dir.path().join("j_bw.log")).unwrap();
+            let ops: Vec<Vec<String>> = log
+                .lines()
+                .map(|l| l.split(',').map(|f| f.trim().to_string()).collect())
+                .collect();
+            assert_eq!(ops.len() as u64, 2 * ios(j, "trim"), "{log}");
+            for pair in ops.chunks(2) {
+                assert_eq!(
+                    (pair[0][2].as_str(), pair[1][2].as_str()),
+                    ("2", "1"),
+                    "{pair:?}"
+                );
+                assert_eq!(pair[0][3..5], pair[1][3..5], "{pair:?}");
+            }
+        }
+    }
+}

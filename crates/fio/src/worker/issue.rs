@@ -234,24 +234,31 @@ impl Worker<'_> {
     /// length.
     fn next_extent(&mut self, dir: Dir) -> (usize, u64, u64) {
         let job = self.job;
-        match self.extents.as_mut() {
-            // verify_only reads what the writes would have been.
+        let per_block = self.totals.per_block;
+        // trimwrite: the write goes where its trim went, as long.
+        if per_block == 2 && self.issued.count % 2 == 1 {
+            return self.issued.pair;
+        }
+        let next = match self.extents.as_mut() {
+            // verify_only reads what the writes would have been; a
+            // trimwrite pair takes the write side's sizes.
             Some(e) => {
-                let side = if job.verify_only { 1 } else { dir as usize };
-                let left = self.totals.bytes - self.issued.bytes;
+                let side = if job.verify_only || per_block == 2 {
+                    1
+                } else {
+                    dir as usize
+                };
+                let left = (self.totals.bytes - self.issued.bytes) / per_block;
                 let (rel, len) = e.next(self.files.order(0), self.issued.count, side, left);
                 (0, rel, len)
             }
-            // trimwrite: the write goes where its trim went.
-            None if self.totals.per_block == 2 && self.issued.count % 2 == 1 => {
-                (self.issued.pair.0, self.issued.pair.1, job.bs)
-            }
             None => {
                 let (file, rel) = self.files.next();
-                self.issued.pair = (file, rel);
                 (file, rel, job.bs)
             }
-        }
+        };
+        self.issued.pair = next;
+        next
     }
 
     /// A new pass: fio reopens its files and invalidates them again.

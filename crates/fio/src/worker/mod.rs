@@ -348,8 +348,9 @@ struct Issued {
     count: u64,
     bytes: u64,
     writes: u64,
-    /// trimwrite: the (file, offset) of the pair's trim, for its write.
-    pair: (usize, u64),
+    /// trimwrite: the (file, offset, length) of the pair's trim, for its
+    /// write.
+    pair: (usize, u64, u64),
     /// The last pass seen: a new one invalidates the files again.
     seen_pass: u64,
     /// The I/O count at the last thinktime pause.

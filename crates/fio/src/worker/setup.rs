@@ -90,7 +90,7 @@ impl<'a> Worker<'a> {
                 count: 0,
                 bytes: 0,
                 writes: 0,
-                pair: (0, 0),
+                pair: (0, 0, 0),
                 seen_pass: 0,
                 think_done: 0,
                 rng: job.randseed ^ 0xa5a5 ^ u64::from(job.clone),
@@ -248,11 +248,12 @@ fn totals(job: &Job, files: &FileSet) -> (Totals, u64) {
     // io_size), not after a count of I/Os.
     let (ios, bytes, expected) = match &job.bs_mix {
         Some(mix) if !job.time_based => {
+            // trimwrite: each block's bytes are trimmed, then written.
             let bytes = files.total_size().saturating_mul(u64::from(job.loops));
             (
                 u64::MAX,
-                bytes,
-                (bytes as f64 / mix.mean(job.read_share())).ceil() as u64,
+                bytes.saturating_mul(per_block),
+                (bytes as f64 / mix.mean(job.read_share())).ceil() as u64 * per_block,
             )
         }
         Some(_) => (u64::MAX, u64::MAX, u64::MAX),
@@ -296,7 +297,7 @@ fn open_engine(
                 job.name
             )));
         }
-        if job.size.unwrap_or(0) < job.bs && !job.time_based {
+        if null_size(job, 1) < job.bs && !job.time_based {
             return Err(Error::usage(format!(
                 "job {}: the null engine needs size= (at least one block) or time_based with runtime=",
                 job.name
@@ -339,6 +340,14 @@ fn open_engine(
     })
 }
 
+/// What an engine that opens no file covers: `size=`, else (as fio) its
+/// `files` of `filesize=` each.
+fn null_size(job: &Job, files: usize) -> u64 {
+    job.size
+        .or(job.filesize.map(|f| f.saturating_mul(files.max(1) as u64)))
+        .unwrap_or(0)
+}
+
 /// The job's files as regions for its [`FileSet`]: each target's, or for
 /// an engine that opens none, the job's size (`null` with `nrfiles`
 /// splits it among its files, as fio's null engine does).
@@ -354,8 +363,8 @@ fn regions(p: &Prepared, targets: &[Target]) -> Vec<Region> {
             })
             .collect();
     }
-    let size = (job.size.unwrap_or(0) / job.bs).max(1) * job.bs;
     let names = p.paths();
+    let size = (null_size(job, names.len()) / job.bs).max(1) * job.bs;
     if job.ioengine != IoEngine::Null || names.len() < 2 {
         return vec![Region {
             name: p.path.clone(),

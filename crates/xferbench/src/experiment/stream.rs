@@ -1018,11 +1018,6 @@ fn check_mixed_sizes(job: &Job) -> Result<()> {
             "ioengine={} sends one message size; give one bs=",
             job.ioengine.name()
         ))
-    } else if job.rw.trim_then_write() {
-        Some(format!(
-            "rw={} writes where each trim went, one block size; give one bs=",
-            job.rw.name()
-        ))
     } else if job.nrfiles > 1 {
         Some(format!(
             "{} files per job take one block size; give one bs= or run one job per file",
