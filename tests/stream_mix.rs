@@ -241,3 +241,25 @@ fn trimwrite_with_mixed_sizes_writes_each_trimmed_extent() {
         }
     }
 }
+
+/// serialize_overlap: an I/O waits while one in flight overlaps it, so a
+/// 16-deep queue over 4 blocks never has more than 4 in flight (without it
+/// the queue fills: norandommap draws the same blocks again).
+#[test]
+fn serialize_overlap_keeps_overlapping_ios_apart() {
+    let dir = tempfile::tempdir().unwrap();
+    let deep = |serialize: u8| {
+        let text = format!(
+            "[o]\nioengine=null\niodepth=16\nrw=randwrite\nbs=4k\nsize=16k\nnorandommap\ntime_based\nruntime=300ms\nserialize_overlap={serialize}\n"
+        );
+        let j = &jobs(dir.path(), &text)[0];
+        assert!(ios(j, "write") > 100, "{j}");
+        let levels = &j["iodepth_level"];
+        ["8", "16"]
+            .iter()
+            .map(|k| levels[*k].as_f64().unwrap_or(0.0))
+            .sum::<f64>()
+    };
+    assert_eq!(deep(1), 0.0);
+    assert!(deep(0) > 0.0);
+}

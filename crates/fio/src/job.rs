@@ -384,6 +384,8 @@ pub struct Job {
     /// `verify_header_seed=`: a header's seed must be this job's `randseed`
     /// (off: any consistent block is accepted, whichever run wrote it).
     pub verify_header_seed: bool,
+    /// `serialize_overlap`: an I/O waits while one in flight overlaps it.
+    pub serialize_overlap: bool,
     /// `verify=` was given (fio: `verify_pattern` alone implies a header
     /// and pattern check, but not over an explicit `verify=0`).
     #[serde(skip)]
@@ -613,6 +615,7 @@ impl Default for Job {
             verify_backlog_batch: None,
             verify_only: false,
             verify_header_seed: false,
+            serialize_overlap: false,
             verify_given: false,
             randseed: 0x5eed_f10e_5eed_f10e,
             ratemin: None,

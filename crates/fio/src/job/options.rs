@@ -709,6 +709,9 @@ pub static GENERAL: &[Spec] = &[
     }),
     flag("new_group", |j, o| o.bool().map(|v| j.new_group = v)),
     flag("stonewall", |j, o| o.bool().map(|v| j.stonewall = v)).alias(&["wait_for_previous"]),
+    flag("serialize_overlap", |j, o| {
+        o.bool().map(|v| j.serialize_overlap = v)
+    }),
     Spec::set("wait_for", Kind::Text("x"), |j, o| {
         j.wait_for = Some(o.value()?.to_string());
         Ok(())
@@ -925,10 +928,6 @@ pub static GENERAL: &[Spec] = &[
     Spec::refuse("replay_scale", IOLOG),
     Spec::refuse("replay_skip", IOLOG),
     Spec::refuse("replay_time_scale", IOLOG),
-    Spec::refuse(
-        "serialize_overlap",
-        "overlap serialisation is not supported; drop it",
-    ),
     Spec::refuse("softrandommap", "random maps are always kept; drop it"),
     Spec::refuse("sprandom", SPRANDOM),
     Spec::refuse("spr_num_regions", SPRANDOM),

@@ -41,11 +41,22 @@ impl Worker<'_> {
             if !self.rate_allows() || self.end.stopping {
                 break;
             }
-            self.think();
-            let Some(t0) = self.due()? else { break };
-            let dir = self.next_dir();
-            let (file, rel, len) = self.next_extent(dir);
-            self.new_pass();
+            let (t0, dir, file, rel, len) = match self.queue.held.take() {
+                Some(held) => held,
+                None => {
+                    self.think();
+                    let Some(t0) = self.due()? else { break };
+                    let dir = self.next_dir();
+                    let (file, rel, len) = self.next_extent(dir);
+                    self.new_pass();
+                    (t0, dir, file, rel, len)
+                }
+            };
+            if job.serialize_overlap && self.overlaps_inflight(file, rel, len) {
+                // Reaped first; it goes when the overlapping one is done.
+                self.queue.held = Some((t0, dir, file, rel, len));
+                break;
+            }
             let blk = rel / job.bs;
             self.issued.count += 1;
             self.issued.bytes += len;
@@ -114,6 +125,17 @@ impl Worker<'_> {
             // there, in one call per batch): its submission ends then.
             self.queue.fresh.push(slot);
         }
+    }
+
+    /// `serialize_overlap`: whether bytes `rel..rel + len` of `file`'s
+    /// region overlap an I/O in flight.
+    fn overlaps_inflight(&self, file: usize, rel: u64, len: u64) -> bool {
+        let at = self.files.start(file) + rel;
+        self.queue
+            .flights
+            .iter()
+            .flatten()
+            .any(|f| f.file == file && f.offset < at + len && at < f.offset + f.len)
     }
 
     /// Whether the latency target's depth (and its quiesce after a change)

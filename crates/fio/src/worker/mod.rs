@@ -370,6 +370,10 @@ struct Queue {
     inflight: usize,
     /// Slots queued since the last reap, where the engine submits them.
     fresh: Vec<usize>,
+    /// `serialize_overlap`: the next I/O, drawn but overlapping one in
+    /// flight (its start time, direction, file, offset in the file's region
+    /// and length), issued once that one is done.
+    held: Option<(Instant, Dir, usize, u64, u64)>,
 }
 
 /// The verify state of a job with `verify=`.

@@ -103,6 +103,7 @@ impl<'a> Worker<'a> {
                 done: Vec::with_capacity(depth),
                 inflight: 0,
                 fresh: Vec::with_capacity(depth),
+                held: None,
             },
             since_fsync: 0,
             want_sync: false,
@@ -228,7 +229,8 @@ fn checking(job: &Job, spec: crate::verify::Spec, mixed: bool) -> Checking {
         unchecked: Vec::new(),
         written: Vec::new(),
         log_writes: mixed && job.rw.writes() && job.do_verify && backlog == 0,
-        rw_blocks: (both && job.do_verify && backlog == 0).then(Default::default),
+        // A mix logs each pass's writes instead (log_writes).
+        rw_blocks: (both && !mixed && job.do_verify && backlog == 0).then(Default::default),
         last_pass: 0,
         want_check: false,
     }

@@ -511,12 +511,6 @@ fn check_verify(job: &mut Job) -> Result<()> {
             job.rw.name()
         )));
     }
-    if matches!(job.rw, Rw::ReadWrite | Rw::RandRw) && job.bs_mix.is_some() {
-        return Err(Error::usage(format!(
-            "job {name}: verify with rw={} needs one block size (a mix's later writes could cover part of an earlier block); drop bsrange=/bssplit= or verify a write-only job",
-            job.rw.name()
-        )));
-    }
     spec.fits(job.bs)
         .map_err(|why| Error::usage(format!("job {name}: {why}")))?;
     if job.verify_only {
