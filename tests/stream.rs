@@ -2866,10 +2866,6 @@ fn mixed_block_sizes_move_exactly_the_region_and_verify_what_they_wrote() {
             "rw=…:N (holes or backwards runs) takes one block size",
         ),
         (
-            "rw=trimwrite\nbsrange=4k-16k",
-            "rw=trimwrite writes where each trim went",
-        ),
-        (
             "rw=write\nnrfiles=2\nbsrange=4k-16k",
             "2 files per job take one block size",
         ),
