@@ -778,6 +778,11 @@ pub fn expand_filename_format(
     Ok(out)
 }
 
+/// Greatest common divisor.
+pub(crate) fn gcd(a: u64, b: u64) -> u64 {
+    if b == 0 { a } else { gcd(b, a % b) }
+}
+
 impl Job {
     /// fio's fix-up of `verify_interval` (run after the block sizes are
     /// resolved): no longer than the smallest block, and a divisor of the
@@ -794,7 +799,7 @@ impl Job {
             return;
         };
         if !lo.is_multiple_of(i) || !hi.is_multiple_of(i) {
-            i = crate::offsets::gcd(lo, hi);
+            i = gcd(lo, hi);
         }
         self.verify_interval = Some(i);
     }

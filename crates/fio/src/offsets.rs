@@ -10,6 +10,7 @@
 
 use crate::distribution::Sampler;
 use crate::job::Job;
+use crate::job::gcd;
 use crate::payload::splitmix;
 
 /// Mixes an I/O (group) index into a seed.
@@ -293,11 +294,6 @@ impl Offsets {
         };
         start + inner
     }
-}
-
-/// Greatest common divisor.
-pub(crate) fn gcd(a: u64, b: u64) -> u64 {
-    if b == 0 { a } else { gcd(b, a % b) }
 }
 
 #[cfg(test)]
