@@ -10,10 +10,9 @@ out=${OUT:-$root/gpu-out}
 res=/tmp/gpu-mmio
 mkdir -p "$out" "$res"
 exec > >(tee "$out/log.txt") 2>&1
-xb=$root/.gpu/xferbench
-chmod +x "$root"/.gpu/*
-built_at=$(cat "$root/.gpu/built-at")
-[[ -x $built_at ]] || { mkdir -p "$(dirname "$built_at")" && ln -sf "$xb" "$built_at"; }
+source "$root/bench/lib.sh"
+gpu_binaries "$root"
+xb=$XB_GPU
 nvidia-smi --query-gpu=name,driver_version,pcie.link.gen.current,pcie.link.width.current --format=csv,noheader
 echo "=== tests"
 timeout -k 10 -s INT 120 "$root/.gpu/cuda-tests" --test-threads=1 2>&1 | grep -E '^test |test result'

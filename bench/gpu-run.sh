@@ -18,13 +18,9 @@ exec > >(tee "$out/log.txt") 2>&1
 pack() { tar -C /tmp -czf "$out/results.tar.gz" gpu-results 2>/dev/null; }
 step() { echo; echo "=== $* ($(date +%T))"; }
 
-xb=$root/.gpu/xferbench
-chmod +x "$root"/.gpu/* 2>/dev/null
-# The test binary runs the xferbench it was built beside: give it that path.
-built_at=$(cat "$root/.gpu/built-at")
-if [[ ! -x $built_at ]]; then
-    mkdir -p "$(dirname "$built_at")" && ln -sf "$xb" "$built_at"
-fi
+source "$root/bench/lib.sh"
+gpu_binaries "$root"
+xb=$XB_GPU
 
 step facts
 uname -a

@@ -97,3 +97,16 @@ verdict() {
         else if (d == "ge") print (r + 0 >= t + 0 ? "PASS" : "FAIL");
         else print (r + 0 <= t + 0 ? "PASS" : "FAIL") }'
 }
+
+# gpu_binaries ROOT: sets XB_GPU to the xferbench bench/gpu-prepare.sh put
+# in ROOT/.gpu, and gives the CUDA test binary there the path of the
+# xferbench it was built beside (it runs that one).
+gpu_binaries() {
+    local root=$1 built_at
+    XB_GPU=$root/.gpu/xferbench
+    chmod +x "$root"/.gpu/* 2>/dev/null
+    built_at=$(cat "$root/.gpu/built-at")
+    if [[ ! -x $built_at ]]; then
+        mkdir -p "$(dirname "$built_at")" && ln -sf "$XB_GPU" "$built_at"
+    fi
+}

@@ -310,8 +310,13 @@ impl Worker<'_> {
             }
             v.written.push((file, rel, len));
         }
-        if let Some(blocks) = self.verify.as_mut().and_then(|v| v.rw_blocks.as_mut()) {
-            blocks.insert((file, rel));
+        if let Some(list) = self.verify.as_mut().and_then(|v| v.rw_blocks.as_mut()) {
+            if list.len() == list.capacity() {
+                // Rewritten blocks: at most half the room is distinct ones.
+                list.sort_unstable();
+                list.dedup();
+            }
+            list.push((file, rel));
         }
         let bs = self.queue.bs;
         if let Some(v) = &self.verify {

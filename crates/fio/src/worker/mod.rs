@@ -391,10 +391,13 @@ struct Checking {
     /// blocks are a function of their index instead).
     written: Vec<(usize, u64, u64)>,
     log_writes: bool,
-    /// A job that both reads and writes (one block size): the blocks it
-    /// wrote, each once, read back after its I/O as fio does (its reads
-    /// along the way are not checked: they may find blocks not yet written).
-    rw_blocks: Option<std::collections::BTreeSet<(usize, u64)>>,
+    /// A job that both reads and writes (one block size): the (file,
+    /// offset) of each write, read back once each after the job's I/O as
+    /// fio does (its reads along the way are not checked: they may find
+    /// blocks not yet written). Room for twice the blocks there are (up to
+    /// 2^21 entries) is reserved before the clock starts, and a full list is
+    /// deduplicated in place: no allocation per write below that size.
+    rw_blocks: Option<Vec<(usize, u64)>>,
     last_pass: u64,
     want_check: bool,
 }

@@ -60,7 +60,7 @@ impl<'a> Worker<'a> {
         }
         let spec = crate::verify::Spec::of(job);
         let extents = extents(job, &files, spec.is_some(), seed);
-        let verify = spec.map(|spec| checking(job, spec, extents.is_some()));
+        let verify = spec.map(|spec| checking(job, spec, &files, extents.is_some()));
         let (totals, expected) = totals(job, &files);
         let logs = crate::logs::JobLogs::open(&job.logs, &job.name)
             .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
@@ -208,7 +208,7 @@ fn extents(job: &Job, files: &FileSet, verified: bool, seed: u64) -> Option<Exte
 }
 
 /// The verify state of a job with `verify=`.
-fn checking(job: &Job, spec: crate::verify::Spec, mixed: bool) -> Checking {
+fn checking(job: &Job, spec: crate::verify::Spec, files: &FileSet, mixed: bool) -> Checking {
     let backlog = if job.rw.writes() && job.do_verify {
         job.verify_backlog
     } else {
@@ -230,7 +230,15 @@ fn checking(job: &Job, spec: crate::verify::Spec, mixed: bool) -> Checking {
         written: Vec::new(),
         log_writes: mixed && job.rw.writes() && job.do_verify && backlog == 0,
         // A mix logs each pass's writes instead (log_writes).
-        rw_blocks: (both && !mixed && job.do_verify && backlog == 0).then(Default::default),
+        rw_blocks: (both && !mixed && job.do_verify && backlog == 0).then(|| {
+            let bs = job.bs.max(1);
+            let blocks: u64 = files
+                .regions()
+                .iter()
+                .map(|r| r.size.div_ceil(bs) + 1)
+                .sum();
+            Vec::with_capacity(2 * blocks.min(1 << 20) as usize)
+        }),
         last_pass: 0,
         want_check: false,
     }

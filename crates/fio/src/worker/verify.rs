@@ -80,11 +80,13 @@ impl Worker<'_> {
         }
         let (which, count) = if v.backlog > 0 {
             (Blocks::Backlog, v.unchecked.len() as u64)
-        } else if let Some(blocks) = &v.rw_blocks {
+        } else if v.rw_blocks.is_some() {
             let bs = job.bs;
-            let list = blocks.iter().map(|&(f, rel)| (f, rel, bs)).collect();
             let v = self.verify.as_mut().expect("verify");
-            v.written = list;
+            let mut list = v.rw_blocks.take().unwrap_or_default();
+            list.sort_unstable();
+            list.dedup();
+            v.written = list.into_iter().map(|(f, rel)| (f, rel, bs)).collect();
             (Blocks::Logged, v.written.len() as u64)
         } else if v.log_writes {
             (Blocks::Logged, v.written.len() as u64)
