@@ -52,6 +52,10 @@ pub struct Group {
     rank: usize,
     size: usize,
     buf: *mut u8,
+    /// Where a ping-pong's leader receives the pong, apart from `buf`,
+    /// which its ping is still being sent from when the receive is posted.
+    pong: *mut u8,
+    pong_cap: usize,
     word: *mut u64,
     timeout: Duration,
     /// Busy time added before each message this rank sends (the injected
@@ -62,8 +66,13 @@ pub struct Group {
 
 impl Group {
     /// Joins the job: needs at least two ranks. `cap` is the largest
-    /// message.
-    pub fn open(cap: usize, timeout: Duration, stop: std::sync::Arc<AtomicBool>) -> Result<Group> {
+    /// message, `pong_cap` the largest of the latency ping-pongs.
+    pub fn open(
+        cap: usize,
+        pong_cap: usize,
+        timeout: Duration,
+        stop: std::sync::Arc<AtomicBool>,
+    ) -> Result<Group> {
         if cap > i32::MAX as usize {
             return Err(Error::usage(
                 "MPI messages here are at most 2 GiB - 1 bytes; choose smaller sizes",
@@ -73,13 +82,17 @@ impl Group {
         // Leaked on purpose (see the module comment). Page-aligned and
         // written: untouched pages would all be the kernel's zero page, read
         // from cache, and inflate bandwidth.
-        let buf =
-            Box::leak(Box::new(crate::buffer::PageBuf::filled(cap.max(64), 0x5a))).as_mut_ptr();
+        let leak = |n: usize| {
+            Box::leak(Box::new(crate::buffer::PageBuf::filled(n.max(64), 0x5a))).as_mut_ptr()
+        };
+        let (buf, pong) = (leak(cap), leak(pong_cap.min(cap)));
         let word = Box::leak(Box::new([0u64; 8])).as_mut_ptr();
         Ok(Group {
             rank: w.rank() as usize,
             size: w.size() as usize,
             buf,
+            pong,
+            pong_cap: pong_cap.min(cap).max(64),
             word,
             timeout,
             delay: Duration::ZERO,
@@ -199,6 +212,12 @@ impl Group {
         size: usize,
         budget: Budget,
     ) -> Result<Option<Sampled>> {
+        if size > self.pong_cap {
+            return Err(Error::usage(format!(
+                "a {size} B ping-pong is larger than the {} B this mesh was opened for; open it with the largest latency size",
+                self.pong_cap
+            )));
+        }
         let what = || format!("rank {peer} in the latency ping-pong ({size} B)");
         let dl = self.deadline(&what, Duration::ZERO);
         // Three round trips say how long one takes; then more warm-up, up
@@ -247,10 +266,10 @@ impl Group {
         }))
     }
 
-    /// `n` ping-pongs. The leader posts each reply's receive before its
-    /// ping leaves and, given `rec`, records half of each round trip; the
-    /// follower posts the next ping's receive right after each pong, well
-    /// before that ping can come.
+    /// `n` ping-pongs. The leader posts each reply's receive right after
+    /// its ping leaves and, given `rec`, records half of each round trip;
+    /// the follower posts the next ping's receive right after each pong,
+    /// well before that ping can come.
     #[inline(never)]
     fn pingpongs(
         &self,
@@ -264,9 +283,16 @@ impl Group {
         if lead {
             for _ in 0..n {
                 let t = Instant::now();
-                let mut rx = self.irecv(self.buf, size, peer, TAG_DATA);
                 self.lag(1);
+                // The ping first, as a blocking MPI_Send would: posting the
+                // receive before it put a call (~15 ns one-way, measured
+                // against osu_latency's loop) ahead of every ping. The pong
+                // needs a round trip to come back and the receive is posted
+                // a call later; a pong that still came first (this rank
+                // preempted) waits in MPI's unexpected queue, as it would
+                // for a blocking MPI_Recv.
                 let mut tx = self.isend(self.buf, size, peer, TAG_DATA);
+                let mut rx = self.irecv(self.pong, size, peer, TAG_DATA);
                 // The round trip ends when the pong is in: the ping has
                 // arrived by then, and what is left of its send request is
                 // bookkeeping, done after the clock stops (a blocking

@@ -33,7 +33,7 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<Option<(PairsRun, Option<Error>)>> {
     let cap = cfg.sizes.iter().copied().max().unwrap_or(0) as usize;
-    let g = Group::open(cap, cfg.common.timeout, stop.clone())?;
+    let g = Group::open(cap, 0, cfg.common.timeout, stop.clone())?;
     let n = g.size();
     if 2 * k > n {
         return Err(Error::usage(format!(

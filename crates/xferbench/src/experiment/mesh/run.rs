@@ -22,18 +22,19 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     progress: &dyn Progress,
 ) -> Result<Option<(MeshRun, Option<Error>)>> {
+    let pong_cap = cfg.latency_sizes().iter().copied().max().unwrap_or(0) as usize;
     let cap = cfg
-        .latency_sizes()
+        .bandwidth_sizes()
         .iter()
-        .chain(&cfg.bandwidth_sizes())
         .copied()
         .max()
-        .unwrap_or(0) as usize;
+        .unwrap_or(0)
+        .max(pong_cap as u64) as usize;
     let me_delay = |rank: usize| match cfg.inject_delay {
         Some((r, d)) if r == rank => d,
         _ => Duration::ZERO,
     };
-    let mut g = Group::open(cap, cfg.timeout, stop.clone())?;
+    let mut g = Group::open(cap, pong_cap, cfg.timeout, stop.clone())?;
     g.set_delay(me_delay(g.rank()));
     let n = g.size();
     if let Some((r, _)) = cfg.inject_delay.filter(|(r, _)| *r >= n) {
