@@ -94,6 +94,8 @@ steady() {
         exit !(d1 <= 1.2 && d3 <= 1.2)
     }'
 }
+# signed D: D with its sign (+5, -3.8).
+signed() { awk -v d="$1" 'BEGIN { if (d == "") print "-"; else printf "%+.3g\n", d }'; }
 # mid A B: the mean of two C measurements, field by field.
 mid() {
     awk -v a="$1" -v b="$2" 'BEGIN {
@@ -143,12 +145,12 @@ printf '%-22s %10s %10s %12s  %s\n' figure C xferbench "median of" verdict
 printf '%-22s %10s %10s %12s  %s\n' "curve 16 B p50 (ns)" "$(shown "$(median "${CP[@]}")")" \
     "$(shown "$(median "${XP[@]}")")" "$(shown "$(median "${RP[@]}")")×" "$(verdict "$(median "${RP[@]}")" 1.05)"
 printf '%-22s %10s %10s %12s  %s\n' "curve 16 B min (ns)" "$(shown "$(median "${CM[@]}")")" \
-    "$(shown "$(median "${XM[@]}")")" "+$(shown "$(median "${RM[@]}")") ns" \
+    "$(shown "$(median "${XM[@]}")")" "$(signed "$(median "${RM[@]}")") ns" \
     "$(awk -v d="$(median "${RM[@]}")" 'BEGIN { print (d != "" && d <= 30 ? "PASS (≤ +30 ns)" : "FAIL (> +30 ns)") }')"
 printf '%-22s %10s %10s %12s  %s\n' "mesh 16 B p50 (ns)" "$(shown "$(median "${MCP[@]}")")" \
     "$(shown "$(median "${MP[@]}")")" "$(shown "$(median "${RMP[@]}")")×" "$(verdict "$(median "${RMP[@]}")" 1.05)"
 printf '%-22s %10s %10s %12s  %s\n' "mesh 16 B min (ns)" "$(shown "$(median "${MCM[@]}")")" \
-    "$(shown "$(median "${MM[@]}")")" "+$(shown "$(median "${RMM[@]}")") ns" \
+    "$(shown "$(median "${MM[@]}")")" "$(signed "$(median "${RMM[@]}")") ns" \
     "$(awk -v d="$(median "${RMM[@]}")" 'BEGIN { print (d != "" && d <= 30 ? "PASS (≤ +30 ns)" : "FAIL (> +30 ns)") }')"
 printf '%-22s %10s %10s %12s  %s\n' "curve 1 MiB (MB/s)" "$(shown "$(median "${CB[@]}")")" \
     "$(shown "$(median "${XB_[@]}")")" "$(shown "$(median "${RB[@]}")")×" \

@@ -631,6 +631,8 @@ impl Set<'_> {
         let spawned = std::thread::Builder::new()
             .name(format!("xb-job-{i}"))
             .spawn(move || {
+                // The job opens, uses and closes its own descriptors.
+                worker::private_fd_table(&p.job);
                 let (lock, cv) = &*states;
                 wait_turn(lock, cv, &p.after, i, &stop);
                 let out = if stop.load(Ordering::Relaxed) {
