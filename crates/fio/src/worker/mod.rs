@@ -664,9 +664,15 @@ mod tests {
             ours
         };
         for engine in ["psync", "io_uring", "libaio", "sync"] {
-            assert!(!seen_outside(engine), "{engine}: the table was not made private");
+            assert!(
+                !seen_outside(engine),
+                "{engine}: the table was not made private"
+            );
         }
-        assert!(seen_outside("posixaio"), "posixaio must keep the process's table");
+        assert!(
+            seen_outside("posixaio"),
+            "posixaio must keep the process's table"
+        );
     }
 
     #[test]
