@@ -66,7 +66,9 @@ done
 IOMEM=${XB_IOMEM:-mmap}
 [[ $IOMEM =~ ^(malloc|mmap)$ ]] || { echo "XB_IOMEM must be malloc or mmap (got '$IOMEM')" >&2; exit 2; }
 
-echo "== stream vs fio: $SIZE ${RUNTIME:+file, runs of $RUNTIME}${RUNTIME:-per run}, $ROUNDS rounds, files in ${DIRS[*]}, direct=${DIRECTS[*]}, iomem=$IOMEM (fio: iomem_align=4096)"
+PER="per run"
+[[ -z $RUNTIME ]] || PER="file, runs of $RUNTIME"
+echo "== stream vs fio: $SIZE $PER, $ROUNDS rounds, files in ${DIRS[*]}, direct=${DIRECTS[*]}, iomem=$IOMEM (fio: iomem_align=4096)"
 echo "   load average at start: $(cut -d' ' -f1-3 /proc/loadavg) ($(nproc) cpus)"
 install_deb fio fio || error "fio is not available"
 build_xb "$ROOT"
