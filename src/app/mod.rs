@@ -30,8 +30,9 @@ pub fn main() -> i32 {
     progress::show_layouts();
     supervise::run(move || {
         let result = dispatch(cli);
-        xferbench::transport::mpi::shutdown();
-        match result {
+        // Said before MPI is finalised: the other ranks may leave as soon
+        // as it is (a refusal exits 2), and mpirun then ends this rank.
+        let code = match result {
             Ok(()) => 0,
             Err(e) => {
                 if e.to_string().is_empty() {
@@ -46,7 +47,9 @@ pub fn main() -> i32 {
                 }
                 e.exit_code()
             }
-        }
+        };
+        xferbench::transport::mpi::shutdown();
+        code
     })
 }
 
