@@ -85,14 +85,15 @@ impl Group {
         let leak = |n: usize| {
             Box::leak(Box::new(crate::buffer::PageBuf::filled(n.max(64), 0x5a))).as_mut_ptr()
         };
-        let (buf, pong) = (leak(cap), leak(pong_cap.min(cap)));
+        let pong_cap = pong_cap.min(cap).max(64);
+        let (buf, pong) = (leak(cap), leak(pong_cap));
         let word = Box::leak(Box::new([0u64; 8])).as_mut_ptr();
         Ok(Group {
             rank: w.rank() as usize,
             size: w.size() as usize,
             buf,
             pong,
-            pong_cap: pong_cap.min(cap).max(64),
+            pong_cap,
             word,
             timeout,
             delay: Duration::ZERO,

@@ -22,14 +22,14 @@ pub fn run(
     stop: &Arc<AtomicBool>,
     progress: &dyn Progress,
 ) -> Result<Option<(MeshRun, Option<Error>)>> {
-    let pong_cap = cfg.latency_sizes().iter().copied().max().unwrap_or(0) as usize;
     let cap = cfg
-        .bandwidth_sizes()
+        .latency_sizes()
         .iter()
+        .chain(&cfg.bandwidth_sizes())
         .copied()
         .max()
-        .unwrap_or(0)
-        .max(pong_cap as u64) as usize;
+        .unwrap_or(0) as usize;
+    let pong_cap = cfg.latency_sizes().iter().copied().max().unwrap_or(0) as usize;
     let me_delay = |rank: usize| match cfg.inject_delay {
         Some((r, d)) if r == rank => d,
         _ => Duration::ZERO,
