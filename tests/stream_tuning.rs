@@ -124,6 +124,51 @@ fn offload_issues_at_the_rate_and_charges_latency_from_the_schedule() {
     );
 }
 
+/// An offloaded synchronous job has `iodepth` submitting threads, as fio's
+/// pool: with each I/O taking 2 ms, 1000 due a second are held with 8
+/// threads (about 2 in flight), where one thread could do at most 500 and
+/// its latencies would grow with the backlog. Without offload the same
+/// job does one I/O at a time (iodepth has no effect, as fio warns).
+#[test]
+fn offload_gives_a_synchronous_engine_a_submitting_thread_per_depth() {
+    let _t = common::turn();
+    let dir = tempfile::tempdir().unwrap();
+    let data = dir.path().join("data");
+    std::fs::write(&data, vec![7u8; 1 << 20]).unwrap();
+    let base = format!(
+        "[p]\nioengine=psync\nfilename={}\nsize=1m\nbs=4k\nrw=randread\niodepth=8\ntime_based\nruntime=1s\n",
+        data.display()
+    );
+    let text = format!("{base}io_submit_mode=offload\nrate_iops=1000\n");
+    let d = json(&run(dir.path(), &text, Some("delay-us:2000")));
+    let p = job(&d, "p");
+    let r = &p["read"];
+    let (ios, ms) = (num(r, "total_ios"), num(r, "runtime"));
+    let want = 1000.0 * ms / 1000.0;
+    assert!(
+        ios >= 0.8 * want,
+        "{ios} I/Os in {ms} ms, want about {want}"
+    );
+    // Latency from the schedule, stamped by the submitting thread: about
+    // the device's 2 ms, no backlog (a loose bound for a busy machine).
+    let p50 = num(&r["clat_ns"]["percentile"], "50.000000");
+    assert!(p50 < 20e6, "p50 {p50} ns");
+    let detail = p["completion_detail"].as_str().unwrap();
+    assert!(
+        detail.contains("offloaded to 8 submitting threads"),
+        "{detail}"
+    );
+    // Without a rate the eight threads keep eight I/Os going: several
+    // times what the inline job does in the same second.
+    let count = |mode: &str| {
+        let text = format!("{base}io_submit_mode={mode}\n");
+        let d = json(&run(dir.path(), &text, Some("delay-us:2000")));
+        num(&job(&d, "p")["read"], "total_ios")
+    };
+    let (inline, offload) = (count("inline"), count("offload"));
+    assert!(offload > 3.0 * inline, "offload {offload}, inline {inline}");
+}
+
 /// `rate` and `rate_iops` without offload hold each I/O until it is due,
 /// whatever the queue depth: a deep queue's first I/Os are not issued at
 /// once (fio drains the queue and sleeps), and `rate_iops` limits as `rate`

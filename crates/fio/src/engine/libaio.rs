@@ -374,6 +374,25 @@ impl Engine for Libaio {
         Ok(())
     }
 
+    fn wait(&mut self, until: Instant, out: &mut Vec<Done>) -> Result<()> {
+        if self.ring || self.spin {
+            return super::nap_between_polls(self, until, out);
+        }
+        let had = out.len();
+        out.append(&mut self.trimmed);
+        self.submit(out)?;
+        if out.len() == had {
+            // Sleeps in io_getevents until the first completion or `until`.
+            let left = until.saturating_duration_since(Instant::now());
+            let n = self.get_events(1, Some(left))?;
+            self.complete(n, out)?;
+        }
+        if !self.unsubmitted.is_empty() {
+            self.submit(out)?;
+        }
+        Ok(())
+    }
+
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let mut got = self.trimmed.len();
@@ -397,10 +416,7 @@ impl Engine for Libaio {
             if n == 0 {
                 spins = spins.wrapping_add(1);
                 if (!self.spin || spins.is_multiple_of(4096)) && Instant::now() >= deadline {
-                    return Err(Error::run(format!(
-                        "no I/O completed within {} (target hung or far too slow); raise --timeout if this device is that slow",
-                        humantime::format_duration(timeout)
-                    )));
+                    return Err(super::hang(timeout));
                 }
                 std::hint::spin_loop();
             }

@@ -12,6 +12,7 @@ mod memory;
 mod mmap;
 mod net;
 mod null;
+mod pool;
 mod posixaio;
 mod sync;
 mod target;
@@ -26,12 +27,13 @@ pub use link::{LinkEngine, spec_of as transport_spec};
 pub use memory::IoMemory;
 pub use net::Net;
 pub use null::Null;
+pub use pool::pooled;
 pub use target::{LAYOUT, LayoutProgress, Target, TargetKind};
 pub use trim::Trimmer;
 
 use crate::error::{Error, Result};
 use crate::job::{IoEngine, Job};
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 /// Which way an I/O moves data; a trim moves none (it gives the blocks
 /// back: a hole punched in a file, a discard on a block device). The
@@ -140,6 +142,49 @@ pub trait Engine {
     fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
         self.reap(0, Duration::ZERO, out)
     }
+    /// Collects what has completed, waiting for a first completion until
+    /// `until` at most; none by then is no error (the offloaded job's wait
+    /// for its next due time, so that each completion is seen as it comes
+    /// rather than at the next due time). Engines that can block for a
+    /// completion do; the others are polled with short naps between.
+    fn wait(&mut self, until: Instant, out: &mut Vec<Done>) -> Result<()> {
+        nap_between_polls(self, until, out)
+    }
+    /// Whether the engine times each completion itself (a submitting
+    /// thread of an offloaded job, at the call's return), so that the
+    /// worker asks [`Engine::completed_at`] instead of reading its clock
+    /// when it collects them.
+    fn stamps_completions(&self) -> bool {
+        false
+    }
+    /// When the last I/O of `slot` completed, where the engine stamps them.
+    fn completed_at(&self, _slot: usize) -> Option<Instant> {
+        None
+    }
+}
+
+/// [`Engine::wait`] for an engine that cannot block for a completion: a
+/// poll, then a nap of up to 200 µs if it found nothing.
+pub(crate) fn nap_between_polls<E: Engine + ?Sized>(
+    eng: &mut E,
+    until: Instant,
+    out: &mut Vec<Done>,
+) -> Result<()> {
+    let had = out.len();
+    eng.poll(out)?;
+    if out.len() == had {
+        let left = until.saturating_duration_since(Instant::now());
+        std::thread::sleep(left.min(Duration::from_micros(200)));
+    }
+    Ok(())
+}
+
+/// The error of a wait that saw no I/O complete in `timeout`.
+pub(crate) fn hang(timeout: Duration) -> Error {
+    Error::run(format!(
+        "no I/O completed within {} (target hung or far too slow); raise --timeout if this device is that slow",
+        humantime::format_duration(timeout)
+    ))
 }
 
 /// How the worker counts an engine's completions.
@@ -173,6 +218,10 @@ pub fn one_at_a_time(e: IoEngine) -> bool {
 /// Opens the engine `job` names on `targets` (the job's files, in order;
 /// an [`Op`]'s `file` indexes them), for `depth` I/Os in flight.
 pub fn open(job: &Job, targets: &[Target], depth: usize) -> Result<Box<dyn Engine>> {
+    if pooled(job) {
+        // Each submitting thread's engine carries the fault, if any.
+        return Ok(Box::new(pool::Pool::start(targets, job, depth)?));
+    }
     let eng: Box<dyn Engine> = match job.ioengine {
         IoEngine::Sync
         | IoEngine::Psync
@@ -272,6 +321,15 @@ impl Engine for Hang {
     }
     fn close(&mut self) -> Result<()> {
         self.inner.close()
+    }
+    fn wait(&mut self, until: Instant, out: &mut Vec<Done>) -> Result<()> {
+        self.inner.wait(until, out)
+    }
+    fn stamps_completions(&self) -> bool {
+        self.inner.stamps_completions()
+    }
+    fn completed_at(&self, slot: usize) -> Option<Instant> {
+        self.inner.completed_at(slot)
     }
     fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
         self.inner.poll(out)

@@ -6,7 +6,7 @@
 //! `aio_error` instead of sleeping in `aio_suspend`. A short transfer is
 //! resubmitted for the rest.
 
-use super::{Dir, Done, Engine, Op, Target, Trimmer};
+use super::{Dir, Done, Engine, Op, Target, Trimmer, hang};
 use crate::error::{Error, Result};
 use crate::job::{Completion, Job};
 use std::time::{Duration, Instant};
@@ -214,13 +214,6 @@ impl Engine for PosixAio {
             ))
         )
     }
-}
-
-fn hang(timeout: Duration) -> Error {
-    Error::run(format!(
-        "no I/O completed within {} (target hung or far too slow); raise --timeout if this device is that slow",
-        humantime::format_duration(timeout)
-    ))
 }
 
 impl Drop for PosixAio {

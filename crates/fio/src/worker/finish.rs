@@ -189,7 +189,7 @@ fn job_warnings(
             runtime_ns as f64 / ios as f64
         ));
     }
-    if sync_engine && job.iodepth > 1 {
+    if sync_engine && job.iodepth > 1 && !crate::engine::pooled(job) {
         let fix = match job.ioengine {
             // fio's net engines are synchronous too: a socket is one stream.
             IoEngine::Net | IoEngine::NetSplice => {

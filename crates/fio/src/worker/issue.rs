@@ -98,7 +98,7 @@ impl Worker<'_> {
             self.submitted(slot);
             if self.tune.sched.is_some() {
                 // Submitted now, not at the next reap: it was due.
-                self.harvest()?;
+                self.harvest(None)?;
             }
         }
         // fio's submit map: one submission of the batch an asynchronous
@@ -182,19 +182,26 @@ impl Worker<'_> {
                 self.hold_until(due - Duration::from_millis(1));
                 continue;
             }
+            // The last stretch is spun (a sleep overshoots).
+            let fine = Duration::from_micros(150);
             if self.queue.inflight > 0 {
-                // Completions are collected as they come, so that their
-                // times are theirs, not the next due time's.
-                self.harvest()?;
-            }
-            let left = due.saturating_duration_since(Instant::now());
-            if left > Duration::from_micros(150) {
+                if left > fine {
+                    // Completions are collected as they come (the engine
+                    // waits for one until just before the due time), so
+                    // that their times are theirs, not the due time's.
+                    let until =
+                        (due - Duration::from_micros(100)).min(now + Duration::from_millis(100));
+                    self.harvest(Some(until))?;
+                    continue;
+                }
+                self.harvest(None)?;
+            } else if left > fine {
                 std::thread::sleep(
                     (left - Duration::from_micros(100)).min(Duration::from_micros(200)),
                 );
-            } else {
-                std::hint::spin_loop();
+                continue;
             }
+            std::hint::spin_loop();
         }
         Ok(self.tune.sched.as_mut().map(|s| s.take()))
     }

@@ -499,6 +499,8 @@ struct Worker<'a> {
     targets: Vec<Target>,
     mem: IoMemory,
     sync_engine: bool,
+    /// The engine times its completions itself ([`Engine::completed_at`]).
+    stamped: bool,
     /// What a completion counts for: bytes, an operation, or nothing (cpuio).
     acct: Accounting,
     files: FileSet,

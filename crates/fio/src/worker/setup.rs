@@ -31,7 +31,8 @@ impl<'a> Worker<'a> {
         place_thread(job)?;
         start_delay(job, shared, prog, stop)?;
         let sync_engine = engine::one_at_a_time(job.ioengine);
-        let depth = if sync_engine {
+        // An offloaded synchronous job has a submitting thread per slot.
+        let depth = if sync_engine && !engine::pooled(job) {
             1
         } else {
             job.iodepth.max(1) as usize
@@ -44,6 +45,7 @@ impl<'a> Worker<'a> {
         let (targets, mut eng) = open_engine(p, shared, depth)?;
         eng.register_memory(&mut mem)?;
         let acct = eng.accounting();
+        let stamped = eng.stamps_completions();
         // randrepeat=0: a different random order every run.
         let seed = if job.randrepeat {
             job.randseed
@@ -80,6 +82,7 @@ impl<'a> Worker<'a> {
             targets,
             mem,
             sync_engine,
+            stamped,
             acct,
             region: (files.start(0), files.total_size()),
             files,
