@@ -102,11 +102,6 @@ s = json.load(open(sys.argv[1]))["points"][0]["summary"]
 print(s["p50_ns"], s["min_ns"])' "$TMP/xb.json"
 }
 
-# steady A B: whether two C figures ("p50 min") agree within 20% in p50.
-steady() {
-    awk -v a="${1%% *}" -v b="${2%% *}" 'BEGIN { d = a > b ? a / b : b / a; exit !(d <= 1.2) }'
-}
-
 printf '%-11s %9s %9s %9s %9s %7s %7s  %s\n' transport "C p50" "xb p50" "C min" "xb min" p50× min× verdict
 for t in $TRANSPORTS; do
     [[ $t == mpi && -z $XB_MPI ]] && continue
@@ -121,7 +116,7 @@ for t in $TRANSPORTS; do
     while ((kept < ROUNDS && r < 3 * ROUNDS)); do
         r=$((r + 1))
         c1=$(c_side "$t") && x=$(xb_side "$t") && c2=$(c_side "$t") || continue
-        if ! steady "$c1" "$c2"; then
+        if ! agree "${c1%% *}" "${c2%% *}"; then
             dropped=$((dropped + 1))
             continue
         fi

@@ -87,6 +87,9 @@ ratio() { awk -v a="$1" -v b="$2" 'BEGIN { if (a == "" || b == "" || b + 0 == 0)
 median() { printf '%s\n' "$@" | grep -v '^$' | sort -g | awk '{ v[NR] = $1 } END { if (NR) print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
 # geomean X...: the geometric mean of the non-empty arguments, empty if none.
 geomean() { printf '%s\n' "$@" | grep -v '^$' | awk '$1 > 0 { s += log($1); n++ } END { if (n) printf "%.3f", exp(s / n) }'; }
+# agree A B: whether two figures of one quantity agree within 20% (the
+# machine stayed in one state between the runs that measured them).
+agree() { awk -v a="$1" -v b="$2" 'BEGIN { if (a + 0 <= 0 || b + 0 <= 0) exit 1; d = a > b ? a / b : b / a; exit !(d <= 1.2) }'; }
 # shown X: "-" when missing.
 shown() { echo "${1:--}"; }
 # verdict RATIO TARGET [le|ge]: PASS/FAIL against a ceiling (le, default) or

@@ -9,7 +9,7 @@
 #                polled with MPI_Test, where curve's are blocking)
 #
 # Each xferbench run sits between two runs of the C program, compared with
-# their mean, and counts only if those two agree within 15% (see the loop).
+# their mean, and counts only if those two agree within 20% (see the loop).
 #   curve 1 MiB  bandwidth, 1 MiB / one-way p50, against the C program's
 #                1 MiB ping-pong the same way            (≥ 0.95×)
 #
@@ -87,12 +87,10 @@ RP=() RM=() RB=() RMP=() RMM=()
 # steady A B: whether two C measurements ("p50 min bw") agree within 20% in
 # p50 and bandwidth, i.e. the machine stayed in one state between them.
 steady() {
-    awk -v a="$1" -v b="$2" 'BEGIN {
-        split(a, x, " "); split(b, y, " ")
-        d1 = x[1] > y[1] ? x[1] / y[1] : y[1] / x[1]
-        d3 = x[3] > y[3] ? x[3] / y[3] : y[3] / x[3]
-        exit !(d1 <= 1.2 && d3 <= 1.2)
-    }'
+    local -a x y
+    read -r -a x <<<"$1"
+    read -r -a y <<<"$2"
+    agree "${x[0]}" "${y[0]}" && agree "${x[2]}" "${y[2]}"
 }
 # signed D: D with its sign (+5, -3.8).
 signed() { awk -v d="$1" 'BEGIN { if (d == "") print "-"; else printf "%+.3g\n", d }'; }

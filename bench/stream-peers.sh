@@ -6,13 +6,17 @@
 # I/O is buffered as fio's default is, unless XB_DIRECT asks for direct=1).
 #
 # Target: xferbench's aggregate bandwidth >= 0.95 x fio's for each case.
-# Each case runs fio and xferbench XB_ROUNDS times each, in pairs, on the
-# same pre-written file; which tool goes first alternates from round to
-# round, so neither always inherits the other's leftovers (cache state,
-# writeback). Before every run the file is synced, so no run pays for the
-# previous one's dirty pages. Each round's ratio is printed and the verdict
-# uses the median of the per-round ratios (pairing cancels most of this
-# VM's minute-to-minute drift). The exit status is 0 unless a step failed to
+# Each case runs the two tools on the same pre-written file as a chain,
+# fio, xferbench, fio, xferbench, …, fio: each xferbench run is a round,
+# compared with the mean of the fio runs on either side of it, so neither
+# tool always inherits the other's leftovers (cache state, writeback) and
+# the VM's drift cancels. A round whose two fio runs differ by more than
+# 20% happened across a change of the machine's state (this VM's I/O and
+# wake-up costs flip every few seconds) and is dropped and counted; the
+# chain goes on until XB_ROUNDS rounds are kept (3 x XB_ROUNDS tried at
+# most). Before every run the file is synced, so no run pays for the
+# previous one's dirty pages. Each kept round's ratio is printed and the
+# verdict uses their median. The exit status is 0 unless a step failed to
 # run (build error, fio missing, unparsable output); PASS/FAIL is
 # information.
 #
@@ -23,7 +27,7 @@
 # bytes past a page boundary, and 1m copies run ~3x slower on AMD hosts.
 #
 # Environment:
-#   XB_ROUNDS   rounds of alternation (default 3)
+#   XB_ROUNDS   kept rounds per case (default 3)
 #   XB_SIZE     bytes per run, the file's size (default 4g, so that most
 #               runs last a second or more on a 2-core VM; fio suffixes).
 #               Runs shorter than a second are flagged.
@@ -101,6 +105,23 @@ except Exception as e:
 PY
 }
 
+# measure TOOL ROW: the bandwidth of one run of TOOL (empty if it failed,
+# which is counted as an error); the file is synced first, so no run pays
+# for the previous one's dirty pages.
+measure() {
+    local res bw ms
+    sync "$FILE"
+    if res=$(run_bw "$1"); then
+        read -r bw ms <<<"$res"
+        ((ms >= 1000)) || echo short >>"$TMP/short"
+        echo "$bw"
+    else
+        # In a subshell: the failure is handed to the main shell by file.
+        echo "ERROR: $1 $2 failed" >&2
+        echo "$1 $2 failed" >>"$TMP/failed"
+    fi
+}
+
 # direct_ok FILE: whether FILE opens with O_DIRECT (tmpfs before Linux 6.6
 # does not).
 direct_ok() {
@@ -109,7 +130,7 @@ direct_ok() {
 
 HEAD=$(printf '%-10s %-3s %-9s %-5s %-6s %10s %10s %7s  %-7s %-5s  %s' \
     dir dio engine bs rw "fio MB/s" "xfer MB/s" ratio verdict load "per-round ratios")
-ALL=() CASES=() SHORT=0
+ALL=() CASES=()
 for dir in "${DIRS[@]}"; do
     FILE=$(mktemp "$dir/xferbench-stream-peers.XXXXXX")
     FILES+=("$FILE")
@@ -145,23 +166,28 @@ rw=$rw
 filename=$FILE
 JOBFILE
                     sed 's/^\[peer\]$/iomem_align=4096\n&/' "$JOB" >"$FIOJOB"
-                    ratios=() fios=() xbs=()
-                    for ((r = 1; r <= ROUNDS; r++)); do
-                        f= x=
-                        order="fio xb"
-                        ((r % 2)) || order="xb fio"
-                        for tool in $order; do
-                            sync "$FILE"
-                            if res=$(run_bw "$tool"); then
-                                read -r bw ms <<<"$res"
-                                ((ms >= 1000)) || SHORT=$((SHORT + 1))
-                                if [[ $tool == fio ]]; then f=$bw; else x=$bw; fi
-                            else
-                                error "$tool $dir direct=$direct $engine $bs $rw failed"
-                            fi
-                        done
-                        ratios+=("$(ratio "$x" "$f")") fios+=("$f") xbs+=("$x")
+                    # A chain fio, xb, fio, xb, fio…: each xferbench run is
+                    # compared with the mean of the fio runs either side of
+                    # it, and kept only if those two agree within 20%.
+                    ratios=() fios=() xbs=() dropped=0 tries=0
+                    fprev=$(measure fio "$row")
+                    while ((${#ratios[@]} < ROUNDS && tries < 3 * ROUNDS)); do
+                        tries=$((tries + 1))
+                        x=$(measure xb "$row") fnext=$(measure fio "$row")
+                        if agree "$fprev" "$fnext" && [[ -n $x ]]; then
+                            f=$(awk -v a="$fprev" -v b="$fnext" 'BEGIN { printf "%.0f", (a + b) / 2 }')
+                            ratios+=("$(ratio "$x" "$f")") fios+=("$f") xbs+=("$x")
+                        else
+                            dropped=$((dropped + 1))
+                        fi
+                        fprev=$fnext
                     done
+                    if ((${#ratios[@]} == 0)); then
+                        error "$row: no round had fio runs that agreed on either side ($dropped dropped)"
+                        continue
+                    fi
+                    note=
+                    ((dropped == 0)) || note=" ($dropped dropped: fio changed >20% across them)"
                     med=$(median "${ratios[@]}")
                     ALL+=("$med")
                     CASES+=("$med $dir direct=$direct $engine $bs $rw")
@@ -169,7 +195,7 @@ JOBFILE
                         "$(awk -v v="$(median "${fios[@]}")" 'BEGIN{print v/1e6}')" \
                         "$(awk -v v="$(median "${xbs[@]}")" 'BEGIN{print v/1e6}')" \
                         "$(shown "$med")" "$(verdict "$med" 0.95 ge)" \
-                        "$(cut -d' ' -f1 /proc/loadavg)" "${ratios[*]}"
+                        "$(cut -d' ' -f1 /proc/loadavg)" "${ratios[*]}$note"
                 done
             done
         done
@@ -180,5 +206,8 @@ echo "geometric mean of the median ratios: $(shown "$(geomean "${ALL[@]}")")"
 worst=$(printf '%s\n' "${CASES[@]}" | grep -v '^ ' | sort -g | head -n 1)
 echo "worst case: ${worst#* } at $(shown "${worst%% *}") ($(verdict "${worst%% *}" 0.95 ge) against >= 0.95)"
 echo "load average at end: $(cut -d' ' -f1-3 /proc/loadavg)"
+SHORT=0
+[[ ! -f $TMP/short ]] || SHORT=$(wc -l <"$TMP/short")
+[[ ! -f $TMP/failed ]] || mapfile -t -O "${#ERRORS[@]}" ERRORS <"$TMP/failed"
 ((SHORT == 0)) || echo "note: $SHORT run(s) lasted under 1 s; raise XB_SIZE or set XB_RUNTIME for steadier figures"
 report_errors

@@ -121,6 +121,32 @@ fn cmdprio_tags_its_share_of_ios_and_splits_the_latency_by_priority() {
         t.contains("clat prio 3/2 (") && t.contains("% of IOs)"),
         "{t}"
     );
+    // A reporting group splits by priority, as fio 3.33 does, where its
+    // members' own priorities differ or one of them has cmdprio: a member
+    // without cmdprio counts all its I/Os under its own priority.
+    let group = "[global]\nioengine=null\nsize=4m\nbs=4k\ngroup_reporting\n\
+                 [a]\nprioclass=2\nprio=1\n[b]\nprioclass=2\nprio=5\n";
+    let g = &jobs(dir.path(), group)[0];
+    assert_eq!(prios(&g["read"]), [(2, 1, 1024), (2, 5, 1024)]);
+    let mixed = format!(
+        "[global]\nfilename={}\nsize=4m\nbs=4k\nrw=randread\nioengine=io_uring\ngroup_reporting\n\
+         [tagged]\ncmdprio_percentage=50\ncmdprio_class=2\ncmdprio=0\n[plain]\n",
+        f.display()
+    );
+    let g = &jobs(dir.path(), &mixed)[0];
+    let p = prios(&g["read"]);
+    assert_eq!(
+        p.iter().map(|x| (x.0, x.1)).collect::<Vec<_>>(),
+        [(0, 0), (2, 0)],
+        "{p:?}"
+    );
+    // The plain job's 1024 I/Os sit under the default priority with the
+    // tagged job's untagged half.
+    assert_eq!(p[0].2 + p[1].2, 2048, "{p:?}");
+    assert!(p[0].2 > 1024, "{p:?}");
+    // Equal priorities and no cmdprio: no split.
+    let same = group.replace("prio=5", "prio=1");
+    assert!(prios(&jobs(dir.path(), &same)[0]["read"]).is_empty());
     // Bad values and engines: one line each.
     for (opts, want) in [
         (

@@ -95,6 +95,7 @@ impl Worker<'_> {
                 recs,
                 timeline,
                 prios: std::mem::take(&mut self.prios.recs),
+                ioprio: self.prios.default,
                 fio,
             },
         }

@@ -243,6 +243,10 @@ pub struct Recorded {
     pub timeline: Timeline,
     /// Latency per I/O priority (`cmdprio_*`), per direction.
     pub prios: PrioRecs,
+    /// The job's own I/O priority (`prioclass`/`prio`, 0 for neither): a
+    /// reporting group whose members differ in priority splits by it, and
+    /// a member without `cmdprio_*` counts all its I/Os under it (fio).
+    pub ioprio: u16,
     /// What fio's JSON reports beside: slat, lat, rate samples, depths,
     /// syncs, CPU usage.
     pub fio: crate::fiostats::FioStats,

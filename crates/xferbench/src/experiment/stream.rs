@@ -997,6 +997,7 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
             recs,
             timeline,
             prios: Default::default(),
+            ioprio: crate::stream::job::cmdprio::job_ioprio(job),
             fio: Default::default(),
         },
     }

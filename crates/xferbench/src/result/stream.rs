@@ -874,6 +874,12 @@ pub fn groups(
                     .map(|&i| &recs[i].timeline)
                     .collect::<Vec<_>>(),
             );
+            // fio splits a group's latency by priority where a member has
+            // cmdprio_* or the members' own priorities differ.
+            let split = members.iter().any(|&i| {
+                recs[i].prios.iter().any(|p| !p.is_empty())
+                    || recs[i].ioprio != recs[members[0]].ioprio
+            });
             let dir = |d: usize| {
                 let mut merged = Recorder::new();
                 let mut prios: Vec<(u16, Recorder)> = Vec::new();
@@ -891,7 +897,9 @@ pub fn groups(
                         continue;
                     }
                     merged.merge(&recs[i].recs[d]);
-                    merge_prios(&mut prios, &recs[i], d);
+                    if split {
+                        merge_prios(&mut prios, &recs[i], d);
+                    }
                     fios.push(&recs[i].fio);
                     bytes += s.io_bytes;
                     bws.push(s.bw_bytes);
@@ -926,15 +934,18 @@ pub fn groups(
         .collect()
 }
 
-/// Adds a member's latency per priority to a group's (fio: a job without
-/// cmdprio counts all its I/Os under its own priority — here, only jobs
-/// with cmdprio keep a split, so the others' I/Os are not split out).
+/// Adds a member's latency per priority to a group's; a member without
+/// cmdprio_* counts all its I/Os under its own priority, as fio does.
 fn merge_prios(into: &mut Vec<(u16, Recorder)>, rec: &crate::stream::worker::Recorded, d: usize) {
+    let mut add = |p: u16, r: &Recorder| match into.iter_mut().find(|(q, _)| *q == p) {
+        Some((_, m)) => m.merge(r),
+        None => into.push((p, r.clone())),
+    };
+    if rec.prios[d].is_empty() {
+        add(rec.ioprio, &rec.recs[d]);
+    }
     for (p, r) in &rec.prios[d] {
-        match into.iter_mut().find(|(q, _)| q == p) {
-            Some((_, m)) => m.merge(r),
-            None => into.push((*p, r.clone())),
-        }
+        add(*p, r);
     }
 }
 
