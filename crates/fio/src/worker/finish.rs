@@ -196,6 +196,10 @@ fn job_warnings(
             IoEngine::Net | IoEngine::NetSplice => {
                 "as in fio, a socket carries one block at a time"
             }
+            // Their calls share the file position: no pool of threads.
+            IoEngine::Sync | IoEngine::Vsync if job.tuning.offload => {
+                "with io_submit_mode=offload, ioengine=psync gets a submitting thread per iodepth"
+            }
             _ => "use ioengine=io_uring for a queue",
         };
         warnings.push(format!(
