@@ -15,7 +15,6 @@ use super::{Done, Engine, Op, hang, sync::SyncIo};
 use crate::error::{Error, Result};
 use crate::job::{IoEngine, Job};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, SyncSender, TryRecvError, sync_channel};
-use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
@@ -31,24 +30,29 @@ pub fn pooled(job: &Job) -> bool {
         )
 }
 
-/// An I/O handed to a submitting thread. Its buffer belongs to the worker's
-/// `IoMemory`, which outlives the pool (the worker drops its engine first,
-/// and the pool's drop joins its threads).
-struct Task(Op);
+/// What the job's thread asks of a submitting thread: an I/O, whose buffer
+/// belongs to the worker's `IoMemory`, which outlives the pool (the worker
+/// drops its engine first, and the pool's drop joins its threads); or its
+/// engine's completion detail, once the I/O is over.
+enum Task {
+    Io(Op),
+    Detail,
+}
 // SAFETY: the buffer pointer is used by exactly one thread at a time: the
 // worker does not touch a slot while its I/O is in flight.
 unsafe impl Send for Task {}
 
-/// The engine a submitting thread drives. `SyncIo` holds descriptors and
+/// The engine a submitting thread owns. `SyncIo` holds descriptors and
 /// iovec scratch space, none of it tied to the thread that made it.
 struct Inner(Box<dyn Engine>);
-// SAFETY: see above; each instance is used by one thread at a time (its
-// own, or the job thread's `completion_detail` under the mutex).
+// SAFETY: see above; the instance moves to its thread once and is used
+// only there.
 unsafe impl Send for Inner {}
 
 enum Finished {
     Done(Done, Instant),
     Failed(Error),
+    Detail(String),
 }
 
 pub struct Pool {
@@ -57,7 +61,6 @@ pub struct Pool {
     finished: Receiver<Finished>,
     /// When each slot's last I/O completed, by its thread's clock.
     at: Vec<Instant>,
-    engines: Vec<Arc<Mutex<Inner>>>,
     threads: Vec<JoinHandle<()>>,
     /// The job thread's own instance, for `sync` (a flush of the files'
     /// descriptors, after the worker has reaped everything in flight).
@@ -75,20 +78,17 @@ impl Pool {
             tasks: Vec::with_capacity(depth),
             finished,
             at: vec![Instant::now(); depth],
-            engines: Vec::with_capacity(depth),
             threads: Vec::with_capacity(depth),
             local: SyncIo::new(targets, job, 1),
             counts: job.ioengine == IoEngine::Pvsync2,
         };
         for i in 0..depth {
-            let eng = super::faulted(Box::new(SyncIo::new(targets, job, 1)));
-            let eng = Arc::new(Mutex::new(Inner(eng)));
+            let eng = Inner(super::faulted(Box::new(SyncIo::new(targets, job, 1))));
             let (tx, rx) = sync_channel::<Task>(1);
             let done = done_tx.clone();
-            let mine = Arc::clone(&eng);
             let t = std::thread::Builder::new()
                 .name(format!("xb-submit-{i}"))
-                .spawn(move || serve(&mine, &rx, &done))
+                .spawn(move || serve(eng, &rx, &done))
                 .map_err(|e| {
                     Error::run(format!(
                         "job {}: io_submit_mode=offload could not start submitting thread {i} of {depth}: {e}; lower iodepth=",
@@ -96,35 +96,42 @@ impl Pool {
                     ))
                 })?;
             pool.tasks.push(tx);
-            pool.engines.push(eng);
             pool.threads.push(t);
         }
         Ok(pool)
     }
 
-    fn take(&mut self, f: Finished, out: &mut Vec<Done>) -> Result<()> {
+    /// Takes a thread's message: 1 for a completion, 0 for a late reply.
+    fn take(&mut self, f: Finished, out: &mut Vec<Done>) -> Result<usize> {
         match f {
             Finished::Done(d, at) => {
                 self.at[d.slot] = at;
                 out.push(d);
-                Ok(())
+                Ok(1)
             }
             Finished::Failed(e) => Err(e),
+            Finished::Detail(_) => Ok(0),
         }
     }
 }
 
 /// A submitting thread: each I/O handed to it, performed and stamped,
 /// until the pool is dropped.
-fn serve(eng: &Mutex<Inner>, tasks: &Receiver<Task>, done: &SyncSender<Finished>) {
+fn serve(mut eng: Inner, tasks: &Receiver<Task>, done: &SyncSender<Finished>) {
     let mut out = Vec::with_capacity(1);
-    while let Ok(Task(op)) = tasks.recv() {
-        let res = {
-            let mut e = eng.lock().unwrap_or_else(|p| p.into_inner());
-            out.clear();
-            e.0.queue(op)
-                .and_then(|()| e.0.reap(1, Duration::ZERO, &mut out))
+    while let Ok(task) = tasks.recv() {
+        let op = match task {
+            Task::Io(op) => op,
+            Task::Detail => {
+                let _ = done.send(Finished::Detail(eng.0.completion_detail()));
+                continue;
+            }
         };
+        out.clear();
+        let res = eng
+            .0
+            .queue(op)
+            .and_then(|()| eng.0.reap(1, Duration::ZERO, &mut out));
         let at = Instant::now();
         let msg = match (res, out.pop()) {
             (Ok(()), Some(d)) => Finished::Done(d, at),
@@ -143,7 +150,7 @@ fn serve(eng: &Mutex<Inner>, tasks: &Receiver<Task>, done: &SyncSender<Finished>
 
 impl Engine for Pool {
     fn queue(&mut self, op: Op) -> Result<()> {
-        self.tasks[op.slot].send(Task(op)).map_err(|_| ended())
+        self.tasks[op.slot].send(Task::Io(op)).map_err(|_| ended())
     }
 
     fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
@@ -151,8 +158,7 @@ impl Engine for Pool {
         loop {
             match self.finished.try_recv() {
                 Ok(f) => {
-                    self.take(f, out)?;
-                    got += 1;
+                    got += self.take(f, out)?;
                     continue;
                 }
                 Err(TryRecvError::Disconnected) => return Err(ended()),
@@ -162,10 +168,7 @@ impl Engine for Pool {
             // Waits for the next completion; a wait that sees none in
             // `timeout` is a hang.
             match self.finished.recv_timeout(timeout) {
-                Ok(f) => {
-                    self.take(f, out)?;
-                    got += 1;
-                }
+                Ok(f) => got += self.take(f, out)?,
                 Err(RecvTimeoutError::Timeout) => return Err(hang(timeout)),
                 Err(RecvTimeoutError::Disconnected) => return Err(ended()),
             }
@@ -175,7 +178,9 @@ impl Engine for Pool {
     fn wait(&mut self, until: Instant, out: &mut Vec<Done>) -> Result<()> {
         let left = until.saturating_duration_since(Instant::now());
         match self.finished.recv_timeout(left) {
-            Ok(f) => self.take(f, out)?,
+            Ok(f) => {
+                self.take(f, out)?;
+            }
             Err(RecvTimeoutError::Timeout) => return Ok(()),
             Err(RecvTimeoutError::Disconnected) => return Err(ended()),
         }
@@ -195,11 +200,19 @@ impl Engine for Pool {
     }
 
     fn completion_detail(&self) -> String {
-        let first = self.engines[0]
-            .lock()
-            .unwrap_or_else(|p| p.into_inner())
-            .0
-            .completion_detail();
+        // Asked when the job's I/O is over, so every thread is idle; one
+        // stuck in the kernel cannot answer, and the job thread's own
+        // (unused) instance describes the calls instead.
+        let mut first = None;
+        if self.tasks[0].try_send(Task::Detail).is_ok() {
+            while let Ok(f) = self.finished.recv_timeout(Duration::from_secs(1)) {
+                if let Finished::Detail(d) = f {
+                    first = Some(d);
+                    break;
+                }
+            }
+        }
+        let first = first.unwrap_or_else(|| self.local.completion_detail());
         let whose = if self.counts {
             "; counts are the first thread's"
         } else {
