@@ -689,4 +689,70 @@ mod tests {
             assert!(out.iter().all(|d| d.res == Ok(8192)));
         }
     }
+
+    /// A read of an empty pipe never completes: the wait on the ring is
+    /// still ended by its timeout, as a hang, never left waiting.
+    #[test]
+    fn a_read_that_never_completes_is_a_hang_after_the_timeout() {
+        let (tx, rx) = std::sync::mpsc::channel();
+        let worker = std::thread::spawn(move || {
+            let mut fds = [0i32; 2];
+            // SAFETY: fds has room for the two descriptors.
+            assert_eq!(unsafe { libc::pipe(fds.as_mut_ptr()) }, 0);
+            // SAFETY: both descriptors were just made and are owned here.
+            let (r, w): (std::fs::File, std::fs::File) = unsafe {
+                use std::os::fd::FromRawFd;
+                (
+                    std::fs::File::from_raw_fd(fds[0]),
+                    std::fs::File::from_raw_fd(fds[1]),
+                )
+            };
+            let t = Target {
+                file: r,
+                path: "pipe".into(),
+                kind: crate::engine::TargetKind::Char,
+                offset: 0,
+                size: 1 << 20,
+                prepared: None,
+            };
+            let j = job(&[("rw", Some("read")), ("iodepth", Some("1"))]);
+            let mut e = match Uring::new(std::slice::from_ref(&t), &j, 1) {
+                Ok(e) => e,
+                Err(err) => {
+                    eprintln!("skipped: {err}");
+                    let _ = tx.send(None);
+                    return;
+                }
+            };
+            let mut mem = IoMemory::new(IoMem::Malloc, 1, 4096).unwrap();
+            let buf = mem.slot_ptr(0);
+            e.queue(Op {
+                dir: Dir::Read,
+                file: 0,
+                offset: 0,
+                len: 4096,
+                slot: 0,
+                buf,
+                ioprio: None,
+            })
+            .unwrap();
+            let started = Instant::now();
+            let mut out = Vec::new();
+            let r = e.reap(1, Duration::from_millis(400), &mut out);
+            let took = started.elapsed();
+            let _ = tx.send(Some((r.err().map(|e| e.to_string()), took)));
+            // The writer wakes the read, so the ring's drop has nothing
+            // left in flight.
+            drop(w);
+            drop(e);
+        });
+        let got = rx
+            .recv_timeout(Duration::from_secs(30))
+            .expect("the wait on a read that never completes did not end");
+        worker.join().unwrap();
+        let Some((err, took)) = got else { return };
+        let err = err.expect("no error for a read that never completed");
+        assert!(err.contains("no I/O completed within 400ms"), "{err}");
+        assert!(took >= Duration::from_millis(390), "{took:?}");
+    }
 }
