@@ -63,7 +63,7 @@ fn exec_runs_its_program_beside_an_io_job_and_stops_it_at_the_runtime() {
 }
 
 #[test]
-fn exec_fails_the_job_on_a_failing_program_and_refuses_a_missing_one() {
+fn exec_fails_the_job_on_a_failing_program_and_warns_of_a_missing_one() {
     let dir = tempfile::tempdir().unwrap();
     let out = run(
         dir.path(),
@@ -76,16 +76,24 @@ fn exec_fails_the_job_on_a_failing_program_and_refuses_a_missing_one() {
         "{}",
         stderr(&out)
     );
+    // A program that cannot be started (fio's exec.fio names turbostat,
+    // often not installed): as in fio, the jobs beside it run; the exec
+    // job runs nothing and its warning says why.
     let out = run(
         dir.path(),
-        "[x]\nioengine=exec\nprogram=/nonexistent/monitor\nruntime=1s\n",
+        "[x]\nioengine=exec\nprogram=/nonexistent/monitor\nruntime=1s\n\n\
+         [io]\nioengine=null\nsize=1m\nbs=4k\n",
         None,
     );
-    assert_eq!(out.status.code(), Some(2));
-    let err = stderr(&out);
-    let lines: Vec<&str> = err.lines().filter(|l| l.contains("error")).collect();
-    assert_eq!(lines.len(), 1, "{err}");
-    assert!(lines[0].contains("program=/nonexistent/monitor: no such executable"));
+    assert_eq!(out.status.code(), Some(0), "{}", stderr(&out));
+    let d = json(&out);
+    let x = job(&d, "x");
+    let warned = x["warnings"].to_string();
+    assert!(
+        warned.contains("program=/nonexistent/monitor: no such executable"),
+        "{x}"
+    );
+    assert_eq!(num(&job(&d, "io")["read"], "total_ios"), 256.0);
     let out = run(dir.path(), "[x]\nioengine=exec\nruntime=1s\n", None);
     assert_eq!(out.status.code(), Some(2));
     assert!(stderr(&out).contains("needs program="));

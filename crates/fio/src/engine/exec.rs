@@ -61,6 +61,18 @@ pub struct Exec {
 }
 
 impl Exec {
+    /// The job's engine: its program started, or, where the program cannot
+    /// be found, a job that runs nothing and says so.
+    pub fn open(job: &Job) -> Result<Box<dyn Engine>> {
+        Ok(match missing(job) {
+            Some(why) => Box::new(Absent {
+                why,
+                done: Vec::with_capacity(1),
+            }),
+            None => Box::new(Exec::start(job)?),
+        })
+    }
+
     /// Starts `program=` with its arguments, as the job begins.
     pub fn start(job: &Job) -> Result<Exec> {
         let o = &job.engine_opts;
@@ -167,17 +179,22 @@ impl Exec {
     }
 }
 
-/// Checks, before any job runs, that `program=` can be started: a path to
-/// an executable file, or a name found on PATH (as execvp looks), so that
-/// a missing monitor is refused before the jobs ahead of it have run.
+/// Checks, before any job runs, that `program=` names something to run.
 pub fn check(job: &Job) -> Result<()> {
-    let (_, argv) = argv(job);
-    let name = &job.name;
-    let Some(prog) = argv.first() else {
+    if argv(job).1.is_empty() {
         return Err(Error::usage(format!(
-            "job {name}: program= is empty; name the program to run"
+            "job {}: program= is empty; name the program to run",
+            job.name
         )));
-    };
+    }
+    Ok(())
+}
+
+/// Why `program=` cannot be started, if it cannot: neither a path to an
+/// executable file nor a name found on PATH (as execvp looks).
+fn missing(job: &Job) -> Option<String> {
+    let (_, argv) = argv(job);
+    let prog = argv.first()?;
     let runnable = |p: &std::path::Path| {
         use std::os::unix::fs::PermissionsExt;
         p.metadata()
@@ -189,13 +206,56 @@ pub fn check(job: &Job) -> Result<()> {
         std::env::var_os("PATH")
             .is_some_and(|path| std::env::split_paths(&path).any(|d| runnable(&d.join(prog))))
     };
-    if found {
-        return Ok(());
+    (!found).then(|| {
+        format!(
+            "exec: program={prog}: no such executable{}, so nothing ran beside the other jobs (they ran, as fio runs them); give the program's path or install it",
+            if prog.contains('/') { "" } else { " on PATH" }
+        )
+    })
+}
+
+/// A job whose program cannot be started. fio's exec engine forks, its
+/// execvp fails unseen and the rest of the job file runs; here the job
+/// ends at once and its warning says why (a missing monitor such as
+/// turbostat should not cost the I/O jobs beside it).
+struct Absent {
+    why: String,
+    done: Vec<Done>,
+}
+
+impl Engine for Absent {
+    fn queue(&mut self, op: Op) -> Result<()> {
+        self.done.push(Done {
+            slot: op.slot,
+            res: Ok(op.len),
+        });
+        Ok(())
     }
-    Err(Error::usage(format!(
-        "job {name}: program={prog}: no such executable{}; give the program's path or install it",
-        if prog.contains('/') { "" } else { " on PATH" }
-    )))
+
+    fn reap(&mut self, _min: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+        out.append(&mut self.done);
+        Ok(())
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        Ok(())
+    }
+
+    fn accounting(&self) -> Accounting {
+        Accounting::Nothing
+    }
+
+    fn finished(&self) -> bool {
+        true
+    }
+
+    fn warnings(&self) -> Vec<String> {
+        vec![self.why.clone()]
+    }
+
+    fn completion_detail(&self) -> String {
+        "exec: nothing ran (the program could not be started; see the warning)".into()
+    }
 }
 
 /// The program's argv: fio joins `program` and `arguments` with a space,
@@ -388,7 +448,7 @@ mod tests {
     }
 
     #[test]
-    fn a_failing_program_fails_the_job_and_a_missing_one_is_one_line() {
+    fn a_failing_program_fails_the_job_and_a_missing_one_runs_nothing() {
         let j = job(&[
             ("ioengine", "exec"),
             ("program", "false"),
@@ -407,10 +467,20 @@ mod tests {
             "{err}"
         );
         assert!(!err.contains('\n'));
-        let err = check(&j3).unwrap_err().to_string();
-        assert!(err.contains("no such executable;"), "{err}");
+        let why = missing(&j3).unwrap();
+        assert!(why.contains("no such executable, so nothing ran"), "{why}");
+        assert!(missing(&j).is_none());
         j3.engine_opts.program = Some("no-such-monitor-xb".into());
-        assert!(check(&j3).unwrap_err().to_string().contains("on PATH"));
+        assert!(missing(&j3).unwrap().contains("on PATH"));
+        let e = Exec::open(&j3).unwrap();
+        assert!(e.finished() && e.warnings()[0].contains("no-such-monitor-xb"));
         assert!(check(&j).is_ok());
+        j3.engine_opts.program = Some(String::new());
+        assert!(
+            check(&j3)
+                .unwrap_err()
+                .to_string()
+                .contains("program= is empty")
+        );
     }
 }

@@ -297,7 +297,7 @@ fn open_engine(
         return Ok((Vec::new(), Box::new(e)));
     }
     if job.ioengine == IoEngine::Exec {
-        return Ok((Vec::new(), Box::new(engine::Exec::start(job)?)));
+        return Ok((Vec::new(), engine::Exec::open(job)?));
     }
     if job.ioengine == IoEngine::Cpuio {
         let e = engine::CpuIo::new(job, Arc::clone(&shared.io_left));
