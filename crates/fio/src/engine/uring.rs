@@ -568,6 +568,24 @@ mod tests {
         j
     }
 
+    /// Queues one `len`-byte I/O `dir` from each of the first `n` slots,
+    /// slot s at offset s × len.
+    fn queue_slots(e: &mut Uring, mem: &mut IoMemory, dir: Dir, n: usize, len: usize) {
+        for s in 0..n {
+            let buf = mem.slot_ptr(s);
+            e.queue(Op {
+                dir,
+                file: 0,
+                offset: (s * len) as u64,
+                len,
+                slot: s,
+                buf,
+                ioprio: None,
+            })
+            .unwrap();
+        }
+    }
+
     /// Writes then reads 8 blocks in flight; the detail names the mode.
     fn round_trip(j: &Job, f: &std::path::Path) -> Option<String> {
         let t = Target::open(j, f, false).unwrap();
@@ -584,18 +602,8 @@ mod tests {
             for s in 0..8 {
                 mem.slot(s, 8192)
                     .fill(if dir == Dir::Write { 0x41 + s as u8 } else { 0 });
-                let buf = mem.slot_ptr(s);
-                e.queue(Op {
-                    dir,
-                    file: 0,
-                    offset: s as u64 * 8192,
-                    len: 8192,
-                    slot: s,
-                    buf,
-                    ioprio: None,
-                })
-                .unwrap();
             }
+            queue_slots(&mut e, &mut mem, dir, 8, 8192);
             let mut out = Vec::new();
             while out.len() < 8 {
                 e.reap(1, Duration::from_secs(5), &mut out).unwrap();
@@ -661,19 +669,7 @@ mod tests {
         };
         let mut mem = IoMemory::new(IoMem::Malloc, 8, 8192).unwrap();
         for waiting in [false, true] {
-            for s in 0..8 {
-                let buf = mem.slot_ptr(s);
-                e.queue(Op {
-                    dir: Dir::Write,
-                    file: 0,
-                    offset: s as u64 * 8192,
-                    len: 8192,
-                    slot: s,
-                    buf,
-                    ioprio: None,
-                })
-                .unwrap();
-            }
+            queue_slots(&mut e, &mut mem, Dir::Write, 8, 8192);
             let mut out = Vec::new();
             let give_up = Instant::now() + Duration::from_secs(5);
             while out.len() < 8 && Instant::now() < give_up {
@@ -725,17 +721,7 @@ mod tests {
                 }
             };
             let mut mem = IoMemory::new(IoMem::Malloc, 1, 4096).unwrap();
-            let buf = mem.slot_ptr(0);
-            e.queue(Op {
-                dir: Dir::Read,
-                file: 0,
-                offset: 0,
-                len: 4096,
-                slot: 0,
-                buf,
-                ioprio: None,
-            })
-            .unwrap();
+            queue_slots(&mut e, &mut mem, Dir::Read, 1, 4096);
             let started = Instant::now();
             let mut out = Vec::new();
             let r = e.reap(1, Duration::from_millis(400), &mut out);
