@@ -42,6 +42,8 @@ const CRATES: &[(&str, &[&[&str]])] = &[
             &["intervals", "fiostats"],
             &["resources"],
             &["worker"],
+            &["result"],
+            &["output"],
             &["lib"],
         ],
     ),

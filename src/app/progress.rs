@@ -76,7 +76,7 @@ impl Progress for Bar {
 /// as fio says it is laying out a file: set once at start.
 pub fn show_layouts() {
     let bar: std::sync::Mutex<Option<ProgressBar>> = std::sync::Mutex::new(None);
-    let _ = xferbench::stream::engine::LAYOUT.set(Box::new(move |path, done, total| {
+    let _ = xferbench::fio::engine::LAYOUT.set(Box::new(move |path, done, total| {
         let mut b = bar.lock().unwrap_or_else(|e| e.into_inner());
         let pb = b.get_or_insert_with(|| {
             let pb = ProgressBar::new(total);

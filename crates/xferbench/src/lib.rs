@@ -69,7 +69,7 @@ pub mod result;
 #[doc(hidden)]
 pub use xferbench_core::{buffer, measure, payload, words};
 #[doc(hidden)]
-pub use xferbench_fio as stream;
+pub use xferbench_fio as fio;
 #[doc(hidden)]
 pub mod command;
 #[doc(hidden)]
@@ -116,7 +116,7 @@ pub mod fuzzing {
     /// A fio job file's text, parsed as `stream --job` parses one (no
     /// environment, no `--set`); how many jobs it gives.
     pub fn parse_jobfile(text: &str) -> crate::Result<usize> {
-        crate::stream::jobfile::parse(text, "fuzz.fio", &|_| None, &[]).map(|f| f.jobs.len())
+        crate::fio::jobfile::parse(text, "fuzz.fio", &|_| None, &[]).map(|f| f.jobs.len())
     }
 
     /// A saved result's bytes, decoded and reported as `xferbench report`

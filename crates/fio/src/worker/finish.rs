@@ -1,7 +1,7 @@
 //! The end of a job: its last sync and read-back, its files removed if
 //! asked, and the account of what it did, with the caveats on its figures.
 
-use super::{FileInfo, JobRun, Prepared, Recorded, Worker};
+use super::{FileResult, JobRun, Prepared, Recorded, Worker};
 use crate::engine::{self, Dir, Target};
 use crate::files::FileSet;
 use crate::job::{IoEngine, Job};
@@ -143,7 +143,7 @@ fn prepared_of(targets: &[Target]) -> Option<String> {
 
 /// Each file of a job with several: name, region, preparation and the
 /// I/Os issued to it.
-fn file_infos(p: &Prepared, targets: &[Target], files: &FileSet) -> Vec<FileInfo> {
+fn file_infos(p: &Prepared, targets: &[Target], files: &FileSet) -> Vec<FileResult> {
     if files.len() < 2 {
         return Vec::new();
     }
@@ -151,7 +151,7 @@ fn file_infos(p: &Prepared, targets: &[Target], files: &FileSet) -> Vec<FileInfo
         .regions()
         .iter()
         .enumerate()
-        .map(|(i, r)| FileInfo {
+        .map(|(i, r)| FileResult {
             filename: r.name.clone(),
             mapped_from: p.more.get(i).and_then(|m| m.1.clone()),
             offset: r.offset,

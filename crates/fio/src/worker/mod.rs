@@ -252,30 +252,52 @@ pub struct Recorded {
     pub fio: crate::fiostats::FioStats,
 }
 
-/// What verification found, kept here rather than as the library's report
-/// so this crate stays below the library.
-#[derive(Clone, Debug, Default)]
-pub struct VerifyTally {
-    /// The `verify=` kind's name.
-    pub kind: &'static str,
+/// What a verify pass found: the worker fills it in, the job's result
+/// carries it as it is.
+#[derive(Clone, Debug, Default, serde::Serialize, serde::Deserialize)]
+pub struct VerifyReport {
+    /// The `verify=` kind (`md5`, `xxhash`, `meta`, `pattern`…).
+    #[serde(deserialize_with = "crate::words::de_interned")]
+    pub kind: crate::words::Interned,
+    /// Blocks checked; `bad` of them failed.
     pub blocks: u64,
+    /// Blocks whose contents did not match what was written.
     pub bad: u64,
+    /// The first bad block, described.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub first_bad: Option<String>,
+    /// Seconds a writer spent reading back and checking: after its write
+    /// phase (not in its bandwidth), or with `backlog` also during it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub readback_s: Option<f64>,
+    /// `verify_backlog=`: the writer checked every this many blocks, so
+    /// part of `readback_s` lies inside its write figures.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub backlog: Option<u64>,
+    /// `verify_pattern=`, as written.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub pattern: Option<String>,
+    /// Files `verify_dump` wrote.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub dumped: Vec<String>,
 }
 
 /// One file of a job with several.
-#[derive(Clone, Debug)]
-pub struct FileInfo {
+#[derive(Clone, Debug, serde::Serialize, serde::Deserialize)]
+pub struct FileResult {
+    /// The path opened (after `--map`).
     pub filename: String,
+    /// The name the job gave, when `--map` replaced it.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub mapped_from: Option<String>,
+    /// Where the file's region starts, bytes.
     pub offset: u64,
+    /// The region's length, bytes.
     pub size: u64,
+    /// What was done to the file before the job ran, if anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
     pub prepared: Option<String>,
-    /// I/Os issued to it, ramp included.
+    /// I/Os issued to this file (ramp included), as `file_service_type` chose.
     pub ios: u64,
 }
 
@@ -292,7 +314,7 @@ pub struct JobRun {
     pub runtime_ns: u64,
     pub target: Option<TargetKind>,
     pub prepared: Option<String>,
-    pub files: Vec<FileInfo>,
+    pub files: Vec<FileResult>,
     pub file_service_type: Option<String>,
     /// The job's region: its start and length in the (first) target.
     pub offset: u64,
@@ -307,7 +329,7 @@ pub struct JobRun {
     pub start_ns: u64,
     pub end_ns: u64,
     pub ramp_ios: u64,
-    pub verify: Option<VerifyTally>,
+    pub verify: Option<VerifyReport>,
     /// Stopped (Ctrl-C) before the job finished.
     pub partial: bool,
     pub warnings: Vec<String>,
@@ -425,7 +447,7 @@ struct Queue {
 /// The verify state of a job with `verify=`.
 struct Checking {
     spec: crate::verify::Spec,
-    tally: VerifyTally,
+    tally: VerifyReport,
     /// A reader checks every block it reads.
     reads: bool,
     /// verify_backlog: a writer stops every this many written blocks to

@@ -3,7 +3,7 @@
 //! files' regions and orders, and how much the job is to do.
 
 use super::{
-    Checking, Clock, End, Issued, Prepared, Progress, Queue, Shared, Totals, VerifyTally, Worker,
+    Checking, Clock, End, Issued, Prepared, Progress, Queue, Shared, Totals, VerifyReport, Worker,
 };
 use crate::blocksizes::Extents;
 use crate::engine::{self, Engine, IoMemory, Target};
@@ -217,11 +217,11 @@ fn checking(job: &Job, spec: crate::verify::Spec, files: &FileSet, mixed: bool) 
     } else {
         0
     };
-    let tally = VerifyTally {
+    let tally = VerifyReport {
         kind: spec.kind.name(),
         backlog: Some(backlog).filter(|&n| n > 0),
         pattern: spec.pattern.as_ref().map(|p| p.text().to_string()),
-        ..VerifyTally::default()
+        ..VerifyReport::default()
     };
     let both = job.rw.reads() && job.rw.writes();
     Checking {

@@ -2,7 +2,7 @@
 //! block as it lands; a writer reads back what it wrote, after its write
 //! phase or every `verify_backlog` blocks during it.
 
-use super::{Flight, VerifyTally, Worker};
+use super::{Flight, VerifyReport, Worker};
 use crate::engine::{self, Dir, Done, Op};
 use crate::error::Result;
 use crate::job::Job;
@@ -192,7 +192,7 @@ fn read_failure(
 /// Records a bad block of file `path`: the first is described (naming
 /// its file when the job has several) and dumped if asked.
 fn note_bad(
-    vs: &mut VerifyTally,
+    vs: &mut VerifyReport,
     bad: &crate::verify::BadBlock,
     job: &Job,
     path: &str,
@@ -222,7 +222,7 @@ fn note_bad(
 }
 
 /// Why the job fails when blocks did not verify, naming the first bad one.
-pub(super) fn verify_failure(vs: &VerifyTally, job: &Job, path: &str) -> Option<String> {
+pub(super) fn verify_failure(vs: &VerifyReport, job: &Job, path: &str) -> Option<String> {
     (vs.bad > 0).then(|| {
         format!(
             "job {}: verify failed on {}: {} bad block{} of {} checked; first: {}{}",

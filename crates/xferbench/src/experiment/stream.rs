@@ -8,18 +8,15 @@
 
 use super::Progress as Bar;
 use crate::error::{Error, Result};
+use crate::fio::engine;
+use crate::fio::job::{IoEngine, Job, Rw};
+use crate::fio::jobfile;
+use crate::fio::verify;
+use crate::fio::worker::{self, Ending, Prepared, Recorded, Shared, stalled};
 use crate::measure::env::Env;
 use crate::measure::placement::Placement;
-use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
-use crate::result::fio_json::{FioDir, FioJob, JobFacts};
 use crate::result::stream::*;
-use crate::stream::engine::{self, Dir};
-use crate::stream::intervals::{Cut, Intervals};
-use crate::stream::job::{IoEngine, Job, Rw};
-use crate::stream::jobfile;
-use crate::stream::verify;
-use crate::stream::worker::{self, Ending, JobRun, Prepared, Recorded, Shared, stalled};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::mpsc::{Receiver, RecvTimeoutError, Sender};
@@ -67,7 +64,7 @@ fn once(
         points: Vec::new(),
         extra: StreamExtra {
             job_file: args.job.as_ref().map(|p| p.display().to_string()),
-            global_options: crate::result::fio_json::Pairs(points.global_options.clone()),
+            global_options: Pairs(points.global_options.clone()),
             ..StreamExtra::default()
         },
         warnings,
@@ -122,7 +119,7 @@ fn once(
 /// fio's `disk_util`: the counters of the block devices under the jobs'
 /// files, read when the run starts and when it ends.
 struct DiskWatch {
-    before: Vec<crate::stream::diskstats::DiskCounters>,
+    before: Vec<crate::fio::diskstats::DiskCounters>,
     t0: Instant,
 }
 
@@ -131,7 +128,7 @@ impl DiskWatch {
         let mut names: Vec<String> = Vec::new();
         for p in sets.iter().flat_map(|s| &s.1) {
             for path in p.paths() {
-                if let Some(d) = crate::stream::diskstats::disk_of(Path::new(&path))
+                if let Some(d) = crate::fio::diskstats::disk_of(Path::new(&path))
                     && !names.contains(&d)
                 {
                     names.push(d);
@@ -139,20 +136,20 @@ impl DiskWatch {
             }
         }
         DiskWatch {
-            before: crate::stream::diskstats::read(&names),
+            before: crate::fio::diskstats::read(&names),
             t0: Instant::now(),
         }
     }
 
-    fn finish(self) -> Vec<crate::result::fio_json::DiskUtil> {
+    fn finish(self) -> Vec<crate::result::stream::DiskUtil> {
         let names: Vec<String> = self.before.iter().map(|b| b.name.clone()).collect();
         let ms = self.t0.elapsed().as_millis().max(1) as f64;
-        crate::stream::diskstats::read(&names)
+        crate::fio::diskstats::read(&names)
             .iter()
             .filter_map(|after| {
                 let before = self.before.iter().find(|b| b.name == after.name)?;
                 let d = after.since(before);
-                Some(crate::result::fio_json::DiskUtil {
+                Some(crate::result::stream::DiskUtil {
                     name: d.name,
                     read_ios: d.read_ios,
                     write_ios: d.write_ios,
@@ -254,14 +251,14 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
                 None => groups.push(vec![&p.job]),
             }
         }
-        crate::stream::resources::check(prepared.len(), groups.into_iter())?;
+        crate::fio::resources::check(prepared.len(), groups.into_iter())?;
         sets.push((bs, prepared));
     }
     if let Some((_, first)) = sets.first() {
         // The log files, emptied: a path that cannot be written stops the
         // run before it starts.
         for p in first {
-            crate::stream::logs::create(&p.job.logs, &p.job.name)
+            crate::fio::logs::create(&p.job.logs, &p.job.name)
                 .map_err(|m| Error::usage(format!("job {}: {m}", p.job.name)))?;
         }
         for (old, _) in &args.map {
@@ -401,10 +398,10 @@ fn prepare(jobs: Vec<Job>, map: &[(String, String)]) -> Result<Vec<Prepared>> {
 
 /// A net job's endpoint (`ioengine=net`), which is then shown as its file
 /// (fio's host/port/protocol); net options on any other job are refused.
-fn endpoint(job: &Job, path: &mut String) -> Result<Option<crate::stream::net::Endpoint>> {
+fn endpoint(job: &Job, path: &mut String) -> Result<Option<crate::fio::net::Endpoint>> {
     let name = &job.name;
     if matches!(job.ioengine, IoEngine::Net | IoEngine::NetSplice) {
-        let ep = crate::stream::net::Endpoint::of(job, path)
+        let ep = crate::fio::net::Endpoint::of(job, path)
             .map_err(|m| Error::usage(format!("job {name}: {m}")))?;
         if job.size.unwrap_or(0) < job.bs && !job.time_based {
             return Err(Error::usage(format!(
@@ -542,11 +539,8 @@ enum State {
 }
 
 /// A worker's output: its result, and its latency recorders and intervals
-/// (for groups).
-struct Outcome {
-    result: JobResult,
-    rest: Recorded,
-}
+/// (for groups), as [`JobResult::of`] gives them.
+type Outcome = (JobResult, Recorded);
 
 /// One set of jobs running: what the coordinator watches and its workers
 /// share, so that spawning, watching and collecting are steps of their own.
@@ -638,7 +632,7 @@ impl Set<'_> {
                 let out = if stop.load(Ordering::Relaxed) {
                     Err(Error::Interrupted)
                 } else {
-                    worker::run(&p, &ctx, &prog, &stop).map(|run| outcome(&p, run))
+                    worker::run(&p, &ctx, &prog, &stop).map(|run| JobResult::of(&p, run))
                 };
                 // A job that cannot start as written (a usage error:
                 // no such directory, a bad option combination) ends the
@@ -764,10 +758,10 @@ impl Set<'_> {
                     format!("job {} did not stop; abandoned", self.jobs[i].job.name)
                 });
             err.get_or_insert_with(|| Error::run(why.clone()));
-            *o = Some(Ok(abandoned(
+            *o = Some(Ok(JobResult::abandoned(
                 &self.jobs[i],
-                self.ctx,
-                &self.progress[i],
+                self.progress[i].bytes.load(Ordering::Relaxed),
+                self.ctx.t0.elapsed().as_nanos() as u64,
                 why,
             )));
         }
@@ -775,15 +769,15 @@ impl Set<'_> {
         let mut recs = Vec::new();
         for o in outcomes {
             match o.unwrap_or(Err(Error::Interrupted)) {
-                Ok(o) => {
-                    if let (Some(t), None) = (&o.result.error_text, &err) {
+                Ok((result, rest)) => {
+                    if let (Some(t), None) = (&result.error_text, &err) {
                         err = Some(Error::run(t.clone()));
                     }
-                    if o.result.partial && err.is_none() {
+                    if result.partial && err.is_none() {
                         err = Some(Error::Interrupted);
                     }
-                    results.push(o.result);
-                    recs.push(o.rest);
+                    results.push(result);
+                    recs.push(rest);
                 }
                 Err(e) => {
                     // Jobs that never started (interrupted, bad target) are
@@ -809,198 +803,6 @@ fn wait_turn(lock: &Mutex<Vec<State>>, cv: &Condvar, after: &[usize], i: usize, 
             .0;
     }
     st[i] = State::Running;
-}
-
-/// A worker's account as the job's result: the job's options beside what
-/// running it found, and what groups pool.
-fn outcome(p: &Prepared, run: JobRun) -> Outcome {
-    let job = &p.job;
-    let JobRun {
-        failure,
-        bytes,
-        tuned,
-        runtime_ns,
-        target,
-        prepared,
-        files,
-        file_service_type,
-        offset,
-        size,
-        iodepth,
-        iomem,
-        completion,
-        completion_detail,
-        device,
-        start_ns,
-        end_ns,
-        ramp_ios,
-        verify,
-        partial,
-        warnings,
-        recorded,
-    } = run;
-    let (recs, timeline) = (&recorded.recs, &recorded.timeline);
-    let dir = |d: usize| {
-        DirStats::of(&recs[d], bytes[d], runtime_ns)
-            .with(timeline.spread(d, &recs[d]))
-            .with_prios(&recorded.prios[d])
-            .with_fio(FioDir::of(&recorded.fio, d))
-    };
-    let fio = FioJob::of(
-        &recorded.fio,
-        &JobFacts {
-            given: &job.given,
-            runtime_ns,
-            start_ns,
-            end_ns,
-            iodepth,
-            clat: recs,
-        },
-    );
-    let result = JobResult {
-        jobname: job.name.clone(),
-        groupid: job.group,
-        error: i32::from(failure.is_some()),
-        error_text: failure,
-        read: dir(0),
-        write: dir(1),
-        trim: dir(2),
-        sweep_bs: None,
-        clone: job.clone,
-        filename: p.path.clone(),
-        mapped_from: p.mapped_from.clone(),
-        target,
-        prepared,
-        files: files
-            .into_iter()
-            .map(|f| FileResult {
-                filename: f.filename,
-                mapped_from: f.mapped_from,
-                offset: f.offset,
-                size: f.size,
-                prepared: f.prepared,
-                ios: f.ios,
-            })
-            .collect(),
-        file_service_type,
-        rw: job.rw,
-        bs: job.bs,
-        bs_mix: job.bs_mix.as_ref().map(|m| m.text()),
-        offset,
-        size,
-        ioengine: job.ioengine,
-        iodepth,
-        rate: job.rate,
-        direct: job.direct,
-        iomem,
-        completion,
-        completion_detail,
-        device,
-        start_ns,
-        end_ns,
-        ramp_ios,
-        verify: verify.map(|v| VerifyReport {
-            kind: v.kind,
-            blocks: v.blocks,
-            bad: v.bad,
-            first_bad: v.first_bad,
-            readback_s: v.readback_s,
-            backlog: v.backlog,
-            pattern: v.pattern,
-            dumped: v.dumped,
-        }),
-        partial,
-        group_reporting: job.group_reporting,
-        warnings,
-        fio,
-        line: job.line,
-        steadystate: tuned.steadystate,
-        latency_target: tuned.latency,
-    };
-    Outcome {
-        result,
-        rest: recorded,
-    }
-}
-
-/// The record of a job whose worker was abandoned: its options, the bytes
-/// it had moved (its latencies are with the stuck worker), and why.
-fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -> Outcome {
-    let job = &p.job;
-    let moved = prog.bytes.load(Ordering::Relaxed);
-    let end_ns = ctx.t0.elapsed().as_nanos() as u64;
-    let timeline = Intervals::new(Cut::new(false, None, 1)).finish(0);
-    let recs = [Recorder::new(), Recorder::new(), Recorder::new()];
-    let empty = |r: &Recorder| DirStats::of(r, 0, 0);
-    let mut dirs = [empty(&recs[0]), empty(&recs[1]), empty(&recs[2])];
-    // Bytes by direction are with the worker; a one-way job's are all its.
-    let only = match (job.rw.reads(), job.rw.writes()) {
-        (true, false) => Some(Dir::Read),
-        (false, true) => Some(Dir::Write),
-        _ => None,
-    };
-    if let Some(d) = only {
-        dirs[d as usize].io_bytes = moved;
-    }
-    let [read, write, trim] = dirs;
-    let result = JobResult {
-        jobname: job.name.clone(),
-        groupid: job.group,
-        error: 1,
-        error_text: Some(why),
-        read,
-        write,
-        trim,
-        sweep_bs: None,
-        clone: job.clone,
-        filename: p.path.clone(),
-        mapped_from: p.mapped_from.clone(),
-        target: None,
-        prepared: None,
-        files: Vec::new(),
-        file_service_type: None,
-        rw: job.rw,
-        bs: job.bs,
-        bs_mix: job.bs_mix.as_ref().map(|m| m.text()),
-        offset: job.offset,
-        size: job.size.unwrap_or(0),
-        ioengine: job.ioengine,
-        iodepth: job.iodepth.max(1),
-        rate: job.rate,
-        direct: job.direct,
-        iomem: job.iomem,
-        completion: job.completion(),
-        completion_detail: String::new(),
-        device: p.transport.as_ref().and_then(|s| {
-            let mut d = crate::transport::resolve(s).ok()?.device()?;
-            d["counters"] = serde_json::Value::Null;
-            d["state"] = "abandoned: a call into it did not return".into();
-            Some(d)
-        }),
-        start_ns: 0,
-        end_ns,
-        ramp_ios: 0,
-        verify: None,
-        partial: true,
-        group_reporting: job.group_reporting,
-        warnings: vec![format!(
-            "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
-        )],
-        fio: FioJob::unmeasured(&job.given, job.iodepth.max(1)),
-        line: job.line,
-        steadystate: None,
-        latency_target: None,
-    };
-    Outcome {
-        result,
-        rest: Recorded {
-            recs,
-            timeline,
-            prios: Default::default(),
-            ioprio: crate::stream::job::cmdprio::job_ioprio(job),
-            fio: Default::default(),
-        },
-    }
 }
 
 /// What mixed block sizes (`bssplit`, `bsrange`, `bs=R,W`) do not combine

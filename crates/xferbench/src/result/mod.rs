@@ -2,7 +2,6 @@
 //! rendered from, and what `--format json` prints.
 
 pub mod curve;
-pub mod fio_json;
 pub mod flowgraph;
 pub mod load;
 pub mod mesh;

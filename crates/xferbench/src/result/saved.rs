@@ -145,7 +145,7 @@ pub struct MergedGroup {
     pub trim: DirStats,
     /// fio's other keys of a job, its jobs' merged (flattened).
     #[serde(flatten)]
-    pub fio: crate::result::fio_json::FioJob,
+    pub fio: crate::result::stream::FioJob,
 }
 
 /// A merged group says how many jobs it merges; a job does not.

@@ -5,8 +5,8 @@
 //! carries both; every field reads as zero or empty from a file written
 //! before it existed.
 
+use crate::fiostats::{FioStats, MAP_SLOTS, Usage, plat_bins};
 use crate::measure::stats::Recorder;
-use crate::stream::fiostats::{FioStats, MAP_SLOTS, Usage, plat_bins};
 use serde::de::{MapAccess, Visitor};
 use serde::ser::SerializeMap;
 use serde::{Deserialize, Deserializer, Serialize, Serializer};

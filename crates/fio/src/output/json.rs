@@ -1,0 +1,106 @@
+//! fio's JSON and json+: `jobs[]` with fio's keys (`jobname`, `groupid`,
+//! `error`, `read`/`write`/`trim` with `io_bytes`, `bw` in KiB/s, `iops`,
+//! `runtime` in ms, `clat_ns` with its percentiles…), groups with
+//! `group_reporting` merged as fio merges them, and `clat_ns.bins` only in
+//! json+.
+
+use super::Report;
+use crate::result::FioJob;
+use serde_json::{Map, Value};
+
+/// fio's document for `r`, with `rest` (what the caller records beside
+/// fio's keys: environment, options, groups…) alongside. When a group is
+/// merged (`group_reporting` over several jobs) `jobs` holds the merged
+/// entry and `per_job` every job as it ran.
+pub fn document(r: &Report, rest: Map<String, Value>) -> Value {
+    let each: Vec<Value> = r
+        .jobs
+        .iter()
+        .filter_map(|j| serde_json::to_value(j).ok())
+        .collect();
+    let merged_any = r.groups.iter().any(|g| g.group_reporting && g.jobs > 1);
+    let mut out = Map::new();
+    let jobs: Vec<Value> = if merged_any {
+        let mut jobs = Vec::new();
+        for g in r.groups {
+            let members = r.members(g);
+            if g.group_reporting && g.jobs > 1 {
+                let parts: Vec<(&FioJob, u64)> =
+                    members.iter().map(|j| (&j.fio, j.total_ios())).collect();
+                let mut merged = serde_json::json!({
+                    "jobname": g.jobname,
+                    "groupid": g.groupid,
+                    "error": g.error,
+                    "jobs": g.jobs,
+                    "sweep_bs": g.sweep_bs,
+                    "read": g.read.agg,
+                    "write": g.write.agg,
+                    "trim": g.trim.agg,
+                });
+                if let (Some(m), Ok(Value::Object(f))) = (
+                    merged.as_object_mut(),
+                    serde_json::to_value(FioJob::merged(&parts)),
+                ) {
+                    m.extend(f);
+                }
+                jobs.push(merged);
+            } else {
+                jobs.extend(members.iter().filter_map(|j| serde_json::to_value(j).ok()));
+            }
+        }
+        out.insert("per_job".into(), each.into());
+        jobs
+    } else {
+        each
+    };
+    out.insert(
+        "fio version".into(),
+        format!("xferbench-{}", env!("CARGO_PKG_VERSION")).into(),
+    );
+    let now = std::time::SystemTime::now()
+        .duration_since(std::time::UNIX_EPOCH)
+        .unwrap_or_default();
+    out.insert("timestamp".into(), now.as_secs().into());
+    out.insert("timestamp_ms".into(), (now.as_millis() as u64).into());
+    out.insert("time".into(), ctime(now.as_secs() as i64).into());
+    out.insert("jobs".into(), jobs.into());
+    for (k, val) in rest {
+        out.entry(k).or_insert(val);
+    }
+    let mut doc = Value::Object(out);
+    if !r.plus {
+        drop_bins(&mut doc);
+    }
+    doc
+}
+
+/// Removes every `bins` of the directions' `clat_ns` under `v`.
+fn drop_bins(v: &mut serde_json::Value) {
+    match v {
+        serde_json::Value::Object(m) => {
+            if let Some(serde_json::Value::Object(c)) = m.get_mut("clat_ns") {
+                c.remove("bins");
+            }
+            m.values_mut().for_each(drop_bins);
+        }
+        serde_json::Value::Array(a) => a.iter_mut().for_each(drop_bins),
+        _ => {}
+    }
+}
+
+/// A Unix time as fio's `time` writes it (ctime's local time, without its
+/// newline), e.g. `Thu Nov 26 21:22:56 2026`.
+fn ctime(secs: i64) -> String {
+    let mut buf = [0 as libc::c_char; 32];
+    let t: libc::time_t = secs as libc::time_t;
+    // SAFETY: ctime_r writes at most 26 bytes into the 32 given.
+    let p = unsafe { libc::ctime_r(&t, buf.as_mut_ptr()) };
+    if p.is_null() {
+        return String::new();
+    }
+    // SAFETY: ctime_r wrote a NUL-terminated string into buf.
+    unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
+        .to_string_lossy()
+        .trim_end()
+        .to_string()
+}

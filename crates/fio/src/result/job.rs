@@ -1,0 +1,178 @@
+//! A job's result from what its worker measured ([`JobResult::of`]), or
+//! from what is known of a worker that never came back
+//! ([`JobResult::abandoned`]).
+
+use super::{DirStats, FioDir, FioJob, JobFacts, JobResult};
+use crate::engine::Dir;
+use crate::intervals::{Cut, Intervals};
+use crate::measure::stats::Recorder;
+use crate::worker::{JobRun, Prepared, Recorded};
+
+impl JobResult {
+    /// A finished job's result: its options (from `p`) beside what running
+    /// it found, and what its reporting group pools (the latencies).
+    pub fn of(p: &Prepared, run: JobRun) -> (JobResult, Recorded) {
+        let job = &p.job;
+        let JobRun {
+            failure,
+            bytes,
+            tuned,
+            runtime_ns,
+            target,
+            prepared,
+            files,
+            file_service_type,
+            offset,
+            size,
+            iodepth,
+            iomem,
+            completion,
+            completion_detail,
+            device,
+            start_ns,
+            end_ns,
+            ramp_ios,
+            verify,
+            partial,
+            warnings,
+            recorded,
+        } = run;
+        let (recs, timeline) = (&recorded.recs, &recorded.timeline);
+        let dir = |d: usize| {
+            DirStats::of(&recs[d], bytes[d], runtime_ns)
+                .with(timeline.spread(d, &recs[d]))
+                .with_prios(&recorded.prios[d])
+                .with_fio(FioDir::of(&recorded.fio, d))
+        };
+        let fio = FioJob::of(
+            &recorded.fio,
+            &JobFacts {
+                given: &job.given,
+                runtime_ns,
+                start_ns,
+                end_ns,
+                iodepth,
+                clat: recs,
+            },
+        );
+        let result = JobResult {
+            jobname: job.name.clone(),
+            groupid: job.group,
+            error: i32::from(failure.is_some()),
+            error_text: failure,
+            read: dir(0),
+            write: dir(1),
+            trim: dir(2),
+            sweep_bs: None,
+            clone: job.clone,
+            filename: p.path.clone(),
+            mapped_from: p.mapped_from.clone(),
+            target,
+            prepared,
+            files,
+            file_service_type,
+            rw: job.rw,
+            bs: job.bs,
+            bs_mix: job.bs_mix.as_ref().map(|m| m.text()),
+            offset,
+            size,
+            ioengine: job.ioengine,
+            iodepth,
+            rate: job.rate,
+            direct: job.direct,
+            iomem,
+            completion,
+            completion_detail,
+            device,
+            start_ns,
+            end_ns,
+            ramp_ios,
+            verify,
+            partial,
+            group_reporting: job.group_reporting,
+            warnings,
+            fio,
+            line: job.line,
+            steadystate: tuned.steadystate,
+            latency_target: tuned.latency,
+        };
+        (result, recorded)
+    }
+
+    /// The result of a job whose worker was abandoned (a call that never
+    /// returned), ended at `end_ns`: its options, the `moved` bytes it had
+    /// reported (its latencies stayed with the stuck worker), and `why`.
+    pub fn abandoned(p: &Prepared, moved: u64, end_ns: u64, why: String) -> (JobResult, Recorded) {
+        let job = &p.job;
+        let timeline = Intervals::new(Cut::new(false, None, 1)).finish(0);
+        let recs = [Recorder::new(), Recorder::new(), Recorder::new()];
+        let empty = |r: &Recorder| DirStats::of(r, 0, 0);
+        let mut dirs = [empty(&recs[0]), empty(&recs[1]), empty(&recs[2])];
+        // Bytes by direction are with the worker; a one-way job's are all its.
+        let only = match (job.rw.reads(), job.rw.writes()) {
+            (true, false) => Some(Dir::Read),
+            (false, true) => Some(Dir::Write),
+            _ => None,
+        };
+        if let Some(d) = only {
+            dirs[d as usize].io_bytes = moved;
+        }
+        let [read, write, trim] = dirs;
+        let result = JobResult {
+            jobname: job.name.clone(),
+            groupid: job.group,
+            error: 1,
+            error_text: Some(why),
+            read,
+            write,
+            trim,
+            sweep_bs: None,
+            clone: job.clone,
+            filename: p.path.clone(),
+            mapped_from: p.mapped_from.clone(),
+            target: None,
+            prepared: None,
+            files: Vec::new(),
+            file_service_type: None,
+            rw: job.rw,
+            bs: job.bs,
+            bs_mix: job.bs_mix.as_ref().map(|m| m.text()),
+            offset: job.offset,
+            size: job.size.unwrap_or(0),
+            ioengine: job.ioengine,
+            iodepth: job.iodepth.max(1),
+            rate: job.rate,
+            direct: job.direct,
+            iomem: job.iomem,
+            completion: job.completion(),
+            completion_detail: String::new(),
+            device: p.transport.as_ref().and_then(|s| {
+                let mut d = crate::transport::resolve(s).ok()?.device()?;
+                d["counters"] = serde_json::Value::Null;
+                d["state"] = "abandoned: a call into it did not return".into();
+                Some(d)
+            }),
+            start_ns: 0,
+            end_ns,
+            ramp_ios: 0,
+            verify: None,
+            partial: true,
+            group_reporting: job.group_reporting,
+            warnings: vec![format!(
+                "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
+            )],
+            fio: FioJob::unmeasured(&job.given, job.iodepth.max(1)),
+            line: job.line,
+            steadystate: None,
+            latency_target: None,
+        };
+        let rest = Recorded {
+            recs,
+            timeline,
+            prios: Default::default(),
+            ioprio: crate::job::cmdprio::job_ioprio(job),
+            fio: Default::default(),
+        };
+        (result, rest)
+    }
+}
