@@ -401,6 +401,10 @@ pub struct Job {
     /// `wait_for=`: the name of a job this one starts after.
     pub wait_for: Option<String>,
     pub group_reporting: bool,
+    /// `lat_percentiles=1`, `slat_percentiles=1`: fio's JSON (and text)
+    /// gives `lat_ns`/`slat_ns` percentiles too, not only `clat_ns`'s.
+    pub lat_percentiles: bool,
+    pub slat_percentiles: bool,
     pub allow_file_create: bool,
     /// `fsync=N`: fsync after every N writes; 0 = never.
     pub fsync: u32,
@@ -624,6 +628,8 @@ impl Default for Job {
             stonewall: false,
             wait_for: None,
             group_reporting: false,
+            lat_percentiles: false,
+            slat_percentiles: false,
             allow_file_create: true,
             fsync: 0,
             end_fsync: false,

@@ -719,6 +719,12 @@ pub static GENERAL: &[Spec] = &[
     flag("group_reporting", |j, o| {
         o.bool().map(|v| j.group_reporting = v)
     }),
+    flag("lat_percentiles", |j, o| {
+        o.bool().map(|v| j.lat_percentiles = v)
+    }),
+    flag("slat_percentiles", |j, o| {
+        o.bool().map(|v| j.slat_percentiles = v)
+    }),
     flag("allow_file_create", |j, o| {
         o.bool().map(|v| j.allow_file_create = v)
     }),
@@ -803,14 +809,12 @@ pub static GENERAL: &[Spec] = &[
         "huge-page buffers use the system's default huge page size",
     ),
     Spec::note("job_start_clock_id", CLOCK),
-    Spec::note("lat_percentiles", PCT),
     Spec::note("log_compression", LOG_TEXT),
     Spec::note("log_compression_cpus", LOG_TEXT),
     Spec::note("log_entries", LOG_TEXT),
     Spec::note("percentile_list", PCT),
     Spec::note("rwmixcycle", "deprecated in fio and without effect there"),
     Spec::note("significant_figures", PCT),
-    Spec::note("slat_percentiles", PCT),
     Spec::note("stats", CLOCK),
     Spec::note(
         "unified_rw_reporting",

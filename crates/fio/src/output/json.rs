@@ -74,12 +74,15 @@ pub fn document(r: &Report, rest: Map<String, Value>) -> Value {
     doc
 }
 
-/// Removes every `bins` of the directions' `clat_ns` under `v`.
+/// Removes every `bins` of the latencies (`clat_ns`, `lat_ns`, `slat_ns`,
+/// a sync's `lat_ns`) under `v`.
 fn drop_bins(v: &mut serde_json::Value) {
     match v {
         serde_json::Value::Object(m) => {
-            if let Some(serde_json::Value::Object(c)) = m.get_mut("clat_ns") {
-                c.remove("bins");
+            for k in ["clat_ns", "lat_ns", "slat_ns"] {
+                if let Some(serde_json::Value::Object(c)) = m.get_mut(k) {
+                    c.remove("bins");
+                }
             }
             m.values_mut().for_each(drop_bins);
         }

@@ -151,7 +151,14 @@ pub struct DirStats {
 impl DirStats {
     /// A direction's figures from its I/Os' latencies (`rec`) and the `bytes`
     /// they moved over `runtime_ns`.
+    /// A direction that moved nothing has no runtime (fio counts a
+    /// direction's runtime only while it does I/O).
     pub fn of(rec: &Recorder, bytes: u64, runtime_ns: u64) -> DirStats {
+        let runtime_ns = if rec.count() == 0 && bytes == 0 {
+            0
+        } else {
+            runtime_ns
+        };
         let secs = runtime_ns as f64 / 1e9;
         let rate = |v: f64| if secs > 0.0 { v / secs } else { 0.0 };
         DirStats {

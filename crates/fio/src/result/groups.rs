@@ -137,7 +137,7 @@ pub fn groups(results: &[JobResult], recs: &[Recorded], sweep_bs: Option<u64>) -
                 let mut agg = DirStats::of(&merged, bytes, longest)
                     .with(timeline.spread(d, &merged))
                     .with_prios(&prios)
-                    .with_fio(FioDir::group(&fios, d));
+                    .with_fio(FioDir::group(&fios, d, first.percentiles));
                 agg.fio.set_agg(agg.bw_bytes);
                 GroupDir {
                     agg,

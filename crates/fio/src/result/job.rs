@@ -2,7 +2,7 @@
 //! from what is known of a worker that never came back
 //! ([`JobResult::abandoned`]).
 
-use super::{DirStats, FioDir, FioJob, JobFacts, JobResult};
+use super::{DirStats, FioDir, FioJob, JobFacts, JobResult, LatPercentiles};
 use crate::engine::Dir;
 use crate::intervals::{Cut, Intervals};
 use crate::measure::stats::Recorder;
@@ -38,11 +38,15 @@ impl JobResult {
             recorded,
         } = run;
         let (recs, timeline) = (&recorded.recs, &recorded.timeline);
+        let percentiles = LatPercentiles {
+            slat: job.slat_percentiles,
+            lat: job.lat_percentiles,
+        };
         let dir = |d: usize| {
             DirStats::of(&recs[d], bytes[d], runtime_ns)
                 .with(timeline.spread(d, &recs[d]))
                 .with_prios(&recorded.prios[d])
-                .with_fio(FioDir::of(&recorded.fio, d))
+                .with_fio(FioDir::of(&recorded.fio, d, percentiles))
         };
         let fio = FioJob::of(
             &recorded.fio,
@@ -93,6 +97,7 @@ impl JobResult {
             warnings,
             fio,
             line: job.line,
+            percentiles,
             steadystate: tuned.steadystate,
             latency_target: tuned.latency,
         };
@@ -163,6 +168,7 @@ impl JobResult {
             )],
             fio: FioJob::unmeasured(&job.given, job.iodepth.max(1)),
             line: job.line,
+            percentiles: LatPercentiles::default(),
             steadystate: None,
             latency_target: None,
         };

@@ -17,8 +17,9 @@ pub const PERCENTILES: [f64; 17] = [
     99.99,
 ];
 
-/// fio's `eta` of a finished job (its INT_MAX).
-const ETA_DONE: u64 = 2_147_483_647;
+/// fio's `eta` before its ETA is computed (its INT_MAX): what every job
+/// reports when the run ends within fio's first 3 s.
+const ETA_UNKNOWN: u64 = 2_147_483_647;
 
 /// Keys and values written as a JSON object in their order (fio writes
 /// `job options` as given and its maps in bucket order); read from any
@@ -133,6 +134,9 @@ pub struct Moments {
     /// elsewhere and without samples.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub percentile: Option<std::collections::BTreeMap<String, u64>>,
+    /// fio's histogram beside the percentiles (json+ only, as `clat_ns`'s).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub bins: Option<Bins>,
 }
 
 impl Moments {
@@ -146,10 +150,12 @@ impl Moments {
             stddev: s.stddev_ns,
             n: s.count,
             percentile: None,
+            bins: None,
         }
     }
 
-    /// A recorder's moments and its values at fio's percentiles.
+    /// A recorder's moments and its values at fio's percentiles, with its
+    /// histogram in fio's buckets (for json+).
     pub fn with_percentiles(r: &Recorder) -> Moments {
         Moments {
             percentile: (r.count() > 0).then(|| {
@@ -158,7 +164,45 @@ impl Moments {
                     .map(|&p| (format!("{p:.6}"), r.quantile(p / 100.0)))
                     .collect()
             }),
+            bins: Bins::of(r),
             ..Moments::of(r)
+        }
+    }
+
+    /// The moments, with percentiles (and bins) when `pcts` says so.
+    fn of_with(r: &Recorder, pcts: bool) -> Moments {
+        if pcts {
+            Moments::with_percentiles(r)
+        } else {
+            Moments::of(r)
+        }
+    }
+
+    /// Several jobs' rate samples as fio's `group_reporting` adds them
+    /// (`sum_stat` with `pure_sum`): minimum, maximum, mean, sample count
+    /// and the sum of squared deviations each summed, so the group's mean
+    /// is the sum of its members' mean rates (its bandwidth), not the mean
+    /// of their samples.
+    pub fn summed<'a>(parts: impl Iterator<Item = &'a Moments>) -> Moments {
+        let with: Vec<&Moments> = parts.filter(|m| m.n > 0).collect();
+        let n: u64 = with.iter().map(|m| m.n).sum();
+        // fio keeps S = stddev² × (n - 1) and gives sqrt(S / (n - 1)).
+        let ss: f64 = with
+            .iter()
+            .map(|m| m.n.saturating_sub(1) as f64 * m.stddev.powi(2))
+            .sum();
+        Moments {
+            min: with.iter().map(|m| m.min).sum(),
+            max: with.iter().map(|m| m.max).sum(),
+            mean: with.iter().map(|m| m.mean).sum(),
+            stddev: if n > 1 {
+                (ss / (n - 1) as f64).sqrt()
+            } else {
+                0.0
+            },
+            n,
+            percentile: None,
+            bins: None,
         }
     }
 
@@ -181,6 +225,7 @@ impl Moments {
             stddev: var.sqrt(),
             n: v.len() as u64,
             percentile: None,
+            bins: None,
         }
     }
 
@@ -212,6 +257,7 @@ impl Moments {
             },
             n,
             percentile: None,
+            bins: None,
         }
     }
 }
@@ -256,19 +302,39 @@ pub struct FioDir {
     pub iops_samples: u64,
 }
 
+/// Which latencies get fio's percentiles beside `clat_ns`'s: fio's
+/// `slat_percentiles` and `lat_percentiles`, both off by default (so
+/// `slat_ns` and `lat_ns` carry moments only, as in fio's JSON).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct LatPercentiles {
+    /// `slat_percentiles=1`.
+    pub slat: bool,
+    /// `lat_percentiles=1`.
+    pub lat: bool,
+}
+
 impl FioDir {
-    /// Direction `d` of a job's (or group's) accounting.
-    pub fn of(f: &FioStats, d: usize) -> FioDir {
-        FioDir::from_samples(&f.slat[d], &f.lat[d], &f.bw.samples[d], &f.iops.samples[d])
+    /// Direction `d` of a job's accounting.
+    pub fn of(f: &FioStats, d: usize, pcts: LatPercentiles) -> FioDir {
+        let (b, i) = (
+            Moments::of_values(&f.bw.samples[d]),
+            Moments::of_values(&f.iops.samples[d]),
+        );
+        FioDir::from_parts(&f.slat[d], &f.lat[d], b, i, pcts)
     }
 
-    fn from_samples(slat: &Recorder, lat: &Recorder, bw: &[u64], iops: &[u64]) -> FioDir {
-        let (b, i) = (Moments::of_values(bw), Moments::of_values(iops));
+    fn from_parts(
+        slat: &Recorder,
+        lat: &Recorder,
+        b: Moments,
+        i: Moments,
+        pcts: LatPercentiles,
+    ) -> FioDir {
         FioDir {
             short_ios: 0,
             drop_ios: 0,
-            slat_ns: Moments::of(slat),
-            lat_ns: Moments::with_percentiles(lat),
+            slat_ns: Moments::of_with(slat, pcts.slat),
+            lat_ns: Moments::of_with(lat, pcts.lat),
             bw_min: b.min,
             bw_max: b.max,
             bw_agg: 0.0,
@@ -283,18 +349,26 @@ impl FioDir {
         }
     }
 
-    /// Direction `d` of several jobs side by side (a reporting group):
-    /// their latencies and samples pooled.
-    pub fn group(members: &[&FioStats], d: usize) -> FioDir {
+    /// Direction `d` of several jobs side by side (a reporting group), as
+    /// fio's `sum_thread_stats` adds them: the latencies pooled, the rate
+    /// samples' statistics summed member by member
+    /// ([`Moments::summed`]: the group's `bw_mean` is its bandwidth).
+    pub fn group(members: &[&FioStats], d: usize, pcts: LatPercentiles) -> FioDir {
         let (mut slat, mut lat) = (Recorder::new(), Recorder::new());
         let (mut bw, mut iops) = (Vec::new(), Vec::new());
         for m in members {
             slat.merge(&m.slat[d]);
             lat.merge(&m.lat[d]);
-            bw.extend_from_slice(&m.bw.samples[d]);
-            iops.extend_from_slice(&m.iops.samples[d]);
+            bw.push(Moments::of_values(&m.bw.samples[d]));
+            iops.push(Moments::of_values(&m.iops.samples[d]));
         }
-        FioDir::from_samples(&slat, &lat, &bw, &iops)
+        FioDir::from_parts(
+            &slat,
+            &lat,
+            Moments::summed(bw.iter()),
+            Moments::summed(iops.iter()),
+            pcts,
+        )
     }
 
     /// Several parts' figures as one (repeats, or a group read back).
@@ -306,6 +380,7 @@ impl FioDir {
             stddev: p.bw_dev,
             n: p.bw_samples,
             percentile: None,
+            bins: None,
         };
         let iops = |p: &FioDir| Moments {
             min: p.iops_min,
@@ -314,6 +389,7 @@ impl FioDir {
             stddev: p.iops_stddev,
             n: p.iops_samples,
             percentile: None,
+            bins: None,
         };
         let b = Moments::pooled(parts.iter().map(|p| bw(p)).collect::<Vec<_>>().iter());
         let i = Moments::pooled(parts.iter().map(|p| iops(p)).collect::<Vec<_>>().iter());
@@ -369,9 +445,11 @@ pub struct FioJob {
     /// options`; `[global]`'s are the run's `global options`).
     #[serde(rename = "job options")]
     pub job_options: Pairs<String>,
-    /// fio's `eta` of a finished job.
+    /// fio's `eta` when the run ended: INT_MAX within its first 3 s, 0
+    /// after ([`FioJob::set_elapsed`]).
     pub eta: u64,
-    /// Seconds from the job's start to its end, rounded up.
+    /// Seconds from the run's start to its end, rounded up (fio's
+    /// `elapsed`, the same for every job of a run).
     pub elapsed: u64,
     /// The timed span, ms (fio's `job_runtime`).
     pub job_runtime: u64,
@@ -525,7 +603,7 @@ impl FioJob {
         } = f.usage;
         FioJob {
             job_options: Pairs(j.given.to_vec()),
-            eta: ETA_DONE,
+            eta: ETA_UNKNOWN,
             elapsed: j.end_ns.saturating_sub(j.start_ns).div_ceil(1_000_000_000),
             job_runtime: j.runtime_ns / 1_000_000,
             usr_cpu: cpu(usr_us),
@@ -535,7 +613,8 @@ impl FioJob {
             minf,
             sync: SyncStats {
                 total_ios: f.sync.count(),
-                lat_ns: Moments::of(&f.sync),
+                // fio gives a sync's percentiles whenever clat's are given.
+                lat_ns: Moments::with_percentiles(&f.sync),
             },
             iodepth_level: dist(&f.depth, f.depth.iter().sum::<u64>().max(ios), &DEPTH_KEYS),
             iodepth_submit: dist(&f.submit, f.submit.iter().sum(), &BATCH_KEYS),
@@ -548,6 +627,16 @@ impl FioJob {
             latency_percentile: 100.0,
             latency_window: 0,
         }
+    }
+
+    /// The run's `eta` and `elapsed` as fio reports them when it ends
+    /// `run_ns` after it started: `elapsed` is the whole run's, in seconds
+    /// rounded up (the same for every job), and `eta` fio's INT_MAX until
+    /// 3 s have passed (fio computes no ETA before), 0 after (every job is
+    /// done).
+    pub fn set_elapsed(&mut self, run_ns: u64) {
+        self.elapsed = run_ns.div_ceil(1_000_000_000);
+        self.eta = if self.elapsed >= 3 { 0 } else { ETA_UNKNOWN };
     }
 
     /// A job's keys with nothing measured (an abandoned worker's).
@@ -597,7 +686,7 @@ impl FioJob {
         };
         FioJob {
             job_options: first.job_options.clone(),
-            eta: ETA_DONE,
+            eta: parts.iter().map(|p| p.0.eta).min().unwrap_or(ETA_UNKNOWN),
             elapsed: parts.iter().map(|p| p.0.elapsed).max().unwrap_or(0),
             job_runtime: runtime,
             usr_cpu: cpu(|j| j.usr_cpu),

@@ -17,7 +17,10 @@ pub use crate::job::{Completion, IoEngine, Rw};
 pub use crate::worker::{FileResult, VerifyReport};
 pub use dir::{Clat, DirStats, PrioStats};
 pub use groups::{GroupDir, GroupResult, groups, set_bw_agg};
-pub use keys::{Bins, DiskUtil, FioDir, FioJob, JobFacts, Moments, PERCENTILES, Pairs, SyncStats};
+pub use keys::{
+    Bins, DiskUtil, FioDir, FioJob, JobFacts, LatPercentiles, Moments, PERCENTILES, Pairs,
+    SyncStats,
+};
 
 use crate::measure::distribution::Figures;
 use serde::{Deserialize, Serialize};
@@ -136,6 +139,11 @@ pub struct JobResult {
     /// repeat.
     #[serde(skip)]
     pub line: usize,
+    /// Which of `slat_ns` and `lat_ns` carry percentiles (the job's
+    /// `slat_percentiles`, `lat_percentiles`): what its group's figures
+    /// follow too.
+    #[serde(skip)]
+    pub percentiles: LatPercentiles,
     /// fio's `steadystate` object, for a job with `ss=` and `ss_dur=`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub steadystate: Option<crate::worker::tuning::SteadyReport>,
@@ -143,6 +151,14 @@ pub struct JobResult {
     /// `latency_window` keys, for a job with `latency_target=`.
     #[serde(default, flatten, skip_serializing_if = "Option::is_none")]
     pub latency_target: Option<crate::worker::tuning::LatencyReport>,
+}
+
+/// Ends a run's jobs as fio ends its report, `run_ns` after the run
+/// started: each job's `elapsed` and `eta` ([`FioJob::set_elapsed`]).
+pub fn finish_run(jobs: &mut [JobResult], run_ns: u64) {
+    for j in jobs {
+        j.fio.set_elapsed(run_ns);
+    }
 }
 
 impl JobResult {

@@ -112,6 +112,7 @@ fn once(
         }
     }
     bar.finish();
+    crate::fio::result::finish_run(&mut run.points, t0.elapsed().as_nanos() as u64);
     run.extra.disk_util = disks.finish();
     Ok(super::finish(run, first_err.map_or(Ok(()), Err)))
 }

@@ -309,6 +309,7 @@ mod tests {
             warnings: vec![],
             fio: FioJob::default(),
             line: 3,
+            percentiles: Default::default(),
             steadystate: None,
             latency_target: None,
         }
