@@ -248,10 +248,17 @@ impl FioStats {
         self.iops.tick(at_ns, &ios);
     }
 
-    /// The job's span ended: its usage is final, and for an engine
-    /// without a submission step `lat` is the completion latency `clat`.
-    pub fn finish(&mut self, clat: &[Recorder; DIRS]) {
+    /// The job's I/O and its read-back are over: its thread's usage is
+    /// final, taken before the account is drawn up (pooling the intervals'
+    /// histograms faults in fresh pages, hundreds of them, that are no part
+    /// of the job; fio likewise reads its usage once the job is done).
+    pub fn end_usage(&mut self) {
         self.usage = Usage::now().since(self.usage_start);
+    }
+
+    /// The job's span ended: for an engine without a submission step `lat`
+    /// is the completion latency `clat`.
+    pub fn finish(&mut self, clat: &[Recorder; DIRS]) {
         if !self.measured_slat {
             self.lat = clat.clone();
         }
