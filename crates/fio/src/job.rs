@@ -1675,6 +1675,54 @@ mod tests {
     }
 
     #[test]
+    fn queue_batches_have_fios_defaults_and_fix_ups() {
+        let b = |lines: &[(&str, &str)], depth| {
+            let mut j = Job::default();
+            for (k, v) in lines {
+                j.set(k, Some(v)).unwrap();
+            }
+            let b = j.batches(depth);
+            (b.submit, b.complete_min, b.complete_max, b.low, b.polling)
+        };
+        // fio: submit 1, reap 1 to 1, refill as soon as one is reaped.
+        assert_eq!(b(&[], 8), (1, 1, 1, 8, false));
+        // 0 or beyond the depth: the depth (the options may come first).
+        assert_eq!(
+            b(&[("iodepth_batch", "0"), ("iodepth_low", "0")], 8),
+            (8, 1, 1, 8, false)
+        );
+        assert_eq!(
+            b(&[("iodepth_batch_submit", "64"), ("iodepth_low", "9")], 8).0,
+            8
+        );
+        // A maximum below the minimum is the minimum.
+        assert_eq!(
+            b(&[("iodepth_batch_complete", "4")], 8),
+            (1, 4, 4, 8, false)
+        );
+        assert_eq!(
+            b(
+                &[
+                    ("iodepth_batch_complete_min", "2"),
+                    ("iodepth_batch_complete_max", "6"),
+                    ("iodepth_low", "3")
+                ],
+                8
+            ),
+            (1, 2, 6, 3, false)
+        );
+        // Both completion batches 0: fio's polling loop.
+        let polled = [
+            ("iodepth_batch_complete_min", "0"),
+            ("iodepth_batch_complete_max", "0"),
+        ];
+        assert_eq!(b(&polled, 8), (1, 0, 0, 8, true));
+        assert!(
+            err("iodepth_batch_complete_max", Some("x")).contains("iodepth_batch_complete_max")
+        );
+    }
+
+    #[test]
     fn bool_spellings() {
         let mut j = Job::default();
         for (v, want) in [

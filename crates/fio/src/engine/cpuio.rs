@@ -123,7 +123,13 @@ impl Engine for CpuIo {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, _max: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        _min: usize,
+        _max: usize,
+        _timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         out.append(&mut self.done);
         Ok(())
     }

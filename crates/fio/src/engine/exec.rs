@@ -324,7 +324,13 @@ impl Engine for Exec {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, _max: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        _min: usize,
+        _max: usize,
+        _timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         out.append(&mut self.done);
         Ok(())
     }

@@ -141,7 +141,13 @@ impl Engine for FileOps {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, _max: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        _min: usize,
+        _max: usize,
+        _timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         out.append(&mut self.done);
         Ok(())
     }

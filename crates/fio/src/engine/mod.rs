@@ -105,8 +105,13 @@ pub trait Engine {
     /// most `max` where the engine collects a chosen number (fio's
     /// `iodepth_batch_complete_max`; the engines that perform the I/O in
     /// `queue` hand back what they did).
-    fn reap(&mut self, min: usize, max: usize, timeout: Duration, out: &mut Vec<Done>)
-    -> Result<()>;
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()>;
     /// Makes written data durable (fsync / msync).
     fn sync(&mut self) -> Result<()>;
     /// How completions are awaited, for the report.
@@ -217,8 +222,9 @@ pub enum Submit {
     /// returns, and the call is one submission of that many.
     Commit,
     /// In `commit`, which does the I/O itself (vsync's `readv` of the
-    /// coalesced batch): fio times no `slat` for it and counts no
-    /// submission; `clat` runs from `queue`'s return, over the call.
+    /// coalesced batch): fio times no `slat` for it (a synchronous engine
+    /// to fio), and `clat` runs from `queue`'s return, over the call; the
+    /// call is one submission of the batch, as in fio's submit map.
     CommitUntimed,
 }
 

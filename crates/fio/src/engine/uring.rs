@@ -357,7 +357,11 @@ impl Uring {
         match entered {
             Ok(n) => self.unsubmitted = self.unsubmitted.saturating_sub(n),
             // Left queued: the next enter submits it.
-            Err(e) if matches!(e.raw_os_error(), Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)) => {}
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                ) => {}
             Err(e) => return Err(Error::run(format!("io_uring submit: {e}"))),
         }
         Ok(())

@@ -19,7 +19,8 @@ impl Worker<'_> {
     /// completion makes room for one I/O, and the queue stays at its
     /// depth), again until no more than `iodepth_low` are in flight; a
     /// queue waiting on something else (a rate, a sync, a backlog check)
-    /// gives up at least one; and an ending job's, all it has in one call.
+    /// gives up at least one; and an ending job's, all it has in one call
+    /// (after the reap of a full queue that its last I/O filled).
     /// The time of the last reap, or None when the engine failed.
     pub(super) fn reap(&mut self) -> Result<Option<Instant>> {
         self.commit(false)?;
@@ -30,9 +31,12 @@ impl Worker<'_> {
         let (full, ending) = (self.full(), self.ending());
         loop {
             let inflight = self.queue.inflight;
-            let min = match (ending, full) {
-                (true, _) => inflight,
-                (false, true) => b.complete_min.min(inflight).max(1),
+            // A full queue is reaped as a full one even by a job that
+            // queues nothing more: fio checks for a full queue as soon as
+            // an I/O is queued, and for its end at the next turn.
+            let min = match (full, ending) {
+                (true, _) => b.complete_min.min(inflight).max(1),
+                (false, true) => inflight,
                 (false, false) => 1,
             };
             let max = b.complete_max.min(inflight).max(min);
@@ -42,7 +46,7 @@ impl Worker<'_> {
             let Some(now) = self.collected(reaped)? else {
                 return Ok(None);
             };
-            if ending || !full || self.queue.inflight <= b.low || self.queue.inflight == 0 {
+            if !full || self.queue.inflight <= b.low {
                 return Ok(Some(now));
             }
         }
@@ -53,7 +57,11 @@ impl Worker<'_> {
     fn full(&self) -> bool {
         let inflight = self.queue.inflight;
         inflight >= self.queue.depth
-            || self.tune.lat.as_ref().is_some_and(|l| inflight >= l.qd as usize)
+            || self
+                .tune
+                .lat
+                .as_ref()
+                .is_some_and(|l| inflight >= l.qd as usize)
     }
 
     /// Whether the job will queue nothing more: what is in flight is

@@ -169,8 +169,10 @@ impl Worker<'_> {
             self.queue.fresh.clear();
             return Ok(());
         }
-        if self.queue.submit == Submit::Commit {
+        if self.queue.submit != Submit::Queue {
             self.fio.submit[batch_slot(n)] += 1;
+        }
+        if self.queue.submit == Submit::Commit {
             // An offloaded job's I/Os are timed from their due time instead.
             if self.tune.sched.is_none() {
                 let now = Instant::now();

@@ -615,11 +615,14 @@ fn engine_failed(r: Result<()>, job: &Job, failure: &mut Option<String>) -> Resu
 }
 
 #[cfg(test)]
+mod queue_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     /// A job from job-file text, readied as a caller of the crate would.
-    fn prepared(text: &str) -> Prepared {
+    pub(super) fn prepared(text: &str) -> Prepared {
         let file = crate::jobfile::parse(text, "test", &|_| None, &[]).unwrap();
         let mut job = file.jobs.into_iter().next().unwrap();
         job.resolve_block_sizes().unwrap();
@@ -636,7 +639,7 @@ mod tests {
         }
     }
 
-    fn shared() -> Shared {
+    pub(super) fn shared() -> Shared {
         Shared {
             timeout: Duration::from_secs(10),
             exe: std::env::current_exe().unwrap(),
