@@ -4,7 +4,7 @@
 //! |---|---|
 //! | `sync` | `lseek` + `read` / `write` |
 //! | `psync` | `pread` / `pwrite` |
-//! | `vsync` | `lseek` + `readv` / `writev`, adjacent I/Os coalesced into one call |
+//! | `vsync` | `lseek` + `readv` / `writev`, the adjacent I/Os of one submit batch coalesced into one call |
 //! | `pvsync` | `preadv` / `pwritev` (one iovec) |
 //! | `pvsync2` | `preadv2` / `pwritev2` with RWF_HIPRI (`hipri`), RWF_NOWAIT (`nowait`), RWF_DONTCACHE (`uncached`) |
 //!
