@@ -1,7 +1,8 @@
 //! What fio's JSON reports of a job beside its completion latency, kept by
-//! the worker as fio keeps it: submission latency (`slat`, from issuing an
-//! I/O to its submission returning) and total latency (`lat`, from issuing
-//! to completion) for the engines with a submission step; bandwidth and
+//! the worker as fio keeps it: submission latency (`slat`, from the end of
+//! an I/O's preparation to the return of the call that submitted it) and
+//! total latency (`lat`, from that preparation to completion) for the
+//! engines with a submission step; bandwidth and
 //! IOPS sampled every `bwavgtime`/`iopsavgtime` ms; how deep the queue was
 //! and how many I/Os each submission and each reap carried (fio's
 //! `iodepth_level`, `iodepth_submit`, `iodepth_complete`); the latency of
@@ -163,9 +164,9 @@ pub struct FioStats {
     /// apart from the completion latency; otherwise `slat` is empty and
     /// `lat` is the completion latency (fio's sync engines alike).
     pub measured_slat: bool,
-    /// Issue to submission returning, each way.
+    /// Preparation to the submitting call's return, each way.
     pub slat: [Recorder; DIRS],
-    /// Issue to completion, each way.
+    /// Preparation to completion, each way.
     pub lat: [Recorder; DIRS],
     /// Bandwidth samples (KiB/s).
     pub bw: Sampler,
@@ -173,9 +174,9 @@ pub struct FioStats {
     pub iops: Sampler,
     /// I/Os completed each way in the timed span (the IOPS sampler's totals).
     pub ios: [u64; DIRS],
-    /// I/Os by the queue depth they were submitted at.
+    /// I/Os by the queue depth their submit batch brought the queue to.
     pub depth: [u64; MAP_SLOTS],
-    /// Submissions by the I/Os each carried.
+    /// Submitting calls by the I/Os each carried.
     pub submit: [u64; MAP_SLOTS],
     /// Reaps by the completions each returned.
     pub complete: [u64; MAP_SLOTS],
@@ -248,10 +249,17 @@ impl FioStats {
         self.iops.tick(at_ns, &ios);
     }
 
-    /// The job's span ended: its usage is final, and for an engine
-    /// without a submission step `lat` is the completion latency `clat`.
-    pub fn finish(&mut self, clat: &[Recorder; DIRS]) {
+    /// The job's I/O and its read-back are over: its thread's usage is
+    /// final, taken before the account is drawn up (pooling the intervals'
+    /// histograms faults in fresh pages, hundreds of them, that are no part
+    /// of the job; fio likewise reads its usage once the job is done).
+    pub fn end_usage(&mut self) {
         self.usage = Usage::now().since(self.usage_start);
+    }
+
+    /// The job's span ended: for an engine without a submission step `lat`
+    /// is the completion latency `clat`.
+    pub fn finish(&mut self, clat: &[Recorder; DIRS]) {
         if !self.measured_slat {
             self.lat = clat.clone();
         }

@@ -507,10 +507,20 @@ pub struct Job {
     pub zero_buffers: bool,
     pub buffer_pattern: Option<Vec<u8>>,
     pub refill_buffers: bool,
-    /// `iodepth_low=`: refill the queue only when this few are in flight.
+    /// `iodepth_low=`: once the queue is full, reap until this few are in
+    /// flight before refilling it (0 or above `iodepth`: `iodepth`, fio's
+    /// default, so one completion makes room for one new I/O).
     pub iodepth_low: Option<u32>,
-    /// `iodepth_batch_complete_min=`: reap at least this many at once.
+    /// `iodepth_batch_submit=` (`iodepth_batch`): I/Os queued before the
+    /// engine submits them in one call (fio's 1; 0: `iodepth`).
+    pub batch_submit: u32,
+    /// `iodepth_batch_complete_min=`: reap at least this many at once (fio's
+    /// 1; 0: the engine looks without waiting, and spins for the one
+    /// completion a full queue needs).
     pub batch_complete_min: u32,
+    /// `iodepth_batch_complete_max=`: reap at most this many at once (0, or
+    /// below the minimum: the minimum, as fio has it).
+    pub batch_complete_max: u32,
     /// `exitall` / `exit_what=` / `exitall_on_error`: when this job ends
     /// (or fails), stop the others.
     pub exitall: bool,
@@ -682,7 +692,9 @@ impl Default for Job {
             buffer_pattern: None,
             refill_buffers: false,
             iodepth_low: None,
+            batch_submit: 1,
             batch_complete_min: 1,
+            batch_complete_max: 0,
             exitall: false,
             exit_what: ExitWhat::Group,
             exitall_on_error: false,
@@ -737,6 +749,46 @@ impl Job {
                 Completion::Interrupt
             })
     }
+
+    /// How the queue of `depth` I/Os is fed and drained, with fio's fix-ups
+    /// of the batch options against the depth (init.c): the options can be
+    /// given before `iodepth=`, so they are resolved only here.
+    pub fn batches(&self, depth: usize) -> Batches {
+        let depth = depth.max(1);
+        let within = |v: u32| match v as usize {
+            0 => depth,
+            v => v.min(depth),
+        };
+        let min = self.batch_complete_min as usize;
+        Batches {
+            submit: within(self.batch_submit),
+            complete_min: min,
+            complete_max: (self.batch_complete_max as usize).max(min),
+            low: within(self.iodepth_low.unwrap_or(0)),
+            polling: self.batch_complete_min == 0 && self.batch_complete_max == 0,
+        }
+    }
+}
+
+/// A job's queue discipline, as fio keeps its queue by default: each I/O
+/// submitted as it is made (`submit` 1), and once the queue is full one
+/// completion reaped (`complete_min` = `complete_max` = 1) to make room for
+/// the next (`low` = the depth), so the device sees the queue stay at the
+/// depth rather than drain and refill.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Batches {
+    /// I/Os queued before they are submitted in one call.
+    pub submit: usize,
+    /// Completions a reap waits for (0: it looks, the engine spinning for
+    /// the one a full queue must have).
+    pub complete_min: usize,
+    /// Completions a reap takes at most.
+    pub complete_max: usize,
+    /// A full queue is reaped until this few are in flight.
+    pub low: usize,
+    /// fio's polling loop (both completion batches 0): a reap after every
+    /// I/O, not only when the queue is full.
+    pub polling: bool,
 }
 
 /// fio's `filename_format=` keywords (matched in any case).
@@ -1626,6 +1678,54 @@ mod tests {
 
     fn err(key: &str, value: Option<&str>) -> String {
         Job::default().set(key, value).unwrap_err().to_string()
+    }
+
+    #[test]
+    fn queue_batches_have_fios_defaults_and_fix_ups() {
+        let b = |lines: &[(&str, &str)], depth| {
+            let mut j = Job::default();
+            for (k, v) in lines {
+                j.set(k, Some(v)).unwrap();
+            }
+            let b = j.batches(depth);
+            (b.submit, b.complete_min, b.complete_max, b.low, b.polling)
+        };
+        // fio: submit 1, reap 1 to 1, refill as soon as one is reaped.
+        assert_eq!(b(&[], 8), (1, 1, 1, 8, false));
+        // 0 or beyond the depth: the depth (the options may come first).
+        assert_eq!(
+            b(&[("iodepth_batch", "0"), ("iodepth_low", "0")], 8),
+            (8, 1, 1, 8, false)
+        );
+        assert_eq!(
+            b(&[("iodepth_batch_submit", "64"), ("iodepth_low", "9")], 8).0,
+            8
+        );
+        // A maximum below the minimum is the minimum.
+        assert_eq!(
+            b(&[("iodepth_batch_complete", "4")], 8),
+            (1, 4, 4, 8, false)
+        );
+        assert_eq!(
+            b(
+                &[
+                    ("iodepth_batch_complete_min", "2"),
+                    ("iodepth_batch_complete_max", "6"),
+                    ("iodepth_low", "3")
+                ],
+                8
+            ),
+            (1, 2, 6, 3, false)
+        );
+        // Both completion batches 0: fio's polling loop.
+        let polled = [
+            ("iodepth_batch_complete_min", "0"),
+            ("iodepth_batch_complete_max", "0"),
+        ];
+        assert_eq!(b(&polled, 8), (1, 0, 0, 8, true));
+        assert!(
+            err("iodepth_batch_complete_max", Some("x")).contains("iodepth_batch_complete_max")
+        );
     }
 
     #[test]

@@ -230,8 +230,22 @@ impl Engine for Absent {
         self.none.queue(op)
     }
 
-    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
-        self.none.reap(min, timeout, out)
+    fn commit(&mut self) -> Result<()> {
+        self.none.commit()
+    }
+
+    fn submission(&self) -> super::Submit {
+        self.none.submission()
+    }
+
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
+        self.none.reap(min, max, timeout, out)
     }
 
     fn sync(&mut self) -> Result<()> {
@@ -310,7 +324,13 @@ impl Engine for Exec {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        _min: usize,
+        _max: usize,
+        _timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         out.append(&mut self.done);
         Ok(())
     }

@@ -141,7 +141,13 @@ impl Engine for FileOps {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        _min: usize,
+        _max: usize,
+        _timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         out.append(&mut self.done);
         Ok(())
     }
@@ -216,7 +222,7 @@ mod tests {
                 ioprio: None,
             })
             .unwrap();
-            e.reap(1, Duration::from_secs(1), &mut out).unwrap();
+            e.reap(1, 1, Duration::from_secs(1), &mut out).unwrap();
         }
         out
     }

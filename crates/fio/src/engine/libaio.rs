@@ -8,7 +8,7 @@
 //! queues direct I/O: with `direct=0`, `io_submit` does the I/O before it
 //! returns (as fio's documentation warns).
 
-use super::{Dir, Done, Engine, Op, Target, Trimmer};
+use super::{Dir, Done, Engine, Op, Submit, Target, Trimmer};
 use crate::error::{Error, Result};
 use crate::job::{Completion, Job};
 use std::sync::atomic::{Ordering, fence};
@@ -92,7 +92,8 @@ pub struct Libaio {
     ios: u64,
     eagain: u64,
     /// Trims, made inside `queue` as fio's libaio engine makes them (no
-    /// iocb), and their completions until reaped.
+    /// iocb), and completions known before any wait (those trims, iocbs
+    /// the kernel refused at a commit) until reaped.
     trim: Option<Trimmer>,
     trimmed: Vec<Done>,
 }
@@ -126,7 +127,9 @@ impl Libaio {
                 super::errno_text(e)
             )));
         }
-        let spin = job.completion() == Completion::Poll;
+        // fio's libaio looks for completions with a minimum of 0 when
+        // iodepth_batch_complete_min=0, spinning until its one arrives.
+        let spin = job.completion() == Completion::Poll || job.batch_complete_min == 0;
         let o = &job.engine_opts;
         // SAFETY: the context's address is the ring io_setup mapped.
         let magic_ok = unsafe { (*(ctx as *const AioRing)).magic } == AIO_RING_MAGIC;
@@ -149,7 +152,7 @@ impl Libaio {
             ios: 0,
             eagain: 0,
             trim: Trimmer::of(targets, job),
-            trimmed: Vec::new(),
+            trimmed: Vec::with_capacity(depth),
         })
     }
 
@@ -182,7 +185,7 @@ impl Libaio {
 
     /// Submits every filled-in iocb, in as few `io_submit` calls as the
     /// kernel takes; an iocb it refuses completes with that error.
-    fn submit(&mut self, out: &mut Vec<Done>) -> Result<usize> {
+    fn submit_staged(&mut self, out: &mut Vec<Done>) -> Result<usize> {
         let mut failed = 0;
         let mut ptrs = std::mem::take(&mut self.ptrs);
         ptrs.extend(
@@ -244,7 +247,7 @@ impl Libaio {
 
     /// Completions now in the ring, read in user space as fio's
     /// userspace_reap does: events from head to tail, then head moved on.
-    fn ring_events(&mut self) -> usize {
+    fn ring_events(&mut self, max: usize) -> usize {
         let ring = self.ctx as *mut AioRing;
         let mut n = 0;
         // SAFETY: the ring stays mapped until io_destroy; the kernel only
@@ -255,7 +258,7 @@ impl Libaio {
             let tail = std::ptr::read_volatile(&(*ring).tail);
             fence(Ordering::Acquire);
             let evs = (ring as *const u8).add(std::mem::size_of::<AioRing>()) as *const IoEvent;
-            while head != tail && n < self.events.len() {
+            while head != tail && n < max {
                 self.events[n] = std::ptr::read_volatile(evs.add(head as usize));
                 head = (head + 1) % nr;
                 n += 1;
@@ -266,11 +269,13 @@ impl Libaio {
         n
     }
 
-    /// Up to `events.len()` completions: at least `min` unless `timeout`
-    /// passes first (0 = look and return).
-    fn get_events(&mut self, min: usize, timeout: Option<Duration>) -> Result<usize> {
+    /// Up to `max` completions (at most `events.len()`): at least `min`
+    /// unless `timeout` passes first (0 = look and return).
+    fn get_events(&mut self, min: usize, max: usize, timeout: Option<Duration>) -> Result<usize> {
+        let room = self.events.len();
+        let max = max.min(room).max(min.min(room)).max(1);
         if self.ring {
-            return Ok(self.ring_events());
+            return Ok(self.ring_events(max));
         }
         let ts = timeout.map(|t| libc::timespec {
             tv_sec: t.as_secs() as libc::time_t,
@@ -286,7 +291,7 @@ impl Libaio {
                     libc::SYS_io_getevents,
                     self.ctx,
                     min as libc::c_long,
-                    self.events.len() as libc::c_long,
+                    max as libc::c_long,
                     self.events.as_mut_ptr(),
                     tsp,
                 )
@@ -352,7 +357,7 @@ impl Engine for Libaio {
             // What was queued before it goes to the kernel first (fio
             // answers a trim with "busy" until it has).
             let mut done = std::mem::take(&mut self.trimmed);
-            let r = self.submit(&mut done);
+            let r = self.submit_staged(&mut done);
             self.trimmed = done;
             r?;
             let done = super::trim::complete(&mut self.trim, &op)?;
@@ -363,13 +368,24 @@ impl Engine for Libaio {
         Ok(())
     }
 
+    fn commit(&mut self) -> Result<()> {
+        let mut refused = std::mem::take(&mut self.trimmed);
+        let r = self.submit_staged(&mut refused);
+        self.trimmed = refused;
+        r.map(|_| ())
+    }
+
+    fn submission(&self) -> Submit {
+        Submit::Commit
+    }
+
     fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
         out.append(&mut self.trimmed);
-        self.submit(out)?;
-        let n = self.get_events(0, Some(Duration::ZERO))?;
+        self.submit_staged(out)?;
+        let n = self.get_events(0, usize::MAX, Some(Duration::ZERO))?;
         self.complete(n, out)?;
         if !self.unsubmitted.is_empty() {
-            self.submit(out)?;
+            self.submit_staged(out)?;
         }
         Ok(())
     }
@@ -380,35 +396,44 @@ impl Engine for Libaio {
         }
         let had = out.len();
         out.append(&mut self.trimmed);
-        self.submit(out)?;
+        self.submit_staged(out)?;
         if out.len() == had {
             // Sleeps in io_getevents until the first completion or `until`.
             let left = until.saturating_duration_since(Instant::now());
-            let n = self.get_events(1, Some(left))?;
+            let n = self.get_events(1, usize::MAX, Some(left))?;
             self.complete(n, out)?;
         }
         if !self.unsubmitted.is_empty() {
-            self.submit(out)?;
+            self.submit_staged(out)?;
         }
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let mut got = self.trimmed.len();
         out.append(&mut self.trimmed);
-        got += self.submit(out)?;
+        got += self.submit_staged(out)?;
         let mut spins = 0u32;
         while got < min {
+            // Each call asks for no more than is left of `max` (fio asks
+            // io_getevents for its maximum, 1 by default).
+            let room = max.saturating_sub(got).max(1);
             let n = if self.spin {
-                self.get_events(0, Some(Duration::ZERO))?
+                self.get_events(0, room, Some(Duration::ZERO))?
             } else {
                 let left = deadline.saturating_duration_since(Instant::now());
-                self.get_events(min - got, Some(left))?
+                self.get_events(min - got, room, Some(left))?
             };
             got += self.complete(n, out)?;
             if !self.unsubmitted.is_empty() {
-                got += self.submit(out)?;
+                got += self.submit_staged(out)?;
             }
             if got >= min {
                 break;
@@ -539,7 +564,7 @@ mod tests {
                 }
                 out.clear();
                 while out.len() < 8 {
-                    e.reap(1, Duration::from_secs(5), &mut out).unwrap();
+                    e.reap(1, 1, Duration::from_secs(5), &mut out).unwrap();
                 }
                 assert!(out.iter().all(|d| d.res == Ok(8192)), "{mode}");
             }

@@ -248,7 +248,13 @@ impl Engine for LinkEngine {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        _min: usize,
+        _max: usize,
+        _timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         if self.queued.is_empty() {
             return Ok(());
         }

@@ -104,7 +104,13 @@ impl Engine for Mmap {
         Ok(())
     }
 
-    fn reap(&mut self, _min: usize, _timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        _min: usize,
+        _max: usize,
+        _timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         out.extend(self.done.drain(..));
         Ok(())
     }

@@ -86,11 +86,32 @@ pub struct Done {
 
 /// The narrow table every engine fills in.
 pub trait Engine {
-    /// Starts `op` (an engine without a queue performs it at once).
+    /// Starts `op` (an engine without a queue performs it at once; one with
+    /// a submission step, [`Submit::Commit`], only stages it).
     fn queue(&mut self, op: Op) -> Result<()>;
+    /// Submits what `queue` staged, in as few calls as the kernel takes
+    /// (fio's `commit`: one `io_submit` or `io_uring_enter` per batch of
+    /// `iodepth_batch_submit` I/Os); the worker ends the batch's `slat` when
+    /// it returns. An I/O the kernel refuses is reported by the next reap.
+    fn commit(&mut self) -> Result<()> {
+        Ok(())
+    }
+    /// Where the engine hands an I/O over, which is where fio's `slat` ends.
+    fn submission(&self) -> Submit {
+        Submit::Queue
+    }
     /// Waits until at least `min` I/Os have finished, or `timeout` passes
-    /// with none finishing (an error naming the hang), and appends them.
-    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()>;
+    /// with none finishing (an error naming the hang), and appends them: at
+    /// most `max` where the engine collects a chosen number (fio's
+    /// `iodepth_batch_complete_max`; the engines that perform the I/O in
+    /// `queue` hand back what they did).
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()>;
     /// Makes written data durable (fsync / msync).
     fn sync(&mut self) -> Result<()>;
     /// How completions are awaited, for the report.
@@ -140,7 +161,7 @@ pub trait Engine {
     /// I/Os). Engines that submit in `queue` and collect in `reap` with
     /// no wait for `min` = 0 need nothing more.
     fn poll(&mut self, out: &mut Vec<Done>) -> Result<()> {
-        self.reap(0, Duration::ZERO, out)
+        self.reap(0, usize::MAX, Duration::ZERO, out)
     }
     /// Collects what has completed, waiting for a first completion until
     /// `until` at most; none by then is no error (the offloaded job's wait
@@ -185,6 +206,26 @@ pub(crate) fn hang(timeout: Duration) -> Error {
         "no I/O completed within {} (target hung or far too slow); raise --timeout if this device is that slow",
         humantime::format_duration(timeout)
     ))
+}
+
+/// Where an engine hands an I/O to the kernel or device: where fio's
+/// submission latency (`slat`, from the I/O's preparation) ends and its
+/// completion latency (`clat`) begins, and what its submit map counts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Submit {
+    /// In `queue` (posixaio's `aio_read`, a transport's send): as fio's
+    /// engines without a commit step, each I/O is one submission and one
+    /// completion of its own in the maps.
+    Queue,
+    /// In `commit` (libaio's `io_submit`, io_uring's `io_uring_enter`, the
+    /// null engine): every I/O of the batch ends its `slat` when the call
+    /// returns, and the call is one submission of that many.
+    Commit,
+    /// In `commit`, which does the I/O itself (vsync's `readv` of the
+    /// coalesced batch): fio times no `slat` for it (a synchronous engine
+    /// to fio), and `clat` runs from `queue`'s return, over the call; the
+    /// call is one submission of the batch, as in fio's submit map.
+    CommitUntimed,
 }
 
 /// How the worker counts an engine's completions.
@@ -292,8 +333,20 @@ impl Engine for Hang {
         }
         self.inner.queue(op)
     }
-    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
-        self.inner.reap(min, timeout, out)
+    fn commit(&mut self) -> Result<()> {
+        self.inner.commit()
+    }
+    fn submission(&self) -> Submit {
+        self.inner.submission()
+    }
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
+        self.inner.reap(min, max, timeout, out)
     }
     fn sync(&mut self) -> Result<()> {
         self.inner.sync()

@@ -131,7 +131,7 @@ fn serve(mut eng: Inner, tasks: &Receiver<Task>, done: &SyncSender<Finished>) {
         let res = eng
             .0
             .queue(op)
-            .and_then(|()| eng.0.reap(1, Duration::ZERO, &mut out));
+            .and_then(|()| eng.0.reap(1, 1, Duration::ZERO, &mut out));
         let at = Instant::now();
         let msg = match (res, out.pop()) {
             (Ok(()), Some(d)) => Finished::Done(d, at),
@@ -153,9 +153,18 @@ impl Engine for Pool {
         self.tasks[op.slot].send(Task::Io(op)).map_err(|_| ended())
     }
 
-    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         let mut got = 0;
         loop {
+            if got >= max.max(1) {
+                return Ok(());
+            }
             match self.finished.try_recv() {
                 Ok(f) => {
                     got += self.take(f, out)?;
@@ -184,7 +193,7 @@ impl Engine for Pool {
             Err(RecvTimeoutError::Timeout) => return Ok(()),
             Err(RecvTimeoutError::Disconnected) => return Err(ended()),
         }
-        self.reap(0, Duration::ZERO, out)
+        self.reap(0, usize::MAX, Duration::ZERO, out)
     }
 
     fn completed_at(&self, slot: usize) -> Option<Instant> {

@@ -21,6 +21,8 @@ pub struct PosixAio {
     pending: Vec<Option<(Op, usize)>>,
     /// Slots submitted and not yet collected.
     inflight: Vec<usize>,
+    /// The control blocks `aio_suspend` waits on (kept for its room).
+    suspend: Vec<*const libc::aiocb>,
     /// Completions found at submission (a refused request).
     ready: Vec<Done>,
     ios: u64,
@@ -47,7 +49,8 @@ impl PosixAio {
             cbs: (0..depth).map(|_| unsafe { std::mem::zeroed() }).collect(),
             pending: vec![None; depth],
             inflight: Vec::with_capacity(depth),
-            ready: Vec::new(),
+            suspend: Vec::with_capacity(depth),
+            ready: Vec::with_capacity(depth),
             ios: 0,
             suspends: 0,
             trim: Trimmer::of(targets, job),
@@ -141,7 +144,15 @@ impl Engine for PosixAio {
         Ok(())
     }
 
-    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    /// Collects every request found finished, as fio's posixaio engine
+    /// does (its reap takes no maximum).
+    fn reap(
+        &mut self,
+        min: usize,
+        _max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
         let mut got = self.ready.len();
         out.append(&mut self.ready);
@@ -166,11 +177,14 @@ impl Engine for PosixAio {
             if left.is_zero() {
                 return Err(hang(timeout));
             }
-            let list: Vec<*const libc::aiocb> = self
-                .inflight
-                .iter()
-                .map(|&s| &self.cbs[s] as *const libc::aiocb)
-                .collect();
+            // The list's room was made with the engine: no allocation here.
+            let mut list = std::mem::take(&mut self.suspend);
+            list.clear();
+            list.extend(
+                self.inflight
+                    .iter()
+                    .map(|&s| &self.cbs[s] as *const libc::aiocb),
+            );
             let ts = libc::timespec {
                 tv_sec: left.as_secs() as libc::time_t,
                 tv_nsec: left.subsec_nanos() as libc::c_long,
@@ -178,6 +192,7 @@ impl Engine for PosixAio {
             self.suspends += 1;
             // SAFETY: every pointer is a submitted control block.
             let r = unsafe { libc::aio_suspend(list.as_ptr(), list.len() as libc::c_int, &ts) };
+            self.suspend = list;
             if r < 0 {
                 let e = errno();
                 if e != libc::EAGAIN && e != libc::EINTR {
@@ -284,7 +299,7 @@ mod tests {
                 }
                 let mut out = Vec::new();
                 while out.len() < 4 {
-                    e.reap(1, Duration::from_secs(5), &mut out).unwrap();
+                    e.reap(1, 1, Duration::from_secs(5), &mut out).unwrap();
                 }
                 assert!(out.iter().all(|d| d.res == Ok(4096)), "{mode}");
             }

@@ -19,7 +19,7 @@
 //! where the kernel has them), `force_async=N` sets IOSQE_ASYNC on every
 //! N-th request, `nowait` sets RWF_NOWAIT.
 
-use super::{Dir, Done, Engine, IoMemory, Op, Target, Trimmer, hang};
+use super::{Dir, Done, Engine, IoMemory, Op, Submit, Target, Trimmer, hang};
 use crate::error::{Error, Result};
 use crate::job::{Completion, Job};
 use io_uring::{IoUring, opcode, squeue, types};
@@ -50,6 +50,9 @@ pub struct Uring {
     sqpoll: bool,
     sqpoll_cpu: Option<u32>,
     spin: bool,
+    /// `iodepth_batch_complete_min=0`: a reap enters the kernel to look for
+    /// completions without waiting, again until it has its one (fio's).
+    look_only: bool,
     /// Completions run when this thread waits (DEFER_TASKRUN).
     deferred: bool,
     /// Completions copied off the ring (user data, result), kept between
@@ -159,6 +162,7 @@ impl Uring {
             sqpoll: job.sqthread_poll,
             sqpoll_cpu: o.sqthread_poll_cpu,
             spin: job.completion() == Completion::Poll && !job.hipri,
+            look_only: job.batch_complete_min == 0,
             deferred,
             cqes: Vec::with_capacity(entries as usize * 2),
             buf: if o.nonvectored == 0 {
@@ -184,7 +188,7 @@ impl Uring {
             forced: 0,
             eagain: 0,
             trim: Trimmer::of(targets, job),
-            trimmed: Vec::new(),
+            trimmed: Vec::with_capacity(depth),
         })
     }
 
@@ -263,12 +267,19 @@ impl Uring {
         Ok(())
     }
 
-    /// Moves finished entries from the completion ring to `out`; returns how many.
-    fn drain(&mut self, out: &mut Vec<Done>) -> Result<usize> {
+    /// Moves up to `max` finished entries from the completion ring to
+    /// `out` (the rest stay there for the next reap); returns how many
+    /// I/Os finished.
+    fn drain(&mut self, out: &mut Vec<Done>, max: usize) -> Result<usize> {
         // Copied off first: continuing a short transfer pushes to the ring.
         let mut cqes = std::mem::take(&mut self.cqes);
         cqes.clear();
-        cqes.extend(self.ring.completion().map(|c| (c.user_data(), c.result())));
+        cqes.extend(
+            self.ring
+                .completion()
+                .take(max)
+                .map(|c| (c.user_data(), c.result())),
+        );
         let n = self.handle(&cqes, out);
         self.cqes = cqes;
         n
@@ -329,7 +340,54 @@ impl Uring {
     }
 }
 
+impl Uring {
+    /// One `io_uring_enter` that submits what is queued and runs completed
+    /// work without waiting (GETEVENTS with a minimum of 0), as fio's
+    /// io_uring engine commits and looks.
+    fn enter_nowait(&mut self) -> Result<()> {
+        // SAFETY: no argument pointer is passed.
+        let entered = unsafe {
+            self.ring.submitter().enter::<libc::sigset_t>(
+                self.unsubmitted as u32,
+                0,
+                IORING_ENTER_GETEVENTS,
+                None,
+            )
+        };
+        match entered {
+            Ok(n) => self.unsubmitted = self.unsubmitted.saturating_sub(n),
+            // Left queued: the next enter submits it.
+            Err(e)
+                if matches!(
+                    e.raw_os_error(),
+                    Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
+                ) => {}
+            Err(e) => return Err(Error::run(format!("io_uring submit: {e}"))),
+        }
+        Ok(())
+    }
+}
+
 impl Engine for Uring {
+    fn commit(&mut self) -> Result<()> {
+        if self.unsubmitted == 0 {
+            return Ok(());
+        }
+        if self.sqpoll {
+            // The kernel's thread submits; it is woken only if it sleeps.
+            self.ring
+                .submit()
+                .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+            self.unsubmitted = 0;
+            return Ok(());
+        }
+        self.enter_nowait()
+    }
+
+    fn submission(&self) -> Submit {
+        Submit::Commit
+    }
+
     fn queue(&mut self, op: Op) -> Result<()> {
         if op.dir == Dir::Trim {
             // What was queued before it goes to the kernel first (fio
@@ -352,21 +410,7 @@ impl Engine for Uring {
             // A deferred completion is posted only by an enter that asks
             // for events: without one, an offloaded job polling between due
             // times saw its completions late (at its next real wait).
-            // min_complete 0: nothing is waited for.
-            // SAFETY: no argument pointer is passed.
-            let entered = unsafe {
-                self.ring.submitter().enter::<libc::sigset_t>(
-                    self.unsubmitted as u32,
-                    0,
-                    IORING_ENTER_GETEVENTS,
-                    None,
-                )
-            };
-            match entered {
-                Ok(_) => self.unsubmitted = 0,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) => return Err(Error::run(format!("io_uring submit: {e}"))),
-            }
+            self.enter_nowait()?;
         } else if self.unsubmitted > 0 {
             self.ring
                 .submit()
@@ -374,7 +418,7 @@ impl Engine for Uring {
             self.unsubmitted = 0;
         }
         out.append(&mut self.trimmed);
-        self.drain(out).map(|_| ())
+        self.drain(out, usize::MAX).map(|_| ())
     }
 
     fn wait(&mut self, until: Instant, out: &mut Vec<Done>) -> Result<()> {
@@ -383,7 +427,7 @@ impl Engine for Uring {
         }
         let had = out.len();
         out.append(&mut self.trimmed);
-        self.drain(out)?;
+        self.drain(out, usize::MAX)?;
         let left = until.saturating_duration_since(Instant::now());
         if out.len() > had || left.is_zero() {
             return self.poll(out);
@@ -398,14 +442,21 @@ impl Engine for Uring {
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
             Err(e) => return Err(Error::run(format!("io_uring wait: {e}"))),
         }
-        self.drain(out).map(|_| ())
+        self.drain(out, usize::MAX).map(|_| ())
     }
 
-    fn reap(&mut self, min: usize, timeout: Duration, out: &mut Vec<Done>) -> Result<()> {
+    fn reap(
+        &mut self,
+        min: usize,
+        max: usize,
+        timeout: Duration,
+        out: &mut Vec<Done>,
+    ) -> Result<()> {
         let deadline = Instant::now() + timeout;
+        let max = max.max(min).max(1);
         let mut got = self.trimmed.len();
         out.append(&mut self.trimmed);
-        got += self.drain(out)?;
+        got += self.drain(out, max.saturating_sub(got))?;
         if self.spin {
             if self.unsubmitted > 0 || self.sqpoll {
                 self.ring
@@ -415,7 +466,7 @@ impl Engine for Uring {
             }
             let mut spins = 0u32;
             while got < min {
-                got += self.drain(out)?;
+                got += self.drain(out, max.saturating_sub(got))?;
                 spins = spins.wrapping_add(1);
                 if spins.is_multiple_of(4096) && Instant::now() > deadline {
                     return Err(hang(timeout));
@@ -431,15 +482,20 @@ impl Engine for Uring {
             if left.is_zero() {
                 return Err(hang(timeout));
             }
-            let ts = types::Timespec::from(left);
-            let args = types::SubmitArgs::new().timespec(&ts);
-            match self.ring.submitter().submit_with_args(min - got, &args) {
-                Ok(_) => self.unsubmitted = 0,
-                Err(e) if e.raw_os_error() == Some(libc::ETIME) => self.unsubmitted = 0,
-                Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                Err(e) => return Err(Error::run(format!("io_uring wait: {e}"))),
+            if self.look_only && !self.sqpoll {
+                // fio's minimum of 0: look, and look again.
+                self.enter_nowait()?;
+            } else {
+                let ts = types::Timespec::from(left);
+                let args = types::SubmitArgs::new().timespec(&ts);
+                match self.ring.submitter().submit_with_args(min - got, &args) {
+                    Ok(_) => self.unsubmitted = 0,
+                    Err(e) if e.raw_os_error() == Some(libc::ETIME) => self.unsubmitted = 0,
+                    Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
+                    Err(e) => return Err(Error::run(format!("io_uring wait: {e}"))),
+                }
             }
-            got += self.drain(out)?;
+            got += self.drain(out, max.saturating_sub(got))?;
             if got < min {
                 left = deadline.saturating_duration_since(Instant::now());
             }
@@ -606,7 +662,7 @@ mod tests {
             queue_slots(&mut e, &mut mem, dir, 8, 8192);
             let mut out = Vec::new();
             while out.len() < 8 {
-                e.reap(1, Duration::from_secs(5), &mut out).unwrap();
+                e.reap(1, 1, Duration::from_secs(5), &mut out).unwrap();
             }
             assert!(out.iter().all(|d| d.res == Ok(8192)));
         }
@@ -724,7 +780,7 @@ mod tests {
             queue_slots(&mut e, &mut mem, Dir::Read, 1, 4096);
             let started = Instant::now();
             let mut out = Vec::new();
-            let r = e.reap(1, Duration::from_millis(400), &mut out);
+            let r = e.reap(1, 1, Duration::from_millis(400), &mut out);
             let took = started.elapsed();
             let _ = tx.send(Some((r.err().map(|e| e.to_string()), took)));
             // The writer wakes the read, so the ring's drop has nothing

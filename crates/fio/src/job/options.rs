@@ -474,11 +474,20 @@ pub static GENERAL: &[Spec] = &[
         j.iodepth_low = Some(o.int(0, 65536)?);
         Ok(())
     }),
+    Spec::set("iodepth_batch", Kind::Int, |j, o| {
+        j.batch_submit = o.int(0, 65536)?;
+        Ok(())
+    })
+    .alias(&["iodepth_batch_submit"]),
     Spec::set("iodepth_batch_complete_min", Kind::Int, |j, o| {
-        j.batch_complete_min = o.int(0, 65536)?.max(1);
+        j.batch_complete_min = o.int(0, 65536)?;
         Ok(())
     })
     .alias(&["iodepth_batch_complete"]),
+    Spec::set("iodepth_batch_complete_max", Kind::Int, |j, o| {
+        j.batch_complete_max = o.int(0, 65536)?;
+        Ok(())
+    }),
     flag("exitall", |j, o| o.bool().map(|v| j.exitall = v)),
     flag("exitall_on_error", |j, o| {
         o.bool().map(|v| j.exitall_on_error = v)
@@ -649,14 +658,6 @@ pub static GENERAL: &[Spec] = &[
         j.ioprio.0 = Some(o.int(0, 3)?);
         Ok(())
     }),
-    Spec::take("iodepth_batch", Kind::Int, |_, o| {
-        o.int(0, 65536)?;
-        Ok(SetOutcome::Note(format!(
-            "{}: xferbench refills the queue to iodepth and submits what is queued in one call before each reap",
-            o.key
-        )))
-    })
-    .alias(&["iodepth_batch_submit", "iodepth_batch_complete_max"]),
     flag("scramble_buffers", |j, o| {
         j.buffers.scramble = o.bool()?;
         j.buffers.scramble_set = true;

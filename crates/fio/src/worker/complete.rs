@@ -12,26 +12,64 @@ use std::sync::atomic::Ordering;
 use std::time::Instant;
 
 impl Worker<'_> {
-    /// Reaps at least `batch_complete_min` completions and accounts for
-    /// them; the time they were reaped at, or None when the engine failed.
+    /// fio's reap (`wait_for_completions`, or the drain at the end): what
+    /// was queued and not yet submitted goes first, then a full queue gives
+    /// up at least `iodepth_batch_complete_min` and at most
+    /// `iodepth_batch_complete_max` completions a call (fio's 1 and 1: one
+    /// completion makes room for one I/O, and the queue stays at its
+    /// depth), again until no more than `iodepth_low` are in flight; a
+    /// queue waiting on something else (a rate, a sync, a backlog check)
+    /// gives up at least one; and an ending job's, all it has in one call
+    /// (after the reap of a full queue that its last I/O filled).
+    /// The time of the last reap, or None when the engine failed.
     pub(super) fn reap(&mut self) -> Result<Option<Instant>> {
-        let job = self.job;
-        if !self.queue.fresh.is_empty() {
-            // The engine submits what was queued now: fio's slat ends, clat
-            // begins (the io_submit itself counts in clat).
-            let now = Instant::now();
-            for slot in self.queue.fresh.drain(..) {
-                if let Some(f) = self.queue.flights[slot].as_mut() {
-                    f.sub = now;
-                }
+        self.commit(false)?;
+        if self.end.broken {
+            return Ok(None);
+        }
+        let b = self.queue.batches;
+        let (full, ending) = (self.full(), self.ending());
+        loop {
+            let inflight = self.queue.inflight;
+            // A full queue is reaped as a full one even by a job that
+            // queues nothing more: fio checks for a full queue as soon as
+            // an I/O is queued, and for its end at the next turn.
+            let min = match (full, ending) {
+                (true, _) => b.complete_min.min(inflight).max(1),
+                (false, true) => inflight,
+                (false, false) => 1,
+            };
+            let max = b.complete_max.min(inflight).max(min);
+            let reaped = self
+                .eng
+                .reap(min, max, self.shared.timeout, &mut self.queue.done);
+            let Some(now) = self.collected(reaped)? else {
+                return Ok(None);
+            };
+            if !full || self.queue.inflight <= b.low {
+                return Ok(Some(now));
             }
         }
-        let reaped = self.eng.reap(
-            (job.batch_complete_min as usize).clamp(1, self.queue.inflight),
-            self.shared.timeout,
-            &mut self.queue.done,
-        );
-        self.collected(reaped)
+    }
+
+    /// Whether the queue is full: at its depth, or at the depth the
+    /// latency target allows (fio's `queue_full`).
+    fn full(&self) -> bool {
+        let inflight = self.queue.inflight;
+        inflight >= self.queue.depth
+            || self
+                .tune
+                .lat
+                .as_ref()
+                .is_some_and(|l| inflight >= l.qd as usize)
+    }
+
+    /// Whether the job will queue nothing more: what is in flight is
+    /// drained in one reap, as fio's end of `do_io` drains it.
+    fn ending(&self) -> bool {
+        self.end.stopping
+            || (self.issued.count >= self.totals.ios || self.issued.bytes >= self.totals.bytes)
+                && self.queue.held.is_none()
     }
 
     /// Collects what has completed without waiting, or waiting for a first

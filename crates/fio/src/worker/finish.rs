@@ -27,6 +27,7 @@ impl Worker<'_> {
         let end = Instant::now();
         let runtime_ns = end.duration_since(self.clock.measure_start).as_nanos() as u64;
         self.final_check()?;
+        self.fio.end_usage();
         if let Some(why) = self
             .verify
             .as_ref()

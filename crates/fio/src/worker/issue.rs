@@ -3,7 +3,7 @@
 //! between I/Os.
 
 use super::{Flight, Worker};
-use crate::engine::{Dir, Op};
+use crate::engine::{Dir, Op, Submit};
 use crate::error::Result;
 use crate::fiostats::{batch_slot, depth_slot};
 use crate::job::Rw;
@@ -11,17 +11,14 @@ use crate::payload::splitmix;
 use std::time::{Duration, Instant};
 
 impl Worker<'_> {
-    /// Fills the queue: up to the depth (with `iodepth_low`, only once it
-    /// has drained to the low-water mark), until the job has issued all it
-    /// is to, or is ending, or waits to sync or check a backlog.
+    /// Fills the queue as fio's `do_io` does: each I/O prepared and queued,
+    /// and every `iodepth_batch_submit` of them submitted in one engine
+    /// call, until the queue is full, the job has issued all it is to, or
+    /// is ending, or waits to sync or check a backlog (fio's polling loop,
+    /// both completion batches 0, reaps after every I/O instead).
     pub(super) fn issue(&mut self) -> Result<()> {
         let job = self.job;
-        let refilling = job
-            .iodepth_low
-            .is_none_or(|low| self.queue.inflight <= low as usize);
-        let mut queued_now = 0;
-        while refilling
-            && self.queue.inflight < self.queue.depth
+        while self.queue.inflight < self.queue.depth
             && self.issued.count < self.totals.ios
             && self.issued.bytes < self.totals.bytes
             && !self.end.stopping
@@ -41,20 +38,20 @@ impl Worker<'_> {
             if !self.rate_allows() || self.end.stopping {
                 break;
             }
-            let (t0, dir, file, rel, len) = match self.queue.held.take() {
+            let (due, dir, file, rel, len) = match self.queue.held.take() {
                 Some(held) => held,
                 None => {
                     self.think();
-                    let Some(t0) = self.due()? else { break };
+                    let Some(due) = self.due()? else { break };
                     let dir = self.next_dir();
                     let (file, rel, len) = self.next_extent(dir);
                     self.new_pass();
-                    (t0, dir, file, rel, len)
+                    (due, dir, file, rel, len)
                 }
             };
             if job.serialize_overlap && self.overlaps_inflight(file, rel, len) {
                 // Reaped first; it goes when the overlapping one is done.
-                self.queue.held = Some((t0, dir, file, rel, len));
+                self.queue.held = Some((due, dir, file, rel, len));
                 break;
             }
             let blk = rel / job.bs;
@@ -65,7 +62,15 @@ impl Worker<'_> {
                 break;
             };
             let offset = self.files.start(file) + rel;
-            if dir == Dir::Write {
+            // fio's preparation ends with the buffer refilled
+            // (`refill_buffers`) and then reads its clock; the verify
+            // header and the scramble are written after, in its slat.
+            let refill = dir == Dir::Write && self.verify.is_none() && self.content.refill;
+            if refill {
+                self.fill_buffer(slot, file, rel, len, offset, blk);
+            }
+            let t0 = due.unwrap_or_else(Instant::now);
+            if dir == Dir::Write && !refill {
                 self.fill_buffer(slot, file, rel, len, offset, blk);
             }
             let buf = self.mem.slot_ptr(slot);
@@ -94,37 +99,92 @@ impl Worker<'_> {
                 break;
             }
             self.queue.inflight += 1;
-            queued_now += 1;
             self.submitted(slot);
+            if self.queue.uncommitted >= self.queue.batches.submit {
+                self.commit(true)?;
+                if self.end.broken {
+                    break;
+                }
+            }
             if self.tune.sched.is_some() {
                 // Submitted now, not at the next reap: it was due.
                 self.harvest(None)?;
             }
-        }
-        // fio's submit map: one submission of the batch an asynchronous
-        // engine was handed (a synchronous one's are counted per I/O).
-        if !self.sync_engine && queued_now > 0 {
-            self.fio.submit[batch_slot(queued_now)] += 1;
+            if self.queue.batches.polling && !self.sync_engine {
+                break;
+            }
         }
         Ok(())
     }
 
-    /// An I/O was queued: the queue depth it went in at is counted (for a
-    /// synchronous engine, its one-I/O submission and completion too, as
-    /// fio counts them), and an engine with a submission step submits it at
-    /// the next reap.
+    /// An I/O was queued: a synchronous engine's is counted as fio counts
+    /// it (depth 1, a submission and a completion of one); an asynchronous
+    /// engine's waits for the batch's commit, and if the engine submitted
+    /// it in `queue` its submission time is now.
     fn submitted(&mut self, slot: usize) {
         let f = &mut self.fio;
         if self.sync_engine {
             f.depth[0] += 1;
             f.submit[1] += 1;
             f.complete[1] += 1;
-        } else {
-            f.depth[depth_slot(self.queue.inflight)] += 1;
-            // Handed to the kernel at the next reap (the engines submit
-            // there, in one call per batch): its submission ends then.
-            self.queue.fresh.push(slot);
+            return;
         }
+        self.queue.uncommitted += 1;
+        match self.queue.submit {
+            Submit::Commit => self.queue.fresh.push(slot),
+            submit => {
+                if submit == Submit::Queue {
+                    // fio's engines without a commit step: each I/O is a
+                    // submission and a completion of one (besides the
+                    // reaps, which count too).
+                    f.submit[1] += 1;
+                    f.complete[1] += 1;
+                }
+                if self.tune.sched.is_none()
+                    && let Some(fl) = self.queue.flights[slot].as_mut()
+                {
+                    fl.sub = Instant::now();
+                }
+            }
+        }
+    }
+
+    /// fio's `td_io_commit`: the I/Os queued since the last commit are
+    /// submitted in one engine call, and each ends its `slat` when the call
+    /// returns. A full batch (`batch`) is counted in the depth map at the
+    /// queue's depth, as fio counts it there; the commit a reap makes of
+    /// a partial batch is not (fio's reap commits without counting).
+    pub(super) fn commit(&mut self, batch: bool) -> Result<()> {
+        let n = self.queue.uncommitted;
+        if n == 0 {
+            return Ok(());
+        }
+        self.queue.uncommitted = 0;
+        if batch {
+            self.fio.depth[depth_slot(self.queue.inflight)] += n as u64;
+        }
+        let committed = self.eng.commit();
+        if super::engine_failed(committed, self.job, &mut self.end.failure)? {
+            self.end.broken = true;
+            self.queue.fresh.clear();
+            return Ok(());
+        }
+        if self.queue.submit != Submit::Queue {
+            self.fio.submit[batch_slot(n)] += 1;
+        }
+        if self.queue.submit == Submit::Commit {
+            // An offloaded job's I/Os are timed from their due time instead.
+            if self.tune.sched.is_none() {
+                let now = Instant::now();
+                for &slot in &self.queue.fresh {
+                    if let Some(f) = self.queue.flights[slot].as_mut() {
+                        f.sub = now;
+                    }
+                }
+            }
+        }
+        self.queue.fresh.clear();
+        Ok(())
     }
 
     /// `serialize_overlap`: whether bytes `rel..rel + len` of `file`'s
@@ -154,12 +214,14 @@ impl Worker<'_> {
             .is_none_or(|l| inflight < l.qd as usize)
     }
 
-    /// When the next I/O starts, for its latency: now, or for an offloaded
-    /// job the time it was due, after waiting for it while collecting
-    /// completions (None: the job ended while waiting).
-    fn due(&mut self) -> Result<Option<Instant>> {
+    /// When the next I/O is due: for an offloaded job the time on its
+    /// schedule, after waiting for it while collecting completions (its
+    /// latency runs from there); Some(None) for any other job, whose I/O
+    /// is timed from the end of its preparation; None: the job ended while
+    /// waiting.
+    fn due(&mut self) -> Result<Option<Option<Instant>>> {
         let Some(due) = self.tune.sched.as_ref().map(|s| s.peek()) else {
-            return Ok(Some(Instant::now()));
+            return Ok(Some(None));
         };
         if self.clock.deadline.is_some_and(|d| due >= d) {
             self.end.stopping = true;
@@ -203,7 +265,7 @@ impl Worker<'_> {
             }
             std::hint::spin_loop();
         }
-        Ok(self.tune.sched.as_mut().map(|s| s.take()))
+        Ok(Some(self.tune.sched.as_mut().map(|s| s.take())))
     }
 
     /// fio's `thinktime`: every `thinktime_blocks` I/Os the job pauses

@@ -392,12 +392,16 @@ struct Flight {
     offset: u64,
     len: u64,
     block: u64,
+    /// When its preparation ended (fio's `start_time`: offset and length
+    /// drawn, buffer refilled), or when it was due on an offloaded job's
+    /// schedule: the start of its latency and submission latency.
     t0: Instant,
     /// The I/O's priority (kernel ioprio value: class << 13 | level), for
     /// its latency record and logs.
     prio: u16,
-    /// When its submission returned (`t0` for an engine that does the I/O
-    /// as it is queued): the start of its completion latency.
+    /// When the call that submitted it returned (fio's `issue_time`; `t0`
+    /// for an engine that does the I/O as it is queued, and on an
+    /// offloaded job's schedule): the start of its completion latency.
     sub: Instant,
 }
 
@@ -436,12 +440,20 @@ struct Queue {
     flights: Vec<Option<Flight>>,
     done: Vec<Done>,
     inflight: usize,
-    /// Slots queued since the last reap, where the engine submits them.
+    /// How the queue is fed and drained (fio's `iodepth_batch_*`,
+    /// `iodepth_low`).
+    batches: crate::job::Batches,
+    /// Where the engine submits: where each I/O's `slat` ends.
+    submit: engine::Submit,
+    /// I/Os queued since the last commit (fio's `io_u_queued`).
+    uncommitted: usize,
+    /// Their slots, for an engine that submits at the commit: each gets
+    /// the commit's return as its submission time.
     fresh: Vec<usize>,
     /// `serialize_overlap`: the next I/O, drawn but overlapping one in
-    /// flight (its start time, direction, file, offset in the file's region
-    /// and length), issued once that one is done.
-    held: Option<(Instant, Dir, usize, u64, u64)>,
+    /// flight (its due time if scheduled, direction, file, offset in the
+    /// file's region and length), issued once that one is done.
+    held: Option<(Option<Instant>, Dir, usize, u64, u64)>,
 }
 
 /// The verify state of a job with `verify=`.
@@ -625,11 +637,14 @@ fn engine_failed(r: Result<()>, job: &Job, failure: &mut Option<String>) -> Resu
 }
 
 #[cfg(test)]
+mod queue_tests;
+
+#[cfg(test)]
 mod tests {
     use super::*;
 
     /// A job from job-file text, readied as a caller of the crate would.
-    fn prepared(text: &str) -> Prepared {
+    pub(super) fn prepared(text: &str) -> Prepared {
         let file = crate::jobfile::parse(text, "test", &|_| None, &[]).unwrap();
         let mut job = file.jobs.into_iter().next().unwrap();
         job.resolve_block_sizes().unwrap();
@@ -646,7 +661,7 @@ mod tests {
         }
     }
 
-    fn shared() -> Shared {
+    pub(super) fn shared() -> Shared {
         Shared {
             timeout: Duration::from_secs(10),
             exe: std::env::current_exe().unwrap(),

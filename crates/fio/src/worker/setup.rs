@@ -46,6 +46,10 @@ impl<'a> Worker<'a> {
         eng.register_memory(&mut mem)?;
         let acct = eng.accounting();
         let stamped = eng.stamps_completions();
+        let submit = eng.submission();
+        // fio times no slat where the I/O is done in the call (the sync
+        // engines, vsync's commit).
+        let measured_slat = !sync_engine && submit != engine::Submit::CommitUntimed;
         // randrepeat=0: a different random order every run.
         let seed = if job.randrepeat {
             job.randseed
@@ -105,6 +109,9 @@ impl<'a> Worker<'a> {
                 flights: vec![None; depth],
                 done: Vec::with_capacity(depth),
                 inflight: 0,
+                batches: job.batches(depth),
+                submit,
+                uncommitted: 0,
                 fresh: Vec::with_capacity(depth),
                 held: None,
             },
@@ -113,7 +120,7 @@ impl<'a> Worker<'a> {
             end: End::default(),
             clock: Clock::new(job, shared, start),
             intervals,
-            fio: crate::fiostats::FioStats::new(job.bw_avg_time, job.iops_avg_time, !sync_engine),
+            fio: crate::fiostats::FioStats::new(job.bw_avg_time, job.iops_avg_time, measured_slat),
             bytes: [0; engine::DIRS],
             logs,
             content,

@@ -137,7 +137,7 @@ impl Worker<'_> {
             })?;
             done.clear();
             while done.is_empty() {
-                self.eng.reap(1, self.shared.timeout, &mut done)?;
+                self.eng.reap(1, 1, self.shared.timeout, &mut done)?;
             }
             let path = self.files.name(file);
             if let Some(why) = read_failure(job, done[0].res, offset, path, bs) {
