@@ -47,11 +47,13 @@ pub fn depth_slot(depth: usize) -> usize {
     }
 }
 
-/// Rates sampled as fio's `__add_samples` takes them: once at least the
-/// window (less fio's 1 ms slack) has passed since the last sample, each
-/// direction that moved something gets one sample of what it moved over
-/// the time that passed (KiB/s for bandwidth, I/Os per second for IOPS,
-/// rounded down); a direction that moved nothing gets none.
+/// Rates sampled as fio's `__add_samples` takes them: once the window has
+/// passed since the last sample (fio's helper thread sleeps one window
+/// between its calls, so its samples fall a window apart, not a window
+/// less its 1 ms slack), each direction that moved something gets one
+/// sample of what it moved over the time that passed (KiB/s for
+/// bandwidth, I/Os per second for IOPS, rounded down); a direction that
+/// moved nothing gets none.
 #[derive(Clone, Debug)]
 pub struct Sampler {
     window_ns: u64,
@@ -72,7 +74,7 @@ impl Sampler {
             window_ns,
             per_kib,
             since_ns: 0,
-            next_ns: window_ns.saturating_sub(1_000_000).max(1),
+            next_ns: window_ns,
             seen: [0; DIRS],
             samples: Default::default(),
         }
@@ -103,7 +105,7 @@ impl Sampler {
             self.seen[d] = total;
         }
         self.since_ns = at_ns;
-        self.next_ns = at_ns + self.window_ns.saturating_sub(1_000_000).max(1);
+        self.next_ns = at_ns + self.window_ns;
     }
 
     /// Starts over (the end of `ramp_time` starts the timed span).
@@ -360,6 +362,10 @@ mod tests {
         s.tick(500 * ms, &[2 << 20, 0, 0]);
         assert_eq!(s.samples[0], [4096]);
         assert!(s.samples[1].is_empty());
+        // Not a window since the last sample yet (fio's slack does not
+        // bring its next sample forward).
+        s.tick(999 * ms, &[3 << 20, 0, 0]);
+        assert_eq!(s.samples[0], [4096]);
         s.tick(1000 * ms, &[3 << 20, 0, 0]);
         assert_eq!(s.samples[0], [4096, 2048]);
         assert_eq!((batch_slot(0), batch_slot(4), batch_slot(65)), (0, 1, 6));

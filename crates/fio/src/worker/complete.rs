@@ -121,7 +121,9 @@ impl Worker<'_> {
             }
         }
         self.queue.done = done;
-        if !self.clock.ramping {
+        // No sample at or past the runtime: fio's samples come from its
+        // helper thread, which finds a job that ran its time done.
+        if !self.clock.ramping && self.clock.deadline.is_none_or(|d| now < d) {
             self.fio.tick(at_ns, &self.bytes);
         }
         // The clock was just read: no second read on the hot path.
