@@ -1,3 +1,4 @@
+//! Block sizes, drawn and placed (the options are `job::blocksizes`'s).
 //! Mixed block sizes: fio's `bs=R,W`, `bsrange=`/`blocksize_range=` and
 //! `bssplit=`. Each I/O draws its length; `Extents` then places it — one
 //! after another for sequential jobs, and for random jobs at a random
@@ -8,7 +9,7 @@
 use crate::offsets::Offsets;
 use crate::payload::splitmix;
 
-pub use crate::job::block_sizes::BlockSizes;
+pub use crate::job::blocksizes::BlockSizes;
 
 /// Places a job's I/Os of mixed lengths in its region of `size` bytes
 /// (a multiple of the smallest length).
@@ -150,7 +151,7 @@ impl Extents {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::block_sizes::Choice;
+    use crate::job::blocksizes::Choice;
     use crate::job::{Job, Rw};
 
     fn split(v: &[(u64, u32)]) -> Choice {

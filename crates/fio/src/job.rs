@@ -6,23 +6,23 @@ use crate::distribution::Shape;
 use crate::error::{Error, Result};
 use crate::pattern::Pattern;
 use crate::units::parse_fio_size;
-use block_sizes::{BlockSizes, Choice};
+use blocksizes::{BlockSizes, Choice};
 use serde::Serialize;
 use std::path::Path;
 use std::time::Duration;
 pub use zones::{Sequencer, Zones};
 
-pub mod block_sizes;
+pub mod blocksizes;
 pub mod buffers;
 pub mod cmdprio;
 pub mod engine_opts;
 pub mod file_service;
-pub mod net_options;
+pub mod net;
 pub mod options;
 pub mod refused;
 pub mod spec;
 pub mod tuning;
-pub mod verify_options;
+pub mod verify;
 pub mod zones;
 
 /// fio's `rw=`.
@@ -554,7 +554,7 @@ pub struct Job {
     /// fio's engine-specific options (`fixedbufs`, `nowait`, `cpuload`…).
     pub engine_opts: engine_opts::EngineOpts,
     /// The `net` engine's options (`port=`, `protocol=`, `listen`…).
-    pub net: net_options::NetOptions,
+    pub net: net::NetOptions,
     /// Offloaded submission, the latency target, steady state.
     pub tuning: tuning::Tuning,
 }
@@ -1137,7 +1137,7 @@ impl Job {
         };
         if let Some(spec) = options::GENERAL
             .iter()
-            .chain(verify_options::VERIFY)
+            .chain(verify::VERIFY)
             .find(|s| s.is(key))
         {
             return spec.apply(self, &o);
@@ -1147,7 +1147,7 @@ impl Job {
             self.engine_opts.mark(spec.name);
             return Ok(outcome);
         }
-        if let Some(e) = verify_options::refuse_other(key) {
+        if let Some(e) = verify::refuse_other(key) {
             return Err(e);
         }
         Err(Error::usage(match nearest(key) {
@@ -1193,7 +1193,7 @@ impl Job {
 pub fn option_names() -> impl Iterator<Item = &'static str> {
     options::GENERAL
         .iter()
-        .chain(verify_options::VERIFY)
+        .chain(verify::VERIFY)
         .chain(engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter()))
         .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
 }
@@ -2182,7 +2182,7 @@ mod tests {
         // (the same entry in each engine's table that takes it).
         let mut general: Vec<&str> = options::GENERAL
             .iter()
-            .chain(verify_options::VERIFY)
+            .chain(verify::VERIFY)
             .flat_map(names)
             .collect();
         let n = general.len();
@@ -2205,7 +2205,7 @@ mod tests {
         // each of its words; the others are noted or refused as the table says.
         let all = options::GENERAL
             .iter()
-            .chain(verify_options::VERIFY)
+            .chain(verify::VERIFY)
             .chain(engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter()));
         for s in all {
             let words = match s.kind {

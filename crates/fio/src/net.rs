@@ -1,4 +1,5 @@
-//! fio's `net` engine options, and where a net job's socket goes: its
+//! The `net` engine, resolved (its options are `job::net`'s, its I/O the
+//! `net` engine's): where a net job's socket goes — its
 //! protocol, whether it listens or connects, the address and the socket
 //! options — from `hostname=`/`port=`/`protocol=` as fio 3 reads them, or
 //! from the older `filename=host/port/proto` form. Everything is checked
@@ -10,7 +11,7 @@ use std::fmt;
 use std::net::Ipv4Addr;
 use std::path::PathBuf;
 
-pub use crate::job::net_options::Proto;
+pub use crate::job::net::Proto;
 
 /// Which end of the connection a job is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -175,7 +176,7 @@ fn sends(job: &Job) -> Result<bool, String> {
 /// The protocol and host, from the options or the old filename form
 /// (which must not contradict `protocol=`).
 fn proto_and_host(
-    o: &crate::job::net_options::NetOptions,
+    o: &crate::job::net::NetOptions,
     filename: &str,
     legacy: Option<&Legacy>,
 ) -> Result<(Proto, Option<String>), String> {
@@ -378,7 +379,7 @@ fn legacy_form(filename: &str) -> Result<Option<Legacy>, String> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::job::net_options::NetOptions;
+    use crate::job::net::NetOptions;
 
     fn job(lines: &[(&str, Option<&str>)]) -> Job {
         let mut j = Job::default();

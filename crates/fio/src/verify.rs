@@ -1,4 +1,6 @@
-//! Verified blocks, as fio's `verify=`: every written block (or every
+//! Verify, the block format (its options are `job::verify`'s, checking
+//! as the job runs is the worker's `verify` module). Verified blocks, as
+//! fio's `verify=`: every written block (or every
 //! `verify_interval` chunk of one) starts with a header saying where it
 //! belongs and what its payload's checksum is, so a read-back — in this
 //! invocation or a later one — needs nothing but the block itself. The

@@ -4,7 +4,7 @@
 //! job's lines in order, xferbench does not make `ioengine=` come first.
 
 use super::Opt;
-use super::net_options::NET;
+use super::net::NET;
 use super::spec::{Kind, Spec};
 use crate::error::Result;
 use serde::Serialize;

@@ -3,7 +3,7 @@
 //! logs, labels, percentile lists…), those it refuses (they would), and the
 //! options of fio engines it does not have. The engines' own options are in
 //! their tables ([`super::engine_opts::ENGINES`]), the verify options in
-//! [`super::verify_options::VERIFY`]. A key in none of them is "not a fio
+//! [`super::verify::VERIFY`]. A key in none of them is "not a fio
 //! option", so a typo in a job file is caught rather than silently measured
 //! without it.
 //!

@@ -3,7 +3,8 @@
 //! it), `latency_target` and its kin (fio's search for the deepest queue
 //! that meets a latency), and steady-state detection (`ss=`, which ends a
 //! job once its IOPS or bandwidth has settled). Kept together, apart from
-//! the option table that names them, so the job model grows by one field.
+//! the option table that names them, so the job model grows by one field;
+//! the state machines that act on them are the worker's `tuning` module.
 
 use super::Opt;
 use crate::error::Result;

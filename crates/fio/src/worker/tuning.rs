@@ -1,4 +1,5 @@
-//! The worker's run-time tuning, after fio: the offloaded submission's
+//! Tuning, the worker's part (the options are `job::tuning`'s): the
+//! worker's run-time tuning, after fio: the offloaded submission's
 //! schedule (`io_submit_mode=offload`, rate-submit.c), the queue-depth
 //! search of `latency_target` (io_u.c's lat_target_*), and steady-state
 //! detection (steadystate.c). Each is a small state machine the worker's

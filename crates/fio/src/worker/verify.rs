@@ -1,4 +1,6 @@
-//! Checking what was written (fio's `do_verify`): a reader checks each
+//! Verify, the worker's part (the options are `job::verify`'s, the block
+//! format `crate::verify`'s). Checking what was written (fio's
+//! `do_verify`): a reader checks each
 //! block as it lands; a writer reads back what it wrote, after its write
 //! phase or every `verify_backlog` blocks during it.
 

@@ -1,5 +1,8 @@
-//! fio's `net` engine options as a job sets them: the model's part; what
-//! they resolve to (an endpoint) is `stream::net`'s.
+//! The `net` engine, the job's part: its options as a job sets them
+//! (`hostname=`, `port=`, `protocol=`, `listen`…). One concept in three
+//! places, each in its layer: the options here, what they resolve to (an
+//! endpoint, checked when the job is prepared) in `crate::net`, and the
+//! socket's I/O in `crate::engine`'s `net` engine.
 
 use super::spec::{Kind, Spec};
 use serde::Serialize;
