@@ -206,6 +206,22 @@ impl<'a> Block<'a> {
 
 fn merged_block(out: &mut String, g: &GroupResult, members: &[&JobResult], pid: u32, date: &str) {
     let parts: Vec<(&FioJob, u64)> = members.iter().map(|j| (&j.fio, j.total_ios())).collect();
+    let mut fio = FioJob::merged(&parts);
+    // fio's CPU shares of a merged block are every member's CPU time over
+    // every member's run time (a share of one CPU, as a job's is), where
+    // the merged JSON entry divides by the longest run alone.
+    let run: u64 = members.iter().map(|j| j.fio.job_runtime).sum();
+    if run > 0 {
+        let share = |get: fn(&FioJob) -> f64| {
+            members
+                .iter()
+                .map(|j| get(&j.fio) * j.fio.job_runtime as f64)
+                .sum::<f64>()
+                / run as f64
+        };
+        fio.usr_cpu = share(|f| f.usr_cpu);
+        fio.sys_cpu = share(|f| f.sys_cpu);
+    }
     let first = members[0];
     let b = Block {
         name: &g.jobname,
@@ -217,7 +233,7 @@ fn merged_block(out: &mut String, g: &GroupResult, members: &[&JobResult], pid: 
         date,
         description: None,
         dirs: [&g.read.agg, &g.write.agg, &g.trim.agg],
-        fio: std::borrow::Cow::Owned(FioJob::merged(&parts)),
+        fio: std::borrow::Cow::Owned(fio),
         first,
     };
     job_block(out, &b);
@@ -769,5 +785,315 @@ fn verify_lines(out: &mut String, r: &JobResult) {
             out,
             "    (interrupted: figures cover the I/Os done before the stop)"
         );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::measure::stats::Recorder;
+    use crate::result::GroupDir;
+
+    /// A job that did nothing yet, read from the least JSON a job has.
+    fn job(name: &str, groupid: u32, clone: u32) -> JobResult {
+        let d = serde_json::to_value(DirStats::default()).unwrap();
+        serde_json::from_value(serde_json::json!({
+            "jobname": name, "groupid": groupid, "error": 0, "read": d, "write": d,
+            "clone": clone, "filename": "f", "rw": "write", "bs": 4096,
+            "ioengine": "psync", "iodepth": 1, "completion": "interrupt", "warnings": [],
+        }))
+        .unwrap()
+    }
+
+    /// A direction with `ios` I/Os of 4 KiB over `ms`, latencies `lat` ns
+    /// (cycled).
+    fn dir(ios: u64, ms: u64, lat: &[u64]) -> DirStats {
+        let mut rec = Recorder::new();
+        for i in 0..ios as usize {
+            rec.record(lat[i % lat.len()]);
+        }
+        let mut d = DirStats::of(&rec, ios * 4096, ms * 1_000_000);
+        d.fio.lat_ns = Moments::of(&rec);
+        d
+    }
+
+    fn report<'a>(
+        jobs: &'a [JobResult],
+        groups: &'a [GroupResult],
+        global: &'a Pairs<String>,
+    ) -> Report<'a> {
+        Report {
+            jobs,
+            groups,
+            disk_util: &[],
+            plus: false,
+            global_options: global,
+            started: Some(SystemTime::UNIX_EPOCH + Duration::from_secs(1_800_000_000)),
+            pid: Some(4242),
+        }
+    }
+
+    /// The reporting group of `jobs` (writers all), as `groups` pools one.
+    fn group(jobs: &[JobResult]) -> GroupResult {
+        let w: Vec<&DirStats> = jobs.iter().map(|j| &j.write).collect();
+        let longest = w.iter().map(|d| d.runtime_ns).max().unwrap_or(0);
+        let bws = w.iter().map(|d| d.bw_bytes);
+        GroupResult {
+            groupid: jobs[0].groupid,
+            sweep_bs: None,
+            jobname: jobs[0].jobname.clone(),
+            jobs: jobs.len() as u32,
+            group_reporting: jobs[0].group_reporting,
+            error: 0,
+            read: GroupDir::default(),
+            write: GroupDir {
+                min_bw_bytes: bws.clone().min().unwrap_or(0),
+                max_bw_bytes: bws.max().unwrap_or(0),
+                min_runtime: w.iter().map(|d| d.runtime).min().unwrap_or(0),
+                max_runtime: w.iter().map(|d| d.runtime).max().unwrap_or(0),
+                agg: DirStats::pooled(&w, longest),
+            },
+            trim: GroupDir::default(),
+        }
+    }
+
+    fn lat(min: u64, max: u64, mean: f64, dev: f64) -> String {
+        let mut out = String::new();
+        display_lat(
+            &mut out,
+            "clat",
+            &Lat {
+                min,
+                max,
+                mean,
+                dev,
+                n: 10,
+            },
+        );
+        out
+    }
+
+    #[test]
+    fn latencies_take_fios_unit_by_their_size() {
+        assert_eq!(
+            lat(950, 990, 960.0, 12.5),
+            "    clat (nsec): min=950, max=990, avg=960.00, stdev=12.50\n"
+        );
+        // µs once min, max and the spread are all past fio's bounds.
+        assert_eq!(
+            lat(12_000, 150_000, 25_500.0, 5_250.0),
+            "    clat (usec): min=12, max=150, avg=25.50, stdev= 5.25\n"
+        );
+        // A tight 12 µs stays in ns, as fio's does; six digits, then k.
+        assert_eq!(
+            lat(12_000, 1_130_512, 12_500.0, 800.0),
+            "    clat (nsec): min=12000, max=1130.5k, avg=12500.00, stdev=800.00\n"
+        );
+        assert_eq!(
+            lat(25_000_000, 120_000_000, 30_000_000.0, 2_000_000.0),
+            "    clat (msec): min=25, max=120, avg=30.00, stdev= 2.00\n"
+        );
+        assert_eq!(
+            lat(0, 0, 0.0, 0.0),
+            "    clat (nsec): min=0, max=0, avg= 0.00, stdev= 0.00\n"
+        );
+        let mut out = String::new();
+        display_lat(
+            &mut out,
+            "slat",
+            &Lat {
+                min: 0,
+                max: 0,
+                mean: 0.0,
+                dev: 0.0,
+                n: 0,
+            },
+        );
+        assert_eq!(out, "", "no slat line without samples");
+    }
+
+    fn rows(usec_or_ns: &[u64]) -> String {
+        let vals: Vec<(f64, u64)> = PERCENTILES
+            .iter()
+            .copied()
+            .zip(usec_or_ns.iter().copied())
+            .collect();
+        let mut out = String::new();
+        percentile_rows(&mut out, "clat", &vals);
+        out
+    }
+
+    /// The rows fio 3.33 printed for a randrw job's reads (usec, four to
+    /// a row) and a read job's (nsec up to 7 digits, three to a row).
+    #[test]
+    fn percentile_rows_are_laid_out_as_fios() {
+        let us = [
+            72, 76, 79, 83, 87, 93, 103, 113, 131, 478, 3326, 3982, 5014, 5211, 8029, 8029, 8029,
+        ];
+        // ns just under each µs: fio rounds up into the unit.
+        let ns: Vec<u64> = us.iter().map(|u| u * 1000 - 500).collect();
+        assert_eq!(
+            rows(&ns),
+            "    clat percentiles (usec):\n\
+             \x20    |  1.00th=[   72],  5.00th=[   76], 10.00th=[   79], 20.00th=[   83],\n\
+             \x20    | 30.00th=[   87], 40.00th=[   93], 50.00th=[  103], 60.00th=[  113],\n\
+             \x20    | 70.00th=[  131], 80.00th=[  478], 90.00th=[ 3326], 95.00th=[ 3982],\n\
+             \x20    | 99.00th=[ 5014], 99.50th=[ 5211], 99.90th=[ 8029], 99.95th=[ 8029],\n\
+             \x20    | 99.99th=[ 8029]\n"
+        );
+        let ns = [
+            828, 844, 844, 852, 860, 884, 916, 980, 1048, 1224, 1448, 1800, 423936, 634880,
+            1138688, 1138688, 1138688,
+        ];
+        assert_eq!(
+            rows(&ns),
+            "    clat percentiles (nsec):\n\
+             \x20    |  1.00th=[    828],  5.00th=[    844], 10.00th=[    844],\n\
+             \x20    | 20.00th=[    852], 30.00th=[    860], 40.00th=[    884],\n\
+             \x20    | 50.00th=[    916], 60.00th=[    980], 70.00th=[   1048],\n\
+             \x20    | 80.00th=[   1224], 90.00th=[   1448], 95.00th=[   1800],\n\
+             \x20    | 99.00th=[ 423936], 99.50th=[ 634880], 99.90th=[1138688],\n\
+             \x20    | 99.95th=[1138688], 99.99th=[1138688]\n"
+        );
+        // msec: both bounds past fio's, values rounded up twice.
+        let ms: Vec<u64> = (1..=17).map(|i| i * 10_000_000 + 1).collect();
+        let text = rows(&ms);
+        assert!(text.starts_with("    clat percentiles (msec):\n     |  1.00th=[   11],"));
+        assert_eq!(rows(&[]), "");
+    }
+
+    /// The ranges fio 3.33 printed for a randrw job: five to a line, the
+    /// empty ones left out, a tiny share shown as 0.01%.
+    #[test]
+    fn latency_buckets_skip_empty_ranges() {
+        let mut f = FioJob::default();
+        let pairs = |v: &[(&str, f64)]| Pairs(v.iter().map(|(k, x)| (k.to_string(), *x)).collect());
+        f.latency_ns = pairs(&[("2", 0.0), ("1000", 0.0)]);
+        f.latency_us = pairs(&[
+            ("2", 0.0),
+            ("4", 16.70),
+            ("10", 22.85),
+            ("20", 11.33),
+            ("50", 0.68),
+            ("100", 22.66),
+            ("250", 15.23),
+            ("500", 0.98),
+            ("750", 0.49),
+            ("1000", 0.20),
+        ]);
+        f.latency_ms = pairs(&[("2", 1.76), ("4", 5.37), ("10", 1.76), (">=2000", 0.004)]);
+        let mut out = String::new();
+        lat_buckets(&mut out, &f);
+        assert_eq!(
+            out,
+            "  lat (usec)   : 4=16.70%, 10=22.85%, 20=11.33%, 50=0.68%, 100=22.66%\n\
+             \x20 lat (usec)   : 250=15.23%, 500=0.98%, 750=0.49%, 1000=0.20%\n\
+             \x20 lat (msec)   : 2=1.76%, 4=5.37%, 10=1.76%, >=2000=0.01%\n"
+        );
+        let mut none = String::new();
+        lat_buckets(&mut none, &FioJob::default());
+        assert_eq!(none, "", "a file without the maps has no bucket line");
+    }
+
+    /// A job's block: fio's lines in fio's order, xferbench's after them.
+    #[test]
+    fn a_job_block_has_fios_lines_in_order() {
+        let mut j = job("w", 0, 0);
+        j.write = dir(1000, 500, &[3_000, 150_000, 40_000]);
+        j.fio.latency_depth = 1;
+        j.fio.latency_percentile = 100.0;
+        let global = Pairs(vec![("description".into(), "a test".into())]);
+        let jobs = [j];
+        let g = [group(&jobs)];
+        let text = render(&report(&jobs, &g, &global));
+        let want = [
+            "w: (g=0): rw=write, bs=(R) 4096B-4096B, (W) 4096B-4096B, (T) 4096B-4096B, ioengine=psync, iodepth=1\n",
+            "Starting 1 process\n\n",
+            "w: (groupid=0, jobs=1): err= 0: pid=4242: ",
+            "  Description  : [a test]\n",
+            "  write: IOPS=2000, BW=8000KiB/s (8192kB/s)(4000KiB/500msec); 0 zone resets\n",
+            "    clat (usec): min=3, max=150,",
+            "     lat (usec): min=3, max=150,",
+            "    clat percentiles (usec):\n     |  1.00th=[    ",
+            "  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0\n",
+            "  IO depths    : 1=0.0%,",
+            "     submit    : 0=0.0%, 4=0.0%,",
+            "     complete  : 0=0.0%,",
+            "     issued rwts: total=0,1000,0,0 short=0,0,0,0 dropped=0,0,0,0\n",
+            "     latency   : target=0, window=0, percentile=100.00%, depth=1\n",
+            "\nRun status group 0 (all jobs):\n",
+            "  WRITE: bw=",
+            "\nxferbench, per job (beyond fio's lines above):\n  w (group 0, clone 0)",
+            "    completion: interrupt",
+        ];
+        let mut at = 0;
+        for w in want {
+            let i = text[at..]
+                .find(w)
+                .unwrap_or_else(|| panic!("{w:?} after byte {at} of\n{text}"));
+            at += i + w.len();
+        }
+        assert!(
+            !text.contains(" slat ("),
+            "no slat without samples:\n{text}"
+        );
+        assert!(!text.contains("   bw ("), "no samples, no bw line:\n{text}");
+    }
+
+    /// `group_reporting`: one block for the group's jobs, its slowest and
+    /// fastest the merged block's own.
+    #[test]
+    fn a_reporting_group_is_one_block() {
+        let mut jobs = [job("b", 1, 0), job("b", 1, 1)];
+        for (i, j) in jobs.iter_mut().enumerate() {
+            j.write = dir(256, 10 + i as u64 * 10, &[2_500, 3_000]);
+            j.group_reporting = true;
+            j.fio.job_runtime = 10 + i as u64 * 10;
+            j.fio.sys_cpu = 50.0;
+        }
+        let groups = [group(&jobs)];
+        let global = Pairs::default();
+        let text = fio_text(&report(&jobs, &groups, &global));
+        assert_eq!(text.matches("(groupid=").count(), 1, "{text}");
+        assert!(
+            text.contains("b: (groupid=1, jobs=2): err= 0: pid=4242: "),
+            "{text}"
+        );
+        assert!(
+            text.contains("b: (g=1): rw=write,") && text.contains("\n...\n"),
+            "{text}"
+        );
+        assert!(text.contains("Starting 2 processes\n"), "{text}");
+        assert_eq!(text.matches("  write: IOPS=").count(), 1, "{text}");
+        // 512 I/Os of 4 KiB over the longest run, 20 ms.
+        assert!(text.contains("(2048KiB/20msec)"), "{text}");
+        assert!(text.contains("issued rwts: total=0,512,0,0"), "{text}");
+        // Each member's CPU share over their run times together.
+        assert!(text.contains("sys=50.00%"), "{text}");
+        assert!(
+            text.contains("  WRITE: bw=100MiB/s (105MB/s), 100MiB/s-100MiB/s (105MB/s-105MB/s), io=2048KiB (2097kB), run=20-20msec\n"),
+            "{text}"
+        );
+        assert!(!text.contains("Disk stats"), "{text}");
+    }
+
+    /// A job set with `thread`: fio starts threads.
+    #[test]
+    fn thread_jobs_start_as_threads() {
+        let jobs = [job("t", 0, 0)];
+        let global = Pairs(vec![("thread".into(), String::new())]);
+        let text = fio_text(&report(&jobs, &[], &global));
+        assert!(text.contains("\nStarting 1 thread\n"), "{text}");
+    }
+
+    #[test]
+    fn mixed_block_sizes_show_each_directions_range() {
+        let mut j = job("m", 0, 0);
+        j.bs_mix = Some("4k/50:16k/50".into());
+        assert_eq!(bs_ranges(&j), [(4096, 16384); 3]);
+        j.bs_mix = Some("4k,8k".into());
+        assert_eq!(bs_ranges(&j), [(4096, 4096), (8192, 8192), (8192, 8192)]);
+        j.bs_mix = Some("4k-64k".into());
+        assert_eq!(bs_ranges(&j)[0], (4096, 65536));
     }
 }
