@@ -45,6 +45,16 @@ pub fn fio_text(r: &Report) -> String {
             }
         }
     }
+    // A job outside every group (a file written before groups were
+    // recorded) is shown alone.
+    let grouped = |j: &JobResult| {
+        r.groups
+            .iter()
+            .any(|g| g.groupid == j.groupid && g.sweep_bs == j.sweep_bs)
+    };
+    for j in r.jobs.iter().filter(|j| !grouped(j)) {
+        job_block(&mut out, &Block::of(j, r.global_options, pid, &date));
+    }
     for g in r.groups {
         group_lines(&mut out, g);
     }
@@ -1075,6 +1085,70 @@ mod tests {
             "{text}"
         );
         assert!(!text.contains("Disk stats"), "{text}");
+    }
+
+    /// A file written before fio's other keys (and groups) were recorded:
+    /// every job shown, the figures it lacks as fio shows none (zeros, no
+    /// percentile rows, no samples, no latency-target line).
+    #[test]
+    fn an_older_saved_run_still_renders() {
+        let path = concat!(
+            env!("CARGO_MANIFEST_DIR"),
+            "/../../tests/fixtures/stream.json"
+        );
+        let doc: serde_json::Value =
+            serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+        let jobs: Vec<JobResult> = serde_json::from_value(doc["jobs"].clone()).unwrap();
+        let groups: Vec<GroupResult> = serde_json::from_value(doc["groups"].clone()).unwrap();
+        let global = Pairs::default();
+        let text = render(&report(&jobs, &groups, &global));
+        assert_eq!(text.matches("(groupid=").count(), jobs.len(), "{text}");
+        assert!(
+            text.contains("  write: IOPS=122k, BW=477MiB/s (500MB/s)(477MiB/1000msec)"),
+            "{text}"
+        );
+        assert!(
+            text.contains("    clat (nsec): min=1, max=2, avg= 1.50, stdev= 0.10\n"),
+            "{text}"
+        );
+        assert!(
+            !text.contains("percentiles") && !text.contains("   bw ("),
+            "{text}"
+        );
+        assert!(
+            text.contains("  cpu          : usr=0.00%, sys=0.00%, ctx=0, majf=0, minf=0\n"),
+            "{text}"
+        );
+        assert!(text.contains("  IO depths    : 1=0.0%, 2=0.0%,"), "{text}");
+        assert!(!text.contains("latency   :"), "{text}");
+        assert!(text.contains("    completion: interrupt ()"), "{text}");
+    }
+
+    #[test]
+    fn disks_are_listed_as_fio_lists_them() {
+        let jobs = [job("d", 0, 0)];
+        let disks = [crate::result::DiskUtil {
+            name: "sda".into(),
+            read_ios: 496,
+            write_ios: 1280,
+            read_ticks: 40,
+            write_ticks: 114,
+            in_queue: 172,
+            util: 2.6125,
+            ..Default::default()
+        }];
+        let global = Pairs::default();
+        let r = Report {
+            disk_util: &disks,
+            ..report(&jobs, &[], &global)
+        };
+        assert!(
+            fio_text(&r).ends_with(
+                "\nDisk stats (read/write):\n  sda: ios=496/1280, merge=0/0, ticks=40/114, in_queue=172, util=2.61%\n"
+            ),
+            "{}",
+            fio_text(&r)
+        );
     }
 
     /// A job set with `thread`: fio starts threads.
