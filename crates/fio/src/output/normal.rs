@@ -1151,6 +1151,32 @@ mod tests {
         );
     }
 
+    /// A failed job: fio's `err=` with the reason; one that did nothing
+    /// has no block (as in fio) and its reason is in xferbench's notes.
+    #[test]
+    fn failed_jobs_say_why() {
+        let mut a = job("a", 0, 0);
+        a.write = dir(10, 5, &[5_000]);
+        (a.error, a.error_text) = (1, Some("pwrite: Input/output error".into()));
+        let mut b = job("b", 0, 0);
+        (b.error, b.error_text, b.partial) = (1, Some("abandoned".into()), true);
+        let jobs = [a, b];
+        let global = Pairs::default();
+        let text = render(&report(&jobs, &[], &global));
+        assert!(
+            text.contains(
+                "a: (groupid=0, jobs=1): err= 1 (pwrite: Input/output error): pid=4242: "
+            ),
+            "{text}"
+        );
+        assert!(!text.contains("b: (groupid="), "{text}");
+        let notes = &text[text.find("xferbench, per job").unwrap()..];
+        assert!(
+            notes.contains("    error: abandoned\n    (interrupted:"),
+            "{notes}"
+        );
+    }
+
     /// A job set with `thread`: fio starts threads.
     #[test]
     fn thread_jobs_start_as_threads() {
