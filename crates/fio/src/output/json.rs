@@ -62,7 +62,10 @@ pub fn document(r: &Report, rest: Map<String, Value>) -> Value {
         .unwrap_or_default();
     out.insert("timestamp".into(), now.as_secs().into());
     out.insert("timestamp_ms".into(), (now.as_millis() as u64).into());
-    out.insert("time".into(), ctime(now.as_secs() as i64).into());
+    out.insert(
+        "time".into(),
+        super::num::ctime(now.as_secs() as i64).into(),
+    );
     out.insert("jobs".into(), jobs.into());
     for (k, val) in rest {
         out.entry(k).or_insert(val);
@@ -89,21 +92,4 @@ fn drop_bins(v: &mut serde_json::Value) {
         serde_json::Value::Array(a) => a.iter_mut().for_each(drop_bins),
         _ => {}
     }
-}
-
-/// A Unix time as fio's `time` writes it (ctime's local time, without its
-/// newline), e.g. `Thu Nov 26 21:22:56 2026`.
-fn ctime(secs: i64) -> String {
-    let mut buf = [0 as libc::c_char; 32];
-    let t: libc::time_t = secs as libc::time_t;
-    // SAFETY: ctime_r writes at most 26 bytes into the 32 given.
-    let p = unsafe { libc::ctime_r(&t, buf.as_mut_ptr()) };
-    if p.is_null() {
-        return String::new();
-    }
-    // SAFETY: ctime_r wrote a NUL-terminated string into buf.
-    unsafe { std::ffi::CStr::from_ptr(buf.as_ptr()) }
-        .to_string_lossy()
-        .trim_end()
-        .to_string()
 }

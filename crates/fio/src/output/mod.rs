@@ -9,7 +9,8 @@ pub mod normal;
 pub mod num;
 pub mod terse;
 
-use crate::result::{DiskUtil, GroupResult, JobResult};
+use crate::result::{DiskUtil, GroupResult, JobResult, Pairs};
+use std::time::SystemTime;
 
 /// What fio's formats are written from: a run's jobs and reporting groups.
 pub struct Report<'a> {
@@ -21,6 +22,18 @@ pub struct Report<'a> {
     pub disk_util: &'a [DiskUtil],
     /// json+: keep fio's clat histograms (`clat_ns.bins`).
     pub plus: bool,
+    /// The `[global]` section's options as written: fio's first lines
+    /// read `thread` and `iodepth` from there as from a job's own section.
+    pub global_options: &'a Pairs<String>,
+    /// When the run began (the jobs' `start_ns`/`end_ns` count from it):
+    /// the normal text dates its job blocks by when the last job ended,
+    /// the moment fio would have printed them; without it, the moment of
+    /// writing.
+    pub started: Option<SystemTime>,
+    /// The process the jobs ran in (they are its threads), for fio's
+    /// `pid=`; `None` (printed as 0) when the text is written elsewhere,
+    /// as from a saved run, since no run records its process.
+    pub pid: Option<u32>,
 }
 
 impl Report<'_> {

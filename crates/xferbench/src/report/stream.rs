@@ -13,16 +13,22 @@ use std::fmt::Write;
 
 /// The fio view of `run`: its jobs and groups.
 fn fio_report(run: &StreamRun) -> Report<'_> {
+    // The run's own process wrote its environment with this command line;
+    // a saved run read back by another command has another, and no pid.
+    let here = run.env.command == std::env::args().collect::<Vec<_>>();
     Report {
         jobs: &run.points,
         groups: &run.extra.groups,
         disk_util: &run.extra.disk_util,
         plus: run.options["output_format"] == "json+",
+        global_options: &run.extra.global_options,
+        started: humantime::parse_rfc3339(&run.env.timestamp).ok(),
+        pid: here.then(std::process::id),
     }
 }
 
-/// The people's report: fio's normal text, then xferbench's tables and
-/// the run's conditions.
+/// The people's report: fio's normal text, xferbench's notes on each job,
+/// then xferbench's tables and the run's conditions.
 pub fn render(run: &StreamRun) -> String {
     let mut out = output::normal::render(&fio_report(run));
     if run.extra.groups.len() > 1 && run.extra.sweep.is_empty() {
