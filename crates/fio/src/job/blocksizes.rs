@@ -1,7 +1,7 @@
 //! Block sizes, the job's part: mixed sizes as a job sets them (fio's
 //! `bs=R,W`, `bsrange=`, `bssplit=`). One concept in three places, each in
 //! its layer: the options here, drawing and placing each I/O's length in
-//! `crate::blocksizes`, and the worker's use of them when it issues.
+//! the top-level `blocksizes` module, and the worker's use of them when it issues.
 
 /// How one direction's I/O lengths are chosen.
 #[derive(Clone, Debug, PartialEq, Eq, serde::Serialize)]

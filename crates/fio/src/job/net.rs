@@ -1,8 +1,8 @@
 //! The `net` engine, the job's part: its options as a job sets them
 //! (`hostname=`, `port=`, `protocol=`, `listen`…). One concept in three
 //! places, each in its layer: the options here, what they resolve to (an
-//! endpoint, checked when the job is prepared) in `crate::net`, and the
-//! socket's I/O in `crate::engine`'s `net` engine.
+//! endpoint, checked when the job is prepared) in the top-level `net` module, and the
+//! socket's I/O in the engines' `net` engine.
 
 use super::spec::{Kind, Spec};
 use serde::Serialize;

@@ -2,7 +2,7 @@
 //! kept apart from the rest because they are many and only mean something
 //! together (prepare() checks the mix). One concept in three places, each
 //! in its layer: the options here, the block format (headers, checksums,
-//! patterns) in `crate::verify`, and checking as the job runs in the
+//! patterns) in the top-level `verify` module, and checking as the job runs in the
 //! worker's `verify` module. Every `verify*` option fio has is either taken, taken with a
 //! note, or refused with the list of those taken — never silently ignored,
 //! as a verify option quietly dropped would leave data unchecked.
