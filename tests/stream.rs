@@ -218,7 +218,7 @@ fn four_workers_write_their_own_regions_with_both_engines() {
     for (writer, reader) in [("io_uring", "psync"), ("psync", "io_uring")] {
         let _ = std::fs::remove_file(&f);
         let text = format!(
-            "; four workers, one region each\n[global]\nfilename={}\nbs=8k\nsize=128k\nverify=crc32c\nioengine=$ENGINE\niodepth=4\n\n[w]\nrw=write\ndo_verify=0\nnumjobs=4\noffset_increment=128k\n\n[r]\nstonewall\nrw=read\noffset=0\nsize=512k\n",
+            "; four workers, one region each\n[global]\nfilename={}\nbs=8k\nsize=128k\nverify=crc32c\nioengine=${{ENGINE}}\niodepth=4\n\n[w]\nrw=write\ndo_verify=0\nnumjobs=4\noffset_increment=128k\n\n[r]\nstonewall\nrw=read\noffset=0\nsize=512k\n",
             f.display()
         );
         std::fs::write(&job, text).unwrap();
