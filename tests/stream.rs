@@ -1204,10 +1204,6 @@ fn a_hostile_engine_value_is_one_line() {
             "hipri_percentage=-4: expected a whole number from 0 to 100",
         ),
         (
-            "[j]\nioengine=filestat\nnrfiles=2\nfilename_format=same\n",
-            "put $filenum in it",
-        ),
-        (
             "[j]\nioengine=filecreate\nnrfiles=2\ndirectory=/nonexistent-xb\n",
             "directory /nonexistent-xb does not exist",
         ),
