@@ -467,15 +467,24 @@ fn fields(path: &Path, n: usize) -> Vec<Vec<u64>> {
     l
 }
 
+/// What a run of a job file left: each job's (read, written) bytes,
+/// `data/`'s sorted listing ("name size"), the exit code and stderr.
+struct Ran {
+    bytes: Vec<(u64, u64)>,
+    files: Vec<String>,
+    code: i32,
+    stderr: String,
+}
+
 /// fio 3.33 on `job` (see [`run_in`]); None where fio is not installed.
-fn fio_run(job: &str) -> Option<(Vec<(u64, u64)>, Vec<String>, i32, String)> {
+fn fio_run(job: &str) -> Option<Ran> {
     let fio = installed("fio")?;
     let dir = tempfile::tempdir().unwrap();
     Some(run_in(dir.path(), &fio, &["--output-format=json"], job))
 }
 
 /// What xferbench does with the same job, in the same shape.
-fn xferbench_run(job: &str) -> (Vec<(u64, u64)>, Vec<String>, i32, String) {
+fn xferbench_run(job: &str) -> Ran {
     let dir = tempfile::tempdir().unwrap();
     let bin = PathBuf::from(env!("CARGO_BIN_EXE_xferbench"));
     run_in(
@@ -486,15 +495,9 @@ fn xferbench_run(job: &str) -> (Vec<(u64, u64)>, Vec<String>, i32, String) {
     )
 }
 
-/// Runs `program ARGS… t.fio` in `dir` (with `data/` made for the job's
-/// files) and returns each job's (read, written) bytes, `data/`'s sorted
-/// listing ("name size"), the exit code and stderr. XB_UNSET is unset.
-fn run_in(
-    dir: &Path,
-    program: &Path,
-    args: &[&str],
-    job: &str,
-) -> (Vec<(u64, u64)>, Vec<String>, i32, String) {
+/// Runs `program ARGS… t.fio` in `dir`, with `data/` made for the job's
+/// files and XB_UNSET unset.
+fn run_in(dir: &Path, program: &Path, args: &[&str], job: &str) -> Ran {
     std::fs::create_dir(dir.join("data")).unwrap();
     std::fs::write(dir.join("t.fio"), job).unwrap();
     let mut c = Command::new(program);
@@ -518,7 +521,7 @@ fn run_in(
             )
         })
         .unwrap_or_default();
-    let mut names: Vec<String> = std::fs::read_dir(dir.join("data"))
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("data"))
         .unwrap()
         .map(|e| {
             let e = e.unwrap();
@@ -529,8 +532,13 @@ fn run_in(
             )
         })
         .collect();
-    names.sort();
-    (bytes, names, o.status.code().unwrap_or(-1), stderr(&o))
+    files.sort();
+    Ran {
+        bytes,
+        files,
+        code: o.status.code().unwrap_or(-1),
+        stderr: stderr(&o),
+    }
 }
 
 /// OpenZFS's performance suite: `filename_format=file$jobnum` with
@@ -541,12 +549,12 @@ fn run_in(
 fn filename_format_without_filenum_makes_fios_files() {
     let job = "[global]\nfilename_format=file$jobnum\nnrfiles=4\nnumjobs=2\ndirectory=data\n\
                ioengine=psync\nbs=64k\nrw=write\nfilesize=256k\n[job]\n";
-    let (bytes, names, code, e) = xferbench_run(job);
-    assert_eq!(code, 0, "{e}");
-    assert_eq!(names, ["file0 262144", "file1 262144"]);
-    assert_eq!(bytes, [(0, 1 << 20), (0, 1 << 20)]);
+    let x = xferbench_run(job);
+    assert_eq!(x.code, 0, "{}", x.stderr);
+    assert_eq!(x.files, ["file0 262144", "file1 262144"]);
+    assert_eq!(x.bytes, [(0, 1 << 20), (0, 1 << 20)]);
     match fio_run(job) {
-        Some(fio) => assert_eq!((fio.0, fio.1), (bytes, names), "fio: {}", fio.3),
+        Some(fio) => same_as_fio(&x, &fio),
         None => println!("skipped the side-by-side run: fio is not installed"),
     }
     // fio numbers the clones after the first counting down: the second of
@@ -563,6 +571,16 @@ fn filename_format_without_filenum_makes_fios_files() {
     assert_eq!(files, ["data/f0.0", "data/f2.0", "data/f1.0"]);
 }
 
+/// The same files, and each job the same bytes, as fio.
+fn same_as_fio(x: &Ran, fio: &Ran) {
+    assert_eq!(
+        (&fio.bytes, &fio.files),
+        (&x.bytes, &x.files),
+        "fio: {}",
+        fio.stderr
+    );
+}
+
 /// `stream` on `job` in a fresh directory holding `data/`.
 fn stream_with_dir(job: &str) -> Output {
     let dir = tempfile::tempdir().unwrap();
@@ -576,11 +594,11 @@ fn stream_with_dir(job: &str) -> Output {
 fn a_doubled_percent_sign_is_a_percentage() {
     let job = "[j]\nfilename=data/f\nioengine=psync\nbs=4k\nrw=write\nsize=128k\n\
                [r]\nstonewall\nfilename=data/f\nioengine=psync\nbs=4k\nrw=read\nsize=100%%\n";
-    let (bytes, names, code, e) = xferbench_run(job);
-    assert_eq!(code, 0, "{e}");
-    assert_eq!(bytes, [(0, 128 << 10), (128 << 10, 0)]);
+    let x = xferbench_run(job);
+    assert_eq!(x.code, 0, "{}", x.stderr);
+    assert_eq!(x.bytes, [(0, 128 << 10), (128 << 10, 0)]);
     if let Some(fio) = fio_run(job) {
-        assert_eq!((fio.0, fio.1), (bytes, names), "fio: {}", fio.3);
+        same_as_fio(&x, &fio);
     }
 }
 
@@ -600,15 +618,21 @@ fn an_unset_variable_does_what_fio_does() {
         ("[a]\nwrite_bw_log=${XB_UNSET}\n", 0, vec!["a.0.0 16384"]),
     ] {
         let job = format!("{head}{lines}");
-        let (_, names, code, e) = xferbench_run(&job);
-        assert_eq!(code, want_code, "{lines}: {e}");
-        assert_eq!(names, want_files, "{lines}: {e}");
-        if code != 0 {
+        let x = xferbench_run(&job);
+        let e = &x.stderr;
+        assert_eq!(x.code, want_code, "{lines}: {e}");
+        assert_eq!(x.files, want_files, "{lines}: {e}");
+        if x.code != 0 {
             assert_eq!(e.lines().count(), 1, "{e}");
             assert!(e.contains("XB_UNSET is not set"), "{e}");
         }
         if let Some(fio) = fio_run(&job) {
-            assert_eq!((fio.2, fio.1), (code, names), "{lines}: fio: {}", fio.3);
+            assert_eq!(
+                (fio.code, &fio.files),
+                (x.code, &x.files),
+                "{lines}: fio: {}",
+                fio.stderr
+            );
         }
     }
 }

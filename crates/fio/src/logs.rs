@@ -359,7 +359,11 @@ fn append_whole(mut spool: File, path: &Path) -> std::io::Result<()> {
     let _one_writer = SHARED_APPEND.lock().unwrap_or_else(PoisonError::into_inner);
     // Not O_APPEND: the lock orders this process's writers, and a plain
     // descriptor lets the kernel copy file to file.
-    let mut f = OpenOptions::new().write(true).create(true).open(path)?;
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
     f.seek(SeekFrom::End(0))?;
     std::io::copy(&mut spool, &mut f)?;
     Ok(())
