@@ -166,17 +166,17 @@ fn averaged_logs_give_one_line_per_window_and_fio2gnuplot_reads_them() {
     }
     let ratio = counted / total as f64;
     assert!((0.9..1.1).contains(&ratio), "{counted} vs {total}");
-    fio2gnuplot(dir.path());
+    fio2gnuplot(dir.path(), [("-b", "w_bw.1.log"), ("-i", "w_iops.1.log")]);
 }
 
 /// fio2gnuplot's -b and -i modes turn the bandwidth and IOPS logs into
 /// gnuplot data without error (no -g: gnuplot itself is not needed).
-fn fio2gnuplot(dir: &Path) {
+fn fio2gnuplot(dir: &Path, logs: [(&str, &str); 2]) {
     let Some(f2g) = installed("fio2gnuplot") else {
         println!("skipped: fio2gnuplot is not installed (Debian's fio package has it)");
         return;
     };
-    for (flag, log) in [("-b", "w_bw.1.log"), ("-i", "w_iops.1.log")] {
+    for (flag, log) in logs {
         let work = tempfile::tempdir().unwrap();
         std::fs::copy(dir.join(log), work.path().join(log)).unwrap();
         let o = tool(&f2g, &[flag], work.path());
@@ -436,6 +436,8 @@ fn shared_logs_hold_whole_lines_one_block_per_job() {
         assert!(!h.is_empty(), "run {run}");
         before += ios;
     }
+    // fio's own tool reads them (a cut line made it fail).
+    fio2gnuplot(dir.path(), [("-b", "s_bw.log"), ("-i", "s_iops.log")]);
     // Nothing of the jobs' spools is left behind.
     let mut left: Vec<String> = std::fs::read_dir(dir.path())
         .unwrap()

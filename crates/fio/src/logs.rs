@@ -325,9 +325,16 @@ fn spool_beside(log: &Path) -> std::io::Result<File> {
         .mode(0o600)
         .custom_flags(libc::O_TMPFILE)
         .open(dir);
-    if let Ok(f) = unnamed {
-        return Ok(f);
+    match unnamed {
+        Ok(f) => Ok(f),
+        Err(_) => removed_spool(dir, log),
     }
+}
+
+/// A spool for a file system without O_TMPFILE: a new file in `dir`,
+/// removed as soon as it is open.
+fn removed_spool(dir: &Path, log: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     let stem = log
         .file_name()
         .map_or_else(Default::default, |n| n.to_string_lossy());
@@ -844,6 +851,68 @@ mod tests {
         s.lat = None;
         s.hist = Some("h".into());
         assert_eq!(names(&s), ["dir/b_bw.log", "h_clat_hist.log"]);
+    }
+
+    #[test]
+    fn shared_sinks_append_each_job_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s_lat.log");
+        std::fs::write(&path, "0, 1, 0, 4096, 0\n").unwrap();
+        let f = Format {
+            offset: false,
+            prio: false,
+            window: Window::Avg,
+        };
+        let line = |ms: u64| Line {
+            ms,
+            value: 7,
+            max: None,
+            dir: 1,
+            bs: 512,
+            offset: 0,
+            prio: 0,
+        };
+        let mut a = Sink::open(path.clone(), true).unwrap();
+        let mut b = Sink::open(path.clone(), true).unwrap();
+        // Lines written turn about, far past a buffer's worth each.
+        for ms in 0..20_000 {
+            a.line(&line(ms), f);
+            b.line(&line(ms), f);
+        }
+        b.finish();
+        a.finish();
+        assert!(a.error.is_none() && b.error.is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let times: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                assert_eq!(l.split(", ").count(), 5, "{l}");
+                l.split(", ").next().unwrap().parse().unwrap()
+            })
+            .collect();
+        // What was there, then b's block, then a's.
+        assert_eq!(times.len(), 1 + 40_000);
+        assert!(times[1..20_001].windows(2).all(|w| w[0] < w[1]));
+        assert!(times[20_001..].windows(2).all(|w| w[0] < w[1]));
+        // The spools left nothing in the directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_spool_without_o_tmpfile_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("x_bw.log");
+        let mut spools: Vec<File> = (0..3)
+            .map(|_| removed_spool(dir.path(), &log).unwrap())
+            .collect();
+        for (i, f) in spools.iter_mut().enumerate() {
+            writeln!(f, "{i}").unwrap();
+            f.seek(SeekFrom::Start(0)).unwrap();
+            let mut back = String::new();
+            std::io::Read::read_to_string(f, &mut back).unwrap();
+            assert_eq!(back, format!("{i}\n"));
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
     }
 
     #[test]
