@@ -7,7 +7,9 @@
 //!
 //! Lines go through a small buffer into the file as the job runs, so a job
 //! of any length needs the same memory, and what was logged up to a Ctrl-C
-//! or a failure is on disk ([`JobLogs`] flushes when dropped too).
+//! or a failure is on disk ([`JobLogs`] flushes when dropped too). A file
+//! the jobs share (`per_job_logs=0`) gets each job's lines as one block
+//! when the job ends, as fio's does (spooled beside it meanwhile).
 //!
 //! Times are milliseconds since the job's timed span began (fio's epoch,
 //! restarted after `ramp_time`); only the timed span's I/Os are logged.
