@@ -760,16 +760,17 @@ pub fn expand_filename_format(fmt: &str, jobname: &str, jobnum: u32, filenum: u3
     ];
     let mut out = fmt.to_string();
     for (kw, value) in NAME_KEYWORDS.iter().zip(values) {
+        // Matches found in an ASCII-lowercased copy: the keywords are
+        // ASCII, so each starts and ends on a character boundary of `out`.
+        let lower = out.to_ascii_lowercase();
         let mut done = String::with_capacity(out.len());
-        let mut rest = out.as_str();
-        // Byte search on an ASCII lowercase copy: the keywords are ASCII,
-        // so a match starts and ends on character boundaries of `rest`.
-        while let Some(i) = rest.to_ascii_lowercase().find(kw) {
-            done.push_str(&rest[..i]);
+        let mut from = 0;
+        for (i, _) in lower.match_indices(kw) {
+            done.push_str(&out[from..i]);
             done.push_str(&value);
-            rest = &rest[i + kw.len()..];
+            from = i + kw.len();
         }
-        done.push_str(rest);
+        done.push_str(&out[from..]);
         out = done;
     }
     out
