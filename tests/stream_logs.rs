@@ -1,11 +1,14 @@
 //! End-to-end tests of fio's log files from `xferbench stream`
 //! (`write_lat_log`, `write_bw_log`, `write_iops_log`, `write_hist_log`):
 //! fio's names, one line per I/O with fio's columns, one averaged line per
-//! window, slat + clat = lat on an asynchronous engine, logs kept by a
-//! Ctrl-C, an unwritable name refused up front; and fio's own tools reading
-//! them (fio2gnuplot, fiologparser_hist.py, from Debian's fio package; each
-//! check says why it is skipped where the tool is missing). Times are never
-//! asserted.
+//! window, slat + clat = lat on an asynchronous engine, whole lines in a
+//! file the jobs share (`per_job_logs=0`), logs kept by a Ctrl-C, an
+//! unwritable name refused up front; and fio's own tools reading them
+//! (fio2gnuplot, fiologparser_hist.py, from Debian's fio package; each
+//! check says why it is skipped where the tool is missing). Then the files
+//! a job file names and how its values read, beside fio 3.33 where it is
+//! installed: `filename_format=` with `nrfiles=`, `size=100%%`, unset
+//! `${VAR}`s. Times are never asserted.
 
 mod common;
 
@@ -163,17 +166,17 @@ fn averaged_logs_give_one_line_per_window_and_fio2gnuplot_reads_them() {
     }
     let ratio = counted / total as f64;
     assert!((0.9..1.1).contains(&ratio), "{counted} vs {total}");
-    fio2gnuplot(dir.path());
+    fio2gnuplot(dir.path(), [("-b", "w_bw.1.log"), ("-i", "w_iops.1.log")]);
 }
 
 /// fio2gnuplot's -b and -i modes turn the bandwidth and IOPS logs into
 /// gnuplot data without error (no -g: gnuplot itself is not needed).
-fn fio2gnuplot(dir: &Path) {
+fn fio2gnuplot(dir: &Path, logs: [(&str, &str); 2]) {
     let Some(f2g) = installed("fio2gnuplot") else {
         println!("skipped: fio2gnuplot is not installed (Debian's fio package has it)");
         return;
     };
-    for (flag, log) in [("-b", "w_bw.1.log"), ("-i", "w_iops.1.log")] {
+    for (flag, log) in logs {
         let work = tempfile::tempdir().unwrap();
         std::fs::copy(dir.join(log), work.path().join(log)).unwrap();
         let o = tool(&f2g, &[flag], work.path());
@@ -396,4 +399,242 @@ fn a_log_that_cannot_be_written_is_a_warning_of_the_job() {
     let warnings = d["jobs"][0]["warnings"].to_string();
     assert_eq!(warnings.matches("f_iops.1.log").count(), 1, "{warnings}");
     assert!(warnings.contains("No space left"), "{warnings}");
+}
+
+/// `per_job_logs=0`: four jobs share each log file. Every line is whole
+/// (fio's columns, each a number), each job's lines are one block, as fio
+/// writes them, and a second run appends to the first's, as fio's does —
+/// ten runs in a row into the same files.
+#[test]
+fn shared_logs_hold_whole_lines_one_block_per_job() {
+    let dir = tempfile::tempdir().unwrap();
+    // Enough lines a job (well over the 64 KiB a buffer holds) that lines
+    // cut where a buffer filled would show.
+    let job = "[global]\nfilename=data\nsize=256k\nbs=4k\nrw=randrw\nioengine=psync\n\
+               time_based\nruntime=300ms\nrate_iops=20000\nper_job_logs=0\n\
+               write_lat_log=s\nwrite_bw_log=s\nwrite_iops_log=s\nwrite_hist_log=s\n\
+               log_hist_msec=50\nlog_hist_coarseness=4\n[j]\nnumjobs=4\n";
+    let value_logs = ["s_lat.log", "s_clat.log", "s_bw.log", "s_iops.log"];
+    let mut before = 0;
+    for run in 1..=10 {
+        let d = json(&stream(dir.path(), job));
+        let ios: u64 = (0..4)
+            .map(|i| ios(&d, i, "read") + ios(&d, i, "write"))
+            .sum();
+        for name in value_logs {
+            let l = fields(&dir.path().join(name), 5);
+            assert_eq!(l.len() as u64, before + ios, "run {run}: {name}: every I/O");
+            // Times fall only where the next job's block starts.
+            let falls = l.windows(2).filter(|w| w[1][0] < w[0][0]).count();
+            assert!(
+                falls < 4 * run as usize,
+                "run {run}: {name}: {falls} blocks"
+            );
+        }
+        // time, direction, block size, 1856 buckets / 2^4.
+        let h = fields(&dir.path().join("s_clat_hist.log"), 3 + 1856 / 16);
+        assert!(!h.is_empty(), "run {run}");
+        before += ios;
+    }
+    // fio's own tool reads them (a cut line made it fail).
+    fio2gnuplot(dir.path(), [("-b", "s_bw.log"), ("-i", "s_iops.log")]);
+    // Nothing of the jobs' spools is left behind.
+    let mut left: Vec<String> = std::fs::read_dir(dir.path())
+        .unwrap()
+        .map(|e| e.unwrap().file_name().to_string_lossy().into_owned())
+        .collect();
+    left.sort();
+    assert_eq!(
+        left,
+        [
+            "data",
+            "s_bw.log",
+            "s_clat.log",
+            "s_clat_hist.log",
+            "s_iops.log",
+            "s_lat.log",
+            "s_slat.log",
+            "t.fio"
+        ]
+    );
+}
+
+/// A log file's lines, each checked to hold `n` comma-separated numbers (a
+/// line cut short, or two run together, fails with the line shown).
+fn fields(path: &Path, n: usize) -> Vec<Vec<u64>> {
+    let l = lines(path);
+    for (i, c) in l.iter().enumerate() {
+        assert_eq!(c.len(), n, "{}: line {}: {c:?}", path.display(), i + 1);
+    }
+    l
+}
+
+/// What a run of a job file left: each job's (read, written) bytes,
+/// `data/`'s sorted listing ("name size"), the exit code and stderr.
+struct Ran {
+    bytes: Vec<(u64, u64)>,
+    files: Vec<String>,
+    code: i32,
+    stderr: String,
+}
+
+/// fio 3.33 on `job` (see [`run_in`]); None where fio is not installed.
+fn fio_run(job: &str) -> Option<Ran> {
+    let fio = installed("fio")?;
+    let dir = tempfile::tempdir().unwrap();
+    Some(run_in(dir.path(), &fio, &["--output-format=json"], job))
+}
+
+/// What xferbench does with the same job, in the same shape.
+fn xferbench_run(job: &str) -> Ran {
+    let dir = tempfile::tempdir().unwrap();
+    let bin = PathBuf::from(env!("CARGO_BIN_EXE_xferbench"));
+    run_in(
+        dir.path(),
+        &bin,
+        &["--quiet", "stream", "--format", "json"],
+        job,
+    )
+}
+
+/// Runs `program ARGS… t.fio` in `dir`, with `data/` made for the job's
+/// files and XB_UNSET unset.
+fn run_in(dir: &Path, program: &Path, args: &[&str], job: &str) -> Ran {
+    std::fs::create_dir(dir.join("data")).unwrap();
+    std::fs::write(dir.join("t.fio"), job).unwrap();
+    let mut c = Command::new(program);
+    c.args(args)
+        .arg("t.fio")
+        .current_dir(dir)
+        .env_remove("XB_UNSET")
+        .env_remove("XFERBENCH_RESPONDER_FAULT");
+    let o = common::finish(c);
+    let bytes = serde_json::from_slice::<Value>(&o.stdout)
+        .ok()
+        .and_then(|d| {
+            let jobs = d["jobs"].as_array()?.clone();
+            Some(
+                jobs.iter()
+                    .map(|j| {
+                        let b = |k: &str| j[k]["io_bytes"].as_u64().unwrap_or(0);
+                        (b("read"), b("write"))
+                    })
+                    .collect(),
+            )
+        })
+        .unwrap_or_default();
+    let mut files: Vec<String> = std::fs::read_dir(dir.join("data"))
+        .unwrap()
+        .map(|e| {
+            let e = e.unwrap();
+            format!(
+                "{} {}",
+                e.file_name().to_string_lossy(),
+                e.metadata().unwrap().len()
+            )
+        })
+        .collect();
+    files.sort();
+    Ran {
+        bytes,
+        files,
+        code: o.status.code().unwrap_or(-1),
+        stderr: stderr(&o),
+    }
+}
+
+/// OpenZFS's performance suite: `filename_format=file$jobnum` with
+/// `nrfiles=`: every job's files have the one name, so a job has its one
+/// file nrfiles times over, as in fio (each pass over it counted); the
+/// files are fio's, in fio's place.
+#[test]
+fn filename_format_without_filenum_makes_fios_files() {
+    let job = "[global]\nfilename_format=file$jobnum\nnrfiles=4\nnumjobs=2\ndirectory=data\n\
+               ioengine=psync\nbs=64k\nrw=write\nfilesize=256k\n[job]\n";
+    let x = xferbench_run(job);
+    assert_eq!(x.code, 0, "{}", x.stderr);
+    assert_eq!(x.files, ["file0 262144", "file1 262144"]);
+    assert_eq!(x.bytes, [(0, 1 << 20), (0, 1 << 20)]);
+    match fio_run(job) {
+        Some(fio) => same_as_fio(&x, &fio),
+        None => println!("skipped the side-by-side run: fio is not installed"),
+    }
+    // fio numbers the clones after the first counting down: the second of
+    // three jobs is clone 2, its file file2.
+    let job = "[global]\nfilename_format=f$jobnum.$filenum\nnumjobs=3\ndirectory=data\n\
+               ioengine=psync\nbs=4k\nrw=write\n[j]\nsize=4k\n";
+    let d = json(&stream_with_dir(job));
+    let files: Vec<&str> = d["jobs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|j| j["filename"].as_str().unwrap())
+        .collect();
+    assert_eq!(files, ["data/f0.0", "data/f2.0", "data/f1.0"]);
+}
+
+/// The same files, and each job the same bytes, as fio.
+fn same_as_fio(x: &Ran, fio: &Ran) {
+    assert_eq!(
+        (&fio.bytes, &fio.files),
+        (&x.bytes, &x.files),
+        "fio: {}",
+        fio.stderr
+    );
+}
+
+/// `stream` on `job` in a fresh directory holding `data/`.
+fn stream_with_dir(job: &str) -> Output {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("data")).unwrap();
+    stream(dir.path(), job)
+}
+
+/// `size=100%%` (a job file written through printf) is 100%, as fio
+/// reads it.
+#[test]
+fn a_doubled_percent_sign_is_a_percentage() {
+    let job = "[j]\nfilename=data/f\nioengine=psync\nbs=4k\nrw=write\nsize=128k\n\
+               [r]\nstonewall\nfilename=data/f\nioengine=psync\nbs=4k\nrw=read\nsize=100%%\n";
+    let x = xferbench_run(job);
+    assert_eq!(x.code, 0, "{}", x.stderr);
+    assert_eq!(x.bytes, [(0, 128 << 10), (128 << 10, 0)]);
+    if let Some(fio) = fio_run(job) {
+        same_as_fio(&x, &fio);
+    }
+}
+
+/// An unset `${VAR}` is the empty string, as in fio: within a value the
+/// rest stands (`${XB_UNSET}x` is `x`); an option it leaves empty or
+/// unparsable makes fio drop the job and run nothing, exit 1 — no job
+/// runs with a default instead. `$VAR` without braces is not a variable
+/// in fio: kept as written.
+#[test]
+fn an_unset_variable_does_what_fio_does() {
+    let head = "[global]\nioengine=psync\nrw=write\nbs=4k\nsize=16k\ndirectory=data\n";
+    for (lines, want_code, want_files) in [
+        ("[a]\nfilename=${XB_UNSET}x\n", 0, vec!["x 16384"]),
+        ("[a]\nfilename=$XB_UNSET-y\n", 0, vec!["$XB_UNSET-y 16384"]),
+        ("[a]\n[b]\nsize=${XB_UNSET}\n", 1, vec![]),
+        ("[a]\nbs=${XB_UNSET}k\n[b]\n", 1, vec![]),
+        ("[a]\nwrite_bw_log=${XB_UNSET}\n", 0, vec!["a.0.0 16384"]),
+    ] {
+        let job = format!("{head}{lines}");
+        let x = xferbench_run(&job);
+        let e = &x.stderr;
+        assert_eq!(x.code, want_code, "{lines}: {e}");
+        assert_eq!(x.files, want_files, "{lines}: {e}");
+        if x.code != 0 {
+            assert_eq!(e.lines().count(), 1, "{e}");
+            assert!(e.contains("XB_UNSET is not set"), "{e}");
+        }
+        if let Some(fio) = fio_run(&job) {
+            assert_eq!(
+                (fio.code, &fio.files),
+                (x.code, &x.files),
+                "{lines}: fio: {}",
+                fio.stderr
+            );
+        }
+    }
 }

@@ -304,8 +304,14 @@ pub struct Job {
     /// Every file of a job that has several (`filename=a:b:c`, or once
     /// resolved the `nrfiles` generated names); empty for one file.
     pub filenames: Vec<String>,
-    /// `directory=`: where a relative or generated filename lives.
+    /// `directory=`: where a relative or generated filename lives (the
+    /// first, when several are given).
     pub directory: Option<String>,
+    /// `directory=a:b`: every directory, when several are given (fio puts
+    /// clone N's generated files in directory N modulo their count);
+    /// empty for one.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub directories: Vec<String>,
     /// `filename_format=`: how a job without `filename=` names its file
     /// (fio's default `$jobname.$jobnum.$filenum`).
     pub filename_format: Option<String>,
@@ -595,6 +601,7 @@ impl Default for Job {
             filename: None,
             filenames: Vec::new(),
             directory: None,
+            directories: Vec::new(),
             filename_format: None,
             nrfiles: 1,
             filesize: None,
@@ -797,43 +804,41 @@ pub const NAME_KEYWORDS: [&str; 4] = ["$jobname", "$jobnum", "$filenum", "$clien
 /// fio's default `filename_format=`.
 pub const DEFAULT_FILENAME_FORMAT: &str = "$jobname.$jobnum.$filenum";
 
-/// Expands a `filename_format=` as fio does: `$jobname` is the job's name,
-/// `$jobnum` its clone (0..numjobs-1), `$filenum` the file (0..nrfiles-1).
-/// `$clientuid` (fio's client address in client/server mode) is refused.
-pub fn expand_filename_format(
-    fmt: &str,
-    jobname: &str,
-    jobnum: u32,
-    filenum: u32,
-) -> std::result::Result<String, String> {
-    let mut out = String::with_capacity(fmt.len() + jobname.len());
-    let mut rest = fmt;
-    while let Some(i) = rest.find('$') {
-        out.push_str(&rest[..i]);
-        rest = &rest[i..];
-        let kw = NAME_KEYWORDS.iter().find(|k| {
-            rest.get(..k.len())
-                .is_some_and(|h| h.eq_ignore_ascii_case(k))
-        });
-        match kw.copied() {
-            Some("$jobname") => out.push_str(jobname),
-            Some("$jobnum") => out.push_str(&jobnum.to_string()),
-            Some("$filenum") => out.push_str(&filenum.to_string()),
-            Some(_) => {
-                return Err(format!(
-                    "filename_format={fmt}: $clientuid is fio's client address in client/server mode, which xferbench does not have; drop it"
-                ));
-            }
-            None => {
-                out.push('$');
-                rest = &rest[1..];
-                continue;
-            }
+/// Expands a `filename_format=` as fio's `make_filename` does: each
+/// keyword in turn (`$jobname`, then `$jobnum`, `$filenum`, `$clientuid`),
+/// every occurrence, in any case. `$jobnum` is the clone's number,
+/// `$filenum` the file's (0..nrfiles-1); `$clientuid` is fio's client
+/// address in client/server mode, and empty in a plain run, as in fio.
+pub fn expand_filename_format(fmt: &str, jobname: &str, jobnum: u32, filenum: u32) -> String {
+    let values = [
+        jobname.to_string(),
+        jobnum.to_string(),
+        filenum.to_string(),
+        String::new(),
+    ];
+    let mut out = fmt.to_string();
+    for (kw, value) in NAME_KEYWORDS.iter().zip(values) {
+        // Matches found in an ASCII-lowercased copy: the keywords are
+        // ASCII, so each starts and ends on a character boundary of `out`.
+        let lower = out.to_ascii_lowercase();
+        let mut done = String::with_capacity(out.len());
+        let mut from = 0;
+        for (i, _) in lower.match_indices(kw) {
+            done.push_str(&out[from..i]);
+            done.push_str(&value);
+            from = i + kw.len();
         }
-        rest = &rest[kw.map_or(1, |k| k.len())..];
+        done.push_str(&out[from..]);
+        out = done;
     }
-    out.push_str(rest);
-    Ok(out)
+    out
+}
+
+/// A percentage's number without its `%` signs: fio reads the digits and
+/// takes what follows them starting with `%` for a percentage, so `100%%`
+/// (a job file written through printf) is `100%`.
+pub(crate) fn unpercent(v: &str) -> &str {
+    v.trim_end_matches('%').trim_end()
 }
 
 /// Greatest common divisor.
@@ -1063,28 +1068,48 @@ impl Job {
                     .as_deref()
                     .filter(|f| !f.is_empty())
                     .unwrap_or(DEFAULT_FILENAME_FORMAT);
-                let name = expand_filename_format(fmt, &self.name, self.clone, 0)?;
-                if name.is_empty() {
+                // fio puts every generated name under directory=, even one
+                // that starts with '/', and gives a job nrfiles files even
+                // when the format names them alike (filename_format=file$jobnum
+                // with nrfiles=16: the one file, 16 times over).
+                // Clone N's directory is N modulo their count, as fio's
+                // set_name_idx picks it.
+                let dir = match self.directories.len() {
+                    0 => self.directory.as_ref(),
+                    n => self.directories.get(self.subjob() as usize % n),
+                };
+                let generated = |n: u32| {
+                    let name = expand_filename_format(fmt, &self.name, self.subjob(), n);
+                    match dir {
+                        Some(d) => format!(
+                            "{}/{}",
+                            d.trim_end_matches('/'),
+                            name.trim_start_matches('/')
+                        ),
+                        None => name,
+                    }
+                };
+                let names: Vec<String> = (0..self.nrfiles.max(1)).map(generated).collect();
+                if names.iter().any(|n| n.is_empty() || n.ends_with('/')) {
                     return Err(format!(
                         "filename_format={fmt} gives an empty file name; name the file with filename="
                     ));
                 }
-                if self.nrfiles > 1
-                    && expand_filename_format(fmt, &self.name, self.clone, 1)? == name
-                {
-                    return Err(format!(
-                        "nrfiles={}: filename_format={fmt} gives every file the same name; put $filenum in it",
-                        self.nrfiles
-                    ));
-                }
-                let mut names = vec![under_dir(&name)];
-                for n in 1..self.nrfiles {
-                    names.push(under_dir(&expand_filename_format(
-                        fmt, &self.name, self.clone, n,
-                    )?));
-                }
                 Ok(names)
             }
+        }
+    }
+
+    /// fio's number for this clone (its `subjob_number`: `$jobnum`, the
+    /// directory of `directory=a:b`, the `offset_increment` multiple).
+    /// fio makes the clones after the first counting down, so the second
+    /// job of `numjobs=4` is number 3, the fourth number 1.
+    pub fn subjob(&self) -> u32 {
+        match self.clone {
+            0 => 0,
+            c if c < self.numjobs => self.numjobs - c,
+            // A job made by hand, not by numjobs.
+            c => c,
         }
     }
 
@@ -1273,6 +1298,16 @@ impl<'a> Opt<'a> {
             .ok_or_else(|| self.bad(&format!("expected a whole number from {lo} to {hi}")))
     }
 
+    /// A whole percentage, 0 to 100, as fio reads it: `50`, `50%` or
+    /// `50%%` (job files written through printf double their `%`).
+    fn share(&self) -> Result<u32> {
+        unpercent(self.value()?)
+            .parse::<u32>()
+            .ok()
+            .filter(|n| *n <= 100)
+            .ok_or_else(|| self.bad("expected a whole percentage from 0 to 100"))
+    }
+
     fn size(&self) -> Result<u64> {
         self.parse_size(self.value()?)
     }
@@ -1379,11 +1414,17 @@ impl<'a> Opt<'a> {
                     missing += 1;
                     None
                 }
-                p => Some(p.parse::<u32>().ok().filter(|&p| p <= 100).ok_or_else(|| {
-                    self.bad(&format!(
-                        "'{part}': the share after / is a whole percent, as in 4k/60:64k/40"
-                    ))
-                })?),
+                p => Some(
+                    unpercent(p)
+                        .parse::<u32>()
+                        .ok()
+                        .filter(|&p| p <= 100)
+                        .ok_or_else(|| {
+                            self.bad(&format!(
+                                "'{part}': the share after / is a whole percent, as in 4k/60:64k/40"
+                            ))
+                        })?,
+                ),
             };
             out.push((size, pct));
         }
@@ -1449,14 +1490,17 @@ impl<'a> Opt<'a> {
         Ok(out.into_iter().map(|n| n.trim().to_string()).collect())
     }
 
-    /// fio separates several directories with ':'; xferbench takes one.
-    fn directory(&self) -> Result<String> {
-        let v = self.value()?;
-        let out = v.replace(r"\:", "\0");
-        if out.contains(':') {
-            return Err(self.bad("several directories are not supported; name one"));
+    /// fio's `directory=a:b:c` (`\:` is a colon inside a name): the
+    /// directories in order.
+    fn directories(&self) -> Result<Vec<String>> {
+        let v = self.value()?.replace(r"\:", "\0");
+        let dirs: Vec<String> = v.split(':').map(|d| d.trim().replace('\0', ":")).collect();
+        if dirs.iter().any(String::is_empty) {
+            return Err(self.bad(
+                "an empty directory in the list; separate directories with ':' (a colon inside a name is written \\:)",
+            ));
         }
-        Ok(out.replace('\0', ":"))
+        Ok(dirs)
     }
 
     /// fio's `random_distribution=`: `random` (uniform), `zoned:A/S:…` (A%
@@ -1537,7 +1581,12 @@ impl<'a> Opt<'a> {
         let v = self.value()?;
         let parts: Vec<u32> = v
             .split(',')
-            .map(|p| p.trim().parse::<u32>().ok().filter(|&p| p <= 100))
+            .map(|p| {
+                unpercent(p.trim())
+                    .parse::<u32>()
+                    .ok()
+                    .filter(|&p| p <= 100)
+            })
             .collect::<Option<_>>()
             .ok_or_else(|| self.bad("expected a whole number from 0 to 100"))?;
         if parts.iter().any(|&p| p != parts[0]) {
@@ -1551,10 +1600,11 @@ impl<'a> Opt<'a> {
 
     /// `N%` as a fraction of the target (0 < N ≤ 100), or None for a size.
     fn percent(&self) -> Result<Option<f64>> {
-        let Some(p) = self.value()?.strip_suffix('%') else {
+        let v = self.value()?;
+        if !v.ends_with('%') {
             return Ok(None);
-        };
-        match p.trim().parse::<f64>() {
+        }
+        match unpercent(v).parse::<f64>() {
             Ok(p) if p > 0.0 && p <= 100.0 => Ok(Some(p / 100.0)),
             _ => Err(self.bad("expected a percentage above 0 and at most 100, as in 50%")),
         }
@@ -2041,12 +2091,15 @@ mod tests {
 
     #[test]
     fn filename_format_expansion() {
-        let x = |f: &str, c| expand_filename_format(f, "job", c, 0).unwrap();
+        let x = |f: &str, c| expand_filename_format(f, "job", c, 0);
         assert_eq!(x(DEFAULT_FILENAME_FORMAT, 0), "job.0.0");
         assert_eq!(x("$jobname.$jobnum.$filenum", 7), "job.7.0");
         assert_eq!(x("/d/$JobName-$JOBNUM", 2), "/d/job-2");
         assert_eq!(x("$$cost$", 1), "$$cost$");
-        assert!(expand_filename_format("$clientuid", "j", 0, 0).is_err());
+        // Empty outside fio's client/server mode, as fio 3.33 has it.
+        assert_eq!(x("f.$clientuid.$jobnum", 1), "f..1");
+        // Keyword by keyword, as fio: a job name holding one is expanded.
+        assert_eq!(expand_filename_format("$jobname", "a$filenum", 0, 5), "a5");
         let mut j = Job {
             name: "w".into(),
             clone: 3,
@@ -2073,8 +2126,16 @@ mod tests {
                 ["/tmp/x/w.3.0", "/tmp/x/w.3.1"]
             );
         }
+        // A format without $filenum names every file alike: fio's job then
+        // has the one file nrfiles times over (OpenZFS's perf suite).
         set(&mut j, "filename_format", Some("f$jobnum")).unwrap();
-        assert!(first(&j).unwrap_err().contains("put $filenum in it"));
+        assert_eq!(j.resolved_files().unwrap(), ["/tmp/x/f3", "/tmp/x/f3"]);
+        // Generated names are under directory= even when absolute, as fio.
+        set(&mut j, "filename_format", Some("/abs/f$filenum")).unwrap();
+        assert_eq!(
+            j.resolved_files().unwrap(),
+            ["/tmp/x/abs/f0", "/tmp/x/abs/f1"]
+        );
         set(&mut j, "ioengine", Some("cpuio")).unwrap();
         assert!(
             first(&j)
@@ -2092,6 +2153,19 @@ mod tests {
         assert_eq!(j.resolved_files().unwrap(), ["xfer:tcp"]);
         set(&mut j, "directory", Some(r"/a\:b")).unwrap();
         assert_eq!(j.directory.as_deref(), Some("/a:b"));
+        assert!(j.directories.is_empty());
+        // Several: the clones' generated files spread over them, as fio.
+        set(&mut j, "directory", Some("/a:/b:/c")).unwrap();
+        assert_eq!(j.directories, ["/a", "/b", "/c"]);
+        (j.filename, j.filename_format) = (None, None);
+        j.filenames.clear();
+        // numjobs=5: fio's clone numbers, position by position, 0 4 3 2 1.
+        j.numjobs = 5;
+        for (clone, dir, n) in [(0, "/a", 0), (1, "/b", 4), (2, "/a", 3), (4, "/b", 1)] {
+            j.clone = clone;
+            assert_eq!(first(&j).unwrap(), format!("{dir}/w.{n}.0"));
+        }
+        assert!(err("directory", Some("/a::/b")).contains("an empty directory"));
     }
 
     #[test]

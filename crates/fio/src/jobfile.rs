@@ -211,6 +211,11 @@ pub fn parse(
         {
             return Err(malformed());
         }
+        // Messages name the job fio would drop.
+        let job_name = cur
+            .as_ref()
+            .map_or("global", |s| s.job.name.as_str())
+            .to_string();
         let sec = match &mut cur {
             Some(s) => s,
             None if in_global => &mut global,
@@ -220,33 +225,21 @@ pub fn parse(
                 )));
             }
         };
-        let mut unset = Vec::new();
-        let value = value
-            .map(|v| expand(v, env, &mut unset))
-            .transpose()
-            .map_err(|m| Error::usage(format!("{at}: {m}")))?;
-        if !unset.is_empty() {
-            // fio substitutes an empty string for an unset variable; a value
-            // left empty leaves the option at its default, said once.
-            let vars = unset.join(", ");
-            let left_empty = value.as_deref().is_some_and(|v| v.trim().is_empty());
-            let w = if left_empty {
-                format!(
-                    "{at}: {key}: environment variable {vars} is not set, so {key} keeps its default; set it to choose"
-                )
-            } else {
-                format!(
-                    "{at}: {key}: environment variable {vars} is not set and was taken as empty, as fio does"
-                )
-            };
-            if !warnings.contains(&w) {
-                warnings.push(w);
+        let (value, blank) = match value {
+            Some(raw) => {
+                let (v, b) = substituted(key, raw, env, &at, &job_name, &mut warnings)?;
+                (Some(v), b)
             }
-            if left_empty {
-                continue;
-            }
-        }
-        apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings)?;
+            None => (None, None),
+        };
+        apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings).map_err(|e| match &blank {
+            // fio: "failed parsing", the job dropped, nothing run, exit 1.
+            Some(vars) => Error::run(format!(
+                "{e}; environment variable {vars} is not set, and fio, taking it as empty, drops job {} for this line and runs nothing (exit 1): set {vars}",
+                job_name
+            )),
+            None => e,
+        })?;
         if let Some(v) = &value {
             sec.job.given.push((key.to_string(), v.clone()));
         }
@@ -268,6 +261,58 @@ pub fn parse(
         warnings,
         global_options: global.job.given,
     })
+}
+
+/// The options fio takes with an empty value (the log's name is then the
+/// job's); any other option left empty fails fio's parsing.
+const EMPTY_OK: [&str; 4] = [
+    "write_lat_log",
+    "write_bw_log",
+    "write_iops_log",
+    "write_hist_log",
+];
+
+/// `key=raw`'s value after fio's substitutions ([`expand`]), with the
+/// environment variables it took as empty, if any: a value that then fails
+/// to parse is fio's "failed parsing", which drops the job and runs
+/// nothing (exit 1), not a default. A `$NAME` fio keeps as written is a
+/// warning.
+fn substituted(
+    key: &str,
+    raw: &str,
+    env: &dyn Fn(&str) -> Option<String>,
+    at: &str,
+    job: &str,
+    warnings: &mut Vec<String>,
+) -> Result<(String, Option<String>)> {
+    let mut blank = Vec::new();
+    let mut literal = Vec::new();
+    let value = expand(raw, env, &mut blank, &mut literal)
+        .map_err(|m| Error::usage(format!("{at}: {m}")))?;
+    for name in literal {
+        let w = format!(
+            "{at}: {key}: ${name} is kept as written, as fio keeps it: fio substitutes an environment variable only written ${{{name}}}"
+        );
+        if !warnings.contains(&w) {
+            warnings.push(w);
+        }
+    }
+    if blank.is_empty() {
+        return Ok((value, None));
+    }
+    let vars = blank.join(", ");
+    if value.trim().is_empty() && !EMPTY_OK.contains(&key) {
+        return Err(Error::run(format!(
+            "{at}: {key}={raw}: environment variable {vars} is not set (or is empty), which leaves {key} empty: fio drops job {job} for it and runs nothing (exit 1); set {vars}"
+        )));
+    }
+    let w = format!(
+        "{at}: {key}: environment variable {vars} is not set and was taken as empty, as fio does"
+    );
+    if !warnings.contains(&w) {
+        warnings.push(w);
+    }
+    Ok((value, Some(vars)))
 }
 
 /// The sections' jobs with their `numjobs` clones, in order: each clone's
@@ -292,7 +337,7 @@ fn expand_clones(done: Vec<Job>) -> Result<Vec<Job>> {
                     job.source, job.line, job.name
                 ))
             })?;
-            j.offset = u64::from(c)
+            j.offset = u64::from(j.subjob())
                 .checked_mul(job.offset_increment)
                 .and_then(|d| d.checked_add(job.offset))
                 .ok_or_else(|| {
@@ -427,69 +472,91 @@ fn strip_comment(line: &str) -> &str {
     }
 }
 
-/// Replaces `$NAME` and `${NAME}`: fio's built-ins first, then `env`; an
-/// unset variable becomes the empty string, as in fio, and is named in `unset`.
+/// A job-file value after fio's substitutions (fio's
+/// `fio_option_dup_subs`, then its keywords):
+///
+/// - `${NAME}` is the environment's NAME; an unset NAME is the empty string
+///   (named in `blank`, as is one set empty), an unterminated `${` stays as
+///   written;
+/// - then `$pagesize`, `$mb_memory` and `$ncpus`, wherever they stand.
+///
+/// `$NAME` without braces is not substituted: fio keeps it as written
+/// (`filename=$DEV` is a file named `$DEV`), so it is named in `literal`
+/// for a warning. filename_format's keywords (`$jobnum`…) stay for the job.
 fn expand(
     v: &str,
     env: &dyn Fn(&str) -> Option<String>,
-    unset: &mut Vec<String>,
+    blank: &mut Vec<String>,
+    literal: &mut Vec<String>,
 ) -> std::result::Result<String, String> {
     let mut out = String::with_capacity(v.len());
     let mut rest = v;
-    while let Some(i) = rest.find('$') {
+    while let Some(i) = rest.find("${") {
         out.push_str(&rest[..i]);
-        rest = &rest[i + 1..];
-        let (name, after) = if let Some(r) = rest.strip_prefix('{') {
-            let end = r
-                .find('}')
-                .ok_or_else(|| format!("unterminated '${{' in '{v}'; close it with '}}'"))?;
-            (&r[..end], &r[end + 1..])
-        } else if rest.starts_with('(') {
-            return Err(format!(
-                "arithmetic $(...) in '{v}' is not supported; write the value out"
-            ));
-        } else if let Some(k) = NAME_KEYWORDS.iter().find(|k| {
-            rest.get(..k.len() - 1)
-                .is_some_and(|h| h.eq_ignore_ascii_case(&k[1..]))
-        }) {
-            // filename_format's keywords stay for the job to expand.
-            out.push_str(&v[v.len() - rest.len() - 1..][..k.len()]);
-            rest = &rest[k.len() - 1..];
-            continue;
-        } else {
-            let end = rest
-                .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
-                .unwrap_or(rest.len());
-            if end == 0 {
-                // A lone '$' is just a character.
-                out.push('$');
-                continue;
-            }
-            rest.split_at(end)
+        let after = &rest[i + 2..];
+        let Some(end) = after.find('}') else {
+            out.push_str(&rest[i..]);
+            rest = "";
+            break;
         };
-        match builtin(name).or_else(|| env(name)) {
+        let name = &after[..end];
+        match env(name).filter(|v| !v.is_empty()) {
             Some(value) => out.push_str(&value),
-            None => unset.push(name.to_string()),
+            None if name.is_empty() => {}
+            None => blank.push(name.to_string()),
         }
-        rest = after;
+        rest = &after[end + 1..];
     }
     out.push_str(rest);
+    if out.contains('$') {
+        for (word, value) in builtins() {
+            out = out.replace(word, &value);
+        }
+    }
+    if out.contains("$(") {
+        return Err(format!(
+            "arithmetic $(...) in '{v}' is not supported; write the value out"
+        ));
+    }
+    let mut at = 0;
+    while let Some(i) = out[at..].find('$').map(|i| i + at) {
+        at = i + 1;
+        let tail = &out[at..];
+        let end = tail
+            .find(|c: char| !(c.is_ascii_alphanumeric() || c == '_'))
+            .unwrap_or(tail.len());
+        let keyword = NAME_KEYWORDS.iter().any(|k| {
+            tail.get(..k.len() - 1)
+                .is_some_and(|h| h.eq_ignore_ascii_case(&k[1..]))
+        });
+        if end > 0 && !tail.starts_with(|c: char| c.is_ascii_digit()) && !keyword {
+            let name = tail[..end].to_string();
+            if !literal.contains(&name) {
+                literal.push(name);
+            }
+        }
+    }
     Ok(out)
 }
 
-/// fio's `$pagesize`, `$ncpus` and `$mb_memory`.
-fn builtin(name: &str) -> Option<String> {
+/// fio's keywords `$pagesize`, `$mb_memory` and `$ncpus`, with their values.
+fn builtins() -> Vec<(&'static str, String)> {
     // SAFETY: sysconf only reads system configuration.
     let conf = |c| u64::try_from(unsafe { libc::sysconf(c) }).ok();
-    match name {
-        "pagesize" => conf(libc::_SC_PAGESIZE),
-        "ncpus" => std::thread::available_parallelism()
-            .ok()
-            .map(|n| n.get() as u64),
-        "mb_memory" => Some((conf(libc::_SC_PHYS_PAGES)? * conf(libc::_SC_PAGESIZE)?) >> 20),
-        _ => None,
-    }
-    .map(|n| n.to_string())
+    let ncpus = std::thread::available_parallelism()
+        .ok()
+        .map(|n| n.get() as u64);
+    let mb = conf(libc::_SC_PHYS_PAGES)
+        .zip(conf(libc::_SC_PAGESIZE))
+        .map(|(p, s)| (p * s) >> 20);
+    [
+        ("$pagesize", conf(libc::_SC_PAGESIZE)),
+        ("$mb_memory", mb),
+        ("$ncpus", ncpus),
+    ]
+    .into_iter()
+    .filter_map(|(w, v)| Some((w, v?.to_string())))
+    .collect()
 }
 
 #[cfg(test)]
@@ -566,23 +633,6 @@ mod tests {
     #[test]
     fn env_substitution() {
         let env = |k: &str| (k == "DEV").then(|| "/dev/nvme0n1".to_string());
-        // Unset: empty, as in fio; an option left empty keeps its default.
-        let f = parse(
-            "[j]\nfilename=$DEV\nsize=${SZ}\nbs=${BS}k\n",
-            "t.fio",
-            &env,
-            &[],
-        );
-        let e = f.unwrap_err().to_string();
-        assert!(e.starts_with("t.fio:4: bs=k: malformed size"), "{e}");
-        let f = parse("[j]\nfilename=$DEV\nsize=${SZ}\n", "t.fio", &env, &[]).unwrap();
-        assert_eq!(f.jobs[0].size, None);
-        assert_eq!(
-            f.warnings,
-            [
-                "t.fio:3: size: environment variable SZ is not set, so size keeps its default; set it to choose"
-            ]
-        );
         let f = parse(
             "[j]\nfilename=${DEV}p1\nbs=$pagesize\nnumjobs=$ncpus\ndescription=cost $\n",
             "t.fio",
@@ -594,14 +644,63 @@ mod tests {
         assert_eq!(f.jobs[0].bs, 4096);
         let ncpus = std::thread::available_parallelism().unwrap().get();
         assert_eq!(f.jobs.len(), ncpus);
-        let f = parse("[global]\n\n[j]\nfilename=$NOPE/x\n", "t.fio", &env, &[]).unwrap();
+        assert!(
+            f.warnings.iter().all(|w| w.contains("'description'")),
+            "{:?}",
+            f.warnings
+        );
+        // Unset, within a value: empty, as in fio, said once.
+        let f = parse("[global]\n\n[j]\nfilename=${NOPE}/x\n", "t.fio", &env, &[]).unwrap();
         assert_eq!(f.jobs[0].filename.as_deref(), Some("/x"));
         assert!(
             f.warnings[0].contains("taken as empty, as fio does"),
             "{:?}",
             f.warnings
         );
+        // $NAME without braces is kept as written, as fio keeps it; an
+        // unterminated ${ too; ${} is empty.
+        let f = parse(
+            "[j]\nfilename=$DEV:${DEV-x\n[k]\nfilename=a${}b\n",
+            "t.fio",
+            &env,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(f.jobs[0].filenames, ["$DEV", "${DEV-x"]);
+        assert_eq!(f.jobs[1].filename.as_deref(), Some("ab"));
+        assert_eq!(
+            f.warnings,
+            [
+                "t.fio:2: filename: $DEV is kept as written, as fio keeps it: fio substitutes an environment variable only written ${DEV}"
+            ]
+        );
+        // Unset, leaving the option empty or unparsable: fio drops the job
+        // and runs nothing, exit 1 (no default taken).
+        let e = parse("[j]\nfilename=$DEV\nsize=${SZ}\n", "t.fio", &env, &[]).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        assert_eq!(
+            e.to_string(),
+            "t.fio:3: size=${SZ}: environment variable SZ is not set (or is empty), which leaves size empty: fio drops job j for it and runs nothing (exit 1); set SZ"
+        );
+        let e = parse("[global]\nbs=${BS}k\n[j]\n", "t.fio", &env, &[]).unwrap_err();
+        assert_eq!(e.exit_code(), 1);
+        let e = e.to_string();
+        assert!(e.starts_with("t.fio:2: bs=k: malformed size"), "{e}");
+        assert!(e.ends_with("drops job global for this line and runs nothing (exit 1): set BS"));
+        // A log's name may be empty (the job's), in fio too.
+        let f = parse("[j]\nwrite_bw_log=${NOPE}\n", "t.fio", &env, &[]).unwrap();
+        assert_eq!(f.jobs[0].logs.bw.as_deref(), Some(""));
         assert!(err("[j]\nsize=$(1+2)\n").contains("arithmetic"));
+        // filename_format's keywords are the job's, not the environment's.
+        let f = parse(
+            "[j]\nfilename_format=f.$JobNum.${NOPE}$filenum\n",
+            "t.fio",
+            &env,
+            &[],
+        )
+        .unwrap();
+        assert_eq!(f.jobs[0].filename.as_deref(), Some("f.0.0"));
+        assert_eq!(f.warnings.len(), 1, "{:?}", f.warnings);
     }
 
     #[test]
@@ -713,8 +812,9 @@ mod tests {
             d,
             [
                 ("a", 0, 0, 1 << 20, true),
-                ("a", 1, 0, (1 << 20) + (1 << 30), false),
-                ("a", 2, 0, (1 << 20) + (2 << 30), false),
+                // fio numbers the clones after the first counting down.
+                ("a", 1, 0, (1 << 20) + (2 << 30), false),
+                ("a", 2, 0, (1 << 20) + (1 << 30), false),
                 ("b", 0, 0, 0, false),
             ]
         );
@@ -732,7 +832,8 @@ mod tests {
         // No filename=: jobname.jobnum.filenum, one per clone, here.
         assert_eq!(
             names("[seq-w]\nnumjobs=3\n[r]\n"),
-            ["seq-w.0.0", "seq-w.1.0", "seq-w.2.0", "r.0.0"]
+            // The second job is fio's clone 2: fio makes them counting down.
+            ["seq-w.0.0", "seq-w.2.0", "seq-w.1.0", "r.0.0"]
         );
         // directory= holds generated and relative names, not absolute ones.
         assert_eq!(
@@ -755,9 +856,12 @@ mod tests {
             ),
             ["data/j-0x0.j$", "data/j-1x0.j$"]
         );
-        assert!(err("[j]\nfilename_format=f.$clientuid\n").starts_with(
-            "t.fio:1: job j: filename_format=f.$clientuid: $clientuid is fio's client address"
-        ),);
+        assert_eq!(names("[j]\nfilename_format=f.$clientuid\n"), ["f."]);
+        // nrfiles with a format naming the files alike: fio's job has the
+        // one file nrfiles times; the clones theirs.
+        let j = &ok("[j]\nfilename_format=file$jobnum\nnrfiles=3\nnumjobs=2\ndirectory=/d\n").jobs;
+        assert_eq!(j[0].filenames, ["/d/file0"; 3]);
+        assert_eq!(j[1].filenames, ["/d/file1"; 3]);
         assert_eq!(
             err("\n[j]\nnrfiles=4\nioengine=cpuio\n"),
             "t.fio:2: job j: nrfiles=4: ioengine=cpuio has no files to spread over; use one job per target (numjobs=N)"
@@ -774,7 +878,12 @@ mod tests {
             (j[1].nrfiles, &j[1].filenames[..]),
             (2, &["/d/a".to_string(), "/b".to_string()][..])
         );
-        assert!(err("[j]\ndirectory=/a:/b\n").contains("several directories"));
+        // Several directories: clone N's files in directory N modulo
+        // their count (fio's set_name_idx); filename= under the first.
+        assert_eq!(
+            names("[j]\ndirectory=/a:/b\nnumjobs=3\n[k]\ndirectory=/a:/b\nfilename=f\nnumjobs=2\n"),
+            ["/a/j.0.0", "/a/j.2.0", "/b/j.1.0", "/a/f", "/a/f"]
+        );
     }
 
     #[test]

@@ -7,15 +7,18 @@
 //!
 //! Lines go through a small buffer into the file as the job runs, so a job
 //! of any length needs the same memory, and what was logged up to a Ctrl-C
-//! or a failure is on disk ([`JobLogs`] flushes when dropped too).
+//! or a failure is on disk ([`JobLogs`] flushes when dropped too). A file
+//! the jobs share (`per_job_logs=0`) gets each job's lines as one block
+//! when the job ends, as fio's does (spooled beside it meanwhile).
 //!
 //! Times are milliseconds since the job's timed span began (fio's epoch,
 //! restarted after `ramp_time`); only the timed span's I/Os are logged.
 
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
-use std::io::{BufWriter, Write};
-use std::path::PathBuf;
+use std::io::{BufWriter, Seek, SeekFrom, Write};
+use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 use std::time::Instant;
 
 /// fio's latency histogram: `FIO_IO_U_PLAT_BITS` = 6 (64 buckets a group),
@@ -153,12 +156,23 @@ impl LogSpec {
     }
 }
 
-/// Creates (empties) the job's log files before anything runs, so that a
-/// path that cannot be written is a usage error up front; the workers then
-/// append to them (with `per_job_logs=0`, every job to the one file).
+/// Creates the job's log files before anything runs, so that a path that
+/// cannot be written is a usage error up front. A job's own file is
+/// emptied; a shared one (`per_job_logs=0`) is kept and appended to, as
+/// fio appends to it (a second run adds its lines after the first's), and
+/// its directory must take the jobs' spools.
 pub fn create(spec: &LogSpec, job_name: &str) -> std::result::Result<(), String> {
     for (kind, path) in spec.files(job_name) {
-        File::create(&path).map_err(|e| {
+        let made = if spec.shared {
+            OpenOptions::new()
+                .append(true)
+                .create(true)
+                .open(&path)
+                .and_then(|_| spool_beside(&path).map(drop))
+        } else {
+            File::create(&path).map(drop)
+        };
+        made.map_err(|e| {
             format!(
                 "{}: cannot create the log file {}: {e}; create its directory or give {}= a writable NAME",
                 kind.option(),
@@ -211,18 +225,39 @@ struct Line {
 
 /// One log file being written: its buffer, and the first write error (the
 /// file is then left as it is and the error reported once).
+///
+/// A shared file (`per_job_logs=0`) is never written by the job as it
+/// runs: its lines go to the job's own spool, an unnamed file beside the
+/// log, and [`Sink::finish`] appends the spool whole under one lock. Each
+/// job's lines are then one block of whole lines in the shared file, in the
+/// order the jobs end, as fio writes them (fio holds each job's lines in
+/// memory and appends them under a lock on the file when the job ends);
+/// jobs writing into one buffered file as they run cut each other's lines
+/// wherever a buffer happened to fill. The spool keeps a job's memory
+/// bounded whatever its length, and the I/O path takes no lock.
 struct Sink {
     path: PathBuf,
     out: Option<BufWriter<File>>,
+    shared: bool,
     error: Option<String>,
 }
 
+/// Held while a job's spool is appended to a shared log file, so that the
+/// jobs' blocks follow one another whole (one lock for every shared file:
+/// appends happen once per job and file, when the job ends).
+static SHARED_APPEND: Mutex<()> = Mutex::new(());
+
 impl Sink {
-    fn open(path: PathBuf) -> std::io::Result<Sink> {
-        let file = OpenOptions::new().append(true).create(true).open(&path)?;
+    fn open(path: PathBuf, shared: bool) -> std::io::Result<Sink> {
+        let file = if shared {
+            spool_beside(&path)?
+        } else {
+            OpenOptions::new().append(true).create(true).open(&path)?
+        };
         Ok(Sink {
             out: Some(BufWriter::with_capacity(BUFFER, file)),
             path,
+            shared,
             error: None,
         })
     }
@@ -256,11 +291,91 @@ impl Sink {
         }
     }
 
-    fn flush(&mut self) {
-        if let Some(Err(e)) = self.out.as_mut().map(|o| o.flush()) {
+    /// Writes out what is buffered: into the job's own file, or (shared)
+    /// the whole spool appended to the shared file. Nothing more is
+    /// written after.
+    fn finish(&mut self) {
+        let Some(mut out) = self.out.take() else {
+            return;
+        };
+        let r = out.flush().and_then(|()| {
+            if !self.shared {
+                return Ok(());
+            }
+            let spool = out.into_inner().map_err(|e| e.into_error())?;
+            append_whole(spool, &self.path)
+        });
+        if let Err(e) = r {
             self.failed(e);
         }
     }
+}
+
+/// An unnamed file in `log`'s directory (on its file system, which the
+/// log's creation showed writable; /tmp may be memory): O_TMPFILE where the
+/// file system has it, else a file removed as soon as it is open. Either
+/// way nothing is left behind, whatever stops the process.
+fn spool_beside(log: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let dir = match log.parent() {
+        Some(d) if !d.as_os_str().is_empty() => d,
+        _ => Path::new("."),
+    };
+    let unnamed = OpenOptions::new()
+        .read(true)
+        .write(true)
+        .mode(0o600)
+        .custom_flags(libc::O_TMPFILE)
+        .open(dir);
+    match unnamed {
+        Ok(f) => Ok(f),
+        Err(_) => removed_spool(dir, log),
+    }
+}
+
+/// A spool for a file system without O_TMPFILE: a new file in `dir`,
+/// removed as soon as it is open.
+fn removed_spool(dir: &Path, log: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
+    let stem = log
+        .file_name()
+        .map_or_else(Default::default, |n| n.to_string_lossy());
+    let mut k = 0u32;
+    loop {
+        let named = dir.join(format!(".{stem}.{}.{k}.spool", std::process::id()));
+        match OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create_new(true)
+            .mode(0o600)
+            .open(&named)
+        {
+            Ok(f) => {
+                std::fs::remove_file(&named)?;
+                return Ok(f);
+            }
+            // Another job's spool of the same log, being removed.
+            Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists && k < 1000 => k += 1,
+            Err(e) => return Err(e),
+        }
+    }
+}
+
+/// Appends a job's whole spool to the shared log at `path`, one job at a
+/// time.
+fn append_whole(mut spool: File, path: &Path) -> std::io::Result<()> {
+    spool.seek(SeekFrom::Start(0))?;
+    let _one_writer = SHARED_APPEND.lock().unwrap_or_else(PoisonError::into_inner);
+    // Not O_APPEND: the lock orders this process's writers, and a plain
+    // descriptor lets the kernel copy file to file.
+    let mut f = OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(false)
+        .open(path)?;
+    f.seek(SeekFrom::End(0))?;
+    std::io::copy(&mut spool, &mut f)?;
+    Ok(())
 }
 
 /// A window of per-I/O values being averaged (`log_avg_msec`), one per
@@ -339,7 +454,7 @@ impl ValueLog {
                 self.sink.line(&line, f);
             }
         }
-        self.sink.flush();
+        self.sink.finish();
     }
 }
 
@@ -454,7 +569,7 @@ impl HistLog {
                 self.put(ms, dir);
             }
         }
-        self.sink.flush();
+        self.sink.finish();
     }
 }
 
@@ -486,7 +601,7 @@ impl JobLogs {
         }
         let mut sinks = Vec::new();
         for (kind, path) in spec.files(job_name) {
-            sinks.push((kind, Sink::open(path)?));
+            sinks.push((kind, Sink::open(path, spec.shared)?));
         }
         let mut take = |k: Kind| {
             let i = sinks.iter().position(|(kind, _)| *kind == k)?;
@@ -741,10 +856,72 @@ mod tests {
     }
 
     #[test]
+    fn shared_sinks_append_each_job_whole() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("s_lat.log");
+        std::fs::write(&path, "0, 1, 0, 4096, 0\n").unwrap();
+        let f = Format {
+            offset: false,
+            prio: false,
+            window: Window::Avg,
+        };
+        let line = |ms: u64| Line {
+            ms,
+            value: 7,
+            max: None,
+            dir: 1,
+            bs: 512,
+            offset: 0,
+            prio: 0,
+        };
+        let mut a = Sink::open(path.clone(), true).unwrap();
+        let mut b = Sink::open(path.clone(), true).unwrap();
+        // Lines written turn about, far past a buffer's worth each.
+        for ms in 0..20_000 {
+            a.line(&line(ms), f);
+            b.line(&line(ms), f);
+        }
+        b.finish();
+        a.finish();
+        assert!(a.error.is_none() && b.error.is_none());
+        let text = std::fs::read_to_string(&path).unwrap();
+        let times: Vec<u64> = text
+            .lines()
+            .map(|l| {
+                assert_eq!(l.split(", ").count(), 5, "{l}");
+                l.split(", ").next().unwrap().parse().unwrap()
+            })
+            .collect();
+        // What was there, then b's block, then a's.
+        assert_eq!(times.len(), 1 + 40_000);
+        assert!(times[1..20_001].windows(2).all(|w| w[0] < w[1]));
+        assert!(times[20_001..].windows(2).all(|w| w[0] < w[1]));
+        // The spools left nothing in the directory.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn a_spool_without_o_tmpfile_leaves_nothing() {
+        let dir = tempfile::tempdir().unwrap();
+        let log = dir.path().join("x_bw.log");
+        let mut spools: Vec<File> = (0..3)
+            .map(|_| removed_spool(dir.path(), &log).unwrap())
+            .collect();
+        for (i, f) in spools.iter_mut().enumerate() {
+            writeln!(f, "{i}").unwrap();
+            f.seek(SeekFrom::Start(0)).unwrap();
+            let mut back = String::new();
+            std::io::Read::read_to_string(f, &mut back).unwrap();
+            assert_eq!(back, format!("{i}\n"));
+        }
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 0);
+    }
+
+    #[test]
     fn averaged_windows_give_one_line_each() {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("x.log");
-        let mut v = ValueLog::new(Sink::open(path.clone()).unwrap());
+        let mut v = ValueLog::new(Sink::open(path.clone(), false).unwrap());
         let f = Format {
             offset: false,
             prio: false,

@@ -132,7 +132,12 @@ pub static GENERAL: &[Spec] = &[
         Ok(())
     }),
     Spec::set("directory", Kind::Text("x"), |j, o| {
-        j.directory = Some(o.directory()?);
+        let mut dirs = o.directories()?;
+        j.directory = Some(dirs[0].clone());
+        if dirs.len() == 1 {
+            dirs.clear();
+        }
+        j.directories = dirs;
         Ok(())
     }),
     Spec::set("filename_format", Kind::Text("x"), |j, o| {
@@ -584,12 +589,12 @@ pub static GENERAL: &[Spec] = &[
         Ok(())
     }),
     Spec::set("buffer_compress_percentage", Kind::Int, |j, o| {
-        j.compress_pct = o.int(0, 100)?;
+        j.compress_pct = o.share()?;
         j.buffers.generated = true;
         Ok(())
     }),
     Spec::set("dedupe_percentage", Kind::Int, |j, o| {
-        j.buffers.dedupe_pct = o.int(0, 100)?;
+        j.buffers.dedupe_pct = o.share()?;
         // fio: dedupe implies refilling every write buffer.
         (j.buffers.generated, j.refill_buffers) = (true, true);
         Ok(())
@@ -607,7 +612,7 @@ pub static GENERAL: &[Spec] = &[
         },
     ),
     Spec::set("dedupe_working_set_percentage", Kind::Int, |j, o| {
-        j.buffers.dedupe_ws_pct = o.int(0, 100)?;
+        j.buffers.dedupe_ws_pct = o.share()?;
         Ok(())
     }),
     flag("dedupe_global", |j, o| {
@@ -664,11 +669,11 @@ pub static GENERAL: &[Spec] = &[
         Ok(())
     }),
     Spec::set("rwmixread", Kind::Int, |j, o| {
-        j.rwmixread = o.int(0, 100)?;
+        j.rwmixread = o.share()?;
         Ok(())
     }),
     Spec::set("rwmixwrite", Kind::Int, |j, o| {
-        j.rwmixread = 100 - o.int(0, 100)?;
+        j.rwmixread = 100 - o.share()?;
         Ok(())
     }),
     Spec::set("numjobs", Kind::Int, |j, o| {

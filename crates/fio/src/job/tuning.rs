@@ -150,7 +150,10 @@ pub fn steadystate(t: &mut Tuning, o: &Opt) -> Result<()> {
     let bad =
         || o.bad("malformed limit (a number, a percentage as in 10%, or for bw a size as in 1m)");
     let (limit, pct) = match limit.strip_suffix('%') {
-        Some(p) => (p.trim().parse::<f64>().map_err(|_| bad())?, true),
+        Some(p) => (
+            crate::job::unpercent(p).parse::<f64>().map_err(|_| bad())?,
+            true,
+        ),
         None if metric == SteadyMetric::Iops => (limit.parse::<f64>().map_err(|_| bad())?, false),
         None => (
             crate::units::parse_fio_size(limit).map_err(|_| bad())? as f64,
