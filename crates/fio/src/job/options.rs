@@ -167,7 +167,7 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
-    .alias(&["io_size", "io_limit"]),
+    .also(&["io_size", "io_limit"]),
     Spec::set("offset", Kind::Size, |j, o| {
         match o.percent()? {
             Some(p) => (j.offset, j.offset_pct) = (0, Some(p)),
@@ -195,7 +195,7 @@ pub static GENERAL: &[Spec] = &[
         Ok(())
     })
     .alias(&["blocksize_range"]),
-    Spec::set("blockalign", Kind::Size, |j, o| {
+    Spec::set("ba", Kind::Size, |j, o| {
         let [r, w] = o.sides(|v| o.block_size(v))?;
         if r.is_some() && w.is_some() && r != w {
             return Err(
@@ -205,7 +205,7 @@ pub static GENERAL: &[Spec] = &[
         j.blockalign = r.or(w);
         Ok(())
     })
-    .alias(&["ba"]),
+    .alias(&["blockalign"]),
     flag("bs_is_seq_rand", |j, o| o.bool().map(|v| j.bs_is_seq_rand = v)),
     Spec::set("bssplit", Kind::Text("4k/50:64k/50"), |j, o| {
         let [r, w] = o.sides(|v| o.split(v))?;
@@ -291,7 +291,7 @@ pub static GENERAL: &[Spec] = &[
             _ => Err(o.bad("use tausworthe, lfsr or tausworthe64")),
         },
     ),
-    flag("randrepeat", |j, o| o.bool().map(|v| j.randrepeat = v)).alias(&["allrandrepeat"]),
+    flag("randrepeat", |j, o| o.bool().map(|v| j.randrepeat = v)).also(&["allrandrepeat"]),
     Spec::set("zonemode", Kind::Words(&["none", "strided"]), |j, o| {
         j.strided = match o.value()? {
             "none" => false,
@@ -536,7 +536,7 @@ pub static GENERAL: &[Spec] = &[
             o.key
         )))
     })
-    .alias(&["create_serialize"]),
+    .also(&["create_serialize"]),
     Spec::take(
         "continue_on_error",
         Kind::Words(&["none", "0", "verify"]),
@@ -656,7 +656,8 @@ pub static GENERAL: &[Spec] = &[
             o.key
         )))
     })
-    .alias(&["iodepth_batch_submit", "iodepth_batch_complete_max"]),
+    .alias(&["iodepth_batch_submit"])
+    .also(&["iodepth_batch_complete_max"]),
     flag("scramble_buffers", |j, o| {
         j.buffers.scramble = o.bool()?;
         j.buffers.scramble_set = true;
@@ -680,14 +681,14 @@ pub static GENERAL: &[Spec] = &[
     }),
     Spec::set("ioengine", Kind::Text("psync"), |j, o| j.set_engine(o)),
     Spec::set(
-        "iomem",
+        "mem",
         Kind::Words(&["malloc", "mmap", "mmapshared", "shm", "mmaphuge", "shmhuge"]),
         |j, o| {
             j.iomem = o.iomem()?;
             Ok(())
         },
     )
-    .alias(&["mem"]),
+    .alias(&["iomem"]),
     flag("direct", |j, o| o.bool().map(|v| j.direct = v)),
     flag("buffered", |j, o| o.bool().map(|v| j.direct = !v)),
     Spec::set("randseed", Kind::Int, |j, o| {
@@ -698,11 +699,11 @@ pub static GENERAL: &[Spec] = &[
         Ok(())
     }),
     // fio: 0 means no limit.
-    Spec::set("ratemin", Kind::Size, |j, o| {
+    Spec::set("rate_min", Kind::Size, |j, o| {
         j.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0);
         Ok(())
     })
-    .alias(&["rate_min"]),
+    .alias(&["ratemin"]),
     Spec::set("rate", Kind::Size, |j, o| {
         j.rate = Some(o.pair("rate")?).filter(|&r| r > 0);
         Ok(())
@@ -765,7 +766,7 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
-    .alias(&["threads"]),
+    .also(&["threads"]),
     Spec::set("loops", Kind::Int, |j, o| {
         j.loops = o.int(1, u32::MAX.into())?;
         Ok(())
@@ -787,7 +788,7 @@ pub static GENERAL: &[Spec] = &[
     Spec::note("clocksource", CLOCK),
     Spec::note("create_fsync", LAYOUT),
     Spec::note("description", LABEL),
-    Spec::note("disable_bw", CLOCK).alias(&["disable_bw_measurement"]),
+    Spec::note("disable_bw_measurement", CLOCK).alias(&["disable_bw"]),
     Spec::note("disable_clat", CLOCK),
     Spec::note("disable_lat", CLOCK),
     Spec::note("disable_slat", CLOCK),

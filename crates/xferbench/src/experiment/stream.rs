@@ -53,7 +53,7 @@ fn once(
     bar: &dyn Bar,
 ) -> Result<(StreamRun, Option<Error>)> {
     let _keep = crate::measure::placement::KeepAffinity::new();
-    let points = plan(args)?;
+    let points = plan(args, true)?;
     let env = Env::capture();
     let mut warnings = env.warnings();
     warnings.extend(points.warnings.iter().cloned());
@@ -176,12 +176,19 @@ struct Plan {
     global_options: Vec<(String, String)>,
 }
 
+/// Reads and checks every job as a run would, running none (fio's
+/// `--parse-only`): the warnings a run would start with, or the error that
+/// would stop it. Writes nothing (no log file is made).
+pub fn check(args: &StreamConfig) -> Result<Vec<String>> {
+    plan(args, false).map(|p| p.warnings)
+}
+
 /// Reads the job file or the flags into jobs, applies `--map`, checks every
-/// job before anything runs.
-fn plan(args: &StreamConfig) -> Result<Plan> {
+/// job before anything runs; with `logs`, empties the log files the jobs
+/// write.
+fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
     let mut overrides = args.overrides();
     let sizes = args.bs_list()?;
-    let env = |k: &str| std::env::var(k).ok();
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
     let mut global_options = Vec::new();
@@ -195,49 +202,15 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
             overrides.retain(|(k, _)| k != "bs");
             overrides.push(("bs".into(), Some(b.to_string())));
         }
-        let file = match &args.job {
-            Some(p) => {
-                let paths: Vec<&Path> = std::iter::once(p.as_path())
-                    .chain(args.more_jobs.iter().map(|m| m.as_path()))
-                    .collect();
-                jobfile::load_all(&paths, &args.sections, &overrides)?
-            }
-            None if !args.sections.is_empty() => {
-                return Err(Error::usage(
-                    "--section picks sections of a job file; give the file (xferbench stream FILE.fio --section NAME)",
-                ));
-            }
-            None => {
-                // A net listener names no file: its port is enough.
-                let named = |k: &str, v: &Option<String>| {
-                    k == "filename"
-                        || k == "hostname"
-                        || (k == "ioengine" && matches!(v.as_deref(), Some("net" | "netsplice")))
-                };
-                if args.flag("filename").is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
-                    return Err(Error::usage(
-                        "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
-                    ));
-                }
-                let name = args.name.clone().unwrap_or_else(|| "stream".into());
-                if name.contains(['[', ']']) || name.trim().is_empty() {
-                    return Err(Error::usage(format!(
-                        "--name '{name}': a job name cannot be empty or hold brackets"
-                    )));
-                }
-                let mut file =
-                    jobfile::parse(&format!("[{name}]\n"), "command line", &env, &overrides)?;
-                // fio lists a command-line job's name among its options.
-                for j in &mut file.jobs {
-                    j.given.insert(0, ("name".into(), name.clone()));
-                }
-                file
-            }
-        };
+        let file = jobs_of(args, &overrides)?;
         if sets.is_empty() {
             if args.strict && !file.warnings.is_empty() {
+                let (flag, what) = match args.fio_jobs {
+                    Some(_) => ("--warnings-fatal", "warnings"),
+                    None => ("--strict", "unsupported options"),
+                };
                 return Err(Error::usage(format!(
-                    "{} (--strict makes unsupported options errors; drop --strict to run with a warning)",
+                    "{} ({flag} makes {what} errors; drop {flag} to run with a warning)",
                     file.warnings[0]
                 )));
             }
@@ -260,7 +233,7 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
     if let Some((_, first)) = sets.first() {
         // The log files, emptied: a path that cannot be written stops the
         // run before it starts.
-        for p in first {
+        for p in first.iter().filter(|_| logs) {
             crate::stream::logs::create(&p.job.logs, &p.job.name)
                 .map_err(|m| Error::usage(format!("job {}: {m}", p.job.name)))?;
         }
@@ -278,6 +251,55 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
         sets,
         warnings,
         global_options,
+    })
+}
+
+/// The jobs of a run: fio's command line, the job files, or the flags.
+fn jobs_of(
+    args: &StreamConfig,
+    overrides: &[(String, Option<String>)],
+) -> Result<jobfile::JobFile> {
+    let env = |k: &str| std::env::var(k).ok();
+    if let Some(jobs) = &args.fio_jobs {
+        return jobs.load(overrides);
+    }
+    Ok(match &args.job {
+        Some(p) => {
+            let paths: Vec<&Path> = std::iter::once(p.as_path())
+                .chain(args.more_jobs.iter().map(|m| m.as_path()))
+                .collect();
+            jobfile::load_all(&paths, &args.sections, overrides)?
+        }
+        None if !args.sections.is_empty() => {
+            return Err(Error::usage(
+                "--section picks sections of a job file; give the file (xferbench stream FILE.fio --section NAME)",
+            ));
+        }
+        None => {
+            // A net listener names no file: its port is enough.
+            let named = |k: &str, v: &Option<String>| {
+                k == "filename"
+                    || k == "hostname"
+                    || (k == "ioengine" && matches!(v.as_deref(), Some("net" | "netsplice")))
+            };
+            if args.flag("filename").is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
+                return Err(Error::usage(
+                    "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
+                ));
+            }
+            let name = args.name.clone().unwrap_or_else(|| "stream".into());
+            if name.contains(['[', ']']) || name.trim().is_empty() {
+                return Err(Error::usage(format!(
+                    "--name '{name}': a job name cannot be empty or hold brackets"
+                )));
+            }
+            let mut file = jobfile::parse(&format!("[{name}]\n"), "command line", &env, overrides)?;
+            // fio lists a command-line job's name among its options.
+            for j in &mut file.jobs {
+                j.given.insert(0, ("name".into(), name.clone()));
+            }
+            file
+        }
     })
 }
 
