@@ -1032,3 +1032,379 @@ fn no_option(name: &str, of: &str) -> Error {
         )),
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::job::Rw;
+
+    fn args(line: &str) -> Vec<String> {
+        line.split_whitespace().map(String::from).collect()
+    }
+
+    fn parsed(line: &str) -> CmdLine {
+        parse(&args(line), &[]).unwrap()
+    }
+
+    fn refused(line: &str) -> String {
+        parse(&args(line), &[]).unwrap_err().to_string()
+    }
+
+    /// A job file in a temporary directory.
+    fn file(dir: &tempfile::TempDir, name: &str, text: &str) -> String {
+        let p = dir.path().join(name);
+        std::fs::write(&p, text).unwrap();
+        p.display().to_string()
+    }
+
+    #[test]
+    fn name_starts_a_job_and_the_options_before_it_are_global() {
+        // fio's HOWTO: two jobs sharing the global options.
+        let l = parsed("--name=global --rw=randread --size=128m --name=job1 --name=job2");
+        let f = l.jobs.load(&[]).unwrap();
+        let d: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| (j.name.as_str(), j.rw, j.size, j.group))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                ("job1", Rw::RandRead, Some(128 << 20), 0),
+                ("job2", Rw::RandRead, Some(128 << 20), 0)
+            ]
+        );
+        // A command-line job lists its name among its options, as fio's do.
+        assert_eq!(f.jobs[0].given, [("name".to_string(), "job1".to_string())]);
+        // Options before any --name are global too; after one, the job's.
+        let f = parsed("--bs=8k --name=a --bs=16k --name=b")
+            .jobs
+            .load(&[])
+            .unwrap();
+        assert_eq!((f.jobs[0].bs, f.jobs[1].bs), (16384, 8192));
+        // --name=global again sets globals for the jobs after it only.
+        let f = parsed("--name=a --name=global --iodepth=4 --name=b")
+            .jobs
+            .load(&[])
+            .unwrap();
+        assert_eq!((f.jobs[0].iodepth, f.jobs[1].iodepth), (1, 4));
+    }
+
+    #[test]
+    fn options_take_values_as_getopt_gives_them() {
+        // One dash as well as two; a value after a space; a bare switch; a
+        // boolean after a space (the published "-direct 1 -thread" lines).
+        let l = parsed(
+            "-filename /tmp/x -direct 1 -iodepth 1 -thread -rw=randread -bs=16k -size=200G -numjobs=2 -runtime=1000 -group_reporting -name=mytest",
+        );
+        let s = &l.jobs.sections;
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].name, None);
+        assert!(s[0].options.contains(&("direct".into(), Some("1".into()))));
+        assert!(s[0].options.contains(&("thread".into(), None)));
+        assert!(s[0].options.contains(&("group_reporting".into(), None)));
+        assert_eq!(s[1].name.as_deref(), Some("mytest"));
+        let f = l.jobs.load(&[]).unwrap();
+        assert_eq!(f.jobs.len(), 2);
+        assert!(f.jobs[0].direct && f.jobs[0].group_reporting);
+        // A switch before a job file does not take the file as its value.
+        let l = parsed("--time_based job.fio");
+        assert_eq!(l.jobs.files[0].path, "job.fio");
+        // A shortened name that names one option is that option, under
+        // fio's name; one that names several is refused.
+        let l = parsed("--name=x --runt=10 --numj=2");
+        assert_eq!(
+            l.jobs.sections[0].options,
+            [
+                ("runtime".to_string(), Some("10".to_string())),
+                ("numjobs".to_string(), Some("2".to_string()))
+            ]
+        );
+        assert!(refused("--name=x --blocksi=8k").contains("--blocksize, --blocksize_range"));
+        assert!(refused("--name=x --si=1m").starts_with("option '--si=1m' is ambiguous"));
+        // Job files anywhere; '-' is one; '--' ends the options.
+        let l = parsed("a.fio --output-format=json - -- --b.fio");
+        let files: Vec<&str> = l.jobs.files.iter().map(|f| f.path.as_str()).collect();
+        assert_eq!(files, ["a.fio", "-", "--b.fio"]);
+        assert!(l.formats.json && !l.formats.normal);
+    }
+
+    #[test]
+    fn unknown_and_unrunnable_options_are_one_line_each() {
+        let e = refused("--name=x --bogus=1");
+        assert_eq!(
+            e,
+            "unrecognized option '--bogus=1' (neither fio's nor a job option); see --help, and --cmdhelp for the job options"
+        );
+        assert!(refused("--name=x --directroy=/tmp").ends_with("did you mean --directory?"));
+        assert!(refused("--showcmdd").ends_with("did you mean --showcmd?"));
+        assert!(refused("--client=host").starts_with("fio's --client cannot run under xferbench"));
+        assert_eq!(
+            refused("--showcmd=1"),
+            "option '--showcmd=1': --showcmd takes no value; give it alone"
+        );
+        assert_eq!(
+            refused("--name=x --bs"),
+            "option '--bs' needs a value: --bs=VALUE"
+        );
+        assert!(
+            refused("--output-format=xml").contains("'xml' is not one of fio's output formats")
+        );
+        assert!(refused("--terse-version=9").contains("terse versions are 2 to 5"));
+        assert!(refused("--section=global").contains("[global] is not a job"));
+        let e = parsed("--rw=read").jobs.load(&[]).unwrap_err().to_string();
+        assert!(e.starts_with("no job defined: give --name=NAME"), "{e}");
+    }
+
+    #[test]
+    fn fios_own_options_are_read() {
+        let l = parsed(
+            "--output=o.txt --output-format=json+,normal --append-terse --eta=never --eta-newline=2 --status-interval=500ms --warnings-fatal --readonly --max-jobs=4 --alloc-size=1024 --section=a --section b -v",
+        );
+        assert_eq!(l.output.as_deref(), Some("o.txt"));
+        assert_eq!(
+            l.formats,
+            Formats {
+                terse: true,
+                json: true,
+                json_plus: true,
+                normal: true
+            }
+        );
+        assert_eq!(l.eta, Eta::Never);
+        assert_eq!(l.eta_newline, Some(Duration::from_secs(2)));
+        assert_eq!(l.status_interval, Some(Duration::from_millis(500)));
+        assert!(l.warnings_fatal && l.jobs.readonly && l.version);
+        assert_eq!((l.max_jobs, l.alloc_size), (Some(4), Some(1024)));
+        assert_eq!(l.jobs.only, ["a", "b"]);
+        assert_eq!(
+            parsed("--minimal").formats,
+            Formats::parse("terse").unwrap()
+        );
+        assert_eq!(parsed("--cmdhelp").cmdhelp.as_deref(), Some(""));
+        assert_eq!(
+            parsed("--enghelp=io_uring").enghelp.as_deref(),
+            Some("io_uring")
+        );
+        // The caller's options come back as given.
+        let extras = [Extra {
+            name: "map",
+            takes: Takes::Value,
+            help: "",
+        }];
+        let l = parse(&args("--map a=b --name=x --map=c=d"), &extras).unwrap();
+        assert_eq!(
+            l.extras,
+            [
+                ("map".to_string(), Some("a=b".to_string())),
+                ("map".to_string(), Some("c=d".to_string()))
+            ]
+        );
+    }
+
+    #[test]
+    fn command_line_options_are_the_defaults_a_job_file_overrides() {
+        let dir = tempfile::tempdir().unwrap();
+        let no_bs = file(&dir, "a.fio", "[global]\nrw=write\n[a]\nsize=1m\n");
+        let with_bs = file(&dir, "b.fio", "[global]\nbs=1m\n[b]\nsize=1m\n");
+        let own_bs = file(&dir, "c.fio", "[c]\nbs=64k\n");
+        let bs = |line: String| -> Vec<(String, u64)> {
+            parse(&args(&line), &[])
+                .unwrap()
+                .jobs
+                .load(&[])
+                .unwrap()
+                .jobs
+                .into_iter()
+                .map(|j| (j.name, j.bs))
+                .collect()
+        };
+        assert_eq!(
+            bs(format!("--blocksize=128k {no_bs}")),
+            [("a".into(), 128 << 10)]
+        );
+        assert_eq!(
+            bs(format!("--blocksize=128k {with_bs}")),
+            [("b".into(), 1 << 20)]
+        );
+        assert_eq!(bs(format!("--bs=128k {own_bs}")), [("c".into(), 64 << 10)]);
+        // As fio: the command line's jobs first, in the first file's group;
+        // a later file starts from fio's defaults again, after a stonewall.
+        let f = parse(
+            &args(&format!("--bs=8k --name=x {no_bs} {own_bs} {no_bs}")),
+            &[],
+        )
+        .unwrap()
+        .jobs
+        .load(&[])
+        .unwrap();
+        let d: Vec<_> = f
+            .jobs
+            .iter()
+            .map(|j| (j.name.as_str(), j.bs, j.group))
+            .collect();
+        assert_eq!(
+            d,
+            [
+                ("x", 8192, 0),
+                ("a", 8192, 0),
+                ("c", 65536, 1),
+                ("a", 4096, 2)
+            ]
+        );
+        // --section picks jobs, from the command line too.
+        let f = parse(&args(&format!("--name=x --section=a {no_bs}")), &[])
+            .unwrap()
+            .jobs
+            .load(&[])
+            .unwrap();
+        assert_eq!(f.jobs.len(), 1);
+        assert_eq!(f.jobs[0].name, "a");
+    }
+
+    #[test]
+    fn readonly_refuses_writers_and_marks_readers() {
+        let e = parsed("--readonly --name=w --rw=randwrite")
+            .jobs
+            .load(&[])
+            .unwrap_err()
+            .to_string();
+        assert!(
+            e.starts_with("job w: rw=randwrite writes or trims, and --readonly refuses"),
+            "{e}"
+        );
+        let f = parsed("--readonly --name=r --rw=read")
+            .jobs
+            .load(&[])
+            .unwrap();
+        assert!(f.jobs[0].readonly);
+    }
+
+    /// What fio 3.33's `--showcmd` printed for these files, byte for byte.
+    #[test]
+    fn showcmd_prints_what_fio_prints() {
+        let dir = tempfile::tempdir().unwrap();
+        let show = |line: String| parse(&args(&line), &[]).unwrap().jobs.show_cmd().unwrap();
+        let seed = file(
+            &dir,
+            "seed.fio",
+            "[global]\nioengine=psync\nbs=1m\nfilesize=16m\nallow_file_create=0\nrw=write\n; comment\ndirect = 0\ndescription=four channels\n\n[ch0]\nfilename=/tmp/fc/d0\noffset=0\nsize=4m\n\n[ch1]\nfilename=/tmp/fc/d1\noffset=4m\nsize=4m\ntime_based\n",
+        );
+        assert_eq!(
+            show(seed.clone()),
+            "fio --ioengine=psync --bs=1m --filesize=16m --allow_file_create=0 --rw=write --direct= 0 --description=\"four channels\" --name=ch0 --offset=0 --size=4m --filename=/tmp/fc/d0 --name=ch1 --offset=4m --size=4m --time_based --filename=/tmp/fc/d1 \n"
+        );
+        // The command line's options show in a file's [global] only, and a
+        // later [global] shows every global option so far.
+        let two = file(
+            &dir,
+            "two.fio",
+            "[a]\nrw=randread\niodepth=4\nioengine=libaio\nbs=4k\ngroup_reporting\n[global]\nbs=8k\n[b]\nstonewall\n",
+        );
+        assert_eq!(
+            show(format!("--bs=2k {two}")),
+            "fio --name=a --rw=randread --iodepth=4 --ioengine=libaio --bs=4k --group_reporting --bs=2k --bs=8k --name=b --stonewall \n"
+        );
+        let g2 = file(
+            &dir,
+            "g2.fio",
+            "[global]\nbs=4k\n[a]\n[global]\nrw=read\n[b]\n",
+        );
+        assert_eq!(
+            show(format!("--size=1m {g2}")),
+            "fio --size=1m --bs=4k --name=a --size=1m --bs=4k --rw=read --name=b \n"
+        );
+        // fio's names (an alias is shown as the option; a separate fio
+        // option as itself), engine options after the others.
+        let aws = file(
+            &dir,
+            "aws.fio",
+            "[global]\niomem=mmap\nratemin=1m\nblocksize=4k\nio_size=1m\n[n]\nioengine=net\nport=8888\nprotocol=tcp\nbs=4k\nlisten\nrw=read\n",
+        );
+        assert_eq!(
+            show(aws),
+            "fio --mem=mmap --rate_min=1m --bs=4k --io_size=1m --name=n --ioengine=net --bs=4k --rw=read --port=8888 --protocol=tcp --listen \n"
+        );
+        // One line a file; --section shows those jobs only (and every
+        // [global]); an empty file, an empty line.
+        let empty = file(&dir, "e.fio", "");
+        assert_eq!(
+            show(format!("--section=b {two} {empty}")),
+            "fio --bs=8k --name=b --stonewall \n\n"
+        );
+        // Refused options are shown all the same, as fio shows them; an
+        // unknown one stops it.
+        let dax = file(&dir, "dax.fio", "[d]\nioengine=dev-dax\nzonemode=zbd\n");
+        assert_eq!(
+            show(dax),
+            "fio --name=d --ioengine=dev-dax --zonemode=zbd \n"
+        );
+        let bad = file(&dir, "bad.fio", "[d]\nbogus=1\n");
+        let e = parse(&args(&bad), &[])
+            .unwrap()
+            .jobs
+            .show_cmd()
+            .unwrap_err();
+        assert!(e.to_string().contains("unknown option 'bogus'"), "{e}");
+    }
+
+    #[test]
+    fn help_is_made_from_the_option_tables() {
+        use crate::job::spec::Effect;
+        // Every option xferbench takes says what it does.
+        let all = crate::job::options::GENERAL
+            .iter()
+            .chain(crate::job::verify_options::VERIFY)
+            .chain(
+                crate::job::engine_opts::ENGINES
+                    .iter()
+                    .flat_map(|(_, t)| t.iter()),
+            );
+        for s in all {
+            if matches!(s.effect, Effect::Set(_) | Effect::Take(_)) {
+                assert!(!s.help.is_empty(), "{} has no help", s.name);
+            }
+        }
+        assert_eq!(
+            cmdhelp("blocksize").unwrap(),
+            "                  bs: Block size: bytes per I/O (reads,writes)\n               alias: blocksize\n                type: string with possible k/m/g postfix (opt=4k)\n\n"
+        );
+        let rw = cmdhelp("rw").unwrap();
+        assert!(
+            rw.contains("        valid values: read\n                    : write\n"),
+            "{rw}"
+        );
+        let every = cmdhelp("all").unwrap();
+        assert!(
+            every.contains("\nbs                      : Block size"),
+            "{every}"
+        );
+        assert!(every.contains("bs_unaligned            : not supported by xferbench"));
+        assert!(every.contains("fixedbufs               : (io_uring) Register"));
+        assert!(
+            cmdhelp("bss")
+                .unwrap_err()
+                .to_string()
+                .contains("did you mean")
+        );
+        let engines = enghelp("").unwrap();
+        assert!(engines.starts_with("Available IO engines:\n\tsync\n\tpsync\n"));
+        assert!(
+            enghelp("io_uring")
+                .unwrap()
+                .starts_with("fixedbufs               : ")
+        );
+        assert!(
+            enghelp("io_uring,fixedbufs")
+                .unwrap()
+                .starts_with("           fixedbufs: ")
+        );
+        assert_eq!(
+            enghelp("psync").unwrap_err().to_string(),
+            "IO engine psync has no options"
+        );
+        assert!(enghelp("rdma").unwrap_err().to_string().contains("RDMA"));
+        assert!(version().starts_with("fio-3.33 (xferbench "));
+        assert!(usage("fio", &[]).starts_with(&format!("{}\nfio [options]", version())));
+    }
+}

@@ -2078,6 +2078,21 @@ mod tests {
     }
 
     #[test]
+    fn every_engine_is_listed_once_under_its_name() {
+        let mut names: Vec<&str> = IoEngine::ALL.iter().map(|e| e.name()).collect();
+        for n in &names {
+            let mut j = Job::default();
+            j.set("ioengine", Some(n)).unwrap();
+            assert_eq!(j.ioengine.name(), *n);
+        }
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "an engine listed twice");
+        assert_eq!(n, 20, "an engine missing from IoEngine::ALL");
+    }
+
+    #[test]
     fn near_misses_are_named() {
         assert_eq!(nearest("direcotry"), Some("directory"));
         assert_eq!(nearest("write_bw_logs"), Some("write_bw_log"));
