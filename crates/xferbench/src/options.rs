@@ -1094,7 +1094,7 @@ pub struct StreamConfig {
     #[serde(rename = "fio_command_line", skip_serializing_if = "Option::is_none")]
     pub fio_jobs: Option<crate::stream::cmdline::Jobs>,
     /// fio's `--status-interval`: how often the run so far is handed to
-    /// the progress sink ([`crate::experiment::Progress::status`]).
+    /// the progress sink (its `status` hook).
     #[serde(skip)]
     pub status_interval: Option<Duration>,
     /// Where the results go.
