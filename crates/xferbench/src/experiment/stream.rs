@@ -95,12 +95,18 @@ fn once(
             Some(b) if sweeping => format!("bs={}", crate::units::format_size(*b)),
             _ => String::new(),
         };
-        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label);
-        for r in &mut results {
-            r.sweep_bs = bs.filter(|_| sweeping);
-        }
-        let set_groups = groups(&results, &outs, bs.filter(|_| sweeping));
-        set_bw_agg(&mut results, &set_groups);
+        let sweep = bs.filter(|_| sweeping);
+        // fio's --status-interval: the run so far, this set's jobs as
+        // they stand, handed to the progress sink.
+        let so_far = |mut results: Vec<JobResult>, outs: Vec<Recorded>| {
+            let mut snap = run.clone();
+            snap.extra.groups.extend(settle(&mut results, &outs, sweep));
+            snap.points.extend(results);
+            bar.status(&snap);
+        };
+        let status = args.status_interval.map(|d| (d, &so_far as &StatusFn));
+        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label, status);
+        let set_groups = settle(&mut results, &outs, sweep);
         run.extra.groups.extend(set_groups);
         if let Some(b) = bs.filter(|_| sweeping) {
             run.extra.sweep.push(sweep_row(b, &results, &outs));
@@ -117,6 +123,20 @@ fn once(
     bar.finish();
     run.extra.disk_util = disks.finish();
     Ok(super::finish(run, first_err.map_or(Ok(()), Err)))
+}
+
+/// What takes a set's results so far (with what groups pool).
+type StatusFn<'a> = dyn Fn(Vec<JobResult>, Vec<Recorded>) + 'a;
+
+/// A set's results as the run keeps them: the swept block size on each,
+/// and each job's share of its group's bandwidth; returns the groups.
+fn settle(results: &mut [JobResult], outs: &[Recorded], sweep: Option<u64>) -> Vec<GroupResult> {
+    for r in results.iter_mut() {
+        r.sweep_bs = sweep;
+    }
+    let set_groups = groups(results, outs, sweep);
+    set_bw_agg(results, &set_groups);
+    set_groups
 }
 
 /// fio's `disk_util`: the counters of the block devices under the jobs'
@@ -601,6 +621,7 @@ fn run_set(
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
     label: &str,
+    status: Option<(Duration, &StatusFn)>,
 ) -> (Vec<JobResult>, Vec<Recorded>, Option<Error>) {
     let set = Set {
         jobs,
@@ -620,7 +641,7 @@ fn run_set(
         set.spawn(i, &tx);
     }
     drop(tx);
-    let (outcomes, stuck) = set.watch(&rx, bar);
+    let (outcomes, stuck) = set.watch(&rx, bar, status);
     set.collect(outcomes, &stuck)
 }
 
@@ -689,11 +710,17 @@ impl Set<'_> {
     /// device call the guard found hung) is given up on, and the rest get
     /// a moment to stop. Returns the outcomes by job and the jobs given up
     /// on, with why.
-    fn watch(&self, rx: &Receiver<Report>, bar: &dyn Bar) -> (Outcomes, Stuck) {
+    fn watch(
+        &self,
+        rx: &Receiver<Report>,
+        bar: &dyn Bar,
+        status: Option<(Duration, &StatusFn)>,
+    ) -> (Outcomes, Stuck) {
         let mut outcomes: Outcomes = (0..self.jobs.len()).map(|_| None).collect();
         let mut left = self.jobs.len();
         let mut stuck = Stuck::new();
         let mut giving_up: Option<Instant> = None;
+        let mut clock = status.map(|(every, _)| StatusClock::new(self.jobs.len(), every));
         while left > 0 {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok((i, out)) => {
@@ -703,6 +730,12 @@ impl Set<'_> {
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
+            }
+            if let (Some(c), Some((_, report))) = (&mut clock, status)
+                && c.tick(&self.states.0)
+            {
+                let (results, recs) = self.so_far(&outcomes, &c.started);
+                report(results, recs);
             }
             let done_bytes: u64 = self
                 .progress
@@ -723,6 +756,31 @@ impl Set<'_> {
             }
         }
         (outcomes, stuck)
+    }
+
+    /// This set's jobs as they stand: those done with all their figures,
+    /// those running with what they have moved so far (their latencies
+    /// come with their end), none of those not started.
+    fn so_far(
+        &self,
+        outcomes: &[Option<Result<Outcome>>],
+        started: &[Option<Instant>],
+    ) -> (Vec<JobResult>, Vec<Recorded>) {
+        let mut results = Vec::new();
+        let mut recs = Vec::new();
+        for (i, o) in outcomes.iter().enumerate() {
+            let o = match (o, started[i]) {
+                (Some(Ok(o)), _) => Outcome {
+                    result: o.result.clone(),
+                    rest: copy_recorded(&o.rest),
+                },
+                (None, Some(t)) => running(&self.jobs[i], self.ctx, &self.progress[i], t),
+                _ => continue,
+            };
+            results.push(o.result);
+            recs.push(o.rest);
+        }
+        (results, recs)
     }
 
     /// Adds to `stuck` the running jobs that made no progress for twice
@@ -817,6 +875,51 @@ impl Set<'_> {
             }
         }
         (results, recs, err)
+    }
+}
+
+/// When the next status is due, and when each job was first seen running
+/// (20 ms ticks: its figures so far are rates over that time).
+struct StatusClock {
+    every: Duration,
+    next: Instant,
+    started: Vec<Option<Instant>>,
+}
+
+impl StatusClock {
+    fn new(jobs: usize, every: Duration) -> StatusClock {
+        StatusClock {
+            every,
+            next: Instant::now() + every,
+            started: vec![None; jobs],
+        }
+    }
+
+    /// Notes the jobs started since the last tick; whether a status is due.
+    fn tick(&mut self, states: &Mutex<Vec<State>>) -> bool {
+        let now = Instant::now();
+        let st = states.lock().unwrap_or_else(|e| e.into_inner());
+        for (s, t) in st.iter().zip(&mut self.started) {
+            if *s != State::Waiting && t.is_none() {
+                *t = Some(now);
+            }
+        }
+        if now < self.next {
+            return false;
+        }
+        self.next = now + self.every;
+        true
+    }
+}
+
+/// A copy of what a job recorded (for a status while the run goes on).
+fn copy_recorded(r: &Recorded) -> Recorded {
+    Recorded {
+        recs: r.recs.clone(),
+        timeline: r.timeline.clone(),
+        prios: r.prios.clone(),
+        ioprio: r.ioprio,
+        fio: r.fio.clone(),
     }
 }
 
@@ -948,8 +1051,51 @@ fn outcome(p: &Prepared, run: JobRun) -> Outcome {
 /// The record of a job whose worker was abandoned: its options, the bytes
 /// it had moved (its latencies are with the stuck worker), and why.
 fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -> Outcome {
-    let job = &p.job;
     let moved = prog.bytes.load(Ordering::Relaxed);
+    let mut o = moved_only(p, ctx, moved);
+    let r = &mut o.result;
+    (r.error, r.error_text) = (1, Some(why));
+    r.device = p.transport.as_ref().and_then(|s| {
+        let mut d = crate::transport::resolve(s).ok()?.device()?;
+        d["counters"] = serde_json::Value::Null;
+        d["state"] = "abandoned: a call into it did not return".into();
+        Some(d)
+    });
+    r.warnings = vec![format!(
+        "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
+    )];
+    o
+}
+
+/// The record of a job still running, for a status: what it has moved
+/// since `since` and the rates that makes (its latencies come with its
+/// end).
+fn running(p: &Prepared, ctx: &Shared, prog: &worker::Progress, since: Instant) -> Outcome {
+    let moved = prog.bytes.load(Ordering::Relaxed);
+    let mut o = moved_only(p, ctx, moved);
+    let ran = since.elapsed().as_nanos() as u64;
+    for d in [&mut o.result.read, &mut o.result.write, &mut o.result.trim] {
+        if d.io_bytes > 0 {
+            let ios = if p.job.bs_mix.is_none() {
+                d.io_bytes / p.job.bs.max(1)
+            } else {
+                0
+            };
+            *d = DirStats::of(&Recorder::new(), d.io_bytes, ran);
+            d.total_ios = ios;
+            d.iops = ios as f64 * 1e9 / ran.max(1) as f64;
+        }
+    }
+    o.result.warnings = vec![
+        "still running: its figures so far are the bytes it has moved and their rate; its latencies come when it ends".into(),
+    ];
+    o
+}
+
+/// A job's record with nothing but its options and the bytes it moved
+/// (one way: a mixed job's split is with its worker).
+fn moved_only(p: &Prepared, ctx: &Shared, moved: u64) -> Outcome {
+    let job = &p.job;
     let end_ns = ctx.t0.elapsed().as_nanos() as u64;
     let timeline = Intervals::new(Cut::new(false, None, 1)).finish(0);
     let recs = [Recorder::new(), Recorder::new(), Recorder::new()];
@@ -968,8 +1114,8 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
     let result = JobResult {
         jobname: job.name.clone(),
         groupid: job.group,
-        error: 1,
-        error_text: Some(why),
+        error: 0,
+        error_text: None,
         read,
         write,
         trim,
@@ -993,21 +1139,14 @@ fn abandoned(p: &Prepared, ctx: &Shared, prog: &worker::Progress, why: String) -
         iomem: job.iomem,
         completion: job.completion(),
         completion_detail: String::new(),
-        device: p.transport.as_ref().and_then(|s| {
-            let mut d = crate::transport::resolve(s).ok()?.device()?;
-            d["counters"] = serde_json::Value::Null;
-            d["state"] = "abandoned: a call into it did not return".into();
-            Some(d)
-        }),
+        device: None,
         start_ns: 0,
         end_ns,
         ramp_ios: 0,
         verify: None,
         partial: true,
         group_reporting: job.group_reporting,
-        warnings: vec![format!(
-            "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
-        )],
+        warnings: Vec::new(),
         fio: FioJob::unmeasured(&job.given, job.iodepth.max(1)),
         line: job.line,
         steadystate: None,
