@@ -297,13 +297,14 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
     sinks.extend(eta.as_ref().map(|e| e as &dyn Progress));
     sinks.extend(status.as_ref().map(|s| s as &dyn Progress));
     let (run, err) = xferbench::experiment::stream::run(c, &stop, &Fanout(sinks))?;
+    // A job that could not start as written: the one line says it all.
+    if let Some(e @ Error::Usage(_)) = err {
+        return Err(e);
+    }
     if !quiet {
         for w in &run.warnings {
             eprintln!("xferbench: warning: {w}");
         }
-    }
-    if let Some(e @ Error::Usage(_)) = err {
-        return Err(e);
     }
     if !xferbench::transport::guard::claim() {
         // The watch wrote the run already and is ending the process.
