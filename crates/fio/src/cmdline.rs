@@ -1017,7 +1017,7 @@ pub fn enghelp(what: &str) -> Result<String> {
         (Some(t), Some(o)) => t
             .iter()
             .find(|s| s.is(o))
-            .map(|s| option_help(s))
+            .map(option_help)
             .ok_or_else(|| no_option(o, &format!(" of ioengine={engine}"))),
     }
 }
