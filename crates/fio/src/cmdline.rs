@@ -601,6 +601,11 @@ impl Parser<'_> {
                     Some(v) => Some(v),
                     None => self.job_value(arg, spec)?,
                 };
+                if key == "name" && value.as_deref().is_none_or(|v| v.trim().is_empty()) {
+                    return Err(Error::usage(format!(
+                        "option '{arg}' needs a job name: --name=NAME"
+                    )));
+                }
                 self.job_option(key, value);
                 Ok(())
             }
@@ -1152,6 +1157,10 @@ mod tests {
         );
         assert!(refused("--terse-version=9").contains("terse versions are 2 to 5"));
         assert!(refused("--section=global").contains("[global] is not a job"));
+        assert_eq!(
+            refused("--name= --rw=read"),
+            "option '--name=' needs a job name: --name=NAME"
+        );
         let e = parsed("--rw=read").jobs.load(&[]).unwrap_err().to_string();
         assert!(e.starts_with("no job defined: give --name=NAME"), "{e}");
     }
