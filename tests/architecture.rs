@@ -37,7 +37,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
             &["distribution", "pattern", "diskstats", "logs"],
             &["job"],
             &["checksum", "offsets", "net", "jobfile"],
-            &["blocksizes", "content", "files", "verify"],
+            &["blocksizes", "content", "files", "verify", "cmdline"],
             &["engine"],
             &["intervals", "fiostats"],
             &["resources"],

@@ -2,6 +2,7 @@
 //! of every outcome to one line on stderr and an exit code.
 
 pub mod checkpoint;
+pub mod fio;
 pub mod interrupt;
 pub mod progress;
 pub mod suite;
@@ -23,10 +24,19 @@ use xferbench::transport::{self, ResponderArgs};
 /// worker thread watched from this one, so a device call that never
 /// returns cannot hang the process (see [`supervise`]).
 pub fn main() -> i32 {
+    if fio::started_as_fio() {
+        return fio::main(std::env::args_os().skip(1).collect(), false);
+    }
     let cli = match Cli::parse_or_exit_code() {
         Ok(c) => c,
         Err(code) => return code,
     };
+    if !cli.quick
+        && cli.out.is_none()
+        && let Some(Command::Fio(a)) = cli.command
+    {
+        return fio::main(a.args, cli.quiet);
+    }
     progress::show_layouts();
     supervise::run(move || {
         let result = dispatch(cli);
@@ -70,6 +80,9 @@ fn dispatch(cli: Cli) -> Result<()> {
         Some(Command::Compare(a)) => compare_cmd(&a),
         Some(Command::Serve(a)) => xferbench::command::serve::run(&a.into(), cli.quiet),
         Some(Command::Respond(a)) => respond(a),
+        // Run by `main` before dispatch (fio's exit codes are its own);
+        // here only with --quick or --out, refused above.
+        Some(Command::Fio(_)) => Ok(()),
         Some(Command::Curve(a)) if a.pairs.is_some() => {
             let c: CurveConfig = (*a).into();
             ranked(&c.common.out, cli.quiet, c.common.timeout, |stop, bar| {

@@ -686,6 +686,15 @@ pub struct StreamArgs {
     pub out: StreamOutputArgs,
 }
 
+/// `xferbench fio ARGS…`: fio's arguments, untouched, for the fio crate's
+/// parser (clap knows none of fio's options).
+#[derive(Args, Debug)]
+pub struct FioArgs {
+    /// fio's options, job options and job files, as fio takes them (`xferbench fio --help` lists them).
+    #[arg(value_name = "ARGS", trailing_var_arg = true, allow_hyphen_values = true, num_args = 0..)]
+    pub args: Vec<std::ffi::OsString>,
+}
+
 impl From<OutputArgs> for Output {
     fn from(a: OutputArgs) -> Output {
         output(a.format, a.rest)
@@ -835,6 +844,7 @@ impl From<StreamArgs> for StreamConfig {
             allow_large_layout: a.allow_large_layout,
             fio_output,
             out,
+            ..StreamConfig::default()
         }
     }
 }

@@ -126,6 +126,9 @@ pub enum Command {
     Curve(Box<CurveArgs>),
     /// Throughput of fio-style jobs: workers on files, block and character devices (DMA channels) or transports; fio job files, verify, poll vs interrupt, block-size sweeps.
     Stream(Box<StreamArgs>),
+    /// fio's own command line, run as fio runs it: `xferbench fio --name=j --rw=read --size=1m --filename=F`, `xferbench fio --showcmd job.fio`, `xferbench fio --help` (also as a program named fio: a symlink).
+    #[command(disable_help_flag = true)]
+    Fio(FioArgs),
     /// Re-renders saved results (JSON) as an HTML report, SVG plots or tables, optionally beside published figures (--compare).
     Report(ReportArgs),
     /// Did it get slower? Two runs of one experiment (files, or baselines saved with --save-baseline), point by point: change, 99% interval, verdict; exit 1 on a regression.

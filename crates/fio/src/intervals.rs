@@ -177,6 +177,7 @@ impl Intervals {
 }
 
 /// One closed slot: its I/Os each way and how long it lasted.
+#[derive(Clone)]
 pub struct Span {
     pub recs: [Recorder; DIRS],
     pub bytes: [u64; DIRS],
@@ -184,6 +185,7 @@ pub struct Span {
 }
 
 /// A job's span, cut: its slots in time order.
+#[derive(Clone)]
 pub struct Timeline {
     pub spans: Vec<Span>,
 }

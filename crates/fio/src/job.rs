@@ -148,6 +148,30 @@ pub enum IoEngine {
 }
 
 impl IoEngine {
+    /// Every engine `ioengine=` takes, in the order `--enghelp` lists them.
+    pub const ALL: &'static [IoEngine] = &[
+        IoEngine::Sync,
+        IoEngine::Psync,
+        IoEngine::Vsync,
+        IoEngine::Pvsync,
+        IoEngine::Pvsync2,
+        IoEngine::IoUring,
+        IoEngine::Libaio,
+        IoEngine::Posixaio,
+        IoEngine::Mmap,
+        IoEngine::Falloc,
+        IoEngine::Ftruncate,
+        IoEngine::Transport,
+        IoEngine::Null,
+        IoEngine::Filecreate,
+        IoEngine::Filestat,
+        IoEngine::Filedelete,
+        IoEngine::Cpuio,
+        IoEngine::Exec,
+        IoEngine::Net,
+        IoEngine::NetSplice,
+    ];
+
     /// fio's word for it (`io_uring`, `psync`…).
     pub fn name(self) -> &'static str {
         match self {
@@ -412,6 +436,9 @@ pub struct Job {
     pub lat_percentiles: bool,
     pub slat_percentiles: bool,
     pub allow_file_create: bool,
+    /// fio's `--readonly` (a command-line switch, not a job option): the
+    /// job may neither create nor grow its files, as fio refuses to.
+    pub readonly: bool,
     /// `fsync=N`: fsync after every N writes; 0 = never.
     pub fsync: u32,
     pub end_fsync: bool,
@@ -648,6 +675,7 @@ impl Default for Job {
             lat_percentiles: false,
             slat_percentiles: false,
             allow_file_create: true,
+            readonly: false,
             fsync: 0,
             end_fsync: false,
             runtime: None,
@@ -1187,31 +1215,22 @@ impl Job {
 
     fn set_engine(&mut self, o: &Opt) -> Result<()> {
         let v = o.value()?;
-        self.ioengine = match v {
-            "sync" => IoEngine::Sync,
-            "psync" => IoEngine::Psync,
-            "vsync" => IoEngine::Vsync,
-            "pvsync" => IoEngine::Pvsync,
-            "pvsync2" => IoEngine::Pvsync2,
-            "io_uring" => IoEngine::IoUring,
-            "libaio" => IoEngine::Libaio,
-            "posixaio" => IoEngine::Posixaio,
-            "mmap" => IoEngine::Mmap,
-            "falloc" => IoEngine::Falloc,
-            "ftruncate" => IoEngine::Ftruncate,
-            "transport" => IoEngine::Transport,
-            "null" => IoEngine::Null,
-            "filecreate" => IoEngine::Filecreate,
-            "filestat" => IoEngine::Filestat,
-            "filedelete" => IoEngine::Filedelete,
-            "cpuio" => IoEngine::Cpuio,
-            "exec" => IoEngine::Exec,
-            "net" => IoEngine::Net,
-            "netsplice" => IoEngine::NetSplice,
-            _ => return Err(o.bad(&refused::refusal(v))),
-        };
+        self.ioengine = *IoEngine::ALL
+            .iter()
+            .find(|e| e.name() == v)
+            .ok_or_else(|| o.bad(&refused::refusal(v)))?;
         Ok(())
     }
+}
+
+/// The table entry of the option `key` names (by any of its names):
+/// general, verify, or an engine's.
+pub fn spec(key: &str) -> Option<&'static spec::Spec> {
+    options::GENERAL
+        .iter()
+        .chain(verify::VERIFY)
+        .find(|s| s.is(key))
+        .or_else(|| engine_opts::find(key))
 }
 
 /// Every name (and alias) of every option in the tables.
@@ -1220,7 +1239,7 @@ pub fn option_names() -> impl Iterator<Item = &'static str> {
         .iter()
         .chain(verify::VERIFY)
         .chain(engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter()))
-        .flat_map(|s| std::iter::once(s.name).chain(s.aliases.iter().copied()))
+        .flat_map(|s| s.names())
 }
 
 /// The fio option spelled most like `key`, for "did you mean".
@@ -2239,6 +2258,21 @@ mod tests {
     }
 
     #[test]
+    fn every_engine_is_listed_once_under_its_name() {
+        let mut names: Vec<&str> = IoEngine::ALL.iter().map(|e| e.name()).collect();
+        for n in &names {
+            let mut j = Job::default();
+            j.set("ioengine", Some(n)).unwrap();
+            assert_eq!(j.ioengine.name(), *n);
+        }
+        let n = names.len();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), n, "an engine listed twice");
+        assert_eq!(n, 20, "an engine missing from IoEngine::ALL");
+    }
+
+    #[test]
     fn near_misses_are_named() {
         assert_eq!(nearest("direcotry"), Some("directory"));
         assert_eq!(nearest("write_bw_logs"), Some("write_bw_log"));
@@ -2250,7 +2284,7 @@ mod tests {
     fn every_option_is_taken_noted_or_refused() {
         use spec::{Effect, Kind, Spec};
         use std::collections::BTreeSet;
-        let names = |s: &'static Spec| std::iter::once(s.name).chain(s.aliases.iter().copied());
+        let names = |s: &'static Spec| s.names();
         let engines = || engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter());
         // Each name once: one general or verify entry, or one engine option
         // (the same entry in each engine's table that takes it).
@@ -2286,7 +2320,7 @@ mod tests {
                 Kind::Words(w) => w,
                 _ => &[][..],
             };
-            for k in std::iter::once(s.name).chain(s.aliases.iter().copied()) {
+            for k in s.names() {
                 for v in std::iter::once(s.kind.example()).chain(words.iter().copied()) {
                     let r = Job::default().set(k, Some(v));
                     match s.effect {

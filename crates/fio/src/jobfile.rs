@@ -15,14 +15,51 @@ pub struct JobFile {
     /// The `[global]` section's options as written (fio's `global
     /// options`), of the first file read.
     pub global_options: Vec<(String, String)>,
+    /// Each section as fio's `--showcmd` prints it, in the file's order.
+    pub shown: Vec<Shown>,
+}
+
+/// One section of a job file as fio's `--showcmd` prints it: fio's name
+/// for each option and its value as written after the `=` (None for a bare
+/// option), in the order fio applies them.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Shown {
+    /// The job's name; None for a `[global]` section, which shows every
+    /// global option given so far (the command line's, then the file's),
+    /// as fio does.
+    pub job: Option<String>,
+    pub options: Vec<(String, Option<String>)>,
 }
 
 /// Reads and parses a job file, looking variables up in the environment.
 pub fn load(path: &Path, overrides: &[(String, Option<String>)]) -> Result<JobFile> {
     let shown = path.display().to_string();
-    let text = read_bounded(path, MAX_JOB_BYTES)
-        .map_err(|e| Error::usage(format!("cannot read job file {shown}: {e}; check the path")))?;
+    let text = read_job_file(path)?;
     parse(&text, &shown, &|k| std::env::var(k).ok(), overrides)
+}
+
+/// A job file's text, bounded as every job file is.
+pub fn read_job_file(path: &Path) -> Result<String> {
+    let shown = path.display().to_string();
+    read_bounded(path, MAX_JOB_BYTES)
+        .map_err(|e| Error::usage(format!("cannot read job file {shown}: {e}; check the path")))
+}
+
+/// Job-file text from a reader (fio's `-`, standard input), bounded as a
+/// job file is.
+pub fn read_job_text(r: impl std::io::Read, what: &str) -> Result<String> {
+    use std::io::Read;
+    let mut text = String::new();
+    r.take(MAX_JOB_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(|e| Error::usage(format!("cannot read the job file from {what}: {e}")))?;
+    if text.len() as u64 > MAX_JOB_BYTES {
+        return Err(Error::usage(format!(
+            "the job file on {what} is longer than {} MiB, more than a job file holds",
+            MAX_JOB_BYTES >> 20
+        )));
+    }
+    Ok(text)
 }
 
 /// Reads several job files as fio reads `fio a.fio b.fio`: each file with
@@ -35,16 +72,28 @@ pub fn load_all(
     sections: &[String],
     overrides: &[(String, Option<String>)],
 ) -> Result<JobFile> {
+    let files = paths
+        .iter()
+        .map(|p| Ok((p.display().to_string(), load(p, overrides)?)))
+        .collect::<Result<Vec<_>>>()?;
+    join(files, sections)
+}
+
+/// Joins parsed files (each named as its messages name it) as
+/// [`load_all`] does.
+pub fn join(files: Vec<(String, JobFile)>, sections: &[String]) -> Result<JobFile> {
     let mut all = JobFile {
         jobs: Vec::new(),
         warnings: Vec::new(),
         global_options: Vec::new(),
+        shown: Vec::new(),
     };
     let mut seen = vec![false; sections.len()];
     let mut every: Vec<String> = Vec::new();
-    for (k, path) in paths.iter().enumerate() {
-        let f = load(path, overrides)?;
+    let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
+    for (k, (_, f)) in files.into_iter().enumerate() {
         all.warnings.extend(f.warnings);
+        all.shown.extend(f.shown);
         if k == 0 {
             all.global_options = f.global_options;
         }
@@ -70,11 +119,7 @@ pub fn load_all(
         return Err(Error::usage(format!(
             "--section {}: no such section in {} (its sections: {}); name one of those",
             sections[i],
-            paths
-                .iter()
-                .map(|p| p.display().to_string())
-                .collect::<Vec<_>>()
-                .join(", "),
+            names.join(", "),
             every.join(", ")
         )));
     }
@@ -146,6 +191,280 @@ struct Budget {
 struct Section {
     job: Job,
     wait_at: String,
+    /// Its options as `--showcmd` prints them.
+    shown: Vec<(String, Option<String>)>,
+}
+
+/// Jobs being defined section by section, as fio defines them from a job
+/// file or from its command line (`--name` starts a section): fio copies
+/// the globals into a job when its section starts, so a later `[global]`
+/// only affects later jobs. The job-file parser and the command line feed
+/// the same builder, so both take every option through [`Job::set`].
+pub struct Builder<'a> {
+    overrides: &'a [(String, Option<String>)],
+    global: Section,
+    in_global: bool,
+    cur: Option<Section>,
+    done: Vec<Job>,
+    warnings: Vec<String>,
+    shown: Vec<Shown>,
+    /// Where the current `[global]` section's options start among the
+    /// globals shown: each section's are sorted on their own.
+    global_mark: usize,
+    /// Options xferbench refuses (or values it cannot take) are kept for
+    /// `--showcmd` rather than stopping it: fio prints such a job too.
+    lenient: bool,
+}
+
+impl<'a> Builder<'a> {
+    /// A builder whose `overrides` (command-line `--set`) apply to every
+    /// job last.
+    pub fn new(overrides: &'a [(String, Option<String>)]) -> Builder<'a> {
+        Builder {
+            overrides,
+            global: Section::default(),
+            in_global: false,
+            cur: None,
+            done: Vec::new(),
+            warnings: Vec::new(),
+            shown: Vec::new(),
+            global_mark: 0,
+            lenient: false,
+        }
+    }
+
+    /// A builder for `--showcmd`: an option the tables know is shown even
+    /// when xferbench would refuse it (an engine it lacks, a zoned
+    /// device); only an unknown option stops it, as it stops fio.
+    pub fn lenient(mut self) -> Self {
+        self.lenient = true;
+        self
+    }
+
+    /// Starts a section: `global`, or a job named `name` defined at
+    /// `file`:`line`.
+    pub fn section(&mut self, name: &str, file: &str, line: usize) -> Result<()> {
+        self.end_section()?;
+        self.in_global = name == "global";
+        self.global_mark = self.global.shown.len();
+        if !self.in_global {
+            let mut s = self.global.clone();
+            // The section's own options, not the globals it inherits.
+            s.job.given.clear();
+            s.shown.clear();
+            s.job.name = name.to_string();
+            s.job.line = line;
+            s.job.source = file.to_string();
+            self.cur = Some(s);
+        }
+        Ok(())
+    }
+
+    /// Sets an option of the current section (`key=value`, or bare), or of
+    /// the globals outside any section; `raw` is the value as written, for
+    /// `--showcmd`, and `at` says where it was given.
+    pub fn option(
+        &mut self,
+        key: &str,
+        value: Option<&str>,
+        raw: Option<String>,
+        at: &str,
+    ) -> Result<()> {
+        let sec = match &mut self.cur {
+            Some(s) => s,
+            None => &mut self.global,
+        };
+        match apply(&mut sec.job, key, value, at, &mut self.warnings) {
+            Err(_) if self.lenient && crate::job::spec(key).is_some() => {}
+            r => r?,
+        }
+        if let Some(v) = value {
+            sec.job.given.push((key.to_string(), v.to_string()));
+        }
+        if key == "wait_for" {
+            sec.wait_at = at.to_string();
+        }
+        let name = crate::job::spec(key).map_or(key, |s| s.fio_name(key));
+        sec.shown.push((name.to_string(), raw));
+        Ok(())
+    }
+
+    /// Whether options now go to the globals (before any section, or in
+    /// a `[global]` one).
+    pub fn in_global(&self) -> bool {
+        self.cur.is_none()
+    }
+
+    /// Ends the section being read: a job is checked and kept, a
+    /// `[global]` shown.
+    fn end_section(&mut self) -> Result<()> {
+        if let Some(mut s) = self.cur.take() {
+            sort_shown(&mut s.shown);
+            self.shown.push(Shown {
+                job: Some(s.job.name.clone()),
+                options: std::mem::take(&mut s.shown),
+            });
+            let job = finish(s, &self.done, self.overrides, &mut self.warnings)?;
+            self.done.push(job);
+        } else if self.in_global {
+            // fio prints the whole of its global job at each [global].
+            self.in_global = false;
+            sort_shown(&mut self.global.shown[self.global_mark..]);
+            self.shown.push(Shown {
+                job: None,
+                options: self.global.shown.clone(),
+            });
+        }
+        Ok(())
+    }
+
+    /// Each section as `--showcmd` prints it, the last one checked as any.
+    pub fn shown(mut self) -> Result<Vec<Shown>> {
+        self.end_section()?;
+        Ok(self.shown)
+    }
+
+    /// The jobs defined, with their clones; `path` names the source in
+    /// the message when there are none.
+    pub fn finish(mut self, path: &str) -> Result<JobFile> {
+        self.end_section()?;
+        if self.done.is_empty() {
+            return Err(Error::usage(format!(
+                "{path}: no jobs defined (only [global]?); add a [name] section for each job"
+            )));
+        }
+        let jobs = expand_clones(self.done)?;
+        Ok(JobFile {
+            jobs,
+            warnings: self.warnings,
+            global_options: self.global.job.given,
+            shown: self.shown,
+        })
+    }
+
+    /// Reads job-file text into the builder. `path` is used in messages
+    /// and to find included files; `env` looks up variables.
+    pub fn text(
+        &mut self,
+        text: &str,
+        path: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<()> {
+        let mut budget = Budget {
+            bytes: MAX_JOB_BYTES.saturating_sub(text.len() as u64),
+            includes: MAX_INCLUDES,
+        };
+        let mut outside = true;
+        for (raw, file, n) in with_includes(text, path, 0, &mut budget)? {
+            let at = format!("{file}:{n}");
+            let line = strip_comment(&raw).trim();
+            if line.is_empty() {
+                continue;
+            }
+            let malformed = || {
+                Error::usage(format!(
+                    "{at}: malformed line '{}': expected [section], key=value or a comment",
+                    raw.trim()
+                ))
+            };
+            if let Some(rest) = line.strip_prefix('[') {
+                let name = rest
+                    .strip_suffix(']')
+                    .map(str::trim)
+                    .filter(|s| !s.is_empty() && !s.contains(['[', ']']))
+                    .ok_or_else(malformed)?;
+                self.section(name, &file, n)?;
+                outside = false;
+                continue;
+            }
+            let (key, value) = match line.split_once('=') {
+                Some((k, v)) => (k.trim(), Some(v)),
+                None => (line, None),
+            };
+            if key.is_empty()
+                || !key
+                    .chars()
+                    .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
+            {
+                return Err(malformed());
+            }
+            if outside {
+                return Err(Error::usage(format!(
+                    "{at}: option '{key}' outside any [section]; put it under [global] or a job section"
+                )));
+            }
+            self.line(key, value, &at, env)?;
+        }
+        Ok(())
+    }
+
+    /// One `key=value` line of a job file: variables expanded as fio
+    /// expands them ([`substituted`]), then set. A value an unset variable
+    /// left unparsable is fio's "failed parsing": the job is dropped and
+    /// nothing runs (exit 1).
+    fn line(
+        &mut self,
+        key: &str,
+        value: Option<&str>,
+        at: &str,
+        env: &dyn Fn(&str) -> Option<String>,
+    ) -> Result<()> {
+        let job = self
+            .cur
+            .as_ref()
+            .map_or("global", |s| s.job.name.as_str())
+            .to_string();
+        let (expanded, blank) = match value {
+            Some(v) => {
+                let (e, b) = substituted(key, v.trim(), env, at, &job, &mut self.warnings)?;
+                (Some(e), b)
+            }
+            None => (None, None),
+        };
+        // fio prints a value as written after the '=', blanks before it
+        // included.
+        let raw = value.zip(expanded.as_deref()).map(|(v, e)| {
+            let lead = &v[..v.len() - v.trim_start().len()];
+            format!("{lead}{e}")
+        });
+        self.option(key, expanded.as_deref(), raw, at)
+            .map_err(|e| match &blank {
+                Some(vars) => Error::run(format!(
+                    "{e}; environment variable {vars} is not set, and fio, taking it as empty, drops job {job} for this line and runs nothing (exit 1): set {vars}"
+                )),
+                None => e,
+            })
+    }
+}
+
+/// The options fio applies before the others (`prio` 1) and after them
+/// (-1: a `filename` after the `directory` it lies in), as options.c
+/// ranks them; fio sorts a section's options by it (stably), and
+/// `--showcmd` prints them in that order.
+const FIO_PRIO: &[(&str, i32)] = &[
+    ("lockfile", 1),
+    ("cpus_allowed_policy", 1),
+    ("kb_base", 1),
+    ("unit_base", 1),
+    ("filename", -1),
+    ("filename_format", -1),
+];
+
+/// Options of fio's engines that xferbench reads as general ones (beside
+/// `completion=`, or to refuse them).
+const FIO_ENGINE_OWNED: &[&str] = &["hipri", "sqthread_poll", "thp"];
+
+/// A section's options in fio's order: its general options by `prio`,
+/// then its engine's (fio parses those once the engine is loaded).
+fn sort_shown(options: &mut [(String, Option<String>)]) {
+    let prio = |k: &str| FIO_PRIO.iter().find(|(n, _)| *n == k).map_or(0, |p| p.1);
+    let engine = |k: &str| {
+        FIO_ENGINE_OWNED.contains(&k)
+            || crate::job::engine_opts::find(k).is_some()
+            || crate::job::spec(k)
+                .is_some_and(|s| matches!(s.effect, crate::job::spec::Effect::OtherEngine(_)))
+    };
+    options.sort_by_key(|(k, _)| (engine(k), std::cmp::Reverse(prio(k))));
 }
 
 /// Parses job-file text. `path` is used only in messages; `env` looks up
@@ -156,111 +475,9 @@ pub fn parse(
     env: &dyn Fn(&str) -> Option<String>,
     overrides: &[(String, Option<String>)],
 ) -> Result<JobFile> {
-    let mut warnings = Vec::new();
-    // fio copies the globals into a job when its section starts, so a later
-    // [global] only affects later jobs.
-    let mut global = Section::default();
-    let mut in_global = false;
-    let mut cur: Option<Section> = None;
-    let mut done: Vec<Job> = Vec::new();
-    let mut budget = Budget {
-        bytes: MAX_JOB_BYTES.saturating_sub(text.len() as u64),
-        includes: MAX_INCLUDES,
-    };
-    for (raw, file, n) in with_includes(text, path, 0, &mut budget)? {
-        let at = format!("{file}:{n}");
-        let line = strip_comment(&raw).trim();
-        if line.is_empty() {
-            continue;
-        }
-        let malformed = || {
-            Error::usage(format!(
-                "{at}: malformed line '{}': expected [section], key=value or a comment",
-                raw.trim()
-            ))
-        };
-        if let Some(rest) = line.strip_prefix('[') {
-            let name = rest
-                .strip_suffix(']')
-                .map(str::trim)
-                .filter(|s| !s.is_empty() && !s.contains(['[', ']']))
-                .ok_or_else(malformed)?;
-            if let Some(s) = cur.take() {
-                done.push(finish(s, &done, overrides, &mut warnings)?);
-            }
-            in_global = name == "global";
-            if !in_global {
-                let mut s = global.clone();
-                // The section's own options, not the globals it inherits.
-                s.job.given.clear();
-                s.job.name = name.to_string();
-                s.job.line = n;
-                s.job.source = file.clone();
-                cur = Some(s);
-            }
-            continue;
-        }
-        let (key, value) = match line.split_once('=') {
-            Some((k, v)) => (k.trim(), Some(v.trim())),
-            None => (line, None),
-        };
-        if key.is_empty()
-            || !key
-                .chars()
-                .all(|c| c.is_ascii_alphanumeric() || "_-".contains(c))
-        {
-            return Err(malformed());
-        }
-        // Messages name the job fio would drop.
-        let job_name = cur
-            .as_ref()
-            .map_or("global", |s| s.job.name.as_str())
-            .to_string();
-        let sec = match &mut cur {
-            Some(s) => s,
-            None if in_global => &mut global,
-            None => {
-                return Err(Error::usage(format!(
-                    "{at}: option '{key}' outside any [section]; put it under [global] or a job section"
-                )));
-            }
-        };
-        let (value, blank) = match value {
-            Some(raw) => {
-                let (v, b) = substituted(key, raw, env, &at, &job_name, &mut warnings)?;
-                (Some(v), b)
-            }
-            None => (None, None),
-        };
-        apply(&mut sec.job, key, value.as_deref(), &at, &mut warnings).map_err(|e| match &blank {
-            // fio: "failed parsing", the job dropped, nothing run, exit 1.
-            Some(vars) => Error::run(format!(
-                "{e}; environment variable {vars} is not set, and fio, taking it as empty, drops job {} for this line and runs nothing (exit 1): set {vars}",
-                job_name
-            )),
-            None => e,
-        })?;
-        if let Some(v) = &value {
-            sec.job.given.push((key.to_string(), v.clone()));
-        }
-        if key == "wait_for" {
-            sec.wait_at = at;
-        }
-    }
-    if let Some(s) = cur.take() {
-        done.push(finish(s, &done, overrides, &mut warnings)?);
-    }
-    if done.is_empty() {
-        return Err(Error::usage(format!(
-            "{path}: no jobs defined (only [global]?); add a [name] section for each job"
-        )));
-    }
-    let jobs = expand_clones(done)?;
-    Ok(JobFile {
-        jobs,
-        warnings,
-        global_options: global.job.given,
-    })
+    let mut b = Builder::new(overrides);
+    b.text(text, path, env)?;
+    b.finish(path)
 }
 
 /// The options fio takes with an empty value (the log's name is then the

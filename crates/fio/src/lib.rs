@@ -7,6 +7,7 @@ pub(crate) use xferbench_transport as transport;
 
 pub mod blocksizes;
 pub mod checksum;
+pub mod cmdline;
 pub mod content;
 pub mod diskstats;
 pub mod distribution;

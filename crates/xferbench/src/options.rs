@@ -1088,6 +1088,15 @@ pub struct StreamConfig {
     /// omitted for xferbench's own formats.
     #[serde(rename = "output_format", skip_serializing_if = "Option::is_none")]
     pub fio_output: Option<FioOutput>,
+    /// fio's command line (`xferbench fio`): its jobs and job files, read
+    /// in fio's order with fio's precedence. When set, it defines the jobs
+    /// and `job`, `more_jobs`, `sections`, `name` and the flags are unused.
+    #[serde(rename = "fio_command_line", skip_serializing_if = "Option::is_none")]
+    pub fio_jobs: Option<crate::fio::cmdline::Jobs>,
+    /// fio's `--status-interval`: how often the run so far is handed to
+    /// the progress sink (its `status` hook).
+    #[serde(skip)]
+    pub status_interval: Option<Duration>,
     /// Where the results go.
     #[serde(flatten)]
     pub out: Output,
@@ -1119,6 +1128,8 @@ impl Default for StreamConfig {
             timeout: Duration::from_secs(10),
             allow_large_layout: false,
             fio_output: None,
+            fio_jobs: None,
+            status_interval: None,
             out: Output::default(),
         }
     }

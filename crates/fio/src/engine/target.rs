@@ -336,6 +336,11 @@ fn may_create(job: &Job, path: &Path) -> Result<()> {
             look_alikes(path)
         )));
     }
+    if job.readonly {
+        return Err(Error::usage(format!(
+            "job {name}: {shown} does not exist, and --readonly refuses to create files; create it first, or drop --readonly"
+        )));
+    }
     if !job.allow_file_create {
         return Err(Error::usage(format!(
             "job {name}: {shown} does not exist and allow_file_create=0; create it, fix the name, or map it with --map {shown}=FILE"
@@ -509,6 +514,11 @@ fn grow(
 ) -> Result<String> {
     let name = &job.name;
     let shown = path.display();
+    if job.readonly {
+        return Err(Error::usage(format!(
+            "job {name}: {shown} is {current} bytes, short of the job's region (to {end}), and --readonly refuses to grow files; make the file that long first, shrink size=, or drop --readonly"
+        )));
+    }
     // Trims alone need blocks there to give back: laid out as for reads.
     let trims_only = job.rw.trims() && !job.rw.writes();
     Ok(if job.rw.reads() || trims_only || job.overwrite {

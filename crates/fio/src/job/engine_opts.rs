@@ -145,52 +145,64 @@ pub static ENGINES: &[(&str, &[Spec])] = &[
 
 const FIXEDBUFS: Spec = Spec::set("fixedbufs", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.fixedbufs = v)
-});
+})
+.help("Register the I/O buffers with io_uring once, then READ_FIXED/WRITE_FIXED");
 const REGISTERFILES: Spec = Spec::set("registerfiles", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.registerfiles = v)
-});
+})
+.help("Register the files' descriptors with io_uring");
 const SQTHREAD_POLL_CPU: Spec = Spec::set("sqthread_poll_cpu", Kind::Int, |j, o| {
     j.engine_opts.sqthread_poll_cpu = Some(whole(o, 0, 65535)? as u32);
     Ok(())
-});
+})
+.help("CPU the io_uring submission-polling thread runs on");
 const NONVECTORED: Spec = Spec::set("nonvectored", Kind::Int, |j, o| {
     j.engine_opts.nonvectored = whole(o, -1, 1)? as i32;
     Ok(())
-});
+})
+.help("io_uring: plain READ/WRITE (1) or READV/WRITEV (0) commands");
 const FORCE_ASYNC: Spec = Spec::set("force_async", Kind::Int, |j, o| {
     j.engine_opts.force_async = whole(o, 0, 1 << 30)? as u32;
     Ok(())
-});
+})
+.help("io_uring: every Nth request is queued with IOSQE_ASYNC");
 const NOWAIT: Spec = Spec::set("nowait", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.nowait = v)
-});
+})
+.help("RWF_NOWAIT on every I/O: fail rather than block");
 const UNCACHED: Spec = Spec::set("uncached", Kind::Int, |j, o| {
     j.engine_opts.uncached = whole(o, 0, 1)? == 1;
     Ok(())
-});
+})
+.help("pvsync2: RWF_DONTCACHE, reads and writes that leave no page cache");
 const HIPRI_PERCENTAGE: Spec = Spec::set("hipri_percentage", Kind::Int, |j, o| {
     j.engine_opts.hipri_percentage = whole(o, 0, 100)? as u32;
     Ok(())
-});
+})
+.help("pvsync2: share of I/Os sent with RWF_HIPRI (polled)");
 const USERSPACE_REAP: Spec = Spec::set("userspace_reap", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.userspace_reap = v)
-});
+})
+.help("libaio: read completions off the AIO ring in user space when polling");
 // fio's cmdprio options (engines/cmdprio.h), each `r,w` as fio's.
 const CMDPRIO_PERCENTAGE: Spec = Spec::set("cmdprio_percentage", Kind::Text("30"), |j, o| {
     let [r, w] = o.sides(|v| o.side_percent(v))?;
     j.cmdprio.percentage = [r.unwrap_or(0), w.unwrap_or(0)];
     Ok(())
-});
+})
+.help("Share of I/Os sent with the priority of cmdprio_class/cmdprio");
 const CMDPRIO_CLASS: Spec = Spec::set("cmdprio_class", Kind::Text("1"), |j, o| {
     let [r, w] = o.sides(|v| o.prio_class(v, 1))?;
     j.cmdprio.class = [r.unwrap_or(0), w.unwrap_or(0)];
     Ok(())
-});
+})
+.help("I/O priority class of the I/Os cmdprio_percentage picks");
 const CMDPRIO: Spec = Spec::set("cmdprio", Kind::Text("0"), |j, o| {
     let [r, w] = o.sides(|v| o.prio_level(v))?;
     j.cmdprio.level = [r.unwrap_or(0), w.unwrap_or(0)];
     Ok(())
-});
+})
+.help("I/O priority level of the I/Os cmdprio_percentage picks");
 const CMDPRIO_BSSPLIT: Spec = Spec::set(
     "cmdprio_bssplit",
     Kind::Text("64k/25/1/1:64k/75/3/2"),
@@ -199,16 +211,19 @@ const CMDPRIO_BSSPLIT: Spec = Spec::set(
         j.cmdprio.bssplit = Some([r.unwrap_or_default(), w.unwrap_or_default()]);
         Ok(())
     },
-);
+)
+.help("Per-block-size shares of I/Os sent with a priority");
 // fio caps cpuload at 100; 0 is fio's "cpu thread needs rate".
 const CPULOAD: Spec = Spec::set("cpuload", Kind::Int, |j, o| {
     j.engine_opts.cpuload = Some(whole(o, 1, 100)? as u32);
     Ok(())
-});
+})
+.help("cpuio: percent of one CPU to burn");
 const CPUCHUNKS: Spec = Spec::set("cpuchunks", Kind::Int, |j, o| {
     j.engine_opts.cpuchunks = whole(o, 1, 10_000_000)? as u32;
     Ok(())
-});
+})
+.help("cpuio: length of one burn, microseconds");
 const CPUMODE: Spec = Spec::set("cpumode", Kind::Words(&["noop", "qsort"]), |j, o| {
     j.engine_opts.cpumode = match o.value.unwrap_or_default() {
         "noop" => CpuMode::Noop,
@@ -216,10 +231,12 @@ const CPUMODE: Spec = Spec::set("cpumode", Kind::Words(&["noop", "qsort"]), |j, 
         _ => return Err(o.bad("unknown cpu mode; use noop or qsort")),
     };
     Ok(())
-});
+})
+.help("cpuio: how the CPU is kept busy");
 const EXIT_ON_IO_DONE: Spec = Spec::set("exit_on_io_done", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.exit_on_io_done = v)
-});
+})
+.help("cpuio: stop once the I/O jobs beside it are done");
 const STAT_TYPE: Spec = Spec::set(
     "stat_type",
     Kind::Words(&["stat", "lstat", "statx"]),
@@ -232,24 +249,29 @@ const STAT_TYPE: Spec = Spec::set(
         };
         Ok(())
     },
-);
+)
+.help("filestat: the call that stats each file");
 
 const PROGRAM: Spec = Spec::set("program", Kind::Text("/bin/true"), |j, o| {
     j.engine_opts.program = Some(o.value()?.to_string());
     Ok(())
-});
+})
+.help("exec: the program the job runs");
 const ARGUMENTS: Spec = Spec::set("arguments", Kind::Text("-c %r"), |j, o| {
     j.engine_opts.arguments = o.value.filter(|v| !v.trim().is_empty()).map(String::from);
     Ok(())
-});
+})
+.help("exec: its arguments (%r the runtime, %n the job's name)");
 // fio's grace_time is whole seconds.
 const GRACE_TIME: Spec = Spec::set("grace_time", Kind::Int, |j, o| {
     j.engine_opts.grace_time = std::time::Duration::from_secs(whole(o, 0, 86_400)? as u64);
     Ok(())
-});
+})
+.help("exec: time between SIGTERM and SIGKILL at the job's end");
 const STD_REDIRECT: Spec = Spec::set("std_redirect", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.std_redirect = v)
-});
+})
+.help("exec: the program's stdout and stderr to JOBNAME.stdout/.stderr");
 
 /// An engine option's whole number in `lo..=hi` (an empty or bare one too
 /// is "expected a whole number", as fio's engines say).

@@ -16,11 +16,13 @@ pub static NET: &[Spec] = &[
         j.filenames.clear();
         j.net.hostname = j.filename.clone();
         Ok(())
-    }),
+    })
+    .help("net: the peer's host, multicast group or Unix socket path"),
     Spec::set("port", Kind::Int, |j, o| {
         j.net.port = Some(o.int(1, 65535)? as u16);
         Ok(())
-    }),
+    })
+    .help("net: TCP or UDP port (each numjobs clone takes the next)"),
     Spec::set(
         "protocol",
         Kind::Words(&["tcp", "tcpv6", "udp", "udpv6", "unix"]),
@@ -29,19 +31,23 @@ pub static NET: &[Spec] = &[
             Ok(())
         },
     )
+    .help("net: tcp, tcpv6, udp, udpv6 or unix")
     .alias(&["proto"]),
     Spec::set("listen", Kind::Bool, |j, o| {
         j.net.listen = Some(o.bool()?);
         Ok(())
-    }),
+    })
+    .help("net: wait for the connection instead of making it"),
     Spec::set("pingpong", Kind::Bool, |j, o| {
         j.net.pingpong = Some(o.bool()?);
         Ok(())
-    }),
+    })
+    .help("net: every block goes back to the sender before the next"),
     Spec::set("nodelay", Kind::Bool, |j, o| {
         j.net.nodelay = Some(o.bool()?);
         Ok(())
-    }),
+    })
+    .help("net: TCP_NODELAY on the socket"),
     Spec::set("window_size", Kind::Size, |j, o| {
         j.net.window_size = Some(
             u32::try_from(o.size()?)
@@ -50,19 +56,23 @@ pub static NET: &[Spec] = &[
                 .ok_or_else(|| o.bad("a socket buffer is at most 2g"))?,
         );
         Ok(())
-    }),
+    })
+    .help("net: socket buffer size"),
     Spec::set("mss", Kind::Int, |j, o| {
         j.net.mss = Some(o.int(0, 65535)?);
         Ok(())
-    }),
+    })
+    .help("net: TCP maximum segment size"),
     Spec::set("interface", Kind::Text("127.0.0.1"), |j, o| {
         j.net.interface = Some(o.value()?.to_string());
         Ok(())
-    }),
+    })
+    .help("net: the interface a multicast job joins or sends through"),
     Spec::set("ttl", Kind::Int, |j, o| {
         j.net.ttl = Some(o.int(0, 255)?);
         Ok(())
-    }),
+    })
+    .help("net: time-to-live of multicast datagrams"),
 ];
 
 /// fio's `protocol=` (`proto=`).

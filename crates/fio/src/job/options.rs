@@ -44,31 +44,38 @@ pub static GENERAL: &[Spec] = &[
     Spec::set("write_lat_log", Kind::Text("NAME"), |j, o| {
         j.logs.lat = Some(o.value.unwrap_or("").to_string());
         Ok(())
-    }),
+    })
+.help("Write per-I/O latency logs (NAME_lat/clat/slat.N.log)"),
     Spec::set("write_bw_log", Kind::Text("NAME"), |j, o| {
         j.logs.bw = Some(o.value.unwrap_or("").to_string());
         Ok(())
-    }),
+    })
+.help("Write a bandwidth log (NAME_bw.N.log)"),
     Spec::set("write_iops_log", Kind::Text("NAME"), |j, o| {
         j.logs.iops = Some(o.value.unwrap_or("").to_string());
         Ok(())
-    }),
+    })
+.help("Write an IOPS log (NAME_iops.N.log)"),
     Spec::set("write_hist_log", Kind::Text("NAME"), |j, o| {
         j.logs.hist = Some(o.value.unwrap_or("").to_string());
         Ok(())
-    }),
+    })
+.help("Write a latency histogram log (NAME_clat_hist.N.log)"),
     Spec::set("log_avg_msec", Kind::Int, |j, o| {
         j.logs.avg_msec = o.int(0, u64::from(u32::MAX))?;
         Ok(())
-    }),
+    })
+.help("Average the logs over windows of this many ms"),
     Spec::set("log_hist_msec", Kind::Int, |j, o| {
         j.logs.hist_msec = o.int(0, u64::from(u32::MAX))?;
         Ok(())
-    }),
+    })
+.help("Window of the histogram log, ms"),
     Spec::set("log_hist_coarseness", Kind::Int, |j, o| {
         j.logs.hist_coarseness = o.int(0, 6)?;
         Ok(())
-    }),
+    })
+.help("Sum 2^N histogram buckets per column"),
     Spec::set(
         "log_window_value",
         Kind::Words(&["avg", "max", "both", "0", "1"]),
@@ -82,18 +89,25 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
+.help("What a log window holds: its mean, its maximum or both")
     .alias(&["log_max_value"]),
-    flag("log_offset", |j, o| o.bool().map(|v| j.logs.offset = v)),
-    flag("log_prio", |j, o| o.bool().map(|v| j.logs.prio = v)),
-    flag("per_job_logs", |j, o| o.bool().map(|v| j.logs.shared = !v)),
-    flag("log_unix_epoch", |j, o| o.bool().map(|v| j.logs.unix_epoch = v)),
+    flag("log_offset", |j, o| o.bool().map(|v| j.logs.offset = v))
+.help("Add each I/O's offset to the logs"),
+    flag("log_prio", |j, o| o.bool().map(|v| j.logs.prio = v))
+.help("Log each I/O's priority value rather than a real-time flag"),
+    flag("per_job_logs", |j, o| o.bool().map(|v| j.logs.shared = !v))
+.help("One log file per job (0: every job writes one file)"),
+    flag("log_unix_epoch", |j, o| o.bool().map(|v| j.logs.unix_epoch = v))
+.help("Log times from the Unix epoch"),
     flag("log_alternate_epoch", |j, o| {
         o.bool().map(|v| j.logs.alternate_epoch = v)
-    }),
+    })
+.help("Log times from the epoch of log_alternate_epoch_clock_id"),
     Spec::set("log_alternate_epoch_clock_id", Kind::Int, |j, o| {
         j.logs.clock_id = o.int(0, 64)?;
         Ok(())
-    }),
+    })
+.help("clock_gettime clock whose epoch the logs count from"),
     // Only 0 is taken: compressed (.fz) files are not written.
     Spec::take("log_store_compressed", Kind::Words(&["0"]), |_, o| {
         if o.bool()? {
@@ -103,18 +117,21 @@ pub static GENERAL: &[Spec] = &[
             ));
         }
         Ok(SetOutcome::Applied)
-    }),
+    })
+.help("Store the logs compressed (only 0 is taken here)"),
     Spec::take("log_issue_time", Kind::Bool, |_, o| {
         o.bool()?;
         Ok(SetOutcome::Note(format!(
             "option '{}' (fio 3.36 and later) was accepted without its column: the latency logs keep fio 3.33's columns",
             o.key
         )))
-    }),
+    })
+.help("Log each I/O's issue time (fio 3.36)"),
     Spec::set("name", Kind::Text("x"), |j, o| {
         j.name = o.value()?.to_string();
         Ok(())
-    }),
+    })
+.help("Name of the job (on the command line: starts a new job)"),
     Spec::set("filename", Kind::Text("x"), |j, o| {
         // An empty filename= (a template's blank, an unset ${VAR}) keeps
         // fio's default: the generated jobname.jobnum.filenum.
@@ -130,7 +147,8 @@ pub static GENERAL: &[Spec] = &[
         }
         j.filenames = names;
         Ok(())
-    }),
+    })
+.help("File(s) or device(s) the job does its I/O to, ':'-separated"),
     Spec::set("directory", Kind::Text("x"), |j, o| {
         let mut dirs = o.directories()?;
         j.directory = Some(dirs[0].clone());
@@ -139,24 +157,29 @@ pub static GENERAL: &[Spec] = &[
         }
         j.directories = dirs;
         Ok(())
-    }),
+    })
+.help("Directory the job's files are in"),
     Spec::set("filename_format", Kind::Text("x"), |j, o| {
         j.filename_format = Some(o.value()?.to_string());
         Ok(())
-    }),
+    })
+.help("How generated file names are made ($jobname.$jobnum.$filenum)"),
     Spec::set("nrfiles", Kind::Int, |j, o| {
         j.nrfiles = o.int(1, 1 << 20)?;
         Ok(())
     })
+.help("Number of files the job spreads its I/O over")
     .alias(&["nr_files"]),
     Spec::set("filesize", Kind::Size, |j, o| {
         (j.filesize, j.filesize_max) = o.size_range()?;
         Ok(())
-    }),
+    })
+.help("Size of each file (a range lo-hi draws one per file)"),
     Spec::set("openfiles", Kind::Int, |j, o| {
         j.openfiles = Some(o.int(1, 1 << 20)?);
         Ok(())
-    }),
+    })
+.help("Most files open at once"),
     Spec::set(
         "file_service_type",
         Kind::Words(&["roundrobin", "sequential", "random", "random:2"]),
@@ -164,7 +187,8 @@ pub static GENERAL: &[Spec] = &[
             j.file_service = file_service::FileService::parse(o.value()?).map_err(|why| o.bad(&why))?;
             Ok(())
         },
-    ),
+    )
+.help("How the next file is chosen"),
     Spec::set("size", Kind::Size, |j, o| {
         match o.percent()? {
             Some(p) => (j.size, j.size_pct) = (None, Some(p)),
@@ -172,7 +196,8 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
-    .alias(&["io_size", "io_limit"]),
+.help("Bytes of I/O per job, or N% of the target")
+    .also(&["io_size", "io_limit"]),
     Spec::set("offset", Kind::Size, |j, o| {
         match o.percent()? {
             Some(p) => (j.offset, j.offset_pct) = (0, Some(p)),
@@ -180,11 +205,13 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
+.help("Where the job's region starts in the target")
     .alias(&["fileoffset"]),
     Spec::set("offset_increment", Kind::Size, |j, o| {
         j.offset_increment = o.size()?;
         Ok(())
-    }),
+    })
+.help("Added to offset for each numjobs clone"),
     Spec::set("bs", Kind::Size, |j, o| {
         let [r, w] = o.sides(|v| o.block_size(v))?;
         let (r, w) = (r.unwrap_or(super::DEFAULT_BS), w.unwrap_or(super::DEFAULT_BS));
@@ -192,6 +219,7 @@ pub static GENERAL: &[Spec] = &[
         j.bs_sides = (r != w).then_some([r, w]);
         Ok(())
     })
+.help("Block size: bytes per I/O (reads,writes)")
     .alias(&["blocksize"]),
     Spec::set("bsrange", Kind::Text("4k-64k"), |j, o| {
         let [r, w] = o.sides(|v| o.block_range(v))?;
@@ -199,8 +227,9 @@ pub static GENERAL: &[Spec] = &[
         j.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
         Ok(())
     })
+.help("Range of block sizes drawn per I/O")
     .alias(&["blocksize_range"]),
-    Spec::set("blockalign", Kind::Size, |j, o| {
+    Spec::set("ba", Kind::Size, |j, o| {
         let [r, w] = o.sides(|v| o.block_size(v))?;
         if r.is_some() && w.is_some() && r != w {
             return Err(
@@ -210,14 +239,17 @@ pub static GENERAL: &[Spec] = &[
         j.blockalign = r.or(w);
         Ok(())
     })
-    .alias(&["ba"]),
-    flag("bs_is_seq_rand", |j, o| o.bool().map(|v| j.bs_is_seq_rand = v)),
+.help("Alignment of random offsets")
+    .alias(&["blockalign"]),
+    flag("bs_is_seq_rand", |j, o| o.bool().map(|v| j.bs_is_seq_rand = v))
+.help("bs=R,W means sequential,random rather than reads,writes"),
     Spec::set("bssplit", Kind::Text("4k/50:64k/50"), |j, o| {
         let [r, w] = o.sides(|v| o.split(v))?;
         let d = || vec![(super::DEFAULT_BS, 100)];
         j.bssplit = Some([r.unwrap_or_else(d), w.unwrap_or_else(d)]);
         Ok(())
-    }),
+    })
+.help("Mix of block sizes with their shares"),
     Spec::set(
         "rw",
         Kind::Words(&[
@@ -247,6 +279,7 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
+.help("I/O pattern: read, write, randread, randwrite, rw, randrw, trim…")
     .alias(&["readwrite"]),
     Spec::set(
         "rw_sequencer",
@@ -259,8 +292,10 @@ pub static GENERAL: &[Spec] = &[
             };
             Ok(())
         },
-    ),
-    flag("norandommap", |j, o| o.bool().map(|v| j.norandommap = v)),
+    )
+.help("How rw=randread:N's offsets are made: sequential or identical"),
+    flag("norandommap", |j, o| o.bool().map(|v| j.norandommap = v))
+.help("Random offsets drawn independently (repeats allowed)"),
     Spec::set(
         "random_distribution",
         Kind::Text("zoned:60/10:40/90"),
@@ -274,11 +309,13 @@ pub static GENERAL: &[Spec] = &[
             }
             Ok(())
         },
-    ),
+    )
+.help("Law of the random offsets: random, zoned, zipf, pareto, normal"),
     Spec::set("percentage_random", Kind::Int, |j, o| {
         j.percentage_random = o.per_direction_pct()?;
         Ok(())
-    }),
+    })
+.help("Share of a random job's offsets that are random"),
     Spec::take(
         "random_generator",
         Kind::Words(&["lfsr", "tausworthe", "tausworthe64"]),
@@ -295,8 +332,10 @@ pub static GENERAL: &[Spec] = &[
             }
             _ => Err(o.bad("use tausworthe, lfsr or tausworthe64")),
         },
-    ),
-    flag("randrepeat", |j, o| o.bool().map(|v| j.randrepeat = v)).alias(&["allrandrepeat"]),
+    )
+.help("Random number generator"),
+    flag("randrepeat", |j, o| o.bool().map(|v| j.randrepeat = v))
+.help("The same random sequence every run").also(&["allrandrepeat"]),
     Spec::set("zonemode", Kind::Words(&["none", "strided"]), |j, o| {
         j.strided = match o.value()? {
             "none" => false,
@@ -309,47 +348,58 @@ pub static GENERAL: &[Spec] = &[
             _ => return Err(o.bad("use none or strided")),
         };
         Ok(())
-    }),
+    })
+.help("Zoned access: none or strided"),
     Spec::set("zonerange", Kind::Size, |j, o| {
         j.zonerange = Some(o.size()?).filter(|&z| z > 0);
         Ok(())
-    }),
+    })
+.help("Size of a zone's range"),
     Spec::set("zonesize", Kind::Size, |j, o| {
         j.zonesize = Some(o.size()?).filter(|&z| z > 0);
         Ok(())
-    }),
+    })
+.help("Bytes done in each zone"),
     Spec::set("zoneskip", Kind::Size, |j, o| {
         j.zoneskip = o.size()?;
         Ok(())
-    }),
+    })
+.help("Bytes skipped after each zone"),
     Spec::set("startdelay", Kind::Time, |j, o| {
         j.startdelay = o.duration_range()?;
         Ok(())
-    }),
+    })
+.help("Time before the job starts (or a range to draw from)"),
     Spec::set("number_ios", Kind::Int, |j, o| {
         j.number_ios = Some(o.size()?).filter(|&n| n > 0);
         Ok(())
-    }),
+    })
+.help("Stop after this many I/Os"),
     Spec::set("thinktime", Kind::Time, |j, o| {
         j.thinktime = o.micros()?;
         Ok(())
-    }),
+    })
+.help("Pause between I/Os (microseconds when bare)"),
     Spec::set("thinktime_spin", Kind::Time, |j, o| {
         j.thinktime_spin = o.micros()?;
         Ok(())
-    }),
+    })
+.help("Part of thinktime spent spinning"),
     Spec::set("thinktime_blocks", Kind::Int, |j, o| {
         j.thinktime_blocks = o.int(1, u32::MAX.into())?;
         Ok(())
-    }),
+    })
+.help("I/Os between pauses"),
     Spec::set("rate_iops", Kind::Int, |j, o| {
         j.rate_iops = Some(o.pair("rate")?).filter(|r| *r > 0);
         Ok(())
-    }),
+    })
+.help("Cap on I/Os per second"),
     Spec::set("rate_iops_min", Kind::Int, |j, o| {
         j.rate_iops_min = Some(o.pair("rate")?).filter(|r| *r > 0);
         Ok(())
-    }),
+    })
+.help("Minimum I/Os per second, or the job fails"),
     Spec::set("rate_process", Kind::Words(&["linear", "poisson"]), |j, o| {
         j.poisson = match o.value()? {
             "linear" => false,
@@ -357,50 +407,62 @@ pub static GENERAL: &[Spec] = &[
             _ => return Err(o.bad("use linear or poisson")),
         };
         Ok(())
-    }),
+    })
+.help("How rated I/Os are spaced: linear or poisson"),
     // The bandwidth and IOPS samples' window, ms (bw_min… iops_samples).
     Spec::set("bwavgtime", Kind::Int, |j, o| {
         j.bw_avg_time = o.int(1, u32::MAX.into())?;
         Ok(())
-    }),
+    })
+.help("Window of the bandwidth samples, ms"),
     Spec::set("iopsavgtime", Kind::Int, |j, o| {
         j.iops_avg_time = o.int(1, u32::MAX.into())?;
         Ok(())
-    }),
+    })
+.help("Window of the IOPS samples, ms"),
     Spec::set("rate_cycle", Kind::Int, |j, o| {
         j.rate_cycle = Duration::from_millis(o.int(1, u32::MAX.into())?.into());
         Ok(())
     })
+.help("Window over which rate_min is judged, ms")
     .alias(&["ratecycle"]),
     Spec::set("max_latency", Kind::Time, |j, o| {
         j.max_latency = o.micros()?;
         Ok(())
-    }),
+    })
+.help("The job fails at the first I/O slower than this"),
     Spec::set("latency_target", Kind::Time, |j, o| {
         j.tuning.latency_target = o.micros()?;
         Ok(())
-    }),
+    })
+.help("Latency the deepest queue must meet"),
     Spec::set("latency_window", Kind::Time, |j, o| {
         j.tuning.latency_window = o.micros()?.unwrap_or_default();
         Ok(())
-    }),
+    })
+.help("Window over which latency_target is judged"),
     Spec::set("latency_percentile", Kind::Text("99.9"), |j, o| {
         super::tuning::percentile(&mut j.tuning, o)
-    }),
-    flag("latency_run", |j, o| o.bool().map(|v| j.tuning.latency_run = v)),
+    })
+.help("Share of I/Os that must meet latency_target"),
+    flag("latency_run", |j, o| o.bool().map(|v| j.tuning.latency_run = v))
+.help("Keep adjusting the depth rather than stop once found"),
     Spec::set("steadystate", Kind::Text("iops:10%"), |j, o| {
         super::tuning::steadystate(&mut j.tuning, o)
     })
+.help("End the job once IOPS or bandwidth hold steady (iops|bw[_slope]:LIMIT)")
     .alias(&["ss"]),
     Spec::set("steadystate_duration", Kind::Time, |j, o| {
         j.tuning.ss_dur = o.duration()?.unwrap_or_default();
         Ok(())
     })
+.help("Span of samples judged for steady state")
     .alias(&["ss_dur"]),
     Spec::set("steadystate_ramp_time", Kind::Time, |j, o| {
         j.tuning.ss_ramp = o.duration()?.unwrap_or_default();
         Ok(())
     })
+.help("Time before steady-state samples start")
     .alias(&["ss_ramp"]),
     Spec::set("steadystate_check_interval", Kind::Time, |j, o| {
         j.tuning.ss_interval = o
@@ -409,8 +471,10 @@ pub static GENERAL: &[Spec] = &[
             .ok_or_else(|| o.bad("expected a whole number of seconds, at least 1"))?;
         Ok(())
     })
+.help("Time between steady-state samples")
     .alias(&["ss_interval"]),
-    flag("invalidate", |j, o| o.bool().map(|v| j.invalidate = v)),
+    flag("invalidate", |j, o| o.bool().map(|v| j.invalidate = v))
+.help("Drop the region's cached pages before the job"),
     Spec::set(
         "fadvise_hint",
         Kind::Words(&["1", "0", "none", "sequential", "random", "normal"]),
@@ -425,7 +489,8 @@ pub static GENERAL: &[Spec] = &[
             };
             Ok(())
         },
-    ),
+    )
+.help("posix_fadvise advice given for the file"),
     Spec::set(
         "sync",
         Kind::Words(&["1", "0", "none", "false", "sync", "true", "dsync"]),
@@ -438,16 +503,20 @@ pub static GENERAL: &[Spec] = &[
             };
             Ok(())
         },
-    ),
+    )
+.help("O_SYNC or O_DSYNC writes"),
     Spec::set("fdatasync", Kind::Int, |j, o| {
         j.fdatasync = o.int(0, u32::MAX.into())?;
         Ok(())
-    }),
+    })
+.help("fdatasync after every N writes"),
     flag("fsync_on_close", |j, o| {
         j.end_fsync |= o.bool()?;
         Ok(())
-    }),
-    flag("fill_device", |j, o| o.bool().map(|v| j.fill_device = v)).alias(&["fill_fs"]),
+    })
+.help("fsync when a file is closed"),
+    flag("fill_device", |j, o| o.bool().map(|v| j.fill_device = v))
+.help("Write until the device or file system is full").alias(&["fill_fs"]),
     Spec::set(
         "fallocate",
         Kind::Words(&["native", "none", "0", "truncate", "posix", "keep", "1"]),
@@ -459,14 +528,18 @@ pub static GENERAL: &[Spec] = &[
             };
             Ok(())
         },
-    ),
-    flag("unlink", |j, o| o.bool().map(|v| j.unlink = v)),
-    flag("zero_buffers", |j, o| o.bool().map(|v| j.zero_buffers = v)),
+    )
+.help("How files are preallocated"),
+    flag("unlink", |j, o| o.bool().map(|v| j.unlink = v))
+.help("Remove the job's files when it is done"),
+    flag("zero_buffers", |j, o| o.bool().map(|v| j.zero_buffers = v))
+.help("Write buffers of zeros"),
     flag("refill_buffers", |j, o| {
         j.refill_buffers = o.bool()?;
         j.buffers.refill_set = true;
         Ok(())
-    }),
+    })
+.help("New random data before every write"),
     Spec::set("buffer_pattern", Kind::Text("0xab"), |j, o| {
         j.buffer_pattern = Some(o.pattern()?);
         // fio: the pattern replaces zeros and scrambling, and is refilled
@@ -474,29 +547,36 @@ pub static GENERAL: &[Spec] = &[
         (j.zero_buffers, j.buffers.scramble) = (false, false);
         j.refill_buffers = j.compress_pct > 0 || j.rw.reads();
         Ok(())
-    }),
+    })
+.help("Fill write buffers with this pattern"),
     Spec::set("iodepth_low", Kind::Int, |j, o| {
         j.iodepth_low = Some(o.int(0, 65536)?);
         Ok(())
-    }),
+    })
+    .help("Refill the queue only when it drains to this depth"),
     Spec::set("iodepth_batch", Kind::Int, |j, o| {
         j.batch_submit = o.int(0, 65536)?;
         Ok(())
     })
+    .help("I/Os submitted to the engine in one call (fio's default 1)")
     .alias(&["iodepth_batch_submit"]),
     Spec::set("iodepth_batch_complete_min", Kind::Int, |j, o| {
         j.batch_complete_min = o.int(0, 65536)?;
         Ok(())
     })
+.help("Reap at least this many completions at once")
     .alias(&["iodepth_batch_complete"]),
     Spec::set("iodepth_batch_complete_max", Kind::Int, |j, o| {
         j.batch_complete_max = o.int(0, 65536)?;
         Ok(())
-    }),
-    flag("exitall", |j, o| o.bool().map(|v| j.exitall = v)),
+    })
+    .help("Reap at most this many completions at once (default: iodepth)"),
+    flag("exitall", |j, o| o.bool().map(|v| j.exitall = v))
+    .help("When one job ends, end the others its exit_what names"),
     flag("exitall_on_error", |j, o| {
         o.bool().map(|v| j.exitall_on_error = v)
-    }),
+    })
+.help("When one job fails, end the others"),
     Spec::set(
         "exit_what",
         Kind::Words(&["group", "stonewall", "all"]),
@@ -509,7 +589,8 @@ pub static GENERAL: &[Spec] = &[
             };
             Ok(())
         },
-    ),
+    )
+.help("What exitall ends: group, stonewall or all"),
     Spec::set(
         "cpus_allowed_policy",
         Kind::Words(&["shared", "split"]),
@@ -521,7 +602,8 @@ pub static GENERAL: &[Spec] = &[
             };
             Ok(())
         },
-    ),
+    )
+.help("How numjobs clones share cpus_allowed: shared or split"),
     Spec::set("cpumask", Kind::Text("0x3"), |j, o| {
         let mask = o.value()?;
         let bits = match mask.strip_prefix("0x").or_else(|| mask.strip_prefix("0X")) {
@@ -531,7 +613,8 @@ pub static GENERAL: &[Spec] = &[
         .map_err(|_| o.bad("expected a bit mask, as in 0x3 or 3"))?;
         j.cpus_allowed = Some((0..64).filter(|b| bits >> b & 1 == 1).collect());
         Ok(())
-    }),
+    })
+.help("CPUs the job may run on, as a bit mask"),
     Spec::take("iomem_align", Kind::Size, |_, o| {
         let a = o.size()?;
         let page = 4096;
@@ -543,6 +626,7 @@ pub static GENERAL: &[Spec] = &[
             o.key
         )))
     })
+.help("Alignment of the I/O buffers")
     .alias(&["mem_align"]),
     Spec::take("create_on_open", Kind::Any, |_, o| {
         Ok(SetOutcome::Note(format!(
@@ -550,7 +634,8 @@ pub static GENERAL: &[Spec] = &[
             o.key
         )))
     })
-    .alias(&["create_serialize"]),
+.help("Create files when they are opened")
+    .also(&["create_serialize"]),
     Spec::take(
         "continue_on_error",
         Kind::Words(&["none", "0", "verify"]),
@@ -560,10 +645,12 @@ pub static GENERAL: &[Spec] = &[
             )),
             _ => on_error(o),
         },
-    ),
+    )
+.help("Errors to go on past (only none is taken here)"),
     Spec::take("ignore_error", Kind::Words(&["none", "0"]), |_, o| {
         on_error(o)
-    }),
+    })
+.help("Errors to go on past (only none is taken here)"),
     Spec::take("lockfile", Kind::Words(&["none"]), |_, o| {
         if o.value != Some("none") {
             return Err(refusal(
@@ -574,31 +661,39 @@ pub static GENERAL: &[Spec] = &[
         Ok(SetOutcome::Note(
             "lockfile=none is what xferbench does: jobs on one file do not lock it".into(),
         ))
-    }),
+    })
+.help("Lock the file around its I/O"),
     Spec::set("io_submit_mode", Kind::Words(&["inline", "offload"]), |j, o| {
         super::tuning::submit_mode(&mut j.tuning, o)
-    }),
-    flag("overwrite", |j, o| o.bool().map(|v| j.overwrite = v)),
-    flag("file_append", |j, o| o.bool().map(|v| j.file_append = v)),
+    })
+.help("inline, or offload: I/O issued on schedule by submitting threads"),
+    flag("overwrite", |j, o| o.bool().map(|v| j.overwrite = v))
+.help("Lay a file out before writing over it"),
+    flag("file_append", |j, o| o.bool().map(|v| j.file_append = v))
+.help("Writes start at the file's end"),
     Spec::set("offset_align", Kind::Size, |j, o| {
         j.offset_align = o.size()?;
         Ok(())
-    }),
+    })
+.help("Alignment of offset= given as a percentage"),
     flag("unlink_each_loop", |j, o| {
         j.unlink |= o.bool()?;
         Ok(())
-    }),
+    })
+.help("Remove the job's files after each loop"),
     Spec::set("buffer_compress_percentage", Kind::Int, |j, o| {
         j.compress_pct = o.share()?;
         j.buffers.generated = true;
         Ok(())
-    }),
+    })
+.help("How much each write buffer compresses, %"),
     Spec::set("dedupe_percentage", Kind::Int, |j, o| {
         j.buffers.dedupe_pct = o.share()?;
         // fio: dedupe implies refilling every write buffer.
         (j.buffers.generated, j.refill_buffers) = (true, true);
         Ok(())
-    }),
+    })
+.help("Share of write buffers that repeat an earlier one, %"),
     Spec::set(
         "dedupe_mode",
         Kind::Words(&["repeat", "working_set"]),
@@ -610,21 +705,25 @@ pub static GENERAL: &[Spec] = &[
             };
             Ok(())
         },
-    ),
+    )
+.help("Where a repeated buffer comes from: the last one, or a working set"),
     Spec::set("dedupe_working_set_percentage", Kind::Int, |j, o| {
         j.buffers.dedupe_ws_pct = o.share()?;
         Ok(())
-    }),
+    })
+.help("Size of the repeated buffers' working set, % of the job"),
     flag("dedupe_global", |j, o| {
         o.bool().map(|v| j.buffers.dedupe_global = v)
-    }),
+    })
+.help("Repeated buffers shared by every job"),
     Spec::set("flow_id", Kind::Int, |j, o| {
         j.flow.id = o
             .value()?
             .parse()
             .map_err(|_| o.bad("expected a whole number (a flow's id)"))?;
         Ok(())
-    }),
+    })
+.help("Jobs of one flow id keep their I/O in the ratio of their flow"),
     Spec::set("flow", Kind::Int, |j, o| {
         // fio 3.33 takes 0 to 1000; older fio's signed weights (flow=-1
         // beside flow=8) count by their magnitude.
@@ -636,15 +735,18 @@ pub static GENERAL: &[Spec] = &[
             .ok_or_else(|| o.bad("expected a weight from 0 to 1000"))?
             .unsigned_abs();
         Ok(())
-    }),
+    })
+.help("The job's weight in its flow"),
     Spec::set("flow_sleep", Kind::Int, |j, o| {
         j.flow.sleep_us = o.int(0, u64::from(u32::MAX))?;
         Ok(())
-    }),
+    })
+.help("Wait before retrying an I/O held back by its flow, microseconds"),
     Spec::set("buffer_compress_chunk", Kind::Size, |j, o| {
         j.compress_chunk = o.size()?.max(1);
         Ok(())
-    }),
+    })
+.help("Size of a compressible chunk"),
     Spec::set("nice", Kind::Int, |j, o| {
         j.nice = Some(
             o.value()?
@@ -654,106 +756,136 @@ pub static GENERAL: &[Spec] = &[
                 .ok_or_else(|| o.bad("expected a niceness from -20 to 19"))?,
         );
         Ok(())
-    }),
+    })
+.help("The job's nice value"),
     Spec::set("prio", Kind::Int, |j, o| {
         j.ioprio.1 = Some(o.value().and_then(|v| o.prio_level(v))?);
         Ok(())
-    }),
+    })
+.help("I/O priority level"),
     Spec::set("prioclass", Kind::Int, |j, o| {
         j.ioprio.0 = Some(o.int(0, 3)?);
         Ok(())
-    }),
+    })
+    .help("I/O priority class"),
     flag("scramble_buffers", |j, o| {
         j.buffers.scramble = o.bool()?;
         j.buffers.scramble_set = true;
         Ok(())
-    }),
+    })
+.help("Stamp each write buffer so that it does not dedupe"),
     Spec::set("rwmixread", Kind::Int, |j, o| {
         j.rwmixread = o.share()?;
         Ok(())
-    }),
+    })
+.help("Share of a mixed job's I/Os that are reads, %"),
     Spec::set("rwmixwrite", Kind::Int, |j, o| {
         j.rwmixread = 100 - o.share()?;
         Ok(())
-    }),
+    })
+.help("Share of a mixed job's I/Os that are writes, %"),
     Spec::set("numjobs", Kind::Int, |j, o| {
         j.numjobs = o.int(1, 4096)?;
         Ok(())
-    }),
+    })
+.help("Copies of the job that run at once"),
     Spec::set("iodepth", Kind::Int, |j, o| {
         j.iodepth = o.int(1, 65536)?;
         Ok(())
-    }),
-    Spec::set("ioengine", Kind::Text("psync"), |j, o| j.set_engine(o)),
+    })
+.help("I/Os in flight"),
+    Spec::set("ioengine", Kind::Text("psync"), |j, o| j.set_engine(o))
+.help("How the I/O is done (--enghelp lists the engines)"),
     Spec::set(
-        "iomem",
+        "mem",
         Kind::Words(&["malloc", "mmap", "mmapshared", "shm", "mmaphuge", "shmhuge"]),
         |j, o| {
             j.iomem = o.iomem()?;
             Ok(())
         },
     )
-    .alias(&["mem"]),
-    flag("direct", |j, o| o.bool().map(|v| j.direct = v)),
-    flag("buffered", |j, o| o.bool().map(|v| j.direct = !v)),
+.help("Where the I/O buffers come from")
+    .alias(&["iomem"]),
+    flag("direct", |j, o| o.bool().map(|v| j.direct = v))
+.help("O_DIRECT: I/O that bypasses the page cache"),
+    flag("buffered", |j, o| o.bool().map(|v| j.direct = !v))
+.help("Buffered I/O (the opposite of direct)"),
     Spec::set("randseed", Kind::Int, |j, o| {
         j.randseed = o
             .value()?
             .parse()
             .map_err(|_| o.bad("expected a whole number"))?;
         Ok(())
-    }),
+    })
+.help("Seed of the random offsets"),
     // fio: 0 means no limit.
-    Spec::set("ratemin", Kind::Size, |j, o| {
+    Spec::set("rate_min", Kind::Size, |j, o| {
         j.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0);
         Ok(())
     })
-    .alias(&["rate_min"]),
+.help("Minimum bandwidth, or the job fails")
+    .alias(&["ratemin"]),
     Spec::set("rate", Kind::Size, |j, o| {
         j.rate = Some(o.pair("rate")?).filter(|&r| r > 0);
         Ok(())
-    }),
-    flag("new_group", |j, o| o.bool().map(|v| j.new_group = v)),
-    flag("stonewall", |j, o| o.bool().map(|v| j.stonewall = v)).alias(&["wait_for_previous"]),
+    })
+.help("Cap on bandwidth, bytes per second"),
+    flag("new_group", |j, o| o.bool().map(|v| j.new_group = v))
+.help("Start a new reporting group"),
+    flag("stonewall", |j, o| o.bool().map(|v| j.stonewall = v))
+.help("Wait for the jobs before this one to end, and start a new group").alias(&["wait_for_previous"]),
     flag("serialize_overlap", |j, o| {
         o.bool().map(|v| j.serialize_overlap = v)
-    }),
+    })
+.help("An I/O waits for overlapping ones in flight"),
     Spec::set("wait_for", Kind::Text("x"), |j, o| {
         j.wait_for = Some(o.value()?.to_string());
         Ok(())
-    }),
+    })
+.help("Start after the named job ends"),
     flag("group_reporting", |j, o| {
         o.bool().map(|v| j.group_reporting = v)
-    }),
+    })
+    .help("Report the group's jobs as one"),
     flag("lat_percentiles", |j, o| {
         o.bool().map(|v| j.lat_percentiles = v)
-    }),
+    })
+    .help("Give percentiles of the total latency (lat) too"),
     flag("slat_percentiles", |j, o| {
         o.bool().map(|v| j.slat_percentiles = v)
-    }),
+    })
+    .help("Give percentiles of the submission latency (slat) too"),
     flag("allow_file_create", |j, o| {
         o.bool().map(|v| j.allow_file_create = v)
-    }),
+    })
+.help("Create files that do not exist"),
     Spec::set("fsync", Kind::Int, |j, o| {
         j.fsync = o.int(0, u32::MAX.into())?;
         Ok(())
-    }),
-    flag("end_fsync", |j, o| o.bool().map(|v| j.end_fsync = v)),
+    })
+.help("fsync after every N writes"),
+    flag("end_fsync", |j, o| o.bool().map(|v| j.end_fsync = v))
+.help("fsync the files at the job's end"),
     Spec::set("runtime", Kind::Time, |j, o| {
         j.runtime = o.duration()?;
         Ok(())
     })
+.help("Stop the job after this long")
     .alias(&["timeout"]),
-    flag("time_based", |j, o| o.bool().map(|v| j.time_based = v)),
+    flag("time_based", |j, o| o.bool().map(|v| j.time_based = v))
+.help("Run for runtime, going over the region again as needed"),
     Spec::set("ramp_time", Kind::Time, |j, o| {
         j.ramp_time = o.duration()?;
         Ok(())
-    }),
+    })
+.help("Time run before the figures start"),
     // io_uring's and pvsync2's in fio, but read beside completion= for
     // every engine, and refused on the others by engine::check with its
     // own advice.
-    flag("hipri", |j, o| o.bool().map(|v| j.hipri = v)),
-    flag("sqthread_poll", |j, o| o.bool().map(|v| j.sqthread_poll = v)),
+    flag("hipri", |j, o| o.bool().map(|v| j.hipri = v))
+.help("Polled completions (io_uring IOPOLL, pvsync2 RWF_HIPRI)"),
+    flag("sqthread_poll", |j, o| o.bool().map(|v| j.sqthread_poll = v))
+.help("io_uring: a kernel thread polls the submission queue"),
     Spec::set("completion", Kind::Words(&["interrupt", "poll"]), |j, o| {
         j.completion = Some(match o.value()? {
             "interrupt" => Completion::Interrupt,
@@ -761,13 +893,15 @@ pub static GENERAL: &[Spec] = &[
             _ => return Err(o.bad("unknown completion mode; use interrupt or poll")),
         });
         Ok(())
-    }),
+    })
+.help("xferbench: wait for completions by sleeping (interrupt) or spinning (poll)"),
     Spec::set("cpus_allowed", Kind::Text("0"), |j, o| {
         j.cpus_allowed = crate::units::parse_cpu_list(o.value()?).map_err(|_| {
             o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
         })?;
         Ok(())
-    }),
+    })
+.help("CPUs the job may run on"),
     // Workers are threads: the setting is what xferbench always does.
     Spec::set("thread", Kind::Words(&["1"]), |_, o| {
         if !o.bool()? {
@@ -777,29 +911,33 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
-    .alias(&["threads"]),
+.help("Jobs as threads (xferbench's always are)")
+    .also(&["threads"]),
     Spec::set("loops", Kind::Int, |j, o| {
         j.loops = o.int(1, u32::MAX.into())?;
         Ok(())
-    }),
+    })
+.help("Passes over the region"),
     // Ignoring kb_base=1000 would silently change every size.
     Spec::set("kb_base", Kind::Words(&["1024"]), |_, o| {
         if o.value != Some("1024") {
             return Err(o.bad("xferbench sizes are binary (k = 1024); drop kb_base and write sizes in bytes or with k/m/g"));
         }
         Ok(())
-    }),
+    })
+.help("Whether k means 1024 or 1000 (only 1024 is taken here)"),
     Spec::set("numa_cpu_nodes", Kind::Text("0"), |j, o| {
         j.cpus_allowed = Some(super::numa_cpus(o.value()?).map_err(|e| o.bad(&e))?);
         Ok(())
-    }),
+    })
+.help("Run on the CPUs of these NUMA nodes"),
     // Accepted: they change no figure xferbench reports.
     Spec::note("block_error_percentiles", PCT),
     Spec::note("clat_percentiles", PCT),
     Spec::note("clocksource", CLOCK),
     Spec::note("create_fsync", LAYOUT),
     Spec::note("description", LABEL),
-    Spec::note("disable_bw", CLOCK).alias(&["disable_bw_measurement"]),
+    Spec::note("disable_bw_measurement", CLOCK).alias(&["disable_bw"]),
     Spec::note("disable_clat", CLOCK),
     Spec::note("disable_lat", CLOCK),
     Spec::note("disable_slat", CLOCK),

@@ -62,8 +62,16 @@ pub enum Effect {
 pub struct Spec {
     pub name: &'static str,
     /// Other spellings fio takes for it (the key as written is the one
-    /// messages name).
+    /// messages name). `name` is fio's own name, which fio's `--showcmd`
+    /// prints for any of them.
     pub aliases: &'static [&'static str],
+    /// Options that are separate in fio but that xferbench takes as this
+    /// one (fio's `io_size` beside `size`): a command line shows them as
+    /// written, since fio names each itself.
+    pub also: &'static [&'static str],
+    /// One line saying what it does, for `--cmdhelp`; empty where the
+    /// effect says it (a note, a refusal, another engine's option).
+    pub help: &'static str,
     pub kind: Kind,
     pub effect: Effect,
 }
@@ -74,6 +82,8 @@ impl Spec {
         Spec {
             name,
             aliases: &[],
+            also: &[],
+            help: "",
             kind,
             effect: Effect::Set(f),
         }
@@ -88,6 +98,8 @@ impl Spec {
         Spec {
             name,
             aliases: &[],
+            also: &[],
+            help: "",
             kind,
             effect: Effect::Take(f),
         }
@@ -98,6 +110,8 @@ impl Spec {
         Spec {
             name,
             aliases: &[],
+            also: &[],
+            help: "",
             kind: Kind::Any,
             effect: Effect::Note(why),
         }
@@ -108,6 +122,8 @@ impl Spec {
         Spec {
             name,
             aliases: &[],
+            also: &[],
+            help: "",
             kind: Kind::Any,
             effect: Effect::Refuse(why),
         }
@@ -118,6 +134,8 @@ impl Spec {
         Spec {
             name,
             aliases: &[],
+            also: &[],
+            help: "",
             kind: Kind::Any,
             effect: Effect::OtherEngine(engine),
         }
@@ -129,9 +147,38 @@ impl Spec {
         self
     }
 
+    /// The same option with its `--cmdhelp` line.
+    pub const fn help(mut self, help: &'static str) -> Spec {
+        self.help = help;
+        self
+    }
+
+    /// fio's separate options taken as this one.
+    pub const fn also(mut self, names: &'static [&'static str]) -> Spec {
+        self.also = names;
+        self
+    }
+
     /// Whether `key` names this option.
     pub fn is(&self, key: &str) -> bool {
-        self.name == key || self.aliases.contains(&key)
+        self.name == key || self.aliases.contains(&key) || self.also.contains(&key)
+    }
+
+    /// Every key that names this option.
+    pub fn names(&self) -> impl Iterator<Item = &'static str> + use<> {
+        std::iter::once(self.name)
+            .chain(self.aliases.iter().copied())
+            .chain(self.also.iter().copied())
+    }
+
+    /// The name fio prints for `key` (one of [`Spec::names`]): its own
+    /// name for an alias, the key itself for a separate fio option.
+    pub fn fio_name<'a>(&self, key: &'a str) -> &'a str {
+        if self.also.contains(&key) {
+            key
+        } else {
+            self.name
+        }
     }
 
     /// Applies the option (its key as written and value in `o`) to `job`.

@@ -31,16 +31,20 @@ pub static VERIFY: &[Spec] = &[
             v => j.verify = Some(kind(o, v)?),
         }
         Ok(SetOutcome::Applied)
-    }),
+    })
+.help("Write a checksum into every block and check it on read"),
     Spec::set("do_verify", Kind::Bool, |j, o| {
         o.bool().map(|v| j.do_verify = v)
-    }),
+    })
+.help("Read back and check what the job wrote"),
     Spec::set("verify_fatal", Kind::Bool, |j, o| {
         o.bool().map(|v| j.verify_fatal = v)
-    }),
+    })
+.help("Stop at the first block that fails"),
     Spec::set("verify_dump", Kind::Bool, |j, o| {
         o.bool().map(|v| j.verify_dump = v)
-    }),
+    })
+.help("Write a failed block's data and its expected data to files"),
     Spec::set("verify_pattern", Kind::Text("0xdeadbeef"), |j, o| {
         let p = Pattern::parse(o.value()?).map_err(|e| o.bad(&e))?;
         j.verify_pattern = Some(p);
@@ -49,43 +53,55 @@ pub static VERIFY: &[Spec] = &[
             j.verify = Some(VerifyKind::Meta);
         }
         Ok(())
-    }),
+    })
+.help("Fill and check blocks with this pattern"),
     Spec::set("verify_interval", Kind::Size, |j, o| {
         j.verify_interval = Some(o.size()?).filter(|&n| n > 0);
         Ok(())
-    }),
+    })
+.help("Size of each verified piece of a block"),
     Spec::set("verify_offset", Kind::Size, |j, o| {
         j.verify_offset = o.size()?;
         Ok(())
-    }),
+    })
+.help("Where in the block the header goes"),
     Spec::set("verify_backlog", Kind::Int, |j, o| {
         j.verify_backlog = count(o)?;
         Ok(())
-    }),
+    })
+.help("Check written blocks after every N writes"),
     Spec::set("verify_backlog_batch", Kind::Int, |j, o| {
         j.verify_backlog_batch = Some(count(o)?).filter(|&n| n > 0);
         Ok(())
-    }),
+    })
+.help("Blocks checked per backlog round"),
     Spec::set("verify_only", Kind::Bool, |j, o| {
         o.bool().map(|v| j.verify_only = v)
-    }),
+    })
+.help("Check without writing"),
     Spec::set("verify_header_seed", Kind::Bool, |j, o| {
         o.bool().map(|v| j.verify_header_seed = v)
-    }),
+    })
+.help("Check the header's seed"),
     // xferbench's read-back always replays the write order from the
     // seed instead of logging it, which is what this turns on in fio.
     Spec::set("experimental_verify", Kind::Bool, |_, o| {
         o.bool().map(|_| ())
-    }),
+    })
+.help("fio's experimental verify"),
     Spec::take("verify_async", Kind::Int, |_, o| {
         if count(o)? == 0 {
             return Ok(SetOutcome::Applied);
         }
         threads(o)
-    }),
-    Spec::take("verify_async_cpus", Kind::Text("0"), |_, o| threads(o)),
-    Spec::take("verify_state_save", Kind::Bool, |_, o| state(o)),
-    Spec::take("verify_state_load", Kind::Bool, |_, o| state(o)),
+    })
+.help("Threads that verify"),
+    Spec::take("verify_async_cpus", Kind::Text("0"), |_, o| threads(o))
+.help("CPUs of the verify threads"),
+    Spec::take("verify_state_save", Kind::Bool, |_, o| state(o))
+.help("Save the verify state at the end"),
+    Spec::take("verify_state_load", Kind::Bool, |_, o| state(o))
+.help("Load a saved verify state"),
 ];
 
 /// `verify_async=N` and `verify_async_cpus=`: taken, checked inline.

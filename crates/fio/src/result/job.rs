@@ -108,6 +108,47 @@ impl JobResult {
     /// returned), ended at `end_ns`: its options, the `moved` bytes it had
     /// reported (its latencies stayed with the stuck worker), and `why`.
     pub fn abandoned(p: &Prepared, moved: u64, end_ns: u64, why: String) -> (JobResult, Recorded) {
+        let (mut r, rest) = JobResult::moved_only(p, moved, end_ns);
+        (r.error, r.error_text) = (1, Some(why));
+        r.device = p.transport.as_ref().and_then(|s| {
+            let mut d = crate::transport::resolve(s).ok()?.device()?;
+            d["counters"] = serde_json::Value::Null;
+            d["state"] = "abandoned: a call into it did not return".into();
+            Some(d)
+        });
+        r.warnings = vec![format!(
+            "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
+        )];
+        (r, rest)
+    }
+
+    /// The record of a job still running `ran_ns` after it started, for a
+    /// status report (`--status-interval`): the `moved` bytes so far and
+    /// the rates they make; its latencies come when it ends.
+    pub fn running(p: &Prepared, moved: u64, end_ns: u64, ran_ns: u64) -> (JobResult, Recorded) {
+        let (mut r, rest) = JobResult::moved_only(p, moved, end_ns);
+        for d in [&mut r.read, &mut r.write, &mut r.trim] {
+            if d.io_bytes > 0 {
+                let ios = if p.job.bs_mix.is_none() {
+                    d.io_bytes / p.job.bs.max(1)
+                } else {
+                    0
+                };
+                *d = DirStats::of(&Recorder::new(), d.io_bytes, ran_ns);
+                d.total_ios = ios;
+                d.iops = ios as f64 * 1e9 / ran_ns.max(1) as f64;
+            }
+        }
+        r.warnings = vec![
+            "still running: its figures so far are the bytes it has moved and their rate; its latencies come when it ends".into(),
+        ];
+        (r, rest)
+    }
+
+    /// A job's record with nothing but its options and the `moved` bytes
+    /// (one way: a mixed job's split is with its worker), ended at
+    /// `end_ns`, partial.
+    fn moved_only(p: &Prepared, moved: u64, end_ns: u64) -> (JobResult, Recorded) {
         let job = &p.job;
         let timeline = Intervals::new(Cut::new(false, None, 1)).finish(0);
         let recs = [Recorder::new(), Recorder::new(), Recorder::new()];
@@ -126,8 +167,8 @@ impl JobResult {
         let result = JobResult {
             jobname: job.name.clone(),
             groupid: job.group,
-            error: 1,
-            error_text: Some(why),
+            error: 0,
+            error_text: None,
             read,
             write,
             trim,
@@ -151,21 +192,14 @@ impl JobResult {
             iomem: job.iomem,
             completion: job.completion(),
             completion_detail: String::new(),
-            device: p.transport.as_ref().and_then(|s| {
-                let mut d = crate::transport::resolve(s).ok()?.device()?;
-                d["counters"] = serde_json::Value::Null;
-                d["state"] = "abandoned: a call into it did not return".into();
-                Some(d)
-            }),
+            device: None,
             start_ns: 0,
             end_ns,
             ramp_ios: 0,
             verify: None,
             partial: true,
             group_reporting: job.group_reporting,
-            warnings: vec![format!(
-                "the job was abandoned after moving {moved} bytes; its latencies stayed with its stuck worker"
-            )],
+            warnings: Vec::new(),
             fio: FioJob::unmeasured(&job.given, job.iodepth.max(1)),
             line: job.line,
             percentiles: LatPercentiles::default(),

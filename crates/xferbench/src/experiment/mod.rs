@@ -39,6 +39,10 @@ pub trait Progress {
     /// point and each device opened: what a supervisor writes if a device
     /// call never returns and the run cannot finish by itself.
     fn checkpoint(&self, _partial: &dyn std::any::Any) {}
+    /// The run so far (its `Run`, as `&dyn Any`), every
+    /// `status_interval` of a `stream` run that asks for it (fio's
+    /// `--status-interval`): what a long run has measured, while it runs.
+    fn status(&self, _so_far: &dyn std::any::Any) {}
 }
 
 /// No progress shown: what a program embedding the library passes when it

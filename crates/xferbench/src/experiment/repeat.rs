@@ -160,6 +160,10 @@ impl Progress for Relay<'_> {
     fn checkpoint(&self, partial: &dyn std::any::Any) {
         self.inner.checkpoint(partial);
     }
+    /// The repeat under way, as for a checkpoint.
+    fn status(&self, so_far: &dyn std::any::Any) {
+        self.inner.status(so_far);
+    }
 }
 
 #[cfg(test)]

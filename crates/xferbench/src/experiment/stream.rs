@@ -50,7 +50,7 @@ fn once(
     bar: &dyn Bar,
 ) -> Result<(StreamRun, Option<Error>)> {
     let _keep = crate::measure::placement::KeepAffinity::new();
-    let points = plan(args)?;
+    let points = plan(args, true)?;
     let env = Env::capture();
     let mut warnings = env.warnings();
     warnings.extend(points.warnings.iter().cloned());
@@ -92,12 +92,18 @@ fn once(
             Some(b) if sweeping => format!("bs={}", crate::units::format_size(*b)),
             _ => String::new(),
         };
-        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label);
-        for r in &mut results {
-            r.sweep_bs = bs.filter(|_| sweeping);
-        }
-        let set_groups = groups(&results, &outs, bs.filter(|_| sweeping));
-        set_bw_agg(&mut results, &set_groups);
+        let sweep = bs.filter(|_| sweeping);
+        // fio's --status-interval: the run so far, this set's jobs as
+        // they stand, handed to the progress sink.
+        let so_far = |mut results: Vec<JobResult>, outs: Vec<Recorded>| {
+            let mut snap = run.clone();
+            snap.extra.groups.extend(settle(&mut results, &outs, sweep));
+            snap.points.extend(results);
+            bar.status(&snap);
+        };
+        let status = args.status_interval.map(|d| (d, &so_far as &StatusFn));
+        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label, status);
+        let set_groups = settle(&mut results, &outs, sweep);
         run.extra.groups.extend(set_groups);
         if let Some(b) = bs.filter(|_| sweeping) {
             run.extra.sweep.push(sweep_row(b, &results, &outs));
@@ -115,6 +121,20 @@ fn once(
     crate::fio::result::finish_run(&mut run.points, t0.elapsed().as_nanos() as u64);
     run.extra.disk_util = disks.finish();
     Ok(super::finish(run, first_err.map_or(Ok(()), Err)))
+}
+
+/// What takes a set's results so far (with what groups pool).
+type StatusFn<'a> = dyn Fn(Vec<JobResult>, Vec<Recorded>) + 'a;
+
+/// A set's results as the run keeps them: the swept block size on each,
+/// and each job's share of its group's bandwidth; returns the groups.
+fn settle(results: &mut [JobResult], outs: &[Recorded], sweep: Option<u64>) -> Vec<GroupResult> {
+    for r in results.iter_mut() {
+        r.sweep_bs = sweep;
+    }
+    let set_groups = groups(results, outs, sweep);
+    set_bw_agg(results, &set_groups);
+    set_groups
 }
 
 /// fio's `disk_util`: the counters of the block devices under the jobs'
@@ -174,12 +194,19 @@ struct Plan {
     global_options: Vec<(String, String)>,
 }
 
+/// Reads and checks every job as a run would, running none (fio's
+/// `--parse-only`): the warnings a run would start with, or the error that
+/// would stop it. Writes nothing (no log file is made).
+pub fn check(args: &StreamConfig) -> Result<Vec<String>> {
+    plan(args, false).map(|p| p.warnings)
+}
+
 /// Reads the job file or the flags into jobs, applies `--map`, checks every
-/// job before anything runs.
-fn plan(args: &StreamConfig) -> Result<Plan> {
+/// job before anything runs; with `logs`, empties the log files the jobs
+/// write.
+fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
     let mut overrides = args.overrides();
     let sizes = args.bs_list()?;
-    let env = |k: &str| std::env::var(k).ok();
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
     let mut global_options = Vec::new();
@@ -193,49 +220,15 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
             overrides.retain(|(k, _)| k != "bs");
             overrides.push(("bs".into(), Some(b.to_string())));
         }
-        let file = match &args.job {
-            Some(p) => {
-                let paths: Vec<&Path> = std::iter::once(p.as_path())
-                    .chain(args.more_jobs.iter().map(|m| m.as_path()))
-                    .collect();
-                jobfile::load_all(&paths, &args.sections, &overrides)?
-            }
-            None if !args.sections.is_empty() => {
-                return Err(Error::usage(
-                    "--section picks sections of a job file; give the file (xferbench stream FILE.fio --section NAME)",
-                ));
-            }
-            None => {
-                // A net listener names no file: its port is enough.
-                let named = |k: &str, v: &Option<String>| {
-                    k == "filename"
-                        || k == "hostname"
-                        || (k == "ioengine" && matches!(v.as_deref(), Some("net" | "netsplice")))
-                };
-                if args.flag("filename").is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
-                    return Err(Error::usage(
-                        "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
-                    ));
-                }
-                let name = args.name.clone().unwrap_or_else(|| "stream".into());
-                if name.contains(['[', ']']) || name.trim().is_empty() {
-                    return Err(Error::usage(format!(
-                        "--name '{name}': a job name cannot be empty or hold brackets"
-                    )));
-                }
-                let mut file =
-                    jobfile::parse(&format!("[{name}]\n"), "command line", &env, &overrides)?;
-                // fio lists a command-line job's name among its options.
-                for j in &mut file.jobs {
-                    j.given.insert(0, ("name".into(), name.clone()));
-                }
-                file
-            }
-        };
+        let file = jobs_of(args, &overrides)?;
         if sets.is_empty() {
             if args.strict && !file.warnings.is_empty() {
+                let (flag, what) = match args.fio_jobs {
+                    Some(_) => ("--warnings-fatal", "warnings"),
+                    None => ("--strict", "unsupported options"),
+                };
                 return Err(Error::usage(format!(
-                    "{} (--strict makes unsupported options errors; drop --strict to run with a warning)",
+                    "{} ({flag} makes {what} errors; drop {flag} to run with a warning)",
                     file.warnings[0]
                 )));
             }
@@ -258,7 +251,7 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
     if let Some((_, first)) = sets.first() {
         // The log files, emptied: a path that cannot be written stops the
         // run before it starts.
-        for p in first {
+        for p in first.iter().filter(|_| logs) {
             crate::fio::logs::create(&p.job.logs, &p.job.name)
                 .map_err(|m| Error::usage(format!("job {}: {m}", p.job.name)))?;
         }
@@ -276,6 +269,55 @@ fn plan(args: &StreamConfig) -> Result<Plan> {
         sets,
         warnings,
         global_options,
+    })
+}
+
+/// The jobs of a run: fio's command line, the job files, or the flags.
+fn jobs_of(
+    args: &StreamConfig,
+    overrides: &[(String, Option<String>)],
+) -> Result<jobfile::JobFile> {
+    let env = |k: &str| std::env::var(k).ok();
+    if let Some(jobs) = &args.fio_jobs {
+        return jobs.load(overrides);
+    }
+    Ok(match &args.job {
+        Some(p) => {
+            let paths: Vec<&Path> = std::iter::once(p.as_path())
+                .chain(args.more_jobs.iter().map(|m| m.as_path()))
+                .collect();
+            jobfile::load_all(&paths, &args.sections, overrides)?
+        }
+        None if !args.sections.is_empty() => {
+            return Err(Error::usage(
+                "--section picks sections of a job file; give the file (xferbench stream FILE.fio --section NAME)",
+            ));
+        }
+        None => {
+            // A net listener names no file: its port is enough.
+            let named = |k: &str, v: &Option<String>| {
+                k == "filename"
+                    || k == "hostname"
+                    || (k == "ioengine" && matches!(v.as_deref(), Some("net" | "netsplice")))
+            };
+            if args.flag("filename").is_none() && !overrides.iter().any(|(k, v)| named(k, v)) {
+                return Err(Error::usage(
+                    "stream needs a job file (--job FILE.fio) or a target (--filename PATH, or --filename xfer:tcp for a transport)",
+                ));
+            }
+            let name = args.name.clone().unwrap_or_else(|| "stream".into());
+            if name.contains(['[', ']']) || name.trim().is_empty() {
+                return Err(Error::usage(format!(
+                    "--name '{name}': a job name cannot be empty or hold brackets"
+                )));
+            }
+            let mut file = jobfile::parse(&format!("[{name}]\n"), "command line", &env, overrides)?;
+            // fio lists a command-line job's name among its options.
+            for j in &mut file.jobs {
+                j.given.insert(0, ("name".into(), name.clone()));
+            }
+            file
+        }
     })
 }
 
@@ -574,6 +616,7 @@ fn run_set(
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
     label: &str,
+    status: Option<(Duration, &StatusFn)>,
 ) -> (Vec<JobResult>, Vec<Recorded>, Option<Error>) {
     let set = Set {
         jobs,
@@ -593,7 +636,7 @@ fn run_set(
         set.spawn(i, &tx);
     }
     drop(tx);
-    let (outcomes, stuck) = set.watch(&rx, bar);
+    let (outcomes, stuck) = set.watch(&rx, bar, status);
     set.collect(outcomes, &stuck)
 }
 
@@ -662,11 +705,17 @@ impl Set<'_> {
     /// device call the guard found hung) is given up on, and the rest get
     /// a moment to stop. Returns the outcomes by job and the jobs given up
     /// on, with why.
-    fn watch(&self, rx: &Receiver<Report>, bar: &dyn Bar) -> (Outcomes, Stuck) {
+    fn watch(
+        &self,
+        rx: &Receiver<Report>,
+        bar: &dyn Bar,
+        status: Option<(Duration, &StatusFn)>,
+    ) -> (Outcomes, Stuck) {
         let mut outcomes: Outcomes = (0..self.jobs.len()).map(|_| None).collect();
         let mut left = self.jobs.len();
         let mut stuck = Stuck::new();
         let mut giving_up: Option<Instant> = None;
+        let mut clock = status.map(|(every, _)| StatusClock::new(self.jobs.len(), every));
         while left > 0 {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok((i, out)) => {
@@ -676,6 +725,12 @@ impl Set<'_> {
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
+            }
+            if let (Some(c), Some((_, report))) = (&mut clock, status)
+                && c.tick(&self.states.0)
+            {
+                let (results, recs) = self.so_far(&outcomes, &c.started);
+                report(results, recs);
             }
             let done_bytes: u64 = self
                 .progress
@@ -696,6 +751,33 @@ impl Set<'_> {
             }
         }
         (outcomes, stuck)
+    }
+
+    /// This set's jobs as they stand: those done with all their figures,
+    /// those running with what they have moved so far (their latencies
+    /// come with their end), none of those not started.
+    fn so_far(
+        &self,
+        outcomes: &[Option<Result<Outcome>>],
+        started: &[Option<Instant>],
+    ) -> (Vec<JobResult>, Vec<Recorded>) {
+        let mut results = Vec::new();
+        let mut recs = Vec::new();
+        for (i, o) in outcomes.iter().enumerate() {
+            let (result, rest) = match (o, started[i]) {
+                (Some(Ok((result, rest))), _) => (result.clone(), copy_recorded(rest)),
+                (None, Some(t)) => JobResult::running(
+                    &self.jobs[i],
+                    self.progress[i].bytes.load(Ordering::Relaxed),
+                    self.ctx.t0.elapsed().as_nanos() as u64,
+                    t.elapsed().as_nanos() as u64,
+                ),
+                _ => continue,
+            };
+            results.push(result);
+            recs.push(rest);
+        }
+        (results, recs)
     }
 
     /// Adds to `stuck` the running jobs that made no progress for twice
@@ -790,6 +872,51 @@ impl Set<'_> {
             }
         }
         (results, recs, err)
+    }
+}
+
+/// When the next status is due, and when each job was first seen running
+/// (20 ms ticks: its figures so far are rates over that time).
+struct StatusClock {
+    every: Duration,
+    next: Instant,
+    started: Vec<Option<Instant>>,
+}
+
+impl StatusClock {
+    fn new(jobs: usize, every: Duration) -> StatusClock {
+        StatusClock {
+            every,
+            next: Instant::now() + every,
+            started: vec![None; jobs],
+        }
+    }
+
+    /// Notes the jobs started since the last tick; whether a status is due.
+    fn tick(&mut self, states: &Mutex<Vec<State>>) -> bool {
+        let now = Instant::now();
+        let st = states.lock().unwrap_or_else(|e| e.into_inner());
+        for (s, t) in st.iter().zip(&mut self.started) {
+            if *s != State::Waiting && t.is_none() {
+                *t = Some(now);
+            }
+        }
+        if now < self.next {
+            return false;
+        }
+        self.next = now + self.every;
+        true
+    }
+}
+
+/// A copy of what a job recorded (for a status while the run goes on).
+fn copy_recorded(r: &Recorded) -> Recorded {
+    Recorded {
+        recs: r.recs.clone(),
+        timeline: r.timeline.clone(),
+        prios: r.prios.clone(),
+        ioprio: r.ioprio,
+        fio: r.fio.clone(),
     }
 }
 
