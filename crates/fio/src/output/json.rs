@@ -53,10 +53,7 @@ pub fn document(r: &Report, rest: Map<String, Value>) -> Value {
     } else {
         each
     };
-    out.insert(
-        "fio version".into(),
-        format!("xferbench-{}", env!("CARGO_PKG_VERSION")).into(),
-    );
+    out.insert("fio version".into(), crate::cmdline::version().into());
     let now = std::time::SystemTime::now()
         .duration_since(std::time::UNIX_EPOCH)
         .unwrap_or_default();

@@ -85,7 +85,7 @@ fn start_lines(out: &mut String, r: &Report) {
             _ => {}
         }
     }
-    let _ = writeln!(out, "xferbench-{}", env!("CARGO_PKG_VERSION"));
+    let _ = writeln!(out, "{}", crate::cmdline::version());
     // fio's rule for the job file: processes unless `thread` was set (the
     // jobs here are threads either way, as docs/stream.md says).
     let threads = r
