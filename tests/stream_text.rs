@@ -137,3 +137,57 @@ fn the_text_has_fios_lines_for_scripts_that_grep_them() {
         );
     }
 }
+
+#[test]
+fn sync_slat_and_lat_percentiles_as_fio_prints_them() {
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("f").display().to_string();
+    let out = dir.path().join("out.txt");
+    let mut c = common::xferbench();
+    c.args([
+        "fio",
+        "--name=p",
+        &format!("--filename={f}"),
+        "--size=256k",
+        "--bs=4k",
+        "--rw=write",
+        "--ioengine=libaio",
+        "--iodepth=2",
+        "--fsync=8",
+        "--lat_percentiles=1",
+        "--slat_percentiles=1",
+        &format!("--output={}", out.display()),
+    ]);
+    let o = common::finish(c);
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
+    let text = std::fs::read_to_string(&out).unwrap();
+    // fio's order: slat, clat, lat percentiles; the syncs' after their line.
+    let at = |needle: &str| {
+        text.find(needle)
+            .unwrap_or_else(|| panic!("no '{needle}' in:\n{text}"))
+    };
+    let (s, c, l) = (
+        at("    slat percentiles ("),
+        at("    clat percentiles ("),
+        at("    lat percentiles ("),
+    );
+    assert!(s < c && c < l, "{text}");
+    assert!(at("    sync (") < at("    sync percentiles ("), "{text}");
+    assert_eq!(grep(&out, r"^     \| 99\.99th=\["), 4, "{text}");
+    // Without the options: clat's alone, as fio's default.
+    let plain = dir.path().join("plain.txt");
+    let mut c = common::xferbench();
+    c.args([
+        "fio",
+        "--name=p",
+        &format!("--filename={f}"),
+        "--size=256k",
+        "--bs=4k",
+        "--rw=write",
+        "--ioengine=libaio",
+        &format!("--output={}", plain.display()),
+    ]);
+    assert!(common::finish(c).status.success());
+    assert_eq!(grep(&plain, r"^    clat percentiles "), 1);
+    assert_eq!(grep(&plain, r"^    (s?lat|sync) percentiles "), 0);
+}

@@ -216,22 +216,9 @@ impl<'a> Block<'a> {
 
 fn merged_block(out: &mut String, g: &GroupResult, members: &[&JobResult], pid: u32, date: &str) {
     let parts: Vec<(&FioJob, u64)> = members.iter().map(|j| (&j.fio, j.total_ios())).collect();
-    let mut fio = FioJob::merged(&parts);
-    // fio's CPU shares of a merged block are every member's CPU time over
-    // every member's run time (a share of one CPU, as a job's is), where
-    // the merged JSON entry divides by the longest run alone.
-    let run: u64 = members.iter().map(|j| j.fio.job_runtime).sum();
-    if run > 0 {
-        let share = |get: fn(&FioJob) -> f64| {
-            members
-                .iter()
-                .map(|j| get(&j.fio) * j.fio.job_runtime as f64)
-                .sum::<f64>()
-                / run as f64
-        };
-        fio.usr_cpu = share(|f| f.usr_cpu);
-        fio.sys_cpu = share(|f| f.sys_cpu);
-    }
+    // fio's CPU shares of a merged block: every member's CPU time over
+    // every member's run time, as FioJob::merged gives them.
+    let fio = FioJob::merged(&parts);
     let first = members[0];
     let b = Block {
         name: &g.jobname,
@@ -380,6 +367,18 @@ fn percentile_rows(out: &mut String, pre: &str, vals: &[(f64, u64)]) {
     }
 }
 
+/// The percentile rows of `m`, a latency kept as moments, when it has
+/// percentiles (a sync's; slat's and lat's when asked for).
+fn moment_percentiles(out: &mut String, pre: &str, m: &Moments) {
+    if let (true, Some(p)) = (m.n > 0, &m.percentile) {
+        let vals: Vec<(f64, u64)> = PERCENTILES
+            .iter()
+            .filter_map(|&q| p.get(&format!("{q:.6}")).map(|&v| (q, v)))
+            .collect();
+        percentile_rows(out, pre, &vals);
+    }
+}
+
 /// fio's percentile list's values of `c` (none without them).
 fn clat_percentiles(c: &Clat) -> Vec<(f64, u64)> {
     PERCENTILES
@@ -417,9 +416,13 @@ fn dir_status(out: &mut String, what: &str, d: &DirStats) {
             &Lat::from(&p.clat_ns),
         );
     }
+    // slat and lat percentiles where the job asked for them
+    // (`slat_percentiles`, `lat_percentiles`), around clat's, as fio.
+    moment_percentiles(out, "slat", &d.fio.slat_ns);
     if d.clat_ns.n > 0 {
         percentile_rows(out, "clat", &clat_percentiles(&d.clat_ns));
     }
+    moment_percentiles(out, "lat", &d.fio.lat_ns);
     for p in d.prios.iter().filter(|p| p.clat_ns.n > 0) {
         let share = 100.0 * p.clat_ns.n as f64 / d.clat_ns.n.max(1) as f64;
         percentile_rows(
@@ -500,14 +503,16 @@ fn lat_buckets(out: &mut String, f: &FioJob) {
     }
 }
 
-/// The `fsync=`/`fdatasync=` syncs' latency. fio adds their percentiles;
-/// xferbench keeps no histogram of syncs, so there are none.
+/// The `fsync=`/`fdatasync=` syncs' latency and, where the result has
+/// them (every run since they were kept; a merged group pools moments
+/// only), their percentiles.
 fn sync_lines(out: &mut String, f: &FioJob) {
     if f.sync.lat_ns.n == 0 {
         return;
     }
     out.push_str("  fsync/fdatasync/sync_file_range:\n");
     display_lat(out, "sync", &Lat::from(&f.sync.lat_ns));
+    moment_percentiles(out, "sync", &f.sync.lat_ns);
 }
 
 /// CPU, the depth maps, the I/O counts, the latency target and steady

@@ -676,13 +676,16 @@ impl FioJob {
             )
         };
         let runtime = parts.iter().map(|p| p.0.job_runtime).max().unwrap_or(0);
-        // CPU percentages back to time, summed, over the longest runtime.
+        // CPU percentages back to time, summed, over the members' runtimes
+        // summed: fio adds both (`usr_time`, `total_run_time`), so a group
+        // of busy jobs shows each one's share, never above 100%.
+        let summed: u64 = parts.iter().map(|p| p.0.job_runtime).sum();
         let cpu = |get: fn(&FioJob) -> f64| {
             let t: f64 = parts
                 .iter()
                 .map(|(j, _)| get(j) * j.job_runtime as f64)
                 .sum();
-            if runtime > 0 { t / runtime as f64 } else { 0.0 }
+            if summed > 0 { t / summed as f64 } else { 0.0 }
         };
         FioJob {
             job_options: first.job_options.clone(),
