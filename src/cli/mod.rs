@@ -25,7 +25,10 @@ pub struct Cli {
     #[command(subcommand)]
     pub command: Option<Command>,
     /// No progress bar on stderr.
-    #[arg(short, long, global = true)]
+    // Its place in every subcommand's help is its display order, which
+    // clap counts past the subcommands; pinned where it stood before
+    // `fio` joined them, so no help text moved.
+    #[arg(short, long, global = true, display_order = 13)]
     pub quiet: bool,
     /// Default suite: half the sizes and time.
     #[arg(long)]
