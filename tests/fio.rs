@@ -410,13 +410,24 @@ fn status_interval_writes_the_run_so_far() {
     // At least one status while the job ran, then the final document.
     assert!(docs.len() >= 2, "{} documents", docs.len());
     let last = docs.last().unwrap();
+    let mut timed = 0;
     for d in &docs[..docs.len() - 1] {
         let j = &d["jobs"][0];
         assert_eq!(j["jobname"], "s");
+        let r = &j["read"];
         assert!(
-            j["read"]["io_bytes"].as_u64().unwrap()
+            r["io_bytes"].as_u64().unwrap()
                 <= last["jobs"][0]["read"]["io_bytes"].as_u64().unwrap()
         );
+        // A running job's latencies so far, as fio's status has them (the
+        // worker's snapshot; a job caught inside a rate wait may give its
+        // bytes alone).
+        if r["clat_ns"]["N"].as_u64().unwrap_or(0) > 0 {
+            assert_eq!(r["clat_ns"]["N"], r["total_ios"], "{r}");
+            assert!(r["clat_ns"]["percentile"]["50.000000"].as_u64().unwrap() > 0);
+            timed += 1;
+        }
     }
+    assert!(timed > 0, "no status carried latencies: {text}");
     assert_eq!(last["jobs"][0]["error"], 0);
 }

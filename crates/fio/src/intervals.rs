@@ -57,6 +57,7 @@ impl Cut {
 }
 
 /// One slot while the job runs.
+#[derive(Clone)]
 struct Slot {
     recs: [Recorder; DIRS],
     bytes: [u64; DIRS],
@@ -65,7 +66,8 @@ struct Slot {
 }
 
 /// A job's slots while it runs. Indexed by direction: 0 reads, 1 writes,
-/// 2 trims.
+/// 2 trims. A clone is a status report's copy (never the timed loop's).
+#[derive(Clone)]
 pub struct Intervals {
     cut: Cut,
     used: usize,

@@ -6,7 +6,7 @@ use super::{DirStats, FioDir, FioJob, JobFacts, JobResult, LatPercentiles};
 use crate::engine::Dir;
 use crate::intervals::{Cut, Intervals};
 use crate::measure::stats::Recorder;
-use crate::worker::{JobRun, Prepared, Recorded};
+use crate::worker::{JobRun, Prepared, Recorded, Snapshot};
 
 impl JobResult {
     /// A finished job's result: its options (from `p`) beside what running
@@ -37,36 +37,23 @@ impl JobResult {
             warnings,
             recorded,
         } = run;
-        let (recs, timeline) = (&recorded.recs, &recorded.timeline);
-        let percentiles = LatPercentiles {
-            slat: job.slat_percentiles,
-            lat: job.lat_percentiles,
+        let percentiles = percentiles_of(job);
+        let span = Span {
+            bytes,
+            runtime_ns,
+            start_ns,
+            end_ns,
+            iodepth,
         };
-        let dir = |d: usize| {
-            DirStats::of(&recs[d], bytes[d], runtime_ns)
-                .with(timeline.spread(d, &recs[d]))
-                .with_prios(&recorded.prios[d])
-                .with_fio(FioDir::of(&recorded.fio, d, percentiles))
-        };
-        let fio = FioJob::of(
-            &recorded.fio,
-            &JobFacts {
-                given: &job.given,
-                runtime_ns,
-                start_ns,
-                end_ns,
-                iodepth,
-                clat: recs,
-            },
-        );
+        let ([read, write, trim], fio) = measured(job, &recorded, &span);
         let result = JobResult {
             jobname: job.name.clone(),
             groupid: job.group,
             error: i32::from(failure.is_some()),
             error_text: failure,
-            read: dir(0),
-            write: dir(1),
-            trim: dir(2),
+            read,
+            write,
+            trim,
             sweep_bs: None,
             clone: job.clone,
             filename: p.path.clone(),
@@ -122,26 +109,51 @@ impl JobResult {
         (r, rest)
     }
 
-    /// The record of a job still running `ran_ns` after it started, for a
-    /// status report (`--status-interval`): the `moved` bytes so far and
-    /// the rates they make; its latencies come when it ends.
-    pub fn running(p: &Prepared, moved: u64, end_ns: u64, ran_ns: u64) -> (JobResult, Recorded) {
-        let (mut r, rest) = JobResult::moved_only(p, moved, end_ns);
-        for d in [&mut r.read, &mut r.write, &mut r.trim] {
-            if d.io_bytes > 0 {
-                let ios = if p.job.bs_mix.is_none() {
-                    d.io_bytes / p.job.bs.max(1)
-                } else {
-                    0
+    /// The record of a job still running, for a status report
+    /// (`--status-interval`): with the worker's `snapshot` of what it
+    /// measured so far, every figure up to then (latencies included);
+    /// without one (the worker has not reaped since it was asked), the
+    /// `moved` bytes in `ran_ns` and the rates they make.
+    pub fn running(
+        p: &Prepared,
+        snapshot: Option<Snapshot>,
+        moved: u64,
+        end_ns: u64,
+        ran_ns: u64,
+    ) -> (JobResult, Recorded) {
+        let (mut r, rest) = match snapshot {
+            Some(snap) => {
+                let (mut r, _) = JobResult::moved_only(p, 0, snap.end_ns);
+                let span = Span {
+                    bytes: snap.bytes,
+                    runtime_ns: snap.runtime_ns,
+                    start_ns: snap.start_ns,
+                    end_ns: snap.end_ns,
+                    iodepth: p.job.iodepth.max(1),
                 };
-                *d = DirStats::of(&Recorder::new(), d.io_bytes, ran_ns);
-                d.total_ios = ios;
-                d.iops = ios as f64 * 1e9 / ran_ns.max(1) as f64;
+                let ([read, write, trim], fio) = measured(&p.job, &snap.recorded, &span);
+                (r.read, r.write, r.trim, r.fio) = (read, write, trim, fio);
+                (r.start_ns, r.percentiles) = (snap.start_ns, percentiles_of(&p.job));
+                (r, snap.recorded)
             }
-        }
-        r.warnings = vec![
-            "still running: its figures so far are the bytes it has moved and their rate; its latencies come when it ends".into(),
-        ];
+            None => {
+                let (mut r, rest) = JobResult::moved_only(p, moved, end_ns);
+                for d in [&mut r.read, &mut r.write, &mut r.trim] {
+                    if d.io_bytes > 0 {
+                        let ios = if p.job.bs_mix.is_none() {
+                            d.io_bytes / p.job.bs.max(1)
+                        } else {
+                            0
+                        };
+                        *d = DirStats::of(&Recorder::new(), d.io_bytes, ran_ns);
+                        d.total_ios = ios;
+                        d.iops = ios as f64 * 1e9 / ran_ns.max(1) as f64;
+                    }
+                }
+                (r, rest)
+            }
+        };
+        r.warnings = vec!["still running: its figures are those of its timed span so far".into()];
         (r, rest)
     }
 
@@ -215,4 +227,46 @@ impl JobResult {
         };
         (result, rest)
     }
+}
+
+/// The timed span a job's figures cover.
+struct Span {
+    bytes: [u64; crate::engine::DIRS],
+    runtime_ns: u64,
+    start_ns: u64,
+    end_ns: u64,
+    iodepth: u32,
+}
+
+/// Which latencies `job` asked percentiles of.
+fn percentiles_of(job: &crate::job::Job) -> LatPercentiles {
+    LatPercentiles {
+        slat: job.slat_percentiles,
+        lat: job.lat_percentiles,
+    }
+}
+
+/// A job's directions and fio's job-level keys from what it recorded over
+/// `span`.
+fn measured(job: &crate::job::Job, recorded: &Recorded, span: &Span) -> ([DirStats; 3], FioJob) {
+    let (recs, timeline) = (&recorded.recs, &recorded.timeline);
+    let pcts = percentiles_of(job);
+    let dir = |d: usize| {
+        DirStats::of(&recs[d], span.bytes[d], span.runtime_ns)
+            .with(timeline.spread(d, &recs[d]))
+            .with_prios(&recorded.prios[d])
+            .with_fio(FioDir::of(&recorded.fio, d, pcts))
+    };
+    let fio = FioJob::of(
+        &recorded.fio,
+        &JobFacts {
+            given: &job.given,
+            runtime_ns: span.runtime_ns,
+            start_ns: span.start_ns,
+            end_ns: span.end_ns,
+            iodepth: span.iodepth,
+            clat: recs,
+        },
+    );
+    ([dir(0), dir(1), dir(2)], fio)
 }

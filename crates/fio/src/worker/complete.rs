@@ -126,6 +126,9 @@ impl Worker<'_> {
         if !self.clock.ramping && self.clock.deadline.is_none_or(|d| now < d) {
             self.fio.tick(at_ns, &self.bytes);
         }
+        if self.prog.want_snapshot.load(Ordering::Relaxed) && !self.clock.ramping {
+            self.offer_snapshot(now);
+        }
         // The clock was just read: no second read on the hot path.
         self.prog
             .bytes

@@ -1,7 +1,7 @@
 //! The end of a job: its last sync and read-back, its files removed if
 //! asked, and the account of what it did, with the caveats on its figures.
 
-use super::{FileResult, JobRun, Prepared, Recorded, Worker};
+use super::{FileResult, JobRun, Prepared, Recorded, Snapshot, Worker};
 use crate::engine::{self, Dir, Target};
 use crate::files::FileSet;
 use crate::job::{IoEngine, Job};
@@ -38,6 +38,42 @@ impl Worker<'_> {
         self.shared.ending.end(job, self.end.failure.is_some());
         unlink(job, &self.targets);
         Ok(self.into_run(end, runtime_ns))
+    }
+
+    /// A status report asked for the figures so far: a copy of what the
+    /// job recorded up to `now`, left for the coordinator (a copy of the
+    /// histograms, made only when asked, between two reaps).
+    #[cold]
+    pub(super) fn offer_snapshot(&mut self, now: Instant) {
+        use std::sync::atomic::Ordering;
+        self.prog.want_snapshot.store(false, Ordering::Relaxed);
+        let runtime_ns = now
+            .saturating_duration_since(self.clock.measure_start)
+            .as_nanos() as u64;
+        let timeline = self.intervals.clone().finish(runtime_ns);
+        let recs = [timeline.total(0), timeline.total(1), timeline.total(2)];
+        let mut fio = self.fio.clone();
+        fio.end_usage();
+        fio.finish(&recs);
+        let t0 = self.shared.t0;
+        let snap = Snapshot {
+            bytes: self.bytes,
+            runtime_ns,
+            start_ns: self
+                .clock
+                .measure_start
+                .saturating_duration_since(t0)
+                .as_nanos() as u64,
+            end_ns: now.saturating_duration_since(t0).as_nanos() as u64,
+            recorded: Recorded {
+                recs,
+                timeline,
+                prios: self.prios.recs.clone(),
+                ioprio: self.prios.default,
+                fio,
+            },
+        };
+        *self.prog.snapshot.lock().unwrap_or_else(|e| e.into_inner()) = Some(snap);
     }
 
     fn into_run(mut self, end: Instant, runtime_ns: u64) -> JobRun {

@@ -184,6 +184,23 @@ pub struct Progress {
     /// — the rate limiter holding the next I/O until it is due. Written once
     /// per wait, never per I/O; a job waiting by design is not stuck.
     pub wait_until_ns: AtomicU64,
+    /// A status report (fio's `--status-interval`) asks for the job's
+    /// figures so far: the worker, seeing it at its next reap, leaves a
+    /// [`Snapshot`] in `snapshot` (a load per reap; the copy is made only
+    /// when asked).
+    pub want_snapshot: std::sync::atomic::AtomicBool,
+    pub snapshot: std::sync::Mutex<Option<Snapshot>>,
+}
+
+/// A running job's figures so far, for a status report: what it recorded
+/// and moved in its timed span up to `runtime_ns`.
+pub struct Snapshot {
+    pub bytes: [u64; engine::DIRS],
+    pub runtime_ns: u64,
+    /// Start of the timed span and the snapshot's time, ns since t0.
+    pub start_ns: u64,
+    pub end_ns: u64,
+    pub recorded: Recorded,
 }
 
 impl Progress {

@@ -763,21 +763,57 @@ impl Set<'_> {
     ) -> (Vec<JobResult>, Vec<Recorded>) {
         let mut results = Vec::new();
         let mut recs = Vec::new();
+        let running = |i: usize| outcomes[i].is_none() && started[i].is_some();
+        self.ask_snapshots(&running);
         for (i, o) in outcomes.iter().enumerate() {
             let (result, rest) = match (o, started[i]) {
                 (Some(Ok((result, rest))), _) => (result.clone(), copy_recorded(rest)),
-                (None, Some(t)) => JobResult::running(
-                    &self.jobs[i],
-                    self.progress[i].bytes.load(Ordering::Relaxed),
-                    self.ctx.t0.elapsed().as_nanos() as u64,
-                    t.elapsed().as_nanos() as u64,
-                ),
+                (None, Some(t)) => {
+                    let prog = &self.progress[i];
+                    prog.want_snapshot.store(false, Ordering::Relaxed);
+                    let snap = prog
+                        .snapshot
+                        .lock()
+                        .unwrap_or_else(|e| e.into_inner())
+                        .take();
+                    JobResult::running(
+                        &self.jobs[i],
+                        snap,
+                        prog.bytes.load(Ordering::Relaxed),
+                        self.ctx.t0.elapsed().as_nanos() as u64,
+                        t.elapsed().as_nanos() as u64,
+                    )
+                }
                 _ => continue,
             };
             results.push(result);
             recs.push(rest);
         }
         (results, recs)
+    }
+
+    /// Asks each running job (`running(i)`) for its figures so far and
+    /// waits a little for them: a job reaps often, but one inside a long
+    /// I/O (or a slow device's) is reported with its bytes alone.
+    fn ask_snapshots(&self, running: &dyn Fn(usize) -> bool) {
+        let asked: Vec<usize> = (0..self.jobs.len()).filter(|&i| running(i)).collect();
+        for &i in &asked {
+            self.progress[i]
+                .want_snapshot
+                .store(true, Ordering::Relaxed);
+        }
+        let deadline = Instant::now() + Duration::from_millis(100);
+        while Instant::now() < deadline
+            && asked.iter().any(|&i| {
+                self.progress[i]
+                    .snapshot
+                    .lock()
+                    .unwrap_or_else(|e| e.into_inner())
+                    .is_none()
+            })
+        {
+            std::thread::sleep(Duration::from_millis(2));
+        }
     }
 
     /// Adds to `stuck` the running jobs that made no progress for twice
