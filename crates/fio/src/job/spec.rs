@@ -1,8 +1,9 @@
 //! The shape of one fio option as xferbench describes it, after fio's own
 //! `struct fio_option` (options.c): a name and its aliases, the values it
-//! takes, and what it does to a [`Job`]. Every fact about an option is in
-//! its one entry, so `set`, "did you mean", the notes and refusals and the
-//! engines' ownership cannot drift apart.
+//! takes, its default and a number's bounds, and what it does to a [`Job`].
+//! Every fact about an option is in its one entry, so `set`, "did you
+//! mean", `--cmdhelp`, the bounds a parse enforces, the notes and refusals
+//! and the engines' ownership cannot drift apart.
 
 use super::{Job, Opt, SetOutcome};
 use crate::error::{Error, Result};
@@ -384,11 +385,14 @@ mod tests {
         ("rw", "write"),
     ];
 
+    /// Whether a job given an option's default acts as one without it.
+    type SameAsUnset = fn(&Job) -> bool;
+
     /// The options whose default the job holds as None, meaning fio's value
     /// (which the code reading the field supplies) or "not given" (which
     /// the net engine's options record, to refuse them on another engine):
     /// each is checked where the field is read instead.
-    const EQUIVALENT: &[(&str, fn(&Job) -> bool)] = &[
+    const EQUIVALENT: &[(&str, SameAsUnset)] = &[
         ("filename_format", |j| {
             let three = |j: &Job| {
                 let mut j = j.clone();
