@@ -56,7 +56,7 @@ fn jobs_sharing_a_flow_keep_the_ratio_of_their_weights() {
     // Weights are fio's 0 to 1000.
     let o = run(dir.path(), "[x]\nioengine=null\nsize=1m\nflow=1001\n", &[]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("flow=1001: expected a weight from 0 to 1000"));
+    assert!(stderr(&o).contains("flow=1001: expected a weight from -1000 to 1000"));
 }
 
 /// One direction's `prios` as (class, level, N).

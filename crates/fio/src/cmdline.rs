@@ -19,7 +19,7 @@
 //! jobs, and printing what they measured, is the caller's.
 
 use crate::error::{Error, Result};
-use crate::job::spec::{Effect, Kind, Spec};
+use crate::job::spec::{Def, Effect, Kind, Range, Spec};
 use crate::jobfile::{self, Builder, JobFile, Shown};
 use serde::Serialize;
 use std::time::Duration;
@@ -691,8 +691,8 @@ impl Parser<'_> {
     /// next word, as getopt does.
     fn job_value(&mut self, arg: &str, spec: Option<&Spec>) -> Result<Option<String>> {
         let switch = spec.is_none_or(|s| match s.kind {
-            Kind::Bool | Kind::Any => true,
-            Kind::Words(w) => w.iter().any(|v| matches!(*v, "0" | "1")),
+            Kind::Bool | Kind::Flag | Kind::Any => true,
+            Kind::Words(w) => w.iter().any(|(v, _)| matches!(*v, "0" | "1")),
             _ => false,
         });
         let next = self.args.get(self.i);
@@ -933,16 +933,19 @@ fn help_line(s: &Spec) -> String {
 fn type_words(k: Kind) -> String {
     match k {
         Kind::Bool => "boolean value (opt=1)".into(),
+        Kind::Flag => "empty or boolean value ([0|1])".into(),
         Kind::Int => "integer value (opt=100)".into(),
         Kind::Size => "string with possible k/m/g postfix (opt=4k)".into(),
         Kind::Time => "string with time postfix (opt=10s)".into(),
-        Kind::Words(_) => "string (opt=bla)".into(),
+        Kind::Words(_) | Kind::Listed(_) => "string (opt=bla)".into(),
         Kind::Text(e) => format!("string (opt={e})"),
         Kind::Any => "any value (xferbench does not read it)".into(),
     }
 }
 
-/// One option's `--cmdhelp=NAME` block, in fio's shape.
+/// One option's `--cmdhelp=NAME` block, in fio's shape (parse.c's
+/// `show_option_help`): its line, alias, type, default, range (a boolean's
+/// is 0 to 1, as fio gives every one), then the values a word option takes.
 fn option_help(s: &Spec) -> String {
     let mut out = format!("{:>20}: {}\n", s.name, help_line(s));
     let others: Vec<&str> = s.aliases.iter().chain(s.also).copied().collect();
@@ -950,13 +953,21 @@ fn option_help(s: &Spec) -> String {
         out.push_str(&format!("{:>20}: {}\n", "alias", others.join(", ")));
     }
     out.push_str(&format!("{:>20}: {}\n", "type", type_words(s.kind)));
-    if let Kind::Words(w) = s.kind {
-        for (i, v) in w.iter().enumerate() {
-            out.push_str(&format!(
-                "{:>20}: {v}\n",
-                if i == 0 { "valid values" } else { "" }
-            ));
-        }
+    let def = match s.def {
+        Def::Is(v) => v,
+        Def::NoDefault | Def::Unstated => "no default",
+    };
+    out.push_str(&format!("{:>20}: {def}\n", "default"));
+    let range = match s.kind {
+        Kind::Bool => s.range.or(Some(Range::new(0, 1))),
+        _ => s.range,
+    };
+    if let Some(r) = range {
+        out.push_str(&format!("{:>20}: min={}, max={}\n", "range", r.min, r.max));
+    }
+    for (i, (v, help)) in s.kind.words().into_iter().enumerate() {
+        let label = if i == 0 { "valid values" } else { "" };
+        out.push_str(&format!("{label:>20}: {v:<10} {help}\n"));
     }
     out.push('\n');
     out
@@ -1376,12 +1387,34 @@ mod tests {
         }
         assert_eq!(
             cmdhelp("blocksize").unwrap(),
-            "                  bs: Block size: bytes per I/O (reads,writes)\n               alias: blocksize\n                type: string with possible k/m/g postfix (opt=4k)\n\n"
+            "                  bs: Block size: bytes per I/O (reads,writes)\n               alias: blocksize\n                type: string with possible k/m/g postfix (opt=4k)\n             default: 4096\n               range: min=1, max=-1\n\n"
+        );
+        // fio's lines after the option's own: its type, default, range.
+        let tail = |name| {
+            let help = cmdhelp(name).unwrap();
+            help.split_once('\n').unwrap().1.to_string()
+        };
+        assert_eq!(
+            tail("iodepth"),
+            "                type: integer value (opt=100)\n             default: 1\n               range: min=1, max=65536\n\n"
+        );
+        assert_eq!(
+            tail("direct"),
+            "                type: boolean value (opt=1)\n             default: 0\n               range: min=0, max=1\n\n"
+        );
+        assert_eq!(
+            tail("time_based"),
+            "                type: empty or boolean value ([0|1])\n             default: no default\n\n"
         );
         let rw = cmdhelp("rw").unwrap();
         assert!(
-            rw.contains("        valid values: read\n                    : write\n"),
+            rw.contains("             default: read\n        valid values: read       Sequential reads\n                    : write      Sequential writes\n"),
             "{rw}"
+        );
+        let engines = cmdhelp("ioengine").unwrap();
+        assert!(
+            engines.contains("             default: psync\n        valid values: sync       lseek, then read/write\n"),
+            "{engines}"
         );
         let every = cmdhelp("all").unwrap();
         assert!(

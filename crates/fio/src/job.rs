@@ -198,6 +198,38 @@ impl IoEngine {
         }
     }
 
+    /// What it does, in a phrase, for `--cmdhelp=ioengine`.
+    pub fn about(self) -> &'static str {
+        match self {
+            IoEngine::Sync => "lseek, then read/write",
+            IoEngine::Psync => "pread/pwrite",
+            IoEngine::Vsync => "readv/writev, adjacent I/Os coalesced",
+            IoEngine::Pvsync => "preadv/pwritev",
+            IoEngine::Pvsync2 => "preadv2/pwritev2 with RWF_* flags",
+            IoEngine::IoUring => "Linux io_uring",
+            IoEngine::Libaio => "Linux native asynchronous I/O",
+            IoEngine::Posixaio => "POSIX asynchronous I/O",
+            IoEngine::Mmap => "memcpy to and from a mapping of the target",
+            IoEngine::Falloc => "fallocate(2) per I/O",
+            IoEngine::Ftruncate => "ftruncate(2) per write",
+            IoEngine::Transport => "xferbench: a stream over filename=xfer:TRANSPORT",
+            IoEngine::Null => "No I/O: every I/O completes at once",
+            IoEngine::Filecreate => "Create files",
+            IoEngine::Filestat => "Stat files",
+            IoEngine::Filedelete => "Delete files",
+            IoEngine::Cpuio => "Burn CPU beside the other jobs",
+            IoEngine::Exec => "Run a program beside the other jobs",
+            IoEngine::Net => "Network I/O over a socket",
+            IoEngine::NetSplice => "net, with TCP blocks moved by splice(2)",
+        }
+    }
+
+    /// `ioengine=`'s values, each with its phrase, in [`IoEngine::ALL`]'s
+    /// order.
+    pub fn words() -> Vec<spec::Word> {
+        Self::ALL.iter().map(|e| (e.name(), e.about())).collect()
+    }
+
     /// The engines whose I/O is an operation on a whole file (one per file
     /// of `nrfiles`), not data moved.
     pub fn file_op(self) -> bool {
@@ -281,6 +313,32 @@ impl VerifyKind {
             .iter()
             .find(|(_, k)| *k == self)
             .map_or("?", |(n, _)| n)
+    }
+}
+
+impl VerifyKind {
+    /// What a block carries, in a phrase, for `--cmdhelp=verify`.
+    pub fn about(self) -> &'static str {
+        match self {
+            VerifyKind::Md5 => "An md5 checksum in each block's header",
+            VerifyKind::Crc64 => "A crc64 checksum in each block's header",
+            VerifyKind::Crc32 => "A crc32 checksum in each block's header",
+            VerifyKind::Crc32c => "A crc32c checksum in each block's header",
+            VerifyKind::Crc16 => "A crc16 checksum in each block's header",
+            VerifyKind::Crc7 => "A crc7 checksum in each block's header",
+            VerifyKind::Xxhash => "An xxhash checksum in each block's header",
+            VerifyKind::Sha1 => "A sha1 checksum in each block's header",
+            VerifyKind::Sha224 => "A sha224 checksum (not in fio)",
+            VerifyKind::Sha256 => "A sha256 checksum in each block's header",
+            VerifyKind::Sha384 => "A sha384 checksum (not in fio)",
+            VerifyKind::Sha512 => "A sha512 checksum in each block's header",
+            VerifyKind::Sha3_224 => "A sha3-224 checksum in each block's header",
+            VerifyKind::Sha3_256 => "A sha3-256 checksum in each block's header",
+            VerifyKind::Sha3_384 => "A sha3-384 checksum in each block's header",
+            VerifyKind::Sha3_512 => "A sha3-512 checksum in each block's header",
+            VerifyKind::Meta => "The header alone: where the block belongs",
+            VerifyKind::Pattern => "No header: every byte is verify_pattern's",
+        }
     }
 }
 
@@ -1184,19 +1242,16 @@ impl Job {
     /// Applies one fio option; `value` is None for a bare flag (`stonewall`).
     /// Errors name the option and its value; the caller adds where it came from.
     pub fn set(&mut self, key: &str, value: Option<&str>) -> Result<SetOutcome> {
-        let o = Opt {
-            key,
-            value: value.map(str::trim),
-        };
+        let value = value.map(str::trim);
         if let Some(spec) = options::GENERAL
             .iter()
             .chain(verify::VERIFY)
             .find(|s| s.is(key))
         {
-            return spec.apply(self, &o);
+            return spec.apply(self, &Opt::new(key, value, spec));
         }
         if let Some(spec) = engine_opts::find(key) {
-            let outcome = spec.apply(self, &o)?;
+            let outcome = spec.apply(self, &Opt::new(key, value, spec))?;
             self.engine_opts.mark(spec.name);
             return Ok(outcome);
         }
@@ -1279,13 +1334,23 @@ enum Distribution {
 }
 
 /// One option being parsed, handed to its table entry: knows how to word
-/// errors about itself.
+/// errors about itself, and carries the entry's bounds so that a parse
+/// enforces the range `--cmdhelp` shows rather than a copy of it.
 pub struct Opt<'a> {
     key: &'a str,
     value: Option<&'a str>,
+    range: Option<spec::Range>,
 }
 
 impl<'a> Opt<'a> {
+    fn new(key: &'a str, value: Option<&'a str>, spec: &spec::Spec) -> Opt<'a> {
+        Opt {
+            key,
+            value,
+            range: spec.range,
+        }
+    }
+
     fn bad(&self, why: &str) -> Error {
         match self.value {
             Some(v) => Error::usage(format!("{}={v}: {why}", self.key)),
@@ -1309,22 +1374,44 @@ impl<'a> Opt<'a> {
         }
     }
 
-    fn int(&self, lo: u32, hi: u64) -> Result<u32> {
-        self.value()?
-            .parse::<u32>()
-            .ok()
-            .filter(|n| (lo..).contains(n) && u64::from(*n) <= hi)
-            .ok_or_else(|| self.bad(&format!("expected a whole number from {lo} to {hi}")))
+    /// The entry's bounds; one that states none has fio's for a whole
+    /// number (0 up to UINT_MAX).
+    fn bounds(&self) -> spec::Range {
+        self.range
+            .unwrap_or(spec::Range::new(0, spec::Range::NO_MAX))
     }
 
-    /// A whole percentage, 0 to 100, as fio reads it: `50`, `50%` or
-    /// `50%%` (job files written through printf double their `%`).
-    fn share(&self) -> Result<u32> {
-        unpercent(self.value()?)
-            .parse::<u32>()
+    /// `v` as a whole number within `range` (no maximum: fio's UINT_MAX),
+    /// or the one-line error naming the option, its value, `what` it is
+    /// and the range.
+    fn number_in(&self, v: &str, range: spec::Range, what: &str) -> Result<i64> {
+        let hi = range.top(u32::MAX.into());
+        v.parse::<i64>()
             .ok()
-            .filter(|n| *n <= 100)
-            .ok_or_else(|| self.bad("expected a whole percentage from 0 to 100"))
+            .filter(|n| (range.min..=hi).contains(n))
+            .ok_or_else(|| self.bad(&format!("expected {what} from {} to {hi}", range.min)))
+    }
+
+    /// The value as a number within the entry's bounds, called `what` in
+    /// the error.
+    fn whole(&self, what: &str) -> Result<i64> {
+        self.number_in(self.value()?, self.bounds(), what)
+    }
+
+    /// The value as a whole number within the entry's bounds (which start
+    /// at 0 or above for the options read this way).
+    fn int(&self) -> Result<u32> {
+        Ok(self.whole("a whole number")? as u32)
+    }
+
+    /// A whole percentage within the entry's bounds, as fio reads it: `50`,
+    /// `50%` or `50%%` (job files written through printf double their `%`).
+    fn share(&self) -> Result<u32> {
+        Ok(self.number_in(
+            unpercent(self.value()?),
+            self.bounds(),
+            "a whole percentage",
+        )? as u32)
     }
 
     fn size(&self) -> Result<u64> {
@@ -1595,26 +1682,21 @@ impl<'a> Opt<'a> {
         Ok(zones)
     }
 
-    /// fio's `percentage_random=R[,W[,T]]`: 0 to 100; the sides must agree.
+    /// fio's `percentage_random=R[,W[,T]]`, within the entry's bounds; the
+    /// sides must agree.
     fn per_direction_pct(&self) -> Result<u32> {
         let v = self.value()?;
-        let parts: Vec<u32> = v
+        let parts: Vec<i64> = v
             .split(',')
-            .map(|p| {
-                unpercent(p.trim())
-                    .parse::<u32>()
-                    .ok()
-                    .filter(|&p| p <= 100)
-            })
-            .collect::<Option<_>>()
-            .ok_or_else(|| self.bad("expected a whole number from 0 to 100"))?;
+            .map(|p| self.number_in(unpercent(p.trim()), self.bounds(), "a whole number"))
+            .collect::<Result<_>>()?;
         if parts.iter().any(|&p| p != parts[0]) {
             return Err(self.bad(&format!(
                 "different read and write percentages are not supported; give one value, as in {}={}",
                 self.key, parts[0]
             )));
         }
-        Ok(parts[0])
+        Ok(parts[0] as u32)
     }
 
     /// `N%` as a fraction of the target (0 < N ≤ 100), or None for a size.
@@ -1680,8 +1762,8 @@ impl<'a> Opt<'a> {
             None => (v, None),
         };
         let rw = Opt {
-            key: self.key,
             value: Some(name),
+            ..*self
         }
         .rw_name()?;
         let Some(m) = modifier else {
@@ -2282,7 +2364,7 @@ mod tests {
 
     #[test]
     fn every_option_is_taken_noted_or_refused() {
-        use spec::{Effect, Kind, Spec};
+        use spec::{Effect, Spec};
         use std::collections::BTreeSet;
         let names = |s: &'static Spec| s.names();
         let engines = || engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter());
@@ -2316,12 +2398,9 @@ mod tests {
             .chain(verify::VERIFY)
             .chain(engine_opts::ENGINES.iter().flat_map(|(_, t)| t.iter()));
         for s in all {
-            let words = match s.kind {
-                Kind::Words(w) => w,
-                _ => &[][..],
-            };
+            let words = s.kind.words();
             for k in s.names() {
-                for v in std::iter::once(s.kind.example()).chain(words.iter().copied()) {
+                for v in std::iter::once(s.kind.example()).chain(words.iter().map(|w| w.0)) {
                     let r = Job::default().set(k, Some(v));
                     match s.effect {
                         Effect::Set(_) | Effect::Take(_) => assert!(r.is_ok(), "{k}={v}: {r:?}"),

@@ -6,6 +6,7 @@
 //! the worker keeps a latency record per priority, as fio's `clat_prio`.
 
 use super::Opt;
+use super::spec::Range;
 use crate::error::Result;
 use crate::payload::splitmix;
 use serde::Serialize;
@@ -140,33 +141,48 @@ impl CmdPrio {
     }
 }
 
+/// The priority levels within a class, 0 (highest) to 7: `prio=`'s and
+/// `cmdprio=`'s bounds, and a `cmdprio_bssplit` entry's.
+pub const LEVELS: Range = Range::new(0, 7);
+
+/// The priority classes a `cmdprio_bssplit` entry takes (0: none, which
+/// is best-effort).
+const CLASSES: Range = Range::new(0, 3);
+
+/// The share of a `cmdprio_bssplit` entry, percent.
+const SHARE: Range = Range::new(0, 100);
+
 impl Opt<'_> {
-    /// A priority class (1 to 3 for cmdprio_class, as fio: 0 is "none").
-    pub(super) fn prio_class(&self, v: &str, lo: u32) -> Result<u32> {
+    /// A priority class within `r` (1 to 3 for cmdprio_class, as fio: 0 is
+    /// "none").
+    pub(super) fn prio_class(&self, v: &str, r: Range) -> Result<u32> {
         v.parse::<u32>()
             .ok()
-            .filter(|c| (lo..=3).contains(c))
+            .filter(|c| (r.min..=r.max).contains(&i64::from(*c)))
             .ok_or_else(|| {
                 self.bad(&format!(
-                    "expected a priority class from {lo} to 3 (1 real-time, 2 best-effort, 3 idle)"
+                    "expected a priority class from {} to {} (1 real-time, 2 best-effort, 3 idle)",
+                    r.min, r.max
                 ))
             })
     }
 
-    /// A priority level within a class, 0 (highest) to 7.
-    pub(super) fn prio_level(&self, v: &str) -> Result<u32> {
+    /// A priority level within a class, within `r` (0 is the highest).
+    pub(super) fn prio_level(&self, v: &str, r: Range) -> Result<u32> {
         v.parse::<u32>()
             .ok()
-            .filter(|l| *l <= 7)
-            .ok_or_else(|| self.bad("expected a priority level from 0 (highest) to 7 (lowest)"))
+            .filter(|l| (r.min..=r.max).contains(&i64::from(*l)))
+            .ok_or_else(|| {
+                self.bad(&format!(
+                    "expected a priority level from {} (highest) to {} (lowest)",
+                    r.min, r.max
+                ))
+            })
     }
 
-    /// A percentage 0 to 100 of one side of a `r,w` list.
-    pub(super) fn side_percent(&self, v: &str) -> Result<u32> {
-        v.parse::<u32>()
-            .ok()
-            .filter(|p| *p <= 100)
-            .ok_or_else(|| self.bad("expected a percentage from 0 to 100"))
+    /// A percentage within `r` of one side of a `r,w` list.
+    pub(super) fn side_percent(&self, v: &str, r: Range) -> Result<u32> {
+        Ok(self.number_in(v, r, "a percentage")? as u32)
     }
 
     /// One direction of `cmdprio_bssplit`: `bs/perc[/class/level[/hint]]`
@@ -181,7 +197,7 @@ impl Opt<'_> {
             let bs = self.block_size(f[0])?;
             let perc = match f.get(1) {
                 None | Some(&"") => 0,
-                Some(p) => self.side_percent(p)?,
+                Some(p) => self.side_percent(p, SHARE)?,
             };
             let prio = match f.len() {
                 1 | 2 => None,
@@ -191,7 +207,10 @@ impl Opt<'_> {
                             self.bad(&format!("'{entry}': a priority hint is 0 to 1023"))
                         })?;
                     }
-                    Some((self.prio_class(f[2], 0)?, self.prio_level(f[3])?))
+                    Some((
+                        self.prio_class(f[2], CLASSES)?,
+                        self.prio_level(f[3], LEVELS)?,
+                    ))
                 }
                 _ => {
                     return Err(self.bad(&format!(

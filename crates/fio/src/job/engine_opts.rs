@@ -143,66 +143,83 @@ pub static ENGINES: &[(&str, &[Spec])] = &[
     ("netsplice", NET),
 ];
 
-const FIXEDBUFS: Spec = Spec::set("fixedbufs", Kind::Bool, |j, o| {
+const FIXEDBUFS: Spec = Spec::set("fixedbufs", Kind::Flag, |j, o| {
     o.bool().map(|v| j.engine_opts.fixedbufs = v)
 })
 .help("Register the I/O buffers with io_uring once, then READ_FIXED/WRITE_FIXED");
-const REGISTERFILES: Spec = Spec::set("registerfiles", Kind::Bool, |j, o| {
+const REGISTERFILES: Spec = Spec::set("registerfiles", Kind::Flag, |j, o| {
     o.bool().map(|v| j.engine_opts.registerfiles = v)
 })
 .help("Register the files' descriptors with io_uring");
 const SQTHREAD_POLL_CPU: Spec = Spec::set("sqthread_poll_cpu", Kind::Int, |j, o| {
-    j.engine_opts.sqthread_poll_cpu = Some(whole(o, 0, 65535)? as u32);
+    j.engine_opts.sqthread_poll_cpu = Some(whole(o)? as u32);
     Ok(())
 })
-.help("CPU the io_uring submission-polling thread runs on");
+.help("CPU the io_uring submission-polling thread runs on")
+.no_def()
+.range(0, 65535);
 const NONVECTORED: Spec = Spec::set("nonvectored", Kind::Int, |j, o| {
-    j.engine_opts.nonvectored = whole(o, -1, 1)? as i32;
+    j.engine_opts.nonvectored = whole(o)? as i32;
     Ok(())
 })
-.help("io_uring: plain READ/WRITE (1) or READV/WRITEV (0) commands");
+.help("io_uring: plain READ/WRITE (1) or READV/WRITEV (0) commands")
+.def("-1")
+.range(-1, 1);
 const FORCE_ASYNC: Spec = Spec::set("force_async", Kind::Int, |j, o| {
-    j.engine_opts.force_async = whole(o, 0, 1 << 30)? as u32;
+    j.engine_opts.force_async = whole(o)? as u32;
     Ok(())
 })
-.help("io_uring: every Nth request is queued with IOSQE_ASYNC");
+.help("io_uring: every Nth request is queued with IOSQE_ASYNC")
+.no_def()
+.range(0, 1 << 30);
 const NOWAIT: Spec = Spec::set("nowait", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.nowait = v)
 })
-.help("RWF_NOWAIT on every I/O: fail rather than block");
+.help("RWF_NOWAIT on every I/O: fail rather than block")
+.no_def();
 const UNCACHED: Spec = Spec::set("uncached", Kind::Int, |j, o| {
-    j.engine_opts.uncached = whole(o, 0, 1)? == 1;
+    j.engine_opts.uncached = whole(o)? == 1;
     Ok(())
 })
-.help("pvsync2: RWF_DONTCACHE, reads and writes that leave no page cache");
+.help("pvsync2: RWF_DONTCACHE, reads and writes that leave no page cache")
+.no_def()
+.range(0, 1);
 const HIPRI_PERCENTAGE: Spec = Spec::set("hipri_percentage", Kind::Int, |j, o| {
-    j.engine_opts.hipri_percentage = whole(o, 0, 100)? as u32;
+    j.engine_opts.hipri_percentage = whole(o)? as u32;
     Ok(())
 })
-.help("pvsync2: share of I/Os sent with RWF_HIPRI (polled)");
-const USERSPACE_REAP: Spec = Spec::set("userspace_reap", Kind::Bool, |j, o| {
+.help("pvsync2: share of I/Os sent with RWF_HIPRI (polled)")
+.def("100")
+.range(0, 100);
+const USERSPACE_REAP: Spec = Spec::set("userspace_reap", Kind::Flag, |j, o| {
     o.bool().map(|v| j.engine_opts.userspace_reap = v)
 })
 .help("libaio: read completions off the AIO ring in user space when polling");
 // fio's cmdprio options (engines/cmdprio.h), each `r,w` as fio's.
 const CMDPRIO_PERCENTAGE: Spec = Spec::set("cmdprio_percentage", Kind::Text("30"), |j, o| {
-    let [r, w] = o.sides(|v| o.side_percent(v))?;
+    let [r, w] = o.sides(|v| o.side_percent(v, o.bounds()))?;
     j.cmdprio.percentage = [r.unwrap_or(0), w.unwrap_or(0)];
     Ok(())
 })
-.help("Share of I/Os sent with the priority of cmdprio_class/cmdprio");
+.help("Share of I/Os sent with the priority of cmdprio_class/cmdprio")
+.no_def()
+.range(0, 100);
 const CMDPRIO_CLASS: Spec = Spec::set("cmdprio_class", Kind::Text("1"), |j, o| {
-    let [r, w] = o.sides(|v| o.prio_class(v, 1))?;
+    let [r, w] = o.sides(|v| o.prio_class(v, o.bounds()))?;
     j.cmdprio.class = [r.unwrap_or(0), w.unwrap_or(0)];
     Ok(())
 })
-.help("I/O priority class of the I/Os cmdprio_percentage picks");
+.help("I/O priority class of the I/Os cmdprio_percentage picks")
+.no_def()
+.range(1, 3);
 const CMDPRIO: Spec = Spec::set("cmdprio", Kind::Text("0"), |j, o| {
-    let [r, w] = o.sides(|v| o.prio_level(v))?;
+    let [r, w] = o.sides(|v| o.prio_level(v, o.bounds()))?;
     j.cmdprio.level = [r.unwrap_or(0), w.unwrap_or(0)];
     Ok(())
 })
-.help("I/O priority level of the I/Os cmdprio_percentage picks");
+.help("I/O priority level of the I/Os cmdprio_percentage picks")
+.no_def()
+.bounds(super::cmdprio::LEVELS);
 const CMDPRIO_BSSPLIT: Spec = Spec::set(
     "cmdprio_bssplit",
     Kind::Text("64k/25/1/1:64k/75/3/2"),
@@ -212,34 +229,52 @@ const CMDPRIO_BSSPLIT: Spec = Spec::set(
         Ok(())
     },
 )
-.help("Per-block-size shares of I/Os sent with a priority");
+.help("Per-block-size shares of I/Os sent with a priority")
+.no_def();
 // fio caps cpuload at 100; 0 is fio's "cpu thread needs rate".
 const CPULOAD: Spec = Spec::set("cpuload", Kind::Int, |j, o| {
-    j.engine_opts.cpuload = Some(whole(o, 1, 100)? as u32);
+    j.engine_opts.cpuload = Some(whole(o)? as u32);
     Ok(())
 })
-.help("cpuio: percent of one CPU to burn");
+.help("cpuio: percent of one CPU to burn")
+.no_def()
+.range(1, 100);
 const CPUCHUNKS: Spec = Spec::set("cpuchunks", Kind::Int, |j, o| {
-    j.engine_opts.cpuchunks = whole(o, 1, 10_000_000)? as u32;
+    j.engine_opts.cpuchunks = whole(o)? as u32;
     Ok(())
 })
-.help("cpuio: length of one burn, microseconds");
-const CPUMODE: Spec = Spec::set("cpumode", Kind::Words(&["noop", "qsort"]), |j, o| {
-    j.engine_opts.cpumode = match o.value.unwrap_or_default() {
-        "noop" => CpuMode::Noop,
-        "qsort" => CpuMode::Qsort,
-        _ => return Err(o.bad("unknown cpu mode; use noop or qsort")),
-    };
-    Ok(())
-})
-.help("cpuio: how the CPU is kept busy");
+.help("cpuio: length of one burn, microseconds")
+.def("50000")
+.range(1, 10_000_000);
+const CPUMODE: Spec = Spec::set(
+    "cpumode",
+    Kind::Words(&[
+        ("noop", "Spin on the clock"),
+        ("qsort", "Sort a small array again and again"),
+    ]),
+    |j, o| {
+        j.engine_opts.cpumode = match o.value.unwrap_or_default() {
+            "noop" => CpuMode::Noop,
+            "qsort" => CpuMode::Qsort,
+            _ => return Err(o.bad("unknown cpu mode; use noop or qsort")),
+        };
+        Ok(())
+    },
+)
+.help("cpuio: how the CPU is kept busy")
+.def("noop");
 const EXIT_ON_IO_DONE: Spec = Spec::set("exit_on_io_done", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.exit_on_io_done = v)
 })
-.help("cpuio: stop once the I/O jobs beside it are done");
+.help("cpuio: stop once the I/O jobs beside it are done")
+.def("0");
 const STAT_TYPE: Spec = Spec::set(
     "stat_type",
-    Kind::Words(&["stat", "lstat", "statx"]),
+    Kind::Words(&[
+        ("stat", "stat(2)"),
+        ("lstat", "lstat(2)"),
+        ("statx", "statx(2)"),
+    ]),
     |j, o| {
         j.engine_opts.stat_type = match o.value.unwrap_or_default() {
             "stat" => StatType::Stat,
@@ -250,37 +285,39 @@ const STAT_TYPE: Spec = Spec::set(
         Ok(())
     },
 )
-.help("filestat: the call that stats each file");
+.help("filestat: the call that stats each file")
+.def("stat");
 
 const PROGRAM: Spec = Spec::set("program", Kind::Text("/bin/true"), |j, o| {
     j.engine_opts.program = Some(o.value()?.to_string());
     Ok(())
 })
-.help("exec: the program the job runs");
+.help("exec: the program the job runs")
+.no_def();
 const ARGUMENTS: Spec = Spec::set("arguments", Kind::Text("-c %r"), |j, o| {
     j.engine_opts.arguments = o.value.filter(|v| !v.trim().is_empty()).map(String::from);
     Ok(())
 })
-.help("exec: its arguments (%r the runtime, %n the job's name)");
+.help("exec: its arguments (%r the runtime, %n the job's name)")
+.no_def();
 // fio's grace_time is whole seconds.
 const GRACE_TIME: Spec = Spec::set("grace_time", Kind::Int, |j, o| {
-    j.engine_opts.grace_time = std::time::Duration::from_secs(whole(o, 0, 86_400)? as u64);
+    j.engine_opts.grace_time = std::time::Duration::from_secs(whole(o)? as u64);
     Ok(())
 })
-.help("exec: time between SIGTERM and SIGKILL at the job's end");
+.help("exec: time between SIGTERM and SIGKILL at the job's end")
+.def("1")
+.range(0, 86_400);
 const STD_REDIRECT: Spec = Spec::set("std_redirect", Kind::Bool, |j, o| {
     o.bool().map(|v| j.engine_opts.std_redirect = v)
 })
-.help("exec: the program's stdout and stderr to JOBNAME.stdout/.stderr");
+.help("exec: the program's stdout and stderr to JOBNAME.stdout/.stderr")
+.def("1");
 
-/// An engine option's whole number in `lo..=hi` (an empty or bare one too
-/// is "expected a whole number", as fio's engines say).
-fn whole(o: &Opt, lo: i64, hi: i64) -> Result<i64> {
-    o.value
-        .filter(|v| !v.is_empty())
-        .and_then(|v| v.parse::<i64>().ok())
-        .filter(|n| (lo..=hi).contains(n))
-        .ok_or_else(|| o.bad(&format!("expected a whole number from {lo} to {hi}")))
+/// An engine option's whole number within its entry's bounds (an empty or
+/// bare one too is "expected a whole number", as fio's engines say).
+fn whole(o: &Opt) -> Result<i64> {
+    o.number_in(o.value.unwrap_or_default(), o.bounds(), "a whole number")
 }
 
 /// The engine option spelled `key`, if one engine's table holds it.

@@ -17,28 +17,38 @@ pub static NET: &[Spec] = &[
         j.net.hostname = j.filename.clone();
         Ok(())
     })
-    .help("net: the peer's host, multicast group or Unix socket path"),
+    .help("net: the peer's host, multicast group or Unix socket path")
+    .no_def(),
     Spec::set("port", Kind::Int, |j, o| {
-        j.net.port = Some(o.int(1, 65535)? as u16);
+        j.net.port = Some(o.int()? as u16);
         Ok(())
     })
-    .help("net: TCP or UDP port (each numjobs clone takes the next)"),
+    .help("net: TCP or UDP port (each numjobs clone takes the next)")
+    .no_def()
+    .range(1, 65535),
     Spec::set(
         "protocol",
-        Kind::Words(&["tcp", "tcpv6", "udp", "udpv6", "unix"]),
+        Kind::Words(&[
+            ("tcp", "TCP over IPv4"),
+            ("tcpv6", "TCP over IPv6"),
+            ("udp", "UDP over IPv4"),
+            ("udpv6", "UDP over IPv6"),
+            ("unix", "A Unix stream socket"),
+        ]),
         |j, o| {
             j.net.protocol = Some(Proto::parse(o.value()?).map_err(|e| o.bad(&e))?);
             Ok(())
         },
     )
     .help("net: tcp, tcpv6, udp, udpv6 or unix")
+    .def("tcp")
     .alias(&["proto"]),
-    Spec::set("listen", Kind::Bool, |j, o| {
+    Spec::set("listen", Kind::Flag, |j, o| {
         j.net.listen = Some(o.bool()?);
         Ok(())
     })
     .help("net: wait for the connection instead of making it"),
-    Spec::set("pingpong", Kind::Bool, |j, o| {
+    Spec::set("pingpong", Kind::Flag, |j, o| {
         j.net.pingpong = Some(o.bool()?);
         Ok(())
     })
@@ -47,32 +57,41 @@ pub static NET: &[Spec] = &[
         j.net.nodelay = Some(o.bool()?);
         Ok(())
     })
-    .help("net: TCP_NODELAY on the socket"),
+    .help("net: TCP_NODELAY on the socket")
+    .no_def(),
     Spec::set("window_size", Kind::Size, |j, o| {
+        let max = o.bounds().max;
         j.net.window_size = Some(
             u32::try_from(o.size()?)
                 .ok()
-                .filter(|w| *w <= i32::MAX as u32)
-                .ok_or_else(|| o.bad("a socket buffer is at most 2g"))?,
+                .filter(|w| i64::from(*w) <= max)
+                .ok_or_else(|| o.bad(&format!("a socket buffer is at most 2g ({max} bytes)")))?,
         );
         Ok(())
     })
-    .help("net: socket buffer size"),
+    .help("net: socket buffer size")
+    .no_def()
+    .range(0, i32::MAX as i64),
     Spec::set("mss", Kind::Int, |j, o| {
-        j.net.mss = Some(o.int(0, 65535)?);
+        j.net.mss = Some(o.int()?);
         Ok(())
     })
-    .help("net: TCP maximum segment size"),
+    .help("net: TCP maximum segment size")
+    .no_def()
+    .range(0, 65535),
     Spec::set("interface", Kind::Text("127.0.0.1"), |j, o| {
         j.net.interface = Some(o.value()?.to_string());
         Ok(())
     })
-    .help("net: the interface a multicast job joins or sends through"),
+    .help("net: the interface a multicast job joins or sends through")
+    .no_def(),
     Spec::set("ttl", Kind::Int, |j, o| {
-        j.net.ttl = Some(o.int(0, 255)?);
+        j.net.ttl = Some(o.int()?);
         Ok(())
     })
-    .help("net: time-to-live of multicast datagrams"),
+    .help("net: time-to-live of multicast datagrams")
+    .def("1")
+    .range(0, 255),
 ];
 
 /// fio's `protocol=` (`proto=`).

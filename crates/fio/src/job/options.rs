@@ -10,8 +10,8 @@
 //! The names are fio 3.41's (options.c and the engines' option tables),
 //! aliases included.
 
-use super::spec::{Kind, Spec, refusal};
-use super::{Completion, ExitWhat, Job, Opt, Sequencer, SetOutcome, file_service};
+use super::spec::{Kind, Range, Spec, refusal};
+use super::{Completion, ExitWhat, IoEngine, Job, Opt, Sequencer, SetOutcome, file_service};
 use crate::error::Result;
 use std::time::Duration;
 
@@ -33,9 +33,14 @@ const SPRANDOM: &str = "SPRandom preconditioning is not supported";
 const TRIM_VERIFY: &str = "trim-and-verify is not supported";
 const UNALIGNED: &str = "unaligned block sizes are not supported; drop it";
 
-/// A job option whose value is a flag.
+/// A job option whose value is a boolean with a default.
 const fn flag(name: &'static str, f: fn(&mut Job, &Opt) -> Result<()>) -> Spec {
     Spec::set(name, Kind::Bool, f)
+}
+
+/// A job option that is off unless given (fio's `FIO_OPT_STR_SET`).
+const fn switch(name: &'static str, f: fn(&mut Job, &Opt) -> Result<()>) -> Spec {
+    Spec::set(name, Kind::Flag, f)
 }
 
 /// fio's general options.
@@ -45,40 +50,46 @@ pub static GENERAL: &[Spec] = &[
         j.logs.lat = Some(o.value.unwrap_or("").to_string());
         Ok(())
     })
-.help("Write per-I/O latency logs (NAME_lat/clat/slat.N.log)"),
+.help("Write per-I/O latency logs (NAME_lat/clat/slat.N.log)").no_def(),
     Spec::set("write_bw_log", Kind::Text("NAME"), |j, o| {
         j.logs.bw = Some(o.value.unwrap_or("").to_string());
         Ok(())
     })
-.help("Write a bandwidth log (NAME_bw.N.log)"),
+.help("Write a bandwidth log (NAME_bw.N.log)").no_def(),
     Spec::set("write_iops_log", Kind::Text("NAME"), |j, o| {
         j.logs.iops = Some(o.value.unwrap_or("").to_string());
         Ok(())
     })
-.help("Write an IOPS log (NAME_iops.N.log)"),
+.help("Write an IOPS log (NAME_iops.N.log)").no_def(),
     Spec::set("write_hist_log", Kind::Text("NAME"), |j, o| {
         j.logs.hist = Some(o.value.unwrap_or("").to_string());
         Ok(())
     })
-.help("Write a latency histogram log (NAME_clat_hist.N.log)"),
+.help("Write a latency histogram log (NAME_clat_hist.N.log)").no_def(),
     Spec::set("log_avg_msec", Kind::Int, |j, o| {
-        j.logs.avg_msec = o.int(0, u64::from(u32::MAX))?;
+        j.logs.avg_msec = o.int()?;
         Ok(())
     })
-.help("Average the logs over windows of this many ms"),
+.help("Average the logs over windows of this many ms").def("0").range(0, Range::NO_MAX),
     Spec::set("log_hist_msec", Kind::Int, |j, o| {
-        j.logs.hist_msec = o.int(0, u64::from(u32::MAX))?;
+        j.logs.hist_msec = o.int()?;
         Ok(())
     })
-.help("Window of the histogram log, ms"),
+.help("Window of the histogram log, ms").def("0").range(0, Range::NO_MAX),
     Spec::set("log_hist_coarseness", Kind::Int, |j, o| {
-        j.logs.hist_coarseness = o.int(0, 6)?;
+        j.logs.hist_coarseness = o.int()?;
         Ok(())
     })
-.help("Sum 2^N histogram buckets per column"),
+.help("Sum 2^N histogram buckets per column").def("0").range(0, 6),
     Spec::set(
         "log_window_value",
-        Kind::Words(&["avg", "max", "both", "0", "1"]),
+        Kind::Words(&[
+            ("avg", "The window's mean"),
+            ("max", "The window's maximum"),
+            ("both", "Mean and maximum, mean first"),
+            ("0", "Alias for avg"),
+            ("1", "Alias for max"),
+        ]),
         |j, o| {
             j.logs.window = match o.value()? {
                 "avg" | "0" => crate::logs::Window::Avg,
@@ -89,27 +100,27 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("What a log window holds: its mean, its maximum or both")
+.help("What a log window holds: its mean, its maximum or both").def("avg")
     .alias(&["log_max_value"]),
     flag("log_offset", |j, o| o.bool().map(|v| j.logs.offset = v))
-.help("Add each I/O's offset to the logs"),
+.help("Add each I/O's offset to the logs").def("0"),
     flag("log_prio", |j, o| o.bool().map(|v| j.logs.prio = v))
-.help("Log each I/O's priority value rather than a real-time flag"),
+.help("Log each I/O's priority value rather than a real-time flag").def("0"),
     flag("per_job_logs", |j, o| o.bool().map(|v| j.logs.shared = !v))
-.help("One log file per job (0: every job writes one file)"),
+.help("One log file per job (0: every job writes one file)").def("1"),
     flag("log_unix_epoch", |j, o| o.bool().map(|v| j.logs.unix_epoch = v))
-.help("Log times from the Unix epoch"),
+.help("Log times from the Unix epoch").no_def(),
     flag("log_alternate_epoch", |j, o| {
         o.bool().map(|v| j.logs.alternate_epoch = v)
     })
-.help("Log times from the epoch of log_alternate_epoch_clock_id"),
+.help("Log times from the epoch of log_alternate_epoch_clock_id").no_def(),
     Spec::set("log_alternate_epoch_clock_id", Kind::Int, |j, o| {
-        j.logs.clock_id = o.int(0, 64)?;
+        j.logs.clock_id = o.int()?;
         Ok(())
     })
-.help("clock_gettime clock whose epoch the logs count from"),
+.help("clock_gettime clock whose epoch the logs count from").no_def().range(0, 64),
     // Only 0 is taken: compressed (.fz) files are not written.
-    Spec::take("log_store_compressed", Kind::Words(&["0"]), |_, o| {
+    Spec::take("log_store_compressed", Kind::Words(&[("0", "Plain text logs")]), |_, o| {
         if o.bool()? {
             return Err(refusal(
                 o.key,
@@ -118,7 +129,7 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(SetOutcome::Applied)
     })
-.help("Store the logs compressed (only 0 is taken here)"),
+.help("Store the logs compressed (only 0 is taken here)").no_def(),
     Spec::take("log_issue_time", Kind::Bool, |_, o| {
         o.bool()?;
         Ok(SetOutcome::Note(format!(
@@ -126,12 +137,12 @@ pub static GENERAL: &[Spec] = &[
             o.key
         )))
     })
-.help("Log each I/O's issue time (fio 3.36)"),
+.help("Log each I/O's issue time (fio 3.36)").def("0"),
     Spec::set("name", Kind::Text("x"), |j, o| {
         j.name = o.value()?.to_string();
         Ok(())
     })
-.help("Name of the job (on the command line: starts a new job)"),
+.help("Name of the job (on the command line: starts a new job)").no_def(),
     Spec::set("filename", Kind::Text("x"), |j, o| {
         // An empty filename= (a template's blank, an unset ${VAR}) keeps
         // fio's default: the generated jobname.jobnum.filenum.
@@ -148,7 +159,7 @@ pub static GENERAL: &[Spec] = &[
         j.filenames = names;
         Ok(())
     })
-.help("File(s) or device(s) the job does its I/O to, ':'-separated"),
+.help("File(s) or device(s) the job does its I/O to, ':'-separated").no_def(),
     Spec::set("directory", Kind::Text("x"), |j, o| {
         let mut dirs = o.directories()?;
         j.directory = Some(dirs[0].clone());
@@ -158,37 +169,42 @@ pub static GENERAL: &[Spec] = &[
         j.directories = dirs;
         Ok(())
     })
-.help("Directory the job's files are in"),
+.help("Directory the job's files are in").no_def(),
     Spec::set("filename_format", Kind::Text("x"), |j, o| {
         j.filename_format = Some(o.value()?.to_string());
         Ok(())
     })
-.help("How generated file names are made ($jobname.$jobnum.$filenum)"),
+.help("How generated file names are made ($jobname.$jobnum.$filenum)").def("$jobname.$jobnum.$filenum"),
     Spec::set("nrfiles", Kind::Int, |j, o| {
-        j.nrfiles = o.int(1, 1 << 20)?;
+        j.nrfiles = o.int()?;
         Ok(())
     })
-.help("Number of files the job spreads its I/O over")
+.help("Number of files the job spreads its I/O over").def("1").range(1, 1 << 20)
     .alias(&["nr_files"]),
     Spec::set("filesize", Kind::Size, |j, o| {
         (j.filesize, j.filesize_max) = o.size_range()?;
         Ok(())
     })
-.help("Size of each file (a range lo-hi draws one per file)"),
+.help("Size of each file (a range lo-hi draws one per file)").no_def(),
     Spec::set("openfiles", Kind::Int, |j, o| {
-        j.openfiles = Some(o.int(1, 1 << 20)?);
+        j.openfiles = Some(o.int()?);
         Ok(())
     })
-.help("Most files open at once"),
+.help("Most files open at once").no_def().range(1, 1 << 20),
     Spec::set(
         "file_service_type",
-        Kind::Words(&["roundrobin", "sequential", "random", "random:2"]),
+        Kind::Words(&[
+            ("roundrobin", "Each file in turn"),
+            ("sequential", "One file to its end, then the next"),
+            ("random", "A file drawn at random (uniform)"),
+            ("random:2", "Any of them with :N, I/Os before switching"),
+        ]),
         |j, o| {
             j.file_service = file_service::FileService::parse(o.value()?).map_err(|why| o.bad(&why))?;
             Ok(())
         },
     )
-.help("How the next file is chosen"),
+.help("How the next file is chosen").def("roundrobin"),
     Spec::set("size", Kind::Size, |j, o| {
         match o.percent()? {
             Some(p) => (j.size, j.size_pct) = (None, Some(p)),
@@ -196,7 +212,7 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
-.help("Bytes of I/O per job, or N% of the target")
+.help("Bytes of I/O per job, or N% of the target").no_def()
     .also(&["io_size", "io_limit"]),
     Spec::set("offset", Kind::Size, |j, o| {
         match o.percent()? {
@@ -205,13 +221,13 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
-.help("Where the job's region starts in the target")
+.help("Where the job's region starts in the target").def("0")
     .alias(&["fileoffset"]),
     Spec::set("offset_increment", Kind::Size, |j, o| {
         j.offset_increment = o.size()?;
         Ok(())
     })
-.help("Added to offset for each numjobs clone"),
+.help("Added to offset for each numjobs clone").def("0"),
     Spec::set("bs", Kind::Size, |j, o| {
         let [r, w] = o.sides(|v| o.block_size(v))?;
         let (r, w) = (r.unwrap_or(super::DEFAULT_BS), w.unwrap_or(super::DEFAULT_BS));
@@ -219,7 +235,7 @@ pub static GENERAL: &[Spec] = &[
         j.bs_sides = (r != w).then_some([r, w]);
         Ok(())
     })
-.help("Block size: bytes per I/O (reads,writes)")
+.help("Block size: bytes per I/O (reads,writes)").def("4096").range(1, Range::NO_MAX)
     .alias(&["blocksize"]),
     Spec::set("bsrange", Kind::Text("4k-64k"), |j, o| {
         let [r, w] = o.sides(|v| o.block_range(v))?;
@@ -227,7 +243,7 @@ pub static GENERAL: &[Spec] = &[
         j.bsrange = Some([r.unwrap_or(d), w.unwrap_or(d)]);
         Ok(())
     })
-.help("Range of block sizes drawn per I/O")
+.help("Range of block sizes drawn per I/O").no_def()
     .alias(&["blocksize_range"]),
     Spec::set("ba", Kind::Size, |j, o| {
         let [r, w] = o.sides(|v| o.block_size(v))?;
@@ -239,34 +255,34 @@ pub static GENERAL: &[Spec] = &[
         j.blockalign = r.or(w);
         Ok(())
     })
-.help("Alignment of random offsets")
+.help("Alignment of random offsets").no_def().range(1, Range::NO_MAX)
     .alias(&["blockalign"]),
     flag("bs_is_seq_rand", |j, o| o.bool().map(|v| j.bs_is_seq_rand = v))
-.help("bs=R,W means sequential,random rather than reads,writes"),
+.help("bs=R,W means sequential,random rather than reads,writes").def("0"),
     Spec::set("bssplit", Kind::Text("4k/50:64k/50"), |j, o| {
         let [r, w] = o.sides(|v| o.split(v))?;
         let d = || vec![(super::DEFAULT_BS, 100)];
         j.bssplit = Some([r.unwrap_or_else(d), w.unwrap_or_else(d)]);
         Ok(())
     })
-.help("Mix of block sizes with their shares"),
+.help("Mix of block sizes with their shares").no_def(),
     Spec::set(
         "rw",
         Kind::Words(&[
-            "read",
-            "write",
-            "randread",
-            "randwrite",
-            "rw",
-            "readwrite",
-            "randrw",
-            "trim",
-            "randtrim",
-            "trimwrite",
-            "randtrimwrite",
-            "filecreate",
-            "filestat",
-            "filedelete",
+            ("read", "Sequential reads"),
+            ("write", "Sequential writes"),
+            ("randread", "Random reads"),
+            ("randwrite", "Random writes"),
+            ("rw", "Sequential mix of reads and writes"),
+            ("readwrite", "Alias for rw"),
+            ("randrw", "Random mix of reads and writes"),
+            ("trim", "Sequential trims"),
+            ("randtrim", "Random trims"),
+            ("trimwrite", "Each block trimmed, then written"),
+            ("randtrimwrite", "trimwrite at random offsets"),
+            ("filecreate", "With ioengine=filecreate"),
+            ("filestat", "With ioengine=filestat"),
+            ("filedelete", "With ioengine=filedelete"),
         ]),
         |j, o| {
             // fio's examples for the file engines write rw=filecreate (and
@@ -279,11 +295,14 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("I/O pattern: read, write, randread, randwrite, rw, randrw, trim…")
+.help("I/O pattern: read, write, randread, randwrite, rw, randrw, trim…").def("read")
     .alias(&["readwrite"]),
     Spec::set(
         "rw_sequencer",
-        Kind::Words(&["sequential", "identical"]),
+        Kind::Words(&[
+            ("sequential", "The I/Os after a random one follow on from it"),
+            ("identical", "The I/Os after a random one repeat its offset"),
+        ]),
         |j, o| {
             j.rw_sequencer = match o.value()? {
                 "sequential" => Sequencer::Sequential,
@@ -293,8 +312,8 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("How rw=randread:N's offsets are made: sequential or identical"),
-    flag("norandommap", |j, o| o.bool().map(|v| j.norandommap = v))
+.help("How rw=randread:N's offsets are made: sequential or identical").def("sequential"),
+    switch("norandommap", |j, o| o.bool().map(|v| j.norandommap = v))
 .help("Random offsets drawn independently (repeats allowed)"),
     Spec::set(
         "random_distribution",
@@ -310,15 +329,19 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("Law of the random offsets: random, zoned, zipf, pareto, normal"),
+.help("Law of the random offsets: random, zoned, zipf, pareto, normal").def("random"),
     Spec::set("percentage_random", Kind::Int, |j, o| {
         j.percentage_random = o.per_direction_pct()?;
         Ok(())
     })
-.help("Share of a random job's offsets that are random"),
+.help("Share of a random job's offsets that are random").def("100,100,100").range(0, 100),
     Spec::take(
         "random_generator",
-        Kind::Words(&["lfsr", "tausworthe", "tausworthe64"]),
+        Kind::Words(&[
+            ("tausworthe", "fio's default; drawn here by splitmix64"),
+            ("lfsr", "Every block once per pass, even with norandommap"),
+            ("tausworthe64", "As tausworthe"),
+        ]),
         |j, o| match o.value()? {
             "lfsr" => {
                 j.lfsr = true;
@@ -333,10 +356,13 @@ pub static GENERAL: &[Spec] = &[
             _ => Err(o.bad("use tausworthe, lfsr or tausworthe64")),
         },
     )
-.help("Random number generator"),
+.help("Random number generator").def("tausworthe"),
     flag("randrepeat", |j, o| o.bool().map(|v| j.randrepeat = v))
-.help("The same random sequence every run").also(&["allrandrepeat"]),
-    Spec::set("zonemode", Kind::Words(&["none", "strided"]), |j, o| {
+.help("The same random sequence every run").def("1").also(&["allrandrepeat"]),
+    Spec::set("zonemode", Kind::Words(&[
+            ("none", "No zones"),
+            ("strided", "zonesize bytes done in every zonerange"),
+        ]), |j, o| {
         j.strided = match o.value()? {
             "none" => false,
             "strided" => true,
@@ -349,58 +375,61 @@ pub static GENERAL: &[Spec] = &[
         };
         Ok(())
     })
-.help("Zoned access: none or strided"),
+.help("Zoned access: none or strided").def("none"),
     Spec::set("zonerange", Kind::Size, |j, o| {
         j.zonerange = Some(o.size()?).filter(|&z| z > 0);
         Ok(())
     })
-.help("Size of a zone's range"),
+.help("Size of a zone's range").def("0"),
     Spec::set("zonesize", Kind::Size, |j, o| {
         j.zonesize = Some(o.size()?).filter(|&z| z > 0);
         Ok(())
     })
-.help("Bytes done in each zone"),
+.help("Bytes done in each zone").def("0"),
     Spec::set("zoneskip", Kind::Size, |j, o| {
         j.zoneskip = o.size()?;
         Ok(())
     })
-.help("Bytes skipped after each zone"),
+.help("Bytes skipped after each zone").def("0"),
     Spec::set("startdelay", Kind::Time, |j, o| {
         j.startdelay = o.duration_range()?;
         Ok(())
     })
-.help("Time before the job starts (or a range to draw from)"),
+.help("Time before the job starts (or a range to draw from)").def("0"),
     Spec::set("number_ios", Kind::Int, |j, o| {
         j.number_ios = Some(o.size()?).filter(|&n| n > 0);
         Ok(())
     })
-.help("Stop after this many I/Os"),
+.help("Stop after this many I/Os").def("0").range(0, Range::NO_MAX),
     Spec::set("thinktime", Kind::Time, |j, o| {
         j.thinktime = o.micros()?;
         Ok(())
     })
-.help("Pause between I/Os (microseconds when bare)"),
+.help("Pause between I/Os (microseconds when bare)").def("0"),
     Spec::set("thinktime_spin", Kind::Time, |j, o| {
         j.thinktime_spin = o.micros()?;
         Ok(())
     })
-.help("Part of thinktime spent spinning"),
+.help("Part of thinktime spent spinning").def("0"),
     Spec::set("thinktime_blocks", Kind::Int, |j, o| {
-        j.thinktime_blocks = o.int(1, u32::MAX.into())?;
+        j.thinktime_blocks = o.int()?;
         Ok(())
     })
-.help("I/Os between pauses"),
+.help("I/Os between pauses").def("1").range(1, Range::NO_MAX),
     Spec::set("rate_iops", Kind::Int, |j, o| {
         j.rate_iops = Some(o.pair("rate")?).filter(|r| *r > 0);
         Ok(())
     })
-.help("Cap on I/Os per second"),
+.help("Cap on I/Os per second").no_def().range(0, Range::NO_MAX),
     Spec::set("rate_iops_min", Kind::Int, |j, o| {
         j.rate_iops_min = Some(o.pair("rate")?).filter(|r| *r > 0);
         Ok(())
     })
-.help("Minimum I/Os per second, or the job fails"),
-    Spec::set("rate_process", Kind::Words(&["linear", "poisson"]), |j, o| {
+.help("Minimum I/Os per second, or the job fails").no_def().range(0, Range::NO_MAX),
+    Spec::set("rate_process", Kind::Words(&[
+            ("linear", "Rated I/Os evenly spaced"),
+            ("poisson", "Rated I/Os at exponentially spaced times"),
+        ]), |j, o| {
         j.poisson = match o.value()? {
             "linear" => false,
             "poisson" => true,
@@ -408,61 +437,61 @@ pub static GENERAL: &[Spec] = &[
         };
         Ok(())
     })
-.help("How rated I/Os are spaced: linear or poisson"),
+.help("How rated I/Os are spaced: linear or poisson").def("linear"),
     // The bandwidth and IOPS samples' window, ms (bw_min… iops_samples).
     Spec::set("bwavgtime", Kind::Int, |j, o| {
-        j.bw_avg_time = o.int(1, u32::MAX.into())?;
+        j.bw_avg_time = o.int()?;
         Ok(())
     })
-.help("Window of the bandwidth samples, ms"),
+.help("Window of the bandwidth samples, ms").def("500").range(1, Range::NO_MAX),
     Spec::set("iopsavgtime", Kind::Int, |j, o| {
-        j.iops_avg_time = o.int(1, u32::MAX.into())?;
+        j.iops_avg_time = o.int()?;
         Ok(())
     })
-.help("Window of the IOPS samples, ms"),
+.help("Window of the IOPS samples, ms").def("500").range(1, Range::NO_MAX),
     Spec::set("rate_cycle", Kind::Int, |j, o| {
-        j.rate_cycle = Duration::from_millis(o.int(1, u32::MAX.into())?.into());
+        j.rate_cycle = Duration::from_millis(o.int()?.into());
         Ok(())
     })
-.help("Window over which rate_min is judged, ms")
+.help("Window over which rate_min is judged, ms").def("1000").range(1, Range::NO_MAX)
     .alias(&["ratecycle"]),
     Spec::set("max_latency", Kind::Time, |j, o| {
         j.max_latency = o.micros()?;
         Ok(())
     })
-.help("The job fails at the first I/O slower than this"),
+.help("The job fails at the first I/O slower than this").no_def(),
     Spec::set("latency_target", Kind::Time, |j, o| {
         j.tuning.latency_target = o.micros()?;
         Ok(())
     })
-.help("Latency the deepest queue must meet"),
+.help("Latency the deepest queue must meet").no_def(),
     Spec::set("latency_window", Kind::Time, |j, o| {
         j.tuning.latency_window = o.micros()?.unwrap_or_default();
         Ok(())
     })
-.help("Window over which latency_target is judged"),
+.help("Window over which latency_target is judged").no_def(),
     Spec::set("latency_percentile", Kind::Text("99.9"), |j, o| {
         super::tuning::percentile(&mut j.tuning, o)
     })
-.help("Share of I/Os that must meet latency_target"),
+.help("Share of I/Os that must meet latency_target").def("100"),
     flag("latency_run", |j, o| o.bool().map(|v| j.tuning.latency_run = v))
-.help("Keep adjusting the depth rather than stop once found"),
+.help("Keep adjusting the depth rather than stop once found").def("0"),
     Spec::set("steadystate", Kind::Text("iops:10%"), |j, o| {
         super::tuning::steadystate(&mut j.tuning, o)
     })
-.help("End the job once IOPS or bandwidth hold steady (iops|bw[_slope]:LIMIT)")
+.help("End the job once IOPS or bandwidth hold steady (iops|bw[_slope]:LIMIT)").no_def()
     .alias(&["ss"]),
     Spec::set("steadystate_duration", Kind::Time, |j, o| {
         j.tuning.ss_dur = o.duration()?.unwrap_or_default();
         Ok(())
     })
-.help("Span of samples judged for steady state")
+.help("Span of samples judged for steady state").def("0")
     .alias(&["ss_dur"]),
     Spec::set("steadystate_ramp_time", Kind::Time, |j, o| {
         j.tuning.ss_ramp = o.duration()?.unwrap_or_default();
         Ok(())
     })
-.help("Time before steady-state samples start")
+.help("Time before steady-state samples start").def("0")
     .alias(&["ss_ramp"]),
     Spec::set("steadystate_check_interval", Kind::Time, |j, o| {
         j.tuning.ss_interval = o
@@ -471,13 +500,20 @@ pub static GENERAL: &[Spec] = &[
             .ok_or_else(|| o.bad("expected a whole number of seconds, at least 1"))?;
         Ok(())
     })
-.help("Time between steady-state samples")
+.help("Time between steady-state samples").def("1")
     .alias(&["ss_interval"]),
     flag("invalidate", |j, o| o.bool().map(|v| j.invalidate = v))
-.help("Drop the region's cached pages before the job"),
+.help("Drop the region's cached pages before the job").def("1"),
     Spec::set(
         "fadvise_hint",
-        Kind::Words(&["1", "0", "none", "sequential", "random", "normal"]),
+        Kind::Words(&[
+            ("0", "No advice"),
+            ("none", "Alias for 0"),
+            ("1", "Advice from the job's rw pattern"),
+            ("sequential", "POSIX_FADV_SEQUENTIAL"),
+            ("random", "POSIX_FADV_RANDOM"),
+            ("normal", "POSIX_FADV_NORMAL"),
+        ]),
         |j, o| {
             j.fadvise = match o.value.unwrap_or("1") {
                 "0" | "none" => None,
@@ -490,10 +526,18 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("posix_fadvise advice given for the file"),
+.help("posix_fadvise advice given for the file").def("0"),
     Spec::set(
         "sync",
-        Kind::Words(&["1", "0", "none", "false", "sync", "true", "dsync"]),
+        Kind::Words(&[
+            ("none", "Plain writes"),
+            ("0", "Alias for none"),
+            ("false", "Alias for none"),
+            ("sync", "O_SYNC"),
+            ("1", "Alias for sync"),
+            ("true", "Alias for sync"),
+            ("dsync", "O_DSYNC"),
+        ]),
         |j, o| {
             j.open_sync = match o.value.unwrap_or("1") {
                 "0" | "none" | "false" => None,
@@ -504,22 +548,30 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("O_SYNC or O_DSYNC writes"),
+.help("O_SYNC or O_DSYNC writes").def("none"),
     Spec::set("fdatasync", Kind::Int, |j, o| {
-        j.fdatasync = o.int(0, u32::MAX.into())?;
+        j.fdatasync = o.int()?;
         Ok(())
     })
-.help("fdatasync after every N writes"),
+.help("fdatasync after every N writes").def("0").range(0, Range::NO_MAX),
     flag("fsync_on_close", |j, o| {
         j.end_fsync |= o.bool()?;
         Ok(())
     })
-.help("fsync when a file is closed"),
+.help("fsync when a file is closed").def("0"),
     flag("fill_device", |j, o| o.bool().map(|v| j.fill_device = v))
-.help("Write until the device or file system is full").alias(&["fill_fs"]),
+.help("Write until the device or file system is full").def("0").alias(&["fill_fs"]),
     Spec::set(
         "fallocate",
-        Kind::Words(&["native", "none", "0", "truncate", "posix", "keep", "1"]),
+        Kind::Words(&[
+            ("none", "No preallocation"),
+            ("native", "fallocate where the file system has it"),
+            ("posix", "As native"),
+            ("keep", "As native"),
+            ("truncate", "Alias for none"),
+            ("0", "Alias for none"),
+            ("1", "As native"),
+        ]),
         |j, o| {
             j.fallocate = match o.value.unwrap_or("native") {
                 "none" | "0" | "truncate" => false,
@@ -529,12 +581,12 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("How files are preallocated"),
+.help("How files are preallocated").def("native"),
     flag("unlink", |j, o| o.bool().map(|v| j.unlink = v))
-.help("Remove the job's files when it is done"),
-    flag("zero_buffers", |j, o| o.bool().map(|v| j.zero_buffers = v))
+.help("Remove the job's files when it is done").def("0"),
+    switch("zero_buffers", |j, o| o.bool().map(|v| j.zero_buffers = v))
 .help("Write buffers of zeros"),
-    flag("refill_buffers", |j, o| {
+    switch("refill_buffers", |j, o| {
         j.refill_buffers = o.bool()?;
         j.buffers.refill_set = true;
         Ok(())
@@ -548,38 +600,42 @@ pub static GENERAL: &[Spec] = &[
         j.refill_buffers = j.compress_pct > 0 || j.rw.reads();
         Ok(())
     })
-.help("Fill write buffers with this pattern"),
+.help("Fill write buffers with this pattern").no_def(),
     Spec::set("iodepth_low", Kind::Int, |j, o| {
-        j.iodepth_low = Some(o.int(0, 65536)?);
+        j.iodepth_low = Some(o.int()?);
         Ok(())
     })
-    .help("Refill the queue only when it drains to this depth"),
+    .help("Refill the queue only when it drains to this depth").no_def().range(0, 65536),
     Spec::set("iodepth_batch", Kind::Int, |j, o| {
-        j.batch_submit = o.int(0, 65536)?;
+        j.batch_submit = o.int()?;
         Ok(())
     })
-    .help("I/Os submitted to the engine in one call (fio's default 1)")
+    .help("I/Os submitted to the engine in one call (fio's default 1)").def("1").range(0, 65536)
     .alias(&["iodepth_batch_submit"]),
     Spec::set("iodepth_batch_complete_min", Kind::Int, |j, o| {
-        j.batch_complete_min = o.int(0, 65536)?;
+        j.batch_complete_min = o.int()?;
         Ok(())
     })
-.help("Reap at least this many completions at once")
+.help("Reap at least this many completions at once").def("1").range(0, 65536)
     .alias(&["iodepth_batch_complete"]),
     Spec::set("iodepth_batch_complete_max", Kind::Int, |j, o| {
-        j.batch_complete_max = o.int(0, 65536)?;
+        j.batch_complete_max = o.int()?;
         Ok(())
     })
-    .help("Reap at most this many completions at once (default: iodepth)"),
-    flag("exitall", |j, o| o.bool().map(|v| j.exitall = v))
+    .help("Reap at most this many completions at once (default: iodepth)").no_def().range(0, 65536),
+    switch("exitall", |j, o| o.bool().map(|v| j.exitall = v))
     .help("When one job ends, end the others its exit_what names"),
-    flag("exitall_on_error", |j, o| {
+    switch("exitall_on_error", |j, o| {
         o.bool().map(|v| j.exitall_on_error = v)
     })
 .help("When one job fails, end the others"),
     Spec::set(
         "exit_what",
-        Kind::Words(&["group", "stonewall", "all"]),
+        Kind::Words(&[
+            ("group", "The jobs running now"),
+            ("stonewall", "The running jobs of its stonewall group"),
+            ("all", "Every job, running or not"),
+        ]),
         |j, o| {
             j.exit_what = match o.value()? {
                 "group" => ExitWhat::Group,
@@ -590,10 +646,13 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("What exitall ends: group, stonewall or all"),
+.help("What exitall ends: group, stonewall or all").def("group"),
     Spec::set(
         "cpus_allowed_policy",
-        Kind::Words(&["shared", "split"]),
+        Kind::Words(&[
+            ("shared", "Every clone on the whole set"),
+            ("split", "Each clone on one CPU of the set"),
+        ]),
         |j, o| {
             j.cpus_split = match o.value()? {
                 "shared" => false,
@@ -603,7 +662,7 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("How numjobs clones share cpus_allowed: shared or split"),
+.help("How numjobs clones share cpus_allowed: shared or split").no_def(),
     Spec::set("cpumask", Kind::Text("0x3"), |j, o| {
         let mask = o.value()?;
         let bits = match mask.strip_prefix("0x").or_else(|| mask.strip_prefix("0X")) {
@@ -614,19 +673,19 @@ pub static GENERAL: &[Spec] = &[
         j.cpus_allowed = Some((0..64).filter(|b| bits >> b & 1 == 1).collect());
         Ok(())
     })
-.help("CPUs the job may run on, as a bit mask"),
+.help("CPUs the job may run on, as a bit mask").no_def(),
     Spec::take("iomem_align", Kind::Size, |_, o| {
         let a = o.size()?;
-        let page = 4096;
-        if a > page || (a > 0 && !a.is_power_of_two()) {
-            return Err(o.bad("xferbench aligns buffers to the page (4096 bytes); larger or odd alignments are not supported"));
+        let page = o.bounds().max;
+        if a > page as u64 || (a > 0 && !a.is_power_of_two()) {
+            return Err(o.bad(&format!("xferbench aligns buffers to the page ({page} bytes); larger or odd alignments are not supported")));
         }
         Ok(SetOutcome::Note(format!(
             "{}={a}: xferbench's buffers are page-aligned, which satisfies it",
             o.key
         )))
     })
-.help("Alignment of the I/O buffers")
+.help("Alignment of the I/O buffers").def("0").range(0, 4096)
     .alias(&["mem_align"]),
     Spec::take("create_on_open", Kind::Any, |_, o| {
         Ok(SetOutcome::Note(format!(
@@ -634,11 +693,15 @@ pub static GENERAL: &[Spec] = &[
             o.key
         )))
     })
-.help("Create files when they are opened")
+.help("Create files when they are opened").def("0")
     .also(&["create_serialize"]),
     Spec::take(
         "continue_on_error",
-        Kind::Words(&["none", "0", "verify"]),
+        Kind::Words(&[
+            ("none", "An error ends the job"),
+            ("0", "Alias for none"),
+            ("verify", "A bad block is counted and the job goes on"),
+        ]),
         |_, o| match o.value {
             Some("verify") => Ok(SetOutcome::Note(
                 "continue_on_error=verify is what xferbench does: a bad block is counted and the job goes on (unless verify_fatal), then fails naming the first".into(),
@@ -646,12 +709,15 @@ pub static GENERAL: &[Spec] = &[
             _ => on_error(o),
         },
     )
-.help("Errors to go on past (only none is taken here)"),
-    Spec::take("ignore_error", Kind::Words(&["none", "0"]), |_, o| {
+.help("Errors to go on past (only none is taken here)").def("none"),
+    Spec::take("ignore_error", Kind::Words(&[
+            ("none", "An error ends the job"),
+            ("0", "Alias for none"),
+        ]), |_, o| {
         on_error(o)
     })
-.help("Errors to go on past (only none is taken here)"),
-    Spec::take("lockfile", Kind::Words(&["none"]), |_, o| {
+.help("Errors to go on past (only none is taken here)").no_def(),
+    Spec::take("lockfile", Kind::Words(&[("none", "No file locking")]), |_, o| {
         if o.value != Some("none") {
             return Err(refusal(
                 o.key,
@@ -662,41 +728,47 @@ pub static GENERAL: &[Spec] = &[
             "lockfile=none is what xferbench does: jobs on one file do not lock it".into(),
         ))
     })
-.help("Lock the file around its I/O"),
-    Spec::set("io_submit_mode", Kind::Words(&["inline", "offload"]), |j, o| {
+.help("Lock the file around its I/O").def("none"),
+    Spec::set("io_submit_mode", Kind::Words(&[
+            ("inline", "The job's thread submits and reaps"),
+            ("offload", "Submitting threads issue I/O on schedule"),
+        ]), |j, o| {
         super::tuning::submit_mode(&mut j.tuning, o)
     })
-.help("inline, or offload: I/O issued on schedule by submitting threads"),
+.help("inline, or offload: I/O issued on schedule by submitting threads").def("inline"),
     flag("overwrite", |j, o| o.bool().map(|v| j.overwrite = v))
-.help("Lay a file out before writing over it"),
+.help("Lay a file out before writing over it").def("0"),
     flag("file_append", |j, o| o.bool().map(|v| j.file_append = v))
-.help("Writes start at the file's end"),
+.help("Writes start at the file's end").def("0"),
     Spec::set("offset_align", Kind::Size, |j, o| {
         j.offset_align = o.size()?;
         Ok(())
     })
-.help("Alignment of offset= given as a percentage"),
+.help("Alignment of offset= given as a percentage").def("0").range(0, Range::NO_MAX),
     flag("unlink_each_loop", |j, o| {
         j.unlink |= o.bool()?;
         Ok(())
     })
-.help("Remove the job's files after each loop"),
+.help("Remove the job's files after each loop").def("0"),
     Spec::set("buffer_compress_percentage", Kind::Int, |j, o| {
         j.compress_pct = o.share()?;
         j.buffers.generated = true;
         Ok(())
     })
-.help("How much each write buffer compresses, %"),
+.help("How much each write buffer compresses, %").no_def().range(0, 100),
     Spec::set("dedupe_percentage", Kind::Int, |j, o| {
         j.buffers.dedupe_pct = o.share()?;
         // fio: dedupe implies refilling every write buffer.
         (j.buffers.generated, j.refill_buffers) = (true, true);
         Ok(())
     })
-.help("Share of write buffers that repeat an earlier one, %"),
+.help("Share of write buffers that repeat an earlier one, %").no_def().range(0, 100),
     Spec::set(
         "dedupe_mode",
-        Kind::Words(&["repeat", "working_set"]),
+        Kind::Words(&[
+            ("repeat", "The previous unique buffer again"),
+            ("working_set", "One of dedupe_working_set_percentage's buffers"),
+        ]),
         |j, o| {
             j.buffers.dedupe_mode = match o.value()? {
                 "repeat" => super::buffers::DedupeMode::Repeat,
@@ -706,110 +778,102 @@ pub static GENERAL: &[Spec] = &[
             Ok(())
         },
     )
-.help("Where a repeated buffer comes from: the last one, or a working set"),
+.help("Where a repeated buffer comes from: the last one, or a working set").def("repeat"),
     Spec::set("dedupe_working_set_percentage", Kind::Int, |j, o| {
         j.buffers.dedupe_ws_pct = o.share()?;
         Ok(())
     })
-.help("Size of the repeated buffers' working set, % of the job"),
+.help("Size of the repeated buffers' working set, % of the job").def("5").range(0, 100),
     flag("dedupe_global", |j, o| {
         o.bool().map(|v| j.buffers.dedupe_global = v)
     })
-.help("Repeated buffers shared by every job"),
+.help("Repeated buffers shared by every job").def("0"),
     Spec::set("flow_id", Kind::Int, |j, o| {
-        j.flow.id = o
-            .value()?
-            .parse()
-            .map_err(|_| o.bad("expected a whole number (a flow's id)"))?;
+        j.flow.id = o.whole("a flow's id")? as i32;
         Ok(())
     })
-.help("Jobs of one flow id keep their I/O in the ratio of their flow"),
+.help("Jobs of one flow id keep their I/O in the ratio of their flow").def("0").range(i32::MIN as i64, i32::MAX as i64),
     Spec::set("flow", Kind::Int, |j, o| {
         // fio 3.33 takes 0 to 1000; older fio's signed weights (flow=-1
         // beside flow=8) count by their magnitude.
-        j.flow.weight = o
-            .value()?
-            .parse::<i32>()
-            .ok()
-            .filter(|w| (-1000..=1000).contains(w))
-            .ok_or_else(|| o.bad("expected a weight from 0 to 1000"))?
-            .unsigned_abs();
+        j.flow.weight = o.whole("a weight")?.unsigned_abs() as u32;
         Ok(())
     })
-.help("The job's weight in its flow"),
+.help("The job's weight in its flow").def("0").range(-1000, 1000),
     Spec::set("flow_sleep", Kind::Int, |j, o| {
-        j.flow.sleep_us = o.int(0, u64::from(u32::MAX))?;
+        j.flow.sleep_us = o.int()?;
         Ok(())
     })
-.help("Wait before retrying an I/O held back by its flow, microseconds"),
+.help("Wait before retrying an I/O held back by its flow, microseconds").def("0").range(0, Range::NO_MAX),
     Spec::set("buffer_compress_chunk", Kind::Size, |j, o| {
         j.compress_chunk = o.size()?.max(1);
         Ok(())
     })
-.help("Size of a compressible chunk"),
+.help("Size of a compressible chunk").def("512").range(0, Range::NO_MAX),
     Spec::set("nice", Kind::Int, |j, o| {
-        j.nice = Some(
-            o.value()?
-                .parse::<i32>()
-                .ok()
-                .filter(|n| (-20..=19).contains(n))
-                .ok_or_else(|| o.bad("expected a niceness from -20 to 19"))?,
-        );
+        j.nice = Some(o.whole("a niceness")? as i32);
         Ok(())
     })
-.help("The job's nice value"),
+.help("The job's nice value").no_def().range(-20, 19),
     Spec::set("prio", Kind::Int, |j, o| {
-        j.ioprio.1 = Some(o.value().and_then(|v| o.prio_level(v))?);
+        j.ioprio.1 = Some(o.value().and_then(|v| o.prio_level(v, o.bounds()))?);
         Ok(())
     })
-.help("I/O priority level"),
+.help("I/O priority level").no_def().bounds(super::cmdprio::LEVELS),
     Spec::set("prioclass", Kind::Int, |j, o| {
-        j.ioprio.0 = Some(o.int(0, 3)?);
+        j.ioprio.0 = Some(o.int()?);
         Ok(())
     })
-    .help("I/O priority class"),
+    .help("I/O priority class").no_def().range(0, 3),
     flag("scramble_buffers", |j, o| {
         j.buffers.scramble = o.bool()?;
         j.buffers.scramble_set = true;
         Ok(())
     })
-.help("Stamp each write buffer so that it does not dedupe"),
+.help("Stamp each write buffer so that it does not dedupe").def("1"),
     Spec::set("rwmixread", Kind::Int, |j, o| {
         j.rwmixread = o.share()?;
         Ok(())
     })
-.help("Share of a mixed job's I/Os that are reads, %"),
+.help("Share of a mixed job's I/Os that are reads, %").def("50").range(0, 100),
     Spec::set("rwmixwrite", Kind::Int, |j, o| {
         j.rwmixread = 100 - o.share()?;
         Ok(())
     })
-.help("Share of a mixed job's I/Os that are writes, %"),
+.help("Share of a mixed job's I/Os that are writes, %").def("50").range(0, 100),
     Spec::set("numjobs", Kind::Int, |j, o| {
-        j.numjobs = o.int(1, 4096)?;
+        j.numjobs = o.int()?;
         Ok(())
     })
-.help("Copies of the job that run at once"),
+.help("Copies of the job that run at once").def("1").range(1, 4096),
     Spec::set("iodepth", Kind::Int, |j, o| {
-        j.iodepth = o.int(1, 65536)?;
+        j.iodepth = o.int()?;
         Ok(())
     })
-.help("I/Os in flight"),
-    Spec::set("ioengine", Kind::Text("psync"), |j, o| j.set_engine(o))
-.help("How the I/O is done (--enghelp lists the engines)"),
+.help("I/Os in flight").def("1").range(1, 65536),
+    Spec::set("ioengine", Kind::Listed(IoEngine::words), |j, o| j.set_engine(o))
+.help("How the I/O is done (--enghelp lists the engines)").def("psync"),
     Spec::set(
         "mem",
-        Kind::Words(&["malloc", "mmap", "mmapshared", "shm", "mmaphuge", "shmhuge"]),
+        Kind::Words(&[
+            ("malloc", "Heap memory"),
+            ("mmap", "Anonymous mmap(2)"),
+            ("mmapshared", "As mmap"),
+            ("shm", "As mmap"),
+            ("mmaphuge", "mmap(2) with huge pages"),
+            ("shmhuge", "As mmaphuge"),
+        ]),
         |j, o| {
             j.iomem = o.iomem()?;
             Ok(())
         },
     )
-.help("Where the I/O buffers come from")
+.help("Where the I/O buffers come from").def("malloc")
     .alias(&["iomem"]),
     flag("direct", |j, o| o.bool().map(|v| j.direct = v))
-.help("O_DIRECT: I/O that bypasses the page cache"),
+.help("O_DIRECT: I/O that bypasses the page cache").def("0"),
     flag("buffered", |j, o| o.bool().map(|v| j.direct = !v))
-.help("Buffered I/O (the opposite of direct)"),
+.help("Buffered I/O (the opposite of direct)").def("1"),
     Spec::set("randseed", Kind::Int, |j, o| {
         j.randseed = o
             .value()?
@@ -817,76 +881,79 @@ pub static GENERAL: &[Spec] = &[
             .map_err(|_| o.bad("expected a whole number"))?;
         Ok(())
     })
-.help("Seed of the random offsets"),
+.help("Seed of the random offsets").def("6840388453070139662").range(0, Range::NO_MAX),
     // fio: 0 means no limit.
     Spec::set("rate_min", Kind::Size, |j, o| {
         j.ratemin = Some(o.pair("rate")?).filter(|&r| r > 0);
         Ok(())
     })
-.help("Minimum bandwidth, or the job fails")
+.help("Minimum bandwidth, or the job fails").no_def().range(0, Range::NO_MAX)
     .alias(&["ratemin"]),
     Spec::set("rate", Kind::Size, |j, o| {
         j.rate = Some(o.pair("rate")?).filter(|&r| r > 0);
         Ok(())
     })
-.help("Cap on bandwidth, bytes per second"),
-    flag("new_group", |j, o| o.bool().map(|v| j.new_group = v))
+.help("Cap on bandwidth, bytes per second").no_def().range(0, Range::NO_MAX),
+    switch("new_group", |j, o| o.bool().map(|v| j.new_group = v))
 .help("Start a new reporting group"),
-    flag("stonewall", |j, o| o.bool().map(|v| j.stonewall = v))
+    switch("stonewall", |j, o| o.bool().map(|v| j.stonewall = v))
 .help("Wait for the jobs before this one to end, and start a new group").alias(&["wait_for_previous"]),
     flag("serialize_overlap", |j, o| {
         o.bool().map(|v| j.serialize_overlap = v)
     })
-.help("An I/O waits for overlapping ones in flight"),
+.help("An I/O waits for overlapping ones in flight").def("0"),
     Spec::set("wait_for", Kind::Text("x"), |j, o| {
         j.wait_for = Some(o.value()?.to_string());
         Ok(())
     })
-.help("Start after the named job ends"),
-    flag("group_reporting", |j, o| {
+.help("Start after the named job ends").no_def(),
+    switch("group_reporting", |j, o| {
         o.bool().map(|v| j.group_reporting = v)
     })
     .help("Report the group's jobs as one"),
     flag("lat_percentiles", |j, o| {
         o.bool().map(|v| j.lat_percentiles = v)
     })
-    .help("Give percentiles of the total latency (lat) too"),
+    .help("Give percentiles of the total latency (lat) too").def("0"),
     flag("slat_percentiles", |j, o| {
         o.bool().map(|v| j.slat_percentiles = v)
     })
-    .help("Give percentiles of the submission latency (slat) too"),
+    .help("Give percentiles of the submission latency (slat) too").def("0"),
     flag("allow_file_create", |j, o| {
         o.bool().map(|v| j.allow_file_create = v)
     })
-.help("Create files that do not exist"),
+.help("Create files that do not exist").def("1"),
     Spec::set("fsync", Kind::Int, |j, o| {
-        j.fsync = o.int(0, u32::MAX.into())?;
+        j.fsync = o.int()?;
         Ok(())
     })
-.help("fsync after every N writes"),
+.help("fsync after every N writes").def("0").range(0, Range::NO_MAX),
     flag("end_fsync", |j, o| o.bool().map(|v| j.end_fsync = v))
-.help("fsync the files at the job's end"),
+.help("fsync the files at the job's end").def("0"),
     Spec::set("runtime", Kind::Time, |j, o| {
         j.runtime = o.duration()?;
         Ok(())
     })
-.help("Stop the job after this long")
+.help("Stop the job after this long").def("0")
     .alias(&["timeout"]),
-    flag("time_based", |j, o| o.bool().map(|v| j.time_based = v))
+    switch("time_based", |j, o| o.bool().map(|v| j.time_based = v))
 .help("Run for runtime, going over the region again as needed"),
     Spec::set("ramp_time", Kind::Time, |j, o| {
         j.ramp_time = o.duration()?;
         Ok(())
     })
-.help("Time run before the figures start"),
+.help("Time run before the figures start").no_def(),
     // io_uring's and pvsync2's in fio, but read beside completion= for
     // every engine, and refused on the others by engine::check with its
     // own advice.
-    flag("hipri", |j, o| o.bool().map(|v| j.hipri = v))
+    switch("hipri", |j, o| o.bool().map(|v| j.hipri = v))
 .help("Polled completions (io_uring IOPOLL, pvsync2 RWF_HIPRI)"),
-    flag("sqthread_poll", |j, o| o.bool().map(|v| j.sqthread_poll = v))
+    switch("sqthread_poll", |j, o| o.bool().map(|v| j.sqthread_poll = v))
 .help("io_uring: a kernel thread polls the submission queue"),
-    Spec::set("completion", Kind::Words(&["interrupt", "poll"]), |j, o| {
+    Spec::set("completion", Kind::Words(&[
+            ("interrupt", "Sleep until woken"),
+            ("poll", "Spin"),
+        ]), |j, o| {
         j.completion = Some(match o.value()? {
             "interrupt" => Completion::Interrupt,
             "poll" => Completion::Poll,
@@ -894,16 +961,16 @@ pub static GENERAL: &[Spec] = &[
         });
         Ok(())
     })
-.help("xferbench: wait for completions by sleeping (interrupt) or spinning (poll)"),
+.help("xferbench: wait for completions by sleeping (interrupt) or spinning (poll)").no_def(),
     Spec::set("cpus_allowed", Kind::Text("0"), |j, o| {
         j.cpus_allowed = crate::units::parse_cpu_list(o.value()?).map_err(|_| {
             o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
         })?;
         Ok(())
     })
-.help("CPUs the job may run on"),
+.help("CPUs the job may run on").no_def(),
     // Workers are threads: the setting is what xferbench always does.
-    Spec::set("thread", Kind::Words(&["1"]), |_, o| {
+    Spec::set("thread", Kind::Words(&[("1", "Jobs as threads")]), |_, o| {
         if !o.bool()? {
             return Err(o.bad(
                 "fio's jobs as processes are not supported: xferbench's jobs are threads; drop it",
@@ -911,26 +978,26 @@ pub static GENERAL: &[Spec] = &[
         }
         Ok(())
     })
-.help("Jobs as threads (xferbench's always are)")
+.help("Jobs as threads (xferbench's always are)").no_def()
     .also(&["threads"]),
     Spec::set("loops", Kind::Int, |j, o| {
-        j.loops = o.int(1, u32::MAX.into())?;
+        j.loops = o.int()?;
         Ok(())
     })
-.help("Passes over the region"),
+.help("Passes over the region").def("1").range(1, Range::NO_MAX),
     // Ignoring kb_base=1000 would silently change every size.
-    Spec::set("kb_base", Kind::Words(&["1024"]), |_, o| {
+    Spec::set("kb_base", Kind::Words(&[("1024", "k is 1024")]), |_, o| {
         if o.value != Some("1024") {
             return Err(o.bad("xferbench sizes are binary (k = 1024); drop kb_base and write sizes in bytes or with k/m/g"));
         }
         Ok(())
     })
-.help("Whether k means 1024 or 1000 (only 1024 is taken here)"),
+.help("Whether k means 1024 or 1000 (only 1024 is taken here)").def("1024"),
     Spec::set("numa_cpu_nodes", Kind::Text("0"), |j, o| {
         j.cpus_allowed = Some(super::numa_cpus(o.value()?).map_err(|e| o.bad(&e))?);
         Ok(())
     })
-.help("Run on the CPUs of these NUMA nodes"),
+.help("Run on the CPUs of these NUMA nodes").no_def(),
     // Accepted: they change no figure xferbench reports.
     Spec::note("block_error_percentiles", PCT),
     Spec::note("clat_percentiles", PCT),

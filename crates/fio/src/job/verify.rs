@@ -7,7 +7,7 @@
 //! note, or refused with the list of those taken — never silently ignored,
 //! as a verify option quietly dropped would leave data unchecked.
 
-use super::spec::{Kind, Spec};
+use super::spec::{Kind, Range, Spec, Word};
 use super::{Opt, SetOutcome, VerifyKind};
 use crate::error::{Error, Result};
 use crate::pattern::Pattern;
@@ -15,7 +15,7 @@ use crate::pattern::Pattern;
 /// fio's verify options xferbench takes; any other `verify*` key is
 /// refused with this list.
 pub static VERIFY: &[Spec] = &[
-    Spec::take("verify", Kind::Text("crc32c"), |j, o| {
+    Spec::take("verify", Kind::Listed(words), |j, o| {
         j.verify_given = true;
         if o.value.is_none() {
             o.value()?;
@@ -32,19 +32,19 @@ pub static VERIFY: &[Spec] = &[
         }
         Ok(SetOutcome::Applied)
     })
-.help("Write a checksum into every block and check it on read"),
+.help("Write a checksum into every block and check it on read").def("0"),
     Spec::set("do_verify", Kind::Bool, |j, o| {
         o.bool().map(|v| j.do_verify = v)
     })
-.help("Read back and check what the job wrote"),
+.help("Read back and check what the job wrote").def("1"),
     Spec::set("verify_fatal", Kind::Bool, |j, o| {
         o.bool().map(|v| j.verify_fatal = v)
     })
-.help("Stop at the first block that fails"),
+.help("Stop at the first block that fails").def("0"),
     Spec::set("verify_dump", Kind::Bool, |j, o| {
         o.bool().map(|v| j.verify_dump = v)
     })
-.help("Write a failed block's data and its expected data to files"),
+.help("Write a failed block's data and its expected data to files").def("0"),
     Spec::set("verify_pattern", Kind::Text("0xdeadbeef"), |j, o| {
         let p = Pattern::parse(o.value()?).map_err(|e| o.bad(&e))?;
         j.verify_pattern = Some(p);
@@ -54,55 +54,65 @@ pub static VERIFY: &[Spec] = &[
         }
         Ok(())
     })
-.help("Fill and check blocks with this pattern"),
+.help("Fill and check blocks with this pattern").no_def(),
     Spec::set("verify_interval", Kind::Size, |j, o| {
         j.verify_interval = Some(o.size()?).filter(|&n| n > 0);
         Ok(())
     })
-.help("Size of each verified piece of a block"),
+.help("Size of each verified piece of a block").no_def(),
     Spec::set("verify_offset", Kind::Size, |j, o| {
         j.verify_offset = o.size()?;
         Ok(())
     })
-.help("Where in the block the header goes"),
+.help("Where in the block the header goes").no_def(),
     Spec::set("verify_backlog", Kind::Int, |j, o| {
         j.verify_backlog = count(o)?;
         Ok(())
     })
-.help("Check written blocks after every N writes"),
+.help("Check written blocks after every N writes").no_def().range(0, Range::NO_MAX),
     Spec::set("verify_backlog_batch", Kind::Int, |j, o| {
         j.verify_backlog_batch = Some(count(o)?).filter(|&n| n > 0);
         Ok(())
     })
-.help("Blocks checked per backlog round"),
-    Spec::set("verify_only", Kind::Bool, |j, o| {
+.help("Blocks checked per backlog round").no_def().range(0, Range::NO_MAX),
+    Spec::set("verify_only", Kind::Flag, |j, o| {
         o.bool().map(|v| j.verify_only = v)
     })
 .help("Check without writing"),
     Spec::set("verify_header_seed", Kind::Bool, |j, o| {
         o.bool().map(|v| j.verify_header_seed = v)
     })
-.help("Check the header's seed"),
+.help("Check the header's seed").def("0"),
     // xferbench's read-back always replays the write order from the
     // seed instead of logging it, which is what this turns on in fio.
     Spec::set("experimental_verify", Kind::Bool, |_, o| {
         o.bool().map(|_| ())
     })
-.help("fio's experimental verify"),
+.help("fio's experimental verify").no_def(),
     Spec::take("verify_async", Kind::Int, |_, o| {
         if count(o)? == 0 {
             return Ok(SetOutcome::Applied);
         }
         threads(o)
     })
-.help("Threads that verify"),
+.help("Threads that verify").def("0").range(0, Range::NO_MAX),
     Spec::take("verify_async_cpus", Kind::Text("0"), |_, o| threads(o))
-.help("CPUs of the verify threads"),
+.help("CPUs of the verify threads").no_def(),
     Spec::take("verify_state_save", Kind::Bool, |_, o| state(o))
-.help("Save the verify state at the end"),
+.help("Save the verify state at the end").def("0"),
     Spec::take("verify_state_load", Kind::Bool, |_, o| state(o))
-.help("Load a saved verify state"),
+.help("Load a saved verify state").no_def(),
 ];
+
+/// `verify=`'s values for `--cmdhelp`: off, every kind, and fio's other
+/// spellings.
+fn words() -> Vec<Word> {
+    let mut w = vec![("0", "No verification"), ("none", "Alias for 0")];
+    w.extend(VerifyKind::ALL.iter().map(|(n, k)| (*n, k.about())));
+    w.push(("crc32c-intel", "Alias for crc32c"));
+    w.push(("null", "fio's pretend verification: runs as no verify"));
+    w
+}
 
 /// `verify_async=N` and `verify_async_cpus=`: taken, checked inline.
 fn threads(o: &Opt) -> Result<SetOutcome> {
