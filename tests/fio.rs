@@ -420,3 +420,81 @@ fn status_interval_writes_the_run_so_far() {
     }
     assert_eq!(last["jobs"][0]["error"], 0);
 }
+
+/// Tools that drive fio (fio-plot's bench-fio) take any stderr as a
+/// failed run: a run that succeeds writes nothing there, whatever the
+/// machine (a virtual machine's caveat stays in the JSON's warnings).
+#[test]
+fn a_run_that_succeeds_is_silent_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = fio(
+        dir.path(),
+        &[
+            "--name=quiet",
+            "--filename=data",
+            "--size=256k",
+            "--bs=4k",
+            "--rw=randwrite",
+            "--output-format=json",
+            "--output=out.json",
+        ],
+    );
+    assert!(o.status.success(), "failed: {}", stderr(&o));
+    assert_eq!(stderr(&o), "", "stderr of a run that succeeded");
+    let text = std::fs::read_to_string(dir.path().join("out.json")).unwrap();
+    let d: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(d["jobs"][0]["write"]["io_bytes"], 256 << 10);
+}
+
+/// Lines in a log file.
+fn log_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .count()
+}
+
+/// The JSON's bandwidth and IOPS samples are the logs' when a job writes
+/// those logs, as fio 3.33 sets them (init.c): a line per I/O makes every
+/// I/O a sample; `log_avg_msec` makes the log's lines the samples, the
+/// window the job ends in written in neither.
+#[test]
+fn rate_samples_follow_the_logs_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |args: &[&str]| {
+        let mut all = vec![
+            "--name=s",
+            "--filename=data",
+            "--size=1m",
+            "--bs=4k",
+            "--rw=randread",
+            "--output-format=json",
+        ];
+        all.extend_from_slice(args);
+        ok_json(&fio(dir.path(), &all))["jobs"][0]["read"].clone()
+    };
+    let r = read(&["--write_bw_log=pu", "--write_iops_log=pu"]);
+    let ios = r["total_ios"].as_u64().unwrap();
+    assert_eq!(ios, 256);
+    assert_eq!(
+        (r["bw_samples"].as_u64(), r["iops_samples"].as_u64()),
+        (Some(ios), Some(ios))
+    );
+    assert_eq!(
+        (r["iops_min"].as_u64(), r["iops_max"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(log_lines(&dir.path().join("pu_bw.1.log")), ios as usize);
+    let r = read(&[
+        "--time_based",
+        "--runtime=1s",
+        "--write_bw_log=av",
+        "--write_iops_log=av",
+        "--log_avg_msec=200",
+    ]);
+    let samples = r["bw_samples"].as_u64().unwrap() as usize;
+    assert!((1..=5).contains(&samples), "{r}");
+    assert_eq!(log_lines(&dir.path().join("av_bw.1.log")), samples);
+    assert_eq!(r["iops_samples"].as_u64().unwrap() as usize, samples);
+    assert_eq!(log_lines(&dir.path().join("av_iops.1.log")), samples);
+}

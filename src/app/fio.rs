@@ -302,7 +302,7 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
         return Err(e);
     }
     if !quiet {
-        for w in &run.warnings {
+        for w in job_warnings(&run) {
             eprintln!("xferbench: warning: {w}");
         }
     }
@@ -334,6 +334,15 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
         }
         None => verdict.map(|()| 0),
     }
+}
+
+/// The run's warnings that stderr carries: those about the jobs. The
+/// machine's caveats (a virtual machine, one CPU, the governor) stay in
+/// the JSON's `warnings` alone: fio prints nothing on stderr for them, and
+/// tools that drive fio (fio-plot's bench-fio) read any stderr as failure.
+fn job_warnings(run: &StreamRun) -> impl Iterator<Item = &String> {
+    let machine = run.env.warnings();
+    run.warnings.iter().filter(move |w| !machine.contains(w))
 }
 
 /// The normal output: ONE call site, so that fio's exact text can take

@@ -411,12 +411,12 @@ pub static GENERAL: &[Spec] = &[
 .help("How rated I/Os are spaced: linear or poisson"),
     // The bandwidth and IOPS samples' window, ms (bw_min… iops_samples).
     Spec::set("bwavgtime", Kind::Int, |j, o| {
-        j.bw_avg_time = o.int(1, u32::MAX.into())?;
+        j.bw_avg_time = Some(o.int(1, u32::MAX.into())?);
         Ok(())
     })
 .help("Window of the bandwidth samples, ms"),
     Spec::set("iopsavgtime", Kind::Int, |j, o| {
-        j.iops_avg_time = o.int(1, u32::MAX.into())?;
+        j.iops_avg_time = Some(o.int(1, u32::MAX.into())?);
         Ok(())
     })
 .help("Window of the IOPS samples, ms"),
