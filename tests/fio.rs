@@ -498,3 +498,44 @@ fn rate_samples_follow_the_logs_windows() {
     assert_eq!(r["iops_samples"].as_u64().unwrap() as usize, samples);
     assert_eq!(log_lines(&dir.path().join("av_iops.1.log")), samples);
 }
+
+/// The command line cdmpy (a CrystalDiskMark look-alike) gives fio: its
+/// job file's numbers are Python floats (`rwmixread=70.0`), read as fio's
+/// strtoll reads them, and `--max-jobs` beside a group of two.
+#[test]
+fn a_python_float_is_a_whole_number_as_in_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("cdm.jobfile");
+    std::fs::write(
+        &job,
+        "[global]\nioengine=posixaio\nfilename=.fio_testmark\nsize=262144.0\ndirect=0\n\
+         refill_buffers\nnorandommap\nrandrepeat=0\nallrandrepeat=0\ngroup_reporting\n\
+         [rnd-rw-4k-q4-t2]\nrw=randrw\nbs=4k\nrwmixread=70.0\niodepth=4\nnumjobs=2\nloops=1\nstonewall\n",
+    )
+    .unwrap();
+    let job = job.display().to_string();
+    let o = fio(
+        dir.path(),
+        &[
+            "--ioengine",
+            "posixaio",
+            "--max-jobs=1",
+            "--output-format",
+            "json",
+            &job,
+        ],
+    );
+    let d = ok_json(&o);
+    let jobs = d["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "group_reporting merges the two: {d}");
+    let j = &jobs[0];
+    assert_eq!(j["jobname"], "rnd-rw-4k-q4-t2");
+    let moved = j["read"]["io_bytes"].as_u64().unwrap() + j["write"]["io_bytes"].as_u64().unwrap();
+    assert_eq!(moved, 2 * (256 << 10));
+    assert!(
+        j["read"]["io_bytes"].as_u64() > j["write"]["io_bytes"].as_u64(),
+        "{j}"
+    );
+    let bad = fio(dir.path(), &["--name=x", "--rwmixread=70.x", "--size=4k"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+}

@@ -1297,6 +1297,15 @@ enum Distribution {
     Skewed(Shape),
 }
 
+/// A whole number as fio's strtoll reads it: a fraction after it is
+/// dropped (`rwmixread=70.0`, a float as Python writes it, is 70).
+fn whole(v: &str) -> &str {
+    match v.split_once('.') {
+        Some((n, frac)) if !n.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()) => n,
+        _ => v,
+    }
+}
+
 /// One option being parsed, handed to its table entry: knows how to word
 /// errors about itself.
 pub struct Opt<'a> {
@@ -1329,7 +1338,7 @@ impl<'a> Opt<'a> {
     }
 
     fn int(&self, lo: u32, hi: u64) -> Result<u32> {
-        self.value()?
+        whole(self.value()?)
             .parse::<u32>()
             .ok()
             .filter(|n| (lo..).contains(n) && u64::from(*n) <= hi)
@@ -1339,7 +1348,7 @@ impl<'a> Opt<'a> {
     /// A whole percentage, 0 to 100, as fio reads it: `50`, `50%` or
     /// `50%%` (job files written through printf double their `%`).
     fn share(&self) -> Result<u32> {
-        unpercent(self.value()?)
+        whole(unpercent(self.value()?))
             .parse::<u32>()
             .ok()
             .filter(|n| *n <= 100)
