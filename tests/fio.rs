@@ -539,3 +539,68 @@ fn a_python_float_is_a_whole_number_as_in_fio() {
     let bad = fio(dir.path(), &["--name=x", "--rwmixread=70.x", "--size=4k"]);
     assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
 }
+
+/// disk-bench's command line (seven jobs, `--stonewall` before the first
+/// `--name`, `--gtod_reduce=1`), which asserts that fio wrote nothing on
+/// stderr: an option accepted as a note stays in the JSON's warnings.
+#[test]
+fn disk_bench_line_runs_its_seven_jobs_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let mut args = vec![
+        "--directory",
+        &d,
+        "--filename=disk~bench.tmp",
+        "--output-format=json",
+        "--stonewall",
+        "--ioengine=libaio",
+        "--direct=0",
+        "--gtod_reduce=1",
+    ];
+    let jobs: [&[&str]; 7] = [
+        &["--name=seqread", "--bs=1m", "--rw=read"],
+        &["--name=seqwrite", "--bs=1m", "--rw=write"],
+        &["--name=randread", "--bs=512k", "--rw=randread"],
+        &["--name=randwrite", "--bs=512k", "--rw=randwrite"],
+        &[
+            "--name=4kQD32read",
+            "--bs=4k",
+            "--iodepth=32",
+            "--rw=randread",
+        ],
+        &[
+            "--name=4kQD32write",
+            "--bs=4k",
+            "--iodepth=32",
+            "--rw=randwrite",
+        ],
+        &[
+            "--name=4kQD16",
+            "--bs=4k",
+            "--iodepth=32",
+            "--rw=randrw",
+            "--rwmixread=65",
+        ],
+    ];
+    for j in jobs {
+        args.extend_from_slice(j);
+        args.push("--size=1m");
+    }
+    let o = fio(dir.path(), &args);
+    assert_eq!(stderr(&o), "", "disk-bench fails on any stderr");
+    let doc = ok_json(&o);
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 7);
+    for (k, j) in jobs.iter().enumerate() {
+        let moved =
+            j["read"]["io_bytes"].as_u64().unwrap() + j["write"]["io_bytes"].as_u64().unwrap();
+        assert_eq!(moved, 1 << 20, "{}", j["jobname"]);
+        assert_eq!(
+            j["groupid"].as_u64(),
+            Some(k as u64),
+            "stonewall: a group each"
+        );
+    }
+    let notes = doc["warnings"].to_string();
+    assert!(notes.contains("gtod_reduce"), "{notes}");
+}

@@ -336,13 +336,17 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
     }
 }
 
-/// The run's warnings that stderr carries: those about the jobs. The
-/// machine's caveats (a virtual machine, one CPU, the governor) stay in
-/// the JSON's `warnings` alone: fio prints nothing on stderr for them, and
-/// tools that drive fio (fio-plot's bench-fio) read any stderr as failure.
+/// The run's warnings that stderr carries: those about the jobs, less the
+/// notes (options accepted that change no figure, as `gtod_reduce`). The
+/// machine's caveats (a virtual machine, one CPU, the governor) and the
+/// notes stay in the JSON's `warnings` alone: fio prints nothing on stderr
+/// for them, and tools that drive fio (fio-plot's bench-fio, disk-bench)
+/// read any stderr as a failed run.
 fn job_warnings(run: &StreamRun) -> impl Iterator<Item = &String> {
     let machine = run.env.warnings();
-    run.warnings.iter().filter(move |w| !machine.contains(w))
+    run.warnings
+        .iter()
+        .filter(move |w| !machine.contains(w) && !run.extra.notes.contains(w))
 }
 
 /// The normal output: ONE call site, so that fio's exact text can take
