@@ -423,7 +423,8 @@ fn status_interval_writes_the_run_so_far() {
 
 /// Tools that drive fio (fio-plot's bench-fio) take any stderr as a
 /// failed run: a run that succeeds writes nothing there, whatever the
-/// machine (a virtual machine's caveat stays in the JSON's warnings).
+/// machine (a virtual machine's caveat stays in the JSON's warnings), and
+/// no ETA where fio would print none.
 #[test]
 fn a_run_that_succeeds_is_silent_on_stderr() {
     let dir = tempfile::tempdir().unwrap();
@@ -444,6 +445,27 @@ fn a_run_that_succeeds_is_silent_on_stderr() {
     let text = std::fs::read_to_string(dir.path().join("out.json")).unwrap();
     let d: Value = serde_json::from_str(&text).unwrap();
     assert_eq!(d["jobs"][0]["write"]["io_bytes"], 256 << 10);
+    // Azure's published line asks for --eta-newline=1: fio prints no ETA
+    // where its output is piped (only --eta=always does).
+    let line = [
+        "--name=iops-test-job",
+        "--filename=data",
+        "--size=256k",
+        "--rw=randrw",
+        "--time_based",
+        "--runtime=300ms",
+        "--eta-newline=100ms",
+    ];
+    let o = fio(dir.path(), &line);
+    assert!(o.status.success(), "failed: {}", stderr(&o));
+    assert_eq!(stderr(&o), "", "an ETA line where stdout is piped");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Run status group 0"));
+    let o = fio(dir.path(), &[&line[..], &["--eta=always"]].concat());
+    assert!(
+        stderr(&o).contains("Jobs: "),
+        "--eta=always: {}",
+        stderr(&o)
+    );
 }
 
 /// Lines in a log file.

@@ -283,7 +283,7 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
     xferbench::output::check_writable(out.output.as_deref())?;
     let base = super::baseline_first(out)?;
     let stop = super::interrupt::install();
-    let eta = EtaLines::of(line, quiet);
+    let eta = EtaLines::of(line, outs, quiet);
     let bar = Bar::new(quiet || line.eta == Eta::Never || eta.is_some());
     let kept: super::checkpoint::Checkpoints<_, _> = super::checkpoint::Checkpoints::<
         xferbench::result::stream::JobResult,
@@ -455,8 +455,16 @@ struct EtaState {
 }
 
 impl EtaLines {
-    fn of(line: &CmdLine, quiet: bool) -> Option<EtaLines> {
+    /// The lines fio 3.33 would print (eta.c): none unless the normal
+    /// output is asked for or the outputs go to a file, and none when
+    /// stdout is not a terminal unless `--eta=always` (`--eta-newline`
+    /// alone forces nothing: a tool that pipes fio's output gets none).
+    fn of(line: &CmdLine, outs: &[Out], quiet: bool) -> Option<EtaLines> {
         if quiet || line.eta == Eta::Never {
+            return None;
+        }
+        let over_output = line.output.is_none() && !outs.contains(&Out::Normal);
+        if over_output || (line.eta != Eta::Always && !std::io::stdout().is_terminal()) {
             return None;
         }
         let (every, newline) = match line.eta_newline {
