@@ -70,6 +70,14 @@ with() {
     PATH="$WORK/bin/$t:$VENV/bin:$PATH" timeout "$LIMIT" "$@" </dev/null
 }
 
+# bare TOOL CMD...: CMD with TOOL's fio first on PATH, and the system's
+# python3 (fio's own scripts need Debian's python3-six).
+bare() {
+    local t=$1
+    shift
+    PATH="$WORK/bin/$t:$PATH" timeout "$LIMIT" "$@" </dev/null
+}
+
 # venv: the PyPI tools, installed once into $VENV.
 venv() {
     local log=$WORK/pip.log
@@ -225,7 +233,7 @@ run_tools() {
         d=$WORK/tools/$t/bench-fio
         mkdir -p "$d"
         (cd "$d" && with "$t" bench-fio -d "$d/target.bin" -t file -s 64m -o "$d/out" \
-            --iodepth 1 4 --numjobs 1 2 --runtime 2 --time-based -m randread randwrite \
+            --iodepth 1 4 --numjobs 1 2 --runtime 2 --time-based --loginterval 500 -m randread randwrite \
             --destructive --quiet --create >"$d/log.txt" 2>&1)
         RC[bench-$t]=$?
         RC[json-$t]=$(find "$d/out" -name '*.json' 2>/dev/null | wc -l)
@@ -264,14 +272,14 @@ run_tools() {
         mkdir -p "$d"
         (cd "$d" && with "$t" disk-bench --seq-size 64m --rand-size 16m --direct "$d" >"$d/out.txt" 2>&1)
         RC[db-$t]=$?
-        RC[dbout-$t]=$(tail -n 1 "$d/out.txt" | cut -c1-60)
+        RC[dbout-$t]=$(grep -c seqread "$d/out.txt")
     done
     tool_row "cdmpy (cdm, --max-jobs=1, json)" "${RC[cdm-fio]}" "${RC[cdm-xb]}" \
         "result rows: fio ${RC[cdmrows-fio]}, xferbench ${RC[cdmrows-xb]}"
     tool_row "auto-fio (--backend fio)" "${RC[af-fio]}" "${RC[af-xb]}" \
         "block sizes measured: fio ${RC[afn-fio]}, xferbench ${RC[afn-xb]}"
     tool_row "disk-bench (7 jobs, stderr empty)" "${RC[db-fio]}" "${RC[db-xb]}" \
-        "last line: fio '${RC[dbout-fio]}', xferbench '${RC[dbout-xb]}'"
+        "tables printed: fio ${RC[dbout-fio]}, xferbench ${RC[dbout-xb]}"
 }
 
 run_helpers() {
@@ -285,24 +293,24 @@ run_helpers() {
     for t in "${TOOLS[@]}"; do
         d=$WORK/helpers/$t
         mkdir -p "$d"
-        (cd "$d" && with "$t" fio --name=h --filename=f --size=16m --bs=4k --rw=randrw \
+        (cd "$d" && bare "$t" fio --name=h --filename=f --size=16m --bs=4k --rw=randrw \
             --ioengine=libaio --iodepth=4 --time_based --runtime=2 --write_lat_log=h \
             --write_bw_log=h --write_iops_log=h --log_avg_msec=100 --write_hist_log=h \
             --log_hist_msec=100 --output-format=json+ --output=out.json >run.txt 2>&1)
         RC[run-$t]=$?
         mkdir -p "$d/gp" && cp "$d"/h_*.log "$d/gp/"
-        (cd "$d/gp" && with "$t" fio_generate_plots t >log.txt 2>&1)
+        (cd "$d/gp" && bare "$t" fio_generate_plots t >log.txt 2>&1)
         RC[gp-$t]=$?
         N[gp-$t]=$(find "$d/gp" -name '*.svg' | wc -l)
         for m in b i g; do
             mkdir -p "$d/f2g$m" && cp "$d/h_bw.1.log" "$d/h_iops.1.log" "$d/f2g$m/"
             local flags=(-"$m")
             [[ $m == g ]] && flags=(-b -g)
-            (cd "$d/f2g$m" && with "$t" fio2gnuplot "${flags[@]}" >log.txt 2>&1 && ! grep -q Traceback log.txt)
+            (cd "$d/f2g$m" && bare "$t" fio2gnuplot "${flags[@]}" >log.txt 2>&1 && ! grep -q Traceback log.txt)
             RC[f2g$m-$t]=$?
         done
         N[f2gg-$t]=$(find "$d/f2gg" -name '*.png' | wc -l)
-        (cd "$d" && with "$t" fio_jsonplus_clat2csv out.json clat.csv >c2c.txt 2>&1)
+        (cd "$d" && bare "$t" fio_jsonplus_clat2csv out.json clat.csv >c2c.txt 2>&1)
         RC[c2c-$t]=$?
         N[c2c-$t]=$(cat "$d"/clat_job*.csv 2>/dev/null | wc -l)
         zcat "$docs/fiologparser_hist.py.gz" >"$d/fiologparser_hist.py" 2>/dev/null
