@@ -431,3 +431,209 @@ fn status_interval_writes_the_run_so_far() {
     assert!(timed > 0, "no status carried latencies: {text}");
     assert_eq!(last["jobs"][0]["error"], 0);
 }
+
+/// Tools that drive fio (fio-plot's bench-fio) take any stderr as a
+/// failed run: a run that succeeds writes nothing there, whatever the
+/// machine (a virtual machine's caveat stays in the JSON's warnings), and
+/// no ETA where fio would print none.
+#[test]
+fn a_run_that_succeeds_is_silent_on_stderr() {
+    let dir = tempfile::tempdir().unwrap();
+    let o = fio(
+        dir.path(),
+        &[
+            "--name=quiet",
+            "--filename=data",
+            "--size=256k",
+            "--bs=4k",
+            "--rw=randwrite",
+            "--output-format=json",
+            "--output=out.json",
+        ],
+    );
+    assert!(o.status.success(), "failed: {}", stderr(&o));
+    assert_eq!(stderr(&o), "", "stderr of a run that succeeded");
+    let text = std::fs::read_to_string(dir.path().join("out.json")).unwrap();
+    let d: Value = serde_json::from_str(&text).unwrap();
+    assert_eq!(d["jobs"][0]["write"]["io_bytes"], 256 << 10);
+    // Azure's published line asks for --eta-newline=1: fio prints no ETA
+    // where its output is piped (only --eta=always does).
+    let line = [
+        "--name=iops-test-job",
+        "--filename=data",
+        "--size=256k",
+        "--rw=randrw",
+        "--time_based",
+        "--runtime=300ms",
+        "--eta-newline=100ms",
+    ];
+    let o = fio(dir.path(), &line);
+    assert!(o.status.success(), "failed: {}", stderr(&o));
+    assert_eq!(stderr(&o), "", "an ETA line where stdout is piped");
+    assert!(String::from_utf8_lossy(&o.stdout).contains("Run status group 0"));
+    let o = fio(dir.path(), &[&line[..], &["--eta=always"]].concat());
+    assert!(
+        stderr(&o).contains("Jobs: "),
+        "--eta=always: {}",
+        stderr(&o)
+    );
+}
+
+/// Lines in a log file.
+fn log_lines(path: &Path) -> usize {
+    std::fs::read_to_string(path)
+        .unwrap_or_else(|e| panic!("{}: {e}", path.display()))
+        .lines()
+        .count()
+}
+
+/// The JSON's bandwidth and IOPS samples are the logs' when a job writes
+/// those logs, as fio 3.33 sets them (init.c): a line per I/O makes every
+/// I/O a sample; `log_avg_msec` makes the log's lines the samples, the
+/// window the job ends in written in neither.
+#[test]
+fn rate_samples_follow_the_logs_windows() {
+    let dir = tempfile::tempdir().unwrap();
+    let read = |args: &[&str]| {
+        let mut all = vec![
+            "--name=s",
+            "--filename=data",
+            "--size=1m",
+            "--bs=4k",
+            "--rw=randread",
+            "--output-format=json",
+        ];
+        all.extend_from_slice(args);
+        ok_json(&fio(dir.path(), &all))["jobs"][0]["read"].clone()
+    };
+    let r = read(&["--write_bw_log=pu", "--write_iops_log=pu"]);
+    let ios = r["total_ios"].as_u64().unwrap();
+    assert_eq!(ios, 256);
+    assert_eq!(
+        (r["bw_samples"].as_u64(), r["iops_samples"].as_u64()),
+        (Some(ios), Some(ios))
+    );
+    assert_eq!(
+        (r["iops_min"].as_u64(), r["iops_max"].as_u64()),
+        (Some(1), Some(1))
+    );
+    assert_eq!(log_lines(&dir.path().join("pu_bw.1.log")), ios as usize);
+    let r = read(&[
+        "--time_based",
+        "--runtime=1s",
+        "--write_bw_log=av",
+        "--write_iops_log=av",
+        "--log_avg_msec=200",
+    ]);
+    let samples = r["bw_samples"].as_u64().unwrap() as usize;
+    assert!((1..=5).contains(&samples), "{r}");
+    assert_eq!(log_lines(&dir.path().join("av_bw.1.log")), samples);
+    assert_eq!(r["iops_samples"].as_u64().unwrap() as usize, samples);
+    assert_eq!(log_lines(&dir.path().join("av_iops.1.log")), samples);
+}
+
+/// The command line cdmpy (a CrystalDiskMark look-alike) gives fio: its
+/// job file's numbers are Python floats (`rwmixread=70.0`), read as fio's
+/// strtoll reads them, and `--max-jobs` beside a group of two.
+#[test]
+fn a_python_float_is_a_whole_number_as_in_fio() {
+    let dir = tempfile::tempdir().unwrap();
+    let job = dir.path().join("cdm.jobfile");
+    std::fs::write(
+        &job,
+        "[global]\nioengine=posixaio\nfilename=.fio_testmark\nsize=262144.0\ndirect=0\n\
+         refill_buffers\nnorandommap\nrandrepeat=0\nallrandrepeat=0\ngroup_reporting\n\
+         [rnd-rw-4k-q4-t2]\nrw=randrw\nbs=4k\nrwmixread=70.0\niodepth=4\nnumjobs=2\nloops=1\nstonewall\n",
+    )
+    .unwrap();
+    let job = job.display().to_string();
+    let o = fio(
+        dir.path(),
+        &[
+            "--ioengine",
+            "posixaio",
+            "--max-jobs=1",
+            "--output-format",
+            "json",
+            &job,
+        ],
+    );
+    let d = ok_json(&o);
+    let jobs = d["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 1, "group_reporting merges the two: {d}");
+    let j = &jobs[0];
+    assert_eq!(j["jobname"], "rnd-rw-4k-q4-t2");
+    let moved = j["read"]["io_bytes"].as_u64().unwrap() + j["write"]["io_bytes"].as_u64().unwrap();
+    assert_eq!(moved, 2 * (256 << 10));
+    assert!(
+        j["read"]["io_bytes"].as_u64() > j["write"]["io_bytes"].as_u64(),
+        "{j}"
+    );
+    let bad = fio(dir.path(), &["--name=x", "--rwmixread=70.x", "--size=4k"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", stderr(&bad));
+}
+
+/// disk-bench's command line (seven jobs, `--stonewall` before the first
+/// `--name`, `--gtod_reduce=1`), which asserts that fio wrote nothing on
+/// stderr: an option accepted as a note stays in the JSON's warnings.
+#[test]
+fn disk_bench_line_runs_its_seven_jobs_silently() {
+    let dir = tempfile::tempdir().unwrap();
+    let d = dir.path().display().to_string();
+    let mut args = vec![
+        "--directory",
+        &d,
+        "--filename=disk~bench.tmp",
+        "--output-format=json",
+        "--stonewall",
+        "--ioengine=libaio",
+        "--direct=0",
+        "--gtod_reduce=1",
+    ];
+    let jobs: [&[&str]; 7] = [
+        &["--name=seqread", "--bs=1m", "--rw=read"],
+        &["--name=seqwrite", "--bs=1m", "--rw=write"],
+        &["--name=randread", "--bs=512k", "--rw=randread"],
+        &["--name=randwrite", "--bs=512k", "--rw=randwrite"],
+        &[
+            "--name=4kQD32read",
+            "--bs=4k",
+            "--iodepth=32",
+            "--rw=randread",
+        ],
+        &[
+            "--name=4kQD32write",
+            "--bs=4k",
+            "--iodepth=32",
+            "--rw=randwrite",
+        ],
+        &[
+            "--name=4kQD16",
+            "--bs=4k",
+            "--iodepth=32",
+            "--rw=randrw",
+            "--rwmixread=65",
+        ],
+    ];
+    for j in jobs {
+        args.extend_from_slice(j);
+        args.push("--size=1m");
+    }
+    let o = fio(dir.path(), &args);
+    assert_eq!(stderr(&o), "", "disk-bench fails on any stderr");
+    let doc = ok_json(&o);
+    let jobs = doc["jobs"].as_array().unwrap();
+    assert_eq!(jobs.len(), 7);
+    for (k, j) in jobs.iter().enumerate() {
+        let moved =
+            j["read"]["io_bytes"].as_u64().unwrap() + j["write"]["io_bytes"].as_u64().unwrap();
+        assert_eq!(moved, 1 << 20, "{}", j["jobname"]);
+        assert_eq!(
+            j["groupid"].as_u64(),
+            Some(k as u64),
+            "stonewall: a group each"
+        );
+    }
+    let notes = doc["warnings"].to_string();
+    assert!(notes.contains("gtod_reduce"), "{notes}");
+}

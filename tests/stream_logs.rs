@@ -154,7 +154,8 @@ fn averaged_logs_give_one_line_per_window_and_fio2gnuplot_reads_them() {
         }
     }
     // The windows' IOPS add up to the job's I/Os (each window's rate times
-    // its length), loosely: the windows' lengths are the lines' gaps.
+    // its length), loosely: the windows' lengths are the lines' gaps, and
+    // the window the job ends in (a seventh of it) has no line, as fio's.
     let iops = lines(&dir.path().join("w_iops.1.log"));
     let mut counted = 0.0;
     for dir_ in 0..2 {
@@ -165,7 +166,7 @@ fn averaged_logs_give_one_line_per_window_and_fio2gnuplot_reads_them() {
         }
     }
     let ratio = counted / total as f64;
-    assert!((0.9..1.1).contains(&ratio), "{counted} vs {total}");
+    assert!((0.7..1.1).contains(&ratio), "{counted} vs {total}");
     fio2gnuplot(dir.path(), [("-b", "w_bw.1.log"), ("-i", "w_iops.1.log")]);
 }
 

@@ -283,7 +283,7 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
     xferbench::output::check_writable(out.output.as_deref())?;
     let base = super::baseline_first(out)?;
     let stop = super::interrupt::install();
-    let eta = EtaLines::of(line, quiet);
+    let eta = EtaLines::of(line, outs, quiet);
     let bar = Bar::new(quiet || line.eta == Eta::Never || eta.is_some());
     let kept: super::checkpoint::Checkpoints<_, _> = super::checkpoint::Checkpoints::<
         xferbench::result::stream::JobResult,
@@ -302,7 +302,7 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
         return Err(e);
     }
     if !quiet {
-        for w in &run.warnings {
+        for w in job_warnings(&run) {
             eprintln!("xferbench: warning: {w}");
         }
     }
@@ -334,6 +334,19 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
         }
         None => verdict.map(|()| 0),
     }
+}
+
+/// The run's warnings that stderr carries: those about the jobs, less the
+/// notes (options accepted that change no figure, as `gtod_reduce`). The
+/// machine's caveats (a virtual machine, one CPU, the governor) and the
+/// notes stay in the JSON's `warnings` alone: fio prints nothing on stderr
+/// for them, and tools that drive fio (fio-plot's bench-fio, disk-bench)
+/// read any stderr as a failed run.
+fn job_warnings(run: &StreamRun) -> impl Iterator<Item = &String> {
+    let machine = run.env.warnings();
+    run.warnings
+        .iter()
+        .filter(move |w| !machine.contains(w) && !run.extra.notes.contains(w))
 }
 
 /// The normal output: ONE call site, so that fio's exact text can take
@@ -442,8 +455,16 @@ struct EtaState {
 }
 
 impl EtaLines {
-    fn of(line: &CmdLine, quiet: bool) -> Option<EtaLines> {
+    /// The lines fio 3.33 would print (eta.c): none unless the normal
+    /// output is asked for or the outputs go to a file, and none when
+    /// stdout is not a terminal unless `--eta=always` (`--eta-newline`
+    /// alone forces nothing: a tool that pipes fio's output gets none).
+    fn of(line: &CmdLine, outs: &[Out], quiet: bool) -> Option<EtaLines> {
         if quiet || line.eta == Eta::Never {
+            return None;
+        }
+        let over_output = line.output.is_none() && !outs.contains(&Out::Normal);
+        if over_output || (line.eta != Eta::Always && !std::io::stdout().is_terminal()) {
             return None;
         }
         let (every, newline) = match line.eta_newline {

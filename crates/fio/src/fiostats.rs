@@ -53,9 +53,11 @@ pub fn depth_slot(depth: usize) -> usize {
 /// less its 1 ms slack), each direction that moved something gets one
 /// sample of what it moved over the time that passed (KiB/s for
 /// bandwidth, I/Os per second for IOPS, rounded down); a direction that
-/// moved nothing gets none.
+/// moved nothing gets none. With no window (a job writing that log per
+/// I/O, fio's `per_unit_log`) every I/O is a sample of its own instead.
 #[derive(Clone, Debug)]
 pub struct Sampler {
+    /// 0: a sample per I/O.
     window_ns: u64,
     per_kib: bool,
     since_ns: u64,
@@ -66,10 +68,10 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Samples every `window_ms` (at least 1) of bytes in KiB/s (`per_kib`)
-    /// or of counts per second.
+    /// Samples every `window_ms` of bytes in KiB/s (`per_kib`) or of
+    /// counts per second; a `window_ms` of 0 takes [`Sampler::each`] I/O.
     pub fn new(window_ms: u32, per_kib: bool) -> Sampler {
-        let window_ns = u64::from(window_ms.max(1)) * 1_000_000;
+        let window_ns = u64::from(window_ms) * 1_000_000;
         Sampler {
             window_ns,
             per_kib,
@@ -84,8 +86,22 @@ impl Sampler {
     /// the timed span, takes a sample when the window has passed.
     #[inline]
     pub fn tick(&mut self, at_ns: u64, totals: &[u64; DIRS]) {
-        if at_ns >= self.next_ns {
+        if self.window_ns > 0 && at_ns >= self.next_ns {
             self.take(at_ns, totals);
+        }
+    }
+
+    /// One I/O of direction `dir` that moved `len` bytes in `clat_ns`,
+    /// where every I/O is a sample: its own rate (fio's `add_bw_sample`,
+    /// bytes × 10⁶ / ns) or 1 (`add_iops_sample`).
+    #[inline]
+    pub fn each(&mut self, dir: usize, len: u64, clat_ns: u64) {
+        if self.window_ns == 0 {
+            let v = match self.per_kib {
+                true => (len * 1_000_000).checked_div(clat_ns).unwrap_or(0),
+                false => 1,
+            };
+            self.samples[dir].push(v);
         }
     }
 
@@ -231,12 +247,14 @@ impl FioStats {
         *self = fresh;
     }
 
-    /// An I/O of direction `dir` completed `at_ns` into the span, having
-    /// been issued `slat_ns` before its submission returned and `lat_ns`
-    /// before it completed.
+    /// An I/O of direction `dir` and `len` bytes completed, having been
+    /// issued `slat_ns` before its submission returned and `lat_ns` before
+    /// it completed (`lat_ns - slat_ns`: its clat).
     #[inline]
-    pub fn completed(&mut self, dir: usize, slat_ns: u64, lat_ns: u64) {
+    pub fn completed(&mut self, dir: usize, len: u64, slat_ns: u64, lat_ns: u64) {
         self.ios[dir] += 1;
+        self.bw.each(dir, len, lat_ns - slat_ns);
+        self.iops.each(dir, len, lat_ns - slat_ns);
         if self.measured_slat {
             self.slat[dir].record(slat_ns);
             self.lat[dir].record(lat_ns);

@@ -562,12 +562,13 @@ pub struct Job {
     pub poisson: bool,
     /// `rate_cycle=`: the window `ratemin` is judged over (fio's 1 s default).
     pub rate_cycle: Duration,
-    /// `bwavgtime=`: ms between the bandwidth samples of `bw_min`… (fio's 500).
+    /// `bwavgtime=`: ms between the bandwidth samples of `bw_min`… (None:
+    /// not given; see [`Job::sample_windows`]).
     #[serde(skip)]
-    pub bw_avg_time: u32,
-    /// `iopsavgtime=`: ms between the IOPS samples of `iops_min`… (fio's 500).
+    pub bw_avg_time: Option<u32>,
+    /// `iopsavgtime=`: ms between the IOPS samples of `iops_min`….
     #[serde(skip)]
-    pub iops_avg_time: u32,
+    pub iops_avg_time: Option<u32>,
     /// The options this job's own section (or the command line) gave, as
     /// written, in order: fio's `job options`. Valueless flags are left
     /// out, as fio leaves them out.
@@ -768,8 +769,8 @@ impl Default for Job {
             rate_iops_min: None,
             poisson: false,
             rate_cycle: Duration::from_secs(1),
-            bw_avg_time: 500,
-            iops_avg_time: 500,
+            bw_avg_time: None,
+            iops_avg_time: None,
             given: Vec::new(),
             max_latency: None,
             size_pct: None,
@@ -820,6 +821,24 @@ impl Completion {
 }
 
 impl Job {
+    /// The windows (ms) of the bandwidth and IOPS samples behind the JSON's
+    /// `bw_min`… and `iops_min`…, as fio's init.c sets them: `bwavgtime` /
+    /// `iopsavgtime` (500 ms); a job writing that log and not given the
+    /// option samples at the log's `log_avg_msec` instead, and where the
+    /// log's own window is 0 (a line per I/O) every I/O is a sample: 0.
+    pub fn sample_windows(&self) -> (u32, u32) {
+        let window = |given: Option<u32>, logged: bool| match (given, logged) {
+            (Some(ms), true) if self.logs.avg_msec.min(ms) == 0 => 0,
+            (Some(ms), _) => ms,
+            (None, true) => self.logs.avg_msec,
+            (None, false) => 500,
+        };
+        (
+            window(self.bw_avg_time, self.logs.bw.is_some()),
+            window(self.iops_avg_time, self.logs.iops.is_some()),
+        )
+    }
+
     /// The strided zones in force (`zonemode=strided`), in bytes.
     pub fn zones(&self) -> Option<Zones> {
         if !self.strided {
@@ -1333,6 +1352,15 @@ enum Distribution {
     Skewed(Shape),
 }
 
+/// A whole number as fio's strtoll reads it: a fraction after it is
+/// dropped (`rwmixread=70.0`, a float as Python writes it, is 70).
+fn whole_part(v: &str) -> &str {
+    match v.split_once('.') {
+        Some((n, frac)) if !n.is_empty() && frac.bytes().all(|b| b.is_ascii_digit()) => n,
+        _ => v,
+    }
+}
+
 /// One option being parsed, handed to its table entry: knows how to word
 /// errors about itself, and carries the entry's bounds so that a parse
 /// enforces the range `--cmdhelp` shows rather than a copy of it.
@@ -1386,7 +1414,8 @@ impl<'a> Opt<'a> {
     /// and the range.
     fn number_in(&self, v: &str, range: spec::Range, what: &str) -> Result<i64> {
         let hi = range.top(u32::MAX.into());
-        v.parse::<i64>()
+        whole_part(v)
+            .parse::<i64>()
             .ok()
             .filter(|n| (range.min..=hi).contains(n))
             .ok_or_else(|| self.bad(&format!("expected {what} from {} to {hi}", range.min)))

@@ -12,6 +12,10 @@ use std::path::Path;
 pub struct JobFile {
     pub jobs: Vec<Job>,
     pub warnings: Vec<String>,
+    /// The warnings that are notes: options accepted that change no figure
+    /// (fio has nothing to say of them; `xferbench fio` keeps them off
+    /// stderr).
+    pub notes: Vec<String>,
     /// The `[global]` section's options as written (fio's `global
     /// options`), of the first file read.
     pub global_options: Vec<(String, String)>,
@@ -85,6 +89,7 @@ pub fn join(files: Vec<(String, JobFile)>, sections: &[String]) -> Result<JobFil
     let mut all = JobFile {
         jobs: Vec::new(),
         warnings: Vec::new(),
+        notes: Vec::new(),
         global_options: Vec::new(),
         shown: Vec::new(),
     };
@@ -93,6 +98,7 @@ pub fn join(files: Vec<(String, JobFile)>, sections: &[String]) -> Result<JobFil
     let names: Vec<String> = files.iter().map(|(n, _)| n.clone()).collect();
     for (k, (_, f)) in files.into_iter().enumerate() {
         all.warnings.extend(f.warnings);
+        all.notes.extend(f.notes);
         all.shown.extend(f.shown);
         if k == 0 {
             all.global_options = f.global_options;
@@ -207,6 +213,7 @@ pub struct Builder<'a> {
     cur: Option<Section>,
     done: Vec<Job>,
     warnings: Vec<String>,
+    notes: Vec<String>,
     shown: Vec<Shown>,
     /// Where the current `[global]` section's options start among the
     /// globals shown: each section's are sorted on their own.
@@ -227,6 +234,7 @@ impl<'a> Builder<'a> {
             cur: None,
             done: Vec::new(),
             warnings: Vec::new(),
+            notes: Vec::new(),
             shown: Vec::new(),
             global_mark: 0,
             lenient: false,
@@ -274,7 +282,8 @@ impl<'a> Builder<'a> {
             Some(s) => s,
             None => &mut self.global,
         };
-        match apply(&mut sec.job, key, value, at, &mut self.warnings) {
+        let said = (&mut self.warnings, &mut self.notes);
+        match apply(&mut sec.job, key, value, at, said) {
             Err(_) if self.lenient && crate::job::spec(key).is_some() => {}
             r => r?,
         }
@@ -304,7 +313,8 @@ impl<'a> Builder<'a> {
                 job: Some(s.job.name.clone()),
                 options: std::mem::take(&mut s.shown),
             });
-            let job = finish(s, &self.done, self.overrides, &mut self.warnings)?;
+            let said = (&mut self.warnings, &mut self.notes);
+            let job = finish(s, &self.done, self.overrides, said)?;
             self.done.push(job);
         } else if self.in_global {
             // fio prints the whole of its global job at each [global].
@@ -337,6 +347,7 @@ impl<'a> Builder<'a> {
         Ok(JobFile {
             jobs,
             warnings: self.warnings,
+            notes: self.notes,
             global_options: self.global.job.given,
             shown: self.shown,
         })
@@ -574,23 +585,27 @@ fn expand_clones(done: Vec<Job>) -> Result<Vec<Job>> {
     Ok(jobs)
 }
 
+/// The warnings said so far, and which of them are notes.
+type Said<'s> = (&'s mut Vec<String>, &'s mut Vec<String>);
+
 /// Sets one option, prefixing errors and warnings with `at`. A `[global]` line
 /// reaches many jobs but warns once.
-fn apply(
-    job: &mut Job,
-    key: &str,
-    value: Option<&str>,
-    at: &str,
-    warnings: &mut Vec<String>,
-) -> Result<()> {
+fn apply(job: &mut Job, key: &str, value: Option<&str>, at: &str, said: Said) -> Result<()> {
+    let (warnings, notes) = said;
     let outcome = job
         .set(key, value)
         .map_err(|e| Error::usage(format!("{at}: {e}")))?;
-    if let SetOutcome::Unsupported(w) | SetOutcome::Note(w) = outcome {
-        let w = format!("{at}: {w}");
-        if !warnings.contains(&w) {
-            warnings.push(w);
+    let (w, note) = match outcome {
+        SetOutcome::Applied => return Ok(()),
+        SetOutcome::Unsupported(w) => (w, false),
+        SetOutcome::Note(w) => (w, true),
+    };
+    let w = format!("{at}: {w}");
+    if !warnings.contains(&w) {
+        if note {
+            notes.push(w.clone());
         }
+        warnings.push(w);
     }
     Ok(())
 }
@@ -600,10 +615,17 @@ fn finish(
     mut s: Section,
     earlier: &[Job],
     overrides: &[(String, Option<String>)],
-    warnings: &mut Vec<String>,
+    said: Said,
 ) -> Result<Job> {
+    let (warnings, notes) = said;
     for (k, v) in overrides {
-        apply(&mut s.job, k, v.as_deref(), "command line", warnings)?;
+        apply(
+            &mut s.job,
+            k,
+            v.as_deref(),
+            "command line",
+            (&mut *warnings, &mut *notes),
+        )?;
         if let Some(v) = v {
             s.job.given.retain(|(g, _)| g != k);
             s.job.given.push((k.clone(), v.clone()));

@@ -201,6 +201,9 @@ pub struct Io {
     /// Its priority (kernel ioprio value: class << 13 | level; per
     /// command with `cmdprio_*`).
     pub prio: u16,
+    /// The job is within its runtime: fio's timer still takes bandwidth and
+    /// IOPS samples (none at or past it, as in the JSON's).
+    pub timed: bool,
 }
 
 /// How the lines of a job's files look.
@@ -709,7 +712,7 @@ impl JobLogs {
         } else if self.bw.is_some() || self.iops.is_some() {
             self.rates.bytes[io.dir] += io.len;
             self.rates.ios[io.dir] += 1;
-            if ms >= self.rates.due {
+            if io.timed && ms >= self.rates.due {
                 self.put_rates(ms);
             }
         }
@@ -761,9 +764,9 @@ impl JobLogs {
         self.closed = true;
         let ms = self.time(end_ns);
         let f = self.format;
-        if self.avg > 0 && self.rates.ios.iter().any(|n| *n > 0) {
-            self.put_rates(ms);
-        }
+        // The averaged bandwidth and IOPS of the window the job ends in are
+        // not written: fio's helper thread takes those samples on its timer
+        // while the job runs, and the JSON's `bw_samples` are the same ones.
         let mut logs: Vec<&mut ValueLog> = Vec::new();
         if let Some(l) = self.lat.as_mut() {
             logs.extend(l.iter_mut());

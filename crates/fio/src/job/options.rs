@@ -440,12 +440,12 @@ pub static GENERAL: &[Spec] = &[
 .help("How rated I/Os are spaced: linear or poisson").def("linear"),
     // The bandwidth and IOPS samples' window, ms (bw_min… iops_samples).
     Spec::set("bwavgtime", Kind::Int, |j, o| {
-        j.bw_avg_time = o.int()?;
+        j.bw_avg_time = Some(o.int()?);
         Ok(())
     })
 .help("Window of the bandwidth samples, ms").def("500").range(1, Range::NO_MAX),
     Spec::set("iopsavgtime", Kind::Int, |j, o| {
-        j.iops_avg_time = o.int()?;
+        j.iops_avg_time = Some(o.int()?);
         Ok(())
     })
 .help("Window of the IOPS samples, ms").def("500").range(1, Range::NO_MAX),

@@ -393,6 +393,13 @@ mod tests {
     /// the net engine's options record, to refuse them on another engine):
     /// each is checked where the field is read instead.
     const EQUIVALENT: &[(&str, SameAsUnset)] = &[
+        // Unset: the log's window where the job writes that log, else 500.
+        ("bwavgtime", |j| {
+            j.sample_windows().0 == Job::default().sample_windows().0
+        }),
+        ("iopsavgtime", |j| {
+            j.sample_windows().1 == Job::default().sample_windows().1
+        }),
         ("filename_format", |j| {
             let three = |j: &Job| {
                 let mut j = j.clone();

@@ -219,7 +219,7 @@ impl Worker<'_> {
             self.latency_target(lat_ns, now);
             let clat_ns = now.duration_since(f.sub).as_nanos() as u64;
             self.intervals.record(di, at_ns, clat_ns, io_bytes);
-            self.fio.completed(di, lat_ns - clat_ns, lat_ns);
+            self.fio.completed(di, io_bytes, lat_ns - clat_ns, lat_ns);
             self.prios.record(di, f.prio, clat_ns);
             self.bytes[di] += io_bytes;
             if let Some(l) = self.logs.as_mut() {
@@ -232,6 +232,7 @@ impl Worker<'_> {
                     sub: (!self.sync_engine).then_some(f.sub),
                     now,
                     prio: f.prio,
+                    timed: self.clock.deadline.is_none_or(|d| now < d),
                 });
             }
             if let Some(max) = job.max_latency

@@ -120,7 +120,10 @@ impl<'a> Worker<'a> {
             end: End::default(),
             clock: Clock::new(job, shared, start),
             intervals,
-            fio: crate::fiostats::FioStats::new(job.bw_avg_time, job.iops_avg_time, measured_slat),
+            fio: {
+                let (bw, iops) = job.sample_windows();
+                crate::fiostats::FioStats::new(bw, iops, measured_slat)
+            },
             bytes: [0; engine::DIRS],
             logs,
             content,

@@ -65,6 +65,7 @@ fn once(
         extra: StreamExtra {
             job_file: args.job.as_ref().map(|p| p.display().to_string()),
             global_options: Pairs(points.global_options.clone()),
+            notes: points.notes.clone(),
             ..StreamExtra::default()
         },
         warnings,
@@ -190,6 +191,8 @@ impl DiskWatch {
 struct Plan {
     sets: Vec<(Option<u64>, Vec<Prepared>)>,
     warnings: Vec<String>,
+    /// The warnings that are notes (options that change no figure).
+    notes: Vec<String>,
     /// The `[global]` options as written (fio's `global options`).
     global_options: Vec<(String, String)>,
 }
@@ -209,6 +212,7 @@ fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
     let sizes = args.bs_list()?;
     let mut sets = Vec::new();
     let mut warnings = Vec::new();
+    let mut notes = Vec::new();
     let mut global_options = Vec::new();
     let bs_points: Vec<Option<u64>> = if sizes.is_empty() {
         vec![None]
@@ -233,6 +237,7 @@ fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
                 )));
             }
             warnings.extend(file.warnings.iter().cloned());
+            notes.extend(file.notes.iter().cloned());
             global_options = file.global_options.clone();
         }
         let prepared = prepare(file.jobs, &args.map)?;
@@ -268,6 +273,7 @@ fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
     Ok(Plan {
         sets,
         warnings,
+        notes,
         global_options,
     })
 }

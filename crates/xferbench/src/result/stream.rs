@@ -58,6 +58,11 @@ pub struct StreamExtra {
     /// `disk_util`); empty when no file is on a block device.
     #[serde(default)]
     pub disk_util: Vec<DiskUtil>,
+    /// The run's warnings that are notes: options accepted that change no
+    /// figure. They are in `warnings` too; `xferbench fio` keeps them off
+    /// stderr, where fio has nothing to say of them.
+    #[serde(skip)]
+    pub notes: Vec<String>,
 }
 
 fn global_unsaid(p: &Pairs<String>) -> bool {
@@ -162,6 +167,7 @@ impl StreamExtra {
             groups,
             sweep,
             global_options: first.global_options.clone(),
+            notes: first.notes.clone(),
             disk_util: reps
                 .iter()
                 .rev()
