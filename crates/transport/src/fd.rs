@@ -112,6 +112,8 @@ impl Chan {
             } else {
                 fl & !libc::O_NONBLOCK
             };
+            // SAFETY: as F_GETFL: integer arguments only, no memory is passed;
+            // a closed fd only makes it fail.
             if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl) } < 0 {
                 return Err(Error::os("setting the link's blocking mode"));
             }
@@ -478,6 +480,8 @@ impl Chan {
                     out.len()
                 };
                 let want = &out[s_off..end];
+                // SAFETY: `want` is a live slice of `out`; send reads at most
+                // want.len() bytes from its start.
                 let r = unsafe {
                     libc::send(
                         self.tx,
@@ -487,6 +491,7 @@ impl Chan {
                     )
                 };
                 let r = if r < 0 && errno() == libc::ENOTSOCK {
+                    // SAFETY: as send: want.len() readable bytes at want's start.
                     unsafe { libc::write(self.tx, want.as_ptr().cast(), want.len()) }
                 } else {
                     r
@@ -521,8 +526,12 @@ impl Chan {
                     } else {
                         0
                     };
+                // SAFETY: `room` is a live, exclusively borrowed slice of `inp`;
+                // recv writes at most room.len() bytes into it (MSG_TRUNC only
+                // changes the length returned, not what is written).
                 let r = unsafe { libc::recv(self.rx, room.as_mut_ptr().cast(), room.len(), flags) };
                 let r = if r < 0 && errno() == libc::ENOTSOCK {
+                    // SAFETY: as recv: room.len() writable bytes at room's start.
                     unsafe { libc::read(self.rx, room.as_mut_ptr().cast(), room.len()) }
                 } else {
                     r
@@ -574,6 +583,8 @@ impl Chan {
                     },
                 ];
                 // 100 ms at a time: the watchdog's verdict is looked at in between.
+                // SAFETY: `fds` is a live array of exactly the 2 pollfds passed;
+                // poll writes only their revents.
                 unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
                 if self
                     .peer

@@ -40,8 +40,10 @@ impl Placement {
 
 /// CPUs in this process's affinity mask.
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: sched_getaffinity fills a cpu_set_t we own.
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t and the size passed is its own, so
+    // the kernel writes only inside it; pid 0 is the calling thread.
     let ok =
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
             == 0;
@@ -50,6 +52,8 @@ pub fn allowed_cpus() -> Vec<usize> {
         return (0..n).collect();
     }
     (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c < CPU_SETSIZE, the number of bits in `set`, so the bit
+        // read lies inside it.
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect()
 }
@@ -195,10 +199,12 @@ pub fn pin_current_to(cpus: &[usize]) -> Result<()> {
 
 /// The calling thread's affinity mask set to `cpus`, each below CPU_SETSIZE.
 fn set_mask(cpus: impl Iterator<Item = usize>) -> std::io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is empty; the callers keep every CPU below
-    // CPU_SETSIZE, so CPU_SET stays within the set.
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for c in cpus {
+        // SAFETY: the callers keep every CPU below CPU_SETSIZE (`pin_current_to`
+        // refuses a larger one, the restore filters them out), so the bit set
+        // lies inside `set`; libc's CPU_SET also indexes its array checked.
         unsafe { libc::CPU_SET(c, &mut set) };
     }
     // SAFETY: set is a valid cpu_set_t; 0 is the calling thread.

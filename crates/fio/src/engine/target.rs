@@ -591,8 +591,10 @@ const LAYOUT_BOUND: u64 = 8 << 30;
 fn file_system(path: &Path) -> Option<(u64, bool)> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statfs fills the struct; the path is NUL-terminated.
+    // SAFETY: statfs is plain C data (integers): all zeroes is valid.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated CString alive for the call, and `st` a
+    // live, writable statfs that the call writes only into.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }

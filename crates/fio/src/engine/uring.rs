@@ -579,8 +579,9 @@ impl Engine for Uring {
         unsafe { self.ring.submitter().register_buffers(&iovs) }.map_err(|e| {
             let total = len * iovs.len();
             let limit = {
-                // SAFETY: getrlimit fills the struct.
+                // SAFETY: rlimit is two integers: all zeroes is valid.
                 let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+                // SAFETY: `r` is a live, writable rlimit; getrlimit writes only into it.
                 if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } == 0
                     && r.rlim_cur != libc::RLIM_INFINITY
                 {

@@ -59,6 +59,11 @@ impl OptionInfo {
 // SAFETY: the table is immutable static data in the plugin; its functions'
 // thread-safety rules are the header's (calls on one device serialised).
 unsafe impl Send for Library {}
+// SAFETY: `&Library` only reads: the immutable table and the Rust fields
+// copied from it at load. Calling through the table from several threads at
+// once is what the header allows (different devices may be used from
+// different threads, so a plugin's global state is its own to guard); one
+// device's calls stay serialised because `Device` takes `&mut self`.
 unsafe impl Sync for Library {}
 
 macro_rules! optional_op {
