@@ -104,10 +104,10 @@ impl Peer {
             });
         }
         let child = cmd.spawn().map_err(|e| {
-            Error::run(format!(
-                "cannot start the responder {}: {e}",
-                cfg.exe.display()
-            ))
+            Error::run_from(
+                format!("cannot start the responder {}", cfg.exe.display()),
+                e,
+            )
         })?;
         let shared = Arc::new(Shared::default());
         let stop = eventfd()?;
@@ -119,7 +119,7 @@ impl Peer {
             std::thread::Builder::new()
                 .name("xb-watchdog".into())
                 .spawn(move || watch(pid, stop_fd, &shared, timeout))
-                .map_err(|e| Error::run(format!("cannot start the watchdog thread: {e}")))?
+                .map_err(|e| Error::run_from("cannot start the watchdog thread", e))?
         };
         Ok(Peer {
             child,

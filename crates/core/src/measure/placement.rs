@@ -193,8 +193,9 @@ pub fn pin_current_to(cpus: &[usize]) -> Result<()> {
     if let Some(c) = cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
         return Err(Error::usage(format!("cpu {c} is out of range")));
     }
-    set_mask(cpus.iter().copied())
-        .map_err(|e| Error::usage(format!("{e} (allowed here: {})", compact(&allowed_cpus()))))
+    set_mask(cpus.iter().copied()).map_err(|e| {
+        Error::usage(format!("{e} (allowed here: {})", compact(&allowed_cpus()))).with_source(e)
+    })
 }
 
 /// The calling thread's affinity mask set to `cpus`, each below CPU_SETSIZE.
@@ -299,7 +300,7 @@ mod tests {
     #[test]
     fn pinning_to_a_set_refuses_what_the_mask_cannot_hold() {
         let e = pin_current_to(&[libc::CPU_SETSIZE as usize]).unwrap_err();
-        assert!(matches!(e, Error::Usage(_)), "{e}");
+        assert!(matches!(e, Error::Usage { .. }), "{e}");
         assert!(e.to_string().contains("out of range"), "{e}");
         // The thread's own CPUs are always a set it may be pinned to.
         let keep = KeepAffinity::new();

@@ -628,7 +628,7 @@ impl Worker<'_> {
 fn engine_failed(r: Result<()>, job: &Job, failure: &mut Option<String>) -> Result<bool> {
     match r {
         Ok(()) => Ok(false),
-        Err(e @ crate::error::Error::Run(_)) => {
+        Err(e @ crate::error::Error::Run { .. }) => {
             failure.get_or_insert_with(|| format!("job {}: {e}", job.name));
             Ok(true)
         }

@@ -69,7 +69,7 @@ impl<'a> Worker<'a> {
         let verify = spec.map(|spec| checking(job, spec, &files, extents.is_some()));
         let (totals, expected) = totals(job, &files);
         let logs = crate::logs::JobLogs::open(&job.logs, &job.name)
-            .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
+            .map_err(|e| Error::run_from(format!("job {}: its log files", job.name), e))?
             .map(Box::new);
         // Before the clock starts: its histograms are megabytes to allocate
         // and zero (some 20 ms on a small VM), not part of the job's time.
@@ -165,7 +165,7 @@ fn place_thread(job: &Job) -> Result<()> {
             _ => cpus.clone(),
         };
         crate::measure::placement::pin_current_to(&mine)
-            .map_err(|e| Error::usage(format!("job {}: cpus_allowed: {e}", job.name)))?;
+            .map_err(|e| Error::usage_from(format!("job {}: cpus_allowed", job.name), e))?;
     }
     set_priority(job)
 }

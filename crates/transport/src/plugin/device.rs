@@ -86,6 +86,7 @@ impl Library {
             Error::usage(format!(
                 "plugin: path={shown}: {e}; build the plugin first (cc -O2 -shared -fPIC -Iinclude mydev.c -o mydev.so) or give its path"
             ))
+            .with_source(e)
         })?;
         if !meta.is_file() {
             return Err(Error::usage(format!(
@@ -95,7 +96,7 @@ impl Library {
         // An absolute path, or the loader would search the system's library
         // directories instead of the current one.
         let abs = std::fs::canonicalize(path)
-            .map_err(|e| Error::usage(format!("plugin: path={shown}: {e}")))?;
+            .map_err(|e| Error::usage_from(format!("plugin: path={shown}"), e))?;
         // SAFETY: loading runs the library's initialisers; that is what the
         // user asked for by naming it.
         let lib = unsafe { libloading::Library::new(&abs) }.map_err(|e| {
