@@ -6,7 +6,7 @@
 //!   switch; one dash does as well as two (`-rw=read`, fio's
 //!   `getopt_long_only`), and a name may be shortened while it names one
 //!   option (`--runt=10`). What is a job option is the option table's
-//!   decision ([`crate::job::spec`]), the one the job-file parser uses;
+//!   decision ([`crate::job::spec()`]), the one the job-file parser uses;
 //! - `--name=NAME` starts a job; the options before the first `--name`
 //!   (and after `--name=global`) are global: the defaults of the jobs that
 //!   follow, and of the first job file, whose own options win over them;
