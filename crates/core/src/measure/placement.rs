@@ -142,10 +142,7 @@ pub fn pin_current(cpu: usize) -> Result<()> {
     if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
         Ok(())
     } else {
-        Err(Error::run(format!(
-            "cannot pin to cpu {cpu}: {}",
-            std::io::Error::last_os_error()
-        )))
+        Err(Error::os(format!("cannot pin to cpu {cpu}")))
     }
 }
 

@@ -419,11 +419,12 @@ fn set_priority(job: &Job) -> Result<()> {
     if let Some(n) = job.nice {
         // SAFETY: setpriority on our own thread (Linux: per thread).
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, n) } != 0 {
+            let e = std::io::Error::last_os_error();
             return Err(Error::usage(format!(
-                "job {}: nice={n}: {} (a negative niceness needs root or CAP_SYS_NICE)",
-                job.name,
-                std::io::Error::last_os_error()
-            )));
+                "job {}: nice={n}: {e} (a negative niceness needs root or CAP_SYS_NICE)",
+                job.name
+            ))
+            .with_source(e));
         }
     }
     if job.ioprio.0.is_some() || job.ioprio.1.is_some() {
@@ -441,11 +442,12 @@ fn set_priority(job: &Job) -> Result<()> {
             )
         };
         if r != 0 {
+            let e = std::io::Error::last_os_error();
             return Err(Error::usage(format!(
-                "job {}: prioclass={class} prio={level}: {} (the real-time class needs root)",
-                job.name,
-                std::io::Error::last_os_error()
-            )));
+                "job {}: prioclass={class} prio={level}: {e} (the real-time class needs root)",
+                job.name
+            ))
+            .with_source(e));
         }
     }
     Ok(())
