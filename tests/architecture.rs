@@ -3,6 +3,8 @@
 //! circle is a layer that is not one), and no arrow up the layers the
 //! architecture names (docs/architecture.md). A module may use its own
 //! parent's items and its children's; that is nesting, not layering.
+//! And every `unsafe` block or impl anywhere in the repository says why it
+//! is sound, in a `// SAFETY:` comment right before it.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
@@ -455,4 +457,216 @@ fn the_library_needs_no_command_line() {
         normal_closure("xferbench-cli").contains("clap"),
         "the check reads nothing"
     );
+}
+
+/// Each line of `text` with comments and the insides of string and char
+/// literals blanked out (a literal may span lines), so that a word in a
+/// comment or a string is not taken for code.
+fn code_lines(text: &str) -> Vec<String> {
+    #[derive(PartialEq)]
+    enum In {
+        Code,
+        Str,
+        /// A raw string closed by `"` and this many `#`.
+        Raw(usize),
+        Block,
+    }
+    let mut state = In::Code;
+    let mut out = Vec::new();
+    for line in text.lines() {
+        let c: Vec<char> = line.chars().collect();
+        let mut kept = String::new();
+        let mut i = 0;
+        while i < c.len() {
+            match state {
+                In::Code if c[i] == '/' && c.get(i + 1) == Some(&'/') => break,
+                In::Code if c[i] == '/' && c.get(i + 1) == Some(&'*') => {
+                    state = In::Block;
+                    i += 2;
+                    continue;
+                }
+                In::Code if c[i] == '"' => state = In::Str,
+                In::Code if c[i] == 'r' && matches!(c.get(i + 1), Some('"' | '#')) => {
+                    let hashes = c[i + 1..].iter().take_while(|&&x| x == '#').count();
+                    let ident = i > 0 && (c[i - 1].is_alphanumeric() || c[i - 1] == '_');
+                    if c.get(i + 1 + hashes) == Some(&'"') && (!ident || c[i - 1] == 'b') {
+                        state = In::Raw(hashes);
+                        i += hashes + 2;
+                        continue;
+                    }
+                    kept.push(c[i]);
+                }
+                In::Code if c[i] == '\'' => {
+                    // A char literal ('x', '\n', '\u{1F600}'), not a lifetime.
+                    let end = if c.get(i + 1) == Some(&'\\') {
+                        let rest = c.get(i + 3..).unwrap_or_default();
+                        rest.iter().position(|&x| x == '\'').map(|p| i + 3 + p)
+                    } else {
+                        (c.get(i + 2) == Some(&'\'')).then_some(i + 2)
+                    };
+                    match end {
+                        Some(e) => {
+                            kept.push_str("' '");
+                            i = e + 1;
+                            continue;
+                        }
+                        None => kept.push(c[i]),
+                    }
+                }
+                In::Code => kept.push(c[i]),
+                In::Str if c[i] == '\\' => i += 1,
+                In::Str if c[i] == '"' => state = In::Code,
+                In::Raw(n)
+                    if c[i] == '"' && c[i + 1..].iter().take_while(|&&x| x == '#').count() >= n =>
+                {
+                    state = In::Code;
+                    i += n;
+                }
+                In::Block if c[i] == '*' && c.get(i + 1) == Some(&'/') => {
+                    state = In::Code;
+                    i += 1;
+                }
+                In::Str | In::Raw(_) | In::Block => {}
+            }
+            i += 1;
+        }
+        out.push(kept);
+    }
+    out
+}
+
+/// Whether a line of code (from [`code_lines`]) opens an `unsafe` block or
+/// an `unsafe impl`: the places whose soundness the code must argue.
+fn opens_unsafe(code: &str) -> bool {
+    // Words and opening braces; other punctuation only separates them.
+    let mut tokens: Vec<String> = Vec::new();
+    let mut word = String::new();
+    for ch in code.chars().chain([' ']) {
+        if ch.is_alphanumeric() || ch == '_' {
+            word.push(ch);
+            continue;
+        }
+        if !word.is_empty() {
+            tokens.push(std::mem::take(&mut word));
+        }
+        if ch == '{' {
+            tokens.push("{".into());
+        }
+    }
+    tokens
+        .windows(2)
+        .any(|w| w[0] == "unsafe" && (w[1] == "{" || w[1] == "impl"))
+        || tokens.last().is_some_and(|t| t == "unsafe")
+}
+
+/// The lines (1-based) of `text` that open an unsafe block or impl with no
+/// `// SAFETY:` comment of their own: one on the same line, or a comment
+/// ending within the 3 lines before it (a longer comment may start further
+/// up) that says `SAFETY:`, with no other unsafe block in between, so one
+/// comment does not stand for two blocks.
+fn unsafe_without_safety(text: &str) -> Vec<usize> {
+    let lines: Vec<&str> = text.lines().collect();
+    let code = code_lines(text);
+    let is_comment = |l: &str| l.trim_start().starts_with("//");
+    let mut bare = Vec::new();
+    for (i, c) in code.iter().enumerate() {
+        if !opens_unsafe(c) || lines[i].contains("SAFETY:") {
+            continue;
+        }
+        let mut argued = false;
+        for j in (i.saturating_sub(3)..i).rev() {
+            if opens_unsafe(&code[j]) {
+                break;
+            }
+            if is_comment(lines[j]) {
+                let top = (0..=j).rev().take_while(|&k| is_comment(lines[k])).last();
+                argued = (top.unwrap_or(j)..=j).any(|k| lines[k].contains("SAFETY:"));
+                break;
+            }
+        }
+        if !argued {
+            bare.push(i + 1);
+        }
+    }
+    bare
+}
+
+/// Every `.rs` file of the repository's own (build output aside).
+fn rust_files() -> Vec<PathBuf> {
+    let mut out = Vec::new();
+    let mut stack = vec![root().to_path_buf()];
+    while let Some(d) = stack.pop() {
+        for e in std::fs::read_dir(&d).unwrap().flatten() {
+            let p = e.path();
+            let name = e.file_name().to_string_lossy().into_owned();
+            if p.is_dir() {
+                if name != "target" && !name.starts_with('.') {
+                    stack.push(p);
+                }
+            } else if name.ends_with(".rs") {
+                out.push(p);
+            }
+        }
+    }
+    out.sort();
+    out
+}
+
+/// Every unsafe block and `unsafe impl`, in every crate, the command line,
+/// the examples, tests and fuzz targets, says why it is sound in a
+/// `// SAFETY:` comment right before it: the invariant it relies on, how
+/// long the pointer lives, which length was checked.
+#[test]
+fn every_unsafe_block_says_why_it_is_sound() {
+    let (mut seen, mut bare) = (0, Vec::new());
+    for p in rust_files() {
+        let text = std::fs::read_to_string(&p).unwrap();
+        seen += code_lines(&text).iter().filter(|c| opens_unsafe(c)).count();
+        for line in unsafe_without_safety(&text) {
+            bare.push(format!(
+                "{}:{line}",
+                p.strip_prefix(root()).unwrap().display()
+            ));
+        }
+    }
+    assert!(
+        seen > 100,
+        "the unsafe blocks were not found: {seen} in all"
+    );
+    assert!(
+        bare.is_empty(),
+        "unsafe without a `// SAFETY:` comment right before it (say what makes it sound):\n{}",
+        bare.join("\n")
+    );
+}
+
+/// The check finds what it is for, and only that: blocks without their
+/// own comment, not words in comments and strings.
+#[test]
+fn the_checker_sees_an_unexplained_unsafe_block() {
+    let u = "unsafe";
+    let text = [
+        "fn f(p: *const u8) -> u8 {".to_string(),
+        "    // SAFETY: p points to a live byte.".to_string(),
+        format!("    let a = {u} {{ *p }};"),
+        format!("    let b = {u} {{ *p }};"),
+        "    // Only a comment.".to_string(),
+        format!("    let c = {u} {{ *p }};"),
+        format!("    let d = {u} {{ *p }}; // SAFETY: as above."),
+        "    // SAFETY: a comment longer than three lines,".to_string(),
+        "    // still one comment,".to_string(),
+        "    // so it still counts,".to_string(),
+        "    // for the block after it.".to_string(),
+        format!("    let e = {u} {{ *p }};"),
+        format!("    let s = \"{u} {{ in a string\"; // {u} {{ in a comment"),
+        format!("    let r = r#\"{u} {{\"#; let q = '\"'; let t = \"{u} {{\";"),
+        format!("    /* {u} {{ */ a + b + c + d + e"),
+        "}".to_string(),
+        "struct P(*const u8);".to_string(),
+        format!("{u} impl Send for P {{}}"),
+    ]
+    .join("\n");
+    assert_eq!(unsafe_without_safety(&text), vec![4, 6, 18]);
+    let seen = code_lines(&text).iter().filter(|c| opens_unsafe(c)).count();
+    assert_eq!(seen, 6, "{:#?}", code_lines(&text));
 }

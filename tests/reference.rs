@@ -164,7 +164,7 @@ fn numeric_cells_parse() {
 #[test]
 fn unknown_name_is_a_usage_error_listing_the_names() {
     match find("nope") {
-        Err(Error::Usage(m)) => {
+        Err(Error::Usage { message: m, .. }) => {
             assert!(
                 m.starts_with("unknown reference dataset 'nope'; known: "),
                 "{m}"

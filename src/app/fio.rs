@@ -298,7 +298,7 @@ fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Resu
     sinks.extend(status.as_ref().map(|s| s as &dyn Progress));
     let (run, err) = xferbench::experiment::stream::run(c, &stop, &Fanout(sinks))?;
     // A job that could not start as written: the one line says it all.
-    if let Some(e @ Error::Usage(_)) = err {
+    if let Some(e @ Error::Usage { .. }) = err {
         return Err(e);
     }
     if !quiet {

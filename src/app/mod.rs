@@ -155,7 +155,7 @@ where
     let kept = checkpoint::Checkpoints::new(&bar, out);
     let (run, err) = run(&stop, &kept)?;
     // A usage error found on opening a link is not a result worth writing.
-    if let Some(e @ Error::Usage(_)) = err {
+    if let Some(e @ Error::Usage { .. }) = err {
         return Err(e);
     }
     if !xferbench::transport::guard::claim() {
@@ -202,8 +202,8 @@ fn baselines(
     if out.save_baseline.is_none() && base.is_none() {
         return Ok(());
     }
-    let value: serde_json::Value = serde_json::from_str(json)
-        .map_err(|e| Error::run(format!("reading back the result: {e}")))?;
+    let value: serde_json::Value =
+        serde_json::from_str(json).map_err(|e| Error::run_from("reading back the result", e))?;
     let mut verdict = Ok(());
     if let Some(base) = base {
         let new = xferbench::result::saved::SavedRun::from_value("this run", value.clone())?;
@@ -376,7 +376,7 @@ fn ranked<R: Render>(
             if !e.to_string().is_empty() {
                 eprintln!("xferbench: rank {rank}: {e}");
             }
-            if matches!(e, Error::Usage(_)) {
+            if matches!(e, Error::Usage { .. }) {
                 // Every rank agreed to stop: MPI can finish normally.
                 return Err(Error::usage(""));
             }
@@ -419,7 +419,7 @@ fn references(names: &[String]) -> Result<Vec<xferbench::reference::Dataset>> {
 /// The comparison tables for a run's table output, from its JSON.
 fn comparison(json: &str, refs: &[xferbench::reference::Dataset]) -> Result<String> {
     let value: serde_json::Value =
-        serde_json::from_str(json).map_err(|e| Error::run(format!("reading JSON back: {e}")))?;
+        serde_json::from_str(json).map_err(|e| Error::run_from("reading JSON back", e))?;
     let saved = xferbench::result::saved::SavedRun::from_value("this run", value)?;
     let r = report::bundle::Report::new(vec![saved], refs);
     Ok(format!("\n{}", r.comparison_text()))

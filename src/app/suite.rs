@@ -140,10 +140,10 @@ fn run_part(
     progress: &dyn Progress,
 ) -> Result<(Value, Option<Error>)> {
     let argv = std::iter::once("xferbench".to_string()).chain(part.args.iter().cloned());
-    let cli =
-        Cli::parse_argv(argv).map_err(|e| Error::run(format!("suite part {}: {e}", part.name)))?;
+    let cli = Cli::parse_argv(argv)
+        .map_err(|e| Error::run_from(format!("suite part {}", part.name), e))?;
     let to_value =
-        |v: serde_json::Result<Value>| v.map_err(|e| Error::run(format!("encoding JSON: {e}")));
+        |v: serde_json::Result<Value>| v.map_err(|e| Error::run_from("encoding JSON", e));
     let (mut value, err) = match cli.command {
         Some(Command::Roundtrip(a)) => {
             let (run, err) = roundtrip::run(&(*a).into(), stop, progress)?;
@@ -197,6 +197,7 @@ pub fn run(
             "cannot create {}: {e}; pick a writable folder with --out",
             o.out.display()
         ))
+        .with_source(e)
     })?;
     let data = std::env::temp_dir().join(format!("xferbench-suite-{}.dat", std::process::id()));
     let job = o.out.join("stream-suite.fio");

@@ -1,6 +1,13 @@
 //! One error type for the whole tool. The split between usage and run errors is
 //! what decides the exit code (2 vs 1), so every error is built as one or the other
 //! at the place that knows which it is.
+//!
+//! An error is one line for the user (its `Display`). One that another error
+//! caused (a failed syscall, a file that would not open, JSON that would not
+//! encode) also keeps that error as its [`source`](std::error::Error::source),
+//! for an embedder that wants the `io::ErrorKind` or the OS error number
+//! rather than the words; the line already quotes it, so a reporter that
+//! walks the chain would print it twice.
 
 use std::fmt;
 use std::sync::atomic::{AtomicI32, Ordering};
@@ -10,17 +17,37 @@ use std::sync::atomic::{AtomicI32, Ordering};
 /// process the signal killed.
 pub static INTERRUPTED_BY: AtomicI32 = AtomicI32::new(0);
 
+/// What caused an error: another error, kept whole.
+pub type Cause = Box<dyn std::error::Error + Send + Sync + 'static>;
+
 /// An error with a single-line, user-facing message.
-#[derive(Debug)]
+#[derive(Debug, thiserror::Error)]
 pub enum Error {
     /// The user asked for something invalid: bad flag value, unknown transport,
     /// a mode the transport lacks, a core that does not exist. Exit code 2.
-    Usage(String),
+    #[error("{message}")]
+    Usage {
+        /// The line the user reads.
+        message: String,
+        /// The error behind it, where another error caused it (a job file
+        /// that cannot be read).
+        #[source]
+        source: Option<Cause>,
+    },
     /// The measurement could not be carried out: responder died or hung, a
     /// syscall failed, a file could not be written. Exit code 1.
-    Run(String),
+    #[error("{message}")]
+    Run {
+        /// The line the user reads.
+        message: String,
+        /// The error behind it, where another error caused it (the
+        /// `io::Error` of a failed syscall).
+        #[source]
+        source: Option<Cause>,
+    },
     /// SIGINT or SIGTERM stopped the run; partial results were already
     /// written. Exit 128 + the signal (130 for Ctrl-C, 143 for SIGTERM).
+    #[error("interrupted")]
     Interrupted,
 }
 
@@ -30,30 +57,71 @@ pub type Result<T, E = Error> = std::result::Result<T, E>;
 impl Error {
     /// A [`Error::Usage`] (exit code 2) with this message.
     pub fn usage(msg: impl Into<String>) -> Self {
-        Error::Usage(msg.into())
+        Error::Usage {
+            message: msg.into(),
+            source: None,
+        }
     }
 
     /// A [`Error::Run`] (exit code 1) with this message.
     pub fn run(msg: impl Into<String>) -> Self {
-        Error::Run(msg.into())
+        Error::Run {
+            message: msg.into(),
+            source: None,
+        }
     }
 
-    /// A failed syscall, with what we were doing when it failed.
+    /// A [`Error::Usage`] that `e` caused: `what: e`, with `e` as its source.
+    pub fn usage_from(
+        what: impl fmt::Display,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::usage(format!("{what}: {e}")).with_source(e)
+    }
+
+    /// A [`Error::Run`] that `e` caused: `what: e`, with `e` as its source.
+    pub fn run_from(
+        what: impl fmt::Display,
+        e: impl std::error::Error + Send + Sync + 'static,
+    ) -> Self {
+        Error::run(format!("{what}: {e}")).with_source(e)
+    }
+
+    /// A failed syscall, with what we were doing when it failed; errno's
+    /// `io::Error` is the source.
     pub fn os(what: impl fmt::Display) -> Self {
-        Error::Run(format!("{what}: {}", std::io::Error::last_os_error()))
+        Error::io(what, std::io::Error::last_os_error())
     }
 
-    /// A failed I/O operation, as a run error: what we were doing, then `e`.
+    /// A failed I/O operation, as a run error: what we were doing, then `e`,
+    /// which stays the source.
     pub fn io(what: impl fmt::Display, e: std::io::Error) -> Self {
-        Error::Run(format!("{what}: {e}"))
+        Error::run_from(what, e)
+    }
+
+    /// This error with `e` as its source, the message unchanged (it should
+    /// already say what `e` says): for a line that quotes its cause
+    /// somewhere other than at its end. An interruption has no source.
+    pub fn with_source(self, e: impl std::error::Error + Send + Sync + 'static) -> Self {
+        match self {
+            Error::Usage { message, .. } => Error::Usage {
+                message,
+                source: Some(Box::new(e)),
+            },
+            Error::Run { message, .. } => Error::Run {
+                message,
+                source: Some(Box::new(e)),
+            },
+            Error::Interrupted => Error::Interrupted,
+        }
     }
 
     /// The process exit code for this error: 2 usage, 1 run, 128 + the
     /// signal interrupted (130 when no signal is known: Ctrl-C's).
     pub fn exit_code(&self) -> i32 {
         match self {
-            Error::Usage(_) => 2,
-            Error::Run(_) => 1,
+            Error::Usage { .. } => 2,
+            Error::Run { .. } => 1,
             Error::Interrupted => match INTERRUPTED_BY.load(Ordering::Relaxed) {
                 0 => 130,
                 s => 128 + s,
@@ -100,17 +168,6 @@ fn cut(s: &str, max: usize) -> std::borrow::Cow<'_, str> {
     format!("{h}…[{} characters cut]…{t}", n - head - tail).into()
 }
 
-impl fmt::Display for Error {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Error::Usage(m) | Error::Run(m) => f.write_str(m),
-            Error::Interrupted => f.write_str("interrupted"),
-        }
-    }
-}
-
-impl std::error::Error for Error {}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -125,5 +182,44 @@ mod tests {
         let huge = format!("unknown option '{}' (valid: a, b)", "k".repeat(100_000));
         let c = capped(&huge);
         assert!(c.len() < 400 && c.contains("characters cut") && c.ends_with("(valid: a, b)"));
+    }
+
+    #[test]
+    fn an_error_keeps_its_cause_and_its_line() {
+        use std::error::Error as _;
+        let nf = || std::io::Error::from(std::io::ErrorKind::NotFound);
+        let e = Error::io("opening /x", nf());
+        assert_eq!(e.to_string(), format!("opening /x: {}", nf()));
+        assert_eq!(e.exit_code(), 1);
+        let io = e.source().and_then(|s| s.downcast_ref::<std::io::Error>());
+        assert_eq!(
+            io.map(std::io::Error::kind),
+            Some(std::io::ErrorKind::NotFound)
+        );
+
+        let bad = "x".parse::<u32>().unwrap_err();
+        let e = Error::usage_from("--n x", bad.clone());
+        assert_eq!((e.to_string(), e.exit_code()), (format!("--n x: {bad}"), 2));
+        assert!(
+            e.source()
+                .is_some_and(|s| s.is::<std::num::ParseIntError>())
+        );
+
+        let e = Error::run(format!("cannot start ({}), giving up", nf())).with_source(nf());
+        assert_eq!(e.to_string(), format!("cannot start ({}), giving up", nf()));
+        assert!(e.source().is_some());
+
+        for e in [Error::usage("u"), Error::run("r"), Error::Interrupted] {
+            assert!(e.source().is_none(), "{e}");
+        }
+        assert_eq!(Error::usage("bad flag").to_string(), "bad flag");
+        assert_eq!(Error::Interrupted.to_string(), "interrupted");
+    }
+
+    /// Errors cross threads (a job's thread, the watchdog) inside results.
+    #[test]
+    fn an_error_is_send_and_sync() {
+        fn both<T: Send + Sync + 'static>() {}
+        both::<Error>();
     }
 }

@@ -148,8 +148,9 @@ pub struct Usage {
 impl Usage {
     /// The calling thread's usage so far (zeros where getrusage fails).
     pub fn now() -> Usage {
-        // SAFETY: getrusage fills the struct it is given; zeroed is valid.
+        // SAFETY: rusage is plain C data (integers, timevals): all zeroes is valid.
         let mut ru: libc::rusage = unsafe { std::mem::zeroed() };
+        // SAFETY: `ru` is a live, writable rusage; getrusage writes only into it.
         if unsafe { libc::getrusage(libc::RUSAGE_THREAD, &mut ru) } != 0 {
             return Usage::default();
         }

@@ -161,7 +161,7 @@ impl LogSpec {
 /// emptied; a shared one (`per_job_logs=0`) is kept and appended to, as
 /// fio appends to it (a second run adds its lines after the first's), and
 /// its directory must take the jobs' spools.
-pub fn create(spec: &LogSpec, job_name: &str) -> std::result::Result<(), String> {
+pub fn create(spec: &LogSpec, job_name: &str) -> crate::error::Result<()> {
     for (kind, path) in spec.files(job_name) {
         let made = if spec.shared {
             OpenOptions::new()
@@ -173,12 +173,13 @@ pub fn create(spec: &LogSpec, job_name: &str) -> std::result::Result<(), String>
             File::create(&path).map(drop)
         };
         made.map_err(|e| {
-            format!(
-                "{}: cannot create the log file {}: {e}; create its directory or give {}= a writable NAME",
+            crate::error::Error::usage(format!(
+                "job {job_name}: {}: cannot create the log file {}: {e}; create its directory or give {}= a writable NAME",
                 kind.option(),
                 path.display(),
                 kind.option()
-            )
+            ))
+            .with_source(e)
         })?;
     }
     Ok(())

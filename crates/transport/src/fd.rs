@@ -37,32 +37,21 @@ const NAK: [u8; 8] = *b"XBNAK001";
 const MAX_REASON: usize = 256;
 
 /// Why an fd operation failed.
+#[derive(Debug, thiserror::Error)]
 pub enum IoError {
-    /// The other end closed.
+    /// The other end closed. Either end reads this: a server's log as much
+    /// as an initiator.
+    #[error("the other end closed the connection")]
     Eof,
-    Os(std::io::Error),
+    /// The syscall's error, kept as the source.
+    #[error("{0}")]
+    Os(#[source] std::io::Error),
     /// A datagram of another length than expected.
-    Size {
-        got: usize,
-        want: usize,
-    },
+    #[error("received a {got}-byte datagram where {want} bytes were expected")]
+    Size { got: usize, want: usize },
     /// The responder refused a control frame, and said why.
+    #[error("the responder refused it: {0}")]
     Refused(String),
-}
-
-impl std::fmt::Display for IoError {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        match self {
-            // Either end reads this: a server's log as much as an initiator.
-            IoError::Eof => f.write_str("the other end closed the connection"),
-            IoError::Os(e) => write!(f, "{e}"),
-            IoError::Size { got, want } => write!(
-                f,
-                "received a {got}-byte datagram where {want} bytes were expected"
-            ),
-            IoError::Refused(why) => write!(f, "the responder refused it: {why}"),
-        }
-    }
 }
 
 /// One end's fds and how to use them.
@@ -112,6 +101,8 @@ impl Chan {
             } else {
                 fl & !libc::O_NONBLOCK
             };
+            // SAFETY: as F_GETFL: integer arguments only, no memory is passed;
+            // a closed fd only makes it fail.
             if fl < 0 || unsafe { libc::fcntl(fd, libc::F_SETFL, fl) } < 0 {
                 return Err(Error::os("setting the link's blocking mode"));
             }
@@ -478,6 +469,8 @@ impl Chan {
                     out.len()
                 };
                 let want = &out[s_off..end];
+                // SAFETY: `want` is a live slice of `out`; send reads at most
+                // want.len() bytes from its start.
                 let r = unsafe {
                     libc::send(
                         self.tx,
@@ -487,6 +480,7 @@ impl Chan {
                     )
                 };
                 let r = if r < 0 && errno() == libc::ENOTSOCK {
+                    // SAFETY: as send: want.len() readable bytes at want's start.
                     unsafe { libc::write(self.tx, want.as_ptr().cast(), want.len()) }
                 } else {
                     r
@@ -521,8 +515,12 @@ impl Chan {
                     } else {
                         0
                     };
+                // SAFETY: `room` is a live, exclusively borrowed slice of `inp`;
+                // recv writes at most room.len() bytes into it (MSG_TRUNC only
+                // changes the length returned, not what is written).
                 let r = unsafe { libc::recv(self.rx, room.as_mut_ptr().cast(), room.len(), flags) };
                 let r = if r < 0 && errno() == libc::ENOTSOCK {
+                    // SAFETY: as recv: room.len() writable bytes at room's start.
                     unsafe { libc::read(self.rx, room.as_mut_ptr().cast(), room.len()) }
                 } else {
                     r
@@ -574,6 +572,8 @@ impl Chan {
                     },
                 ];
                 // 100 ms at a time: the watchdog's verdict is looked at in between.
+                // SAFETY: `fds` is a live array of exactly the 2 pollfds passed;
+                // poll writes only their revents.
                 unsafe { libc::poll(fds.as_mut_ptr(), 2, 100) };
                 if self
                     .peer
@@ -693,7 +693,7 @@ impl FdLink {
     fn failure(&mut self, what: &str, e: IoError) -> Error {
         match &mut self.peer {
             Some(p) => p.failure(what, e),
-            None => Error::run(format!("{what} with the remote responder: {e}")),
+            None => Error::run_from(format!("{what} with the remote responder"), e),
         }
     }
 
@@ -833,12 +833,10 @@ fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
             // The initiator went away between batches: nothing more to do.
             Err(IoError::Eof) => return Ok(()),
             Err(e) => {
-                return Err(Error::run(format!(
-                    "responder: reading a control frame: {e}"
-                )));
+                return Err(Error::run_from("responder: reading a control frame", e));
             }
         }
-        let io = |e: IoError| Error::run(format!("responder: {e}"));
+        let io = |e: IoError| Error::run_from("responder", e);
         let shape = match parse_control(&frame, limits) {
             Ok(Control::Configure(shape)) => shape,
             Ok(Control::Quit) => {

@@ -77,6 +77,7 @@ impl Peer {
         let mut src = [-1 as RawFd; 4];
         src[..fds.len()].copy_from_slice(fds);
         let n = fds.len();
+        // SAFETY: getpid takes nothing and cannot fail.
         let parent = unsafe { libc::getpid() };
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
@@ -103,10 +104,10 @@ impl Peer {
             });
         }
         let child = cmd.spawn().map_err(|e| {
-            Error::run(format!(
-                "cannot start the responder {}: {e}",
-                cfg.exe.display()
-            ))
+            Error::run_from(
+                format!("cannot start the responder {}", cfg.exe.display()),
+                e,
+            )
         })?;
         let shared = Arc::new(Shared::default());
         let stop = eventfd()?;
@@ -118,7 +119,7 @@ impl Peer {
             std::thread::Builder::new()
                 .name("xb-watchdog".into())
                 .spawn(move || watch(pid, stop_fd, &shared, timeout))
-                .map_err(|e| Error::run(format!("cannot start the watchdog thread: {e}")))?
+                .map_err(|e| Error::run_from("cannot start the watchdog thread", e))?
         };
         Ok(Peer {
             child,
@@ -271,18 +272,25 @@ fn eventfd() -> Result<OwnedFd> {
     if fd < 0 {
         return Err(Error::os("eventfd"));
     }
+    // SAFETY: fd ≥ 0 is the eventfd just made, open and owned by no one else;
+    // the OwnedFd is its only owner and closes it once.
     Ok(unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn pidfd_open(pid: libc::pid_t) -> Option<OwnedFd> {
     // SAFETY: plain syscall; the fd is owned from here on.
     let fd = unsafe { libc::syscall(libc::SYS_pidfd_open, pid, 0) } as RawFd;
+    // SAFETY: fd ≥ 0 is the pidfd just made, open and owned by no one else;
+    // the OwnedFd is its only owner and closes it once.
     (fd >= 0).then(|| unsafe { OwnedFd::from_raw_fd(fd) })
 }
 
 fn exited(pid: libc::pid_t) -> bool {
     // WNOWAIT: look without reaping, so `Child` can still collect the status.
+    // SAFETY: siginfo_t is plain C data (integers, a union of them): all
+    // zeroes is valid, and si_pid 0 means "no child changed state".
     let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `info` is a live, writable siginfo_t; waitid writes only into it.
     let r = unsafe {
         libc::waitid(
             libc::P_PID,
@@ -291,6 +299,8 @@ fn exited(pid: libc::pid_t) -> bool {
             libc::WEXITED | libc::WNOHANG | libc::WNOWAIT,
         )
     };
+    // SAFETY: si_pid reads the union's child-status fields, which waitid
+    // fills for a WEXITED report and which are zero (from above) otherwise.
     r != 0 || unsafe { info.si_pid() } == pid
 }
 

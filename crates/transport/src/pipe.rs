@@ -51,5 +51,7 @@ fn pipe() -> Result<(OwnedFd, OwnedFd)> {
     if unsafe { libc::pipe2(fds.as_mut_ptr(), libc::O_CLOEXEC) } != 0 {
         return Err(Error::os("pipe2"));
     }
+    // SAFETY: pipe2 succeeded, so both numbers are fresh open fds that nothing
+    // else owns; each OwnedFd is its fd's only owner and closes it once.
     Ok(unsafe { (OwnedFd::from_raw_fd(fds[0]), OwnedFd::from_raw_fd(fds[1])) })
 }

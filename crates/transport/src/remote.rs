@@ -180,7 +180,9 @@ fn address(name: &str) -> Result<std::net::SocketAddr> {
             ))
         })?;
     text.to_socket_addrs()
-        .map_err(|e| Error::usage(format!("cannot resolve {text}: {e}; give HOST:PORT")))?
+        .map_err(|e| {
+            Error::usage(format!("cannot resolve {text}: {e}; give HOST:PORT")).with_source(e)
+        })?
         .next()
         .ok_or_else(|| Error::usage(format!("{text} resolves to no address")))
 }
@@ -267,7 +269,7 @@ impl Transport for Remote {
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
         let addr = address(&cfg.spec.name)?;
         let timeout = cfg.timeout.max(Duration::from_millis(1));
-        let io = |what: &str, e: std::io::Error| Error::run(format!("{what} {addr}: {e}"));
+        let io = |what: &str, e: std::io::Error| Error::run_from(format!("{what} {addr}"), e);
         if self.udp {
             let any = if addr.is_ipv4() {
                 "0.0.0.0:0"
@@ -305,6 +307,7 @@ impl Transport for Remote {
             Error::run(format!(
                 "cannot connect to {addr}: {e}; is `xferbench serve --listen {addr}` running there?"
             ))
+            .with_source(e)
         })?;
         s.set_nodelay(true)
             .map_err(|e| io("setting TCP_NODELAY to", e))?;

@@ -40,12 +40,16 @@ impl Transport for Shm {
 
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
         let layout = Layout::new(cfg.buffers, cfg.max_request, cfg.max_reply);
-        // SAFETY: plain syscalls; the fd is owned from here on.
+        // SAFETY: the name is a NUL-terminated static C string; the fd
+        // returned is owned just below.
         let fd = unsafe { libc::memfd_create(c"xferbench-shm".as_ptr(), libc::MFD_CLOEXEC) };
         if fd < 0 {
             return Err(Error::os("memfd_create"));
         }
+        // SAFETY: fd ≥ 0 is the memfd just made, open and owned by no one else;
+        // the OwnedFd is its only owner and closes it once.
         let fd = unsafe { OwnedFd::from_raw_fd(fd) };
+        // SAFETY: integer arguments only; the fd is open (owned just above).
         if unsafe { libc::ftruncate(fd.as_raw_fd(), layout.len as libc::off_t) } != 0 {
             return Err(Error::os(format!(
                 "sizing the {}-byte shared region",
@@ -68,7 +72,10 @@ impl Transport for Shm {
 
     fn respond(&self, args: &ResponderArgs) -> Result<()> {
         let fd = CHILD_FD;
+        // SAFETY: stat is plain C data (integers, timespecs): all zeroes is valid.
         let mut st: libc::stat = unsafe { std::mem::zeroed() };
+        // SAFETY: `st` is a live, writable stat that fstat writes only into;
+        // a missing CHILD_FD only makes it fail.
         if unsafe { libc::fstat(fd, &mut st) } != 0 {
             return Err(Error::os("responder: fstat of the shared region"));
         }

@@ -113,6 +113,9 @@ impl Region {
     /// # Safety
     /// `base` must point to `layout.len` writable bytes, 4096-aligned, zeroed.
     pub unsafe fn init(base: *mut u8, layout: Layout) -> Region {
+        // SAFETY: the caller's contract: `base` is 4096-aligned (Header needs
+        // 8) with layout.len ≥ LINE ≥ size_of::<Header>() writable bytes, and
+        // the memory is fresh, so no other reference to it exists yet.
         let h = unsafe { &mut *(base as *mut Header) };
         h.region_len = layout.len as u64;
         h.inline = layout.inline as u64;
@@ -128,12 +131,18 @@ impl Region {
     /// Reads the layout another process wrote, checking it fits the mapping.
     ///
     /// # Safety
-    /// `base` must point to `len` mapped bytes.
+    /// `base` must point to `len` mapped bytes, 8-aligned (a mapping's start
+    /// is page-aligned), that stay mapped while the region is used.
     pub unsafe fn attach(base: *mut u8, len: usize) -> Result<Region> {
         let bad = || Error::run("shared region header is corrupt");
         if len < LINE {
             return Err(bad());
         }
+        // SAFETY: the caller's contract: `base` is 8-aligned with len ≥ LINE ≥
+        // size_of::<Header>() mapped bytes (len checked just above). Header is
+        // integers only, so any bytes are a valid value, and nothing writes it
+        // while this reference lives: the initiator's `init` ran before the
+        // responder was started.
         let h = unsafe { &*(base as *const Header) };
         if h.magic.load(Ordering::Acquire) != MAGIC || h.region_len as usize != len {
             return Err(bad());
@@ -182,6 +191,8 @@ impl Region {
         if self.layout.inline {
             self.request_bell().payload
         } else {
+            // SAFETY: req_data + max_request ≤ len (Layout::new builds it so;
+            // `attach` checks it), so the offset stays inside the mapping.
             unsafe { self.base.add(self.layout.req_data) }
         }
     }
@@ -190,6 +201,8 @@ impl Region {
         if self.layout.inline {
             self.reply_bell().payload
         } else {
+            // SAFETY: rep_data + max_reply ≤ len (Layout::new builds it so;
+            // `attach` checks it), so the offset stays inside the mapping.
             unsafe { self.base.add(self.layout.rep_data) }
         }
     }

@@ -68,7 +68,7 @@ impl Transport for Thread {
                 )
                 .map(|_| ())
             })
-            .map_err(|e| Error::run(format!("cannot start the responder thread: {e}")))?;
+            .map_err(|e| Error::run_from("cannot start the responder thread", e))?;
         let init = Initiator::new(region, cfg.buffers, cfg.completion, cfg.timeout);
         Ok(Box::new(ThreadLink {
             init,
@@ -94,7 +94,7 @@ unsafe impl Send for HeapRegion {}
 impl HeapRegion {
     fn new(len: usize) -> Result<HeapRegion> {
         let layout = AllocLayout::from_size_align(len, 4096)
-            .map_err(|e| Error::run(format!("region layout: {e}")))?;
+            .map_err(|e| Error::run_from("region layout", e))?;
         // SAFETY: non-zero size (Layout::new always reserves pages).
         let ptr = unsafe { alloc_zeroed(layout) };
         if ptr.is_null() {

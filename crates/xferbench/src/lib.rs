@@ -123,7 +123,7 @@ pub mod fuzzing {
     /// reads a file; the report's text.
     pub fn decode_saved_run(bytes: &[u8]) -> crate::Result<String> {
         let value: serde_json::Value = serde_json::from_slice(bytes)
-            .map_err(|e| crate::Error::usage(format!("not JSON ({e})")))?;
+            .map_err(|e| crate::Error::usage(format!("not JSON ({e})")).with_source(e))?;
         let run = crate::SavedRun::from_value("fuzz", value)?;
         Ok(crate::report::bundle::Report::new(vec![run], &[]).text())
     }

@@ -52,6 +52,7 @@ pub fn check_writable(path: Option<&Path>) -> Result<()> {
             "cannot write {}: {e}; pick a writable path with -o",
             p.display()
         ))
+        .with_source(e)
     };
     match destination(p).map_err(refuse)? {
         Dest::Through(t) => {
@@ -140,7 +141,8 @@ fn kept_elsewhere(text: &str, p: &Path, e: std::io::Error) -> Error {
                 "cannot write {} ({e}); the results are kept in {}",
                 p.display(),
                 f.display()
-            ));
+            ))
+            .with_source(e);
         }
         let _ = std::fs::remove_file(&f);
     }
@@ -148,4 +150,5 @@ fn kept_elsewhere(text: &str, p: &Path, e: std::io::Error) -> Error {
         "cannot write {} ({e}), nor a fallback file in the temporary or current directory: the results are lost",
         p.display()
     ))
+    .with_source(e)
 }

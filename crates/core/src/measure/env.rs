@@ -222,12 +222,18 @@ impl Clock {
 }
 
 fn uname() -> (String, String) {
-    // SAFETY: uname fills a struct we own with NUL-terminated strings.
+    // SAFETY: utsname is plain C data (char arrays), for which all zeroes
+    // is a valid value.
     let mut u: libc::utsname = unsafe { std::mem::zeroed() };
+    // SAFETY: `u` is a live, writable utsname; uname writes only into it,
+    // each field a NUL-terminated string within its array.
     if unsafe { libc::uname(&mut u) } != 0 {
         return ("unknown".into(), "unknown".into());
     }
     let s = |f: &[libc::c_char]| {
+        // SAFETY: `f` is one of `u`'s fields, which uname NUL-terminated
+        // inside the array (and the zeroed start ends in NUL too), so the
+        // string read stops within `f`, alive while `u` is.
         unsafe { std::ffi::CStr::from_ptr(f.as_ptr()) }
             .to_string_lossy()
             .into_owned()

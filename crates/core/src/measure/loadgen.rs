@@ -158,7 +158,7 @@ impl Background {
                             Ok(())
                         })
                         .map_err(|e| {
-                            Error::run(format!("starting the {} load: {e}", mode.name()))
+                            Error::run_from(format!("starting the {} load", mode.name()), e)
                         })?,
                 );
             }
@@ -188,7 +188,7 @@ impl Background {
             .stderr(Stdio::null())
             .process_group(0)
             .spawn()
-            .map_err(|e| Error::usage(format!("--load-cmd '{cmd}' could not start: {e}")))?;
+            .map_err(|e| Error::usage_from(format!("--load-cmd '{cmd}' could not start"), e))?;
         GROUPS
             .lock()
             .unwrap_or_else(|e| e.into_inner())

@@ -40,8 +40,10 @@ impl Placement {
 
 /// CPUs in this process's affinity mask.
 pub fn allowed_cpus() -> Vec<usize> {
-    // SAFETY: sched_getaffinity fills a cpu_set_t we own.
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
+    // SAFETY: `set` is a live cpu_set_t and the size passed is its own, so
+    // the kernel writes only inside it; pid 0 is the calling thread.
     let ok =
         unsafe { libc::sched_getaffinity(0, std::mem::size_of::<libc::cpu_set_t>(), &mut set) }
             == 0;
@@ -50,6 +52,8 @@ pub fn allowed_cpus() -> Vec<usize> {
         return (0..n).collect();
     }
     (0..libc::CPU_SETSIZE as usize)
+        // SAFETY: c < CPU_SETSIZE, the number of bits in `set`, so the bit
+        // read lies inside it.
         .filter(|&c| unsafe { libc::CPU_ISSET(c, &set) })
         .collect()
 }
@@ -138,10 +142,7 @@ pub fn pin_current(cpu: usize) -> Result<()> {
     if core_affinity::set_for_current(core_affinity::CoreId { id: cpu }) {
         Ok(())
     } else {
-        Err(Error::run(format!(
-            "cannot pin to cpu {cpu}: {}",
-            std::io::Error::last_os_error()
-        )))
+        Err(Error::os(format!("cannot pin to cpu {cpu}")))
     }
 }
 
@@ -189,16 +190,19 @@ pub fn pin_current_to(cpus: &[usize]) -> Result<()> {
     if let Some(c) = cpus.iter().find(|&&c| c >= libc::CPU_SETSIZE as usize) {
         return Err(Error::usage(format!("cpu {c} is out of range")));
     }
-    set_mask(cpus.iter().copied())
-        .map_err(|e| Error::usage(format!("{e} (allowed here: {})", compact(&allowed_cpus()))))
+    set_mask(cpus.iter().copied()).map_err(|e| {
+        Error::usage(format!("{e} (allowed here: {})", compact(&allowed_cpus()))).with_source(e)
+    })
 }
 
 /// The calling thread's affinity mask set to `cpus`, each below CPU_SETSIZE.
 fn set_mask(cpus: impl Iterator<Item = usize>) -> std::io::Result<()> {
-    // SAFETY: a zeroed cpu_set_t is empty; the callers keep every CPU below
-    // CPU_SETSIZE, so CPU_SET stays within the set.
+    // SAFETY: cpu_set_t is a plain bit array; all zeroes is the empty set.
     let mut set: libc::cpu_set_t = unsafe { std::mem::zeroed() };
     for c in cpus {
+        // SAFETY: the callers keep every CPU below CPU_SETSIZE (`pin_current_to`
+        // refuses a larger one, the restore filters them out), so the bit set
+        // lies inside `set`; libc's CPU_SET also indexes its array checked.
         unsafe { libc::CPU_SET(c, &mut set) };
     }
     // SAFETY: set is a valid cpu_set_t; 0 is the calling thread.
@@ -293,7 +297,7 @@ mod tests {
     #[test]
     fn pinning_to_a_set_refuses_what_the_mask_cannot_hold() {
         let e = pin_current_to(&[libc::CPU_SETSIZE as usize]).unwrap_err();
-        assert!(matches!(e, Error::Usage(_)), "{e}");
+        assert!(matches!(e, Error::Usage { .. }), "{e}");
         assert!(e.to_string().contains("out of range"), "{e}");
         // The thread's own CPUs are always a set it may be pinned to.
         let keep = KeepAffinity::new();

@@ -93,6 +93,7 @@ impl Exec {
                     Error::usage(format!(
                         "job {name}: std_redirect: cannot create {path}: {e}; run from a writable directory or set std_redirect=0"
                     ))
+                    .with_source(e)
                 })
             };
             cmd.stdout(open(&out)?).stderr(open(&err)?);
@@ -106,6 +107,7 @@ impl Exec {
             Error::usage(format!(
                 "job {name}: program={program}: cannot run it: {e}; give the program's path or a program on PATH"
             ))
+            .with_source(e)
         })?;
         Ok(Exec {
             shown,

@@ -70,10 +70,11 @@ impl FileOps {
                     )));
                 }
                 _ => {
-                    let f = std::fs::File::create(p)
-                        .map_err(|e| Error::run(format!("job {name}: cannot create {n}: {e}")))?;
+                    let f = std::fs::File::create(p).map_err(|e| {
+                        Error::run_from(format!("job {name}: cannot create {n}"), e)
+                    })?;
                     f.set_len(job.filesize_of(i).unwrap_or(0))
-                        .map_err(|e| Error::run(format!("job {name}: cannot size {n}: {e}")))?;
+                        .map_err(|e| Error::run_from(format!("job {name}: cannot size {n}"), e))?;
                     before += 1;
                 }
             }

@@ -62,8 +62,9 @@ impl IoMemory {
                         Error::run(format!(
                             "iomem=mmaphuge: cannot map {len} bytes of huge pages ({e}); reserve some (echo 64 > /proc/sys/vm/nr_hugepages) or use iomem=mmap"
                         ))
+                        .with_source(e)
                     } else {
-                        Error::run(format!("iomem=mmap: cannot map {len} bytes: {e}"))
+                        Error::run_from(format!("iomem=mmap: cannot map {len} bytes"), e)
                     });
                 }
                 m.map = p.cast();

@@ -67,7 +67,8 @@ impl Map {
                 "job {}: cannot mmap {} ({e}); this target may not support mapping (use ioengine=psync)",
                 job.name,
                 target.path.display()
-            )));
+            ))
+            .with_source(e));
         }
         Ok(Map {
             base: p.cast(),

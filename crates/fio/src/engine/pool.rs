@@ -94,6 +94,7 @@ impl Pool {
                         "job {}: io_submit_mode=offload could not start submitting thread {i} of {depth}: {e}; lower iodepth=",
                         job.name
                     ))
+                    .with_source(e)
                 })?;
             pool.tasks.push(tx);
             pool.threads.push(t);

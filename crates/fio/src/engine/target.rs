@@ -64,10 +64,10 @@ impl Target {
         let current = match kind {
             TargetKind::File => file.metadata().map(|m| m.len()).unwrap_or(0),
             TargetKind::Block => block_size(&file).map_err(|e| {
-                Error::run(format!(
-                    "job {}: cannot read the size of {shown}: {e}",
-                    job.name
-                ))
+                Error::run_from(
+                    format!("job {}: cannot read the size of {shown}", job.name),
+                    e,
+                )
             })?,
             TargetKind::Char => 0,
         };
@@ -361,6 +361,7 @@ fn may_create(job: &Job, path: &Path) -> Result<()> {
                 "job {name}: cannot make the directory {} for {shown}: {e}; make it, or point directory= elsewhere",
                 parent.display()
             ))
+            .with_source(e)
         })?;
     }
     Ok(())
@@ -524,9 +525,10 @@ fn grow(
     Ok(if job.rw.reads() || trims_only || job.overwrite {
         check_layout(name, path, current, end, allow_large)?;
         lay_out(path, current, end).map_err(|e| {
-            Error::run(format!(
-                "job {name}: cannot lay out {shown} to {end} bytes: {e}"
-            ))
+            Error::run_from(
+                format!("job {name}: cannot lay out {shown} to {end} bytes"),
+                e,
+            )
         })?;
         format!(
             "laid out to {end} bytes (zeros) for {}",
@@ -542,9 +544,10 @@ fn grow(
         format!("region preallocated to {end} bytes (fallocate)")
     } else {
         file.set_len(end).map_err(|e| {
-            Error::run(format!(
-                "job {name}: cannot extend {shown} to {end} bytes: {e}"
-            ))
+            Error::run_from(
+                format!("job {name}: cannot extend {shown} to {end} bytes"),
+                e,
+            )
         })?;
         format!("extended to {end} bytes")
     })
@@ -591,8 +594,10 @@ const LAYOUT_BOUND: u64 = 8 << 30;
 fn file_system(path: &Path) -> Option<(u64, bool)> {
     use std::os::unix::ffi::OsStrExt;
     let c = std::ffi::CString::new(path.as_os_str().as_bytes()).ok()?;
-    // SAFETY: statfs fills the struct; the path is NUL-terminated.
+    // SAFETY: statfs is plain C data (integers): all zeroes is valid.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `c` is a NUL-terminated CString alive for the call, and `st` a
+    // live, writable statfs that the call writes only into.
     if unsafe { libc::statfs(c.as_ptr(), &mut st) } != 0 {
         return None;
     }

@@ -159,8 +159,10 @@ pub fn complete(trim: &mut Option<Trimmer>, op: &Op) -> Result<Done> {
 
 /// The name of the file system `fd` lies on, from its statfs magic.
 pub fn fs_name(fd: i32) -> String {
-    // SAFETY: fstatfs fills the struct from our own descriptor.
+    // SAFETY: statfs is plain C data (integers): all zeroes is valid.
     let mut st: libc::statfs = unsafe { std::mem::zeroed() };
+    // SAFETY: `st` is a live, writable statfs that fstatfs writes only into;
+    // a stale `fd` only makes it fail (EBADF).
     if unsafe { libc::fstatfs(fd, &mut st) } != 0 {
         return "unknown".into();
     }

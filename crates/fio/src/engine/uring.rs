@@ -140,6 +140,7 @@ impl Uring {
                 "job {}: cannot set up io_uring with {entries} entries{what}: {e}; {hint}",
                 job.name
             ))
+            .with_source(e)
         })?;
         let fds: Vec<i32> = targets.iter().map(Target::fd).collect();
         if o.registerfiles {
@@ -152,6 +153,7 @@ impl Uring {
                         _ => format!("its {} files", targets.len()),
                     }
                 ))
+                .with_source(e)
             })?;
         }
         Ok(Uring {
@@ -259,7 +261,7 @@ impl Uring {
         while unsafe { self.ring.submission().push(&e) }.is_err() {
             self.ring
                 .submit()
-                .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+                .map_err(|e| Error::run_from("io_uring submit", e))?;
             self.unsubmitted = 0;
         }
         self.pending[op.slot] = Some((op, moved));
@@ -362,7 +364,7 @@ impl Uring {
                     e.raw_os_error(),
                     Some(libc::EINTR | libc::EAGAIN | libc::EBUSY)
                 ) => {}
-            Err(e) => return Err(Error::run(format!("io_uring submit: {e}"))),
+            Err(e) => return Err(Error::run_from("io_uring submit", e)),
         }
         Ok(())
     }
@@ -377,7 +379,7 @@ impl Engine for Uring {
             // The kernel's thread submits; it is woken only if it sleeps.
             self.ring
                 .submit()
-                .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+                .map_err(|e| Error::run_from("io_uring submit", e))?;
             self.unsubmitted = 0;
             return Ok(());
         }
@@ -395,7 +397,7 @@ impl Engine for Uring {
             if self.unsubmitted > 0 {
                 self.ring
                     .submit()
-                    .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+                    .map_err(|e| Error::run_from("io_uring submit", e))?;
                 self.unsubmitted = 0;
             }
             let done = super::trim::complete(&mut self.trim, &op)?;
@@ -414,7 +416,7 @@ impl Engine for Uring {
         } else if self.unsubmitted > 0 {
             self.ring
                 .submit()
-                .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+                .map_err(|e| Error::run_from("io_uring submit", e))?;
             self.unsubmitted = 0;
         }
         out.append(&mut self.trimmed);
@@ -440,7 +442,7 @@ impl Engine for Uring {
             Ok(_) => self.unsubmitted = 0,
             Err(e) if e.raw_os_error() == Some(libc::ETIME) => self.unsubmitted = 0,
             Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-            Err(e) => return Err(Error::run(format!("io_uring wait: {e}"))),
+            Err(e) => return Err(Error::run_from("io_uring wait", e)),
         }
         self.drain(out, usize::MAX).map(|_| ())
     }
@@ -461,7 +463,7 @@ impl Engine for Uring {
             if self.unsubmitted > 0 || self.sqpoll {
                 self.ring
                     .submit()
-                    .map_err(|e| Error::run(format!("io_uring submit: {e}")))?;
+                    .map_err(|e| Error::run_from("io_uring submit", e))?;
                 self.unsubmitted = 0;
             }
             let mut spins = 0u32;
@@ -492,7 +494,7 @@ impl Engine for Uring {
                     Ok(_) => self.unsubmitted = 0,
                     Err(e) if e.raw_os_error() == Some(libc::ETIME) => self.unsubmitted = 0,
                     Err(e) if e.raw_os_error() == Some(libc::EINTR) => {}
-                    Err(e) => return Err(Error::run(format!("io_uring wait: {e}"))),
+                    Err(e) => return Err(Error::run_from("io_uring wait", e)),
                 }
             }
             got += self.drain(out, max.saturating_sub(got))?;
@@ -579,8 +581,9 @@ impl Engine for Uring {
         unsafe { self.ring.submitter().register_buffers(&iovs) }.map_err(|e| {
             let total = len * iovs.len();
             let limit = {
-                // SAFETY: getrlimit fills the struct.
+                // SAFETY: rlimit is two integers: all zeroes is valid.
                 let mut r: libc::rlimit = unsafe { std::mem::zeroed() };
+                // SAFETY: `r` is a live, writable rlimit; getrlimit writes only into it.
                 if unsafe { libc::getrlimit(libc::RLIMIT_MEMLOCK, &mut r) } == 0
                     && r.rlim_cur != libc::RLIM_INFINITY
                 {
@@ -596,6 +599,7 @@ impl Engine for Uring {
                 crate::units::format_size(len as u64),
                 crate::units::format_size(total as u64),
             ))
+            .with_source(e)
         })?;
         self.buf = Buf::Fixed;
         Ok(())

@@ -645,7 +645,7 @@ impl Worker<'_> {
 fn engine_failed(r: Result<()>, job: &Job, failure: &mut Option<String>) -> Result<bool> {
     match r {
         Ok(()) => Ok(false),
-        Err(e @ crate::error::Error::Run(_)) => {
+        Err(e @ crate::error::Error::Run { .. }) => {
             failure.get_or_insert_with(|| format!("job {}: {e}", job.name));
             Ok(true)
         }
@@ -714,8 +714,10 @@ mod tests {
             // The number may be open here as another test's descriptor
             // (tests share the process): ours only if it is the same file.
             let ino = std::os::unix::fs::MetadataExt::ino(&std::fs::metadata(&f).unwrap());
-            // SAFETY: fstat writes only into `st`.
+            // SAFETY: stat is plain C data (integers, timespecs): all zeroes is valid.
             let mut st: libc::stat = unsafe { std::mem::zeroed() };
+            // SAFETY: fstat writes only into `st`, live and writable; a number
+            // that is no longer open only makes it fail.
             let ours = unsafe { libc::fstat(fd, &mut st) } == 0 && st.st_ino == ino;
             if ours {
                 // SAFETY: the number is this test's file, in the shared table.

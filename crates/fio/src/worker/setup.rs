@@ -69,7 +69,7 @@ impl<'a> Worker<'a> {
         let verify = spec.map(|spec| checking(job, spec, &files, extents.is_some()));
         let (totals, expected) = totals(job, &files);
         let logs = crate::logs::JobLogs::open(&job.logs, &job.name)
-            .map_err(|e| Error::run(format!("job {}: its log files: {e}", job.name)))?
+            .map_err(|e| Error::run_from(format!("job {}: its log files", job.name), e))?
             .map(Box::new);
         // Before the clock starts: its histograms are megabytes to allocate
         // and zero (some 20 ms on a small VM), not part of the job's time.
@@ -168,7 +168,7 @@ fn place_thread(job: &Job) -> Result<()> {
             _ => cpus.clone(),
         };
         crate::measure::placement::pin_current_to(&mine)
-            .map_err(|e| Error::usage(format!("job {}: cpus_allowed: {e}", job.name)))?;
+            .map_err(|e| Error::usage_from(format!("job {}: cpus_allowed", job.name), e))?;
     }
     set_priority(job)
 }
@@ -422,11 +422,12 @@ fn set_priority(job: &Job) -> Result<()> {
     if let Some(n) = job.nice {
         // SAFETY: setpriority on our own thread (Linux: per thread).
         if unsafe { libc::setpriority(libc::PRIO_PROCESS, tid, n) } != 0 {
+            let e = std::io::Error::last_os_error();
             return Err(Error::usage(format!(
-                "job {}: nice={n}: {} (a negative niceness needs root or CAP_SYS_NICE)",
-                job.name,
-                std::io::Error::last_os_error()
-            )));
+                "job {}: nice={n}: {e} (a negative niceness needs root or CAP_SYS_NICE)",
+                job.name
+            ))
+            .with_source(e));
         }
     }
     if job.ioprio.0.is_some() || job.ioprio.1.is_some() {
@@ -444,11 +445,12 @@ fn set_priority(job: &Job) -> Result<()> {
             )
         };
         if r != 0 {
+            let e = std::io::Error::last_os_error();
             return Err(Error::usage(format!(
-                "job {}: prioclass={class} prio={level}: {} (the real-time class needs root)",
-                job.name,
-                std::io::Error::last_os_error()
-            )));
+                "job {}: prioclass={class} prio={level}: {e} (the real-time class needs root)",
+                job.name
+            ))
+            .with_source(e));
         }
     }
     Ok(())

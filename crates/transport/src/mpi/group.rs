@@ -134,6 +134,9 @@ impl Group {
     }
 
     fn isend(&self, ptr: *const u8, len: usize, peer: usize, tag: i32) -> MPI_Request {
+        // SAFETY: reads an extern static that mpi-sys's C shim defines as
+        // `const MPI_Request RSMPI_REQUEST_NULL = MPI_REQUEST_NULL`: always
+        // initialised, never written, so the read races with nothing.
         let mut r = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: ptr..ptr+len lies in a leaked buffer (or a live local the
         // caller waits on); len ≤ i32::MAX was checked at open.
@@ -152,6 +155,7 @@ impl Group {
     }
 
     fn irecv(&self, ptr: *mut u8, len: usize, peer: usize, tag: i32) -> MPI_Request {
+        // SAFETY: as in `isend`: a C `const` static, initialised and never written.
         let mut r = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: as isend.
         unsafe {
@@ -427,6 +431,7 @@ impl Group {
     /// Every rank reaches this point, waiting at most `patience` beyond the
     /// timeout (the others may be measuring); sleeps while it waits.
     pub fn barrier(&self, patience: Duration, what: &dyn Fn() -> String) -> Result<()> {
+        // SAFETY: as in `isend`: a C `const` static, initialised and never written.
         let mut r = unsafe { ffi::RSMPI_REQUEST_NULL };
         // SAFETY: a non-blocking barrier on the world communicator.
         unsafe {

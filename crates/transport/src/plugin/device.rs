@@ -59,6 +59,11 @@ impl OptionInfo {
 // SAFETY: the table is immutable static data in the plugin; its functions'
 // thread-safety rules are the header's (calls on one device serialised).
 unsafe impl Send for Library {}
+// SAFETY: `&Library` only reads: the immutable table and the Rust fields
+// copied from it at load. Calling through the table from several threads at
+// once is what the header allows (different devices may be used from
+// different threads, so a plugin's global state is its own to guard); one
+// device's calls stay serialised because `Device` takes `&mut self`.
 unsafe impl Sync for Library {}
 
 macro_rules! optional_op {
@@ -81,6 +86,7 @@ impl Library {
             Error::usage(format!(
                 "plugin: path={shown}: {e}; build the plugin first (cc -O2 -shared -fPIC -Iinclude mydev.c -o mydev.so) or give its path"
             ))
+            .with_source(e)
         })?;
         if !meta.is_file() {
             return Err(Error::usage(format!(
@@ -90,7 +96,7 @@ impl Library {
         // An absolute path, or the loader would search the system's library
         // directories instead of the current one.
         let abs = std::fs::canonicalize(path)
-            .map_err(|e| Error::usage(format!("plugin: path={shown}: {e}")))?;
+            .map_err(|e| Error::usage_from(format!("plugin: path={shown}"), e))?;
         // SAFETY: loading runs the library's initialisers; that is what the
         // user asked for by naming it.
         let lib = unsafe { libloading::Library::new(&abs) }.map_err(|e| {

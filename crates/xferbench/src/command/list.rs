@@ -165,7 +165,7 @@ fn render(args: &ListOptions, entries: Vec<Entry>) -> Result<()> {
     let text = match args.format {
         Format::Json => {
             serde_json::to_string_pretty(&entries)
-                .map_err(|e| Error::run(format!("encoding JSON: {e}")))?
+                .map_err(|e| Error::run_from("encoding JSON", e))?
                 + "\n"
         }
         Format::Csv => {

@@ -185,7 +185,7 @@ fn report_json(f: &Found, head: &Head, counters: Option<&serde_json::Value>) -> 
     };
     serde_json::to_string_pretty(&r)
         .map(|t| t + "\n")
-        .map_err(|e| Error::run(format!("encoding JSON: {e}")))
+        .map_err(|e| Error::run_from("encoding JSON", e))
 }
 
 /// A job's failure as the plugin reported it: the status's name and the
@@ -840,7 +840,7 @@ fn load(
         Ok(t) => t,
         // The file is not a plugin, or an option is bad (the plugin's open
         // refused it as XB_E_INVAL): the user's to fix, exit 2.
-        Err(e @ Error::Usage(_))
+        Err(e @ Error::Usage { .. })
             if !e.to_string().contains("failed (XB_E")
                 || e.to_string().contains("open failed (XB_E_INVAL)") =>
         {

@@ -435,6 +435,7 @@ pub fn run(args: &ServeConfig, quiet: bool) -> Result<()> {
             "cannot listen on {}: {e}; pick another --listen ADDR:PORT",
             args.listen
         ))
+        .with_source(e)
     })?;
     let local: SocketAddr = listener
         .local_addr()
@@ -473,6 +474,7 @@ pub fn run(args: &ServeConfig, quiet: bool) -> Result<()> {
         Error::usage(format!(
             "cannot listen for UDP on {local}: {e}; pick another --listen ADDR:PORT"
         ))
+        .with_source(e)
     })?;
     {
         let srv = server.clone();
@@ -480,7 +482,7 @@ pub fn run(args: &ServeConfig, quiet: bool) -> Result<()> {
         std::thread::Builder::new()
             .name("xb-serve-udp".into())
             .spawn(move || srv.udp(udp, once))
-            .map_err(|e| Error::run(format!("starting the UDP listener: {e}")))?;
+            .map_err(|e| Error::run_from("starting the UDP listener", e))?;
     }
     // Always said, even with --quiet: scripts read the port from it.
     eprintln!(

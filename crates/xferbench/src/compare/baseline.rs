@@ -66,6 +66,7 @@ pub fn save(name: &str, json: &str) -> Result<PathBuf> {
             "cannot create the baseline folder {}: {e}; set XFERBENCH_BASELINE_DIR to a writable folder",
             d.display()
         ))
+        .with_source(e)
     })?;
     crate::output::emit(json, Some(&p))?;
     Ok(p)

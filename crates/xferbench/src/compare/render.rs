@@ -31,7 +31,7 @@ pub fn render(c: &Comparison, format: CompareFormat, colour: bool) -> Result<Str
         CompareFormat::Markdown => Ok(text(c, true, false)),
         CompareFormat::Json => serde_json::to_string_pretty(c)
             .map(|s| s + "\n")
-            .map_err(|e| Error::run(format!("writing the comparison as JSON: {e}"))),
+            .map_err(|e| Error::run_from("writing the comparison as JSON", e)),
         CompareFormat::Csv => Ok(csv(c)),
     }
 }

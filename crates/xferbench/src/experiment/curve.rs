@@ -376,7 +376,7 @@ fn once(
         },
     };
     let mut options =
-        serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
+        serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
     options["duration_s"] = serde_json::json!(budget.duration.map(|d| d.as_secs_f64()));
     let (mut run, placement) = begin::<CurvePoint, CurveExtra>("curve", common, options)?;
     progress.checkpoint(&run);
@@ -551,7 +551,9 @@ impl Sweep<'_> {
                 Ok(Outcome::Interrupted(None)) => return Err(Error::Interrupted),
                 // The device refused this shape at configure:
                 // the size is skipped, the link is in step.
-                Err(Error::Usage(reason)) if c.transport.name() == "plugin" => {
+                Err(Error::Usage {
+                    message: reason, ..
+                }) if c.transport.name() == "plugin" => {
                     skip(reason);
                     continue;
                 }

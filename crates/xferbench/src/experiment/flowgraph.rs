@@ -108,7 +108,7 @@ fn pinned<T: Send + 'static>(
             crate::measure::placement::pin_current(cpu)?;
             Ok(f())
         })
-        .map_err(|e| Error::run(format!("starting {what}: {e}")))?
+        .map_err(|e| Error::run_from(format!("starting {what}"), e))?
         .join()
         .unwrap_or_else(|_| Err(Error::run(format!("{what} panicked"))))
 }

@@ -127,7 +127,7 @@ fn once(
     let _keep = crate::measure::placement::KeepAffinity::new();
     let max = *args.sizes.iter().max().expect("validated");
     let options =
-        serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
+        serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
     let (mut run, placement): (LoadRun, _) = begin("load", &args.common, options)?;
     progress.checkpoint(&run);
     let used: Vec<usize> = [placement.initiator_cpu, placement.responder_cpu]

@@ -81,7 +81,7 @@ fn once(
         duration: common.duration,
     };
     let mut options =
-        serde_json::to_value(args).map_err(|e| Error::run(format!("recording options: {e}")))?;
+        serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
     options["samples"] = serde_json::json!(budget.samples);
     let (mut run, placement) = begin::<Point, RoundtripExtra>("roundtrip", common, options)?;
     progress.checkpoint(&run);
@@ -131,7 +131,9 @@ fn once(
                         Ok(Outcome::Interrupted(None)) => return Err(Error::Interrupted),
                         // The device refused this shape at configure: the
                         // cell is left out, the link is still in step.
-                        Err(Error::Usage(reason)) => {
+                        Err(Error::Usage {
+                            message: reason, ..
+                        }) => {
                             skip(&mut run, c, i, o, reason);
                             continue;
                         }

@@ -111,7 +111,7 @@ fn once(
         }
         run.points.extend(results);
         if let Some(e) = err {
-            let fatal = matches!(e, Error::Interrupted | Error::Usage(_));
+            let fatal = matches!(e, Error::Interrupted | Error::Usage { .. });
             first_err.get_or_insert(e);
             if fatal {
                 break;
@@ -257,8 +257,7 @@ fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
         // The log files, emptied: a path that cannot be written stops the
         // run before it starts.
         for p in first.iter().filter(|_| logs) {
-            crate::fio::logs::create(&p.job.logs, &p.job.name)
-                .map_err(|m| Error::usage(format!("job {}: {m}", p.job.name)))?;
+            crate::fio::logs::create(&p.job.logs, &p.job.name)?;
         }
         for (old, _) in &args.map {
             let used = |f: &str| f == old || under(f, old).is_some();
@@ -688,7 +687,7 @@ impl Set<'_> {
                 // no such directory, a bad option combination) ends the
                 // run: the others, some perhaps waiting out a
                 // startdelay, would only report the same mistake later.
-                if matches!(out, Err(Error::Usage(_))) {
+                if matches!(out, Err(Error::Usage { .. })) {
                     stop.store(true, Ordering::Relaxed);
                 }
                 lock.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
@@ -699,10 +698,7 @@ impl Set<'_> {
                 let _ = job_tx.send((i, out));
             });
         if let Err(e) = spawned {
-            let _ = tx.send((
-                i,
-                Err(Error::run(format!("cannot start a job's thread: {e}"))),
-            ));
+            let _ = tx.send((i, Err(Error::run_from("cannot start a job's thread", e))));
         }
     }
 

@@ -122,7 +122,7 @@ fn coordinate(start: Start, cfg: &Config, what: &str, interrupt: &AtomicBool) ->
         .spawn(move || {
             let _ = done_tx.send(run());
         })
-        .map_err(|e| Error::run(format!("starting the flowgraph: {e}")))?;
+        .map_err(|e| Error::run_from("starting the flowgraph", e))?;
     // Waits up to `d`, returning early if the run ended or the user stopped it.
     let wait = |d: Duration| -> Option<Result<()>> {
         let until = Instant::now() + d;

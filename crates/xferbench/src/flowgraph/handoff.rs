@@ -40,6 +40,10 @@ pub struct Buffers {
 // SAFETY: a buffer number is held by one end at a time, handed over through
 // a `Queue` with release/acquire; the memory is freed only on drop.
 unsafe impl Send for Buffers {}
+// SAFETY: `&Buffers` hands out raw pointers only (`ptr`), reading fields
+// fixed at `new`; who may touch the floats behind a pointer is the buffer
+// number's holder, one end at a time as above, so sharing the handle between
+// the producer's and the consumer's threads races on nothing.
 unsafe impl Sync for Buffers {}
 
 impl Buffers {

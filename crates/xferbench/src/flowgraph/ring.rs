@@ -75,6 +75,11 @@ impl Signal {
 // region and the consumer reads only the filled one, and the indices that
 // hand regions over are published with release/acquire.
 unsafe impl Send for Ring {}
+// SAFETY: a ring is shared (`Arc`) by exactly one `Producer` and one
+// `Consumer`, neither of them Clone; every other field reached through
+// `&Ring` is an atomic (`head`, `tail`, `closed`, the signals) or fixed at
+// creation (`base`, `cap`, `notify`), so the only unsynchronised memory is
+// the items, split between the two ends as above.
 unsafe impl Sync for Ring {}
 
 impl Drop for Ring {

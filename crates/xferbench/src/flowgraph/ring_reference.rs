@@ -127,7 +127,7 @@ pub fn ring(cfg: &Config, kernel: Kernel, stop: Arc<AtomicBool>) -> Result<Start
                             }
                         }
                     })
-                    .map_err(|e| Error::run(format!("starting a ring thread: {e}")))
+                    .map_err(|e| Error::run_from("starting a ring thread", e))
             })
             .collect::<Result<Vec<_>>>()?;
         let mut first = Ok(());

@@ -168,7 +168,7 @@ fn spin_groups(groups: Vec<Vec<Box<dyn Block>>>, cpus: &[usize]) -> Result<()> {
                     }
                     Ok(())
                 })
-                .map_err(|e| Error::run(format!("starting a flowgraph thread: {e}")))
+                .map_err(|e| Error::run_from("starting a flowgraph thread", e))
         })
         .collect::<Result<Vec<_>>>()?;
     join_all(handles)
@@ -227,7 +227,7 @@ fn thread_per_block(blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
                         }
                     }
                 })
-                .map_err(|e| Error::run(format!("starting a flowgraph thread: {e}")))
+                .map_err(|e| Error::run_from("starting a flowgraph thread", e))
         })
         .collect::<Result<Vec<_>>>()?;
     join_all(handles)
@@ -278,12 +278,12 @@ fn tokio_run(blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
         .thread_name("xb-fg-tokio")
         .on_thread_start(pinner(cpus))
         .build()
-        .map_err(|e| Error::run(format!("starting tokio: {e}")))?;
+        .map_err(|e| Error::run_from("starting tokio", e))?;
     rt.block_on(async {
         let tasks: Vec<_> = blocks.into_iter().map(|b| tokio::spawn(Task(b))).collect();
         for t in tasks {
             t.await
-                .map_err(|e| Error::run(format!("a flowgraph task failed: {e}")))?;
+                .map_err(|e| Error::run_from("a flowgraph task failed", e))?;
         }
         Ok::<(), Error>(())
     })?;
@@ -355,7 +355,7 @@ fn executor_run(blocks: Vec<Box<dyn Block>>, cpus: &[usize]) -> Result<()> {
                     );
                     Ok(())
                 })
-                .map_err(|e| Error::run(format!("starting an executor thread: {e}")))
+                .map_err(|e| Error::run_from("starting an executor thread", e))
         })
         .collect::<Result<Vec<_>>>()?;
     join_all(handles)

@@ -159,5 +159,6 @@ fn make_dir(dir: &Path) -> Result<()> {
             "cannot create {}: {e}; pick a writable directory",
             dir.display()
         ))
+        .with_source(e)
     })
 }

@@ -48,7 +48,7 @@ pub fn render(run: &StreamRun) -> String {
 /// the run recorded (environment, options, groups, sweep) alongside.
 pub fn json(run: &StreamRun) -> Result<String> {
     let mut v = serde_json::to_value(run)
-        .map_err(|e| crate::error::Error::run(format!("cannot encode results: {e}")))?;
+        .map_err(|e| crate::error::Error::run_from("cannot encode results", e))?;
     let mut rest = std::mem::take(v.as_object_mut().expect("a run is an object"));
     rest.remove("points");
     super::json::render(&output::json::document(&fio_report(run), rest))
@@ -57,7 +57,7 @@ pub fn json(run: &StreamRun) -> Result<String> {
 /// fio's terse lines of the run, from its fio JSON.
 pub fn terse(run: &StreamRun) -> Result<String> {
     let doc: serde_json::Value = serde_json::from_str(&json(run)?)
-        .map_err(|e| crate::error::Error::run(format!("cannot read the results back: {e}")))?;
+        .map_err(|e| crate::error::Error::run_from("cannot read the results back", e))?;
     Ok(output::terse::render(&doc))
 }
 

@@ -462,12 +462,14 @@ impl SavedRun {
                 "cannot read {}: {e}; give results files written with --format json or -o FILE.json",
                 path.display()
             ))
+            .with_source(e)
         })?;
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             Error::usage(format!(
                 "{} is not JSON ({e}); give results files written with --format json or -o FILE.json",
                 path.display()
             ))
+            .with_source(e)
         })?;
         let label = path
             .file_stem()
@@ -477,6 +479,7 @@ impl SavedRun {
                 "{}: {e}; give results files written with --format json",
                 path.display()
             ))
+            .with_source(e)
         })
     }
 

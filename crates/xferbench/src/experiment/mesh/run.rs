@@ -156,6 +156,7 @@ pub(super) fn hello(g: &Group) -> Result<Vec<RankInfo>> {
 }
 
 fn rank_info(rank: usize) -> RankInfo {
+    // SAFETY: sched_getcpu takes nothing and touches no memory; failure is -1.
     let cpu = unsafe { libc::sched_getcpu() };
     let cpu = (cpu >= 0).then_some(cpu as usize);
     let topo = |f: &str| -> Option<usize> {
