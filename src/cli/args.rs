@@ -500,8 +500,8 @@ pub struct ServeArgs {
     /// A file holding the shared secret clients must present (they set XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN); at least 16 bytes. Also read from XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN.
     #[arg(long, value_name = "FILE")]
     pub token_file: Option<std::path::PathBuf>,
-    /// The shared secret itself; visible to every user in ps, so prefer --token-file (a warning says so).
-    #[arg(long, value_name = "SECRET", conflicts_with = "token_file")]
+    /// Refused with the way to give the token instead: a command line is public (ps, /proc/PID/cmdline).
+    #[arg(long, value_name = "SECRET", hide = true)]
     pub token: Option<String>,
     /// Largest message a client may use; checked before anything is allocated.
     #[arg(long, value_parser = size_one_message, default_value = "64M")]
@@ -515,7 +515,7 @@ pub struct ServeArgs {
     /// A client silent this long (mid-frame or between runs) loses its connection, and one message that has begun must end within it (plus its length at 64 KiB/s): trickled bytes do not extend it. Its hello must come within 2s of connecting (or this, if shorter). From 10ms to 1 day.
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub idle_timeout: Duration,
-    /// Serve one authenticated client, then exit (connections that fail their hello do not count).
+    /// Serve one client whose session ends well, then exit (connections that fail their hello, and sessions that end on an error, do not count).
     #[arg(long)]
     pub once: bool,
     /// Listen beyond loopback without a token, or accept a token under 16 bytes (refused otherwise): anyone who reaches the port or guesses the token can then run measurements here.
@@ -916,7 +916,7 @@ impl From<ServeArgs> for xferbench::command::serve::ServeConfig {
     fn from(a: ServeArgs) -> xferbench::command::serve::ServeConfig {
         xferbench::command::serve::ServeConfig {
             listen: a.listen,
-            token: a.token,
+            token_arg: a.token.is_some(),
             token_file: a.token_file,
             max_message: a.max_message,
             max_sessions: a.max_sessions,

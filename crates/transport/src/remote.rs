@@ -201,7 +201,7 @@ pub fn grant(port: u16, cookie: &[u8; COOKIE_LEN]) -> [u8; GRANT_LEN] {
 /// or a reserved word that is not 0.
 pub fn parse_grant(b: &[u8; GRANT_LEN]) -> Option<(u16, [u8; COOKIE_LEN])> {
     let port = u32::from_le_bytes(b[..4].try_into().ok()?);
-    if port == 0 || b[4..8] != [0; 4] {
+    if port == 0 || b[4..8] != [0u8; 4] {
         return None;
     }
     Some((u16::try_from(port).ok()?, b[8..].try_into().ok()?))

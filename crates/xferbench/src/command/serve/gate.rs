@@ -5,7 +5,7 @@
 //! that keeps getting them wrong. Everything is keyed by the client's
 //! address as `client_key` groups them.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, HashMap, HashSet};
 use std::net::{IpAddr, Shutdown, TcpStream};
 use std::time::{Duration, Instant};
 
@@ -39,6 +39,9 @@ pub struct Pending {
     conns: BTreeMap<u64, (IpAddr, TcpStream)>,
     /// How many each address holds.
     per_key: HashMap<IpAddr, usize>,
+    /// Those whose whole hello has been read (their token is being
+    /// checked): turned out last, as are those with bytes waiting.
+    heard: HashSet<u64>,
 }
 
 impl Pending {
@@ -48,31 +51,44 @@ impl Pending {
     /// turn. Returns how many `key` now holds, this one included.
     pub fn admit(&mut self, id: u64, key: IpAddr, shut: TcpStream) -> usize {
         let mine = self.per_key.get(&key).copied().unwrap_or(0);
-        let victim = if mine >= PENDING_PER_ADDRESS {
-            Some(key)
+        let old = if mine >= PENDING_PER_ADDRESS {
+            self.oldest(|k| k == key)
         } else if self.conns.len() >= PENDING_TOTAL {
-            // The first of the largest: ties go to the lowest address,
-            // which is as good as any.
-            self.per_key
-                .iter()
-                .max_by_key(|(k, n)| (**n, std::cmp::Reverse(**k)))
-                .map(|(k, _)| *k)
+            // The oldest connection of an address holding the most: with
+            // many addresses holding one each, the one waiting longest,
+            // never a newcomer about to send its hello.
+            let most = self.per_key.values().copied().max().unwrap_or(0);
+            self.oldest(|k| self.per_key.get(&k) == Some(&most))
         } else {
             None
         };
-        if let Some(v) = victim
-            && let Some(old) = self
-                .conns
-                .iter()
-                .find(|(_, (k, _))| *k == v)
-                .map(|(id, _)| *id)
-        {
+        if let Some(old) = old {
             self.turn_out(old);
         }
         self.conns.insert(id, (key, shut));
         let n = self.per_key.entry(key).or_insert(0);
         *n += 1;
         *n
+    }
+
+    /// The oldest connection whose address `pick` chooses that has said
+    /// nothing yet, or failing that the oldest of them: a client that
+    /// sent its hello is not turned out for a silent one, even from its
+    /// own address.
+    fn oldest(&self, pick: impl Fn(IpAddr) -> bool) -> Option<u64> {
+        let mut theirs = self.conns.iter().filter(|(_, (k, _))| pick(*k));
+        let first = theirs.clone().next().map(|(id, _)| *id);
+        theirs
+            .find(|(id, (_, s))| !self.heard.contains(*id) && !has_bytes(s))
+            .map(|(id, _)| *id)
+            .or(first)
+    }
+
+    /// Connection `id`'s whole hello has been read.
+    pub fn heard(&mut self, id: u64) {
+        if self.conns.contains_key(&id) {
+            self.heard.insert(id);
+        }
     }
 
     /// Closes connection `id` (its thread's read then ends) and forgets it.
@@ -84,6 +100,7 @@ impl Pending {
 
     fn remove(&mut self, id: u64) -> Option<(IpAddr, TcpStream)> {
         let (key, s) = self.conns.remove(&id)?;
+        self.heard.remove(&id);
         if let Some(n) = self.per_key.get_mut(&key) {
             *n -= 1;
             if *n == 0 {
@@ -109,6 +126,17 @@ impl Pending {
     pub fn len(&self) -> usize {
         self.conns.len()
     }
+}
+
+/// Whether bytes from the client wait unread on `s`: its hello is coming
+/// in, and its thread is about to read it.
+fn has_bytes(s: &TcpStream) -> bool {
+    use std::os::fd::AsRawFd;
+    let mut n: libc::c_int = 0;
+    // SAFETY: FIONREAD writes one c_int through the pointer, to a live
+    // local; the fd is open for as long as `s` is.
+    let r = unsafe { libc::ioctl(s.as_raw_fd(), libc::FIONREAD, &mut n) };
+    r == 0 && n > 0
 }
 
 /// The first wait after a wrong token; each further one doubles it.
@@ -228,6 +256,40 @@ mod tests {
         assert!(!p.leave(100), "once");
     }
 
+    /// A connection whose hello has come in (read, or waiting to be) is
+    /// not turned out for a silent one of its address.
+    #[test]
+    fn a_connection_that_spoke_is_turned_out_last() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut p = Pending::default();
+        let a: IpAddr = [10, 0, 0, 1].into();
+        // The oldest has bytes waiting; the next one's hello was read.
+        let mut client = TcpStream::connect(l.local_addr().unwrap()).unwrap();
+        std::io::Write::write_all(&mut client, b"XBS1").unwrap();
+        let spoke = l.accept().unwrap().0;
+        let t = std::time::Instant::now();
+        while !has_bytes(&spoke) {
+            assert!(t.elapsed() < Duration::from_secs(10), "no bytes arrived");
+            std::thread::sleep(Duration::from_millis(5));
+        }
+        p.admit(1, a, spoke);
+        p.admit(2, a, sock(&l));
+        p.heard(2);
+        for id in 3..3 + PENDING_PER_ADDRESS as u64 {
+            p.admit(id, a, sock(&l));
+        }
+        assert!(p.holds(1) && p.holds(2), "a silent one went first");
+        assert!(!p.holds(3), "the oldest silent one went");
+        // All of them heard: then the oldest goes after all.
+        for id in 4..3 + PENDING_PER_ADDRESS as u64 {
+            p.heard(id);
+        }
+        p.heard(1);
+        p.admit(100, a, sock(&l));
+        assert!(!p.holds(1), "{:?}", p.conns.keys().collect::<Vec<_>>());
+        drop(client);
+    }
+
     #[test]
     fn a_crowd_of_addresses_turns_out_itself() {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
@@ -244,6 +306,25 @@ mod tests {
             }
         }
         assert!(p.holds(0), "the client with an address of its own stayed");
+    }
+
+    /// A crowd from as many addresses as the room holds, one connection
+    /// each: a newcomer, whatever its address, is not the one turned out.
+    #[test]
+    fn a_crowd_of_one_connection_per_address_turns_out_its_oldest() {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let mut p = Pending::default();
+        for h in 1..=PENDING_TOTAL as u8 {
+            p.admit(u64::from(h), [10, 0, 1, h].into(), sock(&l));
+        }
+        // The lowest address of all, and the newest connection.
+        p.admit(1000, [10, 0, 0, 0].into(), sock(&l));
+        assert!(!p.holds(1), "the oldest went");
+        for h in 1..=(PENDING_TOTAL as u8 - 2) {
+            p.admit(2000 + u64::from(h), [10, 0, 2, h].into(), sock(&l));
+            assert!(p.holds(1000), "the newcomer was turned out after {h} more");
+        }
+        assert_eq!(p.len(), PENDING_TOTAL);
     }
 
     #[test]

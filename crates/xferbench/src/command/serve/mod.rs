@@ -88,7 +88,7 @@ struct Server {
     pending: Mutex<Pending>,
     throttle: Mutex<Throttle>,
     log: Log,
-    /// `--once`: the first authenticated session is the last.
+    /// `--once`: the first session that ends well is the last.
     once: bool,
     /// Set when that session has ended: the accept loop then returns.
     over: AtomicBool,
@@ -268,6 +268,8 @@ impl Server {
             }
             Err(why) => return Err(Ended::Dropped(why)),
         };
+        // Turned out last from here on: its token is being checked.
+        lock(&self.pending).heard(c.id);
         let refuse = |s: &mut TcpStream, st: Status, why: String| {
             let _ = s.write_all(&remote::welcome(st, self.max_message));
             Err(Ended::Refused(why))
@@ -355,7 +357,10 @@ impl Server {
         lock(&self.pending).leave(c.id);
         drop(s);
         self.log_end(&c, udp, &ended);
-        if self.once && matches!(ended, Ended::Done | Ended::Failed(_)) {
+        // Only a session that ended well: a client that authenticated and
+        // then sent garbage (or any client, without a token) is a bad
+        // connection too, and `--once` waits for the run it was started for.
+        if self.once && matches!(ended, Ended::Done) {
             self.over.store(true, Ordering::SeqCst);
         }
     }
@@ -460,9 +465,10 @@ fn guarded<T>(
 pub struct ServeConfig {
     /// Address and port to listen on.
     pub listen: String,
-    /// Shared secret clients must present, given on the command line
-    /// (visible to every user in `ps`: warned of).
-    pub token: Option<String>,
+    /// `--token SECRET` was given: refused (see `validate`), as every user
+    /// of the machine reads a command line in `ps` and /proc/PID/cmdline
+    /// for as long as the server runs. The secret itself is not kept.
+    pub token_arg: bool,
     /// A file holding the shared secret (one line).
     pub token_file: Option<PathBuf>,
     /// Largest message a client may use (1 byte to 1 GiB).
@@ -475,7 +481,7 @@ pub struct ServeConfig {
     /// A client silent this long loses its connection; also the most one
     /// message may take to arrive once begun (plus its length at 64 KiB/s).
     pub idle_timeout: Duration,
-    /// Serve one authenticated client, then return.
+    /// Serve one client whose session ends well, then return.
     pub once: bool,
     /// Listen beyond loopback without a token, or with a weak one
     /// (refused otherwise).
@@ -486,7 +492,7 @@ impl Default for ServeConfig {
     fn default() -> ServeConfig {
         ServeConfig {
             listen: "127.0.0.1:5290".into(),
-            token: None,
+            token_arg: false,
             token_file: None,
             max_message: 64 << 20,
             max_sessions: 16,
@@ -528,9 +534,9 @@ impl ServeConfig {
                 humantime::format_duration(MAX_IDLE)
             )));
         }
-        if self.token.is_some() && self.token_file.is_some() {
+        if self.token_arg {
             return Err(Error::usage(
-                "--token and --token-file both give the token; keep --token-file",
+                "--token is refused: a command line shows in ps and /proc/PID/cmdline to every user of this machine; put the token in a file only you can read (--token-file F, chmod 600 F; clients: XFERBENCH_TOKEN_FILE=F) or in XFERBENCH_TOKEN",
             ));
         }
         Ok(())
@@ -545,56 +551,48 @@ impl ServeConfig {
             .min(self.max_sessions)
     }
 
-    /// The token, from `--token-file`, `--token` or the environment
-    /// (`XFERBENCH_TOKEN_FILE`, `XFERBENCH_TOKEN`), checked: not empty,
-    /// not over `MAX_TOKEN` bytes, and unless `--insecure` at least
-    /// `MIN_TOKEN` bytes, not all blank or one byte repeated.
+    /// The token, from `--token-file` or the environment
+    /// (`XFERBENCH_TOKEN_FILE`, `XFERBENCH_TOKEN`), held to `strong`.
     pub fn resolve_token(&self) -> Result<Option<Token>> {
-        let token = if let Some(path) = &self.token_file {
-            Some(remote::token_file(
+        let token = match &self.token_file {
+            Some(path) => Some(remote::token_file(
                 path,
                 format!("--token-file {}", path.display()),
-            )?)
-        } else if let Some(t) = &self.token {
-            if t.is_empty() {
-                return Err(Error::usage(
-                    "--token is empty; give one of at least 16 bytes (better in a file: --token-file)",
-                ));
-            }
-            Some(Token {
-                bytes: t.clone().into_bytes(),
-                source: "--token".into(),
-                mode: None,
-            })
-        } else {
-            remote::env_token()?
+            )?),
+            None => remote::env_token()?,
         };
-        let Some(t) = token else { return Ok(None) };
-        let b = &t.bytes;
-        if b.len() > remote::MAX_TOKEN {
-            return Err(Error::usage(format!(
-                "the token from {} is longer than {} bytes",
-                t.source,
-                remote::MAX_TOKEN
-            )));
-        }
-        let weak = b.len() < MIN_TOKEN
-            || b.iter().all(|c| c.is_ascii_whitespace())
-            || b.iter().all(|c| *c == b[0]);
-        if weak && !self.insecure {
-            return Err(Error::usage(format!(
-                "the token from {} is {} bytes{}: a token needs at least {MIN_TOKEN}, not all blank or alike, to hold against guessing (one: `head -c 24 /dev/urandom | base64 > F; chmod 600 F`, then --token-file F here and XFERBENCH_TOKEN_FILE=F on the clients), or pass --insecure to accept it",
-                t.source,
-                b.len(),
-                if b.len() >= MIN_TOKEN {
-                    ", all blank or alike"
-                } else {
-                    ""
-                }
-            )));
-        }
-        Ok(Some(t))
+        token.map(|t| strong(t, self.insecure)).transpose()
     }
+}
+
+/// `t`, if it holds against guessing: not over `MAX_TOKEN` bytes and,
+/// unless `insecure`, at least `MIN_TOKEN` bytes, not all blank or one
+/// byte repeated (the throttle slows guesses; only length defeats them).
+fn strong(t: Token, insecure: bool) -> Result<Token> {
+    let b = &t.bytes;
+    if b.len() > remote::MAX_TOKEN {
+        return Err(Error::usage(format!(
+            "the token from {} is longer than {} bytes",
+            t.source,
+            remote::MAX_TOKEN
+        )));
+    }
+    let weak = b.len() < MIN_TOKEN
+        || b.iter().all(|c| c.is_ascii_whitespace())
+        || b.iter().all(|c| *c == b[0]);
+    if weak && !insecure {
+        return Err(Error::usage(format!(
+            "the token from {} is {} bytes{}: a token needs at least {MIN_TOKEN}, not all blank or alike, to hold against guessing (one: `head -c 24 /dev/urandom | base64 > F; chmod 600 F`, then --token-file F here and XFERBENCH_TOKEN_FILE=F on the clients), or pass --insecure to accept it",
+            t.source,
+            b.len(),
+            if b.len() >= MIN_TOKEN {
+                ", all blank or alike"
+            } else {
+                ""
+            }
+        )));
+    }
+    Ok(t)
 }
 
 /// Waits up to `timeout` for the listener to have a connection to accept.
@@ -610,14 +608,9 @@ fn readable(l: &TcpListener, timeout: Duration) -> bool {
     r > 0
 }
 
-/// The warnings a start may owe: a token others can see.
-fn token_warnings(args: &ServeConfig, token: Option<&Token>) {
+/// The warning a start may owe: a token file others can read.
+fn token_warning(token: Option<&Token>) {
     let Some(t) = token else { return };
-    if args.token.is_some() {
-        eprintln!(
-            "xferbench serve: warning: --token shows in ps and /proc/PID/cmdline to every user of this machine; put it in a file (--token-file F, mode 600) or in XFERBENCH_TOKEN"
-        );
-    }
     if let Some(mode) = t.mode
         && mode & 0o077 != 0
     {
@@ -628,7 +621,7 @@ fn token_warnings(args: &ServeConfig, token: Option<&Token>) {
     }
 }
 
-/// Serves until killed (or, with `once`, one authenticated client).
+/// Serves until killed (or, with `once`, until a session ends well).
 pub fn run(args: &ServeConfig, quiet: bool) -> Result<()> {
     args.validate()?;
     let token = args.resolve_token()?;
@@ -681,7 +674,7 @@ pub fn run(args: &ServeConfig, quiet: bool) -> Result<()> {
             ""
         }
     );
-    token_warnings(args, token.as_ref());
+    token_warning(token.as_ref());
     if open {
         eprintln!(
             "xferbench serve: warning: no token (--insecure): anyone who reaches {local} can run measurements here"
@@ -835,25 +828,36 @@ mod tests {
 
     #[test]
     fn weak_tokens_need_insecure() {
-        let mut c = ServeConfig {
-            token: Some(" ".into()),
+        let t = |s: &str| Token {
+            bytes: s.as_bytes().to_vec(),
+            source: "XFERBENCH_TOKEN".into(),
+            mode: None,
+        };
+        let e = strong(t(" "), false).unwrap_err().to_string();
+        assert!(
+            e.contains("XFERBENCH_TOKEN is 1 bytes") && e.contains("--insecure"),
+            "{e}"
+        );
+        let e = strong(t(&"a".repeat(20)), false).unwrap_err().to_string();
+        assert!(e.contains("alike"), "{e}");
+        let e = strong(t(&" ".repeat(20)), false).unwrap_err().to_string();
+        assert!(e.contains("alike"), "{e}");
+        let ok = "correct horse battery";
+        assert_eq!(strong(t(ok), false).unwrap().bytes, ok.as_bytes());
+        assert_eq!(strong(t("short"), true).unwrap().bytes, b"short");
+        let e = strong(t(&"x".repeat(remote::MAX_TOKEN + 1)), true).unwrap_err();
+        assert!(e.to_string().contains("longer than 256"), "{e}");
+    }
+
+    #[test]
+    fn a_token_on_the_command_line_is_refused() {
+        let c = ServeConfig {
+            token_arg: true,
             ..ServeConfig::default()
         };
-        let e = c.resolve_token().unwrap_err().to_string();
-        assert!(e.contains("--token is 1 bytes") && e.contains("--insecure"), "{e}");
-        c.token = Some("a".repeat(20));
-        let e = c.resolve_token().unwrap_err().to_string();
-        assert!(e.contains("alike"), "{e}");
-        c.token = Some(String::new());
-        assert!(c.resolve_token().unwrap_err().to_string().contains("empty"));
-        c.token = Some("correct horse battery".into());
-        assert_eq!(
-            c.resolve_token().unwrap().unwrap().bytes,
-            b"correct horse battery"
-        );
-        c.token = Some("short".into());
-        c.insecure = true;
-        assert_eq!(c.resolve_token().unwrap().unwrap().bytes, b"short");
+        let e = c.validate().unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().contains("--token-file"), "{e}");
     }
 
     #[test]
