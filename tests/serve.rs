@@ -343,7 +343,11 @@ fn remote_roundtrip_and_curve_through_serve() {
 
 #[test]
 fn bad_clients_are_refused_and_good_ones_still_served() {
-    let mut srv = Server::start_env(true, &["--max-message", "1M"], &[("XFERBENCH_TOKEN", TOKEN)]);
+    let mut srv = Server::start_env(
+        true,
+        &["--max-message", "1M"],
+        &[("XFERBENCH_TOKEN", TOKEN)],
+    );
     // Garbage instead of a hello.
     let mut s = srv.connect();
     s.write_all(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n")
@@ -884,9 +888,15 @@ fn serve_usage_errors() {
         (vec!["--listen", "nonsense"], "cannot listen"),
         (vec!["--max-message", "2G"], "1 GiB"),
         (vec!["--max-sessions", "0"], "0"),
-        (vec!["--idle-timeout", "0s"], "--idle-timeout 0s: must be from 10ms"),
+        (
+            vec!["--idle-timeout", "0s"],
+            "--idle-timeout 0s: must be from 10ms",
+        ),
         (vec!["--idle-timeout", "48h"], "--idle-timeout"),
-        (vec!["--token", "x", "--token-file", "/dev/null"], "--token is refused"),
+        (
+            vec!["--token", "x", "--token-file", "/dev/null"],
+            "--token is refused",
+        ),
         (vec!["--token-file", "/nonexistent/token"], "cannot read"),
         (vec!["--token-file", "/dev/null"], "not a regular file"),
     ] {
@@ -1072,7 +1082,10 @@ fn a_crowd_without_the_token_cannot_lock_out_a_client_with_it() {
     // The crowd in place (a hang guard of a minute).
     let t = Instant::now();
     while opened.load(Ordering::Relaxed) < 8 * hosts.len() {
-        assert!(t.elapsed() < Duration::from_secs(60), "the crowd never formed");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the crowd never formed"
+        );
         std::thread::sleep(Duration::from_millis(20));
     }
     for _ in 0..3 {
@@ -1112,7 +1125,11 @@ fn a_crowd_without_the_token_cannot_lock_out_a_client_with_it() {
 /// from the guessing address still gets in.
 #[test]
 fn token_guesses_are_throttled_per_address() {
-    let srv = Server::start_env(false, &["--idle-timeout", "30s"], &[("XFERBENCH_TOKEN", TOKEN)]);
+    let srv = Server::start_env(
+        false,
+        &["--idle-timeout", "30s"],
+        &[("XFERBENCH_TOKEN", TOKEN)],
+    );
     let guess = |from: &str, token: &[u8]| -> Option<Status> {
         let mut s = connect_from(from, &srv.addr).expect("a connection");
         s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
@@ -1121,7 +1138,10 @@ fn token_guesses_are_throttled_per_address() {
     };
     let t = Instant::now();
     for _ in 0..6 {
-        assert_eq!(guess("127.0.0.1", b"not-the-token-at-all"), Some(Status::BadToken));
+        assert_eq!(
+            guess("127.0.0.1", b"not-the-token-at-all"),
+            Some(Status::BadToken)
+        );
     }
     let took = t.elapsed();
     assert!(
@@ -1144,7 +1164,9 @@ fn token_guesses_are_throttled_per_address() {
     let answers: Vec<_> = burst.into_iter().map(|t| t.join().unwrap()).collect();
     assert!(answers.contains(&Some(Status::Throttled)), "{answers:?}");
     assert!(
-        answers.iter().all(|a| matches!(a, Some(Status::Throttled | Status::BadToken))),
+        answers
+            .iter()
+            .all(|a| matches!(a, Some(Status::Throttled | Status::BadToken))),
         "{answers:?}"
     );
     srv.logged("refused: too many wrong tokens from this address");
@@ -1257,7 +1279,11 @@ fn tokens_are_strong_and_come_from_files_or_the_environment() {
         .args(["roundtrip", "-t", &format!("tcp://{}", srv.addr), "-q"]);
     let o = finish(c);
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
-    assert!(stderr(&o).contains("both XFERBENCH_TOKEN_FILE and XFERBENCH_TOKEN"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("both XFERBENCH_TOKEN_FILE and XFERBENCH_TOKEN"),
+        "{}",
+        stderr(&o)
+    );
     // A token file others can read is warned of.
     std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
     let mut c = xferbench();
@@ -1265,7 +1291,10 @@ fn tokens_are_strong_and_come_from_files_or_the_environment() {
         .env("XFERBENCH_TOKEN_FILE", fs)
         .args(["serve", "--listen", "127.0.0.1:0"]);
     let l = first_lines(c, 2);
-    assert!(l[1].contains("can be read by other users (mode 0644)"), "{l:?}");
+    assert!(
+        l[1].contains("can be read by other users (mode 0644)"),
+        "{l:?}"
+    );
 }
 
 /// `--once` serves one authenticated client: garbage, a silent connection
@@ -1279,7 +1308,8 @@ fn once_survives_bad_connections_and_ends_after_the_first_good_session() {
         &[("XFERBENCH_TOKEN", TOKEN)],
     );
     let mut s = srv.connect();
-    s.write_all(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n").unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n")
+        .unwrap();
     assert!(closed(&mut s));
     drop(srv.connect());
     let mut s = srv.connect();
@@ -1293,7 +1323,10 @@ fn once_survives_bad_connections_and_ends_after_the_first_good_session() {
         if let Some(st) = srv.child.try_wait().unwrap() {
             break st;
         }
-        assert!(t.elapsed() < Duration::from_secs(60), "--once went on serving");
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "--once went on serving"
+        );
         std::thread::sleep(Duration::from_millis(20));
     };
     assert!(status.success(), "{status:?}");
@@ -1313,7 +1346,8 @@ fn udp_datagrams_from_anyone_but_the_client_draw_no_reply() {
     let to = sess.u.peer_addr().unwrap();
     let frame = configure(64, 64);
     let quiet = |u: &UdpSocket, what: &str| {
-        u.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
+        u.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
         let mut b = [0u8; 128];
         assert!(u.recv_from(&mut b).is_err(), "{what} drew a reply");
     };
@@ -1332,15 +1366,21 @@ fn udp_datagrams_from_anyone_but_the_client_draw_no_reply() {
     quiet(&sess.u, "a datagram without the cookie");
     // The real thing: acknowledged, and the exchange it announced runs,
     // each reply no larger than configured.
-    sess.u.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    sess.u
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     sess.send(&frame);
     assert_eq!(sess.recv(), b"XBACK001");
     // Now bound to the client's port: another port of its address, with
     // the cookie, draws nothing.
     let other = UdpSocket::bind("127.0.0.1:0").unwrap();
-    other.send_to(&behind(&sess.cookie, &[7u8; 64]), to).unwrap();
+    other
+        .send_to(&behind(&sess.cookie, &[7u8; 64]), to)
+        .unwrap();
     quiet(&other, "a datagram from another port");
-    sess.u.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
+    sess.u
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
     sess.send(&[7u8; 64]);
     assert_eq!(sess.recv().len(), 64);
 }
@@ -1372,7 +1412,10 @@ fn a_trickling_client_loses_its_session() {
     let r = s.read(&mut b);
     let n = sent.load(Ordering::Relaxed);
     assert!(matches!(r, Ok(0) | Err(_)), "the frame was answered: {r:?}");
-    assert!(n < 72, "the whole frame was trickled in ({n} bytes) before the cut");
+    assert!(
+        n < 72,
+        "the whole frame was trickled in ({n} bytes) before the cut"
+    );
     let _ = trickle.join();
     srv.logged("took longer than the idle timeout allows");
 }
@@ -1424,7 +1467,10 @@ fn long_responder_delays_are_slept() {
     }
     let wall = t.elapsed();
     let cpu = cpu_time(srv.child.id()).saturating_sub(before);
-    assert!(wall >= Duration::from_millis(1400), "the delays were not kept: {wall:?}");
+    assert!(
+        wall >= Duration::from_millis(1400),
+        "the delays were not kept: {wall:?}"
+    );
     assert!(
         cpu < Duration::from_millis(400),
         "the server used {cpu:?} of CPU over {wall:?} of 100 ms delays"

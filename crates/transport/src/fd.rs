@@ -146,7 +146,11 @@ impl Chan {
         // SAFETY: both iovecs point into live buffers of the lengths given,
         // which sendmsg only reads.
         let r = unsafe { libc::sendmsg(self.tx, &m, 0) };
-        if r < 0 { r } else { (r - COOKIE_LEN as isize).max(0) }
+        if r < 0 {
+            r
+        } else {
+            (r - COOKIE_LEN as isize).max(0)
+        }
     }
 
     /// Receives one datagram into `buf`, checking and stripping the cookie
@@ -159,7 +163,11 @@ impl Chan {
             // SAFETY: reading into a live slice of buf.len() bytes.
             let r =
                 unsafe { libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC) };
-            return if r >= 0 { Got::Len(r as usize) } else { Got::Failed };
+            return if r >= 0 {
+                Got::Len(r as usize)
+            } else {
+                Got::Failed
+            };
         };
         let mut head = [0u8; COOKIE_LEN];
         let iov = [

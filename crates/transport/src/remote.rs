@@ -446,9 +446,7 @@ impl Transport for Remote {
         s.read_exact(&mut g)
             .map_err(|e| io("reading the UDP session's port from", e))?;
         let (port, cookie) = parse_grant(&g).ok_or_else(|| {
-            Error::run(format!(
-                "{addr} is not an xferbench server (bad UDP grant)"
-            ))
+            Error::run(format!("{addr} is not an xferbench server (bad UDP grant)"))
         })?;
         let any = if addr.is_ipv4() {
             "0.0.0.0:0"
@@ -689,7 +687,9 @@ mod tests {
         std::fs::write(&f, "a b\r\n").unwrap();
         assert_eq!(token_file(&f, "x".into()).unwrap().bytes, b"a b");
         std::fs::write(&f, "\n").unwrap();
-        let e = token_file(&f, "--token-file".into()).unwrap_err().to_string();
+        let e = token_file(&f, "--token-file".into())
+            .unwrap_err()
+            .to_string();
         assert!(e.contains("holds no token"), "{e}");
         std::fs::write(&f, vec![b'x'; MAX_TOKEN + 1]).unwrap();
         let e = token_file(&f, "x".into()).unwrap_err().to_string();
@@ -712,17 +712,32 @@ mod tests {
         let c = UdpSocket::bind("127.0.0.1:0").unwrap();
         c.send_to(b"8bytes?? wrong cookie", at).unwrap();
         c.send_to(b"short", at).unwrap();
-        let e = await_client(&s, "127.0.0.1".parse().unwrap(), &cookie, Duration::from_millis(300))
-            .unwrap_err();
+        let e = await_client(
+            &s,
+            "127.0.0.1".parse().unwrap(),
+            &cookie,
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
         assert!(e.contains("2 from elsewhere"), "{e}");
         // Right cookie, another address than the one that shook hands.
         c.send_to(b"8bytes!! from the wrong host", at).unwrap();
-        let e = await_client(&s, "127.0.0.9".parse().unwrap(), &cookie, Duration::from_millis(300))
-            .unwrap_err();
+        let e = await_client(
+            &s,
+            "127.0.0.9".parse().unwrap(),
+            &cookie,
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
         assert!(e.contains("1 from elsewhere"), "{e}");
         c.send_to(b"8bytes!!hello", at).unwrap();
-        let from = await_client(&s, "127.0.0.1".parse().unwrap(), &cookie, Duration::from_secs(10))
-            .unwrap();
+        let from = await_client(
+            &s,
+            "127.0.0.1".parse().unwrap(),
+            &cookie,
+            Duration::from_secs(10),
+        )
+        .unwrap();
         assert_eq!(from, c.local_addr().unwrap());
         let mut b = [0u8; 64];
         let n = s.recv(&mut b).unwrap();

@@ -205,7 +205,11 @@ impl Throttle {
             self.gates
                 .retain(|_, g| now.saturating_duration_since(g.last) <= FORGET);
             if self.gates.len() >= MAX_GATES
-                && let Some(stalest) = self.gates.iter().min_by_key(|(_, g)| g.last).map(|(k, _)| *k)
+                && let Some(stalest) = self
+                    .gates
+                    .iter()
+                    .min_by_key(|(_, g)| g.last)
+                    .map(|(k, _)| *k)
             {
                 self.gates.remove(&stalest);
             }

@@ -302,7 +302,12 @@ impl Server {
     }
 
     /// One authenticated session over TCP, or over UDP set up through it.
-    fn session(&self, c: &Client, s: &mut TcpStream, hello: &Hello) -> std::result::Result<(), String> {
+    fn session(
+        &self,
+        c: &Client,
+        s: &mut TcpStream,
+        hello: &Hello,
+    ) -> std::result::Result<(), String> {
         sleep_precisely();
         if !hello.udp() {
             s.set_read_timeout(Some(self.idle))
@@ -368,7 +373,10 @@ impl Server {
     /// The log line of a connection that ended.
     fn log_end(&self, c: &Client, udp: bool, ended: &Ended) {
         let Client { id, peer, key } = c;
-        let s = format!("session {id}{} from {peer}", if udp { " (udp)" } else { "" });
+        let s = format!(
+            "session {id}{} from {peer}",
+            if udp { " (udp)" } else { "" }
+        );
         let (kind, line) = match ended {
             Ended::Done => ("done", format!("{s}: done")),
             Ended::Failed(why) | Ended::Dropped(why) => ("closed", format!("{s}: closed: {why}")),
@@ -653,7 +661,11 @@ pub fn run(args: &ServeConfig, quiet: bool) -> Result<()> {
         idle: args.idle_timeout,
         sessions: Mutex::new(Sessions::default()),
         // One session at a time with --once: the first is the last.
-        max_sessions: if args.once { 1 } else { args.max_sessions as usize },
+        max_sessions: if args.once {
+            1
+        } else {
+            args.max_sessions as usize
+        },
         max_per_address: per_address as usize,
         pending: Mutex::new(Pending::default()),
         throttle: Mutex::new(Throttle::default()),
@@ -818,7 +830,11 @@ mod tests {
     #[test]
     fn the_hello_deadline_shrinks_as_an_address_opens_more() {
         let srv = server(4, 2);
-        assert_eq!(srv.hello_deadline(1), Duration::from_secs(1), "the idle timeout");
+        assert_eq!(
+            srv.hello_deadline(1),
+            Duration::from_secs(1),
+            "the idle timeout"
+        );
         let mut srv = Arc::into_inner(srv).unwrap();
         srv.idle = Duration::from_secs(30);
         assert_eq!(srv.hello_deadline(1), HELLO_DEADLINE);
