@@ -1,8 +1,10 @@
 //! `xferbench serve` on loopback: remote round trips and curves through it,
-//! and clients that misbehave — garbage, oversized lengths, a wrong token, a
-//! stall mid-frame, unknown control frames, silent connections, one address
-//! taking every slot, a burst of them — cannot crash, hang or bloat the
-//! server, and a good client is served right after each.
+//! and clients that misbehave — garbage, oversized lengths, wrong tokens
+//! (guessed fast, and throttled), a stall mid-frame or a trickle, unknown
+//! control frames, silent connections, a crowd of them from many
+//! addresses, one address taking every slot, spoofed UDP, a flood of junk —
+//! cannot crash, hang, bloat, lock out or spin the server, and a good
+//! client is served right after (or during) each.
 
 mod common;
 
@@ -10,6 +12,7 @@ use common::{check_fits, finish, json, stderr, xferbench};
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{TcpStream, UdpSocket};
 use std::process::{Child, Stdio};
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 use xferbench::transport::ReplyShape;
@@ -39,6 +42,11 @@ impl Server {
     /// A server that logs each session (no `-q`), its idle timeout 1 s
     /// unless `extra` gives one.
     fn start_with(quiet: bool, extra: &[&str]) -> Server {
+        Server::start_env(quiet, extra, &[])
+    }
+
+    /// As `start_with`, with these environment variables (a token).
+    fn start_env(quiet: bool, extra: &[&str], env: &[(&str, &str)]) -> Server {
         let mut c = xferbench();
         c.args(["serve", "--listen", "127.0.0.1:0"]);
         if !extra.contains(&"--idle-timeout") {
@@ -49,6 +57,8 @@ impl Server {
         }
         c.args(extra)
             .env_remove("XFERBENCH_TOKEN")
+            .env_remove("XFERBENCH_TOKEN_FILE")
+            .envs(env.iter().copied())
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::piped());
@@ -89,6 +99,28 @@ impl Server {
         }
     }
 
+    /// As `logged`, for a line containing any of `wants`.
+    fn logged_any(&self, wants: &[&str]) -> String {
+        let t = Instant::now();
+        loop {
+            if let Some(l) = self
+                .log
+                .lock()
+                .unwrap()
+                .iter()
+                .find(|l| wants.iter().any(|w| l.contains(w)))
+            {
+                return l.clone();
+            }
+            assert!(
+                t.elapsed() < Duration::from_secs(60),
+                "no log line with any of {wants:?} in {:?}",
+                self.log.lock().unwrap()
+            );
+            std::thread::sleep(Duration::from_millis(20));
+        }
+    }
+
     fn alive(&mut self) -> bool {
         self.child.try_wait().unwrap().is_none()
     }
@@ -107,18 +139,44 @@ impl Server {
         s
     }
 
-    /// A UDP session: the hello to the listening port, the welcome from
-    /// the session's own, to which the socket is then connected.
-    fn udp_session(&self, max: u64) -> (UdpSocket, Option<Status>) {
+    /// A UDP session as a client sets it up: the hello over TCP asking
+    /// for UDP, then (if accepted) the grant's port and cookie, and a UDP
+    /// socket connected to that port. The TCP connection is the session's:
+    /// keep it.
+    fn udp_session(&self, max: u64) -> (Option<UdpSession>, Option<Status>) {
+        let mut t = self.connect();
+        t.write_all(&udp_hello(max, b"")).unwrap();
+        let st = answer(&mut t);
+        if st != Some(Status::Ok) {
+            return (None, st);
+        }
+        let mut g = [0u8; remote::GRANT_LEN];
+        t.read_exact(&mut g).unwrap();
+        let (port, cookie) = remote::parse_grant(&g).expect("a grant");
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
         u.set_read_timeout(Some(Duration::from_secs(10))).unwrap();
-        u.send_to(&hello(max, b""), &self.addr).unwrap();
-        let mut b = [0u8; 64];
-        let (n, from) = u.recv_from(&mut b).unwrap();
-        let w: &[u8; remote::WELCOME_LEN] = b[..n].try_into().unwrap();
-        let st = remote::parse_welcome(w).map(|x| x.0);
-        u.connect(from).unwrap();
-        (u, st)
+        u.connect(("127.0.0.1", port)).unwrap();
+        (Some(UdpSession { u, cookie, _tcp: t }), st)
+    }
+
+    /// As `serves_a_good_client`, with a token.
+    fn serves_a_good_client_with(&self, token: &str) {
+        let mut c = xferbench();
+        c.env("XFERBENCH_TOKEN", token).args([
+            "roundtrip",
+            "-t",
+            &format!("tcp://{}", self.addr),
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "200",
+            "--format",
+            "json",
+            "-q",
+        ]);
+        assert_eq!(json(&finish(c))["points"][0]["summary"]["count"], 200);
     }
 
     /// A good client: a short remote round trip must work. A session the
@@ -161,13 +219,69 @@ impl Server {
     }
 }
 
+/// A remote UDP session's ends, as a client holds them.
+struct UdpSession {
+    u: UdpSocket,
+    cookie: [u8; remote::COOKIE_LEN],
+    _tcp: TcpStream,
+}
+
+impl UdpSession {
+    /// Sends one datagram behind the session's cookie.
+    fn send(&self, payload: &[u8]) {
+        self.u.send(&behind(&self.cookie, payload)).unwrap();
+    }
+
+    /// The payload of the next datagram, after checking its cookie.
+    fn recv(&self) -> Vec<u8> {
+        let mut b = vec![0u8; 70_000];
+        let n = self.u.recv(&mut b).expect("an answer");
+        assert_eq!(b[..remote::COOKIE_LEN], self.cookie, "the session's cookie");
+        b[remote::COOKIE_LEN..n].to_vec()
+    }
+}
+
+/// A payload behind a cookie, as every datagram of a session is sent.
+fn behind(cookie: &[u8], payload: &[u8]) -> Vec<u8> {
+    let mut d = cookie.to_vec();
+    d.extend_from_slice(payload);
+    d
+}
+
 fn hello(max: u64, token: &[u8]) -> Vec<u8> {
     Hello {
         version: remote::VERSION,
         max_message: max,
+        flags: 0,
         token: token.to_vec(),
     }
     .encode()
+}
+
+/// A hello asking for a UDP session.
+fn udp_hello(max: u64, token: &[u8]) -> Vec<u8> {
+    Hello {
+        version: remote::VERSION,
+        max_message: max,
+        flags: remote::FLAG_UDP,
+        token: token.to_vec(),
+    }
+    .encode()
+}
+
+/// A token long enough for a server to take without `--insecure`.
+const TOKEN: &str = "sesame-sesame-open-up";
+
+/// A TCP connection to `to` from the loopback address `from` (127.0.0.2…),
+/// or None where this machine will not bind it.
+fn connect_from(from: &str, to: &str) -> Option<TcpStream> {
+    use socket2::{Domain, Socket, Type};
+    let s = Socket::new(Domain::IPV4, Type::STREAM, None).ok()?;
+    let at: std::net::SocketAddr = format!("{from}:0").parse().unwrap();
+    s.bind(&at.into()).ok()?;
+    let to: std::net::SocketAddr = to.parse().unwrap();
+    s.connect_timeout(&to.into(), Duration::from_secs(5)).ok()?;
+    Some(s.into())
 }
 
 fn answer(s: &mut TcpStream) -> Option<Status> {
@@ -229,7 +343,11 @@ fn remote_roundtrip_and_curve_through_serve() {
 
 #[test]
 fn bad_clients_are_refused_and_good_ones_still_served() {
-    let mut srv = Server::start(&["--max-message", "1M", "--token", "sesame"]);
+    let mut srv = Server::start_env(
+        true,
+        &["--max-message", "1M"],
+        &[("XFERBENCH_TOKEN", TOKEN)],
+    );
     // Garbage instead of a hello.
     let mut s = srv.connect();
     s.write_all(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n")
@@ -243,7 +361,7 @@ fn bad_clients_are_refused_and_good_ones_still_served() {
     }
     // A claimed message size over --max-message.
     let mut s = srv.connect();
-    s.write_all(&hello(1 << 30, b"sesame")).unwrap();
+    s.write_all(&hello(1 << 30, TOKEN.as_bytes())).unwrap();
     assert_eq!(answer(&mut s), Some(Status::TooLarge));
     // An absurd token length: refused before it is read.
     let mut h = hello(64, b"");
@@ -265,7 +383,7 @@ fn bad_clients_are_refused_and_good_ones_still_served() {
     // A good handshake, then a configure asking for 1 GiB messages:
     // refused with the reason, then closed.
     let mut s = srv.connect();
-    s.write_all(&hello(64, b"sesame")).unwrap();
+    s.write_all(&hello(64, TOKEN.as_bytes())).unwrap();
     assert_eq!(answer(&mut s), Some(Status::Ok));
     s.write_all(&configure(1 << 30, 64)).unwrap();
     let why = refused(&mut s);
@@ -274,7 +392,7 @@ fn bad_clients_are_refused_and_good_ones_still_served() {
     assert!(srv.alive());
     // Through all that, a good client with the token is served.
     let mut c = xferbench();
-    c.env("XFERBENCH_TOKEN", "sesame").args([
+    c.env("XFERBENCH_TOKEN", TOKEN).args([
         "roundtrip",
         "-t",
         &format!("tcp://{}", srv.addr),
@@ -376,11 +494,11 @@ fn unknown_control_frames_are_refused_and_free_their_slot() {
     for _ in 0..20 {
         let (u, st) = srv.udp_session(64);
         assert_eq!(st, Some(Status::Ok));
-        u.send(&bad).unwrap();
-        let mut b = [0u8; 512];
-        let n = u.recv(&mut b).expect("an answer to the frame");
-        assert_eq!(&b[..8], b"XBNAK001", "{:?}", &b[..n]);
-        let why = String::from_utf8_lossy(&b[12..n]);
+        let u = u.unwrap();
+        u.send(&bad);
+        let b = u.recv();
+        assert_eq!(&b[..8], b"XBNAK001", "{b:?}");
+        let why = String::from_utf8_lossy(&b[12..]);
         assert!(why.contains("unknown control frame kind 99"), "{why}");
     }
     let line = srv.logged("unknown control frame kind 99");
@@ -511,7 +629,7 @@ fn serve_beyond_loopback_needs_a_token_or_insecure() {
         "{l:?}"
     );
     let mut c = xferbench();
-    c.env("XFERBENCH_TOKEN", "sesame")
+    c.env("XFERBENCH_TOKEN", TOKEN)
         .args(["serve", "--listen", "0.0.0.0:0"]);
     let l = first_lines(c, 1);
     assert!(l[0].contains("token required"), "{l:?}");
@@ -588,7 +706,10 @@ fn one_address_cannot_take_every_slot() {
         assert_eq!(answer(&mut s), Some(Status::Ok));
         held.push(s);
     }
+    // A slot is taken only after the hello: a third connection waits
+    // for it, and is refused then.
     let mut third = srv.connect();
+    third.write_all(&hello(64, b"")).unwrap();
     assert_eq!(answer(&mut third), Some(Status::Busy));
     let (_u, st) = srv.udp_session(64);
     assert_eq!(st, Some(Status::Busy));
@@ -608,13 +729,7 @@ fn one_address_cannot_take_every_slot() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("--max-per-address"), "{}", stderr(&o));
     // Another loopback address is its own client.
-    use socket2::{Domain, Socket, Type};
-    let other = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
-    let from: std::net::SocketAddr = "127.0.0.2:0".parse().unwrap();
-    if other.bind(&from.into()).is_ok() {
-        let to: std::net::SocketAddr = srv.addr.parse().unwrap();
-        other.connect(&to.into()).unwrap();
-        let mut s: TcpStream = other.into();
+    if let Some(mut s) = connect_from("127.0.0.2", &srv.addr) {
         s.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
         s.write_all(&hello(64, b"")).unwrap();
         assert_eq!(answer(&mut s), Some(Status::Ok));
@@ -760,6 +875,7 @@ fn sessions_are_bounded() {
     first.write_all(&hello(64, b"")).unwrap();
     assert_eq!(answer(&mut first), Some(Status::Ok));
     let mut second = srv.connect();
+    second.write_all(&hello(64, b"")).unwrap();
     assert_eq!(answer(&mut second), Some(Status::Busy));
     drop(first);
     std::thread::sleep(Duration::from_millis(200));
@@ -772,9 +888,23 @@ fn serve_usage_errors() {
         (vec!["--listen", "nonsense"], "cannot listen"),
         (vec!["--max-message", "2G"], "1 GiB"),
         (vec!["--max-sessions", "0"], "0"),
+        (
+            vec!["--idle-timeout", "0s"],
+            "--idle-timeout 0s: must be from 10ms",
+        ),
+        (vec!["--idle-timeout", "48h"], "--idle-timeout"),
+        (
+            vec!["--token", "x", "--token-file", "/dev/null"],
+            "--token is refused",
+        ),
+        (vec!["--token-file", "/nonexistent/token"], "cannot read"),
+        (vec!["--token-file", "/dev/null"], "not a regular file"),
     ] {
         let mut c = xferbench();
-        c.arg("serve").args(&args);
+        c.arg("serve")
+            .args(&args)
+            .env_remove("XFERBENCH_TOKEN")
+            .env_remove("XFERBENCH_TOKEN_FILE");
         let o = finish(c);
         let e = stderr(&o);
         assert_eq!(o.status.code(), Some(2), "{args:?}: {e}");
@@ -796,29 +926,20 @@ fn mpi_without_the_feature_says_how_to_build_it() {
 fn remote_udp_through_serve_and_bad_datagrams_ignored() {
     let mut srv = Server::start(&[]);
     let u = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
-    // Garbage, a short hello, an over-long token length: ignored, no answer.
+    // Datagrams to the listening port, even a well-formed hello: nothing
+    // there answers UDP (sessions are set up over TCP).
     u.send_to(&[0x42; 100], &srv.addr).unwrap();
-    u.send_to(&hello(64, b"")[..10], &srv.addr).unwrap();
-    let mut h = hello(64, b"");
-    h[16..20].copy_from_slice(&4096u32.to_le_bytes());
-    u.send_to(&h, &srv.addr).unwrap();
+    u.send_to(&udp_hello(64, b""), &srv.addr).unwrap();
     u.set_read_timeout(Some(Duration::from_millis(300)))
         .unwrap();
     let mut b = [0u8; 64];
     assert!(
         u.recv_from(&mut b).is_err(),
-        "the server answered a bad hello"
+        "the server answered a datagram to its listening port"
     );
-    // A hello claiming more than a datagram: refused.
-    u.send_to(&hello(1 << 20, b""), &srv.addr).unwrap();
-    u.set_read_timeout(Some(Duration::from_secs(5))).unwrap();
-    let (n, _) = u.recv_from(&mut b).unwrap();
-    assert_eq!(n, remote::WELCOME_LEN);
-    let w: &[u8; remote::WELCOME_LEN] = b[..n].try_into().unwrap();
-    assert_eq!(
-        remote::parse_welcome(w).map(|x| x.0),
-        Some(Status::TooLarge)
-    );
+    // A UDP hello claiming more than a datagram: refused.
+    let (_, st) = srv.udp_session(1 << 20);
+    assert_eq!(st, Some(Status::TooLarge));
     assert!(srv.alive());
     // A real run: a round trip and a curve whose sizes past a datagram are skipped.
     let t = format!("udp://{}", srv.addr);
@@ -908,4 +1029,466 @@ fn two_mpi_ranks_run_a_curve() {
     let d = json(&o);
     assert_eq!(d["points"].as_array().unwrap().len(), 13);
     assert_eq!(d["points"][0]["transport"], "mpi");
+}
+
+/// The crowd the issue measured, larger: silent connections without a
+/// token from ten loopback addresses, eight each, reopened as soon as the
+/// server closes them. A slot is taken only after a good hello, and the
+/// crowd's waiting connections turn out each other, never the client with
+/// an address of its own: it is served every time.
+#[test]
+fn a_crowd_without_the_token_cannot_lock_out_a_client_with_it() {
+    let srv = Server::start_env(
+        false,
+        &["--idle-timeout", "30s"],
+        &[("XFERBENCH_TOKEN", TOKEN)],
+    );
+    let hosts: Vec<String> = (2..12)
+        .map(|h| format!("127.0.0.{h}"))
+        .filter(|h| connect_from(h, &srv.addr).is_some())
+        .collect();
+    if hosts.len() < 4 {
+        eprintln!("cannot bind 127.0.0.2… here: the crowd is not tried");
+        return;
+    }
+    let stop = Arc::new(AtomicBool::new(false));
+    let opened = Arc::new(AtomicUsize::new(0));
+    let crowd: Vec<_> = hosts
+        .iter()
+        .map(|h| {
+            let (h, to) = (h.clone(), srv.addr.clone());
+            let (stop, opened) = (stop.clone(), opened.clone());
+            std::thread::spawn(move || {
+                let mut held: Vec<Option<TcpStream>> = (0..8).map(|_| None).collect();
+                while !stop.load(Ordering::Relaxed) {
+                    for slot in held.iter_mut() {
+                        let gone = slot.as_mut().is_none_or(|s| {
+                            let mut b = [0u8; 64];
+                            !matches!(s.read(&mut b), Err(e) if e.kind() == std::io::ErrorKind::WouldBlock)
+                        });
+                        if gone {
+                            *slot = connect_from(&h, &to);
+                            if let Some(s) = slot {
+                                s.set_nonblocking(true).unwrap();
+                                opened.fetch_add(1, Ordering::Relaxed);
+                            }
+                        }
+                    }
+                    std::thread::sleep(Duration::from_millis(50));
+                }
+            })
+        })
+        .collect();
+    // The crowd in place (a hang guard of a minute).
+    let t = Instant::now();
+    while opened.load(Ordering::Relaxed) < 8 * hosts.len() {
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "the crowd never formed"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    for _ in 0..3 {
+        let mut c = xferbench();
+        c.env("XFERBENCH_TOKEN", TOKEN).args([
+            "roundtrip",
+            "-t",
+            &format!("tcp://{}", srv.addr),
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "200",
+            "--format",
+            "json",
+            "-q",
+        ]);
+        let d = json(&finish(c));
+        assert_eq!(d["points"][0]["summary"]["count"], 200);
+    }
+    stop.store(true, Ordering::Relaxed);
+    for t in crowd {
+        t.join().unwrap();
+    }
+    // Over the total, the crowd's own were turned out to make room: said
+    // in a line, or counted in a summary when the log was at its rate.
+    if 8 * hosts.len() > 64 {
+        srv.logged_any(&["closed before its hello, to make room", " turned out"]);
+    }
+}
+
+/// Wrong tokens from one address are checked further and further apart:
+/// six in a row take seconds (0.1 + 0.2 + 0.4 + 0.8 + 1.6 s of waits), not
+/// microseconds, and a burst past the longest wait is told `Throttled`
+/// without a check. Another address is not held up, and the right token
+/// from the guessing address still gets in.
+#[test]
+fn token_guesses_are_throttled_per_address() {
+    let srv = Server::start_env(
+        false,
+        &["--idle-timeout", "30s"],
+        &[("XFERBENCH_TOKEN", TOKEN)],
+    );
+    let guess = |from: &str, token: &[u8]| -> Option<Status> {
+        let mut s = connect_from(from, &srv.addr).expect("a connection");
+        s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+        s.write_all(&hello(64, token)).unwrap();
+        answer(&mut s)
+    };
+    let t = Instant::now();
+    for _ in 0..6 {
+        assert_eq!(
+            guess("127.0.0.1", b"not-the-token-at-all"),
+            Some(Status::BadToken)
+        );
+    }
+    let took = t.elapsed();
+    assert!(
+        took >= Duration::from_millis(1500),
+        "six wrong tokens answered in {took:?}: guessing is not throttled"
+    );
+    // A burst: the checks run one at a time, 3.2 s then 5 s apart, so most
+    // of these are told to come back later rather than checked.
+    let burst: Vec<_> = (0..6)
+        .map(|_| {
+            let to = srv.addr.clone();
+            std::thread::spawn(move || {
+                let mut s = TcpStream::connect(&to).unwrap();
+                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                s.write_all(&hello(64, b"not-the-token-either")).unwrap();
+                answer(&mut s)
+            })
+        })
+        .collect();
+    let answers: Vec<_> = burst.into_iter().map(|t| t.join().unwrap()).collect();
+    assert!(answers.contains(&Some(Status::Throttled)), "{answers:?}");
+    assert!(
+        answers
+            .iter()
+            .all(|a| matches!(a, Some(Status::Throttled | Status::BadToken))),
+        "{answers:?}"
+    );
+    srv.logged("refused: too many wrong tokens from this address");
+    if connect_from("127.0.0.2", &srv.addr).is_some() {
+        assert_eq!(guess("127.0.0.2", TOKEN.as_bytes()), Some(Status::Ok));
+    }
+    // The right token from the guessing address: in, once its turn comes
+    // (a client waits up to --timeout, 10 s, for its answer).
+    let mut c = xferbench();
+    c.env("XFERBENCH_TOKEN", TOKEN).args([
+        "roundtrip",
+        "-t",
+        &format!("tcp://{}", srv.addr),
+        "--in",
+        "64",
+        "--out",
+        "64",
+        "--samples",
+        "100",
+        "--timeout",
+        "30s",
+        "--format",
+        "json",
+        "-q",
+    ]);
+    let o = finish(c);
+    if stderr(&o).contains("too many wrong tokens") {
+        // Told to come back: the guesses' turns were still queued.
+        std::thread::sleep(Duration::from_secs(6));
+        srv.serves_a_good_client_with(TOKEN);
+    } else {
+        assert_eq!(json(&o)["points"][0]["summary"]["count"], 100);
+    }
+}
+
+/// A server's token must hold against guessing: under 16 bytes, blank or
+/// one byte repeated is refused (exit 2, one line) unless `--insecure`; the
+/// token comes from a file (`--token-file`, `XFERBENCH_TOKEN_FILE`), which
+/// both ends read, or the environment, never the command line, which every
+/// user of the machine can read: `--token` is refused with where it goes.
+#[test]
+fn tokens_are_strong_and_come_from_files_or_the_environment() {
+    for env in [" ", "                    ", "sesame"] {
+        let mut c = xferbench();
+        c.args(["serve", "--listen", "127.0.0.1:0"])
+            .env_remove("XFERBENCH_TOKEN_FILE")
+            .env("XFERBENCH_TOKEN", env);
+        let o = finish(c);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{env:?}: {e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(e.contains("at least 16") && e.contains("--insecure"), "{e}");
+    }
+    for insecure in [false, true] {
+        let mut c = xferbench();
+        c.args(["serve", "--listen", "127.0.0.1:0", "--token", TOKEN])
+            .args(insecure.then_some("--insecure"))
+            .env_remove("XFERBENCH_TOKEN_FILE")
+            .env_remove("XFERBENCH_TOKEN");
+        let o = finish(c);
+        let e = stderr(&o);
+        assert_eq!(o.status.code(), Some(2), "{e}");
+        assert_eq!(e.lines().count(), 1, "{e}");
+        assert!(
+            e.contains("--token is refused") && e.contains("--token-file") && !e.contains(TOKEN),
+            "{e}"
+        );
+    }
+    // --insecure takes a weak one.
+    let mut c = xferbench();
+    c.env_remove("XFERBENCH_TOKEN_FILE")
+        .env("XFERBENCH_TOKEN", "sesame")
+        .args(["serve", "--listen", "127.0.0.1:0", "--insecure"]);
+    let l = first_lines(c, 1);
+    assert!(l[0].contains("token required"), "{l:?}");
+    // From a file, with its line end; the clients read it from a file too,
+    // or from the environment.
+    let dir = tempfile::tempdir().unwrap();
+    let f = dir.path().join("token");
+    std::fs::write(&f, format!("{TOKEN}\n")).unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o600)).unwrap();
+    let fs = f.to_str().unwrap();
+    let srv = Server::start_with(false, &["--token-file", fs]);
+    for (k, v) in [("XFERBENCH_TOKEN_FILE", fs), ("XFERBENCH_TOKEN", TOKEN)] {
+        let mut c = xferbench();
+        c.env_remove("XFERBENCH_TOKEN")
+            .env_remove("XFERBENCH_TOKEN_FILE")
+            .env(k, v)
+            .args([
+                "roundtrip",
+                "-t",
+                &format!("udp://{}", srv.addr),
+                "--in",
+                "64",
+                "--out",
+                "64",
+                "--samples",
+                "50",
+                "--format",
+                "json",
+                "-q",
+            ]);
+        assert_eq!(json(&finish(c))["points"][0]["summary"]["count"], 50, "{k}");
+    }
+    // Both on a client: which one was meant is not guessed.
+    let mut c = xferbench();
+    c.env("XFERBENCH_TOKEN_FILE", fs)
+        .env("XFERBENCH_TOKEN", TOKEN)
+        .args(["roundtrip", "-t", &format!("tcp://{}", srv.addr), "-q"]);
+    let o = finish(c);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("both XFERBENCH_TOKEN_FILE and XFERBENCH_TOKEN"),
+        "{}",
+        stderr(&o)
+    );
+    // A token file others can read is warned of.
+    std::fs::set_permissions(&f, std::fs::Permissions::from_mode(0o644)).unwrap();
+    let mut c = xferbench();
+    c.env_remove("XFERBENCH_TOKEN")
+        .env("XFERBENCH_TOKEN_FILE", fs)
+        .args(["serve", "--listen", "127.0.0.1:0"]);
+    let l = first_lines(c, 2);
+    assert!(
+        l[1].contains("can be read by other users (mode 0644)"),
+        "{l:?}"
+    );
+}
+
+/// `--once` serves one authenticated client: garbage, a silent connection
+/// and a wrong token before it do not end the server; the good session
+/// does.
+#[test]
+fn once_survives_bad_connections_and_ends_after_the_first_good_session() {
+    let mut srv = Server::start_env(
+        false,
+        &["--once", "--idle-timeout", "5s"],
+        &[("XFERBENCH_TOKEN", TOKEN)],
+    );
+    let mut s = srv.connect();
+    s.write_all(b"GET / HTTP/1.1\r\nHost: example\r\n\r\n")
+        .unwrap();
+    assert!(closed(&mut s));
+    drop(srv.connect());
+    let mut s = srv.connect();
+    s.write_all(&hello(64, b"not-the-token-at-all")).unwrap();
+    assert_eq!(answer(&mut s), Some(Status::BadToken));
+    srv.logged("refused: wrong or missing token");
+    assert!(srv.alive(), "--once ended on a bad connection");
+    srv.serves_a_good_client_with(TOKEN);
+    let t = Instant::now();
+    let status = loop {
+        if let Some(st) = srv.child.try_wait().unwrap() {
+            break st;
+        }
+        assert!(
+            t.elapsed() < Duration::from_secs(60),
+            "--once went on serving"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    assert!(status.success(), "{status:?}");
+}
+
+/// A UDP session answers only its client: the address that shook hands
+/// over TCP, with the cookie it was given there. A datagram from another
+/// address (even with the cookie), or without the cookie, draws nothing
+/// and does not end the session; once the session has its client's port,
+/// another port of the same address draws nothing either.
+#[test]
+fn udp_datagrams_from_anyone_but_the_client_draw_no_reply() {
+    let srv = Server::start(&["--idle-timeout", "10s"]);
+    let (sess, st) = srv.udp_session(64);
+    assert_eq!(st, Some(Status::Ok));
+    let sess = sess.unwrap();
+    let to = sess.u.peer_addr().unwrap();
+    let frame = configure(64, 64);
+    let quiet = |u: &UdpSocket, what: &str| {
+        u.set_read_timeout(Some(Duration::from_millis(500)))
+            .unwrap();
+        let mut b = [0u8; 128];
+        assert!(u.recv_from(&mut b).is_err(), "{what} drew a reply");
+    };
+    // From another address, with the right cookie.
+    match UdpSocket::bind("127.0.0.2:0") {
+        Ok(spoof) => {
+            spoof.send_to(&behind(&sess.cookie, &frame), to).unwrap();
+            quiet(&spoof, "a datagram from another address");
+        }
+        Err(_) => eprintln!("cannot bind 127.0.0.2 here: that spoof is not tried"),
+    }
+    // From the client's own socket, without the cookie or with another.
+    sess.u.send(&frame).unwrap();
+    sess.u.send(&behind(b"12345678", &frame)).unwrap();
+    sess.u.send(&[1]).unwrap();
+    quiet(&sess.u, "a datagram without the cookie");
+    // The real thing: acknowledged, and the exchange it announced runs,
+    // each reply no larger than configured.
+    sess.u
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    sess.send(&frame);
+    assert_eq!(sess.recv(), b"XBACK001");
+    // Now bound to the client's port: another port of its address, with
+    // the cookie, draws nothing.
+    let other = UdpSocket::bind("127.0.0.1:0").unwrap();
+    other
+        .send_to(&behind(&sess.cookie, &[7u8; 64]), to)
+        .unwrap();
+    quiet(&other, "a datagram from another port");
+    sess.u
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    sess.send(&[7u8; 64]);
+    assert_eq!(sess.recv().len(), 64);
+}
+
+/// A session whose client trickles a control frame, a byte at a time each
+/// well within the idle timeout, is closed about the idle timeout after
+/// the frame began, not kept for as long as the bytes come.
+#[test]
+fn a_trickling_client_loses_its_session() {
+    let srv = Server::start_with(false, &["--idle-timeout", "1s"]);
+    let mut s = srv.connect();
+    s.write_all(&hello(64, b"")).unwrap();
+    assert_eq!(answer(&mut s), Some(Status::Ok));
+    let sent = Arc::new(AtomicUsize::new(0));
+    let mut w = s.try_clone().unwrap();
+    let count = sent.clone();
+    let frame = configure(64, 64);
+    let trickle = std::thread::spawn(move || {
+        for b in frame {
+            if w.write_all(&[b]).is_err() {
+                return;
+            }
+            count.fetch_add(1, Ordering::Relaxed);
+            std::thread::sleep(Duration::from_millis(300));
+        }
+    });
+    s.set_read_timeout(Some(Duration::from_secs(60))).unwrap();
+    let mut b = [0u8; 64];
+    let r = s.read(&mut b);
+    let n = sent.load(Ordering::Relaxed);
+    assert!(matches!(r, Ok(0) | Err(_)), "the frame was answered: {r:?}");
+    assert!(
+        n < 72,
+        "the whole frame was trickled in ({n} bytes) before the cut"
+    );
+    let _ = trickle.join();
+    srv.logged("took longer than the idle timeout allows");
+}
+
+/// The CPU time a process has used so far (user and system).
+fn cpu_time(pid: u32) -> Duration {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();
+    let f: Vec<&str> = s.rsplit(") ").next().unwrap().split_whitespace().collect();
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+    let ticks: u64 = f[11].parse::<u64>().unwrap() + f[12].parse::<u64>().unwrap();
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) } as u64;
+    Duration::from_millis(ticks * 1000 / hz.max(1))
+}
+
+/// Two sessions whose exchanges each ask for a 100 ms responder delay
+/// leave the server idle: the delays are slept, not spun (two cores
+/// were kept busy).
+#[test]
+fn long_responder_delays_are_slept() {
+    let srv = Server::start(&["--idle-timeout", "10s"]);
+    let before = cpu_time(srv.child.id());
+    let t = Instant::now();
+    let sessions: Vec<_> = (0..2)
+        .map(|_| {
+            let mut s = srv.connect();
+            std::thread::spawn(move || {
+                s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+                s.write_all(&hello(64, b"")).unwrap();
+                assert_eq!(answer(&mut s), Some(Status::Ok));
+                let mut f = Vec::new();
+                f.extend_from_slice(&0x5842_4331u32.to_le_bytes());
+                f.extend_from_slice(&1u32.to_le_bytes());
+                f.extend_from_slice(&ReplyShape::pingpong(64, 64, 100_000_000, 15).encode());
+                s.write_all(&f).unwrap();
+                let mut ack = [0u8; 8];
+                s.read_exact(&mut ack).unwrap();
+                assert_eq!(&ack, b"XBACK001");
+                let mut rep = [0u8; 64];
+                for _ in 0..15 {
+                    s.write_all(&[1u8; 64]).unwrap();
+                    s.read_exact(&mut rep).unwrap();
+                }
+            })
+        })
+        .collect();
+    for s in sessions {
+        s.join().unwrap();
+    }
+    let wall = t.elapsed();
+    let cpu = cpu_time(srv.child.id()).saturating_sub(before);
+    assert!(
+        wall >= Duration::from_millis(1400),
+        "the delays were not kept: {wall:?}"
+    );
+    assert!(
+        cpu < Duration::from_millis(400),
+        "the server used {cpu:?} of CPU over {wall:?} of 100 ms delays"
+    );
+}
+
+/// A flood of junk connections makes a bounded number of log lines, with
+/// a line that sums up what was left out; a client is served after it.
+#[test]
+fn a_flood_of_junk_is_logged_at_a_bounded_rate() {
+    let srv = Server::start_with(false, &[]);
+    for _ in 0..1500 {
+        if let Ok(mut s) = TcpStream::connect(&srv.addr) {
+            let _ = s.write_all(b"junk junk junk junk junk junk");
+        }
+    }
+    srv.logged("log lines suppressed in the last");
+    srv.serves_a_good_client();
+    let lines = srv.log.lock().unwrap().len();
+    assert!(lines < 750, "{lines} log lines for 1500 junk connections");
 }

@@ -10,11 +10,10 @@ use xferbench::transport::remote::{self, Hello};
 fuzz_target!(|data: &[u8]| {
     if let Ok(h) = Hello::read(&mut &data[..]) {
         assert!(h.token.len() <= remote::MAX_TOKEN);
-        // What parsed encodes back to the bytes it came from (but the
-        // reserved word, which a reader ignores).
+        // What parsed encodes back to the bytes it came from, flags too.
         let back = h.encode();
         let n = remote::HELLO_LEN + h.token.len();
-        assert_eq!(&back[..20], &data[..20]);
+        assert_eq!(&back[..24], &data[..24]);
         assert_eq!(&back[24..], &data[24..n]);
     }
     if let Ok(w) =

@@ -497,8 +497,11 @@ pub struct ServeArgs {
     /// Address and port to listen on (0.0.0.0:PORT for every interface).
     #[arg(long, default_value = "127.0.0.1:5290")]
     pub listen: String,
-    /// Shared secret clients must present (they set XFERBENCH_TOKEN); also read from XFERBENCH_TOKEN.
-    #[arg(long)]
+    /// A file holding the shared secret clients must present (they set XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN); at least 16 bytes. Also read from XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN.
+    #[arg(long, value_name = "FILE")]
+    pub token_file: Option<std::path::PathBuf>,
+    /// Refused with the way to give the token instead: a command line is public (ps, /proc/PID/cmdline).
+    #[arg(long, value_name = "SECRET", hide = true)]
     pub token: Option<String>,
     /// Largest message a client may use; checked before anything is allocated.
     #[arg(long, value_parser = size_one_message, default_value = "64M")]
@@ -509,13 +512,13 @@ pub struct ServeArgs {
     /// Sessions one client address may hold at once, so one address cannot take every slot [default: half of --max-sessions, rounded up].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_per_address: Option<u32>,
-    /// A client silent this long (mid-frame or between runs) loses its connection. Its hello must come within 2s of connecting (or this, if shorter).
+    /// A client silent this long (mid-frame or between runs) loses its connection, and one message that has begun must end within it (plus its length at 64 KiB/s): trickled bytes do not extend it. Its hello must come within 2s of connecting (or this, if shorter). From 10ms to 1 day.
     #[arg(long, value_parser = duration, default_value = "30s")]
     pub idle_timeout: Duration,
-    /// Serve one client, then exit.
+    /// Serve one client whose session ends well, then exit (connections that fail their hello, and sessions that end on an error, do not count).
     #[arg(long)]
     pub once: bool,
-    /// Listen beyond loopback without a token (refused otherwise): anyone who reaches the port can then run measurements here.
+    /// Listen beyond loopback without a token, or accept a token under 16 bytes (refused otherwise): anyone who reaches the port or guesses the token can then run measurements here.
     #[arg(long)]
     pub insecure: bool,
 }
@@ -913,7 +916,8 @@ impl From<ServeArgs> for xferbench::command::serve::ServeConfig {
     fn from(a: ServeArgs) -> xferbench::command::serve::ServeConfig {
         xferbench::command::serve::ServeConfig {
             listen: a.listen,
-            token: a.token,
+            token_arg: a.token.is_some(),
+            token_file: a.token_file,
             max_message: a.max_message,
             max_sessions: a.max_sessions,
             max_per_address: a.max_per_address,

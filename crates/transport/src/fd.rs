@@ -5,14 +5,14 @@
 //! the responder acknowledges, so sizes change outside the timed loop.
 
 use super::peer::{CHILD_FD, Fault, Peer, Shared, fault_exit};
-use super::{CompletionMode, Link, LinkConfig, Pattern, ReplyShape, spin_until};
+use super::{CompletionMode, Link, LinkConfig, Pattern, ReplyShape, sleep_then_spin, spin_until};
 use crate::buffer::{PageBuf, page_round};
 use crate::error::{Error, Result};
 use crate::payload::{self, Direction};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::Ordering;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub enum Framing {
@@ -66,6 +66,41 @@ pub struct Chan {
     /// Blocking sockets with SO_RCVTIMEO/SO_SNDTIMEO set (a remote link, or
     /// `serve`'s end): EAGAIN then means the peer was silent too long.
     pub timed: bool,
+    /// A remote UDP session's cookie, agreed over its TCP connection: every
+    /// datagram starts with it, and one that does not is dropped unanswered,
+    /// so a spoofed source cannot make a server send anything.
+    pub cookie: Option<[u8; COOKIE_LEN]>,
+    /// `serve`'s end: the idle timeout, which also bounds one whole message
+    /// (see `allowance`). The socket's own timeout restarts at every byte,
+    /// so a client trickling a byte now and then would otherwise hold its
+    /// session for ever.
+    pub whole: Option<Duration>,
+}
+
+/// Bytes of a remote UDP session's cookie, at the start of every datagram.
+pub const COOKIE_LEN: usize = 8;
+
+/// The slowest a client may send or take one message on a server once
+/// it has begun, beyond the idle timeout itself, in bytes per second: far
+/// below any real link, far above a trickle.
+const MIN_RATE: u128 = 64 << 10;
+
+/// How long `serve` gives one message of `len` bytes once it has begun:
+/// the idle timeout, plus its length at `MIN_RATE`.
+fn allowance(idle: Duration, len: usize) -> Duration {
+    let extra = (len as u128 * 1_000_000_000 / MIN_RATE).min(u64::MAX as u128) as u64;
+    idle.saturating_add(Duration::from_nanos(extra))
+}
+
+/// What one datagram receive got.
+enum Got {
+    /// A datagram of this session, its payload this long (the real length,
+    /// past the buffer when it was cut).
+    Len(usize),
+    /// Another session's datagram, or a stranger's: dropped.
+    Foreign,
+    /// The call failed; errno says why.
+    Failed,
 }
 
 impl Chan {
@@ -79,9 +114,108 @@ impl Chan {
             poll: false,
             peer: None,
             timed: true,
+            cookie: None,
+            whole: None,
         };
         chan.set_mode()?;
         Ok(chan)
+    }
+
+    /// Sends one datagram, behind the cookie if the session has one; the
+    /// payload's length sent, or -1 with errno set.
+    #[inline]
+    fn send_datagram(&self, buf: &[u8]) -> isize {
+        let Some(cookie) = &self.cookie else {
+            // SAFETY: sending from a live slice of buf.len() bytes.
+            return unsafe { libc::send(self.tx, buf.as_ptr().cast(), buf.len(), 0) };
+        };
+        let iov = [
+            libc::iovec {
+                iov_base: cookie.as_ptr() as *mut libc::c_void,
+                iov_len: COOKIE_LEN,
+            },
+            libc::iovec {
+                iov_base: buf.as_ptr() as *mut libc::c_void,
+                iov_len: buf.len(),
+            },
+        ];
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        m.msg_iov = iov.as_ptr() as *mut libc::iovec;
+        m.msg_iovlen = 2;
+        // SAFETY: both iovecs point into live buffers of the lengths given,
+        // which sendmsg only reads.
+        let r = unsafe { libc::sendmsg(self.tx, &m, 0) };
+        if r < 0 {
+            r
+        } else {
+            (r - COOKIE_LEN as isize).max(0)
+        }
+    }
+
+    /// Receives one datagram into `buf`, checking and stripping the cookie
+    /// if the session has one.
+    #[inline]
+    fn recv_datagram(&self, buf: &mut [u8]) -> Got {
+        let Some(cookie) = &self.cookie else {
+            // MSG_TRUNC: the return value is the datagram's real length,
+            // so an oversized one is caught rather than silently cut.
+            // SAFETY: reading into a live slice of buf.len() bytes.
+            let r =
+                unsafe { libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC) };
+            return if r >= 0 {
+                Got::Len(r as usize)
+            } else {
+                Got::Failed
+            };
+        };
+        let mut head = [0u8; COOKIE_LEN];
+        let iov = [
+            libc::iovec {
+                iov_base: head.as_mut_ptr().cast(),
+                iov_len: COOKIE_LEN,
+            },
+            libc::iovec {
+                iov_base: buf.as_mut_ptr().cast(),
+                iov_len: buf.len(),
+            },
+        ];
+        // SAFETY: an all-zero msghdr is valid (no name, no control data).
+        let mut m: libc::msghdr = unsafe { std::mem::zeroed() };
+        m.msg_iov = iov.as_ptr() as *mut libc::iovec;
+        m.msg_iovlen = 2;
+        // SAFETY: both iovecs point into live, exclusively borrowed buffers
+        // of the lengths given; recvmsg writes at most that much (MSG_TRUNC
+        // only changes the length returned).
+        let r = unsafe { libc::recvmsg(self.rx, &mut m, libc::MSG_TRUNC) };
+        if r < 0 {
+            return Got::Failed;
+        }
+        // One comparison of two words: no early exit that would time where
+        // a guessed cookie first differs.
+        if (r as usize) < COOKIE_LEN || u64::from_ne_bytes(head) != u64::from_ne_bytes(*cookie) {
+            return Got::Foreign;
+        }
+        Got::Len(r as usize - COOKIE_LEN)
+    }
+
+    /// After part of a message moved on a server's end: still within what
+    /// one message is allowed (`allowance`), counted from the first part?
+    fn within(&self, began: &mut Option<Instant>, len: usize) -> Result<(), IoError> {
+        let Some(idle) = self.whole else {
+            return Ok(());
+        };
+        let t = *began.get_or_insert_with(Instant::now);
+        if t.elapsed() <= allowance(idle, len) {
+            return Ok(());
+        }
+        Err(IoError::Os(std::io::Error::new(
+            std::io::ErrorKind::TimedOut,
+            format!(
+                "one {len}-byte message took longer than the idle timeout allows ({}: bytes trickling in or out)",
+                humantime::format_duration(allowance(idle, len))
+            ),
+        )))
     }
 
     /// Puts both fds in the mode the completion asks for.
@@ -117,6 +251,7 @@ impl Chan {
             Framing::Stream => {
                 let mut spins = 0u32;
                 let mut done = 0;
+                let mut began = None;
                 while done < buf.len() {
                     // SAFETY: writing from a live slice.
                     let r = unsafe {
@@ -124,6 +259,9 @@ impl Chan {
                     };
                     if r >= 0 {
                         done += r as usize;
+                        if done < buf.len() && self.whole.is_some() {
+                            self.within(&mut began, buf.len())?;
+                        }
                     } else {
                         self.retry_or_fail(&mut spins)?;
                     }
@@ -133,8 +271,7 @@ impl Chan {
             Framing::Datagram => {
                 let mut spins = 0u32;
                 loop {
-                    // SAFETY: as above.
-                    let r = unsafe { libc::send(self.tx, buf.as_ptr().cast(), buf.len(), 0) };
+                    let r = self.send_datagram(buf);
                     if r >= 0 {
                         return whole_datagram(r as usize, buf.len());
                     }
@@ -151,6 +288,7 @@ impl Chan {
             Framing::Stream => {
                 let mut spins = 0u32;
                 let mut done = 0;
+                let mut began = None;
                 while done < buf.len() {
                     // SAFETY: reading into a live slice.
                     let r = unsafe {
@@ -158,6 +296,9 @@ impl Chan {
                     };
                     if r > 0 {
                         done += r as usize;
+                        if done < buf.len() && self.whole.is_some() {
+                            self.within(&mut began, buf.len())?;
+                        }
                     } else if r == 0 {
                         return Err(IoError::Eof);
                     } else {
@@ -168,17 +309,15 @@ impl Chan {
             }
             Framing::Datagram => {
                 let mut spins = 0u32;
+                let mut began = None;
                 loop {
-                    // MSG_TRUNC: the return value is the datagram's real length,
-                    // so an oversized one is caught rather than silently cut.
-                    // SAFETY: as above.
-                    let r = unsafe {
-                        libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC)
-                    };
-                    if r >= 0 {
-                        return whole_datagram(r as usize, buf.len());
+                    match self.recv_datagram(buf) {
+                        Got::Len(n) => return whole_datagram(n, buf.len()),
+                        // Dropped unanswered; strays cannot keep a server's
+                        // session waiting past what one message is allowed.
+                        Got::Foreign => self.within(&mut began, buf.len())?,
+                        Got::Failed => self.retry_or_fail(&mut spins)?,
                     }
-                    self.retry_or_fail(&mut spins)?;
                 }
             }
         }
@@ -191,22 +330,19 @@ impl Chan {
     /// advance (an acknowledgement or a refusal).
     fn recv_upto(&self, buf: &mut [u8]) -> Result<usize, IoError> {
         let mut spins = 0u32;
+        let mut began = None;
         loop {
-            // SAFETY: reading into a live slice; MSG_TRUNC as in `recv`.
-            let r =
-                unsafe { libc::recv(self.rx, buf.as_mut_ptr().cast(), buf.len(), libc::MSG_TRUNC) };
-            if r >= 0 {
-                let got = r as usize;
-                return if got <= buf.len() {
-                    Ok(got)
-                } else {
-                    Err(IoError::Size {
+            match self.recv_datagram(buf) {
+                Got::Len(got) if got <= buf.len() => return Ok(got),
+                Got::Len(got) => {
+                    return Err(IoError::Size {
                         got,
                         want: buf.len(),
-                    })
-                };
+                    });
+                }
+                Got::Foreign => self.within(&mut began, buf.len())?,
+                Got::Failed => self.retry_or_fail(&mut spins)?,
             }
-            self.retry_or_fail(&mut spins)?;
         }
     }
 
@@ -439,7 +575,13 @@ impl Chan {
         if buf.is_empty() || packet >= buf.len() {
             return self.send(buf);
         }
-        buf.chunks(packet).try_for_each(|p| self.send(p))
+        // On a server, packets are parts of one message: together they get
+        // one message's allowance, or a client could trickle 1-byte packets.
+        let mut began = None;
+        buf.chunks(packet).try_for_each(|p| {
+            self.send(p)?;
+            self.within(&mut began, buf.len())
+        })
     }
 
     /// Receives one message sent by `send_msg` with the same packet size.
@@ -448,7 +590,12 @@ impl Chan {
         if buf.is_empty() || packet >= buf.len() {
             return self.recv(buf);
         }
-        buf.chunks_mut(packet).try_for_each(|p| self.recv(p))
+        let len = buf.len();
+        let mut began = None;
+        buf.chunks_mut(packet).try_for_each(|p| {
+            self.recv(p)?;
+            self.within(&mut began, len)
+        })
     }
 
     /// Sends `count` messages from `out` while receiving `count` into `inp`,
@@ -456,6 +603,12 @@ impl Chan {
     /// the other (both ends of a bidirectional stream run this). Blocking
     /// completion sleeps in poll(2) when neither way can move.
     fn duplex(&self, out: &[u8], inp: &mut [u8], count: u64, packet: usize) -> Result<(), IoError> {
+        if self.cookie.is_some() {
+            // A server refuses them first; this keeps the cookie's rule whole.
+            return Err(IoError::Os(std::io::Error::other(
+                "bidirectional exchanges are not carried by a remote UDP session",
+            )));
+        }
         let (opk, ipk) = (packet.min(out.len()).max(1), packet.min(inp.len()).max(1));
         let (mut sent, mut s_off) = (0u64, 0usize);
         let (mut got, mut r_off) = (0u64, 0usize);
@@ -649,6 +802,8 @@ impl FdLink {
             poll: cfg.completion == CompletionMode::Poll,
             peer: Some(peer.shared().clone()),
             timed: false,
+            cookie: None,
+            whole: None,
         };
         chan.set_mode()?;
         Ok(Box::new(FdLink {
@@ -664,12 +819,22 @@ impl FdLink {
 
     /// A link over a connected socket to a remote responder (`serve`): no
     /// child to watch; every wait ends at the socket's own timeouts, which
-    /// the caller has set to the link's.
-    pub fn open_remote(cfg: &LinkConfig, sock: OwnedFd, framing: Framing) -> Result<Box<dyn Link>> {
-        let chan = Chan::timed_socket(sock.as_raw_fd(), framing)?;
+    /// the caller has set to the link's. A UDP session has its cookie, and
+    /// keeps its TCP connection (`keep`) open for as long as the link.
+    pub fn open_remote(
+        cfg: &LinkConfig,
+        sock: OwnedFd,
+        framing: Framing,
+        cookie: Option<[u8; COOKIE_LEN]>,
+        keep: Option<OwnedFd>,
+    ) -> Result<Box<dyn Link>> {
+        let mut chan = Chan::timed_socket(sock.as_raw_fd(), framing)?;
+        chan.cookie = cookie;
+        let mut fds = vec![sock];
+        fds.extend(keep);
         Ok(Box::new(FdLink {
             chan,
-            _fds: vec![sock],
+            _fds: fds,
             req: PageBuf::zeroed(cfg.max_request),
             rep: PageBuf::zeroed(cfg.max_reply.max(CTRL_LEN)),
             shape: ReplyShape::default(),
@@ -795,6 +960,8 @@ pub fn respond(tx: RawFd, framing: Framing, completion: CompletionMode) -> Resul
         poll: completion == CompletionMode::Poll,
         peer: None,
         timed: false,
+        cookie: None,
+        whole: None,
     };
     chan.set_mode()?;
     serve_loop(&chan, None)
@@ -808,11 +975,25 @@ pub struct Limits {
     pub max_message: usize,
     /// Longest responder delay a client may ask for, ns.
     pub max_delay_ns: u64,
+    /// The longest part of a delay spent spinning, ns: the rest is slept,
+    /// so a client asking for long delays cannot keep a server's CPU busy.
+    pub max_spin_ns: u64,
+    /// The idle timeout, which also bounds each whole message (see `allowance`).
+    pub idle: Duration,
 }
 
-/// Serves one remote client over a connected, timed socket (see `Chan::timed`).
-pub fn serve_socket(fd: RawFd, framing: Framing, limits: &Limits) -> Result<()> {
-    serve_loop(&Chan::timed_socket(fd, framing)?, Some(limits))
+/// Serves one remote client over a connected, timed socket (see `Chan::timed`);
+/// a UDP session's datagrams carry its cookie.
+pub fn serve_socket(
+    fd: RawFd,
+    framing: Framing,
+    limits: &Limits,
+    cookie: Option<[u8; COOKIE_LEN]>,
+) -> Result<()> {
+    let mut chan = Chan::timed_socket(fd, framing)?;
+    chan.cookie = cookie;
+    chan.whole = Some(limits.idle);
+    serve_loop(&chan, Some(limits))
 }
 
 /// The responder's loop: control frames, then the exchanges they announce.
@@ -861,7 +1042,7 @@ fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
                 Pattern::Pingpong => {
                     chan.recv_msg(&mut device[..n], shape.packet(n))
                         .map_err(io)?;
-                    reply_prep(&shape, &mut device, message, &mut fault)?;
+                    reply_prep(&shape, &mut device, message, &mut fault, limits)?;
                     chan.send_msg(&device[..m], shape.packet(m)).map_err(io)?;
                 }
                 Pattern::Stream => {
@@ -899,6 +1080,7 @@ fn reply_prep(
     device: &mut [u8],
     message: u64,
     fault: &mut Fault,
+    limits: Option<&Limits>,
 ) -> Result<()> {
     let t = Instant::now();
     if let Some(seed) = shape.check {
@@ -911,7 +1093,11 @@ fn reply_prep(
         .map_err(|m| Error::run(format!("responder: {m}")))?;
     }
     if shape.delay_ns != 0 {
-        spin_until(t, shape.delay_ns);
+        match limits {
+            // A local responder spins: its delay must be exact.
+            None => spin_until(t, shape.delay_ns),
+            Some(l) => sleep_then_spin(t, shape.delay_ns, l.max_spin_ns),
+        }
     }
     let reply = &mut device[..shape.reply_len];
     if let Some(seed) = shape.check {

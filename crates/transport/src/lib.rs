@@ -754,6 +754,20 @@ pub fn spin_until(from: Instant, ns: u64) {
     }
 }
 
+/// Waits until `ns` nanoseconds after `from`, sleeping all but the last
+/// `max_spin_ns` and spinning those: a server's delay, exact to within the
+/// wake-up's lateness past that margin, and a long one costs no CPU.
+pub fn sleep_then_spin(from: Instant, ns: u64, max_spin_ns: u64) {
+    let d = Duration::from_nanos(ns);
+    let sleep = d
+        .saturating_sub(from.elapsed())
+        .saturating_sub(Duration::from_nanos(max_spin_ns));
+    if !sleep.is_zero() {
+        std::thread::sleep(sleep);
+    }
+    spin_until(from, ns);
+}
+
 /// Configurations name their transport in debug output.
 impl std::fmt::Debug for dyn Transport {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {

@@ -1,31 +1,46 @@
-//! `tcp://HOST:PORT`: a responder on another machine, run by `xferbench
-//! serve`. Before any measurement the two ends shake hands (see
-//! `docs/protocol.md`): the client says which protocol it speaks, the
-//! largest message it will use and, if the server wants one, the shared
-//! token; the server answers with a status. Then the link speaks the same
-//! control and data protocol as a local `tcp` responder, over a socket
-//! whose every read and write has the link's timeout.
+//! `tcp://HOST:PORT` and `udp://HOST:PORT`: a responder on another machine,
+//! run by `xferbench serve`. Before any measurement the two ends shake hands
+//! over TCP (see `docs/protocol.md`): the client says which protocol it
+//! speaks, whether it wants a UDP session, the largest message it will use
+//! and, if the server wants one, the shared token; the server answers with a
+//! status. Then the link speaks the same control and data protocol as a
+//! local `tcp` responder, over a socket whose every read and write has the
+//! link's timeout. A UDP session learns its port and cookie over that TCP
+//! connection, which is what proves the client's address: a datagram from
+//! anywhere else, or without the cookie, draws nothing.
 
 use super::fd::{FdLink, Framing};
 use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 use crate::error::{Error, Result};
 use std::io::{Read, Write};
-use std::net::{TcpStream, ToSocketAddrs, UdpSocket};
+use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::OwnedFd;
-use std::time::Duration;
+use std::path::Path;
+use std::time::{Duration, Instant};
 
 /// First four bytes of every hello and welcome.
 pub const MAGIC: [u8; 4] = *b"XBS1";
-/// The handshake protocol version this build speaks.
-pub const VERSION: u32 = 1;
+/// The handshake protocol version this build speaks: 2 set UDP sessions up
+/// over TCP, with a cookie in every datagram.
+pub const VERSION: u32 = 2;
 /// The longest token either end accepts; checked before it is read.
 pub const MAX_TOKEN: usize = 256;
 /// Bytes of a hello's fixed header, before the token.
 pub const HELLO_LEN: usize = 24;
 /// Bytes of a welcome.
 pub const WELCOME_LEN: usize = 16;
+/// Bytes of the UDP grant that follows an accepting welcome to a hello
+/// asking for a UDP session: the session's port and cookie.
+pub const GRANT_LEN: usize = 16;
+/// The hello's flag asking for a UDP session.
+pub const FLAG_UDP: u32 = 1;
 /// The scheme that names a remote responder in `-t`.
 pub const SCHEME: &str = "tcp://";
+/// The environment variable holding the token itself.
+pub const TOKEN_ENV: &str = "XFERBENCH_TOKEN";
+/// The environment variable naming a file that holds the token: unlike the
+/// token itself on a command line, neither shows in `ps`.
+pub const TOKEN_FILE_ENV: &str = "XFERBENCH_TOKEN_FILE";
 
 /// What the server answers to a hello.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,6 +57,9 @@ pub enum Status {
     /// The server already serves `--max-sessions` clients, or this
     /// client's address already holds its `--max-per-address` share.
     Busy = 4,
+    /// Wrong tokens came from this address lately, and its next check is
+    /// further off than the server makes anyone wait: not checked.
+    Throttled = 5,
 }
 
 impl Status {
@@ -52,6 +70,7 @@ impl Status {
             2 => Status::BadToken,
             3 => Status::TooLarge,
             4 => Status::Busy,
+            5 => Status::Throttled,
             _ => return None,
         })
     }
@@ -64,7 +83,7 @@ impl Status {
                 "the server speaks another protocol version; use the same xferbench version on both ends"
             }
             Status::BadToken => {
-                "wrong or missing token; set XFERBENCH_TOKEN to the server's --token"
+                "wrong or missing token; set XFERBENCH_TOKEN_FILE (a file holding the server's token) or XFERBENCH_TOKEN"
             }
             Status::TooLarge => {
                 "messages this large are over the server's --max-message; use smaller sizes or raise it"
@@ -72,19 +91,25 @@ impl Status {
             Status::Busy => {
                 "the server is at its --max-sessions, or this address at its --max-per-address; try again later"
             }
+            Status::Throttled => {
+                "too many wrong tokens from this address lately, so the server spaces out its checks; fix XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN and try again in a few seconds"
+            }
         }
     }
 }
 
 /// The client's first frame: magic, version, largest message, token length,
-/// then the token.
+/// flags, then the token.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Hello {
     /// The protocol version the client speaks.
     pub version: u32,
     /// The largest message, bytes, the client will ask for.
     pub max_message: u64,
-    /// The shared token (the client's `XFERBENCH_TOKEN`; empty when unset).
+    /// `FLAG_UDP` for a UDP session; no other bit is known (a server
+    /// answers an unknown one as another version).
+    pub flags: u32,
+    /// The shared token (empty when the client has none).
     pub token: Vec<u8>,
 }
 
@@ -96,15 +121,22 @@ impl Hello {
         b.extend_from_slice(&self.version.to_le_bytes());
         b.extend_from_slice(&self.max_message.to_le_bytes());
         b.extend_from_slice(&(self.token.len() as u32).to_le_bytes());
-        b.extend_from_slice(&0u32.to_le_bytes());
+        b.extend_from_slice(&self.flags.to_le_bytes());
         b.extend_from_slice(&self.token);
         b
     }
 
-    /// Parses the fixed header; returns the version, largest message and
-    /// token length, refusing a bad magic or an over-long token before
+    /// Whether the client asks for a UDP session.
+    pub fn udp(&self) -> bool {
+        self.flags & FLAG_UDP != 0
+    }
+
+    /// Parses the fixed header; returns the version, largest message, token
+    /// length and flags, refusing a bad magic or an over-long token before
     /// anything is allocated.
-    pub fn parse_header(h: &[u8; HELLO_LEN]) -> std::result::Result<(u32, u64, usize), String> {
+    pub fn parse_header(
+        h: &[u8; HELLO_LEN],
+    ) -> std::result::Result<(u32, u64, usize, u32), String> {
         if h[..4] != MAGIC {
             return Err("not an xferbench client (bad magic)".into());
         }
@@ -117,7 +149,7 @@ impl Hello {
                 "token of {token_len} bytes (the limit is {MAX_TOKEN})"
             ));
         }
-        Ok((version, max, token_len))
+        Ok((version, max, token_len, word(20)))
     }
 
     /// Reads a hello from `r` (which has a timeout).
@@ -125,13 +157,14 @@ impl Hello {
         let mut h = [0u8; HELLO_LEN];
         r.read_exact(&mut h)
             .map_err(|e| format!("reading the hello: {e}"))?;
-        let (version, max_message, n) = Hello::parse_header(&h)?;
+        let (version, max_message, n, flags) = Hello::parse_header(&h)?;
         let mut token = vec![0u8; n];
         r.read_exact(&mut token)
             .map_err(|e| format!("reading the token: {e}"))?;
         Ok(Hello {
             version,
             max_message,
+            flags,
             token,
         })
     }
@@ -156,6 +189,120 @@ pub fn parse_welcome(b: &[u8; WELCOME_LEN]) -> Option<(Status, u64)> {
     Some((status, u64::from_le_bytes(b[8..16].try_into().ok()?)))
 }
 
+/// A UDP session's grant: its port on the server, and its cookie.
+pub fn grant(port: u16, cookie: &[u8; COOKIE_LEN]) -> [u8; GRANT_LEN] {
+    let mut b = [0u8; GRANT_LEN];
+    b[..4].copy_from_slice(&u32::from(port).to_le_bytes());
+    b[8..].copy_from_slice(cookie);
+    b
+}
+
+/// The port and cookie from a grant; `None` for a port of 0 or above 65535,
+/// or a reserved word that is not 0.
+pub fn parse_grant(b: &[u8; GRANT_LEN]) -> Option<(u16, [u8; COOKIE_LEN])> {
+    let port = u32::from_le_bytes(b[..4].try_into().ok()?);
+    if port == 0 || b[4..8] != [0u8; 4] {
+        return None;
+    }
+    Some((u16::try_from(port).ok()?, b[8..].try_into().ok()?))
+}
+
+/// A fresh cookie from the kernel's random source: an address that can
+/// send datagrams but never saw the TCP connection cannot guess it.
+pub fn new_cookie() -> std::io::Result<[u8; COOKIE_LEN]> {
+    let mut c = [0u8; COOKIE_LEN];
+    std::fs::File::open("/dev/urandom")?.read_exact(&mut c)?;
+    Ok(c)
+}
+
+/// A token and where it came from, for messages.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Token {
+    /// Its bytes (a file's less its final line end).
+    pub bytes: Vec<u8>,
+    /// Where it came from, as a message names it (`--token-file F`,
+    /// `XFERBENCH_TOKEN`, …).
+    pub source: String,
+    /// A file's permission bits, so a server can warn of one others can read.
+    pub mode: Option<u32>,
+}
+
+/// Reads a token from a file: at most `MAX_TOKEN` bytes, less one final
+/// line end (`echo` and editors add one). Only a regular file: a FIFO or a
+/// device would block or never end.
+pub fn token_file(path: &Path, source: String) -> Result<Token> {
+    use std::os::unix::fs::{MetadataExt, OpenOptionsExt};
+    let bad = |why: String| Error::usage(format!("{source}: {why}"));
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(|e| bad(format!("cannot read {}: {e}", path.display())).with_source(e))?;
+    let meta = f
+        .metadata()
+        .map_err(|e| bad(format!("cannot read {}: {e}", path.display())).with_source(e))?;
+    if !meta.is_file() {
+        return Err(bad(format!(
+            "{} is not a regular file; put the token in one",
+            path.display()
+        )));
+    }
+    let mut bytes = Vec::new();
+    f.take(MAX_TOKEN as u64 + 3)
+        .read_to_end(&mut bytes)
+        .map_err(|e| bad(format!("cannot read {}: {e}", path.display())).with_source(e))?;
+    if bytes.ends_with(b"\n") {
+        bytes.pop();
+        if bytes.ends_with(b"\r") {
+            bytes.pop();
+        }
+    }
+    if bytes.len() > MAX_TOKEN {
+        return Err(bad(format!(
+            "the token in {} is longer than {MAX_TOKEN} bytes",
+            path.display()
+        )));
+    }
+    if bytes.is_empty() {
+        return Err(bad(format!("{} holds no token", path.display())));
+    }
+    Ok(Token {
+        bytes,
+        source,
+        mode: Some(meta.mode() & 0o7777),
+    })
+}
+
+/// The token the environment gives: the file `XFERBENCH_TOKEN_FILE` names,
+/// or `XFERBENCH_TOKEN` itself (both set is refused: which one was meant is
+/// not for this end to guess). An empty variable counts as unset.
+pub fn env_token() -> Result<Option<Token>> {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    match (var(TOKEN_FILE_ENV), var(TOKEN_ENV)) {
+        (Some(_), Some(_)) => Err(Error::usage(format!(
+            "both {TOKEN_FILE_ENV} and {TOKEN_ENV} are set; unset one"
+        ))),
+        (Some(path), None) => {
+            let p = Path::new(&path);
+            token_file(p, format!("{TOKEN_FILE_ENV} {}", p.display())).map(Some)
+        }
+        (None, Some(t)) => {
+            use std::os::unix::ffi::OsStrExt;
+            if t.len() > MAX_TOKEN {
+                return Err(Error::usage(format!(
+                    "{TOKEN_ENV} is longer than {MAX_TOKEN} bytes"
+                )));
+            }
+            Ok(Some(Token {
+                bytes: t.as_bytes().to_vec(),
+                source: TOKEN_ENV.into(),
+                mode: None,
+            }))
+        }
+        (None, None) => Ok(None),
+    }
+}
+
 /// A remote responder over TCP or UDP.
 pub struct Remote {
     udp: bool,
@@ -170,7 +317,7 @@ pub static REMOTE_UDP: Remote = Remote { udp: true };
 pub const UDP_SCHEME: &str = "udp://";
 
 /// Resolves `HOST:PORT` after the scheme.
-fn address(name: &str) -> Result<std::net::SocketAddr> {
+fn address(name: &str) -> Result<SocketAddr> {
     let text = name
         .strip_prefix(SCHEME)
         .or_else(|| name.strip_prefix(UDP_SCHEME))
@@ -188,15 +335,15 @@ fn address(name: &str) -> Result<std::net::SocketAddr> {
 }
 
 /// The hello for `cfg`: the largest message it can carry over this
-/// transport (sizes past a datagram are skipped by the experiments).
-fn hello_for(cfg: &LinkConfig, limit: u64) -> Hello {
-    Hello {
+/// transport (sizes past a datagram are skipped by the experiments), and
+/// the token from the environment.
+fn hello_for(cfg: &LinkConfig, limit: u64, udp: bool) -> Result<Hello> {
+    Ok(Hello {
         version: VERSION,
         max_message: (cfg.max_request.max(cfg.max_reply) as u64).min(limit),
-        token: std::env::var("XFERBENCH_TOKEN")
-            .unwrap_or_default()
-            .into_bytes(),
-    }
+        flags: if udp { FLAG_UDP } else { 0 },
+        token: env_token()?.map(|t| t.bytes).unwrap_or_default(),
+    })
 }
 
 /// Gives a UDP socket of a remote session the buffers a local `udp` link
@@ -217,7 +364,7 @@ pub fn roomy(s: &UdpSocket) -> Result<()> {
 }
 
 /// The server's answer, as a usage error when it refused.
-fn accepted(addr: std::net::SocketAddr, w: &[u8; WELCOME_LEN]) -> Result<()> {
+fn accepted(addr: SocketAddr, w: &[u8; WELCOME_LEN]) -> Result<()> {
     match parse_welcome(w) {
         Some((Status::Ok, _)) => Ok(()),
         Some((st, max)) => Err(Error::usage(format!(
@@ -230,6 +377,9 @@ fn accepted(addr: std::net::SocketAddr, w: &[u8; WELCOME_LEN]) -> Result<()> {
     }
 }
 
+/// The largest message over a remote UDP session: a datagram, less the cookie.
+pub const MAX_UDP_MESSAGE: u64 = super::udp::MAX_DATAGRAM - COOKIE_LEN as u64;
+
 impl Transport for Remote {
     fn name(&self) -> &'static str {
         if self.udp {
@@ -241,9 +391,9 @@ impl Transport for Remote {
 
     fn summary(&self) -> &'static str {
         if self.udp {
-            "UDP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN)"
+            "UDP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN)"
         } else {
-            "TCP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN)"
+            "TCP to `xferbench serve` on another machine (token from XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN)"
         }
     }
 
@@ -253,7 +403,7 @@ impl Transport for Remote {
             completions: &[CompletionMode::Block],
             default_completion: CompletionMode::Block,
             max_message: if self.udp {
-                super::udp::MAX_DATAGRAM
+                MAX_UDP_MESSAGE
             } else {
                 crate::units::MAX_SIZE
             },
@@ -268,41 +418,9 @@ impl Transport for Remote {
 
     fn open(&self, cfg: &LinkConfig) -> Result<Box<dyn Link>> {
         let addr = address(&cfg.spec.name)?;
+        let hello = hello_for(cfg, self.capabilities().max_message, self.udp)?;
         let timeout = cfg.timeout.max(Duration::from_millis(1));
         let io = |what: &str, e: std::io::Error| Error::run_from(format!("{what} {addr}"), e);
-        if self.udp {
-            let any = if addr.is_ipv4() {
-                "0.0.0.0:0"
-            } else {
-                "[::]:0"
-            };
-            let s = UdpSocket::bind(any).map_err(|e| io("binding a UDP socket for", e))?;
-            roomy(&s)?;
-            s.set_read_timeout(Some(timeout))
-                .map_err(|e| io("setting a timeout for", e))?;
-            s.set_write_timeout(Some(timeout))
-                .map_err(|e| io("setting a timeout for", e))?;
-            s.send_to(
-                &hello_for(cfg, self.capabilities().max_message).encode(),
-                addr,
-            )
-            .map_err(|e| io("sending the hello to", e))?;
-            let mut w = [0u8; WELCOME_LEN];
-            let (n, from) = s.recv_from(&mut w).map_err(|e| {
-                io(
-                    "no answer (is `xferbench serve` running there, and UDP let through?) from",
-                    e,
-                )
-            })?;
-            if n != WELCOME_LEN {
-                return Err(Error::run(format!("{addr} is not an xferbench server")));
-            }
-            accepted(addr, &w)?;
-            // The session runs on a port of its own, the one that answered.
-            s.connect(from)
-                .map_err(|e| io("connecting to the session of", e))?;
-            return FdLink::open_remote(cfg, OwnedFd::from(s), Framing::Datagram);
-        }
         let mut s = TcpStream::connect_timeout(&addr, timeout).map_err(|e| {
             Error::run(format!(
                 "cannot connect to {addr}: {e}; is `xferbench serve --listen {addr}` running there?"
@@ -315,29 +433,116 @@ impl Transport for Remote {
             .map_err(|e| io("setting a timeout on", e))?;
         s.set_write_timeout(Some(timeout))
             .map_err(|e| io("setting a timeout on", e))?;
-        s.write_all(&hello_for(cfg, self.capabilities().max_message).encode())
+        s.write_all(&hello.encode())
             .map_err(|e| io("sending the hello to", e))?;
         let mut w = [0u8; WELCOME_LEN];
         s.read_exact(&mut w)
             .map_err(|e| io("reading the answer of", e))?;
         accepted(addr, &w)?;
-        FdLink::open_remote(cfg, OwnedFd::from(s), Framing::Stream)
+        if !self.udp {
+            return FdLink::open_remote(cfg, OwnedFd::from(s), Framing::Stream, None, None);
+        }
+        let mut g = [0u8; GRANT_LEN];
+        s.read_exact(&mut g)
+            .map_err(|e| io("reading the UDP session's port from", e))?;
+        let (port, cookie) = parse_grant(&g).ok_or_else(|| {
+            Error::run(format!("{addr} is not an xferbench server (bad UDP grant)"))
+        })?;
+        let any = if addr.is_ipv4() {
+            "0.0.0.0:0"
+        } else {
+            "[::]:0"
+        };
+        let u = UdpSocket::bind(any).map_err(|e| io("binding a UDP socket for", e))?;
+        roomy(&u)?;
+        u.set_read_timeout(Some(timeout))
+            .map_err(|e| io("setting a timeout for", e))?;
+        u.set_write_timeout(Some(timeout))
+            .map_err(|e| io("setting a timeout for", e))?;
+        u.connect(SocketAddr::new(addr.ip(), port))
+            .map_err(|e| io("connecting to the UDP session of", e))?;
+        // The TCP connection stays open with the link: it is the session's.
+        FdLink::open_remote(
+            cfg,
+            OwnedFd::from(u),
+            Framing::Datagram,
+            Some(cookie),
+            Some(OwnedFd::from(s)),
+        )
     }
 }
 
-pub use super::fd::Limits;
+pub use super::fd::{COOKIE_LEN, Limits};
 
 /// Serves the measurement protocol to one client that has shaken hands,
 /// over its socket (whose reads and writes already have timeouts).
 pub fn serve_connection(s: &TcpStream, limits: &Limits) -> Result<()> {
     use std::os::fd::AsRawFd;
-    super::fd::serve_socket(s.as_raw_fd(), Framing::Stream, limits)
+    super::fd::serve_socket(s.as_raw_fd(), Framing::Stream, limits, None)
 }
 
-/// As `serve_connection`, over a UDP socket connected to the client.
-pub fn serve_datagrams(s: &UdpSocket, limits: &Limits) -> Result<()> {
+/// As `serve_connection`, over a UDP socket connected to the client, every
+/// datagram behind the session's cookie.
+pub fn serve_datagrams(s: &UdpSocket, limits: &Limits, cookie: &[u8; COOKIE_LEN]) -> Result<()> {
     use std::os::fd::AsRawFd;
-    super::fd::serve_socket(s.as_raw_fd(), Framing::Datagram, limits)
+    super::fd::serve_socket(s.as_raw_fd(), Framing::Datagram, limits, Some(*cookie))
+}
+
+/// Waits on a UDP session's unconnected socket for its client's first
+/// datagram: from `peer`'s address (the one that shook hands over TCP)
+/// and starting with `cookie`. Anything else is dropped unanswered. Then
+/// connects the socket to where it came from, leaving the datagram to be
+/// read, and returns that address.
+pub fn await_client(
+    s: &UdpSocket,
+    peer: IpAddr,
+    cookie: &[u8; COOKIE_LEN],
+    within: Duration,
+) -> std::result::Result<SocketAddr, String> {
+    let until = Instant::now() + within;
+    let mut strays = 0u64;
+    loop {
+        let left = until.saturating_duration_since(Instant::now());
+        if left < Duration::from_millis(1) {
+            return Err(format!(
+                "no datagram of the session from {peer} within {}{}",
+                humantime::format_duration(within),
+                if strays > 0 {
+                    format!(" ({strays} from elsewhere or without its cookie dropped)")
+                } else {
+                    String::new()
+                }
+            ));
+        }
+        s.set_read_timeout(Some(left))
+            .map_err(|e| format!("setting a timeout: {e}"))?;
+        let mut head = [0u8; COOKIE_LEN];
+        match s.peek_from(&mut head) {
+            Ok((n, from)) => {
+                // Plain comparisons: the address is not secret, and the
+                // cookie is compared as one word.
+                if n == COOKIE_LEN
+                    && from.ip().to_canonical() == peer.to_canonical()
+                    && u64::from_ne_bytes(head) == u64::from_ne_bytes(*cookie)
+                {
+                    s.connect(from)
+                        .map_err(|e| format!("connecting to the client: {e}"))?;
+                    return Ok(from);
+                }
+                strays += 1;
+                // Consumed and dropped: a datagram is read whole or not at all.
+                let _ = s.recv_from(&mut []);
+            }
+            Err(e)
+                if matches!(
+                    e.kind(),
+                    std::io::ErrorKind::WouldBlock
+                        | std::io::ErrorKind::TimedOut
+                        | std::io::ErrorKind::Interrupted
+                ) => {}
+            Err(e) => return Err(format!("receiving: {e}")),
+        }
+    }
 }
 
 /// The limits the probes below judge a client by: small, so a probe
@@ -345,6 +550,8 @@ pub fn serve_datagrams(s: &UdpSocket, limits: &Limits) -> Result<()> {
 const PROBE_LIMITS: Limits = Limits {
     max_message: 64 << 10,
     max_delay_ns: 1_000,
+    max_spin_ns: 1_000,
+    idle: Duration::from_secs(2),
 };
 
 /// What a server makes of one control frame from a client, held to what a
@@ -415,7 +622,7 @@ pub fn probe_session(bytes: &[u8]) -> std::result::Result<(), String> {
         // The server's next write fails rather than waits.
         let _ = c.shutdown(Shutdown::Both);
     });
-    let r = super::fd::serve_socket(server.as_raw_fd(), Framing::Stream, &PROBE_LIMITS)
+    let r = super::fd::serve_socket(server.as_raw_fd(), Framing::Stream, &PROBE_LIMITS, None)
         .map_err(|e| e.to_string());
     drop(server);
     let _ = writer.join();
@@ -428,17 +635,28 @@ mod tests {
     use super::*;
 
     #[test]
-    fn hello_and_welcome_round_trip() {
+    fn hello_welcome_and_grant_round_trip() {
         let h = Hello {
             version: VERSION,
             max_message: 1 << 20,
+            flags: FLAG_UDP,
             token: b"s3cret".to_vec(),
         };
         let b = h.encode();
         assert_eq!(b.len(), HELLO_LEN + 6);
         assert_eq!(Hello::read(&mut &b[..]).unwrap(), h);
+        assert!(h.udp());
         let w = welcome(Status::TooLarge, 4096);
         assert_eq!(parse_welcome(&w), Some((Status::TooLarge, 4096)));
+        let w = welcome(Status::Throttled, 1);
+        assert_eq!(parse_welcome(&w), Some((Status::Throttled, 1)));
+        let c = *b"cookie!!";
+        assert_eq!(parse_grant(&grant(5290, &c)), Some((5290, c)));
+        let mut g = grant(5290, &c);
+        g[..4].copy_from_slice(&70_000u32.to_le_bytes());
+        assert_eq!(parse_grant(&g), None, "not a port");
+        assert_eq!(parse_grant(&grant(0, &c)), None);
+        assert_ne!(new_cookie().unwrap(), new_cookie().unwrap());
     }
 
     #[test]
@@ -446,6 +664,7 @@ mod tests {
         let mut b = Hello {
             version: VERSION,
             max_message: 1,
+            flags: 0,
             token: Vec::new(),
         }
         .encode();
@@ -456,5 +675,72 @@ mod tests {
         assert!(e.contains("bad magic"), "{e}");
         assert!(Hello::read(&mut &b"XBS1"[..]).is_err(), "short");
         assert!(parse_welcome(&[0u8; WELCOME_LEN]).is_none());
+    }
+
+    #[test]
+    fn token_files_lose_their_line_end_and_must_be_regular() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("t");
+        std::fs::write(&f, "0123456789abcdef\n").unwrap();
+        let t = token_file(&f, "--token-file".into()).unwrap();
+        assert_eq!(t.bytes, b"0123456789abcdef");
+        std::fs::write(&f, "a b\r\n").unwrap();
+        assert_eq!(token_file(&f, "x".into()).unwrap().bytes, b"a b");
+        std::fs::write(&f, "\n").unwrap();
+        let e = token_file(&f, "--token-file".into())
+            .unwrap_err()
+            .to_string();
+        assert!(e.contains("holds no token"), "{e}");
+        std::fs::write(&f, vec![b'x'; MAX_TOKEN + 1]).unwrap();
+        let e = token_file(&f, "x".into()).unwrap_err().to_string();
+        assert!(e.contains("longer than 256"), "{e}");
+        let e = token_file(d.path(), "x".into()).unwrap_err().to_string();
+        assert!(e.contains("not a regular file"), "{e}");
+        let e = token_file(&d.path().join("none"), "x".into())
+            .unwrap_err()
+            .to_string();
+        assert!(e.starts_with("x: cannot read"), "{e}");
+    }
+
+    /// The first datagram of a UDP session must come from the address that
+    /// shook hands and carry the cookie; anything else is dropped unread.
+    #[test]
+    fn a_udp_session_takes_its_cookie_from_its_address_only() {
+        let s = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let at = s.local_addr().unwrap();
+        let cookie = *b"8bytes!!";
+        let c = UdpSocket::bind("127.0.0.1:0").unwrap();
+        c.send_to(b"8bytes?? wrong cookie", at).unwrap();
+        c.send_to(b"short", at).unwrap();
+        let e = await_client(
+            &s,
+            "127.0.0.1".parse().unwrap(),
+            &cookie,
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(e.contains("2 from elsewhere"), "{e}");
+        // Right cookie, another address than the one that shook hands.
+        c.send_to(b"8bytes!! from the wrong host", at).unwrap();
+        let e = await_client(
+            &s,
+            "127.0.0.9".parse().unwrap(),
+            &cookie,
+            Duration::from_millis(300),
+        )
+        .unwrap_err();
+        assert!(e.contains("1 from elsewhere"), "{e}");
+        c.send_to(b"8bytes!!hello", at).unwrap();
+        let from = await_client(
+            &s,
+            "127.0.0.1".parse().unwrap(),
+            &cookie,
+            Duration::from_secs(10),
+        )
+        .unwrap();
+        assert_eq!(from, c.local_addr().unwrap());
+        let mut b = [0u8; 64];
+        let n = s.recv(&mut b).unwrap();
+        assert_eq!(&b[..n], b"8bytes!!hello", "left to be read");
     }
 }
