@@ -2033,7 +2033,7 @@ fn curve_and_load_show_the_latency_budget() {
     let dir = tempfile::tempdir().unwrap();
     let (c, l) = (dir.path().join("c.json"), dir.path().join("l.json"));
     let curve = |format: &str, out: Option<&Path>| {
-        let mut a = vec![
+        let mut a: Vec<&str> = vec![
             "curve", "-t", &s, "--mode", "pingpong", "--sizes", "64,4k", "--samples", "200",
             "--format", format, "-q",
         ];
@@ -2048,7 +2048,7 @@ fn curve_and_load_show_the_latency_budget() {
     assert!(text.contains("round-trip budget"), "{text}");
     assert!(curve("json", Some(&c)).status.success());
     let load = |format: &str, out: Option<&Path>| {
-        let mut a = vec![
+        let mut a: Vec<&str> = vec![
             "load",
             "-t",
             &s,

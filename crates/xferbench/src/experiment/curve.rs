@@ -398,7 +398,13 @@ fn once(
     let strat = strategies(args);
     for (c, why) in &checked.impossible {
         for (&chunk, way) in strat.iter().flat_map(|k| ways(args).into_iter().map(move |w| (k, w))) {
-            let label = curve_label(&c.spec.to_string(), args.mode, chunk, way);
+            // The modes say which configuration of the spec it was.
+            let label = format!(
+                "{} {}/{}",
+                curve_label(&c.spec.to_string(), args.mode, chunk, way),
+                c.buffers.name(),
+                c.completion.name()
+            );
             for &len in sizes {
                 run.extra.skipped.push(Skipped {
                     spec: c.spec.to_string(),

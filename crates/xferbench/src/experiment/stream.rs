@@ -96,7 +96,9 @@ fn once(
         let sweep = bs.filter(|_| sweeping);
         // A swept size a job's transport cannot carry is skipped, as the
         // other experiments skip a size over a device's limit.
-        if let (Some(b), Some(why)) = (sweep, impossible(jobs, &ctx)) {
+        if let Some(b) = sweep
+            && let Some(why) = impossible(jobs, &ctx)
+        {
             run.extra.skipped.push(SkippedSize { bs: b, reason: why });
             continue;
         }
