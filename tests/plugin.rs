@@ -778,7 +778,10 @@ fn a_device_call_that_never_returns_ends_every_experiment() {
                 dev["error"].as_str().unwrap_or_default().contains(call),
                 "{what} {fault}: {dev}"
             );
-            assert_eq!(dev["state"], "in use when the run stopped", "{what} {fault}");
+            assert_eq!(
+                dev["state"], "in use when the run stopped",
+                "{what} {fault}"
+            );
         }
         // A stream job over the device: the job stays in jobs[] with what it moved.
         let _ = std::fs::remove_file(&out);
@@ -814,7 +817,10 @@ fn a_device_call_that_never_returns_ends_every_experiment() {
         assert_eq!(j["error"], 1, "{j}");
         assert!(j["error_text"].as_str().unwrap().contains(call), "{j}");
         assert!(
-            j["device"]["error"].as_str().unwrap_or_default().contains(call),
+            j["device"]["error"]
+                .as_str()
+                .unwrap_or_default()
+                .contains(call),
             "{j}"
         );
         assert_eq!(j["device"]["spec"], s, "{j}");
@@ -1674,7 +1680,11 @@ fn a_close_that_hangs_is_waited_for_once_and_fails_the_run() {
     ]);
     let e = stderr(&o);
     assert_eq!(o.status.code(), Some(1), "{e}");
-    assert_eq!(e.lines().filter(|l| l.contains("close()")).count(), 1, "{e}");
+    assert_eq!(
+        e.lines().filter(|l| l.contains("close()")).count(),
+        1,
+        "{e}"
+    );
     let d = read_json(&out);
     assert_eq!(d["complete"], true, "{d}");
     assert_eq!(points(&d).len(), 1);
@@ -1686,7 +1696,10 @@ fn a_close_that_hangs_is_waited_for_once_and_fails_the_run() {
             && close.contains("within 2.0s"),
         "{dev}"
     );
-    assert!(dev.get("error").is_none() && dev.get("state").is_none(), "{dev}");
+    assert!(
+        dev.get("error").is_none() && dev.get("state").is_none(),
+        "{dev}"
+    );
 
     let s = spec(&f, ",fault=hang_close");
     let out = dir.path().join("stream.json");
@@ -1729,7 +1742,10 @@ fn a_close_that_hangs_is_waited_for_once_and_fails_the_run() {
         "{dev}"
     );
     assert_eq!(dev["spec"], s, "{dev}");
-    assert!(dev["buffers"].is_string() && dev["completion"].is_string(), "{dev}");
+    assert!(
+        dev["buffers"].is_string() && dev["completion"].is_string(),
+        "{dev}"
+    );
 }
 
 /// What failed while measuring is the device's `error`, a close that
@@ -1874,7 +1890,16 @@ fn every_experiment_skips_what_the_device_cannot_carry() {
 
     // A curve whose every size is skipped measured nothing.
     let o = xb(&[
-        "curve", "-t", &s, "--sizes", "2m,4m", "--samples", "20", "--format", "json", "-q",
+        "curve",
+        "-t",
+        &s,
+        "--sizes",
+        "2m,4m",
+        "--samples",
+        "20",
+        "--format",
+        "json",
+        "-q",
     ]);
     one_line(&o, 2, "nothing to measure");
 
@@ -2034,8 +2059,18 @@ fn curve_and_load_show_the_latency_budget() {
     let (c, l) = (dir.path().join("c.json"), dir.path().join("l.json"));
     let curve = |format: &str, out: Option<&Path>| {
         let mut a: Vec<&str> = vec![
-            "curve", "-t", &s, "--mode", "pingpong", "--sizes", "64,4k", "--samples", "200",
-            "--format", format, "-q",
+            "curve",
+            "-t",
+            &s,
+            "--mode",
+            "pingpong",
+            "--sizes",
+            "64,4k",
+            "--samples",
+            "200",
+            "--format",
+            format,
+            "-q",
         ];
         if let Some(p) = out {
             a.extend(["-o", p.to_str().unwrap()]);
@@ -2072,7 +2107,10 @@ fn curve_and_load_show_the_latency_budget() {
     let o = load("table", None);
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout).into_owned();
-    assert!(text.contains("latency budget") && text.contains("idle budget"), "{text}");
+    assert!(
+        text.contains("latency budget") && text.contains("idle budget"),
+        "{text}"
+    );
     assert!(load("json", Some(&l)).status.success());
     let html = dir.path().join("html");
     let o = xb(&[

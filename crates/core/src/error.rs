@@ -213,7 +213,10 @@ mod tests {
     #[test]
     fn control_characters_are_shown_not_obeyed() {
         assert_eq!(inert("plain\tline\n"), "plain\tline\n");
-        assert_eq!(inert("plugin \x1b[31mred\x1b[0m"), "plugin \\x1b[31mred\\x1b[0m");
+        assert_eq!(
+            inert("plugin \x1b[31mred\x1b[0m"),
+            "plugin \\x1b[31mred\\x1b[0m"
+        );
         assert_eq!(inert("a\rb\u{9b}c\u{7f}"), "a\\x0db\\u{9b}c\\x7f");
         assert_eq!(capped("bad \x07 bell"), "bad \\x07 bell");
     }

@@ -879,7 +879,10 @@ mod tests {
         assert_eq!(s[0].get("ids"), Some("1,2"));
         assert_eq!(s[0].get("mode"), Some("a:b"));
         assert_eq!(parse_specs(&s[0].to_string()).unwrap()[0], s[0]);
-        assert_eq!(split_unquoted("a=\"1,2\",b='x:y',c", &[',']), ["a=\"1,2\"", "b='x:y'", "c"]);
+        assert_eq!(
+            split_unquoted("a=\"1,2\",b='x:y',c", &[',']),
+            ["a=\"1,2\"", "b='x:y'", "c"]
+        );
         assert_eq!(unquote("\"1,2\""), "1,2");
         assert_eq!(unquote("'say \"hi\"'"), "say \"hi\"");
         assert_eq!(unquote("\""), "\"");

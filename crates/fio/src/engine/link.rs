@@ -50,7 +50,11 @@ pub struct LinkEngine {
 
 /// The modes a job's link opens in: the spec's own, else the job's
 /// (`completion=` for a poll or interrupt job), else the transport's.
-fn modes(job: &Job, spec: &Spec, caps: &transport::Capabilities) -> Result<(BufferMode, CompletionMode)> {
+fn modes(
+    job: &Job,
+    spec: &Spec,
+    caps: &transport::Capabilities,
+) -> Result<(BufferMode, CompletionMode)> {
     let completion = match spec.mode::<CompletionMode>("completion")? {
         Some(c) => c,
         None => match job.completion {
@@ -407,7 +411,10 @@ impl Drop for LinkEngine {
         if let Some(l) = self.link.take()
             && let Err(e) = l.close()
         {
-            eprintln!("xferbench: warning: {}", crate::error::inert(&e.to_string()));
+            eprintln!(
+                "xferbench: warning: {}",
+                crate::error::inert(&e.to_string())
+            );
         }
     }
 }

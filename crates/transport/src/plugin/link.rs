@@ -411,7 +411,10 @@ impl PluginLink {
 impl Drop for PluginLink {
     fn drop(&mut self) {
         if let Err(e) = self.shutdown() {
-            eprintln!("xferbench: warning: {}", crate::error::inert(&e.to_string()));
+            eprintln!(
+                "xferbench: warning: {}",
+                crate::error::inert(&e.to_string())
+            );
         }
     }
 }

@@ -52,7 +52,7 @@ fn strategies(args: &CurveConfig) -> Vec<Chunk> {
 struct Checked {
     sizes: Vec<u64>,
     cfgs: Vec<Config>,
-    impossible: Vec<(Config, String)>,
+    impossible: super::Impossible,
 }
 
 fn validate(args: &CurveConfig) -> Result<Checked> {
@@ -397,7 +397,10 @@ fn once(
     let (sizes, cfgs) = (&checked.sizes, &checked.cfgs);
     let strat = strategies(args);
     for (c, why) in &checked.impossible {
-        for (&chunk, way) in strat.iter().flat_map(|k| ways(args).into_iter().map(move |w| (k, w))) {
+        for (&chunk, way) in strat
+            .iter()
+            .flat_map(|k| ways(args).into_iter().map(move |w| (k, w)))
+        {
             // The modes say which configuration of the spec it was.
             let label = format!(
                 "{} {}/{}",

@@ -100,6 +100,10 @@ pub fn configs(
     Ok(out)
 }
 
+/// Configurations a transport cannot run at all, each with why: skipped
+/// and said, as an impossible cell is.
+pub type Impossible = Vec<(Config, String)>;
+
 /// The configurations a run can measure, and those `check` refuses as
 /// impossible (a mode a transport lacks: a usage error), each with why. The
 /// rule every experiment follows: an impossible configuration, cell or
@@ -108,7 +112,7 @@ pub fn configs(
 pub fn usable(
     cfgs: Vec<Config>,
     check: impl Fn(&Config) -> Result<()>,
-) -> Result<(Vec<Config>, Vec<(Config, String)>)> {
+) -> Result<(Vec<Config>, Impossible)> {
     let (mut ok, mut skipped) = (Vec::new(), Vec::new());
     for c in cfgs {
         match check(&c) {
@@ -188,7 +192,11 @@ pub fn point_warnings(m: &Measured, shown: &[Stat]) -> Vec<String> {
     if s.count > 1 && s.stddev_ns > s.mean_ns {
         w.push("stddev exceeds the mean: heavy tail or interference".into());
     }
-    if let Some(why) = m.split.as_ref().and_then(|sp| sample::split_warning(sp, s.count)) {
+    if let Some(why) = m
+        .split
+        .as_ref()
+        .and_then(|sp| sample::split_warning(sp, s.count))
+    {
         w.push(why);
     }
     if m.all.saturated() > 0 {

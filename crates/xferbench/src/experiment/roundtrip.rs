@@ -17,7 +17,7 @@ struct Checked {
     ins: Vec<u64>,
     outs: Vec<u64>,
     cfgs: Vec<Config>,
-    impossible: Vec<(Config, String)>,
+    impossible: super::Impossible,
 }
 
 /// Checks the sizes and every configuration before anything starts, so a bad

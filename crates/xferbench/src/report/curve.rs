@@ -120,11 +120,7 @@ pub fn render(run: &CurveRun) -> String {
             .collect();
         out.push_str(&markdown(&header, &rows));
         if budget {
-            let _ = writeln!(
-                out,
-                "\nRound-trip budget: the {}.",
-                super::table::BUDGET
-            );
+            let _ = writeln!(out, "\nRound-trip budget: the {}.", super::table::BUDGET);
         }
         if let Some(f) = run.extra.fits.iter().find(|f| {
             f.spec == p0.spec

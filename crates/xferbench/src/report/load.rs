@@ -33,7 +33,10 @@ fn budget_table(
             .find(|p| p.direction == dir && p.size_bytes == s && &p.load == l)
             .and_then(|p| p.device_time.as_ref())
     };
-    if !sizes.iter().any(|&s| loads.iter().any(|l| cell(s, l).is_some())) {
+    if !sizes
+        .iter()
+        .any(|&s| loads.iter().any(|l| cell(s, l).is_some()))
+    {
         return String::new();
     }
     let mut header = vec!["size".to_string()];
@@ -42,9 +45,11 @@ fn budget_table(
         .iter()
         .map(|&s| {
             let mut r = vec![format_size(s)];
-            r.extend(loads.iter().map(|l| {
-                cell(s, l).map_or_else(|| "—".into(), super::table::budget_cell)
-            }));
+            r.extend(
+                loads
+                    .iter()
+                    .map(|l| cell(s, l).map_or_else(|| "—".into(), super::table::budget_cell)),
+            );
             r
         })
         .collect();

@@ -53,14 +53,14 @@ pub fn device_lines<'a>(
     jobs: impl Iterator<Item = &'a crate::result::stream::JobResult>,
 ) -> String {
     jobs.filter_map(|j| {
-            let d = j.device.as_ref()?;
-            Some(format!(
-                "Job {}: {}",
-                j.jobname,
-                super::table::device_line(d)
-            ))
-        })
-        .collect()
+        let d = j.device.as_ref()?;
+        Some(format!(
+            "Job {}: {}",
+            j.jobname,
+            super::table::device_line(d)
+        ))
+    })
+    .collect()
 }
 
 /// fio's JSON (json+ when the run was asked for it), with everything else
