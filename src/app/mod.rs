@@ -102,7 +102,7 @@ fn dispatch(cli: Cli) -> Result<()> {
                 let (run, err) = stream::run(&c, stop, bar)?;
                 if !cli.quiet {
                     for w in &run.warnings {
-                        eprintln!("xferbench: warning: {w}");
+                        eprintln!("xferbench: warning: {}", xferbench::error::inert(w));
                     }
                 }
                 Ok((run, err))
@@ -435,7 +435,7 @@ fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
         .collect::<Result<Vec<_>>>()?;
     let r = report::bundle::Report::new(runs, &refs);
     for w in &r.warnings {
-        eprintln!("xferbench: warning: {w}");
+        eprintln!("xferbench: warning: {}", xferbench::error::inert(w));
     }
     if a.html.is_none() && a.svg.is_none() {
         return xferbench::output::emit(&r.text(), None);

@@ -418,6 +418,10 @@ pub struct ListArgs {
     /// Skip the check that each transport really works here (faster).
     #[arg(long)]
     pub no_probe: bool,
+    /// How long one call of a probe may take (a plugin's open, close, a
+    /// round trip) before that transport is said not to work.
+    #[arg(long, value_parser = duration, default_value = "5s")]
+    pub timeout: Duration,
 }
 
 #[derive(Args, Debug)]
@@ -934,6 +938,7 @@ impl From<ListArgs> for xferbench::command::list::ListOptions {
             format: a.format,
             transports: flat(a.transports),
             no_probe: a.no_probe,
+            timeout: a.timeout,
         }
     }
 }

@@ -137,9 +137,35 @@ pub const MAX_WORD: usize = 200;
 /// The longest error line printed, a backstop for many long words.
 pub const MAX_LINE: usize = 4000;
 
-/// `line` with every word over [`MAX_WORD`] characters cut in its middle,
-/// then the whole cut to [`MAX_LINE`], each cut saying how much it left out.
+/// `text` made inert for a terminal: every control character but the
+/// newline and the tab (an escape sequence in a plugin's name or message,
+/// a carriage return in a file name) written as a visible escape (`\x1b`,
+/// `\u{9b}`), so text from outside shows what it holds instead of moving
+/// the cursor, recolouring or retitling the terminal. Text without one is
+/// returned as it is.
+pub fn inert(text: &str) -> std::borrow::Cow<'_, str> {
+    let live = |c: char| c.is_control() && c != '\n' && c != '\t';
+    if !text.contains(live) {
+        return text.into();
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        match c {
+            c if live(c) && (c as u32) < 0x80 => out.push_str(&format!("\\x{:02x}", c as u32)),
+            c if live(c) => out.push_str(&format!("\\u{{{:x}}}", c as u32)),
+            c => out.push(c),
+        }
+    }
+    out.into()
+}
+
+/// `line` made [`inert`], with every word over [`MAX_WORD`] characters cut
+/// in its middle, then the whole cut to [`MAX_LINE`], each cut saying how
+/// much it left out.
 pub fn capped(line: &str) -> std::borrow::Cow<'_, str> {
+    if let std::borrow::Cow::Owned(safe) = inert(line) {
+        return capped(&safe).into_owned().into();
+    }
     if line.chars().count() <= MAX_WORD {
         return line.into();
     }
@@ -182,6 +208,17 @@ mod tests {
         let huge = format!("unknown option '{}' (valid: a, b)", "k".repeat(100_000));
         let c = capped(&huge);
         assert!(c.len() < 400 && c.contains("characters cut") && c.ends_with("(valid: a, b)"));
+    }
+
+    #[test]
+    fn control_characters_are_shown_not_obeyed() {
+        assert_eq!(inert("plain\tline\n"), "plain\tline\n");
+        assert_eq!(
+            inert("plugin \x1b[31mred\x1b[0m"),
+            "plugin \\x1b[31mred\\x1b[0m"
+        );
+        assert_eq!(inert("a\rb\u{9b}c\u{7f}"), "a\\x0db\\u{9b}c\\x7f");
+        assert_eq!(capped("bad \x07 bell"), "bad \\x07 bell");
     }
 
     #[test]

@@ -310,21 +310,91 @@ impl Spec {
 }
 
 impl std::fmt::Display for Spec {
+    /// Written so that [`parse_specs`] reads it back: a value holding a
+    /// separator (`,` or `:`) or a quote is quoted.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name)?;
         for (i, (k, v)) in self.options.iter().enumerate() {
-            write!(f, "{}{k}={v}", if i == 0 { ':' } else { ',' })?;
+            write!(f, "{}{k}={}", if i == 0 { ':' } else { ',' }, quoted(v))?;
         }
         Ok(())
     }
 }
 
+/// A spec option's value as written in a spec: as it is, or in double
+/// quotes (single quotes when it holds a double one) when it holds a
+/// separator, a quote, or space at either end.
+pub fn quoted(v: &str) -> std::borrow::Cow<'_, str> {
+    let plain = !v.contains([',', ':', '"', '\'']) && v.trim() == v;
+    if plain {
+        v.into()
+    } else if v.contains('"') {
+        format!("'{v}'").into()
+    } else {
+        format!("\"{v}\"").into()
+    }
+}
+
+/// `s` split at each of `seps` outside quotes (`"..."` or `'...'`): the
+/// pieces keep their quotes. An unterminated quote runs to the end, and is
+/// an error for [`parse_specs`] (see [`balanced`]).
+pub fn split_unquoted<'a>(s: &'a str, seps: &[char]) -> Vec<&'a str> {
+    let mut out = Vec::new();
+    let (mut start, mut quote) = (0, None);
+    for (i, c) in s.char_indices() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None if seps.contains(&c) => {
+                out.push(&s[start..i]);
+                start = i + c.len_utf8();
+            }
+            None => {}
+        }
+    }
+    out.push(&s[start..]);
+    out
+}
+
+/// Whether every quote in `s` is closed.
+pub fn balanced(s: &str) -> bool {
+    let mut quote = None;
+    for c in s.chars() {
+        match quote {
+            Some(q) if c == q => quote = None,
+            Some(_) => {}
+            None if c == '"' || c == '\'' => quote = Some(c),
+            None => {}
+        }
+    }
+    quote.is_none()
+}
+
+/// A value without the quotes around it, if it is quoted whole.
+pub fn unquote(v: &str) -> &str {
+    for q in ['"', '\''] {
+        if v.len() >= 2
+            && let Some(inner) = v.strip_prefix(q).and_then(|r| r.strip_suffix(q))
+        {
+            return inner;
+        }
+    }
+    v
+}
+
 /// Parses `-t` values: specs separated by commas, options after a colon.
 /// An item holding `=` continues the options of the spec before it, so
-/// `thread:completion=block,buffers=raw,tcp` is two transports.
+/// `thread:completion=block,buffers=raw,tcp` is two transports. A value
+/// holding a comma or a colon is quoted: `plugin:path=x.so,ids="1,2"`.
 pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
+    if !balanced(s) {
+        return Err(Error::usage(format!(
+            "malformed transport list '{s}': a quote is not closed; quote a value whole, as in plugin:path=x.so,ids=\"1,2\""
+        )));
+    }
     let mut specs: Vec<Spec> = Vec::new();
-    for item in s.split(',').map(str::trim) {
+    for item in split_unquoted(s, &[',']).into_iter().map(str::trim) {
         if item.is_empty() {
             return Err(Error::usage(format!(
                 "malformed transport list '{s}': empty item"
@@ -338,10 +408,13 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
             });
             continue;
         }
-        let (head, opts) = match item.split_once(':') {
-            Some((h, o)) => (h, Some(o)),
-            None if item.contains('=') => ("", Some(item)),
-            None => (item, None),
+        let head_len = split_unquoted(item, &[':'])[0].len();
+        let (head, opts) = if head_len < item.len() {
+            (&item[..head_len], Some(&item[head_len + 1..]))
+        } else if item.contains('=') {
+            ("", Some(item))
+        } else {
+            (item, None)
         };
         if !head.is_empty() {
             specs.push(Spec {
@@ -355,7 +428,7 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
                 "malformed transport '{item}': options must follow a transport name, as in tcp:nodelay=0"
             )));
         };
-        for kv in opts.split(':') {
+        for kv in split_unquoted(opts, &[':']) {
             let Some((k, v)) = kv.split_once('=') else {
                 return Err(Error::usage(format!(
                     "malformed transport option '{kv}' in '{s}': expected key=value, as in tcp:nodelay=0"
@@ -370,7 +443,8 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
                     spec.name
                 )));
             }
-            spec.options.push((k.to_string(), v.trim().to_string()));
+            spec.options
+                .push((k.to_string(), unquote(v.trim()).to_string()));
         }
     }
     for spec in &specs {
@@ -812,6 +886,34 @@ mod tests {
         assert!(parse_specs("tcp:bogus=1").is_err());
         assert!(parse_specs("tcp:nodelay").is_err());
         assert!(parse_specs("completion=poll").is_err());
+        // A quoted value keeps its commas and colons, and is written back
+        // quoted, so the spec a run records reads back the same.
+        let s = parse_specs("plugin:path=x.so,ids=\"1,2\",mode='a:b',tcp").unwrap();
+        assert_eq!(s.len(), 2);
+        assert_eq!(s[0].get("ids"), Some("1,2"));
+        assert_eq!(s[0].get("mode"), Some("a:b"));
+        assert_eq!(parse_specs(&s[0].to_string()).unwrap()[0], s[0]);
+        assert_eq!(
+            split_unquoted("a=\"1,2\",b='x:y',c", &[',']),
+            ["a=\"1,2\"", "b='x:y'", "c"]
+        );
+        assert_eq!(unquote("\"1,2\""), "1,2");
+        assert_eq!(unquote("'say \"hi\"'"), "say \"hi\"");
+        assert_eq!(unquote("\""), "\"");
+        let spec = Spec {
+            name: "plugin".into(),
+            options: vec![
+                ("path".into(), "x.so".into()),
+                ("ids".into(), "1,2:3".into()),
+                ("msg".into(), "say \"hi\"".into()),
+            ],
+        };
+        assert_eq!(
+            spec.to_string(),
+            "plugin:path=x.so,ids=\"1,2:3\",msg='say \"hi\"'"
+        );
+        assert!(!balanced("plugin:path=x.so,ids=\"1,2"));
+        assert!(parse_specs("tcp:nodelay=\"0").is_err());
         assert!(parse_specs("tcp,,udp").is_err());
     }
 }

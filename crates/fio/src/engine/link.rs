@@ -39,6 +39,93 @@ pub struct LinkEngine {
     /// The completion mode the link was opened in.
     completion: CompletionMode,
     detail: String,
+    /// The transport as named, and the buffers the link uses: what the
+    /// device's record says it ran as.
+    spec: Spec,
+    buffers: BufferMode,
+    /// The device's record taken at close (its last counters, and the
+    /// close's error if it failed), once the link is gone.
+    closed: Option<serde_json::Value>,
+}
+
+/// The modes a job's link opens in: the spec's own, else the job's
+/// (`completion=` for a poll or interrupt job), else the transport's.
+fn modes(
+    job: &Job,
+    spec: &Spec,
+    caps: &transport::Capabilities,
+) -> Result<(BufferMode, CompletionMode)> {
+    let completion = match spec.mode::<CompletionMode>("completion")? {
+        Some(c) => c,
+        None => match job.completion {
+            Some(Completion::Poll) => CompletionMode::Poll,
+            Some(Completion::Interrupt) => CompletionMode::Block,
+            None => caps.default_completion,
+        },
+    };
+    let buffers = match spec.mode::<BufferMode>("buffers")? {
+        Some(b) => b,
+        None if caps.buffers.contains(&BufferMode::Raw) => BufferMode::Raw,
+        None => caps.user_buffers(),
+    };
+    Ok((buffers, completion))
+}
+
+/// The device record of a job's link, as the other experiments record
+/// theirs: what the device says of itself, with the spec and modes it ran
+/// as. None for a transport without a device (tcp, shm).
+pub fn device_record(job: &Job, spec: &Spec) -> Option<serde_json::Value> {
+    let t = transport::resolve(spec).ok()?;
+    let mut d = t.device()?;
+    if let Ok((buffers, completion)) = modes(job, spec, &t.capabilities()) {
+        with_modes(&mut d, spec, buffers, completion);
+    }
+    Some(d)
+}
+
+fn with_modes(d: &mut serde_json::Value, spec: &Spec, b: BufferMode, c: CompletionMode) {
+    d["spec"] = spec.to_string().into();
+    d["buffers"] = b.name().into();
+    d["completion"] = c.name().into();
+}
+
+/// The largest request and reply a job's link carries: a write's block
+/// out and a tiny acknowledgement back, a read's tiny request and block
+/// back.
+fn sizes(job: &Job, caps: &transport::Capabilities) -> (usize, usize, usize) {
+    let (reads, writes) = (job.rw.reads(), job.rw.writes());
+    // A read asks with as little as the transport carries.
+    let ask = usize::from(!caps.empty_messages);
+    let bs = job.bs as usize;
+    (
+        ask,
+        if writes { bs } else { ask.max(1) },
+        if reads { bs } else { 1 },
+    )
+}
+
+/// Whether the transport can carry the job at all (its modes, its block
+/// size), checked without opening it: a block-size sweep leaves out the
+/// sizes over the device's limit instead of failing at them.
+pub fn check(job: &Job, spec: &Spec, timeout: Duration, exe: PathBuf) -> Result<()> {
+    transport::guard::set_default_bound(timeout);
+    let t = transport::resolve(spec)?;
+    let caps = t.capabilities();
+    let (buffers, completion) = modes(job, spec, &caps)?;
+    let (_, max_request, max_reply) = sizes(job, &caps);
+    transport::check(
+        t,
+        &LinkConfig {
+            spec: spec.clone(),
+            buffers,
+            completion,
+            max_request,
+            max_reply,
+            responder_cpu: None,
+            timeout,
+            exe,
+        },
+    )
 }
 
 /// The transport a `xfer:` filename names.
@@ -87,19 +174,7 @@ impl LinkEngine {
                 job.name, spec.name
             )));
         }
-        let completion = match spec.mode::<CompletionMode>("completion")? {
-            Some(c) => c,
-            None => match job.completion {
-                Some(Completion::Poll) => CompletionMode::Poll,
-                Some(Completion::Interrupt) => CompletionMode::Block,
-                None => caps.default_completion,
-            },
-        };
-        let buffers = match spec.mode::<BufferMode>("buffers")? {
-            Some(b) => b,
-            None if caps.buffers.contains(&BufferMode::Raw) => BufferMode::Raw,
-            None => caps.user_buffers(),
-        };
+        let (buffers, completion) = modes(job, &spec, &caps)?;
         // Both ends on cores of their own, as the other experiments place
         // them: a spinning initiator and a spinning device worker sharing a
         // core measure the scheduler. A job's cpus_allowed pins it already;
@@ -122,15 +197,14 @@ impl LinkEngine {
                 }
             }
         };
-        // A read asks with as little as the transport carries.
-        let ask = usize::from(!caps.empty_messages);
+        let (ask, max_request, max_reply) = sizes(job, &caps);
         let bs = job.bs as usize;
         let cfg = LinkConfig {
             spec: spec.clone(),
             buffers,
             completion,
-            max_request: if writes { bs } else { ask.max(1) },
-            max_reply: if reads { bs } else { 1 },
+            max_request,
+            max_reply,
             responder_cpu,
             timeout,
             exe,
@@ -182,6 +256,9 @@ impl LinkEngine {
                 buffers.name(),
                 completion.name()
             ),
+            spec,
+            buffers,
+            closed: None,
         })
     }
 
@@ -288,17 +365,56 @@ impl Engine for LinkEngine {
     }
 
     fn device(&mut self) -> Option<serde_json::Value> {
-        self.link.as_mut()?.counters()
+        match self.link.as_mut() {
+            Some(l) => {
+                let mut d = l.counters()?;
+                with_modes(&mut d, &self.spec, self.buffers, self.completion);
+                Some(d)
+            }
+            None => self.closed.clone(),
+        }
+    }
+
+    /// The batch's leftovers and the close are teardown, as they were when
+    /// the link closed on drop: not in the job's runtime.
+    fn close_untimed(&self) -> bool {
+        true
+    }
+
+    /// Runs what the batch still owes, then closes the link once, keeping
+    /// the device's last record; a close that fails is the job's error
+    /// (and the device record's `close`), not something dropped.
+    fn close(&mut self) -> Result<()> {
+        let owed = self.finish_batch();
+        let Some(mut link) = self.link.take() else {
+            return owed;
+        };
+        self.closed = link.counters().map(|mut d| {
+            with_modes(&mut d, &self.spec, self.buffers, self.completion);
+            d
+        });
+        let closed = link.close();
+        if let (Err(e), Some(d)) = (&closed, self.closed.as_mut()) {
+            d["close"] = e.to_string().into();
+        }
+        owed.and(closed)
     }
 }
 
 impl Drop for LinkEngine {
+    /// A job that ended without its close (an error before it): the link
+    /// closes as it is dropped, its error said by the link's own drop.
     fn drop(&mut self) {
         if self.finish_batch().is_err() {
             return;
         }
-        if let Some(l) = self.link.take() {
-            let _ = l.close();
+        if let Some(l) = self.link.take()
+            && let Err(e) = l.close()
+        {
+            eprintln!(
+                "xferbench: warning: {}",
+                crate::error::inert(&e.to_string())
+            );
         }
     }
 }

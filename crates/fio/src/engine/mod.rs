@@ -23,7 +23,9 @@ pub use crate::job::engine_opts::{CpuMode, StatType};
 pub use cpuio::CpuIo;
 pub use exec::Exec;
 pub use fileops::FileOps;
-pub use link::{LinkEngine, spec_of as transport_spec};
+pub use link::{
+    LinkEngine, check as check_link, device_record as link_device, spec_of as transport_spec,
+};
 pub use memory::IoMemory;
 pub use net::Net;
 pub use null::Null;
@@ -155,6 +157,12 @@ pub trait Engine {
     /// exec engine's program) stops it here; its error is the job's.
     fn close(&mut self) -> Result<()> {
         Ok(())
+    }
+    /// Whether `close` is teardown outside the job's timed span (a
+    /// transport link's close: its responder's or device's shutdown), so
+    /// the job's runtime ends before it rather than after.
+    fn close_untimed(&self) -> bool {
+        false
     }
     /// Starts what `queue` left waiting and collects what has finished,
     /// without waiting (the offloaded submission's poll between scheduled
@@ -374,6 +382,9 @@ impl Engine for Hang {
     }
     fn close(&mut self) -> Result<()> {
         self.inner.close()
+    }
+    fn close_untimed(&self) -> bool {
+        self.inner.close_untimed()
     }
     fn wait(&mut self, until: Instant, out: &mut Vec<Done>) -> Result<()> {
         self.inner.wait(until, out)

@@ -96,11 +96,12 @@ impl JobResult {
     /// reported (its latencies stayed with the stuck worker), and `why`.
     pub fn abandoned(p: &Prepared, moved: u64, end_ns: u64, why: String) -> (JobResult, Recorded) {
         let (mut r, rest) = JobResult::moved_only(p, moved, end_ns);
-        (r.error, r.error_text) = (1, Some(why));
+        (r.error, r.error_text) = (1, Some(why.clone()));
         r.device = p.transport.as_ref().and_then(|s| {
-            let mut d = crate::transport::resolve(s).ok()?.device()?;
+            let mut d = crate::engine::link_device(&p.job, s)?;
             d["counters"] = serde_json::Value::Null;
             d["state"] = "abandoned: a call into it did not return".into();
+            d["error"] = why.clone().into();
             Some(d)
         });
         r.warnings = vec![format!(

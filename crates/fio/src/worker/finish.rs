@@ -20,11 +20,15 @@ impl Worker<'_> {
             // I/Os still queued in a failed engine are lost, not measured.
             note_lost(&mut self.end.failure, self.queue.inflight);
         }
+        // What failed while the job ran is its device's error; a failed
+        // close is the device's `close`, kept by the engine.
+        let measuring = self.end.failure.clone();
+        let untimed = self.eng.close_untimed().then(Instant::now);
         let closed = self.eng.close();
         if super::engine_failed(closed, job, &mut self.end.failure)? {
             self.end.broken = true;
         }
-        let end = Instant::now();
+        let end = untimed.unwrap_or_else(Instant::now);
         let runtime_ns = end.duration_since(self.clock.measure_start).as_nanos() as u64;
         self.final_check()?;
         self.fio.end_usage();
@@ -37,7 +41,11 @@ impl Worker<'_> {
         }
         self.shared.ending.end(job, self.end.failure.is_some());
         unlink(job, &self.targets);
-        Ok(self.into_run(end, runtime_ns))
+        let mut run = self.into_run(end, runtime_ns);
+        if let (Some(d), Some(why)) = (run.device.as_mut(), measuring) {
+            d["error"] = why.into();
+        }
+        Ok(run)
     }
 
     /// A status report asked for the figures so far: a copy of what the

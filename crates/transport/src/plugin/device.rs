@@ -11,7 +11,7 @@ use crate::error::{Error, Result};
 use crate::guard::{Call, Guard};
 use std::ffi::{CStr, CString, c_char, c_int, c_void};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 /// A plugin library, loaded once per process and never unloaded: a plugin's
@@ -30,6 +30,11 @@ pub struct Library {
     /// The options it takes, as its table describes them (ABI 1.1; empty
     /// when it does not: it then checks its keys itself).
     pub options: Vec<OptionInfo>,
+    /// The first close of one of its devices that did not return in time:
+    /// which device, and how long it was waited for. A plugin whose close
+    /// hung once is not waited for again (each close would cost the run
+    /// another `--timeout` and say the same thing again).
+    close_hung: Mutex<Option<(String, Duration)>>,
 }
 
 /// One option a plugin describes (ABI 1.1 `xb_option_info`).
@@ -59,8 +64,8 @@ impl OptionInfo {
 // SAFETY: the table is immutable static data in the plugin; its functions'
 // thread-safety rules are the header's (calls on one device serialised).
 unsafe impl Send for Library {}
-// SAFETY: `&Library` only reads: the immutable table and the Rust fields
-// copied from it at load. Calling through the table from several threads at
+// SAFETY: `&Library` only reads the immutable table and the Rust fields
+// copied from it at load (`close_hung` is behind its own lock). Calling through the table from several threads at
 // once is what the header allows (different devices may be used from
 // different threads, so a plugin's global state is its own to guard); one
 // device's calls stay serialised because `Device` takes `&mut self`.
@@ -186,6 +191,7 @@ impl Library {
             options,
             table: head,
             _lib: lib,
+            close_hung: Mutex::new(None),
         })
     }
 
@@ -228,6 +234,23 @@ impl Library {
             "abi": format!("{}.{}", self.abi.0, self.abi.1),
             "library": self.path.display().to_string(),
         })
+    }
+
+    /// The close that hung first, if one did: what it closed and how long
+    /// it was waited for.
+    pub fn close_hung(&self) -> Option<(String, Duration)> {
+        self.close_hung
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone()
+    }
+
+    /// Notes a close that did not return (the first one is kept).
+    fn note_close_hung(&self, what: &str, waited: Duration) {
+        let mut h = self.close_hung.lock().unwrap_or_else(|e| e.into_inner());
+        if h.is_none() {
+            *h = Some((what.to_string(), waited));
+        }
     }
 
     fn open_fn(&self) -> ffi::OpenFn {
@@ -698,7 +721,27 @@ impl Device {
     /// With `free_buffers` false (jobs may still be in flight) the buffers
     /// are left to close, which stops the device before releasing them.
     /// A device abandoned in another call is neither freed nor closed.
+    ///
+    /// Once a close of this plugin has hung, no later close is waited for:
+    /// it is started (it may yet release the device) and the device is
+    /// abandoned at once, with an error that says why.
     pub fn shutdown(&mut self, free_buffers: bool) -> std::result::Result<(), String> {
+        self.close_as(free_buffers, "an earlier close() of this plugin")
+    }
+
+    /// Closes the device opened to read the plugin's capabilities: as
+    /// [`shutdown`](Device::shutdown), and if it hangs, the closes after it
+    /// say that this one did.
+    pub fn close_probe(mut self) -> std::result::Result<(), String> {
+        self.close_as(
+            true,
+            "the close() of the device opened to read its capabilities",
+        )
+    }
+
+    /// [`shutdown`](Device::shutdown), `what` naming this close in the
+    /// errors of the closes after it if it hangs.
+    fn close_as(&mut self, free_buffers: bool, what: &str) -> std::result::Result<(), String> {
         if self.closed {
             return Ok(());
         }
@@ -729,11 +772,21 @@ impl Device {
                 work();
                 let _ = tx.send(());
             });
+        if let Some((before, waited)) = lib.close_hung() {
+            self.forget_buffers();
+            let _ = self.guard.abandon(Call::Close, waited);
+            return Err(format!(
+                "plugin {}: close() was not waited for: {before} did not return within {:.1}s, so this device was abandoned as well (close() must stop the plugin's threads and return)",
+                lib.name,
+                waited.as_secs_f64()
+            ));
+        }
         let timeout = self.guard.bound();
         if spawned.is_ok() && rx.recv_timeout(timeout).is_ok() {
             return Ok(());
         }
         self.forget_buffers();
+        lib.note_close_hung(what, timeout);
         Err(self.guard.abandon(Call::Close, timeout))
     }
 
@@ -752,7 +805,7 @@ impl Device {
 impl Drop for Device {
     fn drop(&mut self) {
         if let Err(m) = self.shutdown(true) {
-            eprintln!("xferbench: warning: {m}");
+            eprintln!("xferbench: warning: {}", crate::error::inert(&m));
         }
     }
 }

@@ -310,8 +310,11 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
         }
     }
     let mut dev = probe(lib, &options, spec.get("completion"))?;
-    let caps = dev.caps()?;
-    drop(dev);
+    let caps = dev.caps();
+    // A close that hangs is not said here: the library remembers it, and
+    // the run's own closes say it once, without waiting for it again.
+    let _ = dev.close_probe();
+    let caps = caps?;
     let mut buffers = Vec::new();
     for (bit, mode) in [
         (ffi::BUF_USER, BufferMode::User),

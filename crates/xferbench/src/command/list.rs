@@ -18,6 +18,9 @@ pub struct ListOptions {
     pub transports: Vec<Spec>,
     /// Skip the check that each transport really works here.
     pub no_probe: bool,
+    /// How long one call of a probe may take (`--timeout`): a device call
+    /// (a plugin's open, close) included.
+    pub timeout: Duration,
 }
 
 #[derive(Serialize)]
@@ -35,8 +38,9 @@ struct Entry {
     status: String,
 }
 
-/// Opens a link, runs a few round trips, closes it.
-fn probe(t: &dyn transport::Transport, spec: transport::Spec) -> Result<()> {
+/// Opens a link, runs a few round trips, closes it, each step bounded by
+/// `timeout`.
+fn probe(t: &dyn transport::Transport, spec: transport::Spec, timeout: Duration) -> Result<()> {
     let caps = t.capabilities();
     let len = caps.max_message.min(64) as usize;
     let cfg = LinkConfig {
@@ -52,7 +56,7 @@ fn probe(t: &dyn transport::Transport, spec: transport::Spec) -> Result<()> {
         max_request: len,
         max_reply: len,
         responder_cpu: None,
-        timeout: Duration::from_secs(5),
+        timeout,
         exe: std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?,
     };
     transport::check(t, &cfg)?;
@@ -79,7 +83,7 @@ fn named(args: &ListOptions) -> Result<Vec<Entry>> {
         } else if args.no_probe {
             "not checked".into()
         } else {
-            match probe(t, spec.clone()) {
+            match probe(t, spec.clone(), args.timeout) {
                 Ok(()) => "ok".into(),
                 Err(e) => format!("not available ({e})"),
             }
@@ -97,6 +101,8 @@ fn named(args: &ListOptions) -> Result<Vec<Entry>> {
 }
 
 pub fn run(args: &ListOptions) -> Result<()> {
+    // A plugin's device, opened to read what it can do, is bounded too.
+    transport::guard::set_default_bound(args.timeout);
     if !args.transports.is_empty() {
         return render(args, named(args)?);
     }
@@ -119,6 +125,7 @@ pub fn run(args: &ListOptions) -> Result<()> {
                         name: t.name().into(),
                         options: Vec::new(),
                     },
+                    args.timeout,
                 ) {
                     Ok(()) => "ok".into(),
                     Err(e) => format!("not available ({e})"),

@@ -320,6 +320,7 @@ fn shape_check(
         rps.fill(CANARY);
         let tag = 0x5eed_0000 + j;
         let job = job((kind, tag), (req, rq as u64), (rep, rp as u64));
+        let t0 = Instant::now();
         match dev.submit(&job) {
             Ok(true) => {}
             Ok(false) => {
@@ -330,6 +331,7 @@ fn shape_check(
             Err(e) => return Err(e.to_string()),
         }
         let c = reap(dev, block, 1, timeout)?;
+        let round_trip = t0.elapsed().as_nanos() as u64;
         if c.len() != 1 {
             return Err(format!(
                 "one job in flight, {} completions came back",
@@ -337,6 +339,12 @@ fn shape_check(
             ));
         }
         let c = c[0];
+        if caps.flags & ffi::CAP_HW_TIMESTAMPS != 0 && c.hw_ns > round_trip {
+            return Err(format!(
+                "job {j}: hw_ns is {} ns, longer than the whole round trip the host measured ({round_trip} ns, submit to completion): hw_ns must be the job's duration on the device, not a clock reading (XB_CAP_HW_TIMESTAMPS)",
+                c.hw_ns
+            ));
+        }
         if c.tag != tag {
             return Err(format!(
                 "completion tag {:#x}, the job's was {tag:#x}",

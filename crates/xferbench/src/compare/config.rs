@@ -179,6 +179,9 @@ fn jobs(base: &SavedRun, new: &SavedRun, out: &mut Vec<Difference>) {
         let Some(n) = ns.jobs.iter().find(|n| stream_job_name(n) == name) else {
             continue;
         };
+        if let (Some(bj), Some(nj)) = (b.job(), n.job()) {
+            xfer_differences(&name, &bj.filename, &nj.filename, out);
+        }
         let (bf, nf) = (job_fields(b), job_fields(n));
         for (k, (bv, nv)) in JOB.iter().zip(bf.iter().zip(&nf)) {
             if bv != nv {
@@ -192,6 +195,51 @@ fn jobs(base: &SavedRun, new: &SavedRun, out: &mut Vec<Difference>) {
                     });
                 }
             }
+        }
+    }
+}
+
+/// How two jobs' transports (`filename=xfer:SPEC`) differ: another
+/// transport, or the same one given other options (a plugin's `bw=1g`
+/// against `bw=500m`), each option a difference of its own. A job's file
+/// paths are not compared (`--map` moves them); its transport's options
+/// change its figures.
+fn xfer_differences(job: &str, base: &str, new: &str, out: &mut Vec<Difference>) {
+    let prefix = crate::fio::job::TRANSPORT_PREFIX;
+    let (Some(b), Some(n)) = (base.strip_prefix(prefix), new.strip_prefix(prefix)) else {
+        return;
+    };
+    let ((bn, bo), (nn, no)) = (split_spec(b), split_spec(n));
+    let mut push = |what: String, base: String, new: String| {
+        if !out.iter().any(|d| d.what == what) {
+            out.push(Difference {
+                kind: "transport",
+                what,
+                base,
+                new,
+            });
+        }
+    };
+    if bn != nn {
+        push(format!("job {job}: transport"), bn.into(), nn.into());
+        return;
+    }
+    let mut keys: Vec<&str> = bo.iter().map(|(k, _)| *k).collect();
+    keys.extend(
+        no.iter()
+            .map(|(k, _)| *k)
+            .filter(|k| !bo.iter().any(|(x, _)| x == k)),
+    );
+    for k in keys {
+        let get = |o: &[(&str, &str)]| o.iter().find(|(x, _)| *x == k).map(|(_, v)| v.to_string());
+        let (bv, nv) = (get(&bo), get(&no));
+        if bv != nv {
+            let none = || "(none)".to_string();
+            push(
+                format!("job {job}: {bn} option {k}"),
+                bv.unwrap_or_else(none),
+                nv.unwrap_or_else(none),
+            );
         }
     }
 }
@@ -234,10 +282,12 @@ fn split_spec(spec: &str) -> (&str, Vec<(&str, &str)>) {
         return (spec, Vec::new());
     };
     let mut out: Vec<(&str, &str)> = Vec::new();
-    for kv in opts.split([',', ':']) {
+    // A value may be quoted, commas and colons inside it (`ids="1,2"`).
+    for kv in crate::transport::split_unquoted(opts, &[',', ':']) {
         let Some((k, v)) = kv.split_once('=') else {
             return (spec, Vec::new());
         };
+        let v = crate::transport::unquote(v);
         // The last one wins, as in `Spec::get`.
         out.retain(|(x, _)| *x != k);
         out.push((k, v));

@@ -47,7 +47,15 @@ fn strategies(args: &CurveConfig) -> Vec<Chunk> {
     }
 }
 
-fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
+/// What a curve run sweeps: its sizes, the configurations to measure, and
+/// those the transport cannot run at all (a mode it lacks), each with why.
+struct Checked {
+    sizes: Vec<u64>,
+    cfgs: Vec<Config>,
+    impossible: super::Impossible,
+}
+
+fn validate(args: &CurveConfig) -> Result<Checked> {
     let sizes = sizes(args);
     if sizes.is_empty() {
         return Err(Error::usage("--sizes needs at least one size"));
@@ -111,8 +119,6 @@ fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
                 "cuda: both directions at once are measured by --mode stream (dir=bidir); run curve -t cuda:dir=bidir --mode stream",
             ));
         }
-        // Modes only: sizes a transport cannot carry are skipped, not refused.
-        transport::check(c.transport, &link_config(c, &args.common, &probe, 1, 1)?)?;
         if args.mode == Pattern::Bidir
             && c.completion == transport::CompletionMode::Block
             && matches!(c.transport.name(), "thread" | "shm")
@@ -123,7 +129,16 @@ fn validate(args: &CurveConfig) -> Result<(Vec<u64>, Vec<Config>)> {
             )));
         }
     }
-    Ok((sizes, cfgs))
+    // Modes only: sizes a transport cannot carry are skipped, not refused,
+    // and so is a configuration whose modes it lacks, beside others.
+    let (cfgs, impossible) = super::usable(cfgs, |c| {
+        transport::check(c.transport, &link_config(c, &args.common, &probe, 1, 1)?)
+    })?;
+    Ok(Checked {
+        sizes,
+        cfgs,
+        impossible,
+    })
 }
 
 /// The shape of one exchange of `len`-byte messages.
@@ -361,7 +376,7 @@ fn refit(run: &mut CurveRun, breakpoint: crate::options::Breakpoint) {
 
 fn once(
     args: &CurveConfig,
-    (sizes, cfgs): &(Vec<u64>, Vec<Config>),
+    checked: &Checked,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(CurveRun, Option<Error>)> {
@@ -379,8 +394,31 @@ fn once(
         serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
     options["duration_s"] = serde_json::json!(budget.duration.map(|d| d.as_secs_f64()));
     let (mut run, placement) = begin::<CurvePoint, CurveExtra>("curve", common, options)?;
-    progress.checkpoint(&run);
+    let (sizes, cfgs) = (&checked.sizes, &checked.cfgs);
     let strat = strategies(args);
+    for (c, why) in &checked.impossible {
+        for (&chunk, way) in strat
+            .iter()
+            .flat_map(|k| ways(args).into_iter().map(move |w| (k, w)))
+        {
+            // The modes say which configuration of the spec it was.
+            let label = format!(
+                "{} {}/{}",
+                curve_label(&c.spec.to_string(), args.mode, chunk, way),
+                c.buffers.name(),
+                c.completion.name()
+            );
+            for &len in sizes {
+                run.extra.skipped.push(Skipped {
+                    spec: c.spec.to_string(),
+                    curve: label.clone(),
+                    size_bytes: len,
+                    reason: why.clone(),
+                });
+            }
+        }
+    }
+    progress.checkpoint(&run);
     let total: usize = cfgs
         .iter()
         .map(|c| match cuda_stream(args, c) {
@@ -426,12 +464,7 @@ fn once(
                 } else {
                     None
                 };
-                // Stream curves go each way asked; the others both ways at once.
-                let ways: Vec<Option<DataDirection>> = if args.mode == Pattern::Stream {
-                    args.direction.iter().map(|d| Some(*d)).collect()
-                } else {
-                    vec![None]
-                };
+                let ways = ways(args);
                 for (&chunk, &way) in strat.iter().flat_map(|c| ways.iter().map(move |w| (c, w))) {
                     sweep.curve(&mut run, link.as_mut(), chunk, way, rule.as_ref())?;
                 }
@@ -440,10 +473,21 @@ fn once(
             super::close_link(&mut run, c, at, link, &measured, &mut after);
             measured?;
         }
-        Ok(())
+        let skipped: Vec<String> = run.extra.skipped.iter().map(Skipped::label).collect();
+        super::nothing_measured(run.points.len(), &skipped, "size(s)")
     })();
     progress.finish();
     Ok(super::finish_after(run, result, after))
+}
+
+/// The directions a curve goes: stream curves each way asked, the others
+/// both ways at once (one curve, no direction).
+fn ways(args: &CurveConfig) -> Vec<Option<DataDirection>> {
+    if args.mode == Pattern::Stream {
+        args.direction.iter().map(|d| Some(*d)).collect()
+    } else {
+        vec![None]
+    }
 }
 
 /// Records a measured curve's fits; the first curve's is also the run's.

@@ -107,9 +107,16 @@ pub fn run(
 ) -> Result<(LoadRun, Option<Error>)> {
     validate(args)?;
     let cfgs = configs(&args.common, crate::transport::Capabilities::user_buffers)?;
+    // Modes only, with the smallest exchange: sizes over a limit are
+    // skipped cell by cell.
+    let probe = crate::measure::placement::Placement::unpinned();
+    let (cfgs, impossible) = super::usable(cfgs, |c| {
+        let lc = link_config(c, &args.common, &probe, HEADER_BYTES, HEADER_BYTES)?;
+        crate::transport::check(c.transport, &lc)
+    })?;
     let mut loads: Vec<LoadStats> = Vec::new();
     let (mut run, err) = super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
-        let (run, err) = once(args, &cfgs, stop, p)?;
+        let (run, err) = once(args, (cfgs.as_slice(), impossible.as_slice()), stop, p)?;
         loads.extend(run.extra.loads.iter().cloned());
         Ok((run, err))
     })?;
@@ -117,18 +124,56 @@ pub fn run(
     Ok((run, err))
 }
 
-/// One run of the whole matrix.
+/// Notes a cell left out.
+fn skip_cell(run: &mut LoadRun, c: &super::Config, dir: DataDirection, size: u64, reason: String) {
+    run.extra.skipped.push(SkippedLoad {
+        spec: c.spec.to_string(),
+        buffers: c.buffers,
+        completion: c.completion,
+        direction: dir,
+        size_bytes: size,
+        reason,
+    });
+}
+
+/// The cells of `c` its transport cannot carry, with why (a size over its
+/// limit), in the matrix's order.
+fn impossible_cells(args: &LoadConfig, c: &super::Config) -> Vec<(DataDirection, u64, String)> {
+    let caps = c.transport.capabilities();
+    let delay = args.common.responder_delay.as_nanos() as u64;
+    let mut out = Vec::new();
+    for &dir in &args.direction {
+        for &size in &args.sizes {
+            let sh = shape(size, dir, delay);
+            if let Some(why) =
+                crate::transport::cannot_carry(&caps, c.buffers, sh.request_len as u64, &sh)
+            {
+                out.push((dir, size, why));
+            }
+        }
+    }
+    out
+}
+
+/// One run of the whole matrix: the configurations to measure, and those
+/// whose modes the transport lacks (each with why).
 fn once(
     args: &LoadConfig,
-    cfgs: &[super::Config],
+    (cfgs, impossible): (&[super::Config], &[(super::Config, String)]),
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(LoadRun, Option<Error>)> {
     let _keep = crate::measure::placement::KeepAffinity::new();
-    let max = *args.sizes.iter().max().expect("validated");
     let options =
         serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
     let (mut run, placement): (LoadRun, _) = begin("load", &args.common, options)?;
+    for (c, why) in impossible {
+        for &dir in &args.direction {
+            for &size in &args.sizes {
+                skip_cell(&mut run, c, dir, size, why.clone());
+            }
+        }
+    }
     progress.checkpoint(&run);
     let used: Vec<usize> = [placement.initiator_cpu, placement.responder_cpu]
         .into_iter()
@@ -146,6 +191,22 @@ fn once(
     let mut after = None;
     let result = (|| -> Result<()> {
         for c in cfgs {
+            let out = impossible_cells(args, c);
+            for (dir, size, why) in &out {
+                skip_cell(&mut run, c, *dir, *size, why.clone());
+            }
+            let carried = |dir: DataDirection, size: u64| {
+                !out.iter().any(|(d, s, _)| *d == dir && *s == size)
+            };
+            let Some(max) = args
+                .direction
+                .iter()
+                .flat_map(|&d| args.sizes.iter().filter(move |&&s| carried(d, s)))
+                .max()
+                .copied()
+            else {
+                continue;
+            };
             let lc = link_config(
                 c,
                 &args.common,
@@ -163,6 +224,7 @@ fn once(
                 cpus: &cpus,
                 stop,
                 progress,
+                carried: &carried,
             };
             let (mut ls, ats): (Vec<Box<dyn Link>>, Vec<Option<usize>>) = links.into_iter().unzip();
             let outcome = match &open {
@@ -174,7 +236,8 @@ fn once(
             }
             outcome?;
         }
-        Ok(())
+        let skipped: Vec<String> = run.extra.skipped.iter().map(SkippedLoad::label).collect();
+        super::nothing_measured(run.points.len(), &skipped, "cell(s)")
     })();
     progress.finish();
     Ok(super::finish_after(run, result, after))
@@ -187,6 +250,19 @@ struct Ctx<'a> {
     cpus: &'a [usize],
     stop: &'a AtomicBool,
     progress: &'a dyn Progress,
+    /// Whether the transport carries a cell (direction, size): the others
+    /// are skipped already.
+    carried: &'a dyn Fn(DataDirection, u64) -> bool,
+}
+
+/// The reason a cell's exchange was refused (the device's configure
+/// turned its shape down: a usage error), if it was: the cell is then
+/// skipped, the links still in step.
+fn refused(results: &[Result<Outcome>]) -> Option<String> {
+    results.iter().find_map(|r| match r {
+        Err(Error::Usage { message, .. }) => Some(message.clone()),
+        _ => None,
+    })
 }
 
 fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Result<()> {
@@ -196,6 +272,7 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
         cpus,
         stop,
         progress,
+        carried,
     } = *ctx;
     let delay = args.common.responder_delay.as_nanos() as u64;
     let budget = Budget {
@@ -204,10 +281,13 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
         duration: Some(args.cell_time),
     };
     for &dir in &args.direction {
+        if !args.sizes.iter().any(|&s| carried(dir, s)) {
+            continue;
+        }
         for &mode in &args.loads {
             let bg = start_load(args, mode, cpus)?;
             let first = run.points.len();
-            for &size in &args.sizes {
+            for &size in args.sizes.iter().filter(|&&s| carried(dir, s)) {
                 progress.point(&format!(
                     "{} {} {} under {}",
                     c.spec,
@@ -229,6 +309,10 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
                         })
                         .collect()
                 });
+                if let Some(why) = refused(&results) {
+                    skip_cell(run, c, dir, size, why);
+                    continue;
+                }
                 let mut all = Recorder::new();
                 let (mut secs, mut partial) = (0.0f64, false);
                 let mut warnings = Vec::new();
@@ -369,15 +453,17 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
         cpus,
         stop,
         progress,
+        carried,
     } = *ctx;
     let delay = args.common.responder_delay.as_nanos() as u64;
     let mode = args.loads[0];
     let bg = start_load(args, mode, cpus)?;
     let result = (|| -> Result<()> {
         for &dir in &args.direction {
-            for &size in &args.sizes {
-                // A short warm-up at no particular rate.
-                let warm = sample::measure(
+            for &size in args.sizes.iter().filter(|&&s| carried(dir, s)) {
+                // A short warm-up at no particular rate; a shape the
+                // device refuses is skipped here, at all rates.
+                let warm = match sample::measure(
                     link,
                     &shape(size, dir, delay),
                     &Budget {
@@ -386,7 +472,13 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
                         duration: None,
                     },
                     stop,
-                )?;
+                ) {
+                    Err(Error::Usage { message, .. }) => {
+                        skip_cell(run, c, dir, size, message);
+                        continue;
+                    }
+                    r => r?,
+                };
                 if matches!(warm, Outcome::Interrupted(_)) {
                     return Err(Error::Interrupted);
                 }

@@ -100,6 +100,48 @@ pub fn configs(
     Ok(out)
 }
 
+/// Configurations a transport cannot run at all, each with why: skipped
+/// and said, as an impossible cell is.
+pub type Impossible = Vec<(Config, String)>;
+
+/// The configurations a run can measure, and those `check` refuses as
+/// impossible (a mode a transport lacks: a usage error), each with why. The
+/// rule every experiment follows: an impossible configuration, cell or
+/// size is skipped and said (the run's `skipped`, a `Skipped:` line); only
+/// a run left with nothing to measure is refused, with the first reason.
+pub fn usable(
+    cfgs: Vec<Config>,
+    check: impl Fn(&Config) -> Result<()>,
+) -> Result<(Vec<Config>, Impossible)> {
+    let (mut ok, mut skipped) = (Vec::new(), Vec::new());
+    for c in cfgs {
+        match check(&c) {
+            Ok(()) => ok.push(c),
+            Err(Error::Usage { message, .. }) => skipped.push((c, message)),
+            Err(e) => return Err(e),
+        }
+    }
+    if ok.is_empty()
+        && let Some((_, why)) = skipped.first()
+    {
+        return Err(Error::usage(why.clone()));
+    }
+    Ok((ok, skipped))
+}
+
+/// A run that skipped everything it was asked to measure measured nothing:
+/// a usage error (exit 2) naming how many were skipped and the first
+/// reason. A run with a point, or with nothing skipped, passes.
+pub fn nothing_measured(points: usize, skipped: &[String], what: &str) -> Result<()> {
+    match (points, skipped.first()) {
+        (0, Some(first)) => Err(Error::usage(format!(
+            "nothing to measure: all {} {what} were skipped; first, {first}",
+            skipped.len()
+        ))),
+        _ => Ok(()),
+    }
+}
+
 /// The link configuration for one transport configuration.
 pub fn link_config(
     c: &Config,
@@ -149,6 +191,13 @@ pub fn point_warnings(m: &Measured, shown: &[Stat]) -> Vec<String> {
     }
     if s.count > 1 && s.stddev_ns > s.mean_ns {
         w.push("stddev exceeds the mean: heavy tail or interference".into());
+    }
+    if let Some(why) = m
+        .split
+        .as_ref()
+        .and_then(|sp| sample::split_warning(sp, s.count))
+    {
+        w.push(why);
     }
     if m.all.saturated() > 0 {
         w.push(format!(
@@ -244,6 +293,9 @@ where
         d["buffers"] = c.buffers.name().into();
         d["completion"] = c.completion.name().into();
         d["counters"] = serde_json::Value::Null;
+        // Until close_link replaces the record: a run stopped meanwhile
+        // (a call that never returned) puts its error here.
+        d["state"] = crate::result::DEVICE_OPEN.into();
         run.devices.push(d);
         run.devices.len() - 1
     });
@@ -253,9 +305,17 @@ where
         Err(e) => {
             if let Some(d) = at.and_then(|i| run.devices.get_mut(i)) {
                 d["error"] = e.to_string().into();
+                closed(d);
             }
             Err(e)
         }
+    }
+}
+
+/// A device record no longer open: its `state` goes.
+fn closed(d: &mut serde_json::Value) {
+    if let Some(o) = d.as_object_mut() {
+        o.remove("state");
     }
 }
 
@@ -279,19 +339,24 @@ pub fn close_link<P, X>(
     outcome: &Result<()>,
     after: &mut Option<Error>,
 ) {
-    if let (Some(i), Some(mut device)) = (at, device_record(c, link.as_mut())) {
-        if let Err(e) = outcome {
-            device["error"] = e.to_string().into();
+    if let Some(i) = at {
+        if let Some(device) = device_record(c, link.as_mut()) {
+            run.devices[i] = device;
         }
-        run.devices[i] = device;
+        closed(&mut run.devices[i]);
+        if let Err(e) = outcome {
+            run.devices[i]["error"] = e.to_string().into();
+        }
     }
     if let Err(e) = link.close() {
         if let Some(device) = at.and_then(|i| run.devices.get_mut(i)) {
             device["close"] = e.to_string().into();
         }
-        if outcome.is_ok() {
+        // Said once: a plugin whose close hung is not waited for again,
+        // and its later closes fail for the same reason.
+        if outcome.is_ok() && after.is_none() {
             run.warnings.push(e.to_string());
-            after.get_or_insert(e);
+            *after = Some(e);
         }
     }
 }

@@ -11,9 +11,18 @@ use crate::result::{Point, RoundtripExtra, Run, SkippedCell};
 use crate::transport::{self, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 
+/// What a matrix runs: its sizes, the configurations to measure, and those
+/// no cell of which the transport can carry (each with why).
+struct Checked {
+    ins: Vec<u64>,
+    outs: Vec<u64>,
+    cfgs: Vec<Config>,
+    impossible: super::Impossible,
+}
+
 /// Checks the sizes and every configuration before anything starts, so a bad
 /// option fails at once rather than halfway through a sweep.
-fn validate(args: &RoundtripConfig) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)> {
+fn validate(args: &RoundtripConfig) -> Result<Checked> {
     let scale = args.unit.bytes();
     let bytes = |v: &[u64], flag: &str| -> Result<Vec<u64>> {
         if v.is_empty() {
@@ -43,10 +52,15 @@ fn validate(args: &RoundtripConfig) -> Result<(Vec<u64>, Vec<u64>, Vec<Config>)>
         *outs.iter().min().expect("non-empty"),
     );
     let probe = Placement::unpinned();
-    for c in &cfgs {
-        transport::check(c.transport, &link_config(c, &args.common, &probe, mi, mo)?)?;
-    }
-    Ok((ins, outs, cfgs))
+    let (cfgs, impossible) = super::usable(cfgs, |c| {
+        transport::check(c.transport, &link_config(c, &args.common, &probe, mi, mo)?)
+    })?;
+    Ok(Checked {
+        ins,
+        outs,
+        cfgs,
+        impossible,
+    })
 }
 
 /// Runs the matrix. Always returns the run (possibly incomplete); the error,
@@ -66,7 +80,7 @@ pub fn run(
 
 fn once(
     args: &RoundtripConfig,
-    (ins, outs, cfgs): &(Vec<u64>, Vec<u64>, Vec<Config>),
+    checked: &Checked,
     stop: &AtomicBool,
     progress: &dyn Progress,
 ) -> Result<(Run, Option<Error>)> {
@@ -84,6 +98,14 @@ fn once(
         serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
     options["samples"] = serde_json::json!(budget.samples);
     let (mut run, placement) = begin::<Point, RoundtripExtra>("roundtrip", common, options)?;
+    let (ins, outs, cfgs) = (&checked.ins, &checked.outs, &checked.cfgs);
+    for (c, why) in &checked.impossible {
+        for &o in outs {
+            for &i in ins {
+                skip(&mut run, c, i, o, why.clone());
+            }
+        }
+    }
     progress.checkpoint(&run);
     progress.start((cfgs.len() * ins.len() * outs.len()) as u64);
     let delay_ns = common.responder_delay.as_nanos() as u64;
@@ -194,12 +216,6 @@ fn skip(run: &mut Run, c: &Config, i: u64, o: u64, reason: String) {
 /// A matrix whose every cell was skipped measured nothing: a usage error
 /// naming the first reason.
 fn nothing_measured(run: &Run) -> Result<()> {
-    match (run.points.is_empty(), run.extra.skipped.first()) {
-        (true, Some(s)) => Err(Error::usage(format!(
-            "nothing to measure: all {} cell(s) were skipped; first, {}",
-            run.extra.skipped.len(),
-            s.label()
-        ))),
-        _ => Ok(()),
-    }
+    let skipped: Vec<String> = run.extra.skipped.iter().map(SkippedCell::label).collect();
+    super::nothing_measured(run.points.len(), &skipped, "cell(s)")
 }

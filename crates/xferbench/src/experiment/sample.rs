@@ -54,6 +54,22 @@ pub struct Measured {
 pub struct Split {
     pub device: Recorder,
     pub host: Recorder,
+    /// Round trips whose device time was longer than the whole round trip
+    /// the host timed (impossible for a duration: a clock reading, or a
+    /// wrong unit), and the largest such device time, ns.
+    pub over: u64,
+    pub over_max_ns: u64,
+}
+
+impl Split {
+    fn new() -> Split {
+        Split {
+            device: Recorder::new(),
+            host: Recorder::new(),
+            over: 0,
+            over_max_ns: 0,
+        }
+    }
 }
 
 /// The latency budget of the measurements of one point or cell (load's
@@ -62,13 +78,29 @@ pub fn device_time(ms: &[Measured]) -> Option<crate::result::DeviceTime> {
     let mut splits = ms.iter().filter_map(|m| m.split.as_ref()).peekable();
     splits.peek()?;
     let (mut device, mut host) = (Recorder::new(), Recorder::new());
+    let (mut over, mut over_max_ns) = (0, 0);
     for s in splits {
         device.merge(&s.device);
         host.merge(&s.host);
+        over += s.over;
+        over_max_ns = over_max_ns.max(s.over_max_ns);
     }
     Some(crate::result::DeviceTime {
         device: device.summary(),
         host: host.summary(),
+        over_round_trip: over,
+        over_max_ns,
+    })
+}
+
+/// The caveat on a split whose device time exceeded the round trip: the
+/// device's figure cannot be the job's duration, so the budget is wrong.
+pub fn split_warning(s: &Split, samples: u64) -> Option<String> {
+    (s.over > 0).then(|| {
+        format!(
+            "the device's own time exceeded the whole round trip the host measured in {} of {samples} round trips (up to {} ns): hw_ns must be the job's duration on the device, not a clock reading; the latency budget is not to be trusted",
+            s.over, s.over_max_ns
+        )
     })
 }
 
@@ -143,6 +175,10 @@ fn timed_split(
         let dev = link.device_time().unwrap_or(0);
         split.device.record(dev);
         split.host.record(rtt.saturating_sub(dev));
+        if dev > rtt {
+            split.over += 1;
+            split.over_max_ns = split.over_max_ns.max(dev);
+        }
     }
     Ok(n)
 }
@@ -274,12 +310,8 @@ pub fn measure(
         warmup: 0,
         timed_s: 0.0,
         // Only a round trip is one job whose device time splits it.
-        split: (shape.pattern == Pattern::Pingpong && link.device_time().is_some()).then(|| {
-            Split {
-                device: Recorder::new(),
-                host: Recorder::new(),
-            }
-        }),
+        split: (shape.pattern == Pattern::Pingpong && link.device_time().is_some())
+            .then(Split::new),
     };
     // Warm-up, in its own batches; it also tells how long one exchange takes.
     let t = Instant::now();

@@ -94,6 +94,14 @@ fn once(
             _ => String::new(),
         };
         let sweep = bs.filter(|_| sweeping);
+        // A swept size a job's transport cannot carry is skipped, as the
+        // other experiments skip a size over a device's limit.
+        if let Some(b) = sweep
+            && let Some(why) = impossible(jobs, &ctx)
+        {
+            run.extra.skipped.push(SkippedSize { bs: b, reason: why });
+            continue;
+        }
         // fio's --status-interval: the run so far, this set's jobs as
         // they stand, handed to the progress sink.
         let so_far = |mut results: Vec<JobResult>, outs: Vec<Recorded>| {
@@ -121,7 +129,25 @@ fn once(
     bar.finish();
     crate::fio::result::finish_run(&mut run.points, t0.elapsed().as_nanos() as u64);
     run.extra.disk_util = disks.finish();
+    if first_err.is_none() {
+        let skipped: Vec<String> = run.extra.skipped.iter().map(SkippedSize::label).collect();
+        if let Err(e) = super::nothing_measured(run.points.len(), &skipped, "block size(s)") {
+            first_err = Some(e);
+        }
+    }
     Ok(super::finish(run, first_err.map_or(Ok(()), Err)))
+}
+
+/// Why a set of jobs cannot run at its block size, if one of them goes
+/// through a transport that cannot carry it (checked without opening it).
+fn impossible(jobs: &[Prepared], ctx: &Shared) -> Option<String> {
+    jobs.iter().find_map(|p| {
+        let spec = p.transport.as_ref()?;
+        match engine::check_link(&p.job, spec, ctx.timeout, ctx.exe.clone()) {
+            Err(Error::Usage { message, .. }) => Some(format!("job {}: {message}", p.job.name)),
+            _ => None,
+        }
+    })
 }
 
 /// What takes a set's results so far (with what groups pool).

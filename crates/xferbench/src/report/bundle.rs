@@ -96,11 +96,15 @@ impl Report {
     }
 
     /// The figures' numbers and the comparisons as Markdown tables, the
-    /// runs compared last.
+    /// runs compared last; after each run's figures, the lines its live
+    /// table printed beside its points (what it skipped, its devices).
     pub fn text(&self) -> String {
         let mut o = String::new();
         for f in &self.figures {
             figure_text(&mut o, f);
+        }
+        for r in &self.runs {
+            o.push_str(&run_notes(r));
         }
         o.push_str(&self.comparison_text());
         for c in &self.runs_compared {
@@ -121,7 +125,7 @@ impl Report {
                 figure_text(&mut o, f);
             }
         }
-        o
+        super::inert(o)
     }
 
     /// Only the comparisons, for an experiment's own table output.
@@ -137,6 +141,38 @@ impl Report {
         }
         o
     }
+}
+
+/// What a run's own table says beside its figures — the `Skipped:` list
+/// and a `Device:` line per device — under the run's name; nothing when it
+/// has neither.
+fn run_notes(r: &SavedRun) -> String {
+    use crate::result::saved::AnyRun;
+    let skipped: Vec<String> = match &r.run {
+        AnyRun::Roundtrip(x) => x.extra.skipped.iter().map(|s| s.label()).collect(),
+        AnyRun::Curve(x) => x.extra.skipped.iter().map(|s| s.label()).collect(),
+        AnyRun::Load(x) => x.extra.skipped.iter().map(|s| s.label()).collect(),
+        AnyRun::Stream(x) => x.extra.skipped.iter().map(|s| s.label()).collect(),
+        _ => Vec::new(),
+    };
+    let mut devices: String = r
+        .run
+        .devices()
+        .iter()
+        .map(super::table::device_line)
+        .collect();
+    if let AnyRun::Stream(x) = &r.run {
+        let jobs = x.jobs.iter().filter_map(|j| j.job()).chain(&x.per_job);
+        devices.push_str(&super::stream::device_lines(jobs));
+    }
+    if skipped.is_empty() && devices.is_empty() {
+        return String::new();
+    }
+    let mut o = format!("## {} ({})\n\n", r.label, r.experiment);
+    o.push_str(&super::table::skipped(&skipped));
+    o.push_str(&devices);
+    o.push('\n');
+    o
 }
 
 /// A figure as text: its title, lead, numbers and caption.

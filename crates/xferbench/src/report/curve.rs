@@ -83,12 +83,16 @@ pub fn render(run: &CurveRun) -> String {
                 .unwrap_or_default(),
         );
         let packets = p0.chunk != Chunk::Whole;
+        let budget = pts.iter().any(|p| p.device_time.is_some());
         let mut header: Vec<String> = ["size", "one-way µs", "min", "max", "p99", "MB/s"]
             .iter()
             .map(|s| s.to_string())
             .collect();
         if packets {
             header.push("packet".into());
+        }
+        if budget {
+            header.push("round-trip budget µs".into());
         }
         let rows: Vec<Vec<String>> = pts
             .iter()
@@ -104,10 +108,20 @@ pub fn render(run: &CurveRun) -> String {
                 if packets {
                     r.push(format_size(p.packet_bytes));
                 }
+                if budget {
+                    r.push(
+                        p.device_time
+                            .as_ref()
+                            .map_or_else(|| "—".into(), super::table::budget_cell),
+                    );
+                }
                 r
             })
             .collect();
         out.push_str(&markdown(&header, &rows));
+        if budget {
+            let _ = writeln!(out, "\nRound-trip budget: the {}.", super::table::BUDGET);
+        }
         if let Some(f) = run.extra.fits.iter().find(|f| {
             f.spec == p0.spec
                 && f.buffers == p0.buffers
@@ -146,12 +160,11 @@ pub fn render(run: &CurveRun) -> String {
             r.rule
         );
     }
-    if !run.extra.skipped.is_empty() {
-        out.push_str("\nSkipped:\n");
-        for s in &run.extra.skipped {
-            let _ = writeln!(out, "- {} {} B: {}", s.curve, s.size_bytes, s.reason);
-        }
+    let skipped: Vec<String> = run.extra.skipped.iter().map(|s| s.label()).collect();
+    if !skipped.is_empty() {
+        out.push('\n');
     }
+    out.push_str(&super::table::skipped(&skipped));
     out.push_str(&conditions(run));
     out
 }

@@ -233,49 +233,149 @@ fn latency_budget(mine: &[&Point], n: usize, c: &str, label: &str) -> Option<Fig
         .iter()
         .filter_map(|p| Some((*p, p.device_time.as_ref()?)))
         .collect();
-    if cells.is_empty() {
-        return None;
-    }
     cells.sort_by_key(|(p, _)| (p.in_bytes, p.out_bytes));
     let bytes = Axis::new("bytes", true, Scale::Bytes);
-    let categories = cells
-        .iter()
-        .map(|(p, _)| {
-            format!(
-                "{} → {}",
-                bytes.format(p.in_bytes as f64),
-                bytes.format(p.out_bytes as f64)
+    let cells = cells
+        .into_iter()
+        .map(|(p, d)| {
+            (
+                format!(
+                    "{} → {}",
+                    bytes.format(p.in_bytes as f64),
+                    bytes.format(p.out_bytes as f64)
+                ),
+                d,
             )
         })
         .collect();
+    budget_figure(
+        format!("roundtrip-{n}-budget"),
+        format!("Latency budget, {c}"),
+        format!(
+            "Where the round trip goes, in µs, per request (in) and reply (out) size: the device's own time for each round trip as the plugin reports it (p50) at the bottom, the host's share (the round trip minus the device's time: host software, driver, bus; p50) on top. The medians of the two parts are taken apart, so their sum is near, not exactly, the round trip's p50. The table adds each part's p99. Run {label}."
+        ),
+        "in → out (bytes)",
+        cells,
+    )
+}
+
+/// A latency budget as stacked bars, one per category (a cell, a size, a
+/// size under a load): the device's p50 at the bottom, the host's on top,
+/// each part's p99 in the table. None without a category.
+fn budget_figure(
+    id: String,
+    title: String,
+    caption: String,
+    x_label: &str,
+    cells: Vec<(String, &DeviceTime)>,
+) -> Option<Figure> {
+    if cells.is_empty() {
+        return None;
+    }
     let part = |side: fn(&DeviceTime) -> &Summary, stat: fn(&Summary) -> u64| -> Vec<Option<f64>> {
         cells
             .iter()
             .map(|(_, d)| Some(stat(side(d)) as f64 / 1000.0))
             .collect()
     };
+    let parts = vec![
+        ("device".into(), part(|d| &d.device, |s| s.p50_ns)),
+        ("host".into(), part(|d| &d.host, |s| s.p50_ns)),
+    ];
+    let extra = vec![
+        ("device p99".into(), part(|d| &d.device, |s| s.p99_ns)),
+        ("host p99".into(), part(|d| &d.host, |s| s.p99_ns)),
+    ];
     Some(Figure {
         kind: Kind::LatencyBudget,
-        id: format!("roundtrip-{n}-budget"),
-        title: format!("Latency budget, {c}"),
-        caption: format!(
-            "Where the round trip goes, in µs, per request (in) and reply (out) size: the device's own time for each round trip as the plugin reports it (p50) at the bottom, the host's share (the round trip minus the device's time: host software, driver, bus; p50) on top. The medians of the two parts are taken apart, so their sum is near, not exactly, the round trip's p50. The table adds each part's p99. Run {label}."
-        ),
+        id,
+        title,
+        caption,
         lead: Vec::new(),
         plot: Plot::Bars(Bars {
-            x_label: "in → out (bytes)".into(),
-            categories,
+            x_label: x_label.into(),
+            categories: cells.into_iter().map(|(c, _)| c).collect(),
             y: Axis::new("round trip p50 (µs)", false, Scale::Number),
-            parts: vec![
-                ("device".into(), part(|d| &d.device, |s| s.p50_ns)),
-                ("host".into(), part(|d| &d.host, |s| s.p50_ns)),
-            ],
-            extra: vec![
-                ("device p99".into(), part(|d| &d.device, |s| s.p99_ns)),
-                ("host p99".into(), part(|d| &d.host, |s| s.p99_ns)),
-            ],
+            parts,
+            extra,
         }),
     })
+}
+
+/// The latency budget of each curve whose points carry `device_time`: per
+/// message size, the device's share of the round trip and the host's.
+fn curve_budgets(run: &SavedRun, points: &[CurvePoint], first: usize) -> Vec<Figure> {
+    let mut names: Vec<String> = Vec::new();
+    for p in points.iter().filter(|p| p.device_time.is_some()) {
+        let name = point_curve(p);
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let bytes = Axis::new("bytes", true, Scale::Bytes);
+    names
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let cells = points
+                .iter()
+                .filter(|p| point_curve(p) == name)
+                .filter_map(|p| Some((bytes.format(p.size_bytes as f64), p.device_time.as_ref()?)))
+                .collect();
+            budget_figure(
+                format!("curve-budget-{}", first + i + 1),
+                format!("Latency budget, {name}"),
+                format!(
+                    "Where each round trip of the curve goes, in µs, per message size: the device's own time as the plugin reports it (p50) at the bottom, the host's share (the round trip minus the device's time; p50) on top; the table adds each part's p99. Run {}.",
+                    run.label
+                ),
+                "message size (bytes)",
+                cells,
+            )
+        })
+        .collect()
+}
+
+/// The latency budget of each closed-loop load series (transport, load,
+/// direction) whose cells carry `device_time`: per transfer size, the
+/// device's share of the round trip and the host's.
+fn load_budgets(run: &SavedRun, points: &[LoadPoint], first: usize) -> Vec<Figure> {
+    let closed: Vec<&ClosedPoint> = points
+        .iter()
+        .filter_map(|p| match p {
+            LoadPoint::Closed(c) if c.device_time.is_some() => Some(c),
+            _ => None,
+        })
+        .collect();
+    let mut names: Vec<String> = Vec::new();
+    for p in &closed {
+        let name = format!("{} {}", p.spec, closed_name(p));
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    let bytes = Axis::new("bytes", true, Scale::Bytes);
+    names
+        .into_iter()
+        .enumerate()
+        .filter_map(|(i, name)| {
+            let cells = closed
+                .iter()
+                .filter(|p| format!("{} {}", p.spec, closed_name(p)) == name)
+                .filter_map(|p| Some((bytes.format(p.size_bytes as f64), p.device_time.as_ref()?)))
+                .collect();
+            budget_figure(
+                format!("load-budget-{}", first + i + 1),
+                format!("Latency budget under load, {name}"),
+                format!(
+                    "Where each request's round trip goes, in µs, per transfer size, every link's requests together: the device's own time as the plugin reports it (p50) at the bottom, the host's share (the round trip minus the device's time; p50) on top; the table adds each part's p99. Run {}.",
+                    run.label
+                ),
+                "transfer size (bytes)",
+                cells,
+            )
+        })
+        .collect()
 }
 
 /// "tcp user/block": a round-trip point's configuration.
@@ -373,6 +473,7 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
     }
     let mut lat_runs = Vec::new();
     let mut bw_runs = Vec::new();
+    let mut budgets = Vec::new();
     for run in runs {
         let AnyRun::Curve(typed) = &run.run else {
             continue;
@@ -427,13 +528,14 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
         }
         lat_runs.push((*run, lat));
         bw_runs.push((*run, bw));
+        budgets.extend(curve_budgets(run, &typed.points, budgets.len()));
     }
     let labels = runs
         .iter()
         .map(|r| r.label.as_str())
         .collect::<Vec<_>>()
         .join(", ");
-    vec![
+    let mut out = vec![
         Figure {
             kind: Kind::CurveLatency,
             id: "curve-latency".into(),
@@ -462,7 +564,9 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
                 series: name_runs(bw_runs),
             }),
         },
-    ]
+    ];
+    out.extend(budgets);
+    out
 }
 
 /// Which way a fio job moves data: "read", "write", "trim", "trimwrite"
@@ -572,6 +676,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
     let mut rate = Vec::new();
     let mut kb = Vec::new();
     let mut lat = Vec::new();
+    let mut budgets = Vec::new();
     for run in runs {
         let AnyRun::Load(typed) = &run.run else {
             continue;
@@ -606,6 +711,7 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
         rate.push((*run, r));
         kb.push((*run, k));
         lat.push((*run, l));
+        budgets.extend(load_budgets(run, &typed.points, budgets.len()));
     }
     let size = || Axis::new("transfer size (bytes)", true, Scale::Bytes);
     let out = vec![
@@ -646,7 +752,9 @@ pub fn load(runs: &[&SavedRun]) -> Vec<Figure> {
             }),
         },
     ];
-    with_points(out)
+    let mut out = with_points(out);
+    out.extend(budgets);
+    out
 }
 
 /// What the kernel alone reached in each run, at its best buffer size and

@@ -43,7 +43,8 @@ nav { font-size: 13.5px; margin: 10px 0 0; }
 nav a { margin-right: 14px; color: #0b57d0; text-decoration: none; }
 "#;
 
-/// Escapes text for HTML content and attribute values.
+/// Escapes text for HTML content and attribute values; control
+/// characters are shown as escapes (`\x1b`), which XML does not allow raw.
 pub fn esc(s: &str) -> String {
     let mut o = String::with_capacity(s.len());
     for c in s.chars() {
@@ -53,6 +54,9 @@ pub fn esc(s: &str) -> String {
             '>' => o.push_str("&gt;"),
             '"' => o.push_str("&quot;"),
             '\'' => o.push_str("&#39;"),
+            c if c.is_control() && c != '\n' && c != '\t' => {
+                o.push_str(&crate::error::inert(c.encode_utf8(&mut [0; 4])))
+            }
             c => o.push(c),
         }
     }
@@ -117,6 +121,8 @@ const COMPARED: &str = "Comparison of runs";
 fn section_of(f: &Figure) -> &'static str {
     use super::figure::Kind::*;
     match f.kind {
+        LatencyBudget if f.id.starts_with("curve-") => "Latency and bandwidth curves",
+        LatencyBudget if f.id.starts_with("load-") => "Under load",
         RoundTrip | RoundTripRatio | LatencyBudget => "Round trip",
         CurveLatency | CurveBandwidth => "Latency and bandwidth curves",
         StreamBandwidth => "Streams",

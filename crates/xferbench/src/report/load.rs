@@ -20,6 +20,45 @@ fn distinct<T: PartialEq + Clone>(it: impl Iterator<Item = T>) -> Vec<T> {
     v
 }
 
+/// The latency budget of one direction's cells, when the device reports
+/// its own time: rows size, a column per load (nothing otherwise).
+fn budget_table(
+    pts: &[&&ClosedPoint],
+    loads: &[String],
+    dir: crate::options::DataDirection,
+    sizes: &[u64],
+) -> String {
+    let cell = |s: u64, l: &String| {
+        pts.iter()
+            .find(|p| p.direction == dir && p.size_bytes == s && &p.load == l)
+            .and_then(|p| p.device_time.as_ref())
+    };
+    if !sizes
+        .iter()
+        .any(|&s| loads.iter().any(|l| cell(s, l).is_some()))
+    {
+        return String::new();
+    }
+    let mut header = vec!["size".to_string()];
+    header.extend(loads.iter().map(|l| format!("{l} budget")));
+    let rows: Vec<Vec<String>> = sizes
+        .iter()
+        .map(|&s| {
+            let mut r = vec![format_size(s)];
+            r.extend(
+                loads
+                    .iter()
+                    .map(|l| cell(s, l).map_or_else(|| "—".into(), super::table::budget_cell)),
+            );
+            r
+        })
+        .collect();
+    let mut o = format!("**{}**:\n\n", super::table::BUDGET);
+    o.push_str(&markdown(&header, &rows));
+    o.push('\n');
+    o
+}
+
 pub fn render(run: &LoadRun) -> String {
     let mut o = String::new();
     let closed: Vec<&ClosedPoint> = run
@@ -95,6 +134,7 @@ pub fn render(run: &LoadRun) -> String {
                 .collect();
             o.push_str(&markdown(&header, &rows));
             o.push('\n');
+            o.push_str(&budget_table(&pts, &loads, dir, &sizes));
         }
     }
     for key in distinct(
@@ -144,6 +184,8 @@ pub fn render(run: &LoadRun) -> String {
         o.push_str(&markdown(&header, &rows));
         o.push('\n');
     }
+    let skipped: Vec<String> = run.extra.skipped.iter().map(|s| s.label()).collect();
+    o.push_str(&super::table::skipped(&skipped));
     o.push_str(&conditions(run));
     o
 }

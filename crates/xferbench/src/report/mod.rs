@@ -38,13 +38,23 @@ pub trait Render {
     fn csv(&self) -> String;
     /// Points measured so far (partial runs say how many were written).
     fn points(&self) -> usize;
-    /// The result in `format`.
+    /// The result in `format`; the text forms [`inert`] (a name from a
+    /// plugin or a file cannot drive the terminal; JSON escapes them).
     fn render(&self, format: Format) -> Result<String> {
         match format {
-            Format::Table => Ok(self.table()),
+            Format::Table => Ok(inert(self.table())),
             Format::Json => self.json(),
-            Format::Csv => Ok(self.csv()),
+            Format::Csv => Ok(inert(self.csv())),
         }
+    }
+}
+
+/// `text` with its control characters shown, not obeyed
+/// ([`crate::error::inert`]).
+pub fn inert(text: String) -> String {
+    match crate::error::inert(&text) {
+        std::borrow::Cow::Borrowed(_) => text,
+        std::borrow::Cow::Owned(safe) => safe,
     }
 }
 

@@ -40,8 +40,27 @@ pub fn render(run: &StreamRun) -> String {
         out.push_str(&sweep_table(run));
     }
     out.push('\n');
+    let skipped: Vec<String> = run.extra.skipped.iter().map(|s| s.label()).collect();
+    out.push_str(&super::table::skipped(&skipped));
+    out.push_str(&device_lines(run.points.iter()));
     out.push_str(&super::table::conditions(run));
     out
+}
+
+/// A `Device:` line per job whose target is a device (a plugin), naming
+/// the job: what the other experiments say of their links' devices.
+pub fn device_lines<'a>(
+    jobs: impl Iterator<Item = &'a crate::result::stream::JobResult>,
+) -> String {
+    jobs.filter_map(|j| {
+        let d = j.device.as_ref()?;
+        Some(format!(
+            "Job {}: {}",
+            j.jobname,
+            super::table::device_line(d)
+        ))
+    })
+    .collect()
 }
 
 /// fio's JSON (json+ when the run was asked for it), with everything else
@@ -212,8 +231,8 @@ impl crate::report::Render for StreamRun {
     /// for them (`--output-format=terse`).
     fn render(&self, format: crate::format::Format) -> crate::error::Result<String> {
         match format {
-            crate::format::Format::Table => Ok(render(self)),
-            crate::format::Format::Csv => Ok(csv(self)),
+            crate::format::Format::Table => Ok(super::inert(render(self))),
+            crate::format::Format::Csv => Ok(super::inert(csv(self))),
             crate::format::Format::Json if self.options["output_format"] == "terse" => terse(self),
             crate::format::Format::Json => json(self),
         }

@@ -77,7 +77,21 @@ fn draw(size: (u32, u32), title: &str, f: impl FnOnce(&Area) -> Result<()>) -> R
         f(&root)?;
         root.present().map_err(fail(title))?;
     }
-    Ok(buf)
+    Ok(well_formed(buf))
+}
+
+/// The SVG with the characters XML forbids (control characters from a
+/// name, the noncharacters U+FFFE and U+FFFF) written as visible escapes:
+/// plotters escapes markup, not those, and one of them makes the whole
+/// document unreadable to an XML parser.
+fn well_formed(svg: String) -> String {
+    let svg = super::inert(svg);
+    if svg.contains(['\u{fffe}', '\u{ffff}']) {
+        svg.replace('\u{fffe}', "\\u{fffe}")
+            .replace('\u{ffff}', "\\u{ffff}")
+    } else {
+        svg
+    }
 }
 
 /// The colour of series `i`: a model takes the colour of what it models, a

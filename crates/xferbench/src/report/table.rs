@@ -120,27 +120,45 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
                 "**latency budget** (µs, device + host = round trip; p50, then p99; host = round trip minus the device's own time):\n\n",
             );
             out.push_str(&matrix(&pts, &ins, &outs, unit, |p| {
-                let d = p.device_time.as_ref()?;
-                Some(format!(
-                    "{} + {}; {} + {}",
-                    format_us(d.device.p50_ns as f64),
-                    format_us(d.host.p50_ns as f64),
-                    format_us(d.device.p99_ns as f64),
-                    format_us(d.host.p99_ns as f64)
-                ))
+                p.device_time.as_ref().map(budget_cell)
             }));
         }
     }
-    if !run.extra.skipped.is_empty() {
-        out.push_str("Skipped:\n");
-        for s in &run.extra.skipped {
-            let _ = writeln!(out, "- {}", s.label());
-        }
-        out.push('\n');
-    }
+    let lines: Vec<String> = run.extra.skipped.iter().map(|s| s.label()).collect();
+    out.push_str(&skipped(&lines));
     out.push_str(&conditions(run));
     out
 }
+
+/// The `Skipped:` list every experiment prints after its tables: each
+/// cell, size or block size left out and why (nothing when none was), the
+/// same for a live run and for `report` of its saved file.
+pub fn skipped(lines: &[String]) -> String {
+    if lines.is_empty() {
+        return String::new();
+    }
+    let mut out = String::from("Skipped:\n");
+    for l in lines {
+        let _ = writeln!(out, "- {l}");
+    }
+    out.push('\n');
+    out
+}
+
+/// A latency budget in one cell: `device + host` at p50, then at p99, µs
+/// (the same in every experiment's table).
+pub fn budget_cell(d: &crate::result::DeviceTime) -> String {
+    format!(
+        "{} + {}; {} + {}",
+        format_us(d.device.p50_ns as f64),
+        format_us(d.host.p50_ns as f64),
+        format_us(d.device.p99_ns as f64),
+        format_us(d.host.p99_ns as f64)
+    )
+}
+
+/// The heading of a budget column or table.
+pub const BUDGET: &str = "latency budget (µs, device + host = round trip; p50, then p99; host = round trip minus the device's own time)";
 
 /// One out × in matrix of a configuration's points, a cell each (`—`
 /// where a point, or what `cell` shows of it, is missing).

@@ -186,6 +186,13 @@ pub struct Skipped {
     pub reason: String,
 }
 
+impl Skipped {
+    /// The size, its curve and why, in one line (the `Skipped:` list's).
+    pub fn label(&self) -> String {
+        format!("{} {} B: {}", self.curve, self.size_bytes, self.reason)
+    }
+}
+
 /// The adaptive packet rule derived for one transport configuration.
 #[derive(Clone, Debug, Serialize, Deserialize)]
 pub struct ChunkRule {

@@ -437,6 +437,44 @@ pub struct LoadExtra {
     /// the initiator and responder do not use (all of them when none is spare).
     #[serde(default)]
     pub load_cpus: Vec<usize>,
+    /// Cells the transport or device cannot carry (a size over its limit,
+    /// a mode it lacks, a shape its configure refuses), each with the
+    /// reason; the rest are measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedLoad>,
+}
+
+/// One size of a load run left out, and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SkippedLoad {
+    /// The transport spec that could not carry it.
+    pub spec: String,
+    /// Where the payload lives.
+    pub buffers: BufferMode,
+    /// How each end waits for a message.
+    pub completion: CompletionMode,
+    /// Which way the data goes.
+    #[serde(deserialize_with = "crate::words::de_word")]
+    pub direction: DataDirection,
+    /// The data bytes per request left out.
+    pub size_bytes: u64,
+    /// Why, in words.
+    pub reason: String,
+}
+
+impl SkippedLoad {
+    /// The cell and why, in one line (the `Skipped:` list's).
+    pub fn label(&self) -> String {
+        format!(
+            "{} {}/{} {} {} B: {}",
+            self.spec,
+            self.buffers.name(),
+            self.completion.name(),
+            dir_name(self.direction),
+            self.size_bytes,
+            self.reason
+        )
+    }
 }
 
 /// The result of `xferbench load`.

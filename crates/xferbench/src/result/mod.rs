@@ -171,6 +171,17 @@ pub struct DeviceTime {
     pub device: Summary,
     /// The round trip minus the device's time, ns.
     pub host: Summary,
+    /// Round trips whose device time was longer than the whole round trip
+    /// (the device's figure is not a duration: flagged in the warnings).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub over_round_trip: u64,
+    /// The largest such device time, ns.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub over_max_ns: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 impl Repeatable for Point {
@@ -287,6 +298,32 @@ impl<P, X> Run<P, X> {
         self.complete = false;
         self.stopped_by = Some(why.to_string());
         self.env.ended();
+        stop_devices(&mut self.devices, why);
+    }
+}
+
+/// The `state` of a device record between its open and its close.
+pub const DEVICE_OPEN: &str = "open";
+
+/// The devices still open when a run stopped: each is said to have been in
+/// use, and a failure that names its plugin ("plugin NAME: ...", a call
+/// that never returned) is recorded on it as its `error`, where the
+/// reader of `devices[]` looks, not only in the run's `stopped_by`.
+pub fn stop_devices(devices: &mut [serde_json::Value], why: &crate::error::Error) {
+    let text = why.to_string();
+    let named = |d: &serde_json::Value| {
+        d["plugin"]
+            .as_str()
+            .is_some_and(|n| text.starts_with(&format!("plugin {n}: ")))
+    };
+    for d in devices.iter_mut() {
+        if d["state"].as_str() != Some(DEVICE_OPEN) {
+            continue;
+        }
+        d["state"] = "in use when the run stopped".into();
+        if named(d) && d.get("error").is_none() {
+            d["error"] = text.clone().into();
+        }
     }
 }
 

@@ -63,6 +63,26 @@ pub struct StreamExtra {
     /// stderr, where fio has nothing to say of them.
     #[serde(skip)]
     pub notes: Vec<String>,
+    /// Block sizes of a sweep that a job's transport cannot carry (over a
+    /// device's limit), each with the reason; the others are measured.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub skipped: Vec<SkippedSize>,
+}
+
+/// A block size of a sweep left out, and why.
+#[derive(Clone, Debug, Serialize, Deserialize)]
+pub struct SkippedSize {
+    /// The block size, bytes.
+    pub bs: u64,
+    /// Why, in words (the job and the limit it is over).
+    pub reason: String,
+}
+
+impl SkippedSize {
+    /// The block size and why, in one line (the `Skipped:` list's).
+    pub fn label(&self) -> String {
+        format!("bs={}: {}", crate::units::format_size(self.bs), self.reason)
+    }
 }
 
 fn global_unsaid(p: &Pairs<String>) -> bool {
@@ -168,6 +188,7 @@ impl StreamExtra {
             sweep,
             global_options: first.global_options.clone(),
             notes: first.notes.clone(),
+            skipped: first.skipped.clone(),
             disk_util: reps
                 .iter()
                 .rev()
