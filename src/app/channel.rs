@@ -43,8 +43,9 @@ struct Child {
 static CHILD: OnceLock<Child> = OnceLock::new();
 
 /// Makes this process the measuring child if its parent said so (in
-/// [`ENV`]); returns whether it is. Called first thing in `main`, while
-/// this is the only thread.
+/// [`ENV`]); returns whether it is one (then it never supervises a child
+/// of its own, even if its ends of the pipes could not be set up). Called
+/// first thing in `main`, while this is the only thread.
 pub fn attach() -> bool {
     let Some(value) = std::env::var_os(ENV) else {
         return false;
@@ -58,13 +59,24 @@ pub fn attach() -> bool {
         .split(',')
         .filter_map(|f| f.parse().ok())
         .collect();
-    let &[out, control, flight] = fds.as_slice() else {
-        return false;
-    };
+    if let &[out, control, flight] = fds.as_slice()
+        && out >= 0
+        && control >= 0
+    {
+        connect(out, control, flight);
+    }
+    true
+}
+
+/// Takes the inherited descriptors and starts listening to the parent.
+/// Without them a crash still ends in the parent's line, with nothing
+/// written; without the region, the line names no device call.
+fn connect(out: RawFd, control: RawFd, flight: RawFd) {
     for fd in [out, control, flight] {
         if fd >= 0 {
-            // SAFETY: an inherited descriptor, or -1 (skipped); only the
-            // close-on-exec flag changes.
+            // SAFETY: an inherited descriptor (negative ones skipped); only
+            // its close-on-exec flag changes, so nothing this process starts
+            // inherits it.
             unsafe { libc::fcntl(fd, libc::F_SETFD, libc::FD_CLOEXEC) };
         }
     }
@@ -74,7 +86,6 @@ pub fn attach() -> bool {
     if flight >= 0 {
         // SAFETY: as above.
         let flight = unsafe { OwnedFd::from_raw_fd(flight) };
-        // Without it a crash is still caught, only not named.
         let _ = xferbench::transport::guard::attach(flight);
     }
     let (tx, rx) = channel();
@@ -83,18 +94,16 @@ pub fn attach() -> bool {
         .name("xb-supervisor".into())
         .spawn(move || listen(control, tx));
     if listening.is_err() {
-        return false;
+        return;
     }
     let child = Child {
         out: Mutex::new(std::fs::File::from(out)),
         acks: Mutex::new(rx),
         deaf: Default::default(),
     };
-    if CHILD.set(child).is_err() {
-        return false;
+    if CHILD.set(child).is_ok() {
+        xferbench::transport::guard::supervised_by(Box::new(Told));
     }
-    xferbench::transport::guard::supervised_by(Box::new(Told));
-    true
 }
 
 /// Reads the parent's bytes: acknowledgements, and signals it received

@@ -127,9 +127,7 @@ pub fn run(kind: Kind) -> Option<i32> {
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ]);
-    let started = signals
-        .map_err(std::io::Error::from)
-        .and_then(|s| start(s, &tx));
+    let started = signals.and_then(|s| start(s, &tx));
     let (mut child, control, flight, heard) = match started {
         Ok(s) => s,
         Err(e) => {
@@ -353,45 +351,54 @@ fn outcome(
         return 128 + sig;
     }
     clear_bar();
-    let (why, code) = match (signalled, died_by, status_code) {
-        (Some(sig), ..) => (Error::Interrupted, 128 + sig),
-        (None, Some(sig), _) => (
-            Error::run(format!(
-                "the measuring process was killed by {}{}",
-                signal_words(sig),
-                place.phrase()
-            )),
-            128 + sig,
-        ),
-        (None, None, n) => (
-            Error::run(format!(
-                "the measuring process exited with status {} before writing its results{}{}",
-                n.map_or("unknown".to_string(), |n| n.to_string()),
-                place.phrase(),
-                if place.calls.is_empty() {
-                    ""
-                } else {
-                    ": a plugin must return from its calls, never call exit()"
-                }
-            )),
-            1,
-        ),
-    };
-    let code = match kind {
+    // Ended by the signal passed on (or by the kill that follows a second
+    // one), not by a crash of its own meanwhile.
+    let interrupted = signalled.filter(|&s| died_by.is_none_or(|d| d == s || d == libc::SIGKILL));
+    let code = match (interrupted, died_by, kind) {
+        (Some(sig), ..) => 128 + sig,
         // A plugin that ends the check fails it.
-        Kind::Check(_) if signalled.is_none() => 1,
-        _ => code,
+        (None, _, Kind::Check(_)) => 1,
+        (None, Some(sig), _) => 128 + sig,
+        // Never a success, whatever status a plugin's exit() gave.
+        (None, None, _) => 1,
     };
-    if heard.claimed {
-        eprintln!(
-            "xferbench: error: {why}, while it was writing its results (they may be incomplete)"
-        );
-        return code;
+    let when = match kind {
+        _ if heard.claimed => "while it was writing its results (they may be incomplete)",
+        Kind::Check(_) => "before the check finished",
+        Kind::Run(..) => "before writing its results",
+    };
+    let why = match (interrupted, died_by) {
+        (Some(sig), _) => {
+            xferbench::error::INTERRUPTED_BY.store(sig, std::sync::atomic::Ordering::Relaxed);
+            Error::Interrupted
+        }
+        (None, Some(sig)) => Error::run(format!(
+            "the measuring process was killed by {} {when}{}",
+            signal_words(sig),
+            place.phrase()
+        )),
+        (None, None) => Error::run(format!(
+            "the measuring process exited with status {} {when}{}{}",
+            status_code.map_or("unknown".to_string(), |n| n.to_string()),
+            place.phrase(),
+            if place.calls.is_empty() {
+                ""
+            } else {
+                ": a plugin must return from its calls, never call exit()"
+            }
+        )),
+    };
+    // Results written (or half written) by the child, or by its watch:
+    // nothing of ours goes over them.
+    if !heard.claimed {
+        write_last(kind, heard.last.as_deref(), &why);
     }
-    write_last(kind, heard.last.as_deref(), &why);
     match why {
         Error::Interrupted => eprintln!("xferbench: interrupted"),
-        e => eprintln!("xferbench: error: {}", xferbench::error::capped(&e.to_string())),
+        e => eprintln!(
+            "xferbench: error: {}",
+            xferbench::error::capped(&e.to_string())
+        ),
     }
     code
 }

@@ -436,6 +436,12 @@ impl Flight {
             return Err(std::io::Error::last_os_error());
         }
         let base = map(fd.as_fd())?;
+        for i in 0..SLOTS {
+            // SAFETY: as in `Flight::read`; no child holds the region yet.
+            let w = unsafe { &*base.as_ptr().add(i) };
+            // A zero page says "tag 0": no job was submitted is u64::MAX.
+            w.tag.store(u64::MAX, Ordering::Relaxed);
+        }
         Ok(Flight { base, fd })
     }
 
@@ -493,14 +499,14 @@ pub struct InFlight {
 }
 
 impl InFlight {
-    /// " in plugin x: submit() (…)", " while plugin x was open (no call
+    /// ", in plugin x: submit() (…)", ", while plugin x was open (no call
     /// into it in progress)", or nothing: to follow what happened.
     pub fn phrase(&self) -> String {
         if !self.calls.is_empty() {
-            format!(" in {}", self.calls.join(", and in "))
+            format!(", in {}", self.calls.join(", and in "))
         } else if !self.open.is_empty() {
             format!(
-                " while {} {} open (no call into {} in progress)",
+                ", while {} {} open (no call into {} in progress)",
                 self.open.join(", "),
                 if self.open.len() == 1 { "was" } else { "were" },
                 if self.open.len() == 1 { "it" } else { "them" }
