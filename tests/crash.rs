@@ -79,8 +79,22 @@ fn a_plugin_that_crashes_mid_run_leaves_the_points_measured() {
         );
         let out = dir.path().join(format!("{crash}.json"));
         let o = xb(&[
-            "roundtrip", "-t", &s, "--in", "64,128", "--out", "64", "--samples", "100",
-            "--warmup", "10", "--format", "json", "-o", out.to_str().unwrap(), "-q",
+            "roundtrip",
+            "-t",
+            &s,
+            "--in",
+            "64,128",
+            "--out",
+            "64",
+            "--samples",
+            "100",
+            "--warmup",
+            "10",
+            "--format",
+            "json",
+            "-o",
+            out.to_str().unwrap(),
+            "-q",
         ]);
         assert_eq!(o.status.code(), Some(code), "{what}: {}", stderr(&o));
         let line = last_error(&o, &what);
@@ -97,7 +111,10 @@ fn a_plugin_that_crashes_mid_run_leaves_the_points_measured() {
         let d = read_json(&out);
         assert_eq!(d["complete"], false, "{what}");
         let stopped = d["stopped_by"].as_str().unwrap_or_default();
-        assert!(stopped.contains(said) && stopped.contains(call), "{what}: {stopped}");
+        assert!(
+            stopped.contains(said) && stopped.contains(call),
+            "{what}: {stopped}"
+        );
         let points = d["points"].as_array().expect("points");
         assert_eq!(points.len(), 1, "{what}: {d}");
         assert_eq!(points[0]["in_bytes"], 64, "{what}");
@@ -117,14 +134,42 @@ fn every_experiment_and_format_keeps_its_results_through_a_crash() {
         f.display()
     );
     let runs: [&[&str]; 3] = [
-        &["curve", "-t", &s, "--sizes", "64,128,256", "--samples", "100", "--warmup", "10"],
         &[
-            "load", "-t", &s, "--sizes", "64", "--load", "idle", "--direction", "write",
-            "--cell-time", "100ms",
+            "curve",
+            "-t",
+            &s,
+            "--sizes",
+            "64,128,256",
+            "--samples",
+            "100",
+            "--warmup",
+            "10",
         ],
         &[
-            "stream", "--filename", &format!("xfer:{s}"), "--rw", "write", "--bs", "4k",
-            "--size", "4m", "--iodepth", "1",
+            "load",
+            "-t",
+            &s,
+            "--sizes",
+            "64",
+            "--load",
+            "idle",
+            "--direction",
+            "write",
+            "--cell-time",
+            "100ms",
+        ],
+        &[
+            "stream",
+            "--filename",
+            &format!("xfer:{s}"),
+            "--rw",
+            "write",
+            "--bs",
+            "4k",
+            "--size",
+            "4m",
+            "--iodepth",
+            "1",
         ],
     ];
     for args in runs {
@@ -133,20 +178,36 @@ fn every_experiment_and_format_keeps_its_results_through_a_crash() {
         let o = xb(&a);
         assert_eq!(o.status.code(), Some(139), "{}: {}", args[0], stderr(&o));
         let line = last_error(&o, args[0]);
-        assert!(line.contains("SIGSEGV") && line.contains("submit()"), "{line}");
+        assert!(
+            line.contains("SIGSEGV") && line.contains("submit()"),
+            "{line}"
+        );
         let d: Value = serde_json::from_slice(&o.stdout)
             .unwrap_or_else(|e| panic!("{}: stdout is not JSON ({e}): {}", args[0], stderr(&o)));
         assert_eq!(d["complete"], false, "{}", args[0]);
         assert!(
-            d["stopped_by"].as_str().unwrap_or_default().contains("SIGSEGV"),
+            d["stopped_by"]
+                .as_str()
+                .unwrap_or_default()
+                .contains("SIGSEGV"),
             "{}: {d}",
             args[0]
         );
     }
     // A table on stdout: the first point, then the line on stderr.
     let o = xb(&[
-        "roundtrip", "-t", &s, "--in", "64,128", "--out", "64", "--samples", "100",
-        "--warmup", "10", "-q",
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64,128",
+        "--out",
+        "64",
+        "--samples",
+        "100",
+        "--warmup",
+        "10",
+        "-q",
     ]);
     assert_eq!(o.status.code(), Some(139), "{}", stderr(&o));
     let table = String::from_utf8_lossy(&o.stdout);
@@ -154,9 +215,16 @@ fn every_experiment_and_format_keeps_its_results_through_a_crash() {
         .lines()
         .find(|l| l.starts_with("| out\\in"))
         .unwrap_or_else(|| panic!("no table: {table}"));
-    let cols: Vec<&str> = head.split('|').map(str::trim).filter(|c| !c.is_empty()).collect();
+    let cols: Vec<&str> = head
+        .split('|')
+        .map(str::trim)
+        .filter(|c| !c.is_empty())
+        .collect();
     assert_eq!(cols, ["out\\in", "64"], "{table}");
-    assert!(table.contains("INCOMPLETE: the measuring process was killed by SIGSEGV"), "{table}");
+    assert!(
+        table.contains("INCOMPLETE: the measuring process was killed by SIGSEGV"),
+        "{table}"
+    );
 }
 
 /// The measuring process killed outright (as the OOM killer does) while
@@ -175,8 +243,23 @@ fn a_measuring_process_killed_outright_leaves_its_points() {
     );
     let mut c = xferbench();
     c.args([
-        "roundtrip", "-t", &s, "--in", "64,128", "--out", "64", "--samples", "100",
-        "--warmup", "10", "--timeout", "600s", "--format", "json", "-q", "-o",
+        "roundtrip",
+        "-t",
+        &s,
+        "--in",
+        "64,128",
+        "--out",
+        "64",
+        "--samples",
+        "100",
+        "--warmup",
+        "10",
+        "--timeout",
+        "600s",
+        "--format",
+        "json",
+        "-q",
+        "-o",
     ])
     .arg(&out)
     .stdin(Stdio::null())
@@ -190,7 +273,12 @@ fn a_measuring_process_killed_outright_leaves_its_points() {
     let status = wait(&mut parent);
     let mut e = String::new();
     use std::io::Read;
-    parent.stderr.take().unwrap().read_to_string(&mut e).unwrap();
+    parent
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut e)
+        .unwrap();
     assert_eq!(status.code(), Some(137), "{e}");
     let last = e.lines().last().unwrap_or_default();
     assert!(last.contains("killed by SIGKILL"), "{e}");
@@ -222,7 +310,13 @@ fn child_of(pid: u32) -> Option<i32> {
         let p: i32 = e.file_name().to_str()?.parse().ok()?;
         let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
         // pid (comm) state ppid …: comm may hold spaces, so after its ')'.
-        let ppid: u32 = stat.rsplit_once(')')?.1.split_whitespace().nth(1)?.parse().ok()?;
+        let ppid: u32 = stat
+            .rsplit_once(')')?
+            .1
+            .split_whitespace()
+            .nth(1)?
+            .parse()
+            .ok()?;
         (ppid == pid).then_some(p)
     })
 }
@@ -256,7 +350,11 @@ fn plugin_check_fails_a_plugin_that_ends_the_process() {
     ] {
         let what = format!("crash={crash} in {call}");
         let o = xb(&[
-            "plugin", "check", lib, &format!("crash={crash}"), &format!("crash_in={call}"),
+            "plugin",
+            "check",
+            lib,
+            &format!("crash={crash}"),
+            &format!("crash_in={call}"),
         ]);
         let out = String::from_utf8_lossy(&o.stdout);
         assert_eq!(o.status.code(), Some(1), "{what}: {out}{}", stderr(&o));
@@ -264,21 +362,36 @@ fn plugin_check_fails_a_plugin_that_ends_the_process() {
         assert_eq!(fails.len(), 1, "{what}: {out}");
         assert!(fails[0].contains(said), "{what}: {out}");
         assert!(fails[0].contains(&format!("{call}()")), "{what}: {out}");
-        assert!(fails[0].starts_with(&format!("FAIL  {check}")), "{what}: {out}");
+        assert!(
+            fails[0].starts_with(&format!("FAIL  {check}")),
+            "{what}: {out}"
+        );
         let verdict = out.lines().last().unwrap_or_default();
         assert!(verdict.starts_with("verdict: FAIL ("), "{what}: {out}");
         last_error(&o, &what);
     }
     // JSON: the checks so far and the one the plugin ended, as one object.
     let o = xb(&[
-        "plugin", "check", lib, "crash=exit", "crash_in=open", "--format", "json",
+        "plugin",
+        "check",
+        lib,
+        "crash=exit",
+        "crash_in=open",
+        "--format",
+        "json",
     ]);
     assert_eq!(o.status.code(), Some(1), "{}", stderr(&o));
     let d: Value = serde_json::from_slice(&o.stdout).expect("stdout is JSON");
     assert_eq!(d["passed"], false, "{d}");
     let last = d["checks"].as_array().unwrap().last().cloned().unwrap();
     assert_eq!(last["result"], "FAIL", "{d}");
-    assert!(last["detail"].as_str().unwrap().contains("exited with status 0"), "{d}");
+    assert!(
+        last["detail"]
+            .as_str()
+            .unwrap()
+            .contains("exited with status 0"),
+        "{d}"
+    );
 }
 
 /// SIGINT or SIGTERM ends `plugin check` with its verdicts so far and the
@@ -307,9 +420,20 @@ fn plugin_check_ends_on_a_signal_with_its_verdicts_so_far() {
         assert!(t.elapsed() < Duration::from_secs(30), "signal {sig}");
         let mut out = String::new();
         use std::io::Read;
-        child.stdout.take().unwrap().read_to_string(&mut out).unwrap();
+        child
+            .stdout
+            .take()
+            .unwrap()
+            .read_to_string(&mut out)
+            .unwrap();
         assert_eq!(status.code(), Some(code), "signal {sig}: {out}");
         assert!(out.contains("ok    load"), "{out}");
-        assert!(out.lines().last().unwrap_or_default().starts_with("verdict: INTERRUPTED"), "{out}");
+        assert!(
+            out.lines()
+                .last()
+                .unwrap_or_default()
+                .starts_with("verdict: INTERRUPTED"),
+            "{out}"
+        );
     }
 }

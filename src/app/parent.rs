@@ -70,11 +70,15 @@ pub fn wanted(cli: &Cli) -> Option<Kind> {
     let run = |out: Output, w: Writer| Some(Kind::Run(out, w));
     match cli.command.as_ref()? {
         Command::Roundtrip(a) => run(
-            xferbench::options::RoundtripConfig::from((**a).clone()).common.out,
+            xferbench::options::RoundtripConfig::from((**a).clone())
+                .common
+                .out,
             write_sent::<Point, RoundtripExtra>,
         ),
         Command::Curve(a) if a.pairs.is_none() => run(
-            xferbench::options::CurveConfig::from((**a).clone()).common.out,
+            xferbench::options::CurveConfig::from((**a).clone())
+                .common
+                .out,
             write_sent::<r::curve::CurvePoint, r::curve::CurveExtra>,
         ),
         Command::Stream(a) => run(
@@ -82,7 +86,9 @@ pub fn wanted(cli: &Cli) -> Option<Kind> {
             write_sent::<xferbench::fio::result::JobResult, r::stream::StreamExtra>,
         ),
         Command::Load(a) => run(
-            xferbench::options::LoadConfig::from((**a).clone()).common.out,
+            xferbench::options::LoadConfig::from((**a).clone())
+                .common
+                .out,
             write_sent::<r::load::LoadPoint, r::load::LoadExtra>,
         ),
         Command::Flowgraph(a) => run(
@@ -90,9 +96,9 @@ pub fn wanted(cli: &Cli) -> Option<Kind> {
             write_sent::<r::flowgraph::FlowPoint, r::flowgraph::FlowExtra>,
         ),
         Command::Plugin(p) => match &p.action {
-            PluginAction::Check(c) => Some(Kind::Check(
-                c.format == xferbench::format::Format::Json,
-            )),
+            PluginAction::Check(c) => {
+                Some(Kind::Check(c.format == xferbench::format::Format::Json))
+            }
         },
         _ => None,
     }
@@ -154,7 +160,10 @@ type Started = (
 /// Starts the child (this binary, these arguments) with its ends of the
 /// pipes and of the device-call region, and the threads that wait for it,
 /// read its frames and catch signals.
-fn start(mut signals: signal_hook::iterator::Signals, tx: &Sender<Event>) -> std::io::Result<Started> {
+fn start(
+    mut signals: signal_hook::iterator::Signals,
+    tx: &Sender<Event>,
+) -> std::io::Result<Started> {
     let (from_child, child_out) = std::io::pipe()?;
     let (child_in, to_child) = std::io::pipe()?;
     let flight = Flight::create().ok();
@@ -215,7 +224,8 @@ fn start(mut signals: signal_hook::iterator::Signals, tx: &Sender<Event>) -> std
                 )
             } != 0
                 && std::io::Error::last_os_error().kind() == std::io::ErrorKind::Interrupted
-            {}
+            {
+            }
             let _ = t.send(Event::Exited);
         })?;
     let (t, h, c) = (tx.clone(), heard.clone(), control.clone());

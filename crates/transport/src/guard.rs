@@ -469,8 +469,11 @@ impl Flight {
                 Some(call) if w.seq.load(Ordering::Acquire) & 1 == 1 => {
                     let context = get(&w.context, &w.context_len);
                     let tag = w.tag.load(Ordering::Relaxed);
-                    out.calls
-                        .push(format!("{who}: {}(){}", call.name(), about(context, tag, call)));
+                    out.calls.push(format!(
+                        "{who}: {}(){}",
+                        call.name(),
+                        about(context, tag, call)
+                    ));
                 }
                 _ if w.closing.load(Ordering::Acquire) != 0 => {
                     out.calls.push(format!("{who}: close()"));
