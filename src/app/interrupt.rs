@@ -12,7 +12,9 @@ static FLAG: OnceLock<Arc<AtomicBool>> = OnceLock::new();
 /// Installs the handlers (SIGINT, SIGTERM) once and returns the stop flag.
 pub fn install() -> Arc<AtomicBool> {
     FLAG.get_or_init(|| {
-        let flag = Arc::new(AtomicBool::new(false));
+        // Raised already (a signal passed on by the supervising parent
+        // before the run began): the run stops at once.
+        let flag = Arc::new(AtomicBool::new(requested()));
         for sig in [signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM] {
             // Order matters: the conditional shutdown sees the flag before
             // this signal sets it, so only a second signal exits.
@@ -34,4 +36,17 @@ pub fn install() -> Arc<AtomicBool> {
 /// flag, as a stream job that cannot start does).
 pub fn requested() -> bool {
     xferbench::error::INTERRUPTED_BY.load(Ordering::Relaxed) != 0
+}
+
+/// Acts on `sig` as its first delivery here would: the supervising parent
+/// was signalled (a `kill` of the process the user started) and passes it
+/// on. A signal the terminal sent to both processes arrives here first
+/// (the parent's word comes through a thread and a pipe) and is taken once.
+pub fn raise(sig: i32) {
+    xferbench::error::INTERRUPTED_BY
+        .compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed)
+        .ok();
+    if let Some(f) = FLAG.get() {
+        f.store(true, Ordering::Relaxed);
+    }
 }

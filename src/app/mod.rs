@@ -1,9 +1,11 @@
 //! Dispatch from parsed arguments to experiments and reports, and the mapping
 //! of every outcome to one line on stderr and an exit code.
 
+pub mod channel;
 pub mod checkpoint;
 pub mod fio;
 pub mod interrupt;
+pub mod parent;
 pub mod progress;
 pub mod suite;
 pub mod supervise;
@@ -20,10 +22,14 @@ use xferbench::options::{
 use xferbench::report::{self, Render};
 use xferbench::transport::{self, ResponderArgs};
 
-/// Runs the command line; returns the exit code. The command runs on a
-/// worker thread watched from this one, so a device call that never
+/// Runs the command line; returns the exit code. A command that measures
+/// runs in a child process this one supervises, so a device that crashes
+/// it still leaves its results (see [`parent`]); there, the command runs on
+/// a worker thread watched from the main one, so a device call that never
 /// returns cannot hang the process (see [`supervise`]).
 pub fn main() -> i32 {
+    // First: while this is the only thread (it edits the environment).
+    let measuring_child = channel::attach();
     if fio::started_as_fio() {
         return fio::main(std::env::args_os().skip(1).collect(), false);
     }
@@ -37,8 +43,14 @@ pub fn main() -> i32 {
     {
         return fio::main(a.args, cli.quiet);
     }
+    if !measuring_child
+        && let Some(kind) = parent::wanted(&cli)
+        && let Some(code) = parent::run(kind)
+    {
+        return code;
+    }
     progress::show_layouts();
-    supervise::run(move || {
+    let code = supervise::run(move || {
         let result = dispatch(cli);
         // Said before MPI is finalised: the other ranks may leave as soon
         // as it is (a refusal exits 2), and mpirun then ends this rank.
@@ -60,7 +72,9 @@ pub fn main() -> i32 {
         };
         xferbench::transport::mpi::shutdown();
         code
-    })
+    });
+    channel::done(code);
+    code
 }
 
 fn dispatch(cli: Cli) -> Result<()> {
@@ -73,7 +87,12 @@ fn dispatch(cli: Cli) -> Result<()> {
         None => default_suite(&cli),
         Some(Command::List(a)) => xferbench::command::list::run(&a.into()),
         Some(Command::Plugin(a)) => match a.action {
-            crate::cli::PluginAction::Check(c) => xferbench::command::plugin_check::run(&c.into()),
+            crate::cli::PluginAction::Check(c) => {
+                // A signal ends the check with its verdicts so far (the
+                // watch writes them if a plugin call does not return).
+                crate::app::interrupt::install();
+                xferbench::command::plugin_check::run(&c.into())
+            }
         },
         Some(Command::Reference(a)) => xferbench::command::reference::run(&a.action.into()),
         Some(Command::Report(a)) => report_cmd(&a),
@@ -145,7 +164,7 @@ fn measured<P: 'static, X: 'static>(
     ) -> Result<(xferbench::result::Run<P, X>, Option<Error>)>,
 ) -> Result<()>
 where
-    xferbench::result::Run<P, X>: Render + Clone + Send,
+    xferbench::result::Run<P, X>: Render + Clone + Send + serde::Serialize,
 {
     xferbench::output::check_writable(out.output.as_deref())?;
     let refs = references(&out.compare)?;

@@ -76,6 +76,7 @@ fn abandon(e: Error, rx: &std::sync::mpsc::Receiver<i32>) -> i32 {
     }
     let _ = std::io::stdout().flush();
     let _ = std::io::stderr().flush();
+    super::channel::done(e.exit_code());
     // Not a return: the worker is stuck in foreign code, and returning
     // from main would wait for nothing but run destructors under it.
     std::process::exit(e.exit_code())

@@ -754,8 +754,13 @@ impl Device {
         let handle = SendPtr(self.handle);
         let allocs: Vec<SendPtr> = self.allocs.drain(..).map(SendPtr).collect();
         let allocs = if free_buffers { allocs } else { Vec::new() };
+        // The guard goes with the closing thread: a supervisor told of a
+        // close in progress reads it from there (and a close stuck for
+        // ever keeps it, as it keeps everything the device held).
+        let guard = self.guard.clone();
         let work = move || {
             let handle = handle;
+            guard.closing(true);
             if let Some(free) = lib.free() {
                 for p in allocs {
                     // SAFETY: each pointer came from this device's alloc.
@@ -764,6 +769,7 @@ impl Device {
             }
             // SAFETY: opened by open(); nothing uses the handle after this.
             unsafe { (lib.close_fn())(handle.0) };
+            guard.closing(false);
         };
         let (tx, rx) = std::sync::mpsc::channel();
         let spawned = std::thread::Builder::new()

@@ -51,6 +51,10 @@ struct Report<'a> {
     passed: bool,
     #[serde(skip_serializing_if = "Option::is_none")]
     counters: Option<&'a serde_json::Value>,
+    /// Why the check ended before its last check (a signal, a call that
+    /// hung, the plugin ending the process).
+    #[serde(skip_serializing_if = "Option::is_none")]
+    stopped_by: Option<String>,
 }
 
 /// What the check has found so far. Shared with the writer the supervisor
@@ -88,9 +92,66 @@ fn lock(found: &Mutex<Found>) -> MutexGuard<'_, Found> {
 /// lines from the check and from the abandon writer never interleave.
 fn add(found: &mut Found, head: &Head, v: Verdict) {
     if !head.json {
-        println!("{:<5} {}: {}", v.result, v.check, v.detail);
+        println!("{}", line(v.result, &v.check, &v.detail));
     }
     found.verdicts.push(v);
+    keep(found, head);
+}
+
+/// One verdict, as the table prints it.
+fn line(result: &str, check: &str, detail: &str) -> String {
+    format!("{result:<5} {check}: {detail}")
+}
+
+/// Hands what was found so far to the process supervising this one, if
+/// any: what it prints, with a FAIL line, if the plugin ends the process
+/// (a crash, `exit()`); see [`died`].
+fn keep(found: &Found, head: &Head) {
+    if !guard::supervised() {
+        return;
+    }
+    let Ok(report) = serde_json::to_value(report(found, head, None, None)) else {
+        return;
+    };
+    let state = serde_json::json!({ "doing": found.doing, "report": report });
+    guard::checkpoint(state.to_string().as_bytes());
+}
+
+/// What the supervising process prints when the process that ran the
+/// check died (`state`: the last [`keep`], empty if none came): the
+/// verdicts so far with a FAIL line for the check under way, or, when it
+/// was `interrupted`, the verdict so far. `json` as `--format json`.
+pub fn died(state: &[u8], why: &str, interrupted: bool, json: bool) -> String {
+    use serde_json::{Value, json};
+    let state: Value = serde_json::from_slice(state).unwrap_or(Value::Null);
+    let doing = state["doing"]
+        .as_str()
+        .filter(|d| !d.is_empty())
+        .unwrap_or("a call into the plugin");
+    let mut report = match &state["report"] {
+        Value::Object(o) => Value::Object(o.clone()),
+        _ => json!({}),
+    };
+    let mut checks = report["checks"].as_array().cloned().unwrap_or_default();
+    if !interrupted {
+        checks.push(json!({ "check": doing, "result": "FAIL", "detail": why }));
+    }
+    let failed = checks.iter().filter(|c| c["result"] == "FAIL").count();
+    let total = checks.len();
+    if json {
+        report["checks"] = Value::Array(checks);
+        report["failed"] = failed.into();
+        report["passed"] = false.into();
+        report["stopped_by"] = why.into();
+        return serde_json::to_string_pretty(&report).unwrap_or_default() + "\n";
+    }
+    if interrupted {
+        return format!("verdict: INTERRUPTED ({total} checks done, {failed} failed)\n");
+    }
+    format!(
+        "{}\nverdict: FAIL ({failed} of {total} checks failed; the plugin ended the process, so the check stopped there)\n",
+        line("FAIL", doing, why)
+    )
 }
 
 impl Checker {
@@ -116,9 +177,12 @@ impl Checker {
         add(&mut lock(&self.found), &self.head, v);
     }
 
-    /// Names the check under way, for the FAIL line if a call in it hangs.
+    /// Names the check under way, for the FAIL line if a call in it hangs
+    /// (or crashes the process).
     fn doing(&self, what: impl Into<String>) {
-        lock(&self.found).doing = what.into();
+        let mut f = lock(&self.found);
+        f.doing = what.into();
+        keep(&f, &self.head);
     }
 }
 
@@ -127,6 +191,20 @@ impl Checker {
 /// that message, then the verdict (or the JSON report) as at a normal end.
 fn write_abandoned(found: &Mutex<Found>, head: &Head, e: &Error) {
     let mut f = lock(found);
+    if matches!(e, Error::Interrupted) {
+        // A signal: the verdict so far, no check failed for it.
+        let failed = f.verdicts.iter().filter(|v| v.result == "FAIL").count();
+        let total = f.verdicts.len();
+        if head.json {
+            let r = report(&f, head, None, Some(e.to_string()));
+            if let Ok(text) = serde_json::to_string_pretty(&r) {
+                let _ = crate::output::emit(&(text + "\n"), None);
+            }
+        } else {
+            println!("verdict: INTERRUPTED ({total} checks done, {failed} failed)");
+        }
+        return;
+    }
     let check = match f.doing.as_str() {
         "" => "a call into the plugin".to_string(),
         d => d.to_string(),
@@ -172,20 +250,30 @@ fn hung_note(f: &Found) -> String {
 
 /// The JSON report of what was found.
 fn report_json(f: &Found, head: &Head, counters: Option<&serde_json::Value>) -> Result<String> {
+    serde_json::to_string_pretty(&report(f, head, counters, None))
+        .map(|t| t + "\n")
+        .map_err(|e| Error::run_from("encoding JSON", e))
+}
+
+/// The report of what was found, stopped early by `stopped_by` if given.
+fn report<'a>(
+    f: &'a Found,
+    head: &'a Head,
+    counters: Option<&'a serde_json::Value>,
+    stopped_by: Option<String>,
+) -> Report<'a> {
     let failed = f.verdicts.iter().filter(|v| v.result == "FAIL").count();
-    let r = Report {
+    Report {
         plugin: &f.plugin,
         path: &head.path,
         options: &head.options,
         described_options: &f.described,
         checks: &f.verdicts,
         failed,
-        passed: failed == 0,
+        passed: failed == 0 && stopped_by.is_none(),
         counters,
-    };
-    serde_json::to_string_pretty(&r)
-        .map(|t| t + "\n")
-        .map_err(|e| Error::run_from("encoding JSON", e))
+        stopped_by,
+    }
 }
 
 /// A job's failure as the plugin reported it: the status's name and the

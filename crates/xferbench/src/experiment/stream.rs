@@ -71,6 +71,8 @@ fn once(
         warnings,
         devices: Vec::new(),
     };
+    // What a supervisor writes if the process dies before a set ends.
+    bar.checkpoint(&run);
     let t0 = Instant::now();
     let exe = std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?;
     let ctx = Arc::new(Shared {
@@ -118,6 +120,7 @@ fn once(
             run.extra.sweep.push(sweep_row(b, &results, &outs));
         }
         run.points.extend(results);
+        bar.checkpoint(&run);
         if let Some(e) = err {
             let fatal = matches!(e, Error::Interrupted | Error::Usage { .. });
             first_err.get_or_insert(e);
