@@ -41,23 +41,22 @@ pub fn install() -> Arc<AtomicBool> {
         }
         let hup = (!ignored(SIGHUP)).then_some(SIGHUP);
         for sig in [SIGINT, SIGTERM].into_iter().chain(hup) {
+            let action = move |info: &libc::siginfo_t| {
+                // The first signal names the exit status.
+                let first = xferbench::error::INTERRUPTED_BY
+                    .compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed)
+                    .is_ok();
+                if first {
+                    // SAFETY: a sent signal's siginfo carries the sender's
+                    // pid (0 when the kernel sent it).
+                    SENDER.store(unsafe { info.si_pid() }, Ordering::Relaxed);
+                }
+                leave_dead_terminal();
+            };
             // SAFETY: the action is atomic operations, a read of the
             // siginfo the kernel filled in, and the syscalls of
             // `leave_dead_terminal`: all async-signal-safe.
-            let _ = unsafe {
-                signal_hook_registry::register_sigaction(sig, move |info: &libc::siginfo_t| {
-                    // The first signal names the exit status.
-                    let first = xferbench::error::INTERRUPTED_BY
-                        .compare_exchange(0, sig, Ordering::Relaxed, Ordering::Relaxed)
-                        .is_ok();
-                    if first {
-                        // SAFETY: a sent signal's siginfo carries the
-                        // sender's pid (0 when the kernel sent it).
-                        SENDER.store(unsafe { info.si_pid() }, Ordering::Relaxed);
-                    }
-                    leave_dead_terminal();
-                })
-            };
+            let _ = unsafe { signal_hook_registry::register_sigaction(sig, action) };
             let _ = signal_hook::flag::register(sig, flag.clone());
         }
         flag

@@ -8,7 +8,6 @@ pub mod progress;
 pub mod suite;
 pub mod supervise;
 
-use crate::app::interrupt;
 use crate::app::progress::Bar;
 use crate::cli::{Cli, Command, RespondArgs};
 use std::io::IsTerminal;

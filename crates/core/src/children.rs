@@ -107,7 +107,10 @@ mod tests {
         let pid = child.id();
         let t = Instant::now();
         while alive(pid) {
-            assert!(t.elapsed() < Duration::from_secs(30), "sleep outlived its parent thread");
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "sleep outlived its parent thread"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
         drop(child);
@@ -132,10 +135,16 @@ mod tests {
         groups.kill_all();
         let t = Instant::now();
         while a.try_wait().unwrap().is_none() {
-            assert!(t.elapsed() < Duration::from_secs(30), "a group outlived kill_all");
+            assert!(
+                t.elapsed() < Duration::from_secs(30),
+                "a group outlived kill_all"
+            );
             std::thread::sleep(Duration::from_millis(20));
         }
-        assert!(b.try_wait().unwrap().is_none(), "a forgotten group was killed");
+        assert!(
+            b.try_wait().unwrap().is_none(),
+            "a forgotten group was killed"
+        );
         let _ = b.kill();
         let _ = b.wait();
     }

@@ -4,7 +4,7 @@
 //! `ioengine_ops`. Experiments see only [`Link`]; transports know nothing of
 //! sweeps or statistics.
 
-pub(crate) use xferbench_core::{buffer, children, error, measure, payload, units, words};
+pub(crate) use xferbench_core::{buffer, error, measure, payload, units, words};
 
 use crate::error::{Error, Result};
 use crate::words::{Word, word_enum};

@@ -180,6 +180,7 @@ impl Exec {
             self.ended = Ended::Termed;
             // What it started may still ignore SIGTERM: the group goes too.
             self.signal(libc::SIGKILL);
+            crate::children::forget(self.child.id());
             return;
         }
         self.signal(libc::SIGKILL);

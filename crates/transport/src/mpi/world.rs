@@ -16,6 +16,10 @@ use std::time::{Duration, Instant};
 /// exits) ends it too.
 const TAG_LEAVE: i32 = 106;
 
+/// How long a busy wait on rank 0 runs before it also looks for a rank's
+/// word that it leaves.
+const LEAVE_PROBE_AFTER: Duration = Duration::from_millis(10);
+
 thread_local! {
     /// MPI is initialised once per process and finalised when it ends.
     static UNIVERSE: RefCell<Option<mpi::environment::Universe>> = const { RefCell::new(None) };
@@ -89,7 +93,10 @@ impl Deadline<'_> {
         if self.stop.load(Ordering::Relaxed) {
             return Err(Error::Interrupted);
         }
+        // Probed in an idle wait, or one already long (a peer late), never
+        // in the ping-pong's hot loop: a probe is an MPI call of its own.
         if self.leaves
+            && (self.idle || now - start >= LEAVE_PROBE_AFTER)
             && let Some(gone) = left()
         {
             return Err(Error::run(gone.to_string()));

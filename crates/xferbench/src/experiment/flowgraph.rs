@@ -539,7 +539,8 @@ impl Rig<'_> {
             // The run so far, this group's points as they stand: what a
             // stop that the run cannot answer in time writes.
             let mut snap = run.clone();
-            snap.points.extend(self.points(group, got.clone(), &kernel_runs));
+            snap.points
+                .extend(self.points(group, got.clone(), &kernel_runs));
             kernel.settle(&mut snap);
             self.progress.checkpoint(&snap);
         }

@@ -443,7 +443,13 @@ impl Collector {
         retested: bool,
         err: Option<&Error>,
     ) -> MeshRun {
-        self.finish_in(cfg, schedule, retested, err, crate::measure::env::Env::capture())
+        self.finish_in(
+            cfg,
+            schedule,
+            retested,
+            err,
+            crate::measure::env::Env::capture(),
+        )
     }
 
     /// [`finish`](Collector::finish) with the environment given: a
