@@ -363,7 +363,6 @@ fn alive(pid: u32) -> bool {
 /// The children of `parent` whose command line has `word` among its
 /// arguments.
 fn children_with(parent: u32, word: &str) -> Vec<u32> {
-    let exe = std::fs::canonicalize(bin).ok();
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
