@@ -17,7 +17,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
     (
         "crates/core/src",
         &[
-            &["error", "words"],
+            &["error", "words", "children"],
             &["units", "buffer", "payload"],
             &["measure"],
             &["lib"],

@@ -359,19 +359,23 @@ fn mesh(c: &xferbench::options::MeshConfig, quiet: bool) -> Result<()> {
 }
 
 /// What the MPI commands do around their experiment: every rank runs it;
-/// rank 0 writes the results (returned for a last look); the others write
-/// nothing. A run that ended early (a rank stalled, Ctrl-C) is written and
-/// then the whole job is aborted, since MPI cannot finish around a rank
-/// that no longer answers.
-fn ranked<R: Render>(
+/// rank 0 writes the results (returned for a last look; its checkpoint
+/// after each round, if it cannot finish by itself); the others write
+/// nothing. A run that ended early (a rank stalled or left, Ctrl-C) is
+/// written and then the whole job is aborted, since MPI cannot finish
+/// around a rank that no longer answers.
+fn ranked<P: 'static, X: 'static>(
     out: &Output,
     quiet: bool,
     timeout: std::time::Duration,
     run: impl FnOnce(
         &std::sync::Arc<std::sync::atomic::AtomicBool>,
-        &Bar,
-    ) -> Result<Option<(R, Option<Error>)>>,
-) -> Result<Option<R>> {
+        &dyn xferbench::experiment::Progress,
+    ) -> Result<Option<(xferbench::result::Run<P, X>, Option<Error>)>>,
+) -> Result<Option<xferbench::result::Run<P, X>>>
+where
+    xferbench::result::Run<P, X>: Render + Clone + Send + serde::Serialize,
+{
     use xferbench::transport::mpi;
     let root = xferbench::experiment::mesh::launcher_rank().is_none_or(|r| r == 0);
     // Names are checked on every rank, so a bad one stops them all alike.
@@ -385,7 +389,8 @@ fn ranked<R: Render>(
     }
     let stop = crate::app::interrupt::install();
     let bar = Bar::new(quiet || !root);
-    let (result, err) = match run(&stop, &bar) {
+    let kept = checkpoint::Checkpoints::<P, X>::new(&bar, out);
+    let (result, err) = match run(&stop, &kept) {
         Ok(Some(r)) => r,
         Ok(None) => return Ok(None),
         Err(e) => {
@@ -399,11 +404,25 @@ fn ranked<R: Render>(
                 // Every rank agreed to stop: MPI can finish normally.
                 return Err(Error::usage(""));
             }
-            // Rank 0 writes what it has and ends the job; wait for it.
+            // A signal sent to this rank alone (not the launcher ending
+            // the job): rank 0 hears it and writes, naming this rank.
+            if let Some(sig) = interrupt::signal().filter(|_| !interrupt::from_parent()) {
+                mpi::leave(sig);
+            }
+            // Rank 0 writes what it has and ends the job; wait for it. An
+            // exit from here would make the launcher end rank 0 before it
+            // has written, so the watch waits too (as for a run writing).
+            let _ = xferbench::transport::guard::claim();
             std::thread::sleep(timeout * 3 + std::time::Duration::from_secs(10));
             mpi::abort(e.exit_code())
         }
     };
+    if !xferbench::transport::guard::claim() {
+        // The watch wrote the checkpoint already and is ending the process.
+        loop {
+            std::thread::park();
+        }
+    }
     let text = result.render(out.effective_format())?;
     match err {
         Some(e) => {

@@ -180,19 +180,17 @@ impl Background {
     /// shell started (`yes | cat`, stress-ng's workers) go with it.
     pub fn command(cmd: &str) -> Result<Background> {
         use std::os::unix::process::CommandExt;
-        let child = Command::new("sh")
-            .arg("-c")
+        let mut sh = Command::new("sh");
+        sh.arg("-c")
             .arg(cmd)
             .stdin(Stdio::null())
             .stdout(Stdio::null())
             .stderr(Stdio::null())
-            .process_group(0)
+            .process_group(0);
+        let child = crate::children::die_with_parent(&mut sh)
             .spawn()
             .map_err(|e| Error::usage_from(format!("--load-cmd '{cmd}' could not start"), e))?;
-        GROUPS
-            .lock()
-            .unwrap_or_else(|e| e.into_inner())
-            .push(child.id() as i32);
+        crate::children::track(child.id());
         Ok(Background {
             name: format!("cmd: {cmd}"),
             mode: None,
@@ -255,9 +253,6 @@ impl Drop for Background {
     }
 }
 
-/// The process groups of load commands still running.
-static GROUPS: std::sync::Mutex<Vec<i32>> = std::sync::Mutex::new(Vec::new());
-
 /// Kills a load command's whole group and reaps its shell.
 fn end_group(mut c: std::process::Child) {
     let pgid = c.id() as i32;
@@ -265,20 +260,14 @@ fn end_group(mut c: std::process::Child) {
     unsafe { libc::kill(-pgid, libc::SIGKILL) };
     let _ = c.kill();
     let _ = c.wait();
-    GROUPS
-        .lock()
-        .unwrap_or_else(|e| e.into_inner())
-        .retain(|&g| g != pgid);
+    crate::children::forget(pgid as u32);
 }
 
-/// Kills every load command still running: for a process that ends
-/// without unwinding (a run abandoned on a hung device call).
+/// Kills every process group the run started and has not ended (load
+/// commands, exec jobs' programs): for a process that ends without
+/// unwinding (a run abandoned on a hung device call).
 pub fn kill_all() {
-    let groups = std::mem::take(&mut *GROUPS.lock().unwrap_or_else(|e| e.into_inner()));
-    for g in groups {
-        // SAFETY: signals a process group this process created.
-        unsafe { libc::kill(-g, libc::SIGKILL) };
-    }
+    crate::children::kill_all();
 }
 
 #[cfg(test)]

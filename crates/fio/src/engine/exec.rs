@@ -15,6 +15,11 @@
 //! without it they go to xferbench's stderr (fio lets them through to its
 //! stdout, where they would break xferbench's JSON).
 //!
+//! The program also ends with the run when the run cannot stop it: a run
+//! abandoned (a hung device call, a signal it could not answer in time)
+//! kills its group on the way out, and a run killed outright (SIGKILL)
+//! takes the program with it by the parent-death signal.
+//!
 //! A program that exits by itself with a failure status, or dies by a
 //! signal it was not sent, fails the job; one stopped at the end of its
 //! runtime does not, whatever it returns then.
@@ -103,12 +108,16 @@ impl Exec {
             cmd.stdout(std::io::stderr()).stderr(std::io::stderr());
             None
         };
-        let child = cmd.spawn().map_err(|e| {
+        // Ended with the run even when nothing of the run is left to stop
+        // it (xferbench killed): the job's thread spawns it and stops it
+        // at close, so the parent-death signal comes no earlier.
+        let child = crate::children::die_with_parent(&mut cmd).spawn().map_err(|e| {
             Error::usage(format!(
                 "job {name}: program={program}: cannot run it: {e}; give the program's path or a program on PATH"
             ))
             .with_source(e)
         })?;
+        crate::children::track(child.id());
         Ok(Exec {
             shown,
             child,
@@ -162,6 +171,7 @@ impl Exec {
     fn stop(&mut self) {
         self.poll();
         if self.ended != Ended::Running {
+            crate::children::forget(self.child.id());
             return;
         }
         self.span = self.start.elapsed();
@@ -170,6 +180,7 @@ impl Exec {
             self.ended = Ended::Termed;
             // What it started may still ignore SIGTERM: the group goes too.
             self.signal(libc::SIGKILL);
+            crate::children::forget(self.child.id());
             return;
         }
         self.signal(libc::SIGKILL);
@@ -178,6 +189,7 @@ impl Exec {
         } else {
             Ended::Stuck
         };
+        crate::children::forget(self.child.id());
     }
 }
 
@@ -410,6 +422,7 @@ impl Drop for Exec {
             self.signal(libc::SIGKILL);
             self.wait_for(AFTER_KILL);
         }
+        crate::children::forget(self.child.id());
     }
 }
 

@@ -112,6 +112,12 @@ impl Group {
         self.stop.load(std::sync::atomic::Ordering::Relaxed)
     }
 
+    /// The rank that said it leaves the job, a signal having stopped it
+    /// (rank 0 hears it; `None` on the others).
+    pub fn left(&self) -> Option<world::Left> {
+        if self.rank == 0 { world::left() } else { None }
+    }
+
     pub fn rank(&self) -> usize {
         self.rank
     }
@@ -129,6 +135,7 @@ impl Group {
             limit: self.timeout + extra,
             what,
             stop: &self.stop,
+            leaves: self.rank == 0,
             idle: false,
         }
     }
@@ -482,7 +489,8 @@ impl Group {
                 if self.stop.load(std::sync::atomic::Ordering::Relaxed) {
                     return Err(Error::Interrupted);
                 }
-                if Instant::now() >= until {
+                // A rank that left will not report; those that did are kept.
+                if Instant::now() >= until || world::left().is_some() {
                     break;
                 }
                 std::thread::sleep(Duration::from_micros(50));

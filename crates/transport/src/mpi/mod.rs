@@ -78,6 +78,16 @@ pub fn abort(code: i32) -> ! {
     std::process::exit(code)
 }
 
+/// Tells rank 0 that a signal (`signal`) stopped this rank and it leaves
+/// the job, so that rank 0 writes its results naming this rank before the
+/// launcher ends the job. Does nothing on rank 0 or without MPI.
+pub fn leave(signal: i32) {
+    #[cfg(feature = "mpi")]
+    world::leave(signal);
+    #[cfg(not(feature = "mpi"))]
+    let _ = signal;
+}
+
 /// At the end of the process: rank 0 releases rank 1 and both finalise MPI.
 /// Does nothing when MPI was never used.
 pub fn shutdown() {

@@ -6,8 +6,19 @@ use crate::error::{Error, Result};
 use mpi::ffi;
 use mpi::topology::SimpleCommunicator;
 use std::cell::RefCell;
+use std::sync::OnceLock;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
+
+/// The tag of a rank's word to rank 0 that a signal stopped it and it
+/// leaves the job: what rank 0 needs to write its results, naming that
+/// rank, before the launcher (which ends the whole job once one rank
+/// exits) ends it too.
+const TAG_LEAVE: i32 = 106;
+
+/// How long a busy wait on rank 0 runs before it also looks for a rank's
+/// word that it leaves.
+const LEAVE_PROBE_AFTER: Duration = Duration::from_millis(10);
 
 thread_local! {
     /// MPI is initialised once per process and finalised when it ends.
@@ -66,6 +77,8 @@ pub struct Deadline<'a> {
     /// "rank 3 to answer the latency ping-pong": completes "timed out waiting for …".
     pub what: &'a dyn Fn() -> String,
     pub stop: &'a AtomicBool,
+    /// Rank 0's waits also end when another rank says it leaves ([`left`]).
+    pub leaves: bool,
     /// The wait may be long (a barrier while other pairs measure): sleep
     /// between tests after a millisecond, leaving the CPU to the ranks that
     /// measure.
@@ -79,6 +92,14 @@ impl Deadline<'_> {
         let now = Instant::now();
         if self.stop.load(Ordering::Relaxed) {
             return Err(Error::Interrupted);
+        }
+        // Probed in an idle wait, or one already long (a peer late), never
+        // in the ping-pong's hot loop: a probe is an MPI call of its own.
+        if self.leaves
+            && (self.idle || now - start >= LEAVE_PROBE_AFTER)
+            && let Some(gone) = left()
+        {
+            return Err(Error::run(gone.to_string()));
         }
         if now - start >= self.limit {
             return Err(Error::run(format!(
@@ -96,6 +117,110 @@ impl Deadline<'_> {
         }
         Ok(())
     }
+}
+
+/// A rank that left the job, as rank 0 heard it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Left {
+    pub rank: usize,
+    /// The signal that stopped it.
+    pub signal: i32,
+}
+
+impl std::fmt::Display for Left {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "rank {} left the job (stopped by signal {}{}), so its pairs and those not yet measured are missing",
+            self.rank,
+            self.signal,
+            match self.signal {
+                libc::SIGINT => ", SIGINT",
+                libc::SIGTERM => ", SIGTERM",
+                libc::SIGHUP => ", SIGHUP",
+                _ => "",
+            }
+        )
+    }
+}
+
+/// The first rank that said it leaves the job (rank 0 only; `None` until
+/// one does). Its word is received once and kept: every later wait fails
+/// on it as the first did.
+pub fn left() -> Option<Left> {
+    static LEFT: OnceLock<Left> = OnceLock::new();
+    if let Some(l) = LEFT.get() {
+        return Some(*l);
+    }
+    let mut flag = 0;
+    let mut st = std::mem::MaybeUninit::<ffi::MPI_Status>::uninit();
+    let mut sig = [0i32; 1];
+    // SAFETY: a probe on the world communicator, then (when it found a
+    // message) the blocking receive of that very message, which is in,
+    // into a buffer of its size; MPI fills `st` in when flag is set.
+    let source = unsafe {
+        ffi::MPI_Iprobe(
+            ffi::RSMPI_ANY_SOURCE,
+            TAG_LEAVE,
+            ffi::RSMPI_COMM_WORLD,
+            &mut flag,
+            st.as_mut_ptr(),
+        );
+        if flag == 0 {
+            return None;
+        }
+        let source = st.assume_init().MPI_SOURCE;
+        ffi::MPI_Recv(
+            sig.as_mut_ptr() as *mut std::os::raw::c_void,
+            4,
+            ffi::RSMPI_UINT8_T,
+            source,
+            TAG_LEAVE,
+            ffi::RSMPI_COMM_WORLD,
+            ffi::RSMPI_STATUS_IGNORE,
+        );
+        source
+    };
+    Some(*LEFT.get_or_init(|| Left {
+        rank: source.max(0) as usize,
+        signal: sig[0],
+    }))
+}
+
+/// Tells rank 0 that `signal` stopped this rank and it leaves the job:
+/// one small message, waited for at most a second (rank 0 may be gone).
+/// Rank 0 itself, or a process without MPI, sends nothing.
+pub fn leave(signal: i32) {
+    let Some(w) = initialised() else { return };
+    if mpi::traits::Communicator::rank(&w) == 0 {
+        return;
+    }
+    // Leaked: a send still posted after the wait may read it.
+    let word: &'static mut [i32; 1] = Box::leak(Box::new([signal]));
+    // SAFETY: as `isend` in the group: a C `const` static, never written.
+    let mut r = unsafe { ffi::RSMPI_REQUEST_NULL };
+    // SAFETY: a 4-byte send from a leaked buffer to rank 0.
+    unsafe {
+        ffi::MPI_Isend(
+            word.as_ptr() as *const std::os::raw::c_void,
+            4,
+            ffi::RSMPI_UINT8_T,
+            0,
+            TAG_LEAVE,
+            ffi::RSMPI_COMM_WORLD,
+            &mut r,
+        );
+    }
+    let what = || "rank 0 to hear that this rank leaves".to_string();
+    let never = AtomicBool::new(false);
+    let dl = Deadline {
+        limit: Duration::from_secs(1),
+        what: &what,
+        stop: &never,
+        leaves: false,
+        idle: true,
+    };
+    let _ = wait_all(&mut [r], &dl);
 }
 
 fn round_ms(d: Duration) -> Duration {

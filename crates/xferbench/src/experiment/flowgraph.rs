@@ -115,38 +115,51 @@ fn pinned<T: Send + 'static>(
 
 /// The scan over buffer sizes: two passes, the second in reverse order, so
 /// a slow second of the host does not hide a size's rate (which would pick
-/// the wrong best size); each size keeps its better median.
-fn scan(args: &FlowgraphConfig, kernel: saxpy::Kernel, cpu: usize) -> Result<Vec<ScanPoint>> {
+/// the wrong best size); each size keeps its better median. It takes a
+/// couple of seconds, so a stop ends it between sizes (with the sizes
+/// measured so far) rather than after it.
+fn scan(
+    args: &FlowgraphConfig,
+    kernel: saxpy::Kernel,
+    cpu: usize,
+    stop: &Arc<AtomicBool>,
+) -> Result<Vec<ScanPoint>> {
     let sizes: Vec<u64> = args
         .kernel_sizes
         .iter()
         .copied()
         .filter(|&b| b >= 4)
         .collect();
+    let stop = Arc::clone(stop);
     pinned(cpu, "the kernel scan", move || {
         let time = Duration::from_millis(60);
-        let mut windows: Vec<Windows> = sizes.iter().map(|_| Windows::default()).collect();
+        let mut windows: Vec<Option<Windows>> = sizes.iter().map(|_| None).collect();
         // Forward then back, pooled: a slow stretch of the host falls on
         // small and large sizes alike, and the best size is picked by the
         // same median as everything else, not by the luckier of two passes.
         let order = (0..sizes.len()).chain((0..sizes.len()).rev());
         for i in order {
-            windows[i].merge(reference::kernel_windows(
-                kernel,
-                (sizes[i] / 4) as usize,
-                time,
-            ));
+            if stop.load(Ordering::Relaxed) {
+                break;
+            }
+            windows[i]
+                .get_or_insert_default()
+                .merge(reference::kernel_windows(
+                    kernel,
+                    (sizes[i] / 4) as usize,
+                    time,
+                ));
         }
         sizes
             .iter()
             .zip(windows)
-            .map(|(&b, w)| {
-                let r = w.rate();
-                ScanPoint {
+            .filter_map(|(&b, w)| {
+                let r = w?.rate();
+                Some(ScanPoint {
                     buffer_bytes: b,
                     samples_per_s: r.per_s,
                     mean_sps: r.mean_per_s,
-                }
+                })
             })
             .collect()
     })
@@ -354,8 +367,15 @@ fn once(
     check_memory(args, eb, &plan)?;
     let rounds = rounds(args);
     progress.start((plan.len() * rounds) as u64 + 1);
+    // What a run stopped before its first point writes: its conditions.
+    progress.checkpoint(&run);
     progress.point("kernel-only scan");
-    let scan = scan(args, kernel, allowed[0])?;
+    let scan = scan(args, kernel, allowed[0], stop)?;
+    if stop.load(Ordering::Relaxed) {
+        run.extra.kernel_scan = scan;
+        progress.finish();
+        return Ok(ended(run, Some(Error::Interrupted)));
+    }
     let best = scan
         .iter()
         .max_by(|a, b| a.samples_per_s.total_cmp(&b.samples_per_s))
@@ -418,33 +438,23 @@ fn once(
             break;
         }
     }
-    let Kernel {
-        mut refs,
-        mut at_buffer,
-    } = kernel;
-    refs.sort_by(f64::total_cmp);
-    run.extra.kernel_only_sps = quantile(&refs, 0.5);
-    run.extra.kernel_only_min_sps = refs[0];
-    run.extra.kernel_only_max_sps = refs[refs.len() - 1];
-    run.extra.kernel_only_measurements = refs.len();
-    at_buffer.sort_by(f64::total_cmp);
-    run.extra.kernel_at_buffer_sps = quantile(&at_buffer, 0.5);
-    run.extra.kernel_at_buffer_measurements = at_buffer.len();
-    bound(&mut run);
+    kernel.settle(&mut run);
     progress.finish();
-    match err {
-        None => {
-            run.complete = true;
-            Ok((run, None))
-        }
+    Ok(ended(run, err))
+}
+
+/// The run as it ends: complete, or stopped by `err`.
+fn ended(mut run: FlowRun, err: Option<Error>) -> (FlowRun, Option<Error>) {
+    match &err {
+        None => run.complete = true,
         Some(e) => {
-            run.stopped_by = Some(match &e {
+            run.stopped_by = Some(match e {
                 Error::Interrupted => "interrupted".into(),
                 other => other.to_string(),
             });
-            Ok((run, Some(e)))
         }
     }
+    (run, err)
 }
 
 /// The kernel-only rates measured between rounds: at its best size, and
@@ -452,6 +462,25 @@ fn once(
 struct Kernel {
     refs: Vec<f64>,
     at_buffer: Vec<f64>,
+}
+
+impl Kernel {
+    /// Puts the kernel-only figures in `run` and each point's bounds
+    /// from them: at the end, and in each checkpoint.
+    fn settle(&self, run: &mut FlowRun) {
+        let mut refs = self.refs.clone();
+        refs.sort_by(f64::total_cmp);
+        let x = &mut run.extra;
+        x.kernel_only_sps = quantile(&refs, 0.5);
+        x.kernel_only_min_sps = refs.first().copied().unwrap_or_default();
+        x.kernel_only_max_sps = refs.last().copied().unwrap_or_default();
+        x.kernel_only_measurements = refs.len();
+        let mut at_buffer = self.at_buffer.clone();
+        at_buffer.sort_by(f64::total_cmp);
+        x.kernel_at_buffer_sps = quantile(&at_buffer, 0.5);
+        x.kernel_at_buffer_measurements = at_buffer.len();
+        bound(run);
+    }
 }
 
 /// What every point of one run shares.
@@ -507,28 +536,48 @@ impl Rig<'_> {
                     break;
                 }
             }
+            // The run so far, this group's points as they stand: what a
+            // stop that the run cannot answer in time writes.
+            let mut snap = run.clone();
+            snap.points
+                .extend(self.points(group, got.clone(), &kernel_runs));
+            kernel.settle(&mut snap);
+            self.progress.checkpoint(&snap);
         }
-        let kernel_paired = kernel_runs.iter().sum::<f64>() / kernel_runs.len() as f64;
-        for (st, (windows, done)) in group.iter().zip(got) {
-            if done == 0 {
-                continue;
-            }
-            let measured = Measured {
-                windows,
-                done,
-                kernel_paired,
-            };
-            run.points.push(point(
-                self.args,
-                st,
-                self.allowed,
-                self.eb,
-                self.l2,
-                self.rounds,
-                measured,
-            ));
-        }
+        run.points.extend(self.points(group, got, &kernel_runs));
         err
+    }
+
+    /// The group's points from what each scheduler measured (those that
+    /// ran at least once), with the kernel's mean rate over `kernel_runs`.
+    fn points(
+        &self,
+        group: &[Step],
+        got: Vec<(Windows, usize)>,
+        kernel_runs: &[f64],
+    ) -> Vec<FlowPoint> {
+        let kernel_paired = kernel_runs.iter().sum::<f64>() / kernel_runs.len() as f64;
+        group
+            .iter()
+            .zip(got)
+            .filter(|(_, (_, done))| *done > 0)
+            .map(|(st, (windows, done))| {
+                let measured = Measured {
+                    windows,
+                    done,
+                    kernel_paired,
+                };
+                point(
+                    self.args,
+                    st,
+                    self.allowed,
+                    self.eb,
+                    self.l2,
+                    self.rounds,
+                    measured,
+                )
+            })
+            .collect()
     }
 
     /// One scheduler's slice of one round.

@@ -71,8 +71,6 @@ fn once(
         warnings,
         devices: Vec::new(),
     };
-    // What a supervisor writes if the process dies before a set ends.
-    bar.checkpoint(&run);
     let t0 = Instant::now();
     let exe = std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?;
     let ctx = Arc::new(Shared {
@@ -87,6 +85,11 @@ fn once(
     let sweeping = points.sets.len() > 1;
     let disks = DiskWatch::start(&points.sets);
     let mut first_err: Option<Error> = None;
+    // What a stop the run cannot answer in time (a job that lays out a
+    // large file, an exec program given its grace time) writes, and what a
+    // supervisor writes if the process dies before a set ends: the run's
+    // conditions, then each set's jobs as they end.
+    bar.checkpoint(&run);
     for (bs, jobs) in &points.sets {
         if stop.load(Ordering::Relaxed) {
             break;
@@ -104,16 +107,20 @@ fn once(
             run.extra.skipped.push(SkippedSize { bs: b, reason: why });
             continue;
         }
-        // fio's --status-interval: the run so far, this set's jobs as
-        // they stand, handed to the progress sink.
+        // The run so far, this set's jobs as they stand: fio's
+        // --status-interval, and the checkpoint taken when the run is
+        // asked to stop.
         let so_far = |mut results: Vec<JobResult>, outs: Vec<Recorded>| {
             let mut snap = run.clone();
             snap.extra.groups.extend(settle(&mut results, &outs, sweep));
             snap.points.extend(results);
-            bar.status(&snap);
+            snap
         };
-        let status = args.status_interval.map(|d| (d, &so_far as &StatusFn));
-        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label, status);
+        let snaps = Snaps {
+            every: args.status_interval,
+            so_far: &so_far,
+        };
+        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label, snaps);
         let set_groups = settle(&mut results, &outs, sweep);
         run.extra.groups.extend(set_groups);
         if let Some(b) = bs.filter(|_| sweeping) {
@@ -153,8 +160,17 @@ fn impossible(jobs: &[Prepared], ctx: &Shared) -> Option<String> {
     })
 }
 
-/// What takes a set's results so far (with what groups pool).
-type StatusFn<'a> = dyn Fn(Vec<JobResult>, Vec<Recorded>) + 'a;
+/// The run so far from a set's results so far (with what groups pool).
+type SoFar<'a> = dyn Fn(Vec<JobResult>, Vec<Recorded>) -> StreamRun + 'a;
+
+/// When a set's watch takes the run so far: every `every` (fio's
+/// `--status-interval`, handed to the progress sink's `status`), and once
+/// when the run is asked to stop (its `checkpoint`).
+#[derive(Clone, Copy)]
+struct Snaps<'a> {
+    every: Option<Duration>,
+    so_far: &'a SoFar<'a>,
+}
 
 /// A set's results as the run keeps them: the swept block size on each,
 /// and each job's share of its group's bandwidth; returns the groups.
@@ -650,7 +666,7 @@ fn run_set(
     stop: &Arc<AtomicBool>,
     bar: &dyn Bar,
     label: &str,
-    status: Option<(Duration, &StatusFn)>,
+    snaps: Snaps,
 ) -> (Vec<JobResult>, Vec<Recorded>, Option<Error>) {
     let set = Set {
         jobs,
@@ -670,7 +686,7 @@ fn run_set(
         set.spawn(i, &tx);
     }
     drop(tx);
-    let (outcomes, stuck) = set.watch(&rx, bar, status);
+    let (outcomes, stuck) = set.watch(&rx, bar, snaps);
     set.collect(outcomes, &stuck)
 }
 
@@ -736,17 +752,13 @@ impl Set<'_> {
     /// device call the guard found hung) is given up on, and the rest get
     /// a moment to stop. Returns the outcomes by job and the jobs given up
     /// on, with why.
-    fn watch(
-        &self,
-        rx: &Receiver<Report>,
-        bar: &dyn Bar,
-        status: Option<(Duration, &StatusFn)>,
-    ) -> (Outcomes, Stuck) {
+    fn watch(&self, rx: &Receiver<Report>, bar: &dyn Bar, snaps: Snaps) -> (Outcomes, Stuck) {
         let mut outcomes: Outcomes = (0..self.jobs.len()).map(|_| None).collect();
         let mut left = self.jobs.len();
         let mut stuck = Stuck::new();
         let mut giving_up: Option<Instant> = None;
-        let mut clock = status.map(|(every, _)| StatusClock::new(self.jobs.len(), every));
+        let mut clock = StatusClock::new(self.jobs.len(), snaps.every);
+        let mut kept = false;
         while left > 0 {
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok((i, out)) => {
@@ -757,11 +769,19 @@ impl Set<'_> {
                 Err(RecvTimeoutError::Disconnected) => break,
                 Err(RecvTimeoutError::Timeout) => {}
             }
-            if let (Some(c), Some((_, report))) = (&mut clock, status)
-                && c.tick(&self.states.0)
-            {
-                let (results, recs) = self.so_far(&outcomes, &c.started);
-                report(results, recs);
+            if clock.tick(&self.states.0) {
+                let (results, recs) = self.so_far(&outcomes, &clock.started);
+                bar.status(&(snaps.so_far)(results, recs));
+            }
+            if !kept && self.stop.load(Ordering::Relaxed) {
+                kept = true;
+                let (results, recs) = self.so_far(&outcomes, &clock.started);
+                let mut snap = (snaps.so_far)(results, recs);
+                crate::fio::result::finish_run(
+                    &mut snap.points,
+                    self.ctx.t0.elapsed().as_nanos() as u64,
+                );
+                bar.checkpoint(&snap);
             }
             let done_bytes: u64 = self
                 .progress
@@ -942,19 +962,20 @@ impl Set<'_> {
     }
 }
 
-/// When the next status is due, and when each job was first seen running
-/// (20 ms ticks: its figures so far are rates over that time).
+/// When the next status is due (if statuses are asked for), and when each
+/// job was first seen running (20 ms ticks: its figures so far are rates
+/// over that time).
 struct StatusClock {
-    every: Duration,
+    every: Option<Duration>,
     next: Instant,
     started: Vec<Option<Instant>>,
 }
 
 impl StatusClock {
-    fn new(jobs: usize, every: Duration) -> StatusClock {
+    fn new(jobs: usize, every: Option<Duration>) -> StatusClock {
         StatusClock {
             every,
-            next: Instant::now() + every,
+            next: Instant::now() + every.unwrap_or_default(),
             started: vec![None; jobs],
         }
     }
@@ -968,10 +989,13 @@ impl StatusClock {
                 *t = Some(now);
             }
         }
+        let Some(every) = self.every else {
+            return false;
+        };
         if now < self.next {
             return false;
         }
-        self.next = now + self.every;
+        self.next = now + every;
         true
     }
 }

@@ -59,6 +59,7 @@ pub struct RankReport {
 const RETEST_PER_FINDING: usize = 4;
 const RETEST_MAX: usize = 32;
 
+#[derive(Clone)]
 pub struct Collector {
     n: usize,
     ranks: Vec<RankInfo>,
@@ -442,7 +443,26 @@ impl Collector {
         retested: bool,
         err: Option<&Error>,
     ) -> MeshRun {
-        let env = crate::measure::env::Env::capture();
+        self.finish_in(
+            cfg,
+            schedule,
+            retested,
+            err,
+            crate::measure::env::Env::capture(),
+        )
+    }
+
+    /// [`finish`](Collector::finish) with the environment given: a
+    /// checkpoint after each round reuses one taken before the first
+    /// (taking it calibrates the clock, on a host where others measure).
+    pub fn finish_in(
+        self,
+        cfg: &MeshConfig,
+        schedule: Schedule,
+        retested: bool,
+        err: Option<&Error>,
+        env: crate::measure::env::Env,
+    ) -> MeshRun {
         let matrices = self.matrices();
         let health = self.health(cfg, &matrices);
         let missing: Vec<[usize; 2]> = self

@@ -68,7 +68,23 @@ pub fn run(
         ));
         progress.start(rounds.len() as u64);
     }
-    let res = sweep(cfg, &g, &ranks, &rounds, col.as_mut(), progress);
+    let schedule = schedule(cfg, &ranks, &rounds);
+    // Rank 0's run after each round: what a stop that the run cannot
+    // answer in time (a wait on a rank that will not answer) writes.
+    let env = col.as_ref().map(|_| crate::measure::env::Env::capture());
+    let keep = |c: &Collector| {
+        if let Some(env) = &env {
+            let run = c
+                .clone()
+                .finish_in(cfg, schedule.clone(), false, None, env.clone());
+            progress.checkpoint(&run);
+        }
+    };
+    if let Some(c) = &col {
+        // What a stop before the first round's reports writes: the ranks.
+        keep(c);
+    }
+    let res = sweep(cfg, &g, &ranks, &rounds, col.as_mut(), progress, &keep);
     let (res, retested) = match res {
         Ok(()) => {
             let cells = col.as_mut().map(|c| c.suspect_cells()).unwrap_or_default();
@@ -87,9 +103,16 @@ pub fn run(
             Err(e) => Err(e),
         };
     };
-    let err = res.err();
+    let err = res.err().map(|e| named(e, &ranks));
     progress.finish();
-    let schedule = Schedule {
+    let run = c.finish(cfg, schedule, retested, err.as_ref());
+    Ok(Some((run, err)))
+}
+
+/// How the pairs are scheduled.
+fn schedule(cfg: &MeshConfig, ranks: &[RankInfo], rounds: &[super::Round]) -> Schedule {
+    let n = ranks.len();
+    Schedule {
         kind: "tournament",
         mode: if cfg.concurrent {
             "concurrent"
@@ -98,10 +121,40 @@ pub fn run(
         },
         rounds: rounds.len(),
         pairs_per_round: n / 2,
-        pinned_pairs: !cfg.concurrent && (0..n).any(|a| (a + 1..n).any(|b| pins(&ranks, a, b))),
-    };
-    let run = c.finish(cfg, schedule, retested, err.as_ref());
-    Ok(Some((run, err)))
+        pinned_pairs: !cfg.concurrent && (0..n).any(|a| (a + 1..n).any(|b| pins(ranks, a, b))),
+    }
+}
+
+/// Rank 0's stop, told by the rank behind it where that is known: the
+/// launcher ends the whole job (a signal to every rank) when one rank's
+/// process ends, so a rank of this host whose process is gone is the one
+/// that ended it. Ranks on other hosts cannot be looked at from here.
+fn named(e: Error, ranks: &[RankInfo]) -> Error {
+    if !matches!(e, Error::Interrupted) {
+        return e;
+    }
+    let here = &ranks[0].host;
+    let gone: Vec<usize> = ranks
+        .iter()
+        .filter(|r| r.rank != 0 && &r.host == here && !alive(r.pid))
+        .map(|r| r.rank)
+        .collect();
+    if gone.is_empty() {
+        return e;
+    }
+    Error::run(format!(
+        "{} ended while the job ran (no such process any more: killed, or it crashed), and the launcher then stopped the others; the pairs not measured are missing",
+        ranks_list(&gone)
+    ))
+}
+
+/// Whether process `pid` still runs (a zombie does not).
+fn alive(pid: u32) -> bool {
+    std::fs::read_to_string(format!("/proc/{pid}/stat")).is_ok_and(|s| {
+        // The state follows the command name, which may hold spaces.
+        s.rsplit_once(')')
+            .is_some_and(|(_, rest)| !rest.trim_start().starts_with(['Z', 'X']))
+    })
 }
 
 /// Every rank says where it runs and what command line it has; rank 0
@@ -194,6 +247,7 @@ fn sweep(
     rounds: &[super::Round],
     mut col: Option<&mut Collector>,
     progress: &dyn Progress,
+    keep: &dyn Fn(&Collector),
 ) -> Result<()> {
     for (i, round) in rounds.iter().enumerate() {
         if cfg.inject_stall == Some(g.rank()) && i == 1.min(rounds.len() - 1) {
@@ -226,8 +280,9 @@ fn sweep(
         }
         let wait = patience(cfg, if cfg.concurrent { 2 } else { 2 * round.len() });
         let go = exchange(g, report, wait, col.as_deref_mut(), failed);
-        if col.is_some() {
+        if let Some(c) = col.as_deref() {
             progress.point(&format!("round {}/{}", i + 1, rounds.len()));
+            keep(c);
         }
         go?;
     }
@@ -271,6 +326,8 @@ fn exchange(
     let first = col.first_error();
     let verdict = if g.stopped() {
         Err(Error::Interrupted)
+    } else if let Some(l) = g.left() {
+        Err(Error::run(l.to_string()))
     } else if !silent.is_empty() {
         Err(Error::run(format!(
             "{} stopped answering (no report within {} of the round's end), so their pairs are marked missing{}",
