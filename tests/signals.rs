@@ -360,22 +360,43 @@ fn alive(pid: u32) -> bool {
     })
 }
 
-/// The children of `parent` whose command line has `word` among its
+/// The descendants of `parent` whose command line has `word` among its
 /// arguments.
 fn children_with(parent: u32, word: &str) -> Vec<u32> {
     let Ok(dir) = std::fs::read_dir("/proc") else {
         return Vec::new();
     };
-    dir.flatten()
+    // Every process's parent, so that a descendant is found however deep:
+    // the experiments measure in a child of the process started here.
+    let procs: Vec<(u32, u32, Vec<u8>)> = dir
+        .flatten()
         .filter_map(|e| e.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|&pid| {
-            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
             let ppid = stat
                 .rsplit_once(')')
-                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok());
+                .and_then(|(_, rest)| rest.split_whitespace().nth(1)?.parse::<u32>().ok())?;
             let argv = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
-            ppid == Some(parent) && argv.split(|&b| b == 0).any(|a| a == word.as_bytes())
+            Some((pid, ppid, argv))
         })
+        .collect();
+    let parent_of = |pid: u32| procs.iter().find(|p| p.0 == pid).map(|p| p.1);
+    let below = |mut pid: u32| {
+        for _ in 0..64 {
+            match parent_of(pid) {
+                Some(p) if p == parent => return true,
+                Some(p) if p > 1 => pid = p,
+                _ => return false,
+            }
+        }
+        false
+    };
+    procs
+        .iter()
+        .filter(|(pid, _, argv)| {
+            argv.split(|&b| b == 0).any(|a| a == word.as_bytes()) && below(*pid)
+        })
+        .map(|p| p.0)
         .collect()
 }
 
