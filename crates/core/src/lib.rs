@@ -2,11 +2,13 @@
 //! nothing here knows of transports, experiments or output formats — the
 //! one error type, sizes and durations as users type them, enums named by a
 //! word, aligned buffers, message payloads, and `measure`: statistics,
-//! histograms, the Hockney fit, CPU placement, background load and the
-//! environment recorded with every result.
+//! histograms, the Hockney fit, CPU placement, background load, the
+//! environment recorded with every result and the machine's limits — and
+//! `fifo`, writing into a pipe that never blocks for good.
 
 pub mod buffer;
 pub mod error;
+pub mod fifo;
 pub mod measure;
 pub mod payload;
 pub mod units;

@@ -1328,7 +1328,13 @@ pub fn nearest(key: &str) -> Option<&'static str> {
 /// The CPUs of NUMA nodes `list` (as in `0-1,3`), from sysfs.
 fn numa_cpus(list: &str) -> std::result::Result<Vec<usize>, String> {
     let nodes = crate::units::parse_cpu_list(list)
-        .map_err(|_| "malformed node list (expected numbers and ranges, as in 0-1)".to_string())?
+        .map_err(|e| {
+            if list.split([',', '-']).all(|n| n.trim().parse::<u64>().is_ok()) {
+                e.to_string().replace("CPUs", "nodes").replace("cpu", "node")
+            } else {
+                "malformed node list (expected numbers and ranges, as in 0-1)".to_string()
+            }
+        })?
         .unwrap_or_default();
     let mut cpus = Vec::new();
     for n in nodes {
