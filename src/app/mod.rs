@@ -204,7 +204,7 @@ fn baseline_first(out: &Output) -> Result<Option<xferbench::result::saved::Saved
     }
     if let (Some(o), Some(name)) = (out.output.as_deref(), &out.baseline) {
         let file = xferbench::compare::baseline::path(name)?;
-        xferbench::output::refuse_inputs(o, &[(file, format!("the baseline {name}"))])?;
+        xferbench::output::refuse_inputs(o, "-o", &[(file, format!("the baseline {name}"))])?;
     }
     out.baseline
         .as_deref()
@@ -301,7 +301,7 @@ fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
             .into_iter()
             .map(|arg| (baseline::source(arg), format!("the run {arg} compared")))
             .collect();
-        xferbench::output::refuse_inputs(out, &inputs)?;
+        xferbench::output::refuse_inputs(out, "-o", &inputs)?;
     }
     let base = baseline::resolve(&a.base)?;
     let new = baseline::resolve(&a.new)?;
@@ -457,6 +457,14 @@ fn comparison(json: &str, refs: &[xferbench::reference::Dataset]) -> Result<Stri
 /// `xferbench report`: saved runs to HTML, SVG, or tables on stdout.
 fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
     let refs = references(&a.compare)?;
+    if let Some(dir) = &a.html {
+        let inputs: Vec<_> = a
+            .runs
+            .iter()
+            .map(|p| (p.clone(), format!("the run {} reported", p.display())))
+            .collect();
+        xferbench::output::refuse_inputs(&dir.join("index.html"), "--html", &inputs)?;
+    }
     let runs = a
         .runs
         .iter()

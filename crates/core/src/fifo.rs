@@ -34,19 +34,22 @@ pub fn writable(path: &Path) -> Result<()> {
 }
 
 /// Writes everything `from` holds into the FIFO at `path`: waits for a
-/// reader to open it and for the reader to take each part, until
-/// `deadline` or until `stop()` says to give up. An error (`TimedOut`
-/// for a reader that never came or stopped reading, `Interrupted` for a
-/// stop, `BrokenPipe` for a reader that left) means the reader may have
-/// part of it at most.
+/// reader to open it until `deadline`, then for the reader to take each
+/// part, each wait as long again (a reader that keeps reading, however
+/// slowly, gets everything), or until `stop()` says to give up. An error
+/// (`TimedOut` for a reader that never came or stopped reading,
+/// `Interrupted` for a stop, `BrokenPipe` for a reader that left) means
+/// the reader may have part of it at most.
 pub fn write(
     path: &Path,
     mut from: impl Read,
     deadline: Instant,
     stop: &dyn Fn() -> bool,
 ) -> Result<()> {
+    let patience = deadline.saturating_duration_since(Instant::now());
     let f = open(path, deadline, stop)?;
     let mut buf = vec![0u8; 64 << 10];
+    let mut deadline = Instant::now() + patience;
     loop {
         let n = from.read(&mut buf)?;
         if n == 0 {
@@ -55,7 +58,10 @@ pub fn write(
         let mut part = &buf[..n];
         while !part.is_empty() {
             match std::io::Write::write(&mut &f, part) {
-                Ok(w) => part = &part[w..],
+                Ok(w) => {
+                    part = &part[w..];
+                    deadline = Instant::now() + patience;
+                }
                 Err(e) if e.kind() == ErrorKind::WouldBlock => {
                     wait_writable(&f, deadline, stop)?;
                 }
@@ -91,13 +97,13 @@ fn open(path: &Path, deadline: Instant, stop: &dyn Fn() -> bool) -> Result<std::
         }
         let now = Instant::now();
         if stop() {
-            return Err(Error::new(ErrorKind::Interrupted, "stopped waiting for a reader"));
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                "stopped waiting for a reader",
+            ));
         }
         if now >= deadline {
-            return Err(Error::new(
-                ErrorKind::TimedOut,
-                "no reader opened it in time",
-            ));
+            return Err(Error::new(ErrorKind::TimedOut, "no reader opened it"));
         }
         std::thread::sleep(RETRY.min(deadline - now));
     }
@@ -108,7 +114,10 @@ fn wait_writable(f: &std::fs::File, deadline: Instant, stop: &dyn Fn() -> bool) 
     loop {
         let now = Instant::now();
         if stop() {
-            return Err(Error::new(ErrorKind::Interrupted, "stopped waiting for the reader"));
+            return Err(Error::new(
+                ErrorKind::Interrupted,
+                "stopped waiting for the reader",
+            ));
         }
         if now >= deadline {
             return Err(Error::new(
@@ -160,8 +169,8 @@ mod tests {
         assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
         // Loose: the point is that it ends, not how fast.
         assert!(t.elapsed() < Duration::from_secs(30));
-        let e = write_bytes(&p, b"x", Instant::now() + Duration::from_secs(60), &|| true)
-            .unwrap_err();
+        let e =
+            write_bytes(&p, b"x", Instant::now() + Duration::from_secs(60), &|| true).unwrap_err();
         assert_eq!(e.kind(), ErrorKind::Interrupted, "{e}");
     }
 
@@ -173,7 +182,10 @@ mod tests {
         let q = p.clone();
         let reader = std::thread::spawn(move || std::fs::read(&q).unwrap());
         let data: Vec<u8> = (0..1_000_000u32).map(|i| i as u8).collect();
-        write_bytes(&p, &data, Instant::now() + Duration::from_secs(60), &|| false).unwrap();
+        write_bytes(&p, &data, Instant::now() + Duration::from_secs(60), &|| {
+            false
+        })
+        .unwrap();
         assert_eq!(reader.join().unwrap(), data);
     }
 
@@ -189,8 +201,13 @@ mod tests {
             .open(&p)
             .unwrap();
         let data = vec![7u8; 4 << 20];
-        let e = write_bytes(&p, &data, Instant::now() + Duration::from_millis(300), &|| false)
-            .unwrap_err();
+        let e = write_bytes(
+            &p,
+            &data,
+            Instant::now() + Duration::from_millis(300),
+            &|| false,
+        )
+        .unwrap_err();
         assert_eq!(e.kind(), ErrorKind::TimedOut, "{e}");
     }
 }

@@ -151,9 +151,11 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// The CPU numbers a list may name: below the affinity mask's size
-/// (glibc's `CPU_SETSIZE`, the most `sched_setaffinity` is given here).
-pub const CPU_LIMIT: usize = libc::CPU_SETSIZE as usize;
+/// The CPU numbers a list may name: below the most Linux can be built for
+/// (`NR_CPUS` is at most 8192). Lists the kernel writes (a node's CPUs,
+/// the online set) always fit; whether a CPU exists is checked where it
+/// is used.
+pub const CPU_LIMIT: usize = 8192;
 
 /// The most entries a CPU list may expand to (ranges counted whole): a
 /// list naming each CPU a few times over is still taken.
@@ -168,12 +170,13 @@ pub fn parse_cpu_list(s: &str) -> Result<Option<Vec<usize>>> {
     }
     let bad = || {
         Error::usage(format!(
-            "malformed cpu list '{s}': expected numbers like 0,1 or 2-3, or 'none'"
+            "malformed cpu list '{}': expected numbers like 0,1 or 2-3, or 'none'",
+            capped_text(s)
         ))
     };
     let too_high = |c: usize| {
         Error::usage(format!(
-            "cpu {c} is out of range (CPUs are numbered below {CPU_LIMIT})"
+            "cpu {c} is out of range (Linux numbers CPUs below {CPU_LIMIT})"
         ))
     };
     let mut ranges = Vec::new();

@@ -265,12 +265,17 @@ pub struct Until<'a> {
     pub stop: &'a dyn Fn() -> bool,
 }
 
+/// A stop already asked for (no wait at all).
+fn stopped() -> bool {
+    true
+}
+
 impl Until<'_> {
     /// No wait at all: for a job dropped on its way out.
     fn now() -> Until<'static> {
         Until {
             deadline: Instant::now(),
-            stop: &|| true,
+            stop: &stopped,
         }
     }
 }

@@ -54,7 +54,9 @@ pub fn job_tasks(job: &Job) -> u64 {
 /// engine's own (a ring, an event fd) and a transport's link.
 pub fn job_descriptors(job: &Job) -> u64 {
     let files = u64::from(job.nrfiles.max(1));
-    let open = job.openfiles.map_or(files, |o| files.min(u64::from(o.max(1))));
+    let open = job
+        .openfiles
+        .map_or(files, |o| files.min(u64::from(o.max(1))));
     let link = if job.ioengine == IoEngine::Transport {
         6
     } else {

@@ -36,12 +36,13 @@ fn reader_deadline() -> (Instant, impl Fn() -> bool) {
     (Instant::now() + wait, move || stopped.is_some_and(|f| f()))
 }
 
-/// Refuses an `-o` that is one of the command's inputs (each with how to
-/// name it), compared by device and inode so that another name, a
-/// symlink or a hard link to an input is caught as well: writing the
-/// results there would replace what the run reads. An output that is
-/// not a regular file (/dev/null, a FIFO) replaces nothing.
-pub fn refuse_inputs(out: &Path, inputs: &[(PathBuf, String)]) -> Result<()> {
+/// Refuses an output (`flag`'s: `-o`, `--html`) that is one of the
+/// command's inputs (each with how to name it), compared by device and
+/// inode so that another name, a symlink or a hard link to an input is
+/// caught as well: writing the results there would replace what the run
+/// reads. An output that is not a regular file (/dev/null, a FIFO)
+/// replaces nothing.
+pub fn refuse_inputs(out: &Path, flag: &str, inputs: &[(PathBuf, String)]) -> Result<()> {
     let Ok(o) = std::fs::metadata(out) else {
         return Ok(());
     };
@@ -58,7 +59,7 @@ pub fn refuse_inputs(out: &Path, inputs: &[(PathBuf, String)]) -> Result<()> {
                 " (the same file by another name)"
             };
             return Err(Error::usage(format!(
-                "-o {} is {what}{other}: the results would replace it; give -o another file",
+                "{flag} writes {}, which is {what}{other}: the results would replace it; give {flag} another place",
                 out.display()
             )));
         }
@@ -118,9 +119,7 @@ pub fn check_writable(path: Option<&Path>) -> Result<()> {
     match destination(p).map_err(refuse)? {
         // Not opened: a reader already waiting on it would see the open
         // and close as the end of its input, and leave.
-        Dest::Through(t) if crate::fifo::is_fifo(&t) => {
-            crate::fifo::writable(&t).map_err(refuse)
-        }
+        Dest::Through(t) if crate::fifo::is_fifo(&t) => crate::fifo::writable(&t).map_err(refuse),
         Dest::Through(t) => {
             use std::os::unix::fs::OpenOptionsExt;
             // Non-blocking: a FIFO with no reader yet is not an error.
@@ -201,7 +200,7 @@ pub fn emit(text: &str, path: Option<&Path>) -> Result<()> {
 fn fifo_words(e: &std::io::Error) -> String {
     let waited = READER_WAIT_MS.load(Ordering::Relaxed) as f64 / 1000.0;
     match e.kind() {
-        std::io::ErrorKind::TimedOut => format!("{e} within {waited:.1}s (--timeout)"),
+        std::io::ErrorKind::TimedOut => format!("{e}; waited {waited:.1}s, the --timeout"),
         std::io::ErrorKind::Interrupted => "interrupted while waiting for its reader".into(),
         _ => e.to_string(),
     }
@@ -230,6 +229,19 @@ fn write_new(tmp: &Path, text: &str, old: Option<std::fs::Metadata>) -> std::io:
     f.write_all(text.as_bytes())
 }
 
+/// A new file readable by this user alone (results kept in a shared
+/// temporary directory are nobody else's to read).
+fn write_private(f: &Path, text: &str) -> std::io::Result<()> {
+    use std::os::unix::fs::OpenOptionsExt;
+    std::fs::OpenOptions::new()
+        .write(true)
+        .create(true)
+        .truncate(true)
+        .mode(0o600)
+        .open(f)?
+        .write_all(text.as_bytes())
+}
+
 /// The error for an output that could not be written, after keeping the
 /// results in a fallback file (the temporary directory, else the current
 /// one) that the error names.
@@ -240,7 +252,7 @@ fn kept_elsewhere(text: &str, p: &Path, e: std::io::Error) -> Error {
     let file = format!("xferbench-{}-{name}", std::process::id());
     for dir in [std::env::temp_dir(), std::path::PathBuf::from(".")] {
         let f = dir.join(&file);
-        if std::fs::write(&f, text).is_ok() {
+        if write_private(&f, text).is_ok() {
             return Error::run(format!(
                 "cannot write {} ({e}); the results are kept in {}",
                 p.display(),

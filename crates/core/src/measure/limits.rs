@@ -145,9 +145,7 @@ pub fn threads() -> Option<Room> {
                     room,
                     Some(Room {
                         left: limit.saturating_sub(total),
-                        said: format!(
-                            "{name} is {limit} and the machine runs {total} threads"
-                        ),
+                        said: format!("{name} is {limit} and the machine runs {total} threads"),
                     }),
                 );
             }
@@ -171,13 +169,12 @@ pub fn threads() -> Option<Room> {
         let maps = std::fs::read_to_string("/proc/self/maps")
             .map(|m| m.lines().count() as u64)
             .unwrap_or(0);
-        // A thread's stack and its guard page are two mappings.
         room = tighter(
             room,
             Some(Room {
-                left: limit.saturating_sub(maps) / 2,
+                left: limit.saturating_sub(maps) / MAPS_PER_THREAD,
                 said: format!(
-                    "vm.max_map_count is {limit} (two a thread) and this process has {maps} mappings"
+                    "vm.max_map_count is {limit} ({MAPS_PER_THREAD} a thread) and this process has {maps} mappings"
                 ),
             }),
         );
@@ -198,6 +195,11 @@ pub fn threads() -> Option<Room> {
     room
 }
 
+/// The mappings a Rust thread takes: its stack and guard page, and the
+/// signal stack (with its own guard) Rust gives every thread to report a
+/// stack overflow. Past `vm.max_map_count` the next allocation aborts.
+const MAPS_PER_THREAD: u64 = 4;
+
 /// What a thread's stack reserves (Rust's default, 2 MiB).
 const THREAD_STACK: u64 = 2 << 20;
 
@@ -214,10 +216,7 @@ fn address_space_left() -> Option<u64> {
 pub fn memory() -> Option<Room> {
     let mut room = address_space_left().map(|left| Room {
         left,
-        said: format!(
-            "ulimit -v leaves {} of address space",
-            size(left)
-        ),
+        said: format!("ulimit -v leaves {} of address space", size(left)),
     });
     if let (Some(limit), Some(used)) = (soft_limit(libc::RLIMIT_DATA), status_field("VmData:")) {
         let left = limit.saturating_sub(used * 1024);

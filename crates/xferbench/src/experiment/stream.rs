@@ -14,8 +14,8 @@ use crate::fio::jobfile;
 use crate::fio::verify;
 use crate::fio::worker::{self, Ending, Prepared, Recorded, Shared, stalled};
 use crate::measure::env::Env;
-use crate::measure::stats::Recorder;
 use crate::measure::placement::Placement;
+use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
 use crate::result::stream::*;
 use std::path::Path;
@@ -341,13 +341,10 @@ fn refuse_inputs_as_output(
         .collect();
     for p in jobs {
         for f in p.paths() {
-            inputs.push((
-                f.clone().into(),
-                format!("job {}'s file {f}", p.job.name),
-            ));
+            inputs.push((f.clone().into(), format!("job {}'s file {f}", p.job.name)));
         }
     }
-    crate::output::refuse_inputs(out, &inputs)
+    crate::output::refuse_inputs(out, "-o", &inputs)
 }
 
 /// The jobs of a run: fio's command line, the job files, or the flags.

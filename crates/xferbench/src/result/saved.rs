@@ -381,7 +381,7 @@ impl AnyRun {
                 v
             }};
         }
-        match self {
+        let v = match self {
             AnyRun::Roundtrip(r) => without!(r),
             AnyRun::Curve(r) => without!(r),
             AnyRun::Load(r) => without!(r),
@@ -395,8 +395,8 @@ impl AnyRun {
                 (r.jobs, r.per_job) = (jobs, per_job);
                 v
             }
-        }
-        .ok()
+        };
+        v.ok()
     }
 
     /// How many entries the list `key` holds, if the run has such a list.

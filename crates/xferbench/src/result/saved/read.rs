@@ -12,7 +12,7 @@
 //! run's own JSON, an entry at a time, to name the fields the run dropped
 //! anywhere (as [`super::unknown_fields`] does on a parsed file).
 
-use super::{AnyRun, Saved, SavedStream};
+use super::{AnyRun, Saved};
 use serde::Deserialize;
 use serde::de::{
     self, DeserializeSeed, IgnoredAny, IntoDeserializer, MapAccess, SeqAccess, Visitor,
@@ -38,7 +38,7 @@ pub(super) fn typed(text: &str) -> Result<(AnyRun, Option<(String, usize)>), Str
         "flowgraph" => AnyRun::Flowgraph(saved(text)?),
         "stream" => AnyRun::Stream(Box::new(filtered(
             text,
-            &known::<SavedStream, crate::result::stream::StreamExtra>(STREAM_FIELDS)?,
+            &known::<crate::result::stream::StreamExtra>(STREAM_FIELDS)?,
         )?)),
         "mesh" => AnyRun::Mesh(saved(text)?),
         "pairs" => AnyRun::Pairs(saved(text)?),
@@ -61,7 +61,7 @@ const SAVED_FIELDS: &[&str] = &[
     "devices",
 ];
 
-/// The fields of [`SavedStream`] itself, beside its flattened `extra`.
+/// The fields of [`super::SavedStream`] itself, beside its flattened `extra`.
 const STREAM_FIELDS: &[&str] = &[
     "fio version",
     "timestamp",
@@ -85,12 +85,12 @@ where
     P: serde::de::DeserializeOwned,
     X: serde::de::DeserializeOwned,
 {
-    filtered(text, &known::<Saved<P, X>, X>(SAVED_FIELDS)?)
+    filtered(text, &known::<X>(SAVED_FIELDS)?)
 }
 
-/// The top-level fields a run of type `T` holds: `own`, and those of the
-/// struct `X` flattened into it (as serde's derive names them).
-fn known<T, X: serde::de::DeserializeOwned>(
+/// The top-level fields a run holds: its `own`, and those of the struct
+/// `X` flattened into it (as serde's derive names them).
+fn known<X: serde::de::DeserializeOwned>(
     own: &[&'static str],
 ) -> Result<Vec<&'static str>, String> {
     let extra = fields_of::<X>().ok_or("the run's fields are not known")?;
@@ -285,7 +285,9 @@ impl<'de> Visitor<'de> for Walk<'_, '_> {
             while seq.next_element::<IgnoredAny>()?.is_some() {}
             return Ok(());
         };
-        walk_list(&mut seq, &at, found, kept.len(), |n| kept.get(n).map(Cow::Borrowed))
+        walk_list(&mut seq, &at, found, kept.len(), |n| {
+            kept.get(n).map(Cow::Borrowed)
+        })
     }
     fn visit_map<A: MapAccess<'de>>(self, mut map: A) -> Result<(), A::Error> {
         let Walk { kept, at, found } = self;
@@ -357,7 +359,9 @@ impl<'de> Visitor<'de> for Entries<'_, '_> {
             found,
         } = self;
         let len = run.entries_len(list).unwrap_or(0);
-        walk_list(&mut seq, &at, found, len, |n| run.entry_json(list, n).map(Cow::Owned))
+        walk_list(&mut seq, &at, found, len, |n| {
+            run.entry_json(list, n).map(Cow::Owned)
+        })
     }
 }
 
@@ -441,5 +445,76 @@ impl<'de> Visitor<'de> for Empty {
         let empty = map.next_entry::<IgnoredAny, IgnoredAny>()?.is_none();
         while map.next_entry::<IgnoredAny, IgnoredAny>()?.is_some() {}
         Ok(empty)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::result::saved::SavedRun;
+
+    /// Every experiment's extra has its fields known: without them the
+    /// typed reader would refuse every file of that experiment.
+    #[test]
+    fn every_extra_names_its_fields() {
+        use crate::result::RoundtripExtra;
+        use crate::result::curve::CurveExtra;
+        use crate::result::flowgraph::FlowExtra;
+        use crate::result::load::LoadExtra;
+        use crate::result::mesh::{MeshExtra, PairsExtra};
+        use crate::result::stream::StreamExtra;
+        assert!(fields_of::<RoundtripExtra>().is_some());
+        assert!(fields_of::<CurveExtra>().is_some());
+        assert!(fields_of::<FlowExtra>().is_some());
+        assert!(fields_of::<LoadExtra>().is_some());
+        assert!(fields_of::<MeshExtra>().is_some());
+        assert!(fields_of::<PairsExtra>().is_some());
+        let stream = fields_of::<StreamExtra>().unwrap();
+        assert!(stream.contains(&"groups"), "{stream:?}");
+    }
+
+    /// The typed reader takes every fixture to the run the long way makes,
+    /// and names the same fields it drops, at the top and deep inside.
+    #[test]
+    fn the_typed_reader_agrees_with_the_long_way() {
+        for name in [
+            "roundtrip",
+            "curve",
+            "load",
+            "flowgraph",
+            "stream",
+            "mesh",
+            "pairs",
+        ] {
+            let path = format!(
+                "{}/../../tests/fixtures/{name}.json",
+                env!("CARGO_MANIFEST_DIR")
+            );
+            let mut v: Value =
+                serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap();
+            v["junk_top"] = serde_json::json!([1, 2, 3]);
+            let list = if name == "stream" { "jobs" } else { "points" };
+            let mut junk = 1;
+            if let Some(first) = v[list].get_mut(0) {
+                first["junk_deep"] = serde_json::json!({"a": 1});
+                junk += 1;
+            }
+            let text = serde_json::to_string(&v).unwrap();
+            let (run, unknown) = typed(&text).unwrap_or_else(|e| panic!("{name}: {e}"));
+            let long = SavedRun::from_value(name, v).unwrap();
+            assert_eq!(
+                serde_json::to_value(&run).unwrap(),
+                serde_json::to_value(&long.run).unwrap(),
+                "{name}"
+            );
+            let (first, n) = unknown.unwrap_or_else(|| panic!("{name}: nothing unknown"));
+            assert_eq!(n, junk, "{name}: {first} and {n} in all");
+            let said = super::super::unknown_said(name, &first, n);
+            assert!(
+                long.warnings.contains(&said),
+                "{name}: {said} vs {:?}",
+                long.warnings
+            );
+        }
     }
 }
