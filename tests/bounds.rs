@@ -280,7 +280,8 @@ fn huge_cpu_ranges_are_refused_before_they_are_expanded() {
 }
 
 /// Runs `c` to its end; its output, and its peak memory in bytes (its
-/// own, from wait4).
+/// own, from wait4, which also reaps it: `Child::wait` would not give it).
+#[allow(clippy::zombie_processes)]
 fn peak_rss(c: &mut Command) -> (Output, u64) {
     use std::io::Read;
     use std::os::unix::process::ExitStatusExt;
