@@ -370,34 +370,49 @@ impl Sink {
             _ => e.to_string(),
         };
         spool.seek(SeekFrom::Start(0))?;
-        let kept = keep_elsewhere(&mut spool, &self.path);
-        Err(std::io::Error::new(
-            e.kind(),
-            match kept {
-                Some(f) => format!("{why}; its lines are kept in {}", f.display()),
-                None => format!("{why}; its lines are lost (no fallback file could be written)"),
-            },
-        ))
+        let kept = match keep_elsewhere(&mut spool, &self.path) {
+            Some(f) => format!("{why}; its lines are kept in {}", f.display()),
+            None => format!("{why}; its lines are lost (no fallback file could be written)"),
+        };
+        // Said at once, as verify_dump's failures are: the job's warnings
+        // reach the JSON alone (fio's mode keeps stderr quiet), and where
+        // the lines went is for the person waiting on the FIFO.
+        eprintln!(
+            "xferbench: warning: log file {}: {kept}",
+            self.path.display()
+        );
+        Err(std::io::Error::new(e.kind(), kept))
     }
 }
 
 /// A copy of `spool` in a new file named after `log`, in the temporary
-/// directory or else the current one; its name.
+/// directory or else the current one; its name. Never another's: two
+/// jobs' FIFOs of one name get a file each.
 fn keep_elsewhere(spool: &mut File, log: &Path) -> Option<PathBuf> {
     let name = log
         .file_name()
         .map_or("log".into(), |n| n.to_string_lossy().into_owned());
-    let file = format!("xferbench-{}-{name}", std::process::id());
     for dir in [std::env::temp_dir(), PathBuf::from(".")] {
-        let f = dir.join(&file);
-        let copied = File::create(&f).and_then(|mut to| {
-            spool.seek(SeekFrom::Start(0))?;
-            std::io::copy(spool, &mut to)
-        });
-        if copied.is_ok() {
-            return Some(f);
+        for n in 0..100 {
+            let file = match n {
+                0 => format!("xferbench-{}-{name}", std::process::id()),
+                n => format!("xferbench-{}-{n}-{name}", std::process::id()),
+            };
+            let f = dir.join(&file);
+            let to = match OpenOptions::new().write(true).create_new(true).open(&f) {
+                Ok(to) => to,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(_) => break,
+            };
+            let copied = spool
+                .seek(SeekFrom::Start(0))
+                .and_then(|_| std::io::copy(spool, &mut &to));
+            if copied.is_ok() {
+                return Some(f);
+            }
+            let _ = std::fs::remove_file(&f);
+            break;
         }
-        let _ = std::fs::remove_file(&f);
     }
     None
 }
