@@ -492,7 +492,10 @@ fn an_unknown_field_is_skipped_as_it_is_read() {
     assert!(o.status.success(), "{e}");
     // The run's caveats, on the page: the field is named, not kept.
     let page = std::fs::read_to_string(html.join("index.html")).unwrap();
-    assert!(page.contains("junk: no field of a saved roundtrip run"), "{e}");
+    assert!(
+        page.contains("junk: no field of a saved roundtrip run"),
+        "{e}"
+    );
     // Parsed into a Value, the list alone took a quarter of a gigabyte.
     assert!(peak < 160 << 20, "peak {} MiB", peak >> 20);
 }
