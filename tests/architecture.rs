@@ -18,7 +18,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
         "crates/core/src",
         &[
             &["error", "words", "children"],
-            &["units", "buffer", "payload"],
+            &["units", "buffer", "payload", "fifo"],
             &["measure"],
             &["lib"],
         ],

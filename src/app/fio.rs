@@ -280,6 +280,7 @@ fn config_of(line: &CmdLine, outs: &[Out]) -> Result<StreamConfig> {
 /// the exit code.
 fn run_jobs(line: &CmdLine, c: &StreamConfig, outs: &[Out], quiet: bool) -> Result<i32> {
     let out = &c.out;
+    xferbench::output::wait_for_readers(c.timeout, Some(super::interrupt::requested));
     xferbench::output::check_writable(out.output.as_deref())?;
     let base = super::baseline_first(out)?;
     let stop = super::interrupt::install();

@@ -77,7 +77,25 @@ pub fn main() -> i32 {
     code
 }
 
+/// How long an output that is a FIFO waits for its reader: the
+/// command's `--timeout` (10 s for a command without one).
+fn reader_wait(cmd: Option<&Command>) -> std::time::Duration {
+    match cmd {
+        Some(Command::Roundtrip(a)) => a.common.timeout,
+        Some(Command::Curve(a)) => a.common.timeout,
+        Some(Command::Load(a)) => a.common.timeout,
+        Some(Command::Mesh(a)) => a.timeout,
+        Some(Command::Flowgraph(a)) => a.timeout,
+        Some(Command::Stream(a)) => a.timeout,
+        _ => std::time::Duration::from_secs(10),
+    }
+}
+
 fn dispatch(cli: Cli) -> Result<()> {
+    xferbench::output::wait_for_readers(
+        reader_wait(cli.command.as_ref()),
+        Some(interrupt::requested),
+    );
     if cli.command.is_some() && (cli.quick || cli.out.is_some()) {
         return Err(Error::usage(
             "--quick and --out apply to the default suite (xferbench with no command); put them without a command",
@@ -203,6 +221,10 @@ fn baseline_first(out: &Output) -> Result<Option<xferbench::result::saved::Saved
     if let Some(name) = &out.save_baseline {
         xferbench::compare::baseline::check_name(name)?;
     }
+    if let (Some(o), Some(name)) = (out.output.as_deref(), &out.baseline) {
+        let file = xferbench::compare::baseline::path(name)?;
+        xferbench::output::refuse_inputs(o, "-o", &[(file, format!("the baseline {name}"))])?;
+    }
     out.baseline
         .as_deref()
         .map(xferbench::compare::baseline::load)
@@ -293,6 +315,13 @@ fn gate(c: &xferbench::compare::Comparison) -> Result<()> {
 fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
     use xferbench::compare::{baseline, render};
     xferbench::output::check_writable(a.output.as_deref())?;
+    if let Some(out) = a.output.as_deref() {
+        let inputs: Vec<_> = [&a.base, &a.new]
+            .into_iter()
+            .map(|arg| (baseline::source(arg), format!("the run {arg} compared")))
+            .collect();
+        xferbench::output::refuse_inputs(out, "-o", &inputs)?;
+    }
     let base = baseline::resolve(&a.base)?;
     let new = baseline::resolve(&a.new)?;
     let settings = xferbench::compare::Settings {
@@ -466,6 +495,14 @@ fn comparison(json: &str, refs: &[xferbench::reference::Dataset]) -> Result<Stri
 /// `xferbench report`: saved runs to HTML, SVG, or tables on stdout.
 fn report_cmd(a: &crate::cli::ReportArgs) -> Result<()> {
     let refs = references(&a.compare)?;
+    if let Some(dir) = &a.html {
+        let inputs: Vec<_> = a
+            .runs
+            .iter()
+            .map(|p| (p.clone(), format!("the run {} reported", p.display())))
+            .collect();
+        xferbench::output::refuse_inputs(&dir.join("index.html"), "--html", &inputs)?;
+    }
     let runs = a
         .runs
         .iter()

@@ -3,12 +3,14 @@
 //! one error type, sizes and durations as users type them, enums named by a
 //! word, aligned buffers, message payloads, the children a run starts (ended
 //! with it), and `measure`: statistics, histograms, the Hockney fit, CPU
-//! placement, background load and the environment recorded with every
-//! result.
+//! placement, background load, the environment recorded with every result
+//! and the machine's limits — and `fifo`, writing into a pipe that never
+//! blocks for good.
 
 pub mod buffer;
 pub mod children;
 pub mod error;
+pub mod fifo;
 pub mod measure;
 pub mod payload;
 pub mod units;

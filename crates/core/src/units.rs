@@ -151,31 +151,68 @@ pub fn parse_duration(s: &str) -> Result<Duration> {
     Ok(Duration::from_secs_f64(secs))
 }
 
-/// Parses a list of CPU numbers: `0,1`, `2-5`, or `none`.
+/// The CPU numbers a list may name: below the most Linux can be built for
+/// (`NR_CPUS` is at most 8192). Lists the kernel writes (a node's CPUs,
+/// the online set) always fit; whether a CPU exists is checked where it
+/// is used.
+pub const CPU_LIMIT: usize = 8192;
+
+/// The most entries a CPU list may expand to (ranges counted whole): a
+/// list naming each CPU a few times over is still taken.
+const CPU_LIST_ENTRIES: usize = 4 * CPU_LIMIT;
+
+/// Parses a list of CPU numbers: `0,1`, `2-5`, or `none`. Each number and
+/// range is checked against [`CPU_LIMIT`] before it is expanded, so a
+/// hostile range (`0-4000000000`) is one line, not gigabytes allocated.
 pub fn parse_cpu_list(s: &str) -> Result<Option<Vec<usize>>> {
     if s.trim() == "none" {
         return Ok(None);
     }
-    let mut out = Vec::new();
+    let bad = || {
+        Error::usage(format!(
+            "malformed cpu list '{}': expected numbers like 0,1 or 2-3, or 'none'",
+            capped_text(s)
+        ))
+    };
+    let too_high = |c: usize| {
+        Error::usage(format!(
+            "cpu {c} is out of range (Linux numbers CPUs below {CPU_LIMIT})"
+        ))
+    };
+    let mut ranges = Vec::new();
+    let mut entries = 0usize;
     for item in s.split(',').map(str::trim) {
-        let bad = || {
-            Error::usage(format!(
-                "malformed cpu list '{s}': expected numbers like 0,1 or 2-3, or 'none'"
-            ))
-        };
-        match item.split_once('-') {
-            Some((a, b)) => {
-                let (a, b): (usize, usize) =
-                    (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?);
-                if a > b {
-                    return Err(bad());
-                }
-                out.extend(a..=b);
+        let (a, b): (usize, usize) = match item.split_once('-') {
+            Some((a, b)) => (a.parse().map_err(|_| bad())?, b.parse().map_err(|_| bad())?),
+            None => {
+                let c = item.parse().map_err(|_| bad())?;
+                (c, c)
             }
-            None => out.push(item.parse().map_err(|_| bad())?),
+        };
+        if a > b {
+            return Err(bad());
         }
+        if b >= CPU_LIMIT {
+            return Err(too_high(b));
+        }
+        entries += b - a + 1;
+        if entries > CPU_LIST_ENTRIES {
+            return Err(Error::usage(format!(
+                "cpu list '{}' names more than {CPU_LIST_ENTRIES} CPUs; name each CPU once",
+                capped_text(s)
+            )));
+        }
+        ranges.push((a, b));
     }
-    Ok(Some(out))
+    Ok(Some(ranges.into_iter().flat_map(|(a, b)| a..=b).collect()))
+}
+
+/// The first 60 characters of `s`, for a message about a long value.
+fn capped_text(s: &str) -> String {
+    match s.char_indices().nth(60) {
+        Some((i, _)) => format!("{}…", &s[..i]),
+        None => s.to_string(),
+    }
 }
 
 /// Formats a byte count the way people write it: 64, 4k, 1M (exact multiples only).
@@ -371,6 +408,14 @@ mod tests {
         assert_eq!(parse_cpu_list("none").unwrap(), None);
         assert!(parse_cpu_list("a").is_err());
         assert!(parse_cpu_list("3-1").is_err());
+        // Ranges are checked before they are expanded: no 32 GB list.
+        let e = parse_cpu_list("0-4000000000").unwrap_err().to_string();
+        assert!(e.contains("cpu 4000000000 is out of range"), "{e}");
+        assert!(parse_cpu_list(&format!("0-{}", CPU_LIMIT - 1)).is_ok());
+        assert!(parse_cpu_list(&format!("{CPU_LIMIT}")).is_err());
+        let many = vec![format!("0-{}", CPU_LIMIT - 1); 5].join(",");
+        let e = parse_cpu_list(&many).unwrap_err().to_string();
+        assert!(e.contains("more than"), "{e}");
     }
 
     #[test]

@@ -1325,8 +1325,22 @@ pub fn nearest(key: &str) -> Option<&'static str> {
         .map(|(_, k)| k)
 }
 
+/// The most NUMA nodes Linux can be built for (`NODES_SHIFT` 10).
+const MAX_NUMA_NODES: u64 = 1024;
+
 /// The CPUs of NUMA nodes `list` (as in `0-1,3`), from sysfs.
 fn numa_cpus(list: &str) -> std::result::Result<Vec<usize>, String> {
+    // Checked before the list is expanded: `0-4000000000` is one line,
+    // not gigabytes of node numbers.
+    if let Some(n) = list
+        .split([',', '-'])
+        .filter_map(|n| n.trim().parse::<u64>().ok())
+        .find(|&n| n >= MAX_NUMA_NODES)
+    {
+        return Err(format!(
+            "node {n} is out of range (Linux numbers NUMA nodes below {MAX_NUMA_NODES})"
+        ));
+    }
     let nodes = crate::units::parse_cpu_list(list)
         .map_err(|_| "malformed node list (expected numbers and ranges, as in 0-1)".to_string())?
         .unwrap_or_default();

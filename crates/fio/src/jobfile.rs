@@ -21,6 +21,9 @@ pub struct JobFile {
     pub global_options: Vec<(String, String)>,
     /// Each section as fio's `--showcmd` prints it, in the file's order.
     pub shown: Vec<Shown>,
+    /// The files read: each job file and every file it includes (what an
+    /// output file must not name).
+    pub read: Vec<std::path::PathBuf>,
 }
 
 /// One section of a job file as fio's `--showcmd` prints it: fio's name
@@ -92,6 +95,7 @@ pub fn join(files: Vec<(String, JobFile)>, sections: &[String]) -> Result<JobFil
         notes: Vec::new(),
         global_options: Vec::new(),
         shown: Vec::new(),
+        read: Vec::new(),
     };
     let mut seen = vec![false; sections.len()];
     let mut every: Vec<String> = Vec::new();
@@ -100,6 +104,7 @@ pub fn join(files: Vec<(String, JobFile)>, sections: &[String]) -> Result<JobFil
         all.warnings.extend(f.warnings);
         all.notes.extend(f.notes);
         all.shown.extend(f.shown);
+        all.read.extend(f.read);
         if k == 0 {
             all.global_options = f.global_options;
         }
@@ -185,10 +190,12 @@ fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
     Ok(text)
 }
 
-/// What the includes of one job file may still add.
+/// What the includes of one job file may still add, and the files they
+/// read.
 struct Budget {
     bytes: u64,
     includes: usize,
+    read: Vec<std::path::PathBuf>,
 }
 
 /// A job section being read, with where its `wait_for` was set: the check
@@ -221,6 +228,8 @@ pub struct Builder<'a> {
     /// Options xferbench refuses (or values it cannot take) are kept for
     /// `--showcmd` rather than stopping it: fio prints such a job too.
     lenient: bool,
+    /// The files read so far (job files and their includes).
+    read: Vec<std::path::PathBuf>,
 }
 
 impl<'a> Builder<'a> {
@@ -238,6 +247,7 @@ impl<'a> Builder<'a> {
             shown: Vec::new(),
             global_mark: 0,
             lenient: false,
+            read: Vec::new(),
         }
     }
 
@@ -350,6 +360,7 @@ impl<'a> Builder<'a> {
             notes: self.notes,
             global_options: self.global.job.given,
             shown: self.shown,
+            read: self.read,
         })
     }
 
@@ -364,9 +375,16 @@ impl<'a> Builder<'a> {
         let mut budget = Budget {
             bytes: MAX_JOB_BYTES.saturating_sub(text.len() as u64),
             includes: MAX_INCLUDES,
+            read: Vec::new(),
         };
+        // The name of text read from a file (not `-`, or the command line).
+        if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
+            self.read.push(path.into());
+        }
+        let lines = with_includes(text, path, 0, &mut budget)?;
+        self.read.append(&mut budget.read);
         let mut outside = true;
-        for (raw, file, n) in with_includes(text, path, 0, &mut budget)? {
+        for (raw, file, n) in lines {
             let at = format!("{file}:{n}");
             let line = strip_comment(&raw).trim();
             if line.is_empty() {
@@ -693,6 +711,7 @@ fn with_includes(
             ))
         })?;
         budget.bytes = budget.bytes.saturating_sub(inner.len() as u64);
+        budget.read.push(full.clone());
         out.extend(with_includes(&inner, &shown, depth + 1, budget)?);
     }
     Ok(out)

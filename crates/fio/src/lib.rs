@@ -2,7 +2,7 @@
 //! the typed options of one job section (from a job file or from flags), an
 //! [`engine`] moves its I/Os, and [`verify`] checks what comes back.
 
-pub(crate) use xferbench_core::{buffer, children, error, measure, payload, units, words};
+pub(crate) use xferbench_core::{buffer, children, error, fifo, measure, payload, units, words};
 pub(crate) use xferbench_transport as transport;
 
 pub mod blocksizes;

@@ -13,13 +13,19 @@
 //!
 //! Times are milliseconds since the job's timed span began (fio's epoch,
 //! restarted after `ramp_time`); only the timed span's I/Os are logged.
+//!
+//! A log file that is a FIFO is never written by the job as it runs (a
+//! reader that is not there would block its I/O loop): its lines are
+//! spooled, and handed to the FIFO whole when the job ends, waiting for a
+//! reader no longer than the run's `--timeout`; a FIFO nobody reads leaves
+//! the lines in a fallback file the job's warnings name.
 
 use serde::Serialize;
 use std::fs::{File, OpenOptions};
 use std::io::{BufWriter, Seek, SeekFrom, Write};
 use std::path::{Path, PathBuf};
 use std::sync::{Mutex, PoisonError};
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 /// fio's latency histogram: `FIO_IO_U_PLAT_BITS` = 6 (64 buckets a group),
 /// `FIO_IO_U_PLAT_GROUP_NR` = 29, as fio 3.33 and fiologparser_hist.py's
@@ -163,7 +169,11 @@ impl LogSpec {
 /// its directory must take the jobs' spools.
 pub fn create(spec: &LogSpec, job_name: &str) -> crate::error::Result<()> {
     for (kind, path) in spec.files(job_name) {
-        let made = if spec.shared {
+        // A FIFO is not opened here: that would wait for a reader (and a
+        // reader waiting already would take the close for the end).
+        let made = if crate::fifo::is_fifo(&path) {
+            crate::fifo::writable(&path)
+        } else if spec.shared {
             OpenOptions::new()
                 .append(true)
                 .create(true)
@@ -243,7 +253,31 @@ struct Sink {
     path: PathBuf,
     out: Option<BufWriter<File>>,
     shared: bool,
+    /// The log is a FIFO: its lines are spooled and handed over at the end.
+    fifo: bool,
     error: Option<String>,
+}
+
+/// How long a log that is a FIFO waits for its reader at the job's end,
+/// and what ends the wait early (the run is stopping).
+pub struct Until<'a> {
+    pub deadline: Instant,
+    pub stop: &'a dyn Fn() -> bool,
+}
+
+/// A stop already asked for (no wait at all).
+fn stopped() -> bool {
+    true
+}
+
+impl Until<'_> {
+    /// No wait at all: for a job dropped on its way out.
+    fn now() -> Until<'static> {
+        Until {
+            deadline: Instant::now(),
+            stop: &stopped,
+        }
+    }
 }
 
 /// Held while a job's spool is appended to a shared log file, so that the
@@ -253,7 +287,11 @@ static SHARED_APPEND: Mutex<()> = Mutex::new(());
 
 impl Sink {
     fn open(path: PathBuf, shared: bool) -> std::io::Result<Sink> {
-        let file = if shared {
+        let fifo = crate::fifo::is_fifo(&path);
+        let file = if fifo {
+            // Beside the FIFO may be /dev, or no writable directory.
+            spool_in(&std::env::temp_dir(), &path)?
+        } else if shared {
             spool_beside(&path)?
         } else {
             OpenOptions::new().append(true).create(true).open(&path)?
@@ -262,6 +300,7 @@ impl Sink {
             out: Some(BufWriter::with_capacity(BUFFER, file)),
             path,
             shared,
+            fifo,
             error: None,
         })
     }
@@ -295,24 +334,87 @@ impl Sink {
         }
     }
 
-    /// Writes out what is buffered: into the job's own file, or (shared)
-    /// the whole spool appended to the shared file. Nothing more is
-    /// written after.
-    fn finish(&mut self) {
+    /// Writes out what is buffered: into the job's own file, (shared)
+    /// the whole spool appended to the shared file, or (a FIFO) the whole
+    /// spool handed to its reader by `until`. Nothing more is written after.
+    fn finish(&mut self, until: &Until) {
         let Some(mut out) = self.out.take() else {
             return;
         };
         let r = out.flush().and_then(|()| {
-            if !self.shared {
+            if !self.shared && !self.fifo {
                 return Ok(());
             }
             let spool = out.into_inner().map_err(|e| e.into_error())?;
+            if self.fifo {
+                return self.hand_over(spool, until);
+            }
             append_whole(spool, &self.path)
         });
         if let Err(e) = r {
             self.failed(e);
         }
     }
+
+    /// The spool of a FIFO's lines given to its reader; when there is
+    /// none in time, kept in a fallback file that the error names.
+    fn hand_over(&mut self, mut spool: File, until: &Until) -> std::io::Result<()> {
+        spool.seek(SeekFrom::Start(0))?;
+        let given = {
+            let _one_writer = SHARED_APPEND.lock().unwrap_or_else(PoisonError::into_inner);
+            crate::fifo::write(&self.path, &mut spool, until.deadline, until.stop)
+        };
+        let Err(e) = given else { return Ok(()) };
+        let why = match e.kind() {
+            std::io::ErrorKind::Interrupted => "the run stopped before a reader took it".into(),
+            _ => e.to_string(),
+        };
+        spool.seek(SeekFrom::Start(0))?;
+        let kept = match keep_elsewhere(&mut spool, &self.path) {
+            Some(f) => format!("{why}; its lines are kept in {}", f.display()),
+            None => format!("{why}; its lines are lost (no fallback file could be written)"),
+        };
+        // Said at once, as verify_dump's failures are: the job's warnings
+        // reach the JSON alone (fio's mode keeps stderr quiet), and where
+        // the lines went is for the person waiting on the FIFO.
+        eprintln!(
+            "xferbench: warning: log file {}: {kept}",
+            self.path.display()
+        );
+        Err(std::io::Error::new(e.kind(), kept))
+    }
+}
+
+/// A copy of `spool` in a new file named after `log`, in the temporary
+/// directory or else the current one; its name. Never another's: two
+/// jobs' FIFOs of one name get a file each.
+fn keep_elsewhere(spool: &mut File, log: &Path) -> Option<PathBuf> {
+    let name = log
+        .file_name()
+        .map_or("log".into(), |n| n.to_string_lossy().into_owned());
+    for dir in [std::env::temp_dir(), PathBuf::from(".")] {
+        for n in 0..100 {
+            let file = match n {
+                0 => format!("xferbench-{}-{name}", std::process::id()),
+                n => format!("xferbench-{}-{n}-{name}", std::process::id()),
+            };
+            let f = dir.join(&file);
+            let to = match OpenOptions::new().write(true).create_new(true).open(&f) {
+                Ok(to) => to,
+                Err(e) if e.kind() == std::io::ErrorKind::AlreadyExists => continue,
+                Err(_) => break,
+            };
+            let copied = spool
+                .seek(SeekFrom::Start(0))
+                .and_then(|_| std::io::copy(spool, &mut &to));
+            if copied.is_ok() {
+                return Some(f);
+            }
+            let _ = std::fs::remove_file(&f);
+            break;
+        }
+    }
+    None
 }
 
 /// An unnamed file in `log`'s directory (on its file system, which the
@@ -320,11 +422,16 @@ impl Sink {
 /// file system has it, else a file removed as soon as it is open. Either
 /// way nothing is left behind, whatever stops the process.
 fn spool_beside(log: &Path) -> std::io::Result<File> {
-    use std::os::unix::fs::OpenOptionsExt;
     let dir = match log.parent() {
         Some(d) if !d.as_os_str().is_empty() => d,
         _ => Path::new("."),
     };
+    spool_in(dir, log)
+}
+
+/// An unnamed file in `dir` for `log`'s lines (see [`spool_beside`]).
+fn spool_in(dir: &Path, log: &Path) -> std::io::Result<File> {
+    use std::os::unix::fs::OpenOptionsExt;
     let unnamed = OpenOptions::new()
         .read(true)
         .write(true)
@@ -452,13 +559,13 @@ impl ValueLog {
     }
 
     /// The windows still open, as lines at `ms` (fio's `finalize_logs`).
-    fn close(&mut self, ms: u64, f: Format) {
+    fn close(&mut self, ms: u64, f: Format, until: &Until) {
         for dir in 0..3 {
             if let Some(line) = self.means[dir].take(ms, dir, f.window) {
                 self.sink.line(&line, f);
             }
         }
-        self.sink.finish();
+        self.sink.finish(until);
     }
 }
 
@@ -567,13 +674,13 @@ impl HistLog {
 
     /// The last, partial windows (fio drops them; written here so that the
     /// log holds every I/O of the job).
-    fn close(&mut self, ms: u64) {
+    fn close(&mut self, ms: u64, until: &Until) {
         for dir in 0..3 {
             if self.msec > 0 && self.windows[dir].n > 0 {
                 self.put(ms, dir);
             }
         }
-        self.sink.finish();
+        self.sink.finish(until);
     }
 }
 
@@ -594,12 +701,19 @@ pub struct JobLogs {
     /// ends on an error closes its logs.
     last_ns: u64,
     closed: bool,
+    /// How long a log that is a FIFO waits for its reader at the end.
+    wait: Duration,
 }
 
 impl JobLogs {
     /// Opens job `job_name`'s log files (created by [`create`]) for
-    /// appending; None when the job writes none.
-    pub fn open(spec: &LogSpec, job_name: &str) -> std::io::Result<Option<JobLogs>> {
+    /// appending; None when the job writes none. A log that is a FIFO
+    /// waits `wait` for its reader when the job ends.
+    pub fn open(
+        spec: &LogSpec,
+        job_name: &str,
+        wait: Duration,
+    ) -> std::io::Result<Option<JobLogs>> {
         if spec.is_off() {
             return Ok(None);
         }
@@ -648,6 +762,7 @@ impl JobLogs {
             clock,
             last_ns: 0,
             closed: false,
+            wait,
         }))
     }
 
@@ -756,9 +871,18 @@ impl JobLogs {
     }
 
     /// Ends the logs at `end_ns` (ns since the span began): the open
-    /// windows as lines, every buffer written out. Returns what went wrong
-    /// writing them, for the job's warnings.
-    pub fn close(&mut self, end_ns: u64) -> Vec<String> {
+    /// windows as lines, every buffer written out (a FIFO's handed to its
+    /// reader, waiting until `stop()` says the run is stopping at most).
+    /// Returns what went wrong writing them, for the job's warnings.
+    pub fn close(&mut self, end_ns: u64, stop: &dyn Fn() -> bool) -> Vec<String> {
+        let until = Until {
+            deadline: Instant::now() + self.wait,
+            stop,
+        };
+        self.close_by(end_ns, &until)
+    }
+
+    fn close_by(&mut self, end_ns: u64, until: &Until) -> Vec<String> {
         if self.closed {
             return Vec::new();
         }
@@ -776,11 +900,11 @@ impl JobLogs {
         logs.extend(self.iops.as_mut());
         let mut errors = Vec::new();
         for l in logs {
-            l.close(ms, f);
+            l.close(ms, f, until);
             errors.extend(l.sink.error.take());
         }
         if let Some(h) = self.hist.as_mut() {
-            h.close(ms);
+            h.close(ms, until);
             errors.extend(h.sink.error.take());
         }
         errors
@@ -788,9 +912,11 @@ impl JobLogs {
 }
 
 impl Drop for JobLogs {
-    /// A job that ended on an error still leaves what it logged.
+    /// A job that ended on an error still leaves what it logged (a
+    /// FIFO's lines in their fallback file: no reader is waited for on
+    /// the way out).
     fn drop(&mut self) {
-        let _ = self.close(self.last_ns);
+        let _ = self.close_by(self.last_ns, &Until::now());
     }
 }
 
@@ -885,8 +1011,8 @@ mod tests {
             a.line(&line(ms), f);
             b.line(&line(ms), f);
         }
-        b.finish();
-        a.finish();
+        b.finish(&Until::now());
+        a.finish(&Until::now());
         assert!(a.error.is_none() && b.error.is_none());
         let text = std::fs::read_to_string(&path).unwrap();
         let times: Vec<u64> = text
@@ -943,7 +1069,7 @@ mod tests {
         for (ms, value) in [(1, 10), (5, 20), (10, 30), (12, 1), (25, 3)] {
             v.sample(line(ms, value), 10, f);
         }
-        v.close(27, f);
+        v.close(27, f, &Until::now());
         drop(v);
         let text = std::fs::read_to_string(&path).unwrap();
         assert_eq!(text, "10, 20, 30, 1, 0, 0\n25, 2, 3, 1, 0, 0\n");

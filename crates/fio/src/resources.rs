@@ -1,19 +1,26 @@
 //! What a set of jobs will take from the machine, checked before any job
-//! starts: a thread per job against the user's task limit (RLIMIT_NPROC),
+//! starts: the threads of the jobs that run side by side (a thread per
+//! job, and per I/O in flight for `io_submit_mode=offload`) against what
+//! the machine allows ([`limits::threads`]: `ulimit -u`, the kernel's
+//! thread and pid limits, the cgroup's, address space for their stacks),
 //! and memory — each job's latency histograms (one per direction per
-//! interval) and I/O buffers — against what the machine has available. A
-//! run that cannot fit is refused in one line instead of dying half-way,
-//! OOM-killed with nothing written or panicking on a thread it cannot spawn.
+//! interval) and I/O buffers — against what is left ([`limits::memory`]:
+//! `ulimit -v`, the cgroup's limit, what the machine has available). A run
+//! that cannot fit is refused in one line instead of dying half-way,
+//! OOM-killed or aborted on an allocation with nothing written, or
+//! stopped on a thread it cannot start.
 
 use crate::engine::DIRS;
 use crate::error::{Error, Result};
 use crate::intervals::Cut;
-use crate::job::Job;
+use crate::job::{IoEngine, Job};
+use crate::measure::limits;
 use crate::measure::stats::Recorder;
 
-/// Threads kept free for the rest of the run (coordinator, watchdog,
-/// responders, the engines' own threads).
-const SPARE_TASKS: u64 = 32;
+/// Threads the run starts beside its jobs' (the coordinator's watch, the
+/// guard's watchdog, the progress bar's): the process's own threads that
+/// exist already are counted as in use.
+const SPARE_TASKS: u64 = 4;
 
 /// Memory one job holds while it runs, bytes: its histograms (a total and
 /// one per interval, for each direction) and its buffers.
@@ -26,104 +33,118 @@ pub fn job_bytes(job: &Job) -> u64 {
     histograms.saturating_add(buffers)
 }
 
-/// Refuses a set of jobs that would not fit: `threads` started at once, and
-/// `groups` of jobs running side by side (each a list of jobs).
-pub fn check<'a>(threads: usize, groups: impl Iterator<Item = Vec<&'a Job>>) -> Result<()> {
-    if let Some(limit) = task_limit() {
-        let used = tasks_in_use();
-        if used + threads as u64 + SPARE_TASKS > limit {
-            return Err(Error::usage(format!(
-                "the run starts {threads} job threads, but this user may run {limit} tasks (ulimit -u) and {used} are in use; lower numjobs, or raise the limit"
-            )));
-        }
+/// Threads (and processes) one job starts: its own, a submitting thread
+/// per I/O in flight when offloaded, and a transport's responder process
+/// with the thread that watches it.
+pub fn job_tasks(job: &Job) -> u64 {
+    let pool = if crate::engine::pooled(job) {
+        u64::from(job.iodepth)
+    } else {
+        0
+    };
+    let responder = if job.ioengine == IoEngine::Transport {
+        2
+    } else {
+        0
+    };
+    1 + pool + responder
+}
+
+/// File descriptors one job holds: its files in service at once, its
+/// engine's own (a ring, an event fd) and a transport's link.
+pub fn job_descriptors(job: &Job) -> u64 {
+    let files = u64::from(job.nrfiles.max(1));
+    let open = job
+        .openfiles
+        .map_or(files, |o| files.min(u64::from(o.max(1))));
+    let link = if job.ioengine == IoEngine::Transport {
+        6
+    } else {
+        0
+    };
+    open + 2 + link
+}
+
+/// Descriptors the process opens beside its jobs' (its output, a log
+/// file's spool, the progress bar's terminal).
+const SPARE_FDS: u64 = 16;
+
+/// Refuses a set of jobs that would not fit: `waves` are the jobs that
+/// run side by side (one list each: the jobs between two stonewalls),
+/// one wave after another.
+pub fn check<'a>(waves: impl Iterator<Item = Vec<&'a Job>>) -> Result<()> {
+    let waves: Vec<Vec<&Job>> = waves.collect();
+    check_threads(&waves)?;
+    if let Some(widest) = waves
+        .iter()
+        .map(|w| w.iter().map(|j| job_descriptors(j)).sum::<u64>())
+        .max()
+    {
+        limits::check_descriptors(
+            widest + SPARE_FDS,
+            "the jobs running together (their files, engines and links)",
+            "lower numjobs or nrfiles (or set openfiles=)",
+        )?;
     }
-    let Some(available) = mem_available() else {
+    let Some(room) = limits::memory() else {
         return Ok(());
     };
-    for jobs in groups {
+    for jobs in &waves {
         let need: u64 = jobs.iter().map(|j| job_bytes(j)).sum();
         // A margin for the rest of the process and the page cache it uses.
-        if need > available / 10 * 9 {
+        if need > room.left / 10 * 9 {
             let per = need / jobs.len().max(1) as u64;
             return Err(Error::usage(format!(
-                "{} jobs running together would hold about {} (about {} each: latency histograms and buffers), more than the {} this machine has available; lower numjobs, iodepth or bs, or split them with stonewall",
+                "{} jobs running together would hold about {} (about {} each: latency histograms and buffers), but {}; lower numjobs, iodepth or bs, or split them with stonewall",
                 jobs.len(),
-                gib(need),
-                mib(per),
-                gib(available)
+                limits::size(need),
+                limits::size(per),
+                room.said
             )));
         }
     }
     Ok(())
 }
 
-fn gib(b: u64) -> String {
-    format!("{:.1} GiB", b as f64 / (1u64 << 30) as f64)
-}
-
-fn mib(b: u64) -> String {
-    format!("{:.1} MiB", b as f64 / (1u64 << 20) as f64)
-}
-
-/// The soft RLIMIT_NPROC, if there is one.
-fn task_limit() -> Option<u64> {
-    let mut r = libc::rlimit {
-        rlim_cur: 0,
-        rlim_max: 0,
+/// The threads of the widest wave, against what the machine allows.
+fn check_threads(waves: &[Vec<&Job>]) -> Result<()> {
+    let Some(widest) = waves
+        .iter()
+        .max_by_key(|w| w.iter().map(|j| job_tasks(j)).sum::<u64>())
+    else {
+        return Ok(());
     };
-    // SAFETY: r is a valid rlimit to fill.
-    if unsafe { libc::getrlimit(libc::RLIMIT_NPROC, &mut r) } != 0 {
-        return None;
+    let jobs = widest.len() as u64;
+    let all: u64 = widest.iter().map(|j| job_tasks(j)).sum();
+    let submitting: u64 = widest
+        .iter()
+        .filter(|j| crate::engine::pooled(j))
+        .map(|j| u64::from(j.iodepth))
+        .sum();
+    let mut parts = vec![format!(
+        "{jobs} job thread{}",
+        if jobs == 1 { "" } else { "s" }
+    )];
+    if submitting > 0 {
+        parts.push(format!(
+            "{submitting} submitting threads (io_submit_mode=offload: one per I/O in flight)"
+        ));
     }
-    (r.rlim_cur != libc::RLIM_INFINITY).then_some(r.rlim_cur)
-}
-
-/// Tasks (threads) of this user's processes, what RLIMIT_NPROC counts.
-fn tasks_in_use() -> u64 {
-    // SAFETY: getuid cannot fail.
-    let uid = unsafe { libc::getuid() }.to_string();
-    let Ok(dir) = std::fs::read_dir("/proc") else {
-        return 0;
+    let others = all - jobs - submitting;
+    if others > 0 {
+        parts.push(format!("{others} for the transports' responders"));
+    }
+    parts.push(format!("{SPARE_TASKS} of xferbench's own"));
+    let fix = if submitting > jobs {
+        "lower iodepth= (or use io_submit_mode=inline) or numjobs"
+    } else {
+        "lower numjobs, or split the jobs with stonewall"
     };
-    let mut n = 0;
-    for e in dir.flatten() {
-        if !e
-            .file_name()
-            .to_string_lossy()
-            .bytes()
-            .all(|b| b.is_ascii_digit())
-        {
-            continue;
-        }
-        let Ok(status) = std::fs::read_to_string(e.path().join("status")) else {
-            continue;
-        };
-        let field = |k: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(k))
-                .map(str::trim)
-                .unwrap_or_default()
-                .to_string()
-        };
-        if field("Uid:").split_whitespace().next() == Some(uid.as_str()) {
-            n += field("Threads:").parse::<u64>().unwrap_or(1);
-        }
-    }
-    n
-}
-
-/// MemAvailable, bytes.
-fn mem_available() -> Option<u64> {
-    let m = std::fs::read_to_string("/proc/meminfo").ok()?;
-    let kb: u64 = m
-        .lines()
-        .find_map(|l| l.strip_prefix("MemAvailable:"))?
-        .split_whitespace()
-        .next()?
-        .parse()
-        .ok()?;
-    Some(kb * 1024)
+    limits::check_threads(
+        all + SPARE_TASKS,
+        &format!("the run ({})", parts.join(", ")),
+        fix,
+    )
 }
 
 #[cfg(test)]
@@ -142,5 +163,22 @@ mod tests {
         assert!(b > 32 * 4096, "{b}");
         // A time-based job keeps a histogram per interval and direction.
         assert!(b > 3 * Recorder::heap_bytes(), "{b}");
+    }
+
+    #[test]
+    fn an_offloaded_job_counts_a_thread_per_io_in_flight() {
+        let mut job = Job {
+            iodepth: 64,
+            ioengine: IoEngine::Psync,
+            ..Job::default()
+        };
+        assert_eq!(job_tasks(&job), 1);
+        job.tuning.offload = true;
+        assert_eq!(job_tasks(&job), 65);
+        // More than any machine allows: refused in one line, before any start.
+        job.iodepth = u32::MAX;
+        let e = check(std::iter::once(vec![&job])).unwrap_err().to_string();
+        assert!(e.contains("submitting threads"), "{e}");
+        assert_eq!(e.lines().count(), 1);
     }
 }

@@ -82,9 +82,13 @@ impl Peer {
         // SAFETY: only async-signal-safe calls between fork and exec.
         unsafe {
             cmd.pre_exec(move || {
+                // Copies above the fds they go to, so that moving one never
+                // lands on another not yet moved; as low as that allows,
+                // since a low `ulimit -n` refuses any number above it.
+                let above = CHILD_FD + n as RawFd;
                 let mut tmp = [-1 as RawFd; 4];
                 for i in 0..n {
-                    tmp[i] = libc::fcntl(src[i], libc::F_DUPFD, 64);
+                    tmp[i] = libc::fcntl(src[i], libc::F_DUPFD, above);
                     if tmp[i] < 0 {
                         return Err(std::io::Error::last_os_error());
                     }

@@ -67,7 +67,7 @@ pub mod result;
 // crate that the library never depends on, hidden because their shape is not
 // a promise to other programs.
 #[doc(hidden)]
-pub use xferbench_core::{buffer, measure, payload, words};
+pub use xferbench_core::{buffer, fifo, measure, payload, words};
 #[doc(hidden)]
 pub use xferbench_fio as fio;
 #[doc(hidden)]

@@ -19,9 +19,10 @@ pub struct PosixAio {
     /// One control block per slot, where glibc may write until it is done.
     cbs: Box<[libc::aiocb]>,
     pending: Vec<Option<(Op, usize)>>,
-    /// Slots submitted and not yet collected.
+    /// Slots submitted and not yet collected, oldest first.
     inflight: Vec<usize>,
-    /// The control blocks `aio_suspend` waits on (kept for its room).
+    /// The control blocks `aio_suspend` waits on (kept for its room): the
+    /// oldest [`SUSPEND_ENTRIES`] in flight.
     suspend: Vec<*const libc::aiocb>,
     /// Completions found at submission (a refused request).
     ready: Vec<Done>,
@@ -34,6 +35,12 @@ pub struct PosixAio {
 
 // SAFETY: the control blocks are this worker's alone.
 unsafe impl Send for PosixAio {}
+
+/// The most control blocks one `aio_suspend` waits on, as fio's posixaio
+/// engine: glibc looks each one up along its queue, so a wait on every
+/// I/O of a deep queue costs the square of the depth (seconds at 64 Ki).
+/// The oldest in flight are the ones that finish first.
+const SUSPEND_ENTRIES: usize = 8;
 
 fn errno() -> i32 {
     std::io::Error::last_os_error().raw_os_error().unwrap_or(0)
@@ -49,7 +56,7 @@ impl PosixAio {
             cbs: (0..depth).map(|_| unsafe { std::mem::zeroed() }).collect(),
             pending: vec![None; depth],
             inflight: Vec::with_capacity(depth),
-            suspend: Vec::with_capacity(depth),
+            suspend: Vec::with_capacity(SUSPEND_ENTRIES),
             ready: Vec::with_capacity(depth),
             ios: 0,
             suspends: 0,
@@ -90,19 +97,22 @@ impl PosixAio {
     }
 
     /// Collects every finished request; returns how many I/Os finished.
+    /// What is still in flight keeps its order (a resubmitted rest goes
+    /// last).
     fn collect(&mut self, out: &mut Vec<Done>) -> usize {
         let mut finished = 0;
-        let mut i = 0;
-        while i < self.inflight.len() {
+        let seen = self.inflight.len();
+        let mut kept = 0;
+        for i in 0..seen {
             let slot = self.inflight[i];
             let cb = &mut self.cbs[slot];
             // SAFETY: a submitted control block.
             let e = unsafe { libc::aio_error(cb) };
             if e == libc::EINPROGRESS {
-                i += 1;
+                self.inflight[kept] = slot;
+                kept += 1;
                 continue;
             }
-            self.inflight.swap_remove(i);
             // SAFETY: finished; aio_return may be called once.
             let r = unsafe { libc::aio_return(cb) };
             let Some((op, moved)) = self.pending[slot].take() else {
@@ -128,6 +138,7 @@ impl PosixAio {
             });
             finished += 1;
         }
+        self.inflight.drain(kept..seen);
         finished
     }
 }
@@ -183,6 +194,7 @@ impl Engine for PosixAio {
             list.extend(
                 self.inflight
                     .iter()
+                    .take(SUSPEND_ENTRIES)
                     .map(|&s| &self.cbs[s] as *const libc::aiocb),
             );
             let ts = libc::timespec {

@@ -963,8 +963,15 @@ pub static GENERAL: &[Spec] = &[
     })
 .help("xferbench: wait for completions by sleeping (interrupt) or spinning (poll)").no_def(),
     Spec::set("cpus_allowed", Kind::Text("0"), |j, o| {
-        j.cpus_allowed = crate::units::parse_cpu_list(o.value()?).map_err(|_| {
-            o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
+        let list = o.value()?;
+        j.cpus_allowed = crate::units::parse_cpu_list(list).map_err(|e| {
+            // Out of range is said as such (with the limit); anything else
+            // is a malformed list.
+            if list.split([',', '-']).all(|n| n.trim().parse::<u64>().is_ok()) {
+                o.bad(&e.to_string())
+            } else {
+                o.bad("malformed cpu list (expected numbers and ranges, as in 0-3,6)")
+            }
         })?;
         Ok(())
     })

@@ -108,7 +108,10 @@ impl Worker<'_> {
         }
         warnings.extend(self.eng.warnings());
         if let Some(mut l) = self.logs.take() {
-            warnings.extend(l.close(runtime_ns));
+            let stop = self.stop;
+            warnings.extend(l.close(runtime_ns, &|| {
+                stop.load(std::sync::atomic::Ordering::Relaxed)
+            }));
         }
         let t0 = self.shared.t0;
         JobRun {

@@ -68,7 +68,7 @@ impl<'a> Worker<'a> {
         let extents = extents(job, &files, spec.is_some(), seed);
         let verify = spec.map(|spec| checking(job, spec, &files, extents.is_some()));
         let (totals, expected) = totals(job, &files);
-        let logs = crate::logs::JobLogs::open(&job.logs, &job.name)
+        let logs = crate::logs::JobLogs::open(&job.logs, &job.name, shared.timeout)
             .map_err(|e| Error::run_from(format!("job {}: its log files", job.name), e))?
             .map(Box::new);
         // Before the clock starts: its histograms are megabytes to allocate

@@ -95,11 +95,28 @@ pub fn load(name: &str) -> Result<SavedRun> {
 /// A run named on the command line: a results file, or else the name of
 /// a saved baseline.
 pub fn resolve(arg: &str) -> Result<SavedRun> {
-    let p = std::path::Path::new(arg);
-    if p.exists() || arg.contains('/') || arg.ends_with(".json") || check_name(arg).is_err() {
-        return SavedRun::load(p);
+    if is_path(arg) {
+        return SavedRun::load(std::path::Path::new(arg));
     }
     load(arg)
+}
+
+/// Whether [`resolve`] takes `arg` as a file rather than a baseline's name.
+fn is_path(arg: &str) -> bool {
+    std::path::Path::new(arg).exists()
+        || arg.contains('/')
+        || arg.ends_with(".json")
+        || check_name(arg).is_err()
+}
+
+/// The file [`resolve`] reads for `arg`: the path, or the baseline's file.
+pub fn source(arg: &str) -> std::path::PathBuf {
+    if !is_path(arg)
+        && let Ok(p) = path(arg)
+    {
+        return p;
+    }
+    std::path::PathBuf::from(arg)
 }
 
 #[cfg(test)]

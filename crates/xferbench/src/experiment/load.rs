@@ -181,6 +181,7 @@ fn once(
         .collect();
     // The process's CPUs as they were before the initiator pinned itself.
     let cpus = load_cpus(args, &placement.allowed_cpus, &used, &mut run.warnings)?;
+    check_room(args, cfgs, &cpus)?;
     run.extra.load_cpus = cpus.clone();
     let open: Option<Vec<f64>> = args.rate.clone().or(args.rates.clone());
     let cells = match &open {
@@ -243,6 +244,36 @@ fn once(
     Ok(super::finish_after(run, result, after))
 }
 
+/// Refuses in one line, before any link opens, a load the machine's
+/// limits cannot hold: each of `--inflight` clients is a thread with a
+/// responder (a thread, or a process and the thread that watches it) and
+/// a few descriptors, and the built-in load is a thread per CPU.
+fn check_room(args: &LoadConfig, cfgs: &[super::Config], cpus: &[usize]) -> Result<()> {
+    use crate::measure::limits;
+    let inflight = u64::from(args.inflight);
+    let loads = if args.loads.iter().any(|&m| m != LoadMode::Idle) {
+        cpus.len() as u64
+    } else {
+        0
+    };
+    let per_link = 3;
+    limits::check_threads(
+        inflight * per_link + loads,
+        &format!(
+            "load --inflight {inflight} ({inflight} clients with their responders, {loads} load threads)"
+        ),
+        "lower --inflight",
+    )?;
+    // Each link's descriptors: its channel's two ends each way, the
+    // responder's pidfd and the watchdog's eventfd, and some to spare.
+    let fds = if cfgs.is_empty() { 0 } else { inflight * 8 };
+    limits::check_descriptors(
+        fds,
+        &format!("load --inflight {inflight}"),
+        "lower --inflight",
+    )
+}
+
 /// What every cell of one transport configuration shares.
 struct Ctx<'a> {
     args: &'a LoadConfig,
@@ -300,12 +331,23 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
                 let results: Vec<Result<Outcome>> = std::thread::scope(|s| {
                     let hs: Vec<_> = links
                         .iter_mut()
-                        .map(|l| s.spawn(move || sample::measure(l.as_mut(), &sh, &budget, stop)))
+                        .map(|l| {
+                            std::thread::Builder::new()
+                                .name("xb-client".into())
+                                .spawn_scoped(s, move || {
+                                    sample::measure(l.as_mut(), &sh, &budget, stop)
+                                })
+                        })
                         .collect();
                     hs.into_iter()
-                        .map(|h| {
-                            h.join()
-                                .unwrap_or_else(|_| Err(Error::run("a load client panicked")))
+                        .map(|h| match h {
+                            Ok(h) => h
+                                .join()
+                                .unwrap_or_else(|_| Err(Error::run("a load client panicked"))),
+                            Err(e) => Err(Error::run_from(
+                                "cannot start a load client's thread (lower --inflight)",
+                                e,
+                            )),
                         })
                         .collect()
                 });

@@ -15,6 +15,7 @@ use crate::fio::verify;
 use crate::fio::worker::{self, Ending, Prepared, Recorded, Shared, stalled};
 use crate::measure::env::Env;
 use crate::measure::placement::Placement;
+use crate::measure::stats::Recorder;
 use crate::options::StreamConfig;
 use crate::result::stream::*;
 use std::path::Path;
@@ -110,9 +111,10 @@ fn once(
         // The run so far, this set's jobs as they stand: fio's
         // --status-interval, and the checkpoint taken when the run is
         // asked to stop.
-        let so_far = |mut results: Vec<JobResult>, outs: Vec<Recorded>| {
+        let so_far = |mut results: Vec<JobResult>, outs: Vec<Option<Recorded>>, pooled: Pooled| {
             let mut snap = run.clone();
-            snap.extra.groups.extend(settle(&mut results, &outs, sweep));
+            let (groups, _) = settle(&mut results, outs, sweep, pooled);
+            snap.extra.groups.extend(groups);
             snap.points.extend(results);
             snap
         };
@@ -120,11 +122,12 @@ fn once(
             every: args.status_interval,
             so_far: &so_far,
         };
-        let (mut results, outs, err) = run_set(jobs, &ctx, stop, bar, &label, snaps);
-        let set_groups = settle(&mut results, &outs, sweep);
+        let (mut results, outs, pooled, err) =
+            run_set(jobs, &ctx, stop, bar, &label, snaps, sweep);
+        let (set_groups, lat) = settle(&mut results, outs, sweep, pooled);
         run.extra.groups.extend(set_groups);
         if let Some(b) = bs.filter(|_| sweeping) {
-            run.extra.sweep.push(sweep_row(b, &results, &outs));
+            run.extra.sweep.push(sweep_row(b, &results, &lat));
         }
         run.points.extend(results);
         bar.checkpoint(&run);
@@ -160,8 +163,9 @@ fn impossible(jobs: &[Prepared], ctx: &Shared) -> Option<String> {
     })
 }
 
-/// The run so far from a set's results so far (with what groups pool).
-type SoFar<'a> = dyn Fn(Vec<JobResult>, Vec<Recorded>) -> StreamRun + 'a;
+/// The run so far from a set's results so far (with what groups pool, and
+/// the groups pooled already).
+type SoFar<'a> = dyn Fn(Vec<JobResult>, Vec<Option<Recorded>>, Pooled) -> StreamRun + 'a;
 
 /// When a set's watch takes the run so far: every `every` (fio's
 /// `--status-interval`, handed to the progress sink's `status`), and once
@@ -172,15 +176,50 @@ struct Snaps<'a> {
     so_far: &'a SoFar<'a>,
 }
 
+/// The reporting groups of a set whose jobs have all ended, pooled as
+/// soon as the last one did: their jobs' latency recorders (megabytes a
+/// job, most of them per interval) are then dropped, so a run of many
+/// stonewalled jobs holds one stretch's recorders, not every job's.
+#[derive(Clone, Default)]
+struct Pooled {
+    groups: Vec<GroupResult>,
+    /// The pooled jobs' completion latencies merged (a sweep row's).
+    lat: Recorder,
+}
+
 /// A set's results as the run keeps them: the swept block size on each,
-/// and each job's share of its group's bandwidth; returns the groups.
-fn settle(results: &mut [JobResult], outs: &[Recorded], sweep: Option<u64>) -> Vec<GroupResult> {
-    for r in results.iter_mut() {
-        r.sweep_bs = sweep;
+/// and each job's share of its group's bandwidth; returns the set's
+/// groups (those `pooled` already, and the rest, from the jobs whose
+/// recorders are still here) and every job's completion latencies merged.
+fn settle(
+    results: &mut [JobResult],
+    outs: Vec<Option<Recorded>>,
+    sweep: Option<u64>,
+    pooled: Pooled,
+) -> (Vec<GroupResult>, Recorder) {
+    let mut lat = pooled.lat;
+    let (mut rest, mut recs, mut at) = (Vec::new(), Vec::new(), Vec::new());
+    for (i, (r, o)) in results.iter_mut().zip(outs).enumerate() {
+        if let Some(o) = o {
+            r.sweep_bs = sweep;
+            rest.push(r.clone());
+            recs.push(o);
+            at.push(i);
+        }
     }
-    let set_groups = groups(results, outs, sweep);
-    set_bw_agg(results, &set_groups);
-    set_groups
+    let mut set_groups = groups(&rest, &recs, sweep);
+    set_bw_agg(&mut rest, &set_groups);
+    for (i, r) in at.into_iter().zip(rest) {
+        results[i] = r;
+    }
+    for o in &recs {
+        for d in &o.recs {
+            lat.merge(d);
+        }
+    }
+    set_groups.extend(pooled.groups);
+    set_groups.sort_by_key(|g| g.groupid);
+    (set_groups, lat)
 }
 
 /// fio's `disk_util`: the counters of the block devices under the jobs'
@@ -286,16 +325,10 @@ fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
             global_options = file.global_options.clone();
         }
         let prepared = prepare(file.jobs, &args.map)?;
-        // Jobs of one reporting group run side by side; every job of the
-        // set has its thread from the start.
-        let mut groups: Vec<Vec<&Job>> = Vec::new();
-        for p in &prepared {
-            match groups.iter_mut().find(|g| g[0].group == p.job.group) {
-                Some(g) => g.push(&p.job),
-                None => groups.push(vec![&p.job]),
-            }
+        if sets.is_empty() {
+            refuse_inputs_as_output(args, &file.read, &prepared)?;
         }
-        crate::fio::resources::check(prepared.len(), groups.into_iter())?;
+        crate::fio::resources::check(waves(&prepared).into_iter())?;
         sets.push((bs, prepared));
     }
     if let Some((_, first)) = sets.first() {
@@ -320,6 +353,43 @@ fn plan(args: &StreamConfig, logs: bool) -> Result<Plan> {
         notes,
         global_options,
     })
+}
+
+/// The jobs that run side by side, one list per stretch between two
+/// stonewalls (a job's thread starts once the jobs it runs after are
+/// done, so only one stretch's jobs hold threads and memory at a time).
+fn waves(jobs: &[Prepared]) -> Vec<Vec<&Job>> {
+    let mut out: Vec<Vec<&Job>> = Vec::new();
+    for (i, p) in jobs.iter().enumerate() {
+        match out.last_mut() {
+            Some(w) if !(p.job.stonewall && i > 0) => w.push(&p.job),
+            _ => out.push(vec![&p.job]),
+        }
+    }
+    out
+}
+
+/// An `-o` that names a job file (or a file it includes) or a job's own
+/// file is refused before anything runs: writing the results there would
+/// destroy the jobs, or the data they measured.
+fn refuse_inputs_as_output(
+    args: &StreamConfig,
+    read: &[std::path::PathBuf],
+    jobs: &[Prepared],
+) -> Result<()> {
+    let Some(out) = args.out.output.as_deref() else {
+        return Ok(());
+    };
+    let mut inputs: Vec<(std::path::PathBuf, String)> = read
+        .iter()
+        .map(|p| (p.clone(), format!("the job file {}", p.display())))
+        .collect();
+    for p in jobs {
+        for f in p.paths() {
+            inputs.push((f.clone().into(), format!("job {}'s file {f}", p.job.name)));
+        }
+    }
+    crate::output::refuse_inputs(out, "-o", &inputs)
 }
 
 /// The jobs of a run: fio's command line, the job files, or the flags.
@@ -644,13 +714,19 @@ struct Set<'a> {
     /// Each job's state, and the signal a job waiting for others waits on.
     states: Arc<(Mutex<Vec<State>>, Condvar)>,
     progress: Vec<Arc<worker::Progress>>,
+    /// The block size this set sweeps, if it does (its groups carry it).
+    sweep: Option<u64>,
 }
 
 /// A job's end, sent by its worker thread: its index and outcome.
 type Report = (usize, Result<Outcome>);
 
+/// A finished job's result, and what its group pools until the group is
+/// pooled (then None).
+type Kept = (JobResult, Option<Recorded>);
+
 /// Each job's outcome, by index, once its worker has reported.
-type Outcomes = Vec<Option<Result<Outcome>>>;
+type Outcomes = Vec<Option<Result<Kept>>>;
 
 /// Jobs given up on, and why.
 type Stuck = Vec<(usize, String)>;
@@ -667,13 +743,15 @@ fn run_set(
     bar: &dyn Bar,
     label: &str,
     snaps: Snaps,
-) -> (Vec<JobResult>, Vec<Recorded>, Option<Error>) {
+    sweep: Option<u64>,
+) -> (Vec<JobResult>, Vec<Option<Recorded>>, Pooled, Option<Error>) {
     let set = Set {
         jobs,
         ctx,
         stop,
         states: Arc::new((Mutex::new(vec![State::Waiting; jobs.len()]), Condvar::new())),
         progress: jobs.iter().map(|_| Arc::default()).collect(),
+        sweep,
     };
     bar.start_bytes(bar_total(jobs), label);
     ctx.ending.reset(jobs.iter().map(|p| &p.job));
@@ -682,12 +760,9 @@ fn run_set(
         Ordering::Relaxed,
     );
     let (tx, rx) = std::sync::mpsc::channel::<Report>();
-    for i in 0..jobs.len() {
-        set.spawn(i, &tx);
-    }
-    drop(tx);
-    let (outcomes, stuck) = set.watch(&rx, bar, snaps);
-    set.collect(outcomes, &stuck)
+    let (outcomes, pooled, stuck) = set.watch(&tx, &rx, bar, snaps);
+    let (results, recs, err) = set.collect(outcomes, &stuck);
+    (results, recs, pooled, err)
 }
 
 /// The bytes the progress bar counts to: every sized job's (a trimwrite
@@ -743,8 +818,91 @@ impl Set<'_> {
                 let _ = job_tx.send((i, out));
             });
         if let Err(e) = spawned {
+            // The run cannot go on as planned: the jobs after this one
+            // end unstarted, and the error says why.
+            self.stop.store(true, Ordering::Relaxed);
+            self.never_started(i);
             let _ = tx.send((i, Err(Error::run_from("cannot start a job's thread", e))));
         }
+    }
+
+    /// Job `i` ends without its thread having started: done, for the jobs
+    /// that wait for it, and not counted among the I/O jobs a cpuio job
+    /// runs beside.
+    fn never_started(&self, i: usize) {
+        let (lock, cv) = &*self.states;
+        lock.lock().unwrap_or_else(|e| e.into_inner())[i] = State::Done;
+        if self.jobs[i].beside_cpuio {
+            self.ctx.io_left.fetch_sub(1, Ordering::Relaxed);
+        }
+        cv.notify_all();
+    }
+
+    /// Starts each waiting job whose earlier jobs (those it runs after)
+    /// are done, so that a thread exists only for the jobs of the stretch
+    /// running; once the run is stopping, the waiting jobs end unstarted
+    /// (interrupted). Returns how many ended so.
+    fn start_ready(
+        &self,
+        waiting: &mut Vec<usize>,
+        outcomes: &mut Outcomes,
+        tx: &Sender<Report>,
+    ) -> usize {
+        if waiting.is_empty() {
+            return 0;
+        }
+        let stopping = self.stop.load(Ordering::Relaxed);
+        let ready: Vec<usize> = {
+            let st = self.states.0.lock().unwrap_or_else(|e| e.into_inner());
+            waiting
+                .iter()
+                .copied()
+                .filter(|&i| stopping || self.jobs[i].after.iter().all(|&j| st[j] == State::Done))
+                .collect()
+        };
+        waiting.retain(|i| !ready.contains(i));
+        let mut ended = 0;
+        for i in ready {
+            if stopping {
+                self.never_started(i);
+                outcomes[i] = Some(Err(Error::Interrupted));
+                ended += 1;
+            } else {
+                self.spawn(i, tx);
+            }
+        }
+        ended
+    }
+
+    /// Pools job `i`'s reporting group when its last job has just ended
+    /// (every job of it finished with its figures): the group's figures
+    /// are made, its jobs' results settled, and their recorders dropped.
+    fn pool(&self, i: usize, outcomes: &mut Outcomes, pooled: &mut Pooled) {
+        let g = self.jobs[i].job.group;
+        let members: Vec<usize> = (0..self.jobs.len())
+            .filter(|&j| self.jobs[j].job.group == g)
+            .collect();
+        if !members
+            .iter()
+            .all(|&j| matches!(&outcomes[j], Some(Ok((_, Some(_))))))
+        {
+            return;
+        }
+        let (mut results, mut outs) = (Vec::new(), Vec::new());
+        for &j in &members {
+            if let Some(Ok((r, o))) = &mut outcomes[j] {
+                results.push(r.clone());
+                outs.push(o.take());
+            }
+        }
+        let (groups, lat) = settle(&mut results, outs, self.sweep, Pooled::default());
+        for (&j, r) in members.iter().zip(results) {
+            if let Some(Ok((kept, _))) = &mut outcomes[j] {
+                *kept = r;
+            }
+        }
+        pooled.lat.merge(&lat);
+        pooled.groups.extend(groups);
     }
 
     /// Collects the workers' reports while drawing progress and watching
@@ -752,18 +910,31 @@ impl Set<'_> {
     /// device call the guard found hung) is given up on, and the rest get
     /// a moment to stop. Returns the outcomes by job and the jobs given up
     /// on, with why.
-    fn watch(&self, rx: &Receiver<Report>, bar: &dyn Bar, snaps: Snaps) -> (Outcomes, Stuck) {
+    fn watch(
+        &self,
+        tx: &Sender<Report>,
+        rx: &Receiver<Report>,
+        bar: &dyn Bar,
+        snaps: Snaps,
+    ) -> (Outcomes, Pooled, Stuck) {
         let mut outcomes: Outcomes = (0..self.jobs.len()).map(|_| None).collect();
+        let mut pooled = Pooled::default();
+        let mut waiting: Vec<usize> = (0..self.jobs.len()).collect();
         let mut left = self.jobs.len();
         let mut stuck = Stuck::new();
         let mut giving_up: Option<Instant> = None;
         let mut clock = StatusClock::new(self.jobs.len(), snaps.every);
         let mut kept = false;
         while left > 0 {
+            left -= self.start_ready(&mut waiting, &mut outcomes, tx);
+            if left == 0 {
+                break;
+            }
             match rx.recv_timeout(Duration::from_millis(20)) {
                 Ok((i, out)) => {
-                    outcomes[i] = Some(out);
+                    outcomes[i] = Some(out.map(|(r, rec)| (r, Some(rec))));
                     left -= 1;
+                    self.pool(i, &mut outcomes, &mut pooled);
                     continue;
                 }
                 Err(RecvTimeoutError::Disconnected) => break,
@@ -771,12 +942,12 @@ impl Set<'_> {
             }
             if clock.tick(&self.states.0) {
                 let (results, recs) = self.so_far(&outcomes, &clock.started);
-                bar.status(&(snaps.so_far)(results, recs));
+                bar.status(&(snaps.so_far)(results, recs, pooled.clone()));
             }
             if !kept && self.stop.load(Ordering::Relaxed) {
                 kept = true;
                 let (results, recs) = self.so_far(&outcomes, &clock.started);
-                let mut snap = (snaps.so_far)(results, recs);
+                let mut snap = (snaps.so_far)(results, recs, pooled.clone());
                 crate::fio::result::finish_run(
                     &mut snap.points,
                     self.ctx.t0.elapsed().as_nanos() as u64,
@@ -801,7 +972,7 @@ impl Set<'_> {
                 giving_up = Some(Instant::now());
             }
         }
-        (outcomes, stuck)
+        (outcomes, pooled, stuck)
     }
 
     /// This set's jobs as they stand: those done with all their figures,
@@ -809,16 +980,16 @@ impl Set<'_> {
     /// come with their end), none of those not started.
     fn so_far(
         &self,
-        outcomes: &[Option<Result<Outcome>>],
+        outcomes: &[Option<Result<Kept>>],
         started: &[Option<Instant>],
-    ) -> (Vec<JobResult>, Vec<Recorded>) {
+    ) -> (Vec<JobResult>, Vec<Option<Recorded>>) {
         let mut results = Vec::new();
         let mut recs = Vec::new();
         let running = |i: usize| outcomes[i].is_none() && started[i].is_some();
         self.ask_snapshots(&running);
         for (i, o) in outcomes.iter().enumerate() {
             let (result, rest) = match (o, started[i]) {
-                (Some(Ok((result, rest))), _) => (result.clone(), copy_recorded(rest)),
+                (Some(Ok((result, rest))), _) => (result.clone(), rest.as_ref().map(copy_recorded)),
                 (None, Some(t)) => {
                     let prog = &self.progress[i];
                     prog.want_snapshot.store(false, Ordering::Relaxed);
@@ -827,13 +998,14 @@ impl Set<'_> {
                         .lock()
                         .unwrap_or_else(|e| e.into_inner())
                         .take();
-                    JobResult::running(
+                    let (r, rec) = JobResult::running(
                         &self.jobs[i],
                         snap,
                         prog.bytes.load(Ordering::Relaxed),
                         self.ctx.t0.elapsed().as_nanos() as u64,
                         t.elapsed().as_nanos() as u64,
-                    )
+                    );
+                    (r, Some(rec))
                 }
                 _ => continue,
             };
@@ -870,7 +1042,7 @@ impl Set<'_> {
     /// Adds to `stuck` the running jobs that made no progress for twice
     /// the timeout, and, when the transport guard found a device call
     /// hung, every running device job.
-    fn find_stuck(&self, outcomes: &[Option<Result<Outcome>>], stuck: &mut Stuck) {
+    fn find_stuck(&self, outcomes: &[Option<Result<Kept>>], stuck: &mut Stuck) {
         let jobs = self.jobs;
         let now = self.ctx.t0.elapsed().as_nanos() as u64;
         let st = self
@@ -914,7 +1086,7 @@ impl Set<'_> {
         &self,
         mut outcomes: Outcomes,
         stuck: &[(usize, String)],
-    ) -> (Vec<JobResult>, Vec<Recorded>, Option<Error>) {
+    ) -> (Vec<JobResult>, Vec<Option<Recorded>>, Option<Error>) {
         let mut err: Option<Error> = None;
         for (i, o) in outcomes.iter_mut().enumerate() {
             if o.is_some() {
@@ -928,12 +1100,13 @@ impl Set<'_> {
                     format!("job {} did not stop; abandoned", self.jobs[i].job.name)
                 });
             err.get_or_insert_with(|| Error::run(why.clone()));
-            *o = Some(Ok(JobResult::abandoned(
+            let (r, rec) = JobResult::abandoned(
                 &self.jobs[i],
                 self.progress[i].bytes.load(Ordering::Relaxed),
                 self.ctx.t0.elapsed().as_nanos() as u64,
                 why,
-            )));
+            );
+            *o = Some(Ok((r, Some(rec))));
         }
         let mut results = Vec::new();
         let mut recs = Vec::new();

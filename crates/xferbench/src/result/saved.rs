@@ -17,6 +17,24 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 use std::path::Path;
 
+mod read;
+
+/// The most a results file may hold for `report` and `compare` to read it:
+/// far above any run xferbench writes (a stream run of thousands of jobs
+/// with fio's latency bins is tens of MiB), far below what would take a
+/// machine's memory to read. Said in docs/report.md.
+pub const MAX_FILE_BYTES: u64 = 512 << 20;
+
+/// Below this size a file the typed reader does not take is read again the
+/// long way, through a `Value`, for a message that names the field: that
+/// costs many times the file's size.
+const LONG_WAY_BYTES: usize = 64 << 20;
+
+/// Memory a file takes to read, as a multiple of its size (its text, the
+/// typed run, and one entry's JSON at a time), for the check before it is
+/// read.
+const READ_COST: u64 = 6;
+
 /// One saved run: a [`Run`](crate::result::Run) as its file holds it. The
 /// points and what the experiment adds beside them are the experiment's
 /// own types; the bookkeeping around them may be absent, as in files
@@ -350,6 +368,77 @@ impl AnyRun {
             AnyRun::Pairs(r) => of(&r.points),
         }
     }
+
+    /// The run's JSON without its lists of entries (`points`; a stream
+    /// run's `jobs` and `per_job`), which may be most of it: those are
+    /// made an entry at a time ([`AnyRun::entry_json`]).
+    fn json_without_entries(&mut self) -> Option<Value> {
+        macro_rules! without {
+            ($r:expr) => {{
+                let points = std::mem::take(&mut $r.points);
+                let v = serde_json::to_value(&*$r);
+                $r.points = points;
+                v
+            }};
+        }
+        let v = match self {
+            AnyRun::Roundtrip(r) => without!(r),
+            AnyRun::Curve(r) => without!(r),
+            AnyRun::Load(r) => without!(r),
+            AnyRun::Flowgraph(r) => without!(r),
+            AnyRun::Mesh(r) => without!(r),
+            AnyRun::Pairs(r) => without!(r),
+            AnyRun::Stream(r) => {
+                let jobs = std::mem::take(&mut r.jobs);
+                let per_job = std::mem::take(&mut r.per_job);
+                let v = serde_json::to_value(&**r);
+                (r.jobs, r.per_job) = (jobs, per_job);
+                v
+            }
+        };
+        v.ok()
+    }
+
+    /// How many entries the list `key` holds, if the run has such a list.
+    fn entries_len(&self, key: &str) -> Option<usize> {
+        match (self, key) {
+            (AnyRun::Stream(r), "jobs") => Some(r.jobs.len()),
+            (AnyRun::Stream(r), "per_job") => Some(r.per_job.len()),
+            (AnyRun::Stream(_), _) => None,
+            (_, "points") => Some(self.point_warnings().len()),
+            _ => None,
+        }
+    }
+
+    /// Entry `n` of the list `key`, as JSON.
+    fn entry_json(&self, key: &str, n: usize) -> Option<Value> {
+        fn at<T: Serialize>(v: &[T], n: usize) -> Option<Value> {
+            serde_json::to_value(v.get(n)?).ok()
+        }
+        match (self, key) {
+            (AnyRun::Stream(r), "jobs") => at(&r.jobs, n),
+            (AnyRun::Stream(r), "per_job") => at(&r.per_job, n),
+            (AnyRun::Roundtrip(r), "points") => at(&r.points, n),
+            (AnyRun::Curve(r), "points") => at(&r.points, n),
+            (AnyRun::Load(r), "points") => at(&r.points, n),
+            (AnyRun::Flowgraph(r), "points") => at(&r.points, n),
+            (AnyRun::Mesh(r), "points") => at(&r.points, n),
+            (AnyRun::Pairs(r), "points") => at(&r.points, n),
+            _ => None,
+        }
+    }
+
+    /// The measured entries as JSON: `points`, or a stream run's `jobs`.
+    fn entries_json(&self) -> Vec<Value> {
+        let key = if matches!(self, AnyRun::Stream(_)) {
+            "jobs"
+        } else {
+            "points"
+        };
+        (0..self.entries_len(key).unwrap_or(0))
+            .filter_map(|n| self.entry_json(key, n))
+            .collect()
+    }
 }
 
 /// Where in `v` the value a type error names is: serde says what it found
@@ -437,13 +526,15 @@ pub struct SavedRun {
     pub experiment: String,
     /// The run itself, typed by its experiment.
     pub run: AnyRun,
-    /// The whole result as JSON, for the readers not yet moved onto `run`:
-    /// the latency spectra (`report::spectrum`: each entry's histogram and
-    /// name) and the run-against-run figures (`report::runs_compared`: each
-    /// entry beside compare's subject), both through `entries`. They read
-    /// what `run` holds, so a file `run` accepts gives them nothing new; new
-    /// code reads `run`, and this goes when those two move.
-    pub value: Value,
+    /// The measured entries as JSON, for the readers not yet moved onto
+    /// `run`: the latency spectra (`report::spectrum`: each entry's
+    /// histogram and name) and the run-against-run figures
+    /// (`report::runs_compared`: each entry beside compare's subject), both
+    /// through `entries`. They read what `run` holds, so a file `run`
+    /// accepts gives them nothing new; made from `run` when first asked
+    /// (a file read from disk) or kept as given (a run already parsed).
+    /// New code reads `run`, and this goes when those two move.
+    entries: std::sync::OnceLock<Vec<Value>>,
     /// The machine it ran on.
     pub env: Option<Env>,
     /// False when the run stopped early.
@@ -455,15 +546,30 @@ pub struct SavedRun {
 }
 
 impl SavedRun {
-    /// Reads a results file written with `--format json`.
+    /// Reads a results file written with `--format json`: a regular file
+    /// of [`MAX_FILE_BYTES`] at most (a device, a FIFO or a runaway file
+    /// is refused, never read without end), read straight into its typed
+    /// run (fields no run holds are skipped as they are read, and said).
     pub fn load(path: &Path) -> Result<SavedRun> {
-        let text = std::fs::read_to_string(path).map_err(|e| {
-            Error::usage(format!(
-                "cannot read {}: {e}; give results files written with --format json or -o FILE.json",
+        let text = read_bounded(path)?;
+        let label = path
+            .file_stem()
+            .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+        let why = match read::typed(&text) {
+            Ok((run, unknown)) => {
+                drop(text);
+                let experiment = run.common().experiment.to_string();
+                let unknown = unknown.map(|(first, n)| unknown_said(&experiment, &first, n));
+                return Ok(SavedRun::assemble(label, run, unknown, None));
+            }
+            Err(why) => why,
+        };
+        if text.len() > LONG_WAY_BYTES {
+            return Err(Error::usage(format!(
+                "{}: not an unedited xferbench result ({why}); give results files written with --format json",
                 path.display()
-            ))
-            .with_source(e)
-        })?;
+            )));
+        }
         let value: Value = serde_json::from_str(&text).map_err(|e| {
             Error::usage(format!(
                 "{} is not JSON ({e}); give results files written with --format json or -o FILE.json",
@@ -471,9 +577,7 @@ impl SavedRun {
             ))
             .with_source(e)
         })?;
-        let label = path
-            .file_stem()
-            .map_or("run".into(), |s| s.to_string_lossy().into_owned());
+        drop(text);
         SavedRun::from_value(label, value).map_err(|e| {
             Error::usage(format!(
                 "{}: {e}; give results files written with --format json",
@@ -522,31 +626,41 @@ impl SavedRun {
                 "not an unedited xferbench {experiment} result ({e})"
             ))
         })?;
+        let unknown = unknown_fields(&experiment, &value, &run);
+        let mut value = value;
+        let entries = match value.get_mut(key).map(Value::take) {
+            Some(Value::Array(a)) => a,
+            _ => Vec::new(),
+        };
+        Ok(SavedRun::assemble(label, run, unknown, Some(entries)))
+    }
+
+    /// A saved run of `run`, with the warning of the fields it dropped and
+    /// (when given) its entries' JSON.
+    fn assemble(
+        label: impl Into<String>,
+        run: AnyRun,
+        unknown: Option<String>,
+        entries: Option<Vec<Value>>,
+    ) -> SavedRun {
         let mut warnings = run.common().warnings.to_vec();
-        if let Some(w) = unknown_fields(&experiment, &value, &run) {
-            warnings.push(w);
-        }
+        warnings.extend(unknown);
         let c = run.common();
-        Ok(SavedRun {
+        SavedRun {
             label: label.into(),
             experiment: c.experiment.to_string(),
             complete: c.complete,
             stopped_by: c.stopped_by.map(str::to_string),
             env: c.env.cloned(),
             warnings,
+            entries: entries.map(std::sync::OnceLock::from).unwrap_or_default(),
             run,
-            value,
-        })
+        }
     }
 
     /// The measured entries: `points`, or a stream run's `jobs`.
     pub fn entries(&self) -> &[Value] {
-        let key = if self.experiment == "stream" {
-            "jobs"
-        } else {
-            "points"
-        };
-        array(&self.value, key)
+        self.entries.get_or_init(|| self.run.entries_json())
     }
 
     /// Caveats on single points, each with how many points it applies to.
@@ -617,13 +731,72 @@ fn unknown_fields(experiment: &str, value: &Value, run: &AnyRun) -> Option<Strin
     let mut out = Vec::new();
     walk(value, &kept, "", &mut out);
     let first = out.first()?;
-    let more = match out.len() {
+    Some(unknown_said(experiment, first, out.len()))
+}
+
+/// The warning for `n` fields no run holds, the first at `first`.
+fn unknown_said(experiment: &str, first: &str, n: usize) -> String {
+    let more = match n {
         1 => String::new(),
         n => format!(" and {} more", n - 1),
     };
-    Some(format!(
+    format!(
         "{first}{more}: no field of a saved {experiment} run (misspelt, or from a newer xferbench), ignored"
-    ))
+    )
+}
+
+/// A results file's text: a regular file (not a device, FIFO or
+/// directory, whose reading may never end) of at most
+/// [`MAX_FILE_BYTES`], and only when the memory reading it takes is there.
+fn read_bounded(path: &Path) -> Result<String> {
+    use std::io::Read;
+    use std::os::unix::fs::OpenOptionsExt;
+    let cannot = |e: std::io::Error| {
+        Error::usage(format!(
+            "cannot read {}: {e}; give results files written with --format json or -o FILE.json",
+            path.display()
+        ))
+        .with_source(e)
+    };
+    // Non-blocking: a FIFO with no writer would hold the open for ever.
+    let f = std::fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(libc::O_NONBLOCK)
+        .open(path)
+        .map_err(cannot)?;
+    let meta = f.metadata().map_err(cannot)?;
+    if !meta.is_file() {
+        return Err(Error::usage(format!(
+            "{} is not a regular file (a device, FIFO, socket or directory); give results files written with --format json or -o FILE.json",
+            path.display()
+        )));
+    }
+    let too_big = || {
+        Error::usage(format!(
+            "{} is larger than {} MiB, more than a results file holds (report and compare read {} MiB at most); give results files written with --format json",
+            path.display(),
+            MAX_FILE_BYTES >> 20,
+            MAX_FILE_BYTES >> 20
+        ))
+    };
+    if meta.len() > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    crate::measure::limits::check_memory(
+        meta.len().saturating_mul(READ_COST),
+        &format!("reading {}", path.display()),
+        "read it on a machine with more memory",
+    )?;
+    let mut text = String::new();
+    text.try_reserve_exact(meta.len() as usize + 1)
+        .map_err(|e| cannot(std::io::Error::other(e.to_string())))?;
+    f.take(MAX_FILE_BYTES + 1)
+        .read_to_string(&mut text)
+        .map_err(cannot)?;
+    if text.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_big());
+    }
+    Ok(text)
 }
 
 /// What a file says for `x` (an enum's word, a chunk's size or word), as

@@ -202,18 +202,9 @@ impl StreamExtra {
 /// The result of `xferbench stream`: one point per job run.
 pub type StreamRun = Run<JobResult, StreamExtra>;
 
-/// One sweep row: all jobs of a block size, their latencies pooled.
-pub fn sweep_row(
-    bs: u64,
-    results: &[JobResult],
-    recs: &[crate::fio::worker::Recorded],
-) -> SweepRow {
-    let mut merged = Recorder::new();
-    for r in recs {
-        for d in &r.recs {
-            merged.merge(d);
-        }
-    }
+/// One sweep row: all jobs of a block size, with their completion
+/// latencies pooled in `merged`.
+pub fn sweep_row(bs: u64, results: &[JobResult], merged: &Recorder) -> SweepRow {
     let io_bytes: u64 = results
         .iter()
         .map(|r| r.read.io_bytes + r.write.io_bytes + r.trim.io_bytes)
