@@ -14,7 +14,7 @@ use std::time::{Duration, Instant};
 /// How often a FIFO with no reader is tried again.
 const RETRY: Duration = Duration::from_millis(20);
 
-/// Whether `path` (symlinks followed) is a FIFO or a pipe: what [`write`]
+/// Whether `path` (symlinks followed) is a FIFO or a pipe: what [`write()`]
 /// is for, and what a plain open would block on.
 pub fn is_fifo(path: &Path) -> bool {
     std::fs::metadata(path).is_ok_and(|m| m.file_type().is_fifo())
@@ -72,7 +72,7 @@ pub fn write(
     }
 }
 
-/// [`write`] of bytes in memory.
+/// [`write()`] of bytes in memory.
 pub fn write_bytes(
     path: &Path,
     bytes: &[u8],

@@ -93,7 +93,7 @@ impl Call {
 /// One device's calls, watched. Created per device handle; the device's
 /// thread is the only writer of its words' `seq`, `call` and `tag`.
 ///
-/// Aligned to two cache lines as its [`Words`] are (see there): every call
+/// Aligned to two cache lines as its `Words` are (see there): every call
 /// reads where they are from here, and a line shared with a plugin's heap
 /// state would bounce between the cores on that read.
 #[repr(align(128))]

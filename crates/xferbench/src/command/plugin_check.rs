@@ -118,7 +118,7 @@ fn keep(found: &Found, head: &Head) {
 }
 
 /// What the supervising process prints when the process that ran the
-/// check died (`state`: the last [`keep`], empty if none came): the
+/// check died (`state`: the last `keep`, empty if none came): the
 /// verdicts so far with a FAIL line for the check under way, or, when it
 /// was `interrupted`, the verdict so far. `json` as `--format json`.
 pub fn died(state: &[u8], why: &str, interrupted: bool, json: bool) -> String {
