@@ -122,8 +122,7 @@ fn once(
             every: args.status_interval,
             so_far: &so_far,
         };
-        let (mut results, outs, pooled, err) =
-            run_set(jobs, &ctx, stop, bar, &label, snaps, sweep);
+        let (mut results, outs, pooled, err) = run_set(jobs, &ctx, stop, bar, &label, snaps, sweep);
         let (set_groups, lat) = settle(&mut results, outs, sweep, pooled);
         run.extra.groups.extend(set_groups);
         if let Some(b) = bs.filter(|_| sweeping) {
