@@ -20,6 +20,7 @@ const CRATES: &[(&str, &[&[&str]])] = &[
             &["error", "words", "children"],
             &["units", "buffer", "payload", "fifo"],
             &["measure"],
+            &["limits"],
             &["lib"],
         ],
     ),

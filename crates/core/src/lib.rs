@@ -11,6 +11,7 @@ pub mod buffer;
 pub mod children;
 pub mod error;
 pub mod fifo;
+pub mod limits;
 pub mod measure;
 pub mod payload;
 pub mod units;

@@ -1,10 +1,10 @@
 //! What a set of jobs will take from the machine, checked before any job
 //! starts: the threads of the jobs that run side by side (a thread per
 //! job, and per I/O in flight for `io_submit_mode=offload`) against what
-//! the machine allows ([`limits::threads`]: `ulimit -u`, the kernel's
+//! the machine allows ([`room::threads`]: `ulimit -u`, the kernel's
 //! thread and pid limits, the cgroup's, address space for their stacks),
 //! and memory — each job's latency histograms (one per direction per
-//! interval) and I/O buffers — against what is left ([`limits::memory`]:
+//! interval) and I/O buffers — against what is left ([`room::memory`]:
 //! `ulimit -v`, the cgroup's limit, what the machine has available). A run
 //! that cannot fit is refused in one line instead of dying half-way,
 //! OOM-killed or aborted on an allocation with nothing written, or
@@ -14,7 +14,7 @@ use crate::engine::DIRS;
 use crate::error::{Error, Result};
 use crate::intervals::Cut;
 use crate::job::{IoEngine, Job};
-use crate::measure::limits;
+use crate::measure::room;
 use crate::measure::stats::Recorder;
 
 /// Threads the run starts beside its jobs' (the coordinator's watch, the
@@ -80,13 +80,13 @@ pub fn check<'a>(waves: impl Iterator<Item = Vec<&'a Job>>) -> Result<()> {
         .map(|w| w.iter().map(|j| job_descriptors(j)).sum::<u64>())
         .max()
     {
-        limits::check_descriptors(
+        room::check_descriptors(
             widest + SPARE_FDS,
             "the jobs running together (their files, engines and links)",
             "lower numjobs or nrfiles (or set openfiles=)",
         )?;
     }
-    let Some(room) = limits::memory() else {
+    let Some(room) = room::memory() else {
         return Ok(());
     };
     for jobs in &waves {
@@ -97,8 +97,8 @@ pub fn check<'a>(waves: impl Iterator<Item = Vec<&'a Job>>) -> Result<()> {
             return Err(Error::usage(format!(
                 "{} jobs running together would hold about {} (about {} each: latency histograms and buffers), but {}; lower numjobs, iodepth or bs, or split them with stonewall",
                 jobs.len(),
-                limits::size(need),
-                limits::size(per),
+                room::size(need),
+                room::size(per),
                 room.said
             )));
         }
@@ -140,7 +140,7 @@ fn check_threads(waves: &[Vec<&Job>]) -> Result<()> {
     } else {
         "lower numjobs, or split the jobs with stonewall"
     };
-    limits::check_threads(
+    room::check_threads(
         all + SPARE_TASKS,
         &format!("the run ({})", parts.join(", ")),
         fix,

@@ -3,13 +3,13 @@
 //! (`placement`), what a comparison of two runs needs (`distribution`), the background load beside them (`loadgen`), the ranks,
 //! hosts and links that stand out of an all-pairs mesh (`outliers`), the
 //! environment recorded with every result (`env`) and what the machine
-//! lets a run take (`limits`). Nothing here knows a
+//! lets a run take (`room`). Nothing here knows a
 //! transport, an experiment or an output format.
 
 pub mod distribution;
 pub mod env;
 pub mod fit;
-pub mod limits;
+pub mod room;
 pub mod loadgen;
 pub mod outliers;
 pub mod placement;

@@ -249,7 +249,7 @@ fn once(
 /// responder (a thread, or a process and the thread that watches it) and
 /// a few descriptors, and the built-in load is a thread per CPU.
 fn check_room(args: &LoadConfig, cfgs: &[super::Config], cpus: &[usize]) -> Result<()> {
-    use crate::measure::limits;
+    use crate::measure::room;
     let inflight = u64::from(args.inflight);
     let loads = if args.loads.iter().any(|&m| m != LoadMode::Idle) {
         cpus.len() as u64
@@ -257,7 +257,7 @@ fn check_room(args: &LoadConfig, cfgs: &[super::Config], cpus: &[usize]) -> Resu
         0
     };
     let per_link = 3;
-    limits::check_threads(
+    room::check_threads(
         inflight * per_link + loads,
         &format!(
             "load --inflight {inflight} ({inflight} clients with their responders, {loads} load threads)"
@@ -267,7 +267,7 @@ fn check_room(args: &LoadConfig, cfgs: &[super::Config], cpus: &[usize]) -> Resu
     // Each link's descriptors: its channel's two ends each way, the
     // responder's pidfd and the watchdog's eventfd, and some to spare.
     let fds = if cfgs.is_empty() { 0 } else { inflight * 8 };
-    limits::check_descriptors(
+    room::check_descriptors(
         fds,
         &format!("load --inflight {inflight}"),
         "lower --inflight",

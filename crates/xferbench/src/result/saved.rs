@@ -782,7 +782,7 @@ fn read_bounded(path: &Path) -> Result<String> {
     if meta.len() > MAX_FILE_BYTES {
         return Err(too_big());
     }
-    crate::measure::limits::check_memory(
+    crate::measure::room::check_memory(
         meta.len().saturating_mul(READ_COST),
         &format!("reading {}", path.display()),
         "read it on a machine with more memory",
