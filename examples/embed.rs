@@ -38,7 +38,7 @@ fn run() -> xferbench::Result<String> {
     rt.common.transports = parse_specs(&transport)?;
     rt.in_sizes = vec![64, 4096];
     rt.out_sizes = vec![64];
-    rt.common.samples = Some(2_000);
+    rt.common.amount = Some(xferbench::options::Amount::Samples(2_000));
     rt.common.warmup = Some(200);
     let (roundtrip, stopped) = xferbench::roundtrip(&rt, &stop, &())?;
     if let Some(e) = stopped {
@@ -49,7 +49,7 @@ fn run() -> xferbench::Result<String> {
     let mut cv = CurveConfig::default();
     cv.common.transports = parse_specs(&transport)?;
     cv.sizes = vec![64, 1024, 16 * 1024, 64 * 1024];
-    cv.common.samples = Some(500);
+    cv.common.amount = Some(xferbench::options::Amount::Samples(500));
     cv.common.warmup = Some(50);
     let (curve, stopped) = xferbench::curve(&cv, &stop, &())?;
     if let Some(e) = stopped {

@@ -535,7 +535,7 @@ fn the_library_repeats_and_compares_without_the_cli() {
     c.common.transports = xferbench::transport::parse_specs("thread").unwrap();
     c.in_sizes = vec![64];
     c.out_sizes = vec![64];
-    c.common.samples = Some(500);
+    c.common.amount = Some(xferbench::options::Amount::Samples(500));
     c.common.out.repeat = 3;
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (run, err) = xferbench::roundtrip(&c, &stop, &()).unwrap();

@@ -94,7 +94,7 @@ fn an_experiment_gives_the_calling_thread_its_cpus_back() {
         out_sizes: vec![64],
         ..Default::default()
     };
-    c.common.samples = Some(100);
+    c.common.amount = Some(xferbench::options::Amount::Samples(100));
     let stop = std::sync::atomic::AtomicBool::new(false);
     let (run, err) = xferbench::roundtrip(&c, &stop, &()).expect("a round trip on thread");
     assert!(err.is_none() && run.complete);

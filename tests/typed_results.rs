@@ -139,7 +139,7 @@ fn a_fresh_result_of_each_experiment_round_trips_through_json() {
     rt.common.transports = threads.clone();
     rt.in_sizes = vec![64];
     rt.out_sizes = vec![64];
-    rt.common.samples = Some(300);
+    rt.common.amount = Some(xferbench::options::Amount::Samples(300));
     rt.common.warmup = Some(30);
     let (run, _) = xferbench::roundtrip(&rt, &stop, &()).unwrap();
     saved_round_trips("roundtrip", round_trips("roundtrip", &run));
@@ -147,7 +147,7 @@ fn a_fresh_result_of_each_experiment_round_trips_through_json() {
     let mut cv = xferbench::CurveConfig::default();
     cv.common.transports = threads.clone();
     cv.sizes = vec![64, 4096];
-    cv.common.samples = Some(200);
+    cv.common.amount = Some(xferbench::options::Amount::Samples(200));
     cv.common.warmup = Some(20);
     let (run, _) = xferbench::curve(&cv, &stop, &()).unwrap();
     saved_round_trips("curve", round_trips("curve", &run));

@@ -1,6 +1,6 @@
 //! The flags of each subcommand, as clap sees them, and their conversion
-//! into the plain settings the library reads (`experiment::options`,
-//! `serve::ServeConfig`, …). Values are parsed into typed options here, so
+//! into the plain settings the library reads (`options`,
+//! `command::serve::ServeConfig`, …). Values are parsed into typed options here, so
 //! a malformed size or duration is a usage error before anything runs; the
 //! parsers are the library's own, so a program that fills the settings in
 //! gets the same checks from their `validate`.
@@ -14,7 +14,7 @@ use xferbench::measure::fit::Breakpoint;
 use xferbench::measure::placement::Cpus;
 use xferbench::measure::stats::Stat;
 use xferbench::options::{
-    self as opt, Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, PayloadMode,
+    self as opt, Amount, Common, CurveConfig, FlowgraphConfig, LoadConfig, Output, PayloadMode,
     RoundtripConfig, STREAM_FLAGS, StreamConfig, StreamFlags,
 };
 use xferbench::transport::{BufferMode, CompletionMode, Spec};
@@ -127,8 +127,8 @@ pub struct CommonArgs {
     /// Untimed round trips before each point. Default: up to 1000 within 0.5 s.
     #[arg(long, value_parser = count)]
     pub warmup: Option<u64>,
-    /// Timed samples per point: a sample is one round trip, one exchange of curve's --mode (stream: a window and its acknowledgement), or one trial of a cuda copy curve. Default: 10000 (roundtrip), a 0.25 s budget (curve), 3 (cuda copy curves).
-    #[arg(long, value_parser = count, conflicts_with = "duration")]
+    // The help names each experiment's default from its config.
+    #[arg(long, value_parser = count, conflicts_with = "duration", help = samples_help())]
     pub samples: Option<u64>,
     /// Timed time per point instead of a sample count, e.g. 2s or 250ms: samples are taken until it has passed.
     #[arg(long, value_parser = duration, visible_alias = "point-time")]
@@ -719,22 +719,49 @@ fn output(format: Format, a: OutputRest) -> Output {
     }
 }
 
-impl From<CommonArgs> for Common {
-    fn from(a: CommonArgs) -> Common {
-        Common {
-            transports: flat(a.transports),
-            buffers: a.buffers,
-            completion: a.completion,
-            cpus: a.cpus,
-            warmup: a.warmup,
-            samples: a.samples,
-            duration: a.duration,
-            responder_delay: a.responder_delay,
-            timeout: a.timeout,
-            stats: a.stats,
-            out: a.out.into(),
+impl CommonArgs {
+    /// The amount timed per point that was given, if one was.
+    fn amount(&self) -> Option<Amount> {
+        match (self.samples, self.duration) {
+            (Some(n), _) => Some(Amount::Samples(n)),
+            (None, Some(d)) => Some(Amount::Time(d)),
+            (None, None) => None,
         }
     }
+
+    /// The config of these flags, for an experiment whose config defaults
+    /// to `default`: what was given, else the experiment's own amount
+    /// (roundtrip's samples, curve's time), so each default is written
+    /// once, in the config's `Default`.
+    fn into_common(self, default: &Common) -> Common {
+        Common {
+            amount: self.amount().or(default.amount),
+            transports: flat(self.transports),
+            buffers: self.buffers,
+            completion: self.completion,
+            cpus: self.cpus,
+            warmup: self.warmup,
+            responder_delay: self.responder_delay,
+            timeout: self.timeout,
+            stats: self.stats,
+            out: self.out.into(),
+        }
+    }
+}
+
+/// `--samples`' help, its defaults read from the configs that hold them.
+fn samples_help() -> String {
+    let curve = CurveConfig::default();
+    format!(
+        "Timed samples per point: a sample is one round trip, one exchange of curve's --mode (stream: a window and its acknowledgement), or one trial of a cuda copy curve. Default: {} (roundtrip), a {} budget (curve), {} (cuda copy curves)",
+        shown(RoundtripConfig::default().common.amount),
+        shown(curve.common.amount),
+        curve.copy_amount.shown()
+    )
+}
+
+fn shown(a: Option<Amount>) -> String {
+    a.map_or_else(|| "none".into(), |a| a.shown())
 }
 
 impl From<RoundtripArgs> for RoundtripConfig {
@@ -743,13 +770,14 @@ impl From<RoundtripArgs> for RoundtripConfig {
             in_sizes: a.in_sizes.0,
             out_sizes: a.out_sizes.0,
             unit: a.unit,
-            common: a.common.into(),
+            common: a.common.into_common(&RoundtripConfig::default().common),
         }
     }
 }
 
 impl From<CurveArgs> for CurveConfig {
     fn from(a: CurveArgs) -> CurveConfig {
+        let defaults = CurveConfig::default();
         CurveConfig {
             sizes: a.sizes.0,
             perturb: a.perturb,
@@ -761,7 +789,8 @@ impl From<CurveArgs> for CurveConfig {
             compare_chunks: a.compare_chunks,
             breakpoint: a.breakpoint,
             pairs: a.pairs,
-            common: a.common.into(),
+            copy_amount: a.common.amount().unwrap_or(defaults.copy_amount),
+            common: a.common.into_common(&defaults.common),
         }
     }
 }
@@ -804,7 +833,7 @@ impl From<LoadArgs> for LoadConfig {
             rate: a.rate.map(|r| r.0),
             rates: a.rates.map(|r| r.0),
             arrival: a.arrival,
-            common: a.common.into(),
+            common: a.common.into_common(&LoadConfig::default().common),
         }
     }
 }

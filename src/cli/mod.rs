@@ -269,6 +269,24 @@ mod tests {
             Command::Stream(a) => assert_eq!(StreamConfig::from(*a), StreamConfig::default()),
             _ => unreachable!(),
         }
+        // A budget given replaces the default's whole (it is one value):
+        // --duration on roundtrip leaves no sample count behind, and
+        // curve's --samples counts a CUDA copy curve's trials too.
+        match parse("xferbench roundtrip --duration 1s") {
+            Command::Roundtrip(a) => assert_eq!(
+                RoundtripConfig::from(*a).common.amount,
+                Some(Amount::Time(std::time::Duration::from_secs(1)))
+            ),
+            _ => unreachable!(),
+        }
+        match parse("xferbench curve --samples 7") {
+            Command::Curve(a) => {
+                let c = CurveConfig::from(*a);
+                assert_eq!(c.common.amount, Some(Amount::Samples(7)));
+                assert_eq!(c.copy_amount, Amount::Samples(7));
+            }
+            _ => unreachable!(),
+        }
         match parse("xferbench serve") {
             Command::Serve(a) => assert_eq!(
                 xferbench::command::serve::ServeConfig::from(a),

@@ -191,8 +191,9 @@ fn read_bounded(path: &Path, limit: u64) -> std::io::Result<String> {
 }
 
 /// What the includes of one job file may still add, and the files they
-/// read.
-struct Budget {
+/// read. Not a `Budget`: that word is the library's, for how much of a
+/// point is measured; this is a limit on reading, counted down.
+struct IncludeAllowance {
     bytes: u64,
     includes: usize,
     read: Vec<std::path::PathBuf>,
@@ -372,7 +373,7 @@ impl<'a> Builder<'a> {
         path: &str,
         env: &dyn Fn(&str) -> Option<String>,
     ) -> Result<()> {
-        let mut budget = Budget {
+        let mut allowance = IncludeAllowance {
             bytes: MAX_JOB_BYTES.saturating_sub(text.len() as u64),
             includes: MAX_INCLUDES,
             read: Vec::new(),
@@ -381,8 +382,8 @@ impl<'a> Builder<'a> {
         if std::fs::metadata(path).is_ok_and(|m| m.is_file()) {
             self.read.push(path.into());
         }
-        let lines = with_includes(text, path, 0, &mut budget)?;
-        self.read.append(&mut budget.read);
+        let lines = with_includes(text, path, 0, &mut allowance)?;
+        self.read.append(&mut allowance.read);
         let mut outside = true;
         for (raw, file, n) in lines {
             let at = format!("{file}:{n}");
@@ -673,7 +674,7 @@ fn with_includes(
     text: &str,
     path: &str,
     depth: usize,
-    budget: &mut Budget,
+    allowance: &mut IncludeAllowance,
 ) -> Result<Vec<(String, String, usize)>> {
     let mut out = Vec::new();
     for (raw, n) in text.lines().zip(1..) {
@@ -696,23 +697,23 @@ fn with_includes(
             _ => Path::new(name).to_path_buf(),
         };
         let shown = full.display().to_string();
-        // A total budget as well as a depth: ten includes a level, seven
+        // A total allowance as well as a depth: ten includes a level, seven
         // levels deep, is ten million files' worth of lines.
-        if budget.includes == 0 {
+        if allowance.includes == 0 {
             return Err(Error::usage(format!(
                 "{path}:{n}: include {name}: more than {MAX_INCLUDES} includes in all; flatten them"
             )));
         }
-        budget.includes -= 1;
-        let inner = read_bounded(&full, budget.bytes).map_err(|e| {
+        allowance.includes -= 1;
+        let inner = read_bounded(&full, allowance.bytes).map_err(|e| {
             Error::usage(format!(
                 "{path}:{n}: include {name}: cannot read {shown}: {e}; check the path (relative names are taken from the including file's directory; a job file and its includes hold {} MiB at most)",
                 MAX_JOB_BYTES >> 20
             ))
         })?;
-        budget.bytes = budget.bytes.saturating_sub(inner.len() as u64);
-        budget.read.push(full.clone());
-        out.extend(with_includes(&inner, &shown, depth + 1, budget)?);
+        allowance.bytes = allowance.bytes.saturating_sub(inner.len() as u64);
+        allowance.read.push(full.clone());
+        out.extend(with_includes(&inner, &shown, depth + 1, allowance)?);
     }
     Ok(out)
 }
@@ -962,7 +963,7 @@ mod tests {
     }
 
     #[test]
-    fn include_fan_out_has_a_total_budget() {
+    fn include_fan_out_has_a_total_allowance() {
         // Ten includes of the next level, seven levels: refused quickly.
         let dir = tempfile::tempdir().unwrap();
         for level in 0..7 {

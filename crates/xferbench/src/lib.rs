@@ -16,7 +16,7 @@
 //! config.common.transports = xferbench::transport::parse_specs("thread")?;
 //! config.in_sizes = vec![64];
 //! config.out_sizes = vec![64, 1024];
-//! config.common.samples = Some(200);
+//! config.common.amount = Some(xferbench::options::Amount::Samples(200));
 //!
 //! // A stop flag another thread may set (the run ends early, marked
 //! // incomplete), and `&()` for no progress bar.

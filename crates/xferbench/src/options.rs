@@ -40,6 +40,52 @@ fn ser_specs<S: Serializer>(v: &[Spec], s: S) -> std::result::Result<S::Ok, S::E
     s.collect_seq(v.iter().map(|sp| sp.to_string()))
 }
 
+/// How much of a point is timed: a count of samples, or a time during
+/// which samples are taken. One value rather than two optional fields, so
+/// a program that sets one cannot leave its config's default of the other
+/// behind (the two exclude each other, as `--samples` and `--duration` do).
+///
+/// A sample is one timed exchange of the point's pattern: a round trip; a
+/// window and its acknowledgement in curve's stream mode; a window each way
+/// in bidir; or one trial of a CUDA copy curve (k copies timed by events).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Amount {
+    /// Exactly this many timed samples.
+    Samples(u64),
+    /// As many samples as fit in this much timed time.
+    Time(Duration),
+}
+
+impl Amount {
+    /// What `--help` shows as this amount: `10000`, `0.25 s`.
+    pub fn shown(&self) -> String {
+        match self {
+            Amount::Samples(n) => n.to_string(),
+            Amount::Time(d) => format!("{} s", d.as_secs_f64()),
+        }
+    }
+}
+
+/// An [`Amount`] as runs have always recorded it: `samples` and
+/// `duration_s`, the one not used null.
+fn ser_amount<S: Serializer>(a: &Option<Amount>, s: S) -> std::result::Result<S::Ok, S::Error> {
+    #[derive(Serialize)]
+    struct Keys {
+        samples: Option<u64>,
+        duration_s: Option<f64>,
+    }
+    let (samples, duration_s) = match a {
+        Some(Amount::Samples(n)) => (Some(*n), None),
+        Some(Amount::Time(d)) => (None, Some(d.as_secs_f64())),
+        None => (None, None),
+    };
+    Keys {
+        samples,
+        duration_s,
+    }
+    .serialize(s)
+}
+
 /// Where a measuring experiment's results go, and what is set beside them.
 /// Recorded in a run's options with the format actually written
 /// ([`Output::effective_format`]): `-o x.json` writes JSON whatever
@@ -134,16 +180,14 @@ pub struct Common {
     pub cpus: Cpus,
     /// Untimed round trips before each point; None: up to 1000 within 0.5 s.
     pub warmup: Option<u64>,
-    /// Timed samples per point (exclusive with `duration`), in every
-    /// experiment that takes it: a sample is one timed exchange of the
-    /// point's pattern (a round trip; a window and its acknowledgement in
-    /// curve's stream mode; a window each way in bidir), or one trial of a
-    /// CUDA copy curve. None: the experiment's default budget.
-    pub samples: Option<u64>,
-    /// Timed time per point instead of a sample count; samples are taken
-    /// until it has passed.
-    #[serde(serialize_with = "ser_opt_secs", rename = "duration_s")]
-    pub duration: Option<Duration>,
+    /// How much of each point is timed (`--samples` or `--duration`):
+    /// [`RoundtripConfig`]'s and [`CurveConfig`]'s `Default` hold their
+    /// experiment's own amount, which is what the command line shows and
+    /// uses when neither flag is given. None only where an experiment times
+    /// otherwise ([`LoadConfig`]: `cell_time`), which refuses one given.
+    /// Recorded as `samples` and `duration_s`, one of them null.
+    #[serde(flatten, serialize_with = "ser_amount")]
+    pub amount: Option<Amount>,
     /// The responder busy-waits this long before replying (an accuracy check).
     #[serde(serialize_with = "ser_secs", rename = "responder_delay_s")]
     pub responder_delay: Duration,
@@ -168,8 +212,7 @@ impl Default for Common {
             completion: Vec::new(),
             cpus: Cpus::Auto,
             warmup: None,
-            samples: None,
-            duration: None,
+            amount: None,
             responder_delay: Duration::ZERO,
             timeout: Duration::from_secs(10),
             stats: vec![Stat::Mean, Stat::P99],
@@ -192,23 +235,22 @@ impl Common {
         if self.stats.is_empty() {
             return Err(Error::usage("--stats needs at least one statistic"));
         }
-        if self.samples.is_some() && self.duration.is_some() {
-            return Err(Error::usage(
-                "--samples and --duration exclude each other: give one",
-            ));
-        }
-        if self.samples == Some(0) {
-            return Err(Error::usage("--samples must be at least 1"));
-        }
-        if self.duration.is_some_and(|d| d.is_zero()) {
-            return Err(Error::usage("--duration must be longer than zero"));
+        match self.amount {
+            Some(Amount::Samples(0)) => {
+                return Err(Error::usage("--samples must be at least 1"));
+            }
+            Some(Amount::Samples(n)) => check_count(n)?,
+            Some(Amount::Time(d)) if d.is_zero() => {
+                return Err(Error::usage("--duration must be longer than zero"));
+            }
+            _ => {}
         }
         if self.responder_delay >= self.timeout {
             return Err(Error::usage(
                 "--responder-delay must be shorter than --timeout",
             ));
         }
-        for v in [self.warmup, self.samples].into_iter().flatten() {
+        if let Some(v) = self.warmup {
             check_count(v)?;
         }
         Ok(())
@@ -239,7 +281,10 @@ impl Default for RoundtripConfig {
             in_sizes: sizes.clone(),
             out_sizes: sizes,
             unit: Unit::Bytes,
-            common: Common::default(),
+            common: Common {
+                amount: Some(Amount::Samples(10_000)),
+                ..Common::default()
+            },
         }
     }
 }
@@ -287,6 +332,13 @@ pub struct CurveConfig {
     /// receivers (K..2K) at once, osu_mbw_mr's pattern; `None`: one pair
     /// ping-pongs as usual.
     pub pairs: Option<u32>,
+    /// How much of each size a CUDA copy curve times, in trials: apart from
+    /// `common.amount` because the two defaults differ (a link's curve
+    /// takes 0.25 s a size, a copy curve nvbandwidth's 3 trials), while a
+    /// `--samples` or `--duration` given sets both. Not recorded apart:
+    /// runs have always recorded `common`'s.
+    #[serde(skip)]
+    pub copy_amount: Amount,
     /// Transports, modes, sampling and output.
     #[serde(flatten)]
     pub common: Common,
@@ -305,7 +357,11 @@ impl Default for CurveConfig {
             compare_chunks: Vec::new(),
             breakpoint: Breakpoint::Auto,
             pairs: None,
-            common: Common::default(),
+            copy_amount: Amount::Samples(3),
+            common: Common {
+                amount: Some(Amount::Time(Duration::from_millis(250))),
+                ..Common::default()
+            },
         }
     }
 }
@@ -621,7 +677,7 @@ impl LoadConfig {
     pub fn validate(&self) -> Result<()> {
         // A cell is a rate over a time, not a count of samples: the shared
         // budget flags have no meaning here (hidden from `load --help`).
-        if self.common.samples.is_some() || self.common.duration.is_some() {
+        if self.common.amount.is_some() {
             return Err(Error::usage(
                 "load times each cell with --cell-time; --samples and --duration do not apply",
             ));
@@ -1189,5 +1245,24 @@ mod tests {
         let mut s = StreamConfig::default();
         s.out.output = Some(PathBuf::from("s.json"));
         assert_eq!(serde_json::to_value(&s).unwrap()["format"], "json");
+    }
+
+    /// The amount timed per point is recorded under the two keys runs have
+    /// always had, straight from the config: each experiment's default is
+    /// in the record without being patched in after serialising.
+    #[test]
+    fn the_amount_is_recorded_as_samples_or_duration() {
+        let keys = |v: serde_json::Value| (v["samples"].clone(), v["duration_s"].clone());
+        let rt = serde_json::to_value(RoundtripConfig::default()).unwrap();
+        assert_eq!(keys(rt), (10_000.into(), serde_json::Value::Null));
+        let cv = serde_json::to_value(CurveConfig::default()).unwrap();
+        assert_eq!(keys(cv), (serde_json::Value::Null, 0.25.into()));
+        let ld = serde_json::to_value(LoadConfig::default()).unwrap();
+        assert_eq!(keys(ld), (serde_json::Value::Null, serde_json::Value::Null));
+        // Load times cells by cell_time: an amount given is refused.
+        let mut ld = LoadConfig::default();
+        ld.common.amount = Some(Amount::Samples(5));
+        let e = ld.validate().unwrap_err().to_string();
+        assert!(e.contains("do not apply"), "{e}");
     }
 }

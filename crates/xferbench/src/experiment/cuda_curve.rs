@@ -8,7 +8,7 @@
 use crate::error::{Error, Result};
 use crate::measure::distribution::{Distribution, Figures, Spread};
 use crate::measure::stats::Recorder;
-use crate::options::CurveConfig;
+use crate::options::{Amount, CurveConfig};
 use crate::result::curve::{CurvePoint, Skipped};
 use crate::transport::cuda::bandwidth::{
     Host, Rig, Selection, copies_per_trial, curve_spec, impossible,
@@ -47,11 +47,10 @@ pub fn run(
     )?;
     // A sample here is one trial (k copies timed by events), so --samples
     // counts trials and --duration runs trials until it has passed, as in
-    // every other curve; neither: nvbandwidth's 3.
-    let (trials, budget) = match (args.common.samples, args.common.duration) {
-        (Some(n), _) => (n.max(1), None),
-        (None, Some(d)) => (u64::MAX, Some(d)),
-        (None, None) => (3, None),
+    // every other curve; neither: nvbandwidth's 3 (`copy_amount`'s default).
+    let (trials, budget) = match args.copy_amount {
+        Amount::Samples(n) => (n.max(1), None),
+        Amount::Time(d) => (u64::MAX, Some(d)),
     };
     let mut curves = Vec::new();
     for (d, h, e) in sel.curves() {

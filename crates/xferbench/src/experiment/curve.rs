@@ -9,7 +9,7 @@ use crate::measure::distribution::latency_figures;
 use crate::measure::fit::{self};
 use crate::measure::placement::Placement;
 use crate::measure::stats::per_message;
-use crate::options::{CurveConfig, DataDirection, PayloadMode};
+use crate::options::{Amount, CurveConfig, DataDirection, PayloadMode};
 use crate::result::curve::*;
 use crate::transport::{self, BufferMode, Link, Pattern, ReplyShape};
 use crate::units::Chunk;
@@ -197,8 +197,7 @@ fn calibrate(
 ) -> Result<Option<ChunkRule>> {
     let budget = Budget {
         warmup: None,
-        samples: None,
-        duration: Some(Duration::from_millis(100)),
+        amount: Amount::Time(Duration::from_millis(100)),
     };
     let caps = cfg.transport.capabilities();
     let small = 64u64.min(largest).max(1);
@@ -384,15 +383,12 @@ fn once(
     let common = &args.common;
     let budget = Budget {
         warmup: common.warmup,
-        samples: common.samples,
-        duration: match (common.samples, common.duration) {
-            (None, None) => Some(Duration::from_millis(250)),
-            (_, d) => d,
-        },
+        amount: common.amount.ok_or_else(|| {
+            Error::usage("curve: common.amount is unset; set samples or a duration (CurveConfig::default() holds 0.25 s)")
+        })?,
     };
-    let mut options =
+    let options =
         serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
-    options["duration_s"] = serde_json::json!(budget.duration.map(|d| d.as_secs_f64()));
     let (mut run, placement) = begin::<CurvePoint, CurveExtra>("curve", common, options)?;
     let (sizes, cfgs) = (&checked.sizes, &checked.cfgs);
     let strat = strategies(args);

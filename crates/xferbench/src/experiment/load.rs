@@ -10,7 +10,7 @@ use crate::experiment::sample::{self, Budget, Outcome};
 use crate::measure::distribution::{BLOCKS, Distribution, Figures, Spread, latency_figures};
 use crate::measure::loadgen::{Background, LoadMode, LoadStats};
 use crate::measure::stats::{Recorder, Stat};
-use crate::options::{Arrival, DataDirection, LoadConfig};
+use crate::options::{Amount, Arrival, DataDirection, LoadConfig};
 use crate::result::load::*;
 use crate::transport::{Link, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
@@ -308,8 +308,7 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
     let delay = args.common.responder_delay.as_nanos() as u64;
     let budget = Budget {
         warmup: Some(args.common.warmup.unwrap_or(20)),
-        samples: None,
-        duration: Some(args.cell_time),
+        amount: Amount::Time(args.cell_time),
     };
     for &dir in &args.direction {
         if !args.sizes.iter().any(|&s| carried(dir, s)) {
@@ -510,8 +509,7 @@ fn open_loop(ctx: &Ctx, link: &mut dyn Link, rates: &[f64], run: &mut LoadRun) -
                     &shape(size, dir, delay),
                     &Budget {
                         warmup: Some(50),
-                        samples: Some(50),
-                        duration: None,
+                        amount: Amount::Samples(50),
                     },
                     stop,
                 ) {

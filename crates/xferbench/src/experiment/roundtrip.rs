@@ -88,15 +88,12 @@ fn once(
     let common: &Common = &args.common;
     let budget = Budget {
         warmup: common.warmup,
-        samples: match (common.samples, common.duration) {
-            (None, None) => Some(10_000),
-            (s, _) => s,
-        },
-        duration: common.duration,
+        amount: common.amount.ok_or_else(|| {
+            Error::usage("roundtrip: common.amount is unset; set samples or a duration (RoundtripConfig::default() holds 10 000 samples)")
+        })?,
     };
-    let mut options =
+    let options =
         serde_json::to_value(args).map_err(|e| Error::run_from("recording options", e))?;
-    options["samples"] = serde_json::json!(budget.samples);
     let (mut run, placement) = begin::<Point, RoundtripExtra>("roundtrip", common, options)?;
     let (ins, outs, cfgs) = (&checked.ins, &checked.outs, &checked.cfgs);
     for (c, why) in &checked.impossible {

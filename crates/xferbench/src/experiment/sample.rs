@@ -7,22 +7,24 @@
 use crate::error::{Error, Result};
 use crate::measure::distribution::{BLOCKS, Distribution, Figures, Spread};
 use crate::measure::stats::{Recorder, Summary};
+use crate::options::Amount;
 use crate::payload::{self, Direction};
 use crate::transport::{Link, Pattern, ReplyShape};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
-/// How much to measure at one point.
+/// How much to measure at one point: the warm-up, then the config's
+/// [`Amount`]. The one `Budget` of the code: the mesh's pair loops
+/// (`experiment/mesh/timed.rs`) are sized by the mesh's `duration` alone,
+/// and the fio crate's include limit is an `IncludeAllowance`.
 #[derive(Clone, Copy, Debug)]
 pub struct Budget {
     /// Exactly this many untimed round trips first, or `None`: up to
     /// [`AUTO_WARMUP`] of them within [`AUTO_WARMUP_TIME`], so a gigabyte
     /// message is not warmed up a thousand times.
     pub warmup: Option<u64>,
-    /// Exactly this many timed samples…
-    pub samples: Option<u64>,
-    /// …or as many as fit in this much timed time.
-    pub duration: Option<Duration>,
+    /// Then how much is timed: the config's [`Amount`] as it stands.
+    pub amount: Amount,
 }
 
 pub const AUTO_WARMUP: u64 = 1000;
@@ -339,8 +341,8 @@ pub fn measure(
             m.warmup += size;
         }
     }
-    match (budget.samples, budget.duration) {
-        (Some(n), _) => {
+    match budget.amount {
+        Amount::Samples(n) => {
             let blocks = (n as usize).clamp(1, BLOCKS);
             m.blocks = (0..blocks).map(|_| Recorder::new()).collect();
             m.block_s = vec![0.0; blocks];
@@ -357,8 +359,7 @@ pub fn measure(
             }
             m.timed_s = start.elapsed().as_secs_f64();
         }
-        (None, duration) => {
-            let duration = duration.unwrap_or(Duration::from_secs(1));
+        Amount::Time(duration) => {
             let total = duration.as_secs_f64();
             m.blocks = (0..BLOCKS).map(|_| Recorder::new()).collect();
             let mut last = (MAX_BATCH / 4).min(16);
