@@ -27,10 +27,12 @@ const CRATES: &[(&str, &[&[&str]])] = &[
     (
         "crates/transport/src",
         &[
+            &["link"],
             &["guard", "slots", "peer"],
             &["fd"],
             &["thread", "shm", "pipe", "tcp", "udp", "unix", "unix_dgram"],
             &["plugin", "cuda", "mpi", "remote"],
+            &["registry"],
             &["lib"],
         ],
     ),

@@ -4,7 +4,7 @@
 //! [`word_enum!`] declares such an enum with the word of each variant and
 //! gives it [`Word`] and [`FromStr`](std::str::FromStr), so no enum spells its
 //! parsing out by hand and no module below the command line depends on the
-//! argument parser. The command line (`cli.rs`) teaches its parser the same
+//! argument parser. The command line (`src/cli/`) teaches its parser the same
 //! words, with each variant's doc comment as the word's help.
 
 use std::fmt;

@@ -98,7 +98,7 @@ impl Rw {
 }
 
 /// fio's `ioengine=`: each variant is the engine fio names so, making the
-/// syscalls fio's does (see `stream::engine`).
+/// syscalls fio's does (see `engine`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Serialize, serde::Deserialize)]
 #[serde(rename_all = "snake_case")]
 pub enum IoEngine {
@@ -140,7 +140,7 @@ pub enum IoEngine {
     /// fio's `exec`: runs `program=` beside the other jobs; no I/O.
     Exec,
     /// fio's `net`: blocks sent or received over a socket (`hostname=`,
-    /// `port=`, `protocol=`; see `stream::net`).
+    /// `port=`, `protocol=`; see `net`).
     Net,
     /// fio's `netsplice`: `net` with TCP blocks moved through a pipe by splice(2).
     #[serde(rename = "netsplice")]

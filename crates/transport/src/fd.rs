@@ -5,7 +5,7 @@
 //! the responder acknowledges, so sizes change outside the timed loop.
 
 use super::peer::{CHILD_FD, Fault, Peer, Shared, fault_exit};
-use super::{CompletionMode, Link, LinkConfig, Pattern, ReplyShape, sleep_then_spin, spin_until};
+use crate::link::{CompletionMode, Link, LinkConfig, Pattern, ReplyShape, sleep_then_spin, spin_until};
 use crate::buffer::{PageBuf, page_round};
 use crate::error::{Error, Result};
 use crate::payload::{self, Direction};

@@ -4,7 +4,7 @@
 //! it when the initiator has waited on it longer than the timeout, so no wait in
 //! any transport can hang forever.
 
-use super::LinkConfig;
+use crate::link::LinkConfig;
 use crate::error::{Error, Result};
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};

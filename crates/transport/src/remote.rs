@@ -10,7 +10,7 @@
 //! anywhere else, or without the cookie, draws nothing.
 
 use super::fd::{FdLink, Framing};
-use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 use crate::error::{Error, Result};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
@@ -357,7 +357,7 @@ pub fn roomy(s: &UdpSocket) -> Result<()> {
             s.as_raw_fd(),
             libc::SOL_SOCKET,
             opt,
-            super::DATAGRAM_BUFFER as libc::c_int,
+            crate::link::DATAGRAM_BUFFER as libc::c_int,
         )?;
     }
     Ok(())
@@ -559,7 +559,7 @@ const PROBE_LIMITS: Limits = Limits {
 /// same to a local responder; a refusal is one short line. For
 /// `xferbench::fuzzing` (the `fuzz/` targets and the seeded tests).
 pub fn probe_control_frame(frame: &[u8]) -> std::result::Result<(), String> {
-    use super::Pattern;
+    use crate::link::Pattern;
     use super::fd::{CTRL_LEN, Control, parse_control};
     let l = PROBE_LIMITS;
     match parse_control(frame, Some(&l)) {

@@ -3,10 +3,8 @@
 
 use super::peer::{CHILD_FD, Peer, Shared};
 use super::slots::{self, Initiator, Layout, Region, WaitError};
-use super::{
-    BufferMode, Capabilities, CompletionMode, Fault, Link, LinkConfig, ReplyShape, ResponderArgs,
-    Transport,
-};
+use crate::peer::Fault;
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ReplyShape, ResponderArgs, Transport};
 use crate::error::{Error, Result};
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;

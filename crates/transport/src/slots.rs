@@ -6,7 +6,8 @@
 //! Region layout (all offsets multiples of 128, data areas page-aligned):
 //! `[header][request bell][reply bell][request data][reply data]`.
 
-use super::{BufferMode, CompletionMode, Fault, Pattern, ReplyShape, spin_until};
+use crate::peer::Fault;
+use crate::link::{BufferMode, CompletionMode, Pattern, ReplyShape, spin_until};
 use crate::buffer::{PageBuf, page_round};
 use crate::error::{Error, Result};
 use crate::payload::{self, Direction};

@@ -4,9 +4,7 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use super::{
-    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Spec, Transport,
-};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Spec, Transport};
 use crate::error::{Error, Result};
 use std::net::{TcpListener, TcpStream};
 

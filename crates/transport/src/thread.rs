@@ -3,9 +3,8 @@
 //! every other transport is measured against.
 
 use super::slots::{self, Initiator, Layout, Region, WaitError};
-use super::{
-    BufferMode, Capabilities, CompletionMode, Fault, Link, LinkConfig, ReplyShape, Transport,
-};
+use crate::peer::Fault;
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ReplyShape, Transport};
 use crate::error::{Error, Result};
 use std::alloc::{Layout as AllocLayout, alloc_zeroed, dealloc};
 use std::sync::Arc;

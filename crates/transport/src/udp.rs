@@ -4,10 +4,7 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use super::{
-    BufferMode, Capabilities, CompletionMode, DATAGRAM_BUFFER, Link, LinkConfig, ResponderArgs,
-    Transport,
-};
+use crate::link::{BufferMode, Capabilities, CompletionMode, DATAGRAM_BUFFER, Link, LinkConfig, ResponderArgs, Transport};
 use crate::error::{Error, Result};
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;

@@ -4,7 +4,7 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport};
 use crate::error::{Error, Result};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;

@@ -1,6 +1,6 @@
 //! I/O engines for `stream`: each fills in [`Engine`], as each of fio's
 //! engines fills in `ioengine_ops` — queue an I/O, reap completions. The
-//! worker loop in `experiment::stream` knows nothing of syscalls or rings.
+//! job's thread (`worker/`) knows nothing of syscalls or rings.
 
 mod cpuio;
 mod exec;
@@ -86,7 +86,15 @@ pub struct Done {
     pub res: std::result::Result<usize, i32>,
 }
 
-/// The narrow table every engine fills in.
+/// The table every engine fills in, as fio's `ioengine_ops`. Four methods
+/// each engine writes: `queue`, `reap`, `sync` and `completion_detail`.
+/// The rest have defaults that suit a synchronous engine, and an engine
+/// overrides only what it does differently: submitting in batches
+/// (`commit`, `submission`); what it tells the record (`completion`,
+/// `device`, `warnings`, `accounting`); how the job ends (`ended`,
+/// `finished`, `close`, `close_untimed`); registered buffers
+/// (`register_memory`); and an offloaded job's collection (`poll`, `wait`,
+/// `stamps_completions`, `completed_at`).
 pub trait Engine {
     /// Starts `op` (an engine without a queue performs it at once; one with
     /// a submission step, [`Submit::Commit`], only stages it).

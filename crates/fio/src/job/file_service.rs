@@ -1,5 +1,5 @@
 //! fio's `file_service_type=` as a job sets it: the model's part; choosing
-//! the files is `stream::files`'.
+//! the files is `files`'.
 
 /// fio's `file_service_type=`: how the next file is chosen.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

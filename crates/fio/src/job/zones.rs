@@ -1,5 +1,5 @@
 //! fio's `rw_sequencer=` and `zonemode=strided` as a job sets them: the
-//! model's part; walking them is `stream::offsets`'.
+//! model's part; walking them is `offsets`'.
 
 /// fio's `rw_sequencer=`: what the I/Os between two random offsets do.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, serde::Serialize)]

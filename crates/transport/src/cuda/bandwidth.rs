@@ -15,7 +15,7 @@
 
 use super::driver::{COPY_THREADS, Ctx, HostMem, ck};
 use crate::error::{Error, Result};
-use crate::{CompletionMode, Spec};
+use crate::link::{CompletionMode, Spec};
 use cudarc::driver::sys;
 use std::sync::atomic::{AtomicU32, Ordering};
 use std::time::Duration;

@@ -7,7 +7,7 @@
 //! device memory, the device programs (PTX in `kernels.ptx`, from
 //! `kernels.cu`), streams, events and waits that always give up.
 
-use crate::CompletionMode;
+use crate::link::CompletionMode;
 use crate::error::{Error, Result};
 use crate::measure::env::Gpu;
 use cudarc::driver::sys::{self, CUresult};

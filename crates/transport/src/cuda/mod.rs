@@ -21,10 +21,7 @@
 //! on its doorbell: nothing can wake a sleeper when the device writes host
 //! memory.
 
-use super::{
-    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
-    Transport,
-};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec, Transport};
 pub mod bandwidth;
 pub mod driver;
 

@@ -5,7 +5,7 @@
 //! reports. Built with the `mpi` cargo feature (Debian: openmpi-bin,
 //! libopenmpi-dev, libclang); without it the transport says so.
 
-use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 use crate::error::{Error, Result};
 
 pub struct Mpi;
@@ -99,7 +99,7 @@ pub fn shutdown() {
 mod imp {
     use super::*;
     use crate::buffer::PageBuf;
-    use crate::{Pattern, ReplyShape};
+    use crate::link::{Pattern, ReplyShape};
     use mpi::topology::SimpleCommunicator;
     use mpi::traits::*;
     use std::time::Instant;

@@ -10,7 +10,7 @@ use super::device::Device;
 use super::ffi::{self, XbCaps, XbCompletion, XbJob, XbJobTimes};
 use crate::buffer::PageBuf;
 use crate::error::{Error, Result};
-use crate::{BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape};
+use crate::link::{BufferMode, CompletionMode, Link, LinkConfig, Pattern, ReplyShape};
 use std::time::{Duration, Instant};
 
 /// Where a buffer lives: the host's page-aligned memory or the plugin's.

@@ -15,7 +15,7 @@ pub mod values;
 pub use device::{Device, Library, kind_name};
 pub use link::PluginLink;
 
-use super::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Spec, Transport};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Spec, Transport};
 use crate::error::{Error, Result};
 use std::path::PathBuf;
 use std::sync::Mutex;
