@@ -1,8 +1,11 @@
-//! Many ranks at once: the pair measurements of `mesh` and `curve --pairs`
-//! (a ping-pong for latency, windows of messages for bandwidth) and the
-//! little collectives around them (a barrier, gather to rank 0, a word
-//! from rank 0), every one of them waiting with a deadline so a stalled
-//! rank ends the run instead of hanging it.
+//! Many ranks at once: the exchanges the pair measurements of `mesh` and
+//! `curve --pairs` are made of (a ping-pong, a window of messages closed
+//! by an acknowledgement, the count the leader announces) and the little
+//! collectives around them (a barrier, gather to rank 0, a word from rank
+//! 0), every one of them waiting with a deadline so a stalled rank ends the
+//! run instead of hanging it. The timed loops over these exchanges, and
+//! what they record, are the library's (`experiment/mesh/timed.rs`), as a
+//! link's are (`experiment/sample.rs`): this crate times nothing.
 //!
 //! The calls are MPI's non-blocking ones polled with MPI_Test, which spins
 //! as MPI_Recv does internally. Buffers are allocated once and leaked: a
@@ -11,8 +14,6 @@
 
 use super::world::{self, Deadline, wait_all};
 use crate::error::{Error, Result};
-use crate::measure::distribution::BLOCKS;
-use crate::measure::stats::{Recorder, Summary};
 use mpi::ffi::{self, MPI_Request};
 use mpi::traits::Communicator;
 use std::os::raw::c_void;
@@ -25,26 +26,15 @@ const TAG_ACK: i32 = 103;
 const TAG_GATHER: i32 = 104;
 const TAG_WORD: i32 = 105;
 
-/// What one leading rank measured in one phase: its histogram and counts.
-pub struct Sampled {
-    /// One-way times (latency) or window times (bandwidth), ns.
-    pub rec: Recorder,
-    /// Untimed exchanges (round trips or windows) first.
-    pub warmup: u64,
-    /// Time in the timed loop.
-    pub timed: Duration,
-    /// The timed loop's consecutive blocks (latency: up to
-    /// [`crate::measure::distribution::BLOCKS`], in time order;
-    /// bandwidth: none).
-    pub blocks: Vec<Summary>,
-}
+/// The requests of one window, allocated once by the caller so a timed
+/// loop of windows allocates nothing.
+pub struct Requests(Vec<MPI_Request>);
 
-/// How long a phase measures: warm-up, then as many exchanges as fit.
-#[derive(Clone, Copy, Debug)]
-pub struct Budget {
-    pub duration: Duration,
-    /// Fewest timed exchanges, whatever the duration.
-    pub min_samples: u64,
+impl Requests {
+    /// Room for a window of `window` messages and its acknowledgement.
+    pub fn new(window: u32) -> Requests {
+        Requests(Vec::with_capacity(window as usize + 1))
+    }
 }
 
 /// MPI_COMM_WORLD with the buffers and deadlines the pair measurements use.
@@ -130,7 +120,14 @@ impl Group {
         self.timeout
     }
 
-    fn deadline<'a>(&'a self, what: &'a dyn Fn() -> String, extra: Duration) -> Deadline<'a> {
+    /// The largest ping-pong this group was opened for.
+    pub fn pong_cap(&self) -> usize {
+        self.pong_cap
+    }
+
+    /// The deadline of one wait: the timeout plus `extra` (a long window's
+    /// own time), ending early on a stop or, on rank 0, a rank leaving.
+    pub fn deadline<'a>(&'a self, what: &'a dyn Fn() -> String, extra: Duration) -> Deadline<'a> {
         Deadline {
             limit: self.timeout + extra,
             what,
@@ -190,8 +187,9 @@ impl Group {
         }
     }
 
-    /// The leader tells the follower how many exchanges of `size` come next.
-    fn announce(&self, peer: usize, lead: bool, phase: u64, size: usize, n: u64) -> Result<u64> {
+    /// The leader tells the follower how many exchanges of `size` come next
+    /// (`phase` keeps the two in step); the follower gets the leader's `n`.
+    pub fn announce(&self, peer: usize, lead: bool, phase: u64, size: usize, n: u64) -> Result<u64> {
         let what = || format!("rank {peer} to agree on the next measurement");
         let dl = self.deadline(&what, Duration::ZERO);
         // SAFETY: `word` is a leaked [u64; 8].
@@ -214,109 +212,59 @@ impl Group {
         }
     }
 
-    /// One-way latency between this rank and `peer` at `size` bytes: the
-    /// leader times each ping-pong and records half of it; the follower
-    /// answers. Both call it with the same size and budget.
-    pub fn latency(
-        &self,
-        peer: usize,
-        lead: bool,
-        size: usize,
-        budget: Budget,
-    ) -> Result<Option<Sampled>> {
-        if size > self.pong_cap {
-            return Err(Error::usage(format!(
-                "a {size} B ping-pong is larger than the {} B this mesh was opened for; open it with the largest latency size",
-                self.pong_cap
-            )));
-        }
-        let what = || format!("rank {peer} in the latency ping-pong ({size} B)");
-        let dl = self.deadline(&what, Duration::ZERO);
-        // Three round trips say how long one takes; then more warm-up, up
-        // to 100 in all, a quarter of the budget and 64 MiB moved.
-        let first = self.announce(peer, lead, 1, size, 3)?;
-        let t0 = Instant::now();
-        self.pingpongs(peer, lead, size, first, &dl, None)?;
-        let per = t0.elapsed() / first.max(1) as u32;
-        let more = ((budget.duration / 4).as_nanos() / per.as_nanos().max(1)) as u64;
-        let more = more.min(97).min(((64usize << 20) / size.max(1)) as u64);
-        let more = self.announce(peer, lead, 5, size, more)?;
-        self.pingpongs(peer, lead, size, more, &dl, None)?;
-        let warm = first + more;
-        let per = t0.elapsed() / warm.max(1) as u32;
-        let n = timed_count(budget, per);
-        let n = self.announce(peer, lead, 2, size, n)?;
-        if !lead {
-            self.pingpongs(peer, lead, size, n, &dl, None)?;
-            return Ok(None);
-        }
-        // The leader times its ping-pongs in consecutive blocks, each its
-        // own recorder (the follower answers them as one run: every ping
-        // pong is the same to it).
-        let count = (n as usize).clamp(1, BLOCKS) as u64;
-        let mut blocks: Vec<Recorder> = (0..count).map(|_| Recorder::new()).collect();
-        let start = Instant::now();
-        for (i, r) in blocks.iter_mut().enumerate() {
-            let i = i as u64;
-            let part = n * (i + 1) / count - n * i / count;
-            self.pingpongs(peer, lead, size, part, &dl, Some(r))?;
-        }
-        let timed = start.elapsed();
-        let mut rec = Recorder::new();
-        for b in &blocks {
-            rec.merge(b);
-        }
-        Ok(Some(Sampled {
-            rec,
-            warmup: warm,
-            timed,
-            blocks: blocks
-                .iter()
-                .filter(|b| b.count() > 0)
-                .map(Recorder::summary)
-                .collect(),
-        }))
-    }
-
-    /// `n` ping-pongs. The leader posts each reply's receive right after
-    /// its ping leaves and, given `rec`, records half of each round trip;
-    /// the follower posts the next ping's receive right after each pong,
-    /// well before that ping can come.
-    #[inline(never)]
-    fn pingpongs(
+    /// `n` ping-pongs, untimed: the leader sends each ping and waits for
+    /// its pong ([`Self::pingpong`] n times); the follower posts the next
+    /// ping's receive right after each pong, well before that ping can
+    /// come.
+    pub fn pingpongs(
         &self,
         peer: usize,
         lead: bool,
         size: usize,
         n: u64,
         dl: &Deadline,
-        mut rec: Option<&mut Recorder>,
     ) -> Result<()> {
         if lead {
             for _ in 0..n {
-                let t = Instant::now();
-                self.lag(1);
-                // The ping first, as a blocking MPI_Send would: posting the
-                // receive before it put a call (~15 ns one-way, measured
-                // against osu_latency's loop) ahead of every ping. The pong
-                // needs a round trip to come back and the receive is posted
-                // a call later; a pong that still came first (this rank
-                // preempted) waits in MPI's unexpected queue, as it would
-                // for a blocking MPI_Recv.
-                let mut tx = self.isend(self.buf, size, peer, TAG_DATA);
-                let mut rx = self.irecv(self.pong, size, peer, TAG_DATA);
-                // The round trip ends when the pong is in: the ping has
-                // arrived by then, and what is left of its send request is
-                // bookkeeping, done after the clock stops (a blocking
-                // MPI_Send has no request to free).
-                wait_all(std::slice::from_mut(&mut rx), dl)?;
-                if let Some(r) = rec.as_deref_mut() {
-                    r.record((t.elapsed().as_nanos() / 2) as u64);
-                }
-                wait_all(std::slice::from_mut(&mut tx), dl)?;
+                self.pingpong(peer, size, dl, || {})?;
             }
             return Ok(());
         }
+        self.answer(peer, size, n, dl)
+    }
+
+    /// The leader's one ping-pong: the ping sent, the pong's receive posted
+    /// right after it; `pong_in` runs the moment the pong is in, which is
+    /// where a timed loop stops its clock (the follower runs
+    /// [`Self::pingpongs`] meanwhile). Inlined into that loop, so the call
+    /// adds nothing to the time.
+    #[inline]
+    pub fn pingpong(
+        &self,
+        peer: usize,
+        size: usize,
+        dl: &Deadline,
+        pong_in: impl FnOnce(),
+    ) -> Result<()> {
+        self.lag(1);
+        // The ping first, as a blocking MPI_Send would: posting the
+        // receive before it put a call (~15 ns one-way, measured against
+        // osu_latency's loop) ahead of every ping. The pong needs a round
+        // trip to come back and the receive is posted a call later; a pong
+        // that still came first (this rank preempted) waits in MPI's
+        // unexpected queue, as it would for a blocking MPI_Recv.
+        let mut tx = self.isend(self.buf, size, peer, TAG_DATA);
+        let mut rx = self.irecv(self.pong, size, peer, TAG_DATA);
+        // The round trip ends when the pong is in: the ping has arrived by
+        // then, and what is left of its send request is bookkeeping, done
+        // after `pong_in` (a blocking MPI_Send has no request to free).
+        wait_all(std::slice::from_mut(&mut rx), dl)?;
+        pong_in();
+        wait_all(std::slice::from_mut(&mut tx), dl)
+    }
+
+    /// The follower's side of `n` ping-pongs.
+    fn answer(&self, peer: usize, size: usize, n: u64, dl: &Deadline) -> Result<()> {
         if n == 0 {
             return Ok(());
         }
@@ -339,80 +287,19 @@ impl Group {
         Ok(())
     }
 
-    /// Bandwidth from the leader to `peer` at `size` bytes: windows of
-    /// `window` messages in flight, each closed by the follower's
-    /// acknowledgement; the leader records each window's time. With `count`
-    /// the number of timed windows is given (all pairs of `curve --pairs`
-    /// run alike); otherwise it is fitted to the budget after warm-up.
-    pub fn bandwidth(
-        &self,
-        peer: usize,
-        lead: bool,
-        size: usize,
-        window: u32,
-        budget: Budget,
-        count: Option<u64>,
-    ) -> Result<Option<Sampled>> {
-        let what = || format!("rank {peer} in the bandwidth window ({size} B × {window})");
-        let mut reqs: Vec<MPI_Request> = Vec::with_capacity(window as usize + 1);
-        let warm = self.announce(peer, lead, 3, size, 2)?;
-        let t0 = Instant::now();
-        // A window may take long by itself: allow it 100 MB/s beyond the timeout.
-        let slow = Duration::from_secs_f64((size as f64 * window as f64) / 100e6);
-        let dl = self.deadline(&what, slow);
-        for _ in 0..warm {
-            self.window(peer, lead, size, window, &dl, &mut reqs)?;
-        }
-        let per = t0.elapsed() / warm.max(1) as u32;
-        let n = count.unwrap_or_else(|| timed_count(budget, per));
-        let n = self.announce(peer, lead, 4, size, n)?;
-        let dl = self.deadline(&what, per * 4);
-        let mut rec = Recorder::new();
-        let start = Instant::now();
-        for _ in 0..n {
-            let t = Instant::now();
-            self.window(peer, lead, size, window, &dl, &mut reqs)?;
-            if lead {
-                rec.record(t.elapsed().as_nanos() as u64);
-            }
-        }
-        let timed = start.elapsed();
-        Ok(lead.then_some(Sampled {
-            rec,
-            warmup: warm,
-            timed,
-            blocks: Vec::new(),
-        }))
-    }
-
-    /// Times one warm-up window, for `curve --pairs` to agree on a count.
-    pub fn window_time(
-        &self,
-        peer: usize,
-        lead: bool,
-        size: usize,
-        window: u32,
-    ) -> Result<Duration> {
-        let what = || format!("rank {peer} in the bandwidth warm-up ({size} B × {window})");
-        let mut reqs: Vec<MPI_Request> = Vec::with_capacity(window as usize + 1);
-        let slow = Duration::from_secs_f64((size as f64 * window as f64) / 100e6);
-        let dl = self.deadline(&what, slow);
-        let t = Instant::now();
-        self.window(peer, lead, size, window, &dl, &mut reqs)?;
-        Ok(t.elapsed())
-    }
-
-    /// One window. `reqs` is the caller's, allocated once, so the timed
-    /// loop allocates nothing.
-    fn window(
+    /// One window: the leader sends `window` messages of `size` and waits
+    /// for the follower's acknowledgement of the last; the follower
+    /// receives them all, then acknowledges.
+    pub fn window(
         &self,
         peer: usize,
         lead: bool,
         size: usize,
         window: u32,
         dl: &Deadline,
-        reqs: &mut Vec<MPI_Request>,
+        reqs: &mut Requests,
     ) -> Result<()> {
+        let reqs = &mut reqs.0;
         reqs.clear();
         // SAFETY: `word` is a leaked [u64; 8]; word[4] carries the ack.
         let ack = unsafe { self.word.add(4) } as *mut u8;
@@ -529,12 +416,6 @@ impl Group {
             }
         }
     }
-}
-
-/// Timed exchanges for a budget, given one warm-up exchange's time.
-fn timed_count(b: Budget, per: Duration) -> u64 {
-    let per = per.as_nanos().max(1);
-    ((b.duration.as_nanos() / per) as u64).clamp(b.min_samples.max(1), 10_000_000)
 }
 
 /// The length of a waiting message from `rank` with `tag`, if one is there.

@@ -18,6 +18,8 @@ mod assemble;
 mod pairs;
 #[cfg(feature = "mpi")]
 mod run;
+#[cfg(feature = "mpi")]
+mod timed;
 
 use crate::error::{Error, Result};
 use crate::experiment::Progress;

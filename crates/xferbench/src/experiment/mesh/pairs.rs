@@ -8,10 +8,11 @@ use super::run::{GO, STOP, hello};
 use crate::error::{Error, Result};
 use crate::experiment::Progress;
 use crate::measure::stats::{Recorder, RecorderWire};
-use crate::options::CurveConfig;
+use crate::options::{Amount, CurveConfig};
 use crate::result::Run;
 use crate::result::mesh::{PairRate, PairsExtra, PairsPoint, PairsRun};
-use crate::transport::mpi::group::{Budget, Group};
+use super::timed;
+use crate::transport::mpi::group::Group;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
@@ -43,7 +44,11 @@ pub fn run(
         )));
     }
     let ranks = hello(&g)?;
-    let duration = cfg.common.duration.unwrap_or(Duration::from_millis(200));
+    // Pairs stream for a time: a count of samples has no meaning here.
+    let duration = match cfg.common.amount {
+        Some(Amount::Time(d)) => d,
+        _ => Duration::from_millis(200),
+    };
     let role = if g.rank() < k {
         Some((true, g.rank() + k))
     } else if g.rank() < 2 * k {
@@ -118,8 +123,8 @@ fn one_size(
     let mut est = Duration::ZERO;
     if let Some((lead, peer)) = role {
         // The second window: the first pays for first touch.
-        g.window_time(peer, lead, size, window)?;
-        est = g.window_time(peer, lead, size, window)?;
+        timed::window_time(g, peer, lead, size, window)?;
+        est = timed::window_time(g, peer, lead, size, window)?;
     }
     let ests = g.gather((est.as_nanos() as u64).to_le_bytes().to_vec(), duration * 4)?;
     let count = ests.map(|all| {
@@ -140,13 +145,8 @@ fn one_size(
     );
     let what = || format!("the other pairs to be ready for {size} B");
     g.barrier(duration * 4, &what)?;
-    let budget = Budget {
-        duration,
-        min_samples: 3,
-    };
     let mine = match role {
-        Some((lead, peer)) => g
-            .bandwidth(peer, lead, size, window, budget, Some(count))?
+        Some((lead, peer)) => timed::bandwidth(g, peer, lead, size, window, duration, Some(count))?
             .map(|s| Timed {
                 from: g.rank(),
                 to: peer,

@@ -8,7 +8,8 @@ use crate::error::{Error, Result};
 use crate::experiment::Progress;
 use crate::options::MeshConfig;
 use crate::result::mesh::{MeshRun, RankInfo, Schedule};
-use crate::transport::mpi::group::{Budget, Group, Sampled};
+use super::timed::{self, Sampled};
+use crate::transport::mpi::group::Group;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
 use std::time::{Duration, Instant};
@@ -419,10 +420,6 @@ fn one_way(
 ) -> Result<()> {
     let lead = g.rank() == from;
     let peer = if lead { to } else { from };
-    let budget = Budget {
-        duration: cfg.duration,
-        min_samples: 10,
-    };
     let lat_sizes = if retest {
         vec![cfg.latency_matrix_size()]
     } else {
@@ -451,15 +448,11 @@ fn one_way(
         }
     };
     for s in lat_sizes {
-        let got = g.latency(peer, lead, s as usize, budget)?;
+        let got = timed::latency(g, peer, lead, s as usize, cfg.duration)?;
         keep(Kind::Latency, s, 1, got);
     }
-    let budget = Budget {
-        min_samples: 3,
-        ..budget
-    };
     for s in bw_sizes {
-        let got = g.bandwidth(peer, lead, s as usize, cfg.window, budget, None)?;
+        let got = timed::bandwidth(g, peer, lead, s as usize, cfg.window, cfg.duration, None)?;
         keep(Kind::Bandwidth, s, cfg.window, got);
     }
     Ok(())
