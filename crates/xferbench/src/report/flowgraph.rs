@@ -31,7 +31,7 @@ pub fn render(run: &FlowRun) -> String {
         x.edge_buffers,
         format_size(x.edge_buffers as u64 * run_buffer(run)),
         match x.l2_cache_bytes {
-            Some(l2) if run.options["edge_buffers"] == "auto" => format!(
+            Some(l2) if run.edge_buffers_auto() => format!(
                 ", twice this CPU's {} L2 cache, so a consumer's copy of a line has left its core before the producer writes there again (on one core, where nothing crosses, only as deep as keeps all of them within half the L2: `buffers` in JSON)",
                 format_size(l2 as u64)
             ),

@@ -22,9 +22,7 @@ pub mod table;
 
 use crate::error::Result;
 use crate::format::Format;
-use crate::measure::stats::Stat;
 use crate::result::Run;
-use crate::units::Unit;
 
 /// The three forms every measuring command writes a result in. Each
 /// experiment's result type implements it, so a caller (the CLI or a program
@@ -59,23 +57,10 @@ pub fn inert(text: String) -> String {
 }
 
 impl Render for Run {
-    /// Shows the statistics and size unit the run was asked for (recorded
-    /// in its options as `stats` and `unit`), else the defaults.
+    /// Shows the statistics and size unit the run was asked for.
     fn table(&self) -> String {
-        let stats = self.options["stats"]
-            .as_array()
-            .map(|a| {
-                a.iter()
-                    .filter_map(|v| v.as_str()?.parse::<Stat>().ok())
-                    .collect::<Vec<_>>()
-            })
-            .filter(|s| !s.is_empty())
-            .unwrap_or_else(|| crate::options::Common::default().stats);
-        let unit = self.options["unit"]
-            .as_str()
-            .and_then(|u| u.parse::<Unit>().ok())
-            .unwrap_or(Unit::Bytes);
-        table::render(self, &stats, unit)
+        let shown = self.shown();
+        table::render(self, &shown.stats, shown.unit)
     }
     fn json(&self) -> Result<String> {
         json::render(self)

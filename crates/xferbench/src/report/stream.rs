@@ -20,7 +20,7 @@ fn fio_report(run: &StreamRun) -> Report<'_> {
         jobs: &run.points,
         groups: &run.extra.groups,
         disk_util: &run.extra.disk_util,
-        plus: run.options["output_format"] == "json+",
+        plus: run.fio_output() == Some(crate::options::FioOutput::JsonPlus),
         global_options: &run.extra.global_options,
         started: humantime::parse_rfc3339(&run.env.timestamp).ok(),
         pid: here.then(std::process::id),
@@ -233,7 +233,11 @@ impl crate::report::Render for StreamRun {
         match format {
             crate::format::Format::Table => Ok(super::inert(render(self))),
             crate::format::Format::Csv => Ok(super::inert(csv(self))),
-            crate::format::Format::Json if self.options["output_format"] == "terse" => terse(self),
+            crate::format::Format::Json
+                if self.fio_output() == Some(crate::options::FioOutput::Terse) =>
+            {
+                terse(self)
+            }
             crate::format::Format::Json => json(self),
         }
     }

@@ -284,8 +284,8 @@ fn samples_line<P: PointMeta, X>(
         } else {
             String::new()
         },
-        match run.options["repeat"].as_u64() {
-            Some(k) if k > 1 => format!(" in {k} repeats of the whole sweep"),
+        match run.repeats() {
+            k if k > 1 => format!(" in {k} repeats of the whole sweep"),
             _ => String::new(),
         },
         warm,

@@ -298,6 +298,14 @@ pub struct FlowExtra {
 /// The result of `xferbench flowgraph`.
 pub type FlowRun = Run<FlowPoint, FlowExtra>;
 
+impl FlowRun {
+    /// Whether the edges' depth was left to the run (`edge_buffers`
+    /// `auto`, as recorded), which sized it from this CPU's L2 cache.
+    pub fn edge_buffers_auto(&self) -> bool {
+        self.options["edge_buffers"] == "auto"
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -292,6 +292,12 @@ impl PointMeta for Point {
 }
 
 impl<P, X> Run<P, X> {
+    /// How many times the whole sweep ran (`--repeat`), as recorded; 1 for
+    /// a record without it.
+    pub fn repeats(&self) -> u64 {
+        self.options["repeat"].as_u64().unwrap_or(1)
+    }
+
     /// Marks the run stopped early by `why`: incomplete, the reason kept,
     /// its end time taken.
     pub fn stop(&mut self, why: &crate::error::Error) {
@@ -327,7 +333,38 @@ pub fn stop_devices(devices: &mut [serde_json::Value], why: &crate::error::Error
     }
 }
 
+/// What a round-trip run's tables show: the statistics and the unit of the
+/// sizes it was asked for. Read here, where results are read (a run just
+/// measured and one read back from its JSON alike), so the renderers take
+/// them typed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Shown {
+    /// The statistics, in the order asked for.
+    pub stats: Vec<crate::measure::stats::Stat>,
+    /// What the sizes count.
+    pub unit: crate::units::Unit,
+}
+
 impl Run {
+    /// The run's [`Shown`], from its recorded `stats` and `unit`; the
+    /// config's defaults where a record lacks them (an older file).
+    pub fn shown(&self) -> Shown {
+        let stats = self.options["stats"]
+            .as_array()
+            .map(|a| {
+                a.iter()
+                    .filter_map(|v| v.as_str()?.parse().ok())
+                    .collect::<Vec<_>>()
+            })
+            .filter(|s| !s.is_empty())
+            .unwrap_or_else(|| crate::options::Common::default().stats);
+        let unit = self.options["unit"]
+            .as_str()
+            .and_then(|u| u.parse().ok())
+            .unwrap_or(crate::options::RoundtripConfig::default().unit);
+        Shown { stats, unit }
+    }
+
     /// The distinct (spec, buffers, completion) configurations, in run order.
     pub fn configs(&self) -> Vec<(String, BufferMode, CompletionMode)> {
         let mut out: Vec<(String, BufferMode, CompletionMode)> = Vec::new();

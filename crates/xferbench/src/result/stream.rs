@@ -202,6 +202,20 @@ impl StreamExtra {
 /// The result of `xferbench stream`: one point per job run.
 pub type StreamRun = Run<JobResult, StreamExtra>;
 
+impl StreamRun {
+    /// fio's output format the run was asked for in place of the JSON
+    /// (`json+`, `terse`), as recorded in its options; `None` for
+    /// xferbench's own formats.
+    pub fn fio_output(&self) -> Option<crate::options::FioOutput> {
+        use crate::options::FioOutput;
+        match self.options["output_format"].as_str() {
+            Some("json+") => Some(FioOutput::JsonPlus),
+            Some("terse") => Some(FioOutput::Terse),
+            _ => None,
+        }
+    }
+}
+
 /// One sweep row: all jobs of a block size, with their completion
 /// latencies pooled in `merged`.
 pub fn sweep_row(bs: u64, results: &[JobResult], merged: &Recorder) -> SweepRow {
