@@ -5,9 +5,11 @@
 //! the responder acknowledges, so sizes change outside the timed loop.
 
 use super::peer::{CHILD_FD, Fault, Peer, Shared, fault_exit};
-use crate::link::{CompletionMode, Link, LinkConfig, Pattern, ReplyShape, sleep_then_spin, spin_until};
 use crate::buffer::{PageBuf, page_round};
 use crate::error::{Error, Result};
+use crate::link::{
+    CompletionMode, Link, LinkConfig, Pattern, ReplyShape, sleep_then_spin, spin_until,
+};
 use crate::payload::{self, Direction};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;

@@ -363,7 +363,6 @@ pub fn unquote(v: &str) -> &str {
     v
 }
 
-
 /// Everything a transport needs to open a link.
 #[derive(Clone, Debug)]
 pub struct LinkConfig {
@@ -640,7 +639,6 @@ impl std::fmt::Debug for dyn Transport {
         f.write_str(self.name())
     }
 }
-
 
 #[cfg(test)]
 mod tests {

@@ -4,8 +4,8 @@
 //! it when the initiator has waited on it longer than the timeout, so no wait in
 //! any transport can hang forever.
 
-use crate::link::LinkConfig;
 use crate::error::{Error, Result};
+use crate::link::LinkConfig;
 use std::io::Read;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::os::unix::process::CommandExt;

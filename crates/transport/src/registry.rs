@@ -200,7 +200,6 @@ pub fn check(t: &dyn Transport, cfg: &LinkConfig) -> Result<()> {
     t.check_link(cfg)
 }
 
-
 #[cfg(test)]
 mod tests {
     use super::*;

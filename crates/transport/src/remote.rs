@@ -10,8 +10,8 @@
 //! anywhere else, or without the cookie, draws nothing.
 
 use super::fd::{FdLink, Framing};
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 use crate::error::{Error, Result};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::OwnedFd;
@@ -559,8 +559,8 @@ const PROBE_LIMITS: Limits = Limits {
 /// same to a local responder; a refusal is one short line. For
 /// `xferbench::fuzzing` (the `fuzz/` targets and the seeded tests).
 pub fn probe_control_frame(frame: &[u8]) -> std::result::Result<(), String> {
-    use crate::link::Pattern;
     use super::fd::{CTRL_LEN, Control, parse_control};
+    use crate::link::Pattern;
     let l = PROBE_LIMITS;
     match parse_control(frame, Some(&l)) {
         Ok(c) => {

@@ -3,9 +3,12 @@
 
 use super::peer::{CHILD_FD, Peer, Shared};
 use super::slots::{self, Initiator, Layout, Region, WaitError};
-use crate::peer::Fault;
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ReplyShape, ResponderArgs, Transport};
 use crate::error::{Error, Result};
+use crate::link::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ReplyShape, ResponderArgs,
+    Transport,
+};
+use crate::peer::Fault;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;

@@ -6,11 +6,11 @@
 //! Region layout (all offsets multiples of 128, data areas page-aligned):
 //! `[header][request bell][reply bell][request data][reply data]`.
 
-use crate::peer::Fault;
-use crate::link::{BufferMode, CompletionMode, Pattern, ReplyShape, spin_until};
 use crate::buffer::{PageBuf, page_round};
 use crate::error::{Error, Result};
+use crate::link::{BufferMode, CompletionMode, Pattern, ReplyShape, spin_until};
 use crate::payload::{self, Direction};
+use crate::peer::Fault;
 use std::sync::atomic::{AtomicBool, AtomicU32, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 

@@ -4,8 +4,10 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Spec, Transport};
 use crate::error::{Error, Result};
+use crate::link::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Spec, Transport,
+};
 use std::net::{TcpListener, TcpStream};
 
 pub struct Tcp;

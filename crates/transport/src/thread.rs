@@ -3,9 +3,11 @@
 //! every other transport is measured against.
 
 use super::slots::{self, Initiator, Layout, Region, WaitError};
-use crate::peer::Fault;
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ReplyShape, Transport};
 use crate::error::{Error, Result};
+use crate::link::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ReplyShape, Transport,
+};
+use crate::peer::Fault;
 use std::alloc::{Layout as AllocLayout, alloc_zeroed, dealloc};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, Ordering};

@@ -4,8 +4,11 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use crate::link::{BufferMode, Capabilities, CompletionMode, DATAGRAM_BUFFER, Link, LinkConfig, ResponderArgs, Transport};
 use crate::error::{Error, Result};
+use crate::link::{
+    BufferMode, Capabilities, CompletionMode, DATAGRAM_BUFFER, Link, LinkConfig, ResponderArgs,
+    Transport,
+};
 use std::net::UdpSocket;
 use std::os::fd::AsRawFd;
 

@@ -2,8 +2,10 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport};
 use crate::error::{Error, Result};
+use crate::link::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport,
+};
 use std::os::unix::net::UnixStream;
 
 pub struct Unix;

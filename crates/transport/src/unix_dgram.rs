@@ -4,8 +4,10 @@
 
 use super::fd::{self, FdLink, Framing};
 use super::peer::CHILD_FD;
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport};
 use crate::error::{Error, Result};
+use crate::link::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, ResponderArgs, Transport,
+};
 use std::os::fd::AsRawFd;
 use std::os::unix::net::UnixDatagram;
 

@@ -7,8 +7,8 @@
 //! device memory, the device programs (PTX in `kernels.ptx`, from
 //! `kernels.cu`), streams, events and waits that always give up.
 
-use crate::link::CompletionMode;
 use crate::error::{Error, Result};
+use crate::link::CompletionMode;
 use crate::measure::env::Gpu;
 use cudarc::driver::sys::{self, CUresult};
 use std::ffi::c_void;

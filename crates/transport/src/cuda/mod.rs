@@ -21,7 +21,10 @@
 //! on its doorbell: nothing can wake a sleeper when the device writes host
 //! memory.
 
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec, Transport};
+use crate::link::{
+    BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Pattern, ReplyShape, Spec,
+    Transport,
+};
 pub mod bandwidth;
 pub mod driver;
 

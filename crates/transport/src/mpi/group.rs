@@ -189,7 +189,14 @@ impl Group {
 
     /// The leader tells the follower how many exchanges of `size` come next
     /// (`phase` keeps the two in step); the follower gets the leader's `n`.
-    pub fn announce(&self, peer: usize, lead: bool, phase: u64, size: usize, n: u64) -> Result<u64> {
+    pub fn announce(
+        &self,
+        peer: usize,
+        lead: bool,
+        phase: u64,
+        size: usize,
+        n: u64,
+    ) -> Result<u64> {
         let what = || format!("rank {peer} to agree on the next measurement");
         let dl = self.deadline(&what, Duration::ZERO);
         // SAFETY: `word` is a leaked [u64; 8].

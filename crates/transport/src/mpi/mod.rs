@@ -5,8 +5,8 @@
 //! reports. Built with the `mpi` cargo feature (Debian: openmpi-bin,
 //! libopenmpi-dev, libclang); without it the transport says so.
 
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 use crate::error::{Error, Result};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Transport};
 
 pub struct Mpi;
 

@@ -15,8 +15,8 @@ pub mod values;
 pub use device::{Device, Library, kind_name};
 pub use link::PluginLink;
 
-use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Spec, Transport};
 use crate::error::{Error, Result};
+use crate::link::{BufferMode, Capabilities, CompletionMode, Link, LinkConfig, Spec, Transport};
 use std::path::PathBuf;
 use std::sync::Mutex;
 use std::time::Duration;

@@ -5,13 +5,13 @@
 //! all pairs start together after a barrier.
 
 use super::run::{GO, STOP, hello};
+use super::timed;
 use crate::error::{Error, Result};
 use crate::experiment::Progress;
 use crate::measure::stats::{Recorder, RecorderWire};
 use crate::options::{Amount, CurveConfig};
 use crate::result::Run;
 use crate::result::mesh::{PairRate, PairsExtra, PairsPoint, PairsRun};
-use super::timed;
 use crate::transport::mpi::group::Group;
 use serde::{Deserialize, Serialize};
 use std::sync::Arc;

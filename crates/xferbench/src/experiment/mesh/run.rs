@@ -3,12 +3,12 @@
 //! collecting it all.
 
 use super::assemble::{Collector, Hello, Kind, Measured, RankReport};
+use super::timed::{self, Sampled};
 use super::tournament;
 use crate::error::{Error, Result};
 use crate::experiment::Progress;
 use crate::options::MeshConfig;
 use crate::result::mesh::{MeshRun, RankInfo, Schedule};
-use super::timed::{self, Sampled};
 use crate::transport::mpi::group::Group;
 use std::sync::Arc;
 use std::sync::atomic::AtomicBool;
