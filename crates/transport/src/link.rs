@@ -6,7 +6,7 @@
 //! list of transports is the `registry` module's.
 
 use crate::error::{Error, Result};
-use crate::words::{Word, word_enum};
+use crate::words::{self, Word, word_enum};
 use serde::Serialize;
 use std::path::PathBuf;
 use std::time::{Duration, Instant};

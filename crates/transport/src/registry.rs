@@ -8,7 +8,6 @@ use crate::error::{Error, Result};
 use crate::link::{
     BufferMode, CompletionMode, LinkConfig, Spec, Transport, balanced, split_unquoted, unquote,
 };
-use crate::words::Word;
 use crate::{cuda, mpi, pipe, plugin, remote, shm, tcp, thread, udp, unix, unix_dgram};
 
 /// Parses `-t` values: specs separated by commas, options after a colon.
