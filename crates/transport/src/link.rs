@@ -290,7 +290,7 @@ impl Spec {
 }
 
 impl std::fmt::Display for Spec {
-    /// Written so that [`parse_specs`] reads it back: a value holding a
+    /// Written so that [`parse_specs`](crate::parse_specs) reads it back: a value holding a
     /// separator (`,` or `:`) or a quote is quoted.
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.write_str(&self.name)?;
@@ -317,7 +317,7 @@ pub fn quoted(v: &str) -> std::borrow::Cow<'_, str> {
 
 /// `s` split at each of `seps` outside quotes (`"..."` or `'...'`): the
 /// pieces keep their quotes. An unterminated quote runs to the end, and is
-/// an error for [`parse_specs`] (see [`balanced`]).
+/// an error for [`parse_specs`](crate::parse_specs) (see [`balanced`]).
 pub fn split_unquoted<'a>(s: &'a str, seps: &[char]) -> Vec<&'a str> {
     let mut out = Vec::new();
     let (mut start, mut quote) = (0, None);
@@ -569,7 +569,7 @@ pub trait Transport: Sync {
         Ok(())
     }
     /// Refuses mode combinations this transport cannot run, before any
-    /// link opens (the generic checks are in [`check`]).
+    /// link opens (the generic checks are in [`check`](crate::check)).
     fn check_link(&self, _cfg: &LinkConfig) -> Result<()> {
         Ok(())
     }
