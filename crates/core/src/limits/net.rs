@@ -24,7 +24,9 @@ pub struct Nic {
     pub state: Option<String>,
 }
 
-/// Every interface of the tree but loopback, by name.
+/// Every interface of the tree with hardware behind it (a `device` link),
+/// by name: loopback, bridges, veth pairs and tunnels have none and are
+/// memory or another interface's path.
 pub fn nics(sys: &Sysfs) -> Vec<Nic> {
     let Ok(dir) = std::fs::read_dir(sys.path("class/net")) else {
         return Vec::new();
@@ -32,7 +34,7 @@ pub fn nics(sys: &Sysfs) -> Vec<Nic> {
     let mut names: Vec<String> = dir
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "lo")
+        .filter(|n| n != "lo" && sys.path("class/net").join(n).join("device").exists())
         .collect();
     names.sort();
     names.iter().filter_map(|n| nic(sys, n)).collect()
@@ -139,7 +141,9 @@ pub fn interface_of(addr: IpAddr) -> Option<String> {
             match i32::from((*ifa.ifa_addr).sa_family) {
                 libc::AF_INET => {
                     let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                    Some(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()))
+                    Some(IpAddr::from(
+                        u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
+                    ))
                 }
                 libc::AF_INET6 => {
                     let sin6 = &*(ifa.ifa_addr as *const libc::sockaddr_in6);
