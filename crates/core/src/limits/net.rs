@@ -107,7 +107,7 @@ impl Nic {
 
 /// "25 Gb/s", "100 Mb/s".
 fn speed_name(mbit: u64) -> String {
-    if mbit >= 1000 && mbit % 1000 == 0 {
+    if mbit >= 1000 && mbit.is_multiple_of(1000) {
         format!("{} Gb/s", mbit / 1000)
     } else if mbit >= 1000 {
         format!("{:.1} Gb/s", mbit as f64 / 1000.0)
