@@ -75,7 +75,7 @@ impl Nic {
         let own = Limit {
             value: mbps,
             unit: "MB/s".into(),
-            what: format!("{} Ethernet ({})", speed_name(mbit), self.name),
+            what: format!("{} {} ({})", speed_name(mbit), self.medium(sys), self.name),
             source: sys
                 .path("class/net")
                 .join(&self.name)
@@ -102,6 +102,17 @@ impl Nic {
             },
             None => own,
         })
+    }
+}
+
+impl Nic {
+    /// What the link is, from `type` (the ARPHRD number): IPoIB's is 32.
+    fn medium(&self, sys: &Sysfs) -> &'static str {
+        let kind = sys.path("class/net").join(&self.name).join("type");
+        match sysfs::read_u64(&kind) {
+            Some(32) => "InfiniBand",
+            _ => "Ethernet",
+        }
     }
 }
 
@@ -174,6 +185,19 @@ mod tests {
         // Every Linux machine has lo with 127.0.0.1 (a container too).
         assert!(interface_of("127.0.0.1".parse().unwrap()).is_some());
         assert_eq!(interface_of("192.0.2.77".parse().unwrap()), None);
+    }
+
+    #[test]
+    fn an_ipoib_interface_is_named_infiniband() {
+        let dir = tempfile::tempdir().unwrap();
+        let ib = dir.path().join("class/net/ib0");
+        std::fs::create_dir_all(&ib).unwrap();
+        std::fs::write(ib.join("type"), "32\n").unwrap();
+        std::fs::write(ib.join("speed"), "100000\n").unwrap();
+        let sys = Sysfs::at(dir.path());
+        let l = nic(&sys, "ib0").unwrap().limit(&sys).unwrap();
+        assert_eq!(l.what, "100 Gb/s InfiniBand (ib0)");
+        assert_eq!(l.value, 12_500.0);
     }
 
     #[test]
