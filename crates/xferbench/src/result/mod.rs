@@ -3,6 +3,7 @@
 
 pub mod curve;
 pub mod flowgraph;
+pub mod limits;
 pub mod load;
 pub mod mesh;
 pub mod saved;
