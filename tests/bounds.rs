@@ -305,7 +305,7 @@ fn peak_rss(c: &mut Command) -> (Output, u64) {
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
+    let mut child = common::Guarded::spawn(c).unwrap();
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();
