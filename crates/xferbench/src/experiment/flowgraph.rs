@@ -250,6 +250,22 @@ fn check_memory(args: &FlowgraphConfig, eb: usize, plan: &[Step]) -> Result<()> 
     let Some(avail) = crate::measure::env::available_memory() else {
         return Ok(());
     };
+    if let Some(st) = plan.iter().max_by_key(|st| footprint(args, eb, st)) {
+        // Circular buffers are mapped twice: address space for both, and
+        // the kernel-only scan's and the blocks' own buffers beside them.
+        crate::measure::room::check_memory(
+            footprint(args, eb, st)
+                .saturating_mul(2)
+                .saturating_add(args.buffer_size.saturating_mul(4 * st.blocks as u64)),
+            &format!(
+                "{} at N={} M={}",
+                edge::series(st.scheduler.name(), st.edges.name()),
+                st.cores,
+                st.blocks
+            ),
+            "use a smaller --buffer-size, --edge-buffers or --blocks",
+        )?;
+    }
     match plan.iter().max_by_key(|st| footprint(args, eb, st)) {
         Some(st) if footprint(args, eb, st) > avail / 2 => Err(Error::usage(format!(
             "{} at N={} M={} needs about {} of buffers ({eb} × {} per edge between threads), more than half the {} available; use a smaller --buffer-size, --edge-buffers or --buffers",
