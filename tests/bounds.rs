@@ -305,7 +305,7 @@ fn peak_rss(c: &mut Command) -> (Output, u64) {
     c.stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let mut child = c.spawn().unwrap();
+    let mut child = common::Guarded::spawn(c).unwrap();
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();
@@ -521,4 +521,55 @@ fn an_unknown_field_is_skipped_as_it_is_read() {
     );
     // Parsed into a Value, the list alone took a quarter of a gigabyte.
     assert!(peak < 160 << 20, "peak {} MiB", peak >> 20);
+}
+
+/// Under `ulimit -v` (200 000 KiB here), a run whose messages or rings
+/// would not fit is refused before it starts, in one line that names the
+/// limit and what to lower: it used to begin, then fail at the link's
+/// open (exit 1, "0 points") or abort (flowgraph, SIGABRT).
+#[test]
+fn messages_and_rings_past_ulimit_v_are_refused_before_the_run() {
+    let cases: [(&[&str], &str); 5] = [
+        (
+            &["roundtrip", "-t", "thread", "--in", "1g", "--samples", "10"],
+            "--in and --out",
+        ),
+        (
+            &["roundtrip", "-t", "shm", "--in", "64m", "--samples", "10"],
+            "--in",
+        ),
+        (&["curve", "-t", "thread", "--sizes", "64,4k,1g"], "--sizes"),
+        (
+            &[
+                "load",
+                "-t",
+                "thread",
+                "--sizes",
+                "256m",
+                "--cell-time",
+                "200ms",
+            ],
+            "--inflight",
+        ),
+        (
+            &[
+                "flowgraph",
+                "--cores",
+                "1",
+                "--duration",
+                "100ms",
+                "--buffer-size",
+                "64m",
+            ],
+            "--buffer-size",
+        ),
+    ];
+    for (args, fix) in cases {
+        let mut c = xferbench();
+        c.args(args).args(["-q", "--format", "json"]);
+        let o = finish(limited(c, libc::RLIMIT_AS, 200_000 << 10));
+        let e = refused(&o);
+        assert!(e.contains("ulimit -v") && e.contains(fix), "{args:?}: {e}");
+        assert!(o.stdout.is_empty(), "{args:?}: a run was written");
+    }
 }

@@ -557,7 +557,7 @@ fn hostile_names_are_shown_inert() {
     let dir = tempfile::tempdir().unwrap();
     let a = steady(dir.path());
     let mut v: Value = serde_json::from_str(&std::fs::read_to_string(&a).unwrap()).unwrap();
-    let evil = "thread\u{1b}[2J<script>alert(1)</script>|x";
+    let evil = "thread\u{1b}[31m\u{1b}[2J<script>alert(1)</script>|x";
     for p in v["points"].as_array_mut().unwrap() {
         p["spec"] = evil.into();
     }
@@ -584,4 +584,65 @@ fn hostile_names_are_shown_inert() {
             assert!(out.contains("\\|x"), "{out}");
         }
     }
+    // On a terminal the verdicts are coloured, and the names still inert:
+    // the only escapes are the verdicts' own.
+    let out = on_a_terminal(&[&base, &new]);
+    assert!(
+        out.contains("\u{1b}[1;31m"),
+        "no colour on a terminal: {out:?}"
+    );
+    assert!(out.contains("alert(1)"), "the name is shown: {out:?}");
+    assert!(
+        !out.contains("\u{1b}[31m") && !out.contains("\u{1b}[2J"),
+        "a name's escape reached the terminal: {out:?}"
+    );
+}
+
+/// `xferbench compare FILES` with its stdout on a pseudo-terminal (as a
+/// person sees it): what it wrote there.
+fn on_a_terminal(files: &[&Path]) -> String {
+    use std::io::Read;
+    use std::os::fd::{FromRawFd, OwnedFd};
+    // SAFETY: plain libc calls on fds this test owns; ptsname_r writes
+    // into the buffer it is given, NUL-terminated.
+    let (master, slave) = unsafe {
+        let master = libc::posix_openpt(libc::O_RDWR | libc::O_NOCTTY);
+        assert!(master >= 0, "posix_openpt");
+        assert_eq!(libc::grantpt(master), 0);
+        assert_eq!(libc::unlockpt(master), 0);
+        let mut name = [0 as libc::c_char; 128];
+        assert_eq!(libc::ptsname_r(master, name.as_mut_ptr(), name.len()), 0);
+        let slave = libc::open(name.as_ptr(), libc::O_RDWR | libc::O_NOCTTY);
+        assert!(slave >= 0, "opening the pty");
+        (OwnedFd::from_raw_fd(master), OwnedFd::from_raw_fd(slave))
+    };
+    let mut c = xferbench();
+    c.arg("compare")
+        .args(files)
+        .env_remove("NO_COLOR")
+        .stdin(std::process::Stdio::null())
+        .stdout(std::process::Stdio::from(slave))
+        .stderr(std::process::Stdio::null());
+    let mut child = common::Guarded::spawn(&mut c).unwrap();
+    // The command holds the terminal's other end: only the child may.
+    drop(c);
+    let reader = std::thread::spawn(move || {
+        let mut f = std::fs::File::from(master);
+        let mut v = Vec::new();
+        let mut b = [0u8; 4096];
+        // Ends with EIO once the last writer (the child) has gone.
+        while let Ok(n) = f.read(&mut b) {
+            if n == 0 {
+                break;
+            }
+            v.extend_from_slice(&b[..n]);
+        }
+        v
+    });
+    let t = std::time::Instant::now();
+    while child.try_wait().unwrap().is_none() {
+        assert!(t.elapsed() < std::time::Duration::from_secs(120), "hung");
+        std::thread::sleep(std::time::Duration::from_millis(20));
+    }
+    String::from_utf8_lossy(&reader.join().unwrap()).into_owned()
 }

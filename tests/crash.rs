@@ -265,7 +265,7 @@ fn a_measuring_process_killed_outright_leaves_its_points() {
     .stdin(Stdio::null())
     .stdout(Stdio::null())
     .stderr(Stdio::piped());
-    let mut parent = c.spawn().unwrap();
+    let mut parent = common::Guarded::spawn(&mut c).unwrap();
     stuck(&mark, &mut parent);
     let child = child_of(parent.id()).expect("the measuring child");
     // SAFETY: signalling a process of this test.
@@ -410,7 +410,7 @@ fn plugin_check_ends_on_a_signal_with_its_verdicts_so_far() {
             .stdin(Stdio::null())
             .stdout(Stdio::piped())
             .stderr(Stdio::piped());
-        let mut child = c.spawn().unwrap();
+        let mut child = common::Guarded::spawn(&mut c).unwrap();
         // The poll-mode checks pass; then wait() blocks.
         stuck(&mark, &mut child);
         // SAFETY: signalling our own child.
@@ -436,4 +436,101 @@ fn plugin_check_ends_on_a_signal_with_its_verdicts_so_far() {
             "{out}"
         );
     }
+}
+
+/// CPU time process `pid` has used (user and system), from /proc.
+fn cpu_time(pid: i32) -> Duration {
+    let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+    let f: Vec<&str> = s
+        .rsplit_once(')')
+        .map_or("", |x| x.1)
+        .split_whitespace()
+        .collect();
+    let ticks = |i: usize| f.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+    // SAFETY: sysconf reads a constant.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    // utime and stime: fields 14 and 15 of stat, 12 and 13 after the name.
+    Duration::from_millis((ticks(11) + ticks(12)) * 1000 / hz)
+}
+
+/// A flowgraph whose measuring process is killed mid-round (one round of
+/// four schedulers, 3 s each, on one core): the schedulers measured so
+/// far are in the JSON, marked incomplete. It kept no checkpoint until a
+/// round ended, so such a kill left the run's conditions and no point.
+#[test]
+fn a_killed_flowgraph_keeps_the_blocks_measured_so_far() {
+    let _t = turn();
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("fg.json");
+    let mut c = xferbench();
+    c.args([
+        "flowgraph",
+        "--cores",
+        "1",
+        "--blocks",
+        "2",
+        "--scheduler",
+        "seq,static,thread-per-block,ring",
+        "--edges",
+        "circular",
+        "--rounds",
+        "1",
+        "--duration",
+        "3s",
+        "--warmup",
+        "10ms",
+        "--kernel-sizes",
+        "16k",
+        "--format",
+        "json",
+        "-q",
+        "-o",
+    ])
+    .arg(&out)
+    .stdin(Stdio::null())
+    .stdout(Stdio::null())
+    .stderr(Stdio::piped());
+    let mut parent = common::Guarded::spawn(&mut c).unwrap();
+    let start = Instant::now();
+    let child = loop {
+        if let Some(p) = child_of(parent.id()) {
+            break p;
+        }
+        assert!(
+            start.elapsed() < Duration::from_secs(120),
+            "no measuring child"
+        );
+        std::thread::sleep(Duration::from_millis(20));
+    };
+    // CPU time, not wall time: on a busy machine the run gets there later.
+    // The scan and the first scheduler's 3 s are done by then, not the
+    // round's 12 s.
+    while cpu_time(child) < Duration::from_secs(5) {
+        assert!(
+            parent.try_wait().unwrap().is_none(),
+            "the run ended before it was killed"
+        );
+        assert!(start.elapsed() < Duration::from_secs(120), "hung");
+        std::thread::sleep(Duration::from_millis(50));
+    }
+    // SAFETY: signalling a process of this test.
+    unsafe { libc::kill(child, libc::SIGKILL) };
+    let status = wait(&mut parent);
+    let mut e = String::new();
+    use std::io::Read;
+    parent
+        .stderr
+        .take()
+        .unwrap()
+        .read_to_string(&mut e)
+        .unwrap();
+    assert_eq!(status.code(), Some(137), "{e}");
+    let d = read_json(&out);
+    assert_eq!(d["complete"], false, "{d}");
+    let points = d["points"].as_array().unwrap();
+    assert!(
+        !points.is_empty() && points.len() < 4,
+        "the schedulers measured before the kill: {d}"
+    );
+    assert!(d["kernel_scan"].as_array().is_some_and(|s| !s.is_empty()));
 }

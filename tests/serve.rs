@@ -1420,6 +1420,113 @@ fn a_trickling_client_loses_its_session() {
     srv.logged("took longer than the idle timeout allows");
 }
 
+/// Trickles 1-byte requests of a pingpong session on `s`, one every
+/// `gap`, each reply read, until the server closes it (then the time that
+/// took) or `give_up` passes (None).
+fn trickle_messages(s: &mut TcpStream, gap: Duration, give_up: Duration) -> Option<Duration> {
+    let t = Instant::now();
+    s.write_all(&frame(1, &ReplyShape::pingpong(1, 1, 0, 1_000_000)))
+        .unwrap();
+    let mut ack = [0u8; 8];
+    s.read_exact(&mut ack).expect("the configure's answer");
+    assert_eq!(&ack, b"XBACK001");
+    while t.elapsed() < give_up {
+        let mut b = [0u8; 1];
+        if s.write_all(&[7]).is_err() || !matches!(s.read(&mut b), Ok(1)) {
+            return Some(t.elapsed());
+        }
+        std::thread::sleep(gap);
+    }
+    None
+}
+
+/// A session must make progress as a whole, not only within one message:
+/// a client that completes a 1-byte request (and reads its reply) every
+/// 0.6 s, each well within the 1 s idle timeout, kept its slot for ever
+/// (with `--max-sessions 1`, the whole server); now it runs out of credit
+/// in about the idle timeout and the slot goes to the next client. So does
+/// one trickling a byte now and then into a large message, which had the
+/// idle timeout plus the message's length at 64 KiB/s (here over four
+/// minutes).
+#[test]
+fn a_session_trickling_whole_messages_is_dropped_and_frees_its_slot() {
+    let srv = Server::start_with(false, &["--idle-timeout", "1s", "--max-sessions", "1"]);
+    let mut s = srv.connect();
+    s.write_all(&hello(64, b"")).unwrap();
+    assert_eq!(answer(&mut s), Some(Status::Ok));
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    let took = trickle_messages(&mut s, Duration::from_millis(600), Duration::from_secs(20));
+    let took = took.expect("a client trickling whole messages kept its session for 20 s");
+    assert!(took < Duration::from_secs(15), "dropped after {took:?}");
+    let line = srv.logged("too little progress");
+    assert!(line.contains("closed"), "{line}");
+    srv.serves_a_good_client();
+
+    // A byte every 0.6 s into a 16 MiB request.
+    let mut s = srv.connect();
+    s.write_all(&hello(16 << 20, b"")).unwrap();
+    assert_eq!(answer(&mut s), Some(Status::Ok));
+    s.write_all(&configure(16 << 20, 1)).unwrap();
+    let mut ack = [0u8; 8];
+    s.read_exact(&mut ack).unwrap();
+    assert_eq!(&ack, b"XBACK001");
+    let t = Instant::now();
+    let mut w = s.try_clone().unwrap();
+    let trickle = std::thread::spawn(move || {
+        while t.elapsed() < Duration::from_secs(30) && w.write_all(&[7]).is_ok() {
+            std::thread::sleep(Duration::from_millis(600));
+        }
+    });
+    s.set_read_timeout(Some(Duration::from_secs(30))).unwrap();
+    assert!(closed(&mut s), "the trickled message was answered");
+    assert!(
+        t.elapsed() < Duration::from_secs(15),
+        "a trickled 16 MiB message held its session {:?}",
+        t.elapsed()
+    );
+    drop(s);
+    let _ = trickle.join();
+    srv.serves_a_good_client();
+}
+
+/// A UDP session's TCP connection is its client: when the client closes
+/// it, the session ends then (logged), not at its idle timeout (30 s
+/// here), and a datagram with its cookie draws no reply.
+#[test]
+fn closing_a_udp_sessions_control_connection_ends_it() {
+    let srv = Server::start_with(false, &["--idle-timeout", "30s"]);
+    let (sess, st) = srv.udp_session(64);
+    assert_eq!(st, Some(Status::Ok));
+    let UdpSession {
+        u,
+        cookie,
+        _tcp: tcp,
+    } = sess.unwrap();
+    let answer_to = |payload: &[u8]| {
+        u.send(&behind(&cookie, payload)).unwrap();
+        let mut b = [0u8; 128];
+        let n = u.recv(&mut b).expect("an answer");
+        b[remote::COOKIE_LEN..n].to_vec()
+    };
+    // One exchange: the session runs.
+    assert_eq!(answer_to(&configure(64, 64)), b"XBACK001");
+    assert_eq!(answer_to(&[7u8; 64]).len(), 64);
+    let t = Instant::now();
+    drop(tcp);
+    let line = srv.logged("(udp) from");
+    assert!(
+        t.elapsed() < Duration::from_secs(10),
+        "the session ended {:?} after its control connection closed: {line}",
+        t.elapsed()
+    );
+    assert!(line.contains("control connection"), "{line}");
+    u.send(&behind(&cookie, &configure(64, 64))).unwrap();
+    u.set_read_timeout(Some(Duration::from_millis(1500)))
+        .unwrap();
+    let mut b = [0u8; 128];
+    assert!(u.recv(&mut b).is_err(), "the ended session answered");
+}
+
 /// The CPU time a process has used so far (user and system).
 fn cpu_time(pid: u32) -> Duration {
     let s = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap();

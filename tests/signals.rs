@@ -6,11 +6,12 @@
 
 mod common;
 
+use common::Guarded;
 use serde_json::Value;
 use std::io::Read;
 use std::os::fd::{FromRawFd, OwnedFd};
 use std::path::Path;
-use std::process::{Child, Command, ExitStatus, Stdio};
+use std::process::{Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
 /// Far beyond any healthy wait below; only a hang gets here.
@@ -40,15 +41,16 @@ fn catches(pid: u32, sig: i32) -> bool {
 /// Starts xferbench with `args`, stdout to nowhere (results go to `-o`)
 /// and stderr kept; waits until it handles SIGHUP, so a signal sent next
 /// cannot find it before its handlers are in (which would kill it).
-fn start(args: &[&str], dir: &Path) -> Child {
-    let child = common::xferbench()
-        .args(args)
-        .current_dir(dir)
-        .stdin(Stdio::null())
-        .stdout(Stdio::null())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("spawn xferbench");
+fn start(args: &[&str], dir: &Path) -> Guarded {
+    let child = Guarded::spawn(
+        common::xferbench()
+            .args(args)
+            .current_dir(dir)
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::piped()),
+    )
+    .expect("spawn xferbench");
     let pid = child.id();
     until("SIGHUP handled (the stop handlers installed)", || {
         catches(pid, libc::SIGHUP)
@@ -57,13 +59,13 @@ fn start(args: &[&str], dir: &Path) -> Child {
 }
 
 /// Sends `sig` to the child.
-fn signal(child: &Child, sig: i32) {
+fn signal(child: &Guarded, sig: i32) {
     // SAFETY: signalling our own child, still unreaped.
     unsafe { libc::kill(child.id() as libc::pid_t, sig) };
 }
 
 /// Waits for the child (hang guard); its status and stderr.
-fn end(mut child: Child) -> (ExitStatus, String) {
+fn end(mut child: Guarded) -> (ExitStatus, String) {
     let mut err = child.stderr.take().expect("stderr piped");
     let reader = std::thread::spawn(move || {
         let mut s = String::new();
@@ -189,14 +191,15 @@ fn a_hang_up_after_the_terminal_is_gone_still_writes_the_results() {
     let mut args = ROUNDTRIP.to_vec();
     args.push(out.to_str().unwrap());
     let (master, slave) = pty();
-    let mut child = common::xferbench()
-        .args(&args)
-        .current_dir(dir.path())
-        .stdin(Stdio::null())
-        .stdout(Stdio::from(slave.try_clone().unwrap()))
-        .stderr(Stdio::from(slave))
-        .spawn()
-        .expect("spawn xferbench");
+    let mut child = Guarded::spawn(
+        common::xferbench()
+            .args(&args)
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::from(slave.try_clone().unwrap()))
+            .stderr(Stdio::from(slave)),
+    )
+    .expect("spawn xferbench");
     let pid = child.id();
     until("SIGHUP handled", || catches(pid, libc::SIGHUP));
     std::thread::sleep(Duration::from_millis(1500));
@@ -428,14 +431,15 @@ fn a_killed_run_leaves_no_process_behind() {
         ),
     ];
     for (args, word) in runs {
-        let mut child = Command::new(env!("CARGO_BIN_EXE_xferbench"))
-            .args(args)
-            .current_dir(dir.path())
-            .stdin(Stdio::null())
-            .stdout(Stdio::null())
-            .stderr(Stdio::null())
-            .spawn()
-            .unwrap();
+        let mut child = Guarded::spawn(
+            Command::new(env!("CARGO_BIN_EXE_xferbench"))
+                .args(args)
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .unwrap();
         let pid = child.id();
         let mut kids = Vec::new();
         until(&format!("{args:?}: its child ({word}) started"), || {
@@ -449,6 +453,111 @@ fn a_killed_run_leaves_no_process_behind() {
                 !alive(k)
             });
         }
+    }
+}
+
+/// Waits up to `limit` until `done` holds; whether it did.
+fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
+    let t = Instant::now();
+    while !done() {
+        if t.elapsed() > limit {
+            return false;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+    true
+}
+
+/// An exec job's program that starts programs of its own (a shell script
+/// with a background `sleep` and a foreground one): when xferbench is
+/// killed outright, or its measuring process is (the OOM killer, say), the
+/// program's children go too, not only the program. The parent-death
+/// signal ends the program alone; its children were left running for ever.
+#[test]
+fn a_killed_run_leaves_no_grandchild_behind() {
+    use std::os::unix::fs::PermissionsExt;
+    let dir = tempfile::tempdir().unwrap();
+    let script = dir.path().join("spawn.sh");
+    std::fs::write(&script, "#!/bin/sh\nsleep 9871 &\nsleep 9872\n").unwrap();
+    std::fs::set_permissions(&script, std::fs::Permissions::from_mode(0o755)).unwrap();
+    std::fs::write(
+        dir.path().join("exec.fio"),
+        format!(
+            "[monitor]\nioengine=exec\nprogram={}\nstd_redirect=0\ntime_based\nruntime=1h\n",
+            script.display()
+        ),
+    )
+    .unwrap();
+    // Kill the process started here, then the measuring one (a child of
+    // it, with the same command line).
+    for measuring in [false, true] {
+        let mut top = Guarded::spawn(
+            common::xferbench()
+                .args(["stream", "-q", "--format", "json", "exec.fio"])
+                .current_dir(dir.path())
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .unwrap();
+        let pid = top.id();
+        let mut kids = Vec::new();
+        until("the program's children started", || {
+            kids = [children_with(pid, "9871"), children_with(pid, "9872")].concat();
+            kids.len() == 2
+        });
+        let victim = if measuring {
+            let m = children_with(pid, "exec.fio");
+            assert_eq!(m.len(), 1, "one measuring process: {m:?}");
+            m[0]
+        } else {
+            pid
+        };
+        // SAFETY: kill with integer arguments, to a process of this test's.
+        unsafe { libc::kill(victim as libc::pid_t, libc::SIGKILL) };
+        let _ = top.wait();
+        for k in kids {
+            assert!(
+                within(Duration::from_secs(10), || !alive(k)),
+                "killing the {} process left its program's child {k} running",
+                if measuring { "measuring" } else { "top" }
+            );
+        }
+    }
+}
+
+/// A test that fails while its run is under way (a panic between spawn and
+/// wait) leaves nothing measuring beside the next tests: the guard kills
+/// the run and what it started (here the responder of a round trip).
+#[test]
+fn a_failing_test_leaves_no_run_behind() {
+    let (tx, rx) = std::sync::mpsc::channel();
+    let failed = std::thread::spawn(move || {
+        let run = Guarded::spawn(
+            common::xferbench()
+                .args(["roundtrip", "-q", "-t", "shm", "--samples", "500000000"])
+                .stdin(Stdio::null())
+                .stdout(Stdio::null())
+                .stderr(Stdio::null()),
+        )
+        .unwrap();
+        let pid = run.id();
+        let mut kids = Vec::new();
+        until("the responder started", || {
+            kids = children_with(pid, "__respond");
+            !kids.is_empty()
+        });
+        tx.send((pid, kids)).unwrap();
+        panic!("this test thread fails on purpose, its run under way");
+    })
+    .join();
+    assert!(failed.is_err());
+    let (pid, kids) = rx.recv().unwrap();
+    for p in std::iter::once(pid).chain(kids) {
+        assert!(
+            within(Duration::from_secs(10), || !alive(p)),
+            "{p} outlived the failed test"
+        );
     }
 }
 

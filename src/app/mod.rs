@@ -73,6 +73,10 @@ pub fn main() -> i32 {
         xferbench::transport::mpi::shutdown();
         code
     });
+    // A process group the run started and did not end (an exec program
+    // whose job was not stopped on the way out) would outlive it, and the
+    // parent-death signal would end only its leader.
+    xferbench::measure::loadgen::kill_all();
     channel::done(code);
     code
 }

@@ -127,13 +127,20 @@ enum Event {
 /// code, or None when no child could be started (the caller measures here).
 pub fn run(kind: Kind) -> Option<i32> {
     let (tx, rx) = channel();
+    // Read before this process catches SIGHUP below.
+    let death = death_signal();
     // Before the child exists: a signal from now on is passed on, not fatal.
     let signals = signal_hook::iterator::Signals::new([
         signal_hook::consts::SIGINT,
         signal_hook::consts::SIGTERM,
         signal_hook::consts::SIGHUP,
     ]);
-    let started = signals.and_then(|s| start(s, &tx));
+    // What the child starts and leaves behind when it dies (an exec
+    // program's own children, once the program went by its parent-death
+    // signal) comes to this process rather than to init: see `end_orphans`.
+    // SAFETY: prctl with integer arguments only.
+    unsafe { libc::prctl(libc::PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) };
+    let started = signals.and_then(|s| start(s, &tx, death));
     let (mut child, control, flight, heard) = match started {
         Ok(s) => s,
         Err(e) => {
@@ -145,8 +152,64 @@ pub fn run(kind: Kind) -> Option<i32> {
     };
     let signalled = watch(child.id(), &control, &heard, &rx);
     let status = child.wait().ok();
+    end_orphans();
     let heard = std::mem::take(&mut *heard.lock().unwrap_or_else(|e| e.into_inner()));
     Some(outcome(&kind, status, &heard, signalled, flight.as_ref()))
+}
+
+/// How long the processes the measuring child left are given to go.
+const ORPHANS: Duration = Duration::from_secs(3);
+
+/// Ends whatever the measuring child left running, now that it is gone.
+/// A child killed outright (SIGKILL, the OOM killer, a crash) cannot stop
+/// what it started: the parent-death signal ends the leaders of its
+/// process groups (an exec program, a load command, a responder), not what
+/// they started in turn. Those, orphaned, came to this process (a
+/// subreaper): each is killed with its process group, and reaped, until
+/// none is left (the children of one killed come here in turn).
+fn end_orphans() {
+    // SAFETY: getpid and getpgrp take nothing and cannot fail.
+    let (me, my_group) = unsafe { (libc::getpid(), libc::getpgrp()) };
+    let until = Instant::now() + ORPHANS;
+    loop {
+        let orphans = children_of(me);
+        if orphans.is_empty() || Instant::now() > until {
+            return;
+        }
+        for pid in orphans {
+            // SAFETY: integer arguments only; each pid is this process's
+            // child, unreaped, so still its own.
+            unsafe {
+                let group = libc::getpgid(pid);
+                // Never this process's own group (the user's job).
+                if group > 0 && group != my_group {
+                    libc::kill(-group, libc::SIGKILL);
+                }
+                libc::kill(pid, libc::SIGKILL);
+            }
+        }
+        std::thread::sleep(Duration::from_millis(10));
+        // SAFETY: a null status pointer is allowed; WNOHANG never blocks.
+        while unsafe { libc::waitpid(-1, std::ptr::null_mut(), libc::WNOHANG) } > 0 {}
+    }
+}
+
+/// The live children of process `pid` (zombies are left to be reaped).
+fn children_of(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    dir.flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter(|&p| {
+            std::fs::read_to_string(format!("/proc/{p}/stat")).is_ok_and(|stat| {
+                let mut f = stat.rsplit_once(')').map_or("", |x| x.1).split_whitespace();
+                let state = f.next().unwrap_or("Z");
+                let ppid = f.next().and_then(|x| x.parse::<libc::pid_t>().ok());
+                ppid == Some(pid) && !state.starts_with(['Z', 'X'])
+            })
+        })
+        .collect()
 }
 
 /// The child started, with the threads that report on it.
@@ -163,6 +226,7 @@ type Started = (
 fn start(
     mut signals: signal_hook::iterator::Signals,
     tx: &Sender<Event>,
+    death: libc::c_int,
 ) -> std::io::Result<Started> {
     let (from_child, child_out) = std::io::pipe()?;
     let (child_in, to_child) = std::io::pipe()?;
@@ -193,8 +257,9 @@ fn start(
                     return Err(std::io::Error::last_os_error());
                 }
             }
-            // Dies with this process: SIGTERM, so it writes what it has.
-            libc::prctl(libc::PR_SET_PDEATHSIG, libc::SIGTERM);
+            // Dies with this process, by a signal that stops it, so that
+            // it writes what it has and ends what it started.
+            libc::prctl(libc::PR_SET_PDEATHSIG, death);
             if libc::getppid() != parent {
                 return Err(std::io::Error::from_raw_os_error(libc::ESRCH));
             }
@@ -244,6 +309,25 @@ fn start(
             }
         })?;
     Ok((child, control, flight, heard))
+}
+
+/// The child's parent-death signal: SIGHUP, which stops a run as SIGTERM
+/// does but never ends it at once when it comes again. It does come again:
+/// the kernel sends it each time the child's parent *thread* goes, and a
+/// process killed outright loses its threads one by one, the child passed
+/// to the next each time; a second SIGTERM would end the child on the spot,
+/// leaving what it started running. SIGTERM where SIGHUP is ignored
+/// (`nohup`, which the child inherits).
+fn death_signal() -> libc::c_int {
+    // SAFETY: a plain C struct, all zeroes a valid value.
+    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
+    // SAFETY: a null new action only reads the current one into `old`.
+    let read = unsafe { libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) };
+    if read == 0 && old.sa_sigaction == libc::SIG_IGN {
+        libc::SIGTERM
+    } else {
+        libc::SIGHUP
+    }
 }
 
 /// Reads the child's frames until its end closes.

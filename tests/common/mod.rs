@@ -15,7 +15,7 @@ pub fn finish(mut c: Command) -> Output {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
     let what = format!("{c:?}");
-    let mut child = c.spawn().expect("spawn xferbench");
+    let mut child = Guarded::spawn(&mut c).expect("spawn xferbench");
     let drain = |mut r: Box<dyn Read + Send>| {
         std::thread::spawn(move || {
             let mut v = Vec::new();
@@ -31,7 +31,7 @@ pub fn finish(mut c: Command) -> Output {
             break s;
         }
         if start.elapsed() > Duration::from_secs(240) {
-            let _ = child.kill();
+            drop(child);
             panic!("{what} hung");
         }
         std::thread::sleep(Duration::from_millis(20));
@@ -125,4 +125,95 @@ pub fn check_fits(d: &Value) -> usize {
         }
     }
     present
+}
+
+/// A spawned xferbench that is killed, with everything it started, when
+/// dropped before it ended: a test that fails (a panic between spawn and
+/// wait) must not leave its run measuring on beside the next tests, nor
+/// the run's own children. The drop kills it, every descendant, and each
+/// one's process group (an exec program's, a responder's), all found
+/// before any is killed, since a killed process's children are reparented
+/// away from it. It stays in the test's process group, so a Ctrl-C of the
+/// test run still reaches it.
+pub struct Guarded(pub std::process::Child);
+
+impl Guarded {
+    /// Spawns `c`, guarded.
+    pub fn spawn(c: &mut Command) -> std::io::Result<Guarded> {
+        c.spawn().map(Guarded)
+    }
+}
+
+impl std::ops::Deref for Guarded {
+    type Target = std::process::Child;
+    fn deref(&self) -> &std::process::Child {
+        &self.0
+    }
+}
+
+impl std::ops::DerefMut for Guarded {
+    fn deref_mut(&mut self) -> &mut std::process::Child {
+        &mut self.0
+    }
+}
+
+impl Drop for Guarded {
+    fn drop(&mut self) {
+        // Only a child still running and unreaped: its pid is still its
+        // own (a reaped one's could be anyone's by now).
+        if !matches!(self.0.try_wait(), Ok(None)) {
+            return;
+        }
+        let pid = self.0.id() as libc::pid_t;
+        // SAFETY: getpgrp takes nothing and cannot fail.
+        let mine = unsafe { libc::getpgrp() };
+        for p in std::iter::once(pid).chain(descendants(pid)) {
+            // SAFETY: integer arguments only, to processes of this test's
+            // run; never the test's own group.
+            unsafe {
+                let g = libc::getpgid(p);
+                if g > 0 && g != mine {
+                    libc::kill(-g, libc::SIGKILL);
+                }
+                libc::kill(p, libc::SIGKILL);
+            }
+        }
+        let _ = self.0.wait();
+    }
+}
+
+/// Every live descendant of `pid`, however deep, from /proc.
+pub fn descendants(pid: libc::pid_t) -> Vec<libc::pid_t> {
+    let Ok(dir) = std::fs::read_dir("/proc") else {
+        return Vec::new();
+    };
+    let procs: Vec<(libc::pid_t, libc::pid_t)> = dir
+        .flatten()
+        .filter_map(|e| e.file_name().to_str()?.parse::<libc::pid_t>().ok())
+        .filter_map(|p| {
+            let stat = std::fs::read_to_string(format!("/proc/{p}/stat")).ok()?;
+            let ppid = stat
+                .rsplit_once(')')?
+                .1
+                .split_whitespace()
+                .nth(1)?
+                .parse()
+                .ok()?;
+            Some((p, ppid))
+        })
+        .collect();
+    let mut found = vec![pid];
+    let mut i = 0;
+    while i < found.len() {
+        let parent = found[i];
+        found.extend(
+            procs
+                .iter()
+                .filter(|(_, pp)| *pp == parent)
+                .map(|(p, _)| *p),
+        );
+        i += 1;
+    }
+    found.remove(0);
+    found
 }

@@ -13,7 +13,7 @@ use crate::link::{
 use crate::payload::{self, Direction};
 use std::os::fd::{AsRawFd, OwnedFd, RawFd};
 use std::sync::Arc;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::time::{Duration, Instant};
 
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -73,10 +73,10 @@ pub struct Chan {
     /// so a spoofed source cannot make a server send anything.
     pub cookie: Option<[u8; COOKIE_LEN]>,
     /// `serve`'s end: the idle timeout, which also bounds one whole message
-    /// (see `allowance`). The socket's own timeout restarts at every byte,
-    /// so a client trickling a byte now and then would otherwise hold its
-    /// session for ever.
-    pub whole: Option<Duration>,
+    /// (see `allowance`), and the session's progress. The socket's own
+    /// timeout restarts at every byte, so a client trickling a byte now and
+    /// then would otherwise hold its session for ever.
+    pub whole: Option<Progress>,
 }
 
 /// Bytes of a remote UDP session's cookie, at the start of every datagram.
@@ -92,6 +92,108 @@ const MIN_RATE: u128 = 64 << 10;
 fn allowance(idle: Duration, len: usize) -> Duration {
     let extra = (len as u128 * 1_000_000_000 / MIN_RATE).min(u64::MAX as u128) as u64;
     idle.saturating_add(Duration::from_nanos(extra))
+}
+
+/// A server session's progress, judged over the whole session rather than
+/// one read at a time: the session holds credit, at most the idle timeout,
+/// which time spends and progress earns back, and it ends when the credit
+/// is gone. Every message the client completes earns `per_message` (a
+/// tenth of the idle timeout, at most a second), every byte moved either
+/// way its time at `MIN_RATE`, and the server's own responder delays what
+/// they took. So a real client, sending back to back or a big message at
+/// any usable rate, never runs short, while one that sends a byte (or a
+/// one-byte message) now and then, each within the idle timeout, runs out
+/// in about the idle timeout and frees its slot.
+///
+/// A UDP session's credit also ends when its TCP control connection closes
+/// (`ended`): the client is gone, and its cookie must not be answered.
+pub struct Progress {
+    idle_ns: u64,
+    per_message_ns: u64,
+    base: Instant,
+    /// When the credit runs out, in ns after `base`. Earned by adding to
+    /// it; held to the idle timeout from now at each check.
+    until: AtomicU64,
+    /// Set (by whoever watches the control connection) when the session's
+    /// client is gone.
+    ended: Option<Arc<AtomicBool>>,
+}
+
+impl Progress {
+    /// A session's progress, with a full idle timeout of credit.
+    pub fn new(idle: Duration, ended: Option<Arc<AtomicBool>>) -> Progress {
+        let idle_ns = idle.as_nanos().min(u64::MAX as u128 / 4) as u64;
+        Progress {
+            idle_ns,
+            per_message_ns: (idle_ns / 10).min(1_000_000_000),
+            base: Instant::now(),
+            until: AtomicU64::new(idle_ns),
+            ended,
+        }
+    }
+
+    fn idle(&self) -> Duration {
+        Duration::from_nanos(self.idle_ns)
+    }
+
+    /// `bytes` moved: their time at `MIN_RATE` earned.
+    #[inline]
+    fn moved(&self, bytes: usize) {
+        let ns = (bytes as u128 * 1_000_000_000 / MIN_RATE).min(u64::MAX as u128 / 4) as u64;
+        self.earn(ns);
+    }
+
+    /// Credit earned (held to the idle timeout at the next check).
+    #[inline]
+    fn earn(&self, ns: u64) {
+        let _ = self
+            .until
+            .fetch_update(Ordering::Relaxed, Ordering::Relaxed, |u| {
+                Some(u.saturating_add(ns))
+            });
+    }
+
+    /// A message (or control frame) the client completed: checked, then
+    /// its credit earned.
+    #[inline]
+    fn message(&self) -> Result<(), IoError> {
+        self.check()?;
+        self.earn(self.per_message_ns);
+        self.check()
+    }
+
+    /// Whether the session still has credit (and its client): the error
+    /// that ends it otherwise.
+    fn check(&self) -> Result<(), IoError> {
+        if self
+            .ended
+            .as_ref()
+            .is_some_and(|e| e.load(Ordering::Relaxed))
+        {
+            return Err(IoError::Os(std::io::Error::new(
+                std::io::ErrorKind::ConnectionAborted,
+                "the client closed the session's control connection",
+            )));
+        }
+        let now = self.base.elapsed().as_nanos().min(u64::MAX as u128 / 4) as u64;
+        let until = self.until.load(Ordering::Relaxed);
+        if now > until {
+            return Err(IoError::Os(std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "the client made too little progress: less than a message every {} and {} KiB/s on average, for longer than the idle timeout ({}): a trickle",
+                    humantime::format_duration(Duration::from_nanos(self.per_message_ns)),
+                    MIN_RATE >> 10,
+                    humantime::format_duration(self.idle())
+                ),
+            )));
+        }
+        self.until.store(
+            until.min(now.saturating_add(self.idle_ns)),
+            Ordering::Relaxed,
+        );
+        Ok(())
+    }
 }
 
 /// What one datagram receive got.
@@ -204,12 +306,13 @@ impl Chan {
     /// After part of a message moved on a server's end: still within what
     /// one message is allowed (`allowance`), counted from the first part?
     fn within(&self, began: &mut Option<Instant>, len: usize) -> Result<(), IoError> {
-        let Some(idle) = self.whole else {
+        let Some(p) = &self.whole else {
             return Ok(());
         };
+        let idle = p.idle();
         let t = *began.get_or_insert_with(Instant::now);
         if t.elapsed() <= allowance(idle, len) {
-            return Ok(());
+            return p.check();
         }
         Err(IoError::Os(std::io::Error::new(
             std::io::ErrorKind::TimedOut,
@@ -218,6 +321,26 @@ impl Chan {
                 humantime::format_duration(allowance(idle, len))
             ),
         )))
+    }
+
+    /// On a server's end, a message (or control frame) from the client has
+    /// come in whole: the session's progress is checked, and credited
+    /// (`Progress`). Nothing elsewhere.
+    #[inline]
+    fn progressed(&self) -> Result<(), IoError> {
+        match &self.whole {
+            Some(p) => p.message(),
+            None => Ok(()),
+        }
+    }
+
+    /// On a server's end, the responder's own delay is not the client's
+    /// time: it is given back to the session's credit.
+    #[inline]
+    fn delayed(&self, ns: u64) {
+        if let Some(p) = &self.whole {
+            p.earn(ns);
+        }
     }
 
     /// Puts both fds in the mode the completion asks for.
@@ -261,8 +384,11 @@ impl Chan {
                     };
                     if r >= 0 {
                         done += r as usize;
-                        if done < buf.len() && self.whole.is_some() {
-                            self.within(&mut began, buf.len())?;
+                        if let Some(p) = &self.whole {
+                            p.moved(r as usize);
+                            if done < buf.len() {
+                                self.within(&mut began, buf.len())?;
+                            }
                         }
                     } else {
                         self.retry_or_fail(&mut spins)?;
@@ -275,6 +401,9 @@ impl Chan {
                 loop {
                     let r = self.send_datagram(buf);
                     if r >= 0 {
+                        if let Some(p) = &self.whole {
+                            p.moved(r as usize);
+                        }
                         return whole_datagram(r as usize, buf.len());
                     }
                     self.retry_or_fail(&mut spins)?;
@@ -298,8 +427,11 @@ impl Chan {
                     };
                     if r > 0 {
                         done += r as usize;
-                        if done < buf.len() && self.whole.is_some() {
-                            self.within(&mut began, buf.len())?;
+                        if let Some(p) = &self.whole {
+                            p.moved(r as usize);
+                            if done < buf.len() {
+                                self.within(&mut began, buf.len())?;
+                            }
                         }
                     } else if r == 0 {
                         return Err(IoError::Eof);
@@ -314,7 +446,12 @@ impl Chan {
                 let mut began = None;
                 loop {
                     match self.recv_datagram(buf) {
-                        Got::Len(n) => return whole_datagram(n, buf.len()),
+                        Got::Len(n) => {
+                            if let Some(p) = &self.whole {
+                                p.moved(n);
+                            }
+                            return whole_datagram(n, buf.len());
+                        }
                         // Dropped unanswered; strays cannot keep a server's
                         // session waiting past what one message is allowed.
                         Got::Foreign => self.within(&mut began, buf.len())?,
@@ -991,10 +1128,11 @@ pub fn serve_socket(
     framing: Framing,
     limits: &Limits,
     cookie: Option<[u8; COOKIE_LEN]>,
+    ended: Option<Arc<AtomicBool>>,
 ) -> Result<()> {
     let mut chan = Chan::timed_socket(fd, framing)?;
     chan.cookie = cookie;
-    chan.whole = Some(limits.idle);
+    chan.whole = Some(Progress::new(limits.idle, ended));
     serve_loop(&chan, Some(limits))
 }
 
@@ -1020,6 +1158,7 @@ fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
             }
         }
         let io = |e: IoError| Error::run_from("responder", e);
+        chan.progressed().map_err(io)?;
         let shape = match parse_control(&frame, limits) {
             Ok(Control::Configure(shape)) => shape,
             Ok(Control::Quit) => {
@@ -1044,13 +1183,16 @@ fn serve_loop(chan: &Chan, limits: Option<&Limits>) -> Result<()> {
                 Pattern::Pingpong => {
                     chan.recv_msg(&mut device[..n], shape.packet(n))
                         .map_err(io)?;
+                    chan.progressed().map_err(io)?;
                     reply_prep(&shape, &mut device, message, &mut fault, limits)?;
+                    chan.delayed(shape.delay_ns);
                     chan.send_msg(&device[..m], shape.packet(m)).map_err(io)?;
                 }
                 Pattern::Stream => {
                     for k in 0..shape.messages() {
                         chan.recv_msg(&mut device[..n], shape.packet(n))
                             .map_err(io)?;
+                        chan.progressed().map_err(io)?;
                         if let Some(seed) = shape.check {
                             fault.corrupt(&mut device[..n]);
                             // Wrapping, as the initiator's count would after

@@ -16,6 +16,8 @@ use std::io::{Read, Write};
 use std::net::{IpAddr, SocketAddr, TcpStream, ToSocketAddrs, UdpSocket};
 use std::os::fd::OwnedFd;
 use std::path::Path;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::{Duration, Instant};
 
 /// First four bytes of every hello and welcome.
@@ -478,14 +480,28 @@ pub use super::fd::{COOKIE_LEN, Limits};
 /// over its socket (whose reads and writes already have timeouts).
 pub fn serve_connection(s: &TcpStream, limits: &Limits) -> Result<()> {
     use std::os::fd::AsRawFd;
-    super::fd::serve_socket(s.as_raw_fd(), Framing::Stream, limits, None)
+    super::fd::serve_socket(s.as_raw_fd(), Framing::Stream, limits, None, None)
 }
 
 /// As `serve_connection`, over a UDP socket connected to the client, every
-/// datagram behind the session's cookie.
-pub fn serve_datagrams(s: &UdpSocket, limits: &Limits, cookie: &[u8; COOKIE_LEN]) -> Result<()> {
+/// datagram behind the session's cookie. `ended` is set (and the socket
+/// shut down, to wake a receive) by whoever watches the session's TCP
+/// connection when it closes: the session then ends, its cookie no longer
+/// answered.
+pub fn serve_datagrams(
+    s: &UdpSocket,
+    limits: &Limits,
+    cookie: &[u8; COOKIE_LEN],
+    ended: &Arc<AtomicBool>,
+) -> Result<()> {
     use std::os::fd::AsRawFd;
-    super::fd::serve_socket(s.as_raw_fd(), Framing::Datagram, limits, Some(*cookie))
+    super::fd::serve_socket(
+        s.as_raw_fd(),
+        Framing::Datagram,
+        limits,
+        Some(*cookie),
+        Some(ended.clone()),
+    )
 }
 
 /// Waits on a UDP session's unconnected socket for its client's first
@@ -498,10 +514,14 @@ pub fn await_client(
     peer: IpAddr,
     cookie: &[u8; COOKIE_LEN],
     within: Duration,
+    ended: &AtomicBool,
 ) -> std::result::Result<SocketAddr, String> {
     let until = Instant::now() + within;
     let mut strays = 0u64;
     loop {
+        if ended.load(Ordering::Relaxed) {
+            return Err("the client closed the session's control connection".into());
+        }
         let left = until.saturating_duration_since(Instant::now());
         if left < Duration::from_millis(1) {
             return Err(format!(
@@ -622,8 +642,14 @@ pub fn probe_session(bytes: &[u8]) -> std::result::Result<(), String> {
         // The server's next write fails rather than waits.
         let _ = c.shutdown(Shutdown::Both);
     });
-    let r = super::fd::serve_socket(server.as_raw_fd(), Framing::Stream, &PROBE_LIMITS, None)
-        .map_err(|e| e.to_string());
+    let r = super::fd::serve_socket(
+        server.as_raw_fd(),
+        Framing::Stream,
+        &PROBE_LIMITS,
+        None,
+        None,
+    )
+    .map_err(|e| e.to_string());
     drop(server);
     let _ = writer.join();
     let _ = drain.join();
@@ -717,6 +743,7 @@ mod tests {
             "127.0.0.1".parse().unwrap(),
             &cookie,
             Duration::from_millis(300),
+            &AtomicBool::new(false),
         )
         .unwrap_err();
         assert!(e.contains("2 from elsewhere"), "{e}");
@@ -727,6 +754,7 @@ mod tests {
             "127.0.0.9".parse().unwrap(),
             &cookie,
             Duration::from_millis(300),
+            &AtomicBool::new(false),
         )
         .unwrap_err();
         assert!(e.contains("1 from elsewhere"), "{e}");
@@ -736,6 +764,7 @@ mod tests {
             "127.0.0.1".parse().unwrap(),
             &cookie,
             Duration::from_secs(10),
+            &AtomicBool::new(false),
         )
         .unwrap();
         assert_eq!(from, c.local_addr().unwrap());

@@ -342,6 +342,8 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<(CurveRun, Option<Error>)> {
     let checked = validate(args)?;
+    let largest = checked.sizes.iter().copied().max().unwrap_or(0);
+    super::check_buffers(largest, largest, 1, "lower the largest of --sizes")?;
     let k = args.common.out.repeat;
     let (mut run, err) =
         super::repeat::repeated(k, progress, |_, p| once(args, &checked, stop, p))?;

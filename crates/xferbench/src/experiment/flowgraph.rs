@@ -250,6 +250,22 @@ fn check_memory(args: &FlowgraphConfig, eb: usize, plan: &[Step]) -> Result<()> 
     let Some(avail) = crate::measure::env::available_memory() else {
         return Ok(());
     };
+    if let Some(st) = plan.iter().max_by_key(|st| footprint(args, eb, st)) {
+        // Circular buffers are mapped twice: address space for both, and
+        // the kernel-only scan's and the blocks' own buffers beside them.
+        crate::measure::room::check_memory(
+            footprint(args, eb, st)
+                .saturating_mul(2)
+                .saturating_add(args.buffer_size.saturating_mul(4 * st.blocks as u64)),
+            &format!(
+                "{} at N={} M={}",
+                edge::series(st.scheduler.name(), st.edges.name()),
+                st.cores,
+                st.blocks
+            ),
+            "use a smaller --buffer-size, --edge-buffers or --blocks",
+        )?;
+    }
     match plan.iter().max_by_key(|st| footprint(args, eb, st)) {
         Some(st) if footprint(args, eb, st) > avail / 2 => Err(Error::usage(format!(
             "{} at N={} M={} needs about {} of buffers ({eb} × {} per edge between threads), more than half the {} available; use a smaller --buffer-size, --edge-buffers or --buffers",
@@ -394,6 +410,8 @@ fn once(
         .map(|p| p.samples_per_s)
         .collect();
     run.extra.kernel_scan = scan;
+    // The scan took seconds: kept, should the run die before its first point.
+    progress.checkpoint(&run);
     // The kernel at the best size (and at the flowgraph's, where that
     // differs) again before the first point and after each round: the
     // host's speed drifts over seconds, and each point's paired rate is the
@@ -518,6 +536,10 @@ impl Rig<'_> {
                     Ok(w) => {
                         got[i].0.merge(w);
                         got[i].1 += 1;
+                        // After each scheduler, not only each round: a
+                        // round of a large group takes long, and a killed
+                        // measuring process leaves only what was sent.
+                        self.keep(run, group, &got, &kernel_runs, kernel);
                     }
                     Err(e) => {
                         err = Some(e);
@@ -536,16 +558,28 @@ impl Rig<'_> {
                     break;
                 }
             }
-            // The run so far, this group's points as they stand: what a
-            // stop that the run cannot answer in time writes.
-            let mut snap = run.clone();
-            snap.points
-                .extend(self.points(group, got.clone(), &kernel_runs));
-            kernel.settle(&mut snap);
-            self.progress.checkpoint(&snap);
+            self.keep(run, group, &got, &kernel_runs, kernel);
         }
         run.points.extend(self.points(group, got, &kernel_runs));
         err
+    }
+
+    /// Checkpoints the run so far, this group's points as they stand
+    /// (those measured at least once): what a stop the run cannot answer
+    /// in time writes, and what the supervisor writes if this process dies.
+    fn keep(
+        &self,
+        run: &FlowRun,
+        group: &[Step],
+        got: &[(Windows, usize)],
+        kernel_runs: &[f64],
+        kernel: &Kernel,
+    ) {
+        let mut snap = run.clone();
+        snap.points
+            .extend(self.points(group, got.to_vec(), kernel_runs));
+        kernel.settle(&mut snap);
+        self.progress.checkpoint(&snap);
     }
 
     /// The group's points from what each scheduler measured (those that

@@ -106,6 +106,13 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<(LoadRun, Option<Error>)> {
     validate(args)?;
+    let largest = args.sizes.iter().copied().max().unwrap_or(0);
+    super::check_buffers(
+        largest,
+        largest,
+        u64::from(args.inflight),
+        "lower the largest of --sizes, or --inflight",
+    )?;
     let cfgs = configs(&args.common, crate::transport::Capabilities::user_buffers)?;
     // Modes only, with the smallest exchange: sizes over a limit are
     // skipped cell by cell.

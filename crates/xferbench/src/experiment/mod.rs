@@ -142,6 +142,39 @@ pub fn nothing_measured(points: usize, skipped: &[String], what: &str) -> Result
     }
 }
 
+/// Refuses, in one line before the run, messages whose buffers would not
+/// fit in the memory this process may take (`ulimit -v`, `ulimit -d`, the
+/// cgroup's limit, what the machine has): the allocation would otherwise
+/// fail at the link's open, after the run began, or abort the process.
+/// Each of `links` holds the largest request and reply twice (the
+/// initiator's, and the responder's copy: in this process for the thread
+/// transport, in a shared region for shm); `fix` says what to lower.
+pub fn check_buffers(
+    largest_request: u64,
+    largest_reply: u64,
+    links: u64,
+    fix: &str,
+) -> Result<()> {
+    let need = largest_request
+        .saturating_add(largest_reply)
+        .saturating_mul(2)
+        .saturating_mul(links.max(1));
+    crate::measure::room::check_memory(
+        need,
+        &format!(
+            "{} of {} requests and {} replies",
+            if links > 1 {
+                format!("{links} links")
+            } else {
+                "a link".to_string()
+            },
+            crate::units::format_size(largest_request),
+            crate::units::format_size(largest_reply)
+        ),
+        fix,
+    )
+}
+
 /// The link configuration for one transport configuration.
 pub fn link_config(
     c: &Config,

@@ -73,6 +73,12 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<(Run, Option<Error>)> {
     let checked = validate(args)?;
+    super::check_buffers(
+        checked.ins.iter().copied().max().unwrap_or(0),
+        checked.outs.iter().copied().max().unwrap_or(0),
+        1,
+        "lower the largest of --in and --out",
+    )?;
     super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
         once(args, &checked, stop, p)
     })

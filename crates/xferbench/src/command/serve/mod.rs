@@ -333,10 +333,31 @@ impl Server {
         answer.extend_from_slice(&remote::grant(port, &cookie));
         s.write_all(&answer)
             .map_err(|e| format!("answering the hello: {e}"))?;
-        remote::await_client(&u, c.peer.ip(), &cookie, self.idle)?;
-        u.set_read_timeout(Some(self.idle))
-            .map_err(|e| format!("setting timeouts: {e}"))?;
-        remote::serve_datagrams(&u, &self.limits(hello), &cookie).map_err(|e| e.to_string())
+        // The TCP connection is the session's: when the client closes it
+        // (or dies), the session ends then, not at its idle timeout.
+        let ended = Arc::new(AtomicBool::new(false));
+        let watch = s
+            .try_clone()
+            .and_then(|w| w.set_read_timeout(None).map(|_| w))
+            .map_err(|e| format!("watching the control connection: {e}"))?;
+        std::thread::scope(|scope| {
+            std::thread::Builder::new()
+                .name(format!("xb-serve-{}-tcp", c.id))
+                .spawn_scoped(scope, || watch_control(watch, &ended, &u))
+                .map_err(|e| format!("cannot start a thread: {e}"))?;
+            let r = remote::await_client(&u, c.peer.ip(), &cookie, self.idle, &ended)
+                .and_then(|_| {
+                    u.set_read_timeout(Some(self.idle))
+                        .map_err(|e| format!("setting timeouts: {e}"))
+                })
+                .and_then(|()| {
+                    remote::serve_datagrams(&u, &self.limits(hello), &cookie, &ended)
+                        .map_err(|e| e.to_string())
+                });
+            // Wakes the watcher, whose read then ends (no FIN is sent).
+            let _ = s.shutdown(std::net::Shutdown::Read);
+            r
+        })
     }
 
     /// One connection, from its hello to its log line; in its own thread.
@@ -601,6 +622,26 @@ fn strong(t: Token, insecure: bool) -> Result<Token> {
         )));
     }
     Ok(t)
+}
+
+/// Reads a UDP session's TCP connection until it closes (anything the
+/// client sends on it is dropped), then ends the session: `ended` set, and
+/// the UDP socket shut down so that a receive waiting on it returns at once.
+fn watch_control(mut tcp: TcpStream, ended: &AtomicBool, udp: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let mut b = [0u8; 256];
+    loop {
+        match tcp.read(&mut b) {
+            Ok(0) => break,
+            Ok(_) => {}
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => {}
+            Err(_) => break,
+        }
+    }
+    ended.store(true, Ordering::SeqCst);
+    // SAFETY: shutdown takes integers only; `udp` is borrowed, so its fd
+    // is open. An unconnected socket answers ENOTCONN but is woken all the same.
+    unsafe { libc::shutdown(udp.as_raw_fd(), libc::SHUT_RDWR) };
 }
 
 /// Waits up to `timeout` for the listener to have a connection to accept.
