@@ -87,7 +87,7 @@ pub fn from_parent() -> bool {
 }
 
 /// Whether `sig` is ignored (SIG_IGN), as `nohup` leaves SIGHUP.
-fn ignored(sig: libc::c_int) -> bool {
+pub(super) fn ignored(sig: libc::c_int) -> bool {
     // SAFETY: a plain C struct, all zeroes a valid value.
     let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
     // SAFETY: a null new action only reads the current one into `old`.

@@ -17,7 +17,7 @@
 //! SIGINT, SIGTERM and SIGHUP sent to this process go to the child (which
 //! stops and writes its partial results, as ever); a second one kills it,
 //! and this process writes the last checkpoint. The child dies with this
-//! process (a parent-death signal: SIGTERM, so it still writes its
+//! process (a parent-death signal: SIGHUP, SIGTERM under `nohup`, so it still writes its
 //! results).
 
 use super::channel::{self, ACK, CHECKPOINT, CLAIMED, DONE, SIGNAL};
@@ -127,14 +127,29 @@ enum Event {
 /// code, or None when no child could be started (the caller measures here).
 pub fn run(kind: Kind) -> Option<i32> {
     let (tx, rx) = channel();
-    // Read before this process catches SIGHUP below.
-    let death = death_signal();
+    // Read before anything here catches SIGHUP. It also picks the child's
+    // parent-death signal: SIGHUP, which stops a run as SIGTERM does but
+    // never ends it at once when it comes again. It does come again: the
+    // kernel sends it each time the child's parent *thread* goes, and a
+    // process killed outright loses its threads one by one, the child
+    // passed to the next each time; a second SIGTERM would end the child on
+    // the spot, leaving what it started running. SIGTERM where SIGHUP is
+    // ignored (the child inherits that).
+    let hup_ignored = super::interrupt::ignored(libc::SIGHUP);
+    let death = if hup_ignored {
+        libc::SIGTERM
+    } else {
+        libc::SIGHUP
+    };
     // Before the child exists: a signal from now on is passed on, not fatal.
-    let signals = signal_hook::iterator::Signals::new([
-        signal_hook::consts::SIGINT,
-        signal_hook::consts::SIGTERM,
-        signal_hook::consts::SIGHUP,
-    ]);
+    // A SIGHUP ignored (`nohup`) is left ignored, here and in the child,
+    // which inherits it through exec (a caught signal would reach it as
+    // the default again, and a hang-up would stop the run).
+    let mut caught = vec![signal_hook::consts::SIGINT, signal_hook::consts::SIGTERM];
+    if !hup_ignored {
+        caught.push(signal_hook::consts::SIGHUP);
+    }
+    let signals = signal_hook::iterator::Signals::new(caught);
     // What the child starts and leaves behind when it dies (an exec
     // program's own children, once the program went by its parent-death
     // signal) comes to this process rather than to init: see `end_orphans`.
@@ -309,25 +324,6 @@ fn start(
             }
         })?;
     Ok((child, control, flight, heard))
-}
-
-/// The child's parent-death signal: SIGHUP, which stops a run as SIGTERM
-/// does but never ends it at once when it comes again. It does come again:
-/// the kernel sends it each time the child's parent *thread* goes, and a
-/// process killed outright loses its threads one by one, the child passed
-/// to the next each time; a second SIGTERM would end the child on the spot,
-/// leaving what it started running. SIGTERM where SIGHUP is ignored
-/// (`nohup`, which the child inherits).
-fn death_signal() -> libc::c_int {
-    // SAFETY: a plain C struct, all zeroes a valid value.
-    let mut old: libc::sigaction = unsafe { std::mem::zeroed() };
-    // SAFETY: a null new action only reads the current one into `old`.
-    let read = unsafe { libc::sigaction(libc::SIGHUP, std::ptr::null(), &mut old) };
-    if read == 0 && old.sa_sigaction == libc::SIG_IGN {
-        libc::SIGTERM
-    } else {
-        libc::SIGHUP
-    }
 }
 
 /// Reads the child's frames until its end closes.
