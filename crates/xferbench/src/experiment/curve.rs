@@ -344,11 +344,13 @@ pub fn run(
 ) -> Result<(CurveRun, Option<Error>)> {
     let checked = validate(args)?;
     let k = args.common.out.repeat;
+    super::limits::warm(&args.common.specs(), args.common.cpus.requested());
     let (mut run, err) =
         super::repeat::repeated(k, progress, |_, p| once(args, &checked, stop, p))?;
     if k > 1 {
         refit(&mut run, args.breakpoint);
     }
+    super::limits::attach(&mut run);
     Ok((run, err))
 }
 

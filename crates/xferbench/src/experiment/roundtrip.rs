@@ -73,9 +73,12 @@ pub fn run(
     progress: &dyn Progress,
 ) -> Result<(Run, Option<Error>)> {
     let checked = validate(args)?;
-    super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
+    super::limits::warm(&args.common.specs(), args.common.cpus.requested());
+    let (mut run, err) = super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
         once(args, &checked, stop, p)
-    })
+    })?;
+    super::limits::attach(&mut run);
+    Ok((run, err))
 }
 
 fn once(

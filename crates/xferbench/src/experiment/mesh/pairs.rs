@@ -100,6 +100,7 @@ pub fn run(
         },
         warnings,
         devices: Vec::new(),
+        limits: Vec::new(),
     };
     Ok(Some((run, err)))
 }
