@@ -123,7 +123,7 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
                 p.device_time.as_ref().map(budget_cell)
             }));
         }
-        out.push_str(&floor_matrix(run, &spec, &pts, (&ins, &outs), unit));
+        out.push_str(&floor_matrix(run, &spec, &pts, (ins.as_slice(), outs.as_slice()), unit));
     }
     let lines: Vec<String> = run.extra.skipped.iter().map(|s| s.label()).collect();
     out.push_str(&skipped(&lines));
