@@ -106,6 +106,9 @@ impl Report {
         for r in &self.runs {
             o.push_str(&run_notes(r));
         }
+        for line in super::headline::numa_costs(&self.runs) {
+            let _ = writeln!(o, "{line}\n");
+        }
         o.push_str(&self.comparison_text());
         for c in &self.runs_compared {
             match &c.outcome {

@@ -168,3 +168,51 @@ pub fn placement(p: &Placement) -> String {
     }
     s
 }
+
+/// What the far NUMA node cost, for each path measured both ways across
+/// the runs read together: one run's CPUs on the device's node, another's
+/// on another node (its limit carries the NUMA note), the best figure of
+/// each on the same path.
+pub fn numa_costs(runs: &[SavedRun]) -> Vec<String> {
+    let mut out = Vec::new();
+    for far in runs {
+        for f in far.run.limits() {
+            let (Some(_), Some(fb)) = (&f.numa, &f.best) else {
+                continue;
+            };
+            let near = runs.iter().find_map(|r| {
+                let n = r.run.limits().iter().find(|n| {
+                    n.spec == f.spec
+                        && n.numa.is_none()
+                        && n.limit.as_ref().is_some_and(|l| l.numa_node.is_some())
+                        && n.best.as_ref().is_some_and(|b| b.unit == fb.unit && b.value > 0.0)
+                })?;
+                Some((r, n.best.as_ref()?))
+            });
+            let Some((r, nb)) = near else { continue };
+            let cost = if fb.unit == "ns" {
+                fb.value / nb.value - 1.0
+            } else {
+                1.0 - fb.value / nb.value
+            };
+            out.push(format!(
+                "NUMA: {} measured both ways: {} from the device's node ({}), {} from another ({}): the far node cost {:.0}%{}.",
+                f.spec,
+                best_words(nb),
+                r.label,
+                best_words(fb),
+                far.label,
+                cost * 100.0,
+                if fb.unit == "ns" { " more time" } else { " of the bandwidth" }
+            ));
+        }
+    }
+    out
+}
+
+fn best_words(b: &crate::result::limit::Best) -> String {
+    match b.unit.as_str() {
+        "ns" => format!("{} µs", crate::units::si(b.value / 1000.0)),
+        _ => crate::result::limit::rate(b.value),
+    }
+}

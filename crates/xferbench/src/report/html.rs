@@ -426,6 +426,9 @@ fn limits(o: &mut String, runs: &[SavedRun]) {
             }
         }
     }
+    for line in super::headline::numa_costs(runs) {
+        let _ = writeln!(o, "<li>{}</li>", esc(&line));
+    }
     o.push_str("</ul>\n");
 }
 
