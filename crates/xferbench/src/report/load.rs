@@ -107,10 +107,18 @@ pub fn render(run: &LoadRun) -> String {
         );
         for dir in distinct(pts.iter().map(|p| p.direction)) {
             let _ = writeln!(o, "### {}\n", dir_name(dir));
+            // Each cell's payload rate against its path's ceiling, in runs
+            // that recorded one.
+            let limited = crate::result::limit::of(&run.limits, &spec)
+                .and_then(|l| l.limit.as_ref())
+                .is_some();
             let mut header = vec!["size".to_string()];
             for l in &loads {
                 header.push(format!("{l} req/s"));
                 header.push(format!("{l} KB/s"));
+                if limited {
+                    header.push(format!("{l} % of limit"));
+                }
             }
             let sizes = distinct(pts.iter().map(|p| p.size_bytes));
             let rows: Vec<Vec<String>> = sizes
@@ -125,8 +133,21 @@ pub fn render(run: &LoadRun) -> String {
                             Some(p) => {
                                 r.push(format!("{:.0}", p.req_per_s));
                                 r.push(format!("{:.0}", p.kb_per_s));
+                                if limited {
+                                    r.push(crate::result::limit::share_cell(
+                                        &run.limits,
+                                        &spec,
+                                        p.req_per_s * p.size_bytes as f64 / 1e6,
+                                        1.0,
+                                    ));
+                                }
                             }
-                            None => r.extend(["—".into(), "—".into()]),
+                            None => {
+                                r.extend(["—".into(), "—".into()]);
+                                if limited {
+                                    r.push("—".into());
+                                }
+                            }
                         }
                     }
                     r
