@@ -22,30 +22,10 @@ fn tree(name: &str) -> PathBuf {
     root().join("tests/data/sysfs").join(name)
 }
 
-/// The endpoint of a fake tree's PCIe link: the function listed under
-/// `bus/pci/devices` that is no other's upstream port (no function sits
-/// below it).
-fn endpoint_bdf(name: &str) -> String {
-    let dir = tree(name).join("bus/pci/devices");
-    let all: Vec<(String, PathBuf)> = std::fs::read_dir(&dir)
-        .unwrap_or_else(|e| panic!("{}: {e}", dir.display()))
-        .map(|e| {
-            let e = e.unwrap();
-            let real = std::fs::canonicalize(e.path()).unwrap();
-            (e.file_name().to_string_lossy().into_owned(), real)
-        })
-        .collect();
-    let leaves: Vec<&String> = all
-        .iter()
-        .filter(|(_, real)| {
-            !all.iter()
-                .any(|(_, other)| other != real && other.starts_with(real))
-        })
-        .map(|(bdf, _)| bdf)
-        .collect();
-    assert!(!leaves.is_empty(), "no PCI function in {}", dir.display());
-    leaves[0].clone()
-}
+/// The card of `gen4x8` (a Gen5 x16 card behind a Gen5 x16 port, trained
+/// at Gen4 x8, NUMA node 1 = CPUs 8-15) and the device of `gen1x1`.
+const GEN4X8: &str = "0000:41:00.0";
+const GEN1X1: &str = "0000:01:00.0";
 
 fn build_dir() -> &'static Path {
     static DIR: OnceLock<tempfile::TempDir> = OnceLock::new();
@@ -89,29 +69,27 @@ fn run(sysfs: Option<&str>, args: &[&str]) -> Output {
     finish(c)
 }
 
-/// A plugin stream through echo with `opts`, its JSON.
-fn plugin_stream(sysfs: &str, opts: &str, out: &Path) -> Value {
+/// A plugin stream through echo with `opts` (and `more` flags), its JSON.
+fn plugin_stream(sysfs: &str, opts: &str, more: &[&str], out: &Path) -> Value {
     let spec = format!("xfer:plugin:path={}{opts}", echo().display());
-    let o = run(
-        Some(sysfs),
-        &[
-            "stream",
-            "--filename",
-            &spec,
-            "--rw",
-            "write",
-            "--bs",
-            "1m",
-            "--size",
-            "64m",
-            "--iodepth",
-            "4",
-            "--format",
-            "json",
-            "-o",
-            out.to_str().unwrap(),
-        ],
-    );
+    let args = [
+        "stream",
+        "--filename",
+        &spec,
+        "--rw",
+        "write",
+        "--bs",
+        "1m",
+        "--size",
+        "64m",
+        "--iodepth",
+        "4",
+        "--format",
+        "json",
+        "-o",
+        out.to_str().unwrap(),
+    ];
+    let o = run(Some(sysfs), &[&args[..], more].concat());
     assert!(o.status.success(), "{}", stderr(&o));
     serde_json::from_str(&std::fs::read_to_string(out).unwrap()).unwrap()
 }
@@ -131,8 +109,7 @@ fn the_limit(d: &Value) -> &Value {
 fn a_plugin_given_pci_records_its_links_limit() {
     let _t = turn();
     let dir = tempfile::tempdir().unwrap();
-    let bdf = endpoint_bdf("gen4x8");
-    let d = plugin_stream("gen4x8", &format!(",pci={bdf}"), &dir.path().join("s.json"));
+    let d = plugin_stream("gen4x8", &format!(",pci={GEN4X8}"), &[], &dir.path().join("s.json"));
     let l = the_limit(&d);
     let lim = &l["limit"];
     assert_eq!(lim["unit"], "MB/s", "{l}");
@@ -171,9 +148,8 @@ fn a_plugin_given_pci_records_its_links_limit() {
 fn a_device_modelled_faster_than_its_link_is_flagged() {
     let _t = turn();
     let dir = tempfile::tempdir().unwrap();
-    let bdf = endpoint_bdf("gen1x1");
     let out = dir.path().join("s.json");
-    let d = plugin_stream("gen1x1", &format!(",bw=1000000000,pci={bdf}"), &out);
+    let d = plugin_stream("gen1x1", &format!(",bw=1000000000,pci={GEN1X1}"), &[], &out);
     let l = the_limit(&d);
     assert!((l["limit"]["value"].as_f64().unwrap() - 250.0).abs() < 1.0, "{l}");
     let best = l["best"]["value"].as_f64().unwrap();
@@ -194,12 +170,45 @@ fn a_device_modelled_faster_than_its_link_is_flagged() {
     assert!(text.contains("Limit of"), "{text}");
 }
 
+/// A job whose CPUs are on node 0 driving a device on node 1 says so,
+/// with how to measure what it costs (`--cpus` on node 1's CPUs). CPU 0 is
+/// node 0's in the tree, and every machine has a CPU 0.
+#[test]
+fn a_device_on_another_node_than_its_cpus_gets_the_numa_note() {
+    let _t = turn();
+    let spec = format!("xfer:plugin:path={},pci={GEN4X8}", echo().display());
+    let o = run(
+        Some("gen4x8"),
+        &[
+            "stream", "--filename", &spec, "--rw", "write", "--bs", "1m", "--size", "16m",
+            "--cpus_allowed", "0",
+        ],
+    );
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = String::from_utf8_lossy(&o.stdout);
+    assert!(
+        text.contains("NUMA:") && text.contains("node 1") && text.contains("--cpus 8,9"),
+        "{text}"
+    );
+    let o = run(
+        Some("gen4x8"),
+        &[
+            "stream", "--filename", &spec, "--rw", "write", "--bs", "1m", "--size", "16m",
+            "--cpus_allowed", "0", "--format", "json",
+        ],
+    );
+    let d = json(&o);
+    let n = &the_limit(&d)["numa"];
+    assert_eq!(n["device_node"], 1, "{d}");
+    assert_eq!(n["cpu_nodes"], serde_json::json!([0]), "{d}");
+}
+
 /// Without `pci=` a plugin's path is unknown: no limit, nothing said.
 #[test]
 fn a_plugin_without_pci_has_no_limit() {
     let _t = turn();
     let dir = tempfile::tempdir().unwrap();
-    let d = plugin_stream("gen4x8", "", &dir.path().join("s.json"));
+    let d = plugin_stream("gen4x8", "", &[], &dir.path().join("s.json"));
     assert!(d.get("limits").is_none(), "{d}");
 }
 

@@ -95,8 +95,11 @@ fn cpus_of(p: &Placement) -> Vec<usize> {
 }
 
 /// Where a transport spec's data goes, from the spec alone (a GPU's is
-/// found from the driver after the run: [`gpu_endpoint`]).
+/// found from the driver after the run: [`gpu_endpoint`]). A path in
+/// memory is driven by two threads, so its copy ceiling is that of the
+/// first two of `cpus`, however many the run may use.
 pub fn endpoint(spec: &Spec, cpus: &[usize]) -> Option<Endpoint> {
+    let cpus = pair(cpus);
     let name = spec.name.as_str();
     if name.starts_with(transport::remote::SCHEME) || name.starts_with(transport::remote::UDP_SCHEME)
     {
@@ -133,6 +136,11 @@ fn gpu_endpoint(spec: &Spec, gpus: &[crate::result::Gpu]) -> Option<Endpoint> {
     (!g.pci_bus_id.is_empty()).then(|| Endpoint::Gpu(g.pci_bus_id.clone()))
 }
 
+/// The two CPUs (or one) a path between two threads is driven from.
+fn pair(cpus: &[usize]) -> &[usize] {
+    &cpus[..cpus.len().min(2)]
+}
+
 /// Whether data on `end` stays in the host: its round trips' floor is the
 /// core-to-core one, not just the clock's.
 fn in_memory(end: &Endpoint) -> bool {
@@ -145,7 +153,7 @@ fn in_memory(end: &Endpoint) -> bool {
 pub fn path_limit(label: &str, end: Option<&Endpoint>, cpus: &[usize]) -> PathLimit {
     let limit = end.and_then(core::bandwidth);
     let floor = match end {
-        Some(e) if in_memory(e) => core::latency_floor(cpus),
+        Some(e) if in_memory(e) => core::latency_floor(pair(cpus)),
         _ => core::latency_floor(&cpus[..cpus.len().min(1)]),
     };
     let mut p = PathLimit::new(label, limit, floor);
