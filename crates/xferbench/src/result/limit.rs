@@ -116,12 +116,12 @@ impl PathLimit {
         }
         self.exceeded = true;
         Some(format!(
-            "{}: {at} moved {} MB/s, {:.0}% of {}'s {} MB/s: faster than its path — the link, the clock or the device's model is wrong",
+            "{}: {at} moved {}, {:.0}% of {}'s {}: faster than its path — the link, the clock or the device's model is wrong",
             self.spec,
-            crate::units::si(best),
+            rate(best),
             share * 100.0,
             lim.what,
-            crate::units::si(lim.value)
+            rate(lim.value)
         ))
     }
 
@@ -159,13 +159,14 @@ impl PathLimit {
     pub fn lines(&self) -> Vec<String> {
         let mut out = Vec::new();
         if let Some(l) = &self.limit {
+            let value = if l.unit == "MB/s" {
+                rate(l.value)
+            } else {
+                format!("{} {}", crate::units::si(l.value), l.unit)
+            };
             let mut s = format!(
-                "Limit of {}: {} {} ({}; {})",
-                self.spec,
-                crate::units::si(l.value),
-                l.unit,
-                l.what,
-                l.source
+                "Limit of {}: {value} ({}; {})",
+                self.spec, l.what, l.source
             );
             if let Some(b) = self.best.as_ref().filter(|b| b.unit == l.unit) {
                 s.push_str(&format!(
