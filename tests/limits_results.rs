@@ -187,7 +187,7 @@ fn a_device_on_another_node_than_its_cpus_gets_the_numa_note() {
     assert!(o.status.success(), "{}", stderr(&o));
     let text = String::from_utf8_lossy(&o.stdout);
     assert!(
-        text.contains("NUMA:") && text.contains("node 1") && text.contains("--cpus 8,9"),
+        text.contains("NUMA:") && text.contains("node 1") && text.contains("--cpus_allowed=8-15"),
         "{text}"
     );
     let o = run(

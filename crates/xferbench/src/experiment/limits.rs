@@ -161,13 +161,13 @@ pub fn path_limit(label: &str, end: Option<&Endpoint>, cpus: &[usize]) -> PathLi
         .limit
         .as_ref()
         .and_then(|l| l.numa_node)
-        .and_then(|node| numa(node, cpus));
+        .and_then(|node| numa(node, cpus, false));
     p
 }
 
 /// The NUMA note's facts when none of `cpus` is on the device's `node`;
 /// None when one is, or when sysfs lists no node for them.
-pub fn numa(node: u32, cpus: &[usize]) -> Option<Numa> {
+pub fn numa(node: u32, cpus: &[usize], jobs: bool) -> Option<Numa> {
     if cpus.is_empty() {
         return None;
     }
@@ -184,6 +184,7 @@ pub fn numa(node: u32, cpus: &[usize]) -> Option<Numa> {
         cpus: cpus.to_vec(),
         cpu_nodes,
         near_cpus: near,
+        jobs,
         cost: None,
     })
 }
@@ -335,7 +336,10 @@ pub fn attach_stream(run: &mut StreamRun) {
         let i = match limits.iter().position(|l| l.spec == j.filename) {
             Some(i) => i,
             None => {
-                let p = path_limit(&j.filename, Some(&end), &cpus);
+                let mut p = path_limit(&j.filename, Some(&end), &cpus);
+                // The note a job gets is said in its own terms
+                // (`cpus_allowed`), set per job below.
+                p.numa = None;
                 if p.limit.is_none() {
                     continue;
                 }
@@ -348,7 +352,7 @@ pub fn attach_stream(run: &mut StreamRun) {
             .limit
             .as_ref()
             .and_then(|l| l.numa_node)
-            .and_then(|n| numa(n, &cpus));
+            .and_then(|n| numa(n, &cpus, true));
         // One direction at a time: a mixed job's reads and writes each
         // stand against the one-way ceiling.
         let mbps = [&j.read, &j.write, &j.trim]

@@ -76,6 +76,10 @@ pub struct Numa {
     /// list them).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub near_cpus: Vec<usize>,
+    /// The run placed stream jobs (`cpus_allowed`) rather than the two
+    /// ends of a link (`--cpus`): what the note tells to change.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub jobs: bool,
     /// What the far placement cost, when the run measured the path both
     /// ways (jobs on the device's node and off it): 1 − far / near of the
     /// best bandwidth each way.
@@ -211,17 +215,14 @@ impl Numa {
     /// The note a run gives: where the device and the CPUs are, how to
     /// measure what it costs, and the cost when the run measured both.
     pub fn note(&self, spec: &str) -> String {
-        let nodes: Vec<String> = {
-            let mut n = self.cpu_nodes.clone();
-            n.sort_unstable();
-            n.dedup();
-            n.iter().map(u32::to_string).collect()
-        };
-        let cpus: Vec<String> = self.cpus.iter().map(usize::to_string).collect();
+        let mut nodes = self.cpu_nodes.clone();
+        nodes.sort_unstable();
+        nodes.dedup();
+        let nodes: Vec<String> = nodes.iter().map(u32::to_string).collect();
         let mut s = format!(
             "NUMA: {spec}'s device is on node {}, the CPUs that drove it ({}) on node {}: every transfer crosses between the sockets.",
             self.device_node,
-            cpus.join(","),
+            crate::measure::placement::compact(&self.cpus),
             nodes.join(",")
         );
         match self.cost {
@@ -229,24 +230,33 @@ impl Numa {
                 " Measured both ways, the far node cost {:.0}% of the bandwidth.",
                 c * 100.0
             )),
-            None => {
-                let near = match self.near_cpus.as_slice() {
-                    [a, b, ..] => format!("--cpus {a},{b}"),
-                    [a] => format!("--cpus {a},{a}"),
-                    [] => format!("--cpus on node {}'s CPUs", self.device_node),
-                };
-                s.push_str(&format!(
-                    " To measure what it costs, run again with {near} (the device's node) and compare with this run ({})",
-                    match cpus.as_slice() {
-                        [a, b, ..] => format!("--cpus {a},{b}"),
-                        [a] => format!("--cpus {a},{a}"),
-                        [] => "unpinned".into(),
-                    }
-                ));
-                s.push_str(": `xferbench compare` the two.");
-            }
+            None if self.near_cpus.is_empty() => s.push_str(&format!(
+                " To measure what it costs, run again on node {}'s CPUs and `xferbench compare` the two runs.",
+                self.device_node
+            )),
+            None => s.push_str(&format!(
+                " To measure what it costs, run again with {} (the device's node) and with {} (as here), and `xferbench compare` the two runs.",
+                self.placing(&self.near_cpus),
+                self.placing(&self.cpus)
+            )),
         }
         s
+    }
+
+    /// The option that puts a run on `cpus`: a pair for `--cpus`, the
+    /// set for a stream job's `--cpus_allowed`.
+    fn placing(&self, cpus: &[usize]) -> String {
+        if self.jobs {
+            return format!(
+                "--cpus_allowed={}",
+                crate::measure::placement::compact(cpus)
+            );
+        }
+        match cpus {
+            [a, b, ..] => format!("--cpus {a},{b}"),
+            [a] => format!("--cpus {a},{a}"),
+            [] => "--cpus none".into(),
+        }
     }
 }
 
@@ -369,10 +379,13 @@ mod tests {
             cpus: vec![0, 1],
             cpu_nodes: vec![0, 0],
             near_cpus: vec![8, 9, 10],
+            jobs: false,
             cost: None,
         };
         let s = n.note("plugin");
         assert!(s.contains("node 1") && s.contains("--cpus 8,9") && s.contains("--cpus 0,1"));
+        n.jobs = true;
+        assert!(n.note("plugin").contains("--cpus_allowed=8-10"), "{}", n.note("plugin"));
         n.cost = Some(0.25);
         assert!(n.note("plugin").contains("cost 25%"));
     }
