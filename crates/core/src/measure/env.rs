@@ -258,7 +258,8 @@ pub fn available_memory() -> Option<u64> {
     Some(kb * 1024)
 }
 
-fn cpu_model() -> String {
+/// The CPU's model as `/proc/cpuinfo` names it ("unknown" without one).
+pub fn cpu_model() -> String {
     let info = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
     for key in ["model name", "Model", "cpu model", "Hardware"] {
         if let Some(v) = info
