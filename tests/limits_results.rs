@@ -51,11 +51,7 @@ fn echo() -> PathBuf {
         .arg("-lpthread")
         .output()
         .unwrap_or_else(|e| panic!("these tests need a C compiler ({cc}): {e}"));
-    assert!(
-        o.status.success(),
-        "{}",
-        String::from_utf8_lossy(&o.stderr)
-    );
+    assert!(o.status.success(), "{}", String::from_utf8_lossy(&o.stderr));
     out
 }
 
@@ -109,7 +105,12 @@ fn the_limit(d: &Value) -> &Value {
 fn a_plugin_given_pci_records_its_links_limit() {
     let _t = turn();
     let dir = tempfile::tempdir().unwrap();
-    let d = plugin_stream("gen4x8", &format!(",pci={GEN4X8}"), &[], &dir.path().join("s.json"));
+    let d = plugin_stream(
+        "gen4x8",
+        &format!(",pci={GEN4X8}"),
+        &[],
+        &dir.path().join("s.json"),
+    );
     let l = the_limit(&d);
     let lim = &l["limit"];
     assert_eq!(lim["unit"], "MB/s", "{l}");
@@ -121,7 +122,10 @@ fn a_plugin_given_pci_records_its_links_limit() {
     );
     assert!(!lim["warnings"].as_array().unwrap().is_empty(), "{l}");
     assert_eq!(lim["numa_node"], 1, "{l}");
-    assert!(l["spec"].as_str().unwrap().starts_with("xfer:plugin:"), "{l}");
+    assert!(
+        l["spec"].as_str().unwrap().starts_with("xfer:plugin:"),
+        "{l}"
+    );
     // The best job beside it, and the share it is of the link.
     let best = &l["best"];
     let share = best["share"].as_f64().unwrap();
@@ -210,7 +214,10 @@ fn a_device_on_another_node_than_its_cpus_gets_the_numa_note() {
         text.contains("NUMA:") && text.contains("node 1") && text.contains("--cpus_allowed=8-15"),
         "{text}"
     );
-    let o = run(Some("gen4x8"), &["stream", "--job", job, "--format", "json"]);
+    let o = run(
+        Some("gen4x8"),
+        &["stream", "--job", job, "--format", "json"],
+    );
     let d = json(&o);
     let n = &the_limit(&d)["numa"];
     assert_eq!(n["device_node"], 1, "{d}");
@@ -237,7 +244,10 @@ fn a_malformed_pci_is_refused_in_one_line() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     let e = stderr(&o);
     assert_eq!(e.trim().lines().count(), 1, "{e}");
-    assert!(e.contains("pci=01:00") && e.contains("DOMAIN:BUS:DEV.FN"), "{e}");
+    assert!(
+        e.contains("pci=01:00") && e.contains("DOMAIN:BUS:DEV.FN"),
+        "{e}"
+    );
 }
 
 /// The judged case: `curve -t thread` stands against memory's copy
@@ -285,7 +295,12 @@ fn a_thread_curve_shows_its_share_of_the_copy_bandwidth() {
     let svgs = dir.path().join("svg");
     let o = run(
         None,
-        &["report", out.to_str().unwrap(), "--svg", svgs.to_str().unwrap()],
+        &[
+            "report",
+            out.to_str().unwrap(),
+            "--svg",
+            svgs.to_str().unwrap(),
+        ],
     );
     assert!(o.status.success(), "{}", stderr(&o));
     let svg = std::fs::read_to_string(svgs.join("curve-bandwidth.svg")).unwrap();
@@ -293,7 +308,10 @@ fn a_thread_curve_shows_its_share_of_the_copy_bandwidth() {
     let csv = run(None, &[&args[..], &["--format", "csv"]].concat());
     let csv = String::from_utf8_lossy(&csv.stdout);
     assert!(
-        csv.lines().next().unwrap().ends_with(",limit_MBps,pct_of_limit"),
+        csv.lines()
+            .next()
+            .unwrap()
+            .ends_with(",limit_MBps,pct_of_limit"),
         "{csv}"
     );
 }
@@ -327,11 +345,22 @@ fn a_roundtrip_stands_beside_its_floor() {
     let o = run(
         None,
         &[
-            "roundtrip", "-t", "thread", "--in", "64", "--out", "64", "--samples", "200",
+            "roundtrip",
+            "-t",
+            "thread",
+            "--in",
+            "64",
+            "--out",
+            "64",
+            "--samples",
+            "200",
         ],
     );
     let text = String::from_utf8_lossy(&o.stdout);
-    assert!(text.contains("× floor") && text.contains("Floor of thread"), "{text}");
+    assert!(
+        text.contains("× floor") && text.contains("Floor of thread"),
+        "{text}"
+    );
 }
 
 /// Runs saved before limits were recorded render as they did: no limit

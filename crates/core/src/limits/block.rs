@@ -97,11 +97,10 @@ fn function_of_dir(sys: &Sysfs, entry: &Path, depth: usize) -> Option<String> {
     // A multipath NVMe namespace sits under a virtual subsystem whose
     // controllers are links named nvmeN.
     if let Some(parent) = dir.parent() {
-        below.extend(
-            entries(parent)
-                .into_iter()
-                .filter(|p| p.file_name().is_some_and(|n| is_controller(&n.to_string_lossy()))),
-        );
+        below.extend(entries(parent).into_iter().filter(|p| {
+            p.file_name()
+                .is_some_and(|n| is_controller(&n.to_string_lossy()))
+        }));
     }
     below
         .iter()

@@ -30,9 +30,7 @@ static MEMO: Mutex<Option<Measured>> = Mutex::new(None);
 pub fn measured(refresh: bool) -> Measured {
     let mut memo = MEMO.lock().unwrap_or_else(|e| e.into_inner());
     let key = cache::key();
-    if !refresh
-        && let Some(m) = memo.as_ref().filter(|m| m.key == key)
-    {
+    if !refresh && let Some(m) = memo.as_ref().filter(|m| m.key == key) {
         return m.clone();
     }
     let kept = if refresh { None } else { cache::load(&key) };
@@ -68,7 +66,10 @@ fn measure(key: String) -> Measured {
         .unwrap_or(32 << 20);
     let one = (4 * llc).clamp(32 << 20, 256 << 20);
     let one = fit_memory(one, 1);
-    let per_core = fit_memory((4 * llc / cpus.len().max(1)).clamp(4 << 20, 64 << 20), cpus.len());
+    let per_core = fit_memory(
+        (4 * llc / cpus.len().max(1)).clamp(4 << 20, 64 << 20),
+        cpus.len(),
+    );
     let mut m = Measured {
         key,
         copy_one_core_mbps: copy_one_core(one, ONE_CORE),
@@ -77,8 +78,7 @@ fn measure(key: String) -> Measured {
         clock_floor_ns: crate::measure::env::Clock::calibrate().overhead_ns,
         round_trips: Default::default(),
         buffer_bytes: one,
-        measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now())
-            .to_string(),
+        measured_at: humantime::format_rfc3339_seconds(std::time::SystemTime::now()).to_string(),
     };
     if let [a, b, ..] = cpus.as_slice()
         && let Some(ns) = measure_round_trip(*a, *b, ROUND_TRIPS)
@@ -93,9 +93,7 @@ fn measure(key: String) -> Measured {
 fn fit_memory(bytes: usize, threads: usize) -> usize {
     let need = (2 * bytes * threads.max(1)) as u64;
     match crate::measure::env::available_memory() {
-        Some(free) if need * 4 > free => {
-            ((free / 4) as usize / (2 * threads.max(1))).max(1 << 20)
-        }
+        Some(free) if need * 4 > free => ((free / 4) as usize / (2 * threads.max(1))).max(1 << 20),
         _ => bytes,
     }
 }
@@ -307,6 +305,9 @@ mod tests {
             assert!(ns.is_none_or(|ns| ns > 0.0 && ns.is_finite()), "{ns:?}");
         }
         // A CPU this process may not use is refused, not waited for.
-        assert_eq!(measure_round_trip(0, 100_000, Duration::from_millis(5)), None);
+        assert_eq!(
+            measure_round_trip(0, 100_000, Duration::from_millis(5)),
+            None
+        );
     }
 }

@@ -216,7 +216,10 @@ mod tests {
     #[test]
     fn a_tree_without_the_device_knows_no_limit() {
         let sys = Sysfs::at("/nonexistent/sysfs");
-        assert_eq!(bandwidth_in(&sys, &Endpoint::Pci("0000:41:00.0".into())), None);
+        assert_eq!(
+            bandwidth_in(&sys, &Endpoint::Pci("0000:41:00.0".into())),
+            None
+        );
         assert_eq!(bandwidth_in(&sys, &Endpoint::Gpu("not an id".into())), None);
         assert!(pci::functions(&sys).is_empty() && net::nics(&sys).is_empty());
         assert_eq!(node_cpus_in(&sys, 0), None);

@@ -139,7 +139,9 @@ pub fn interface_of(addr: IpAddr) -> Option<String> {
             match i32::from((*ifa.ifa_addr).sa_family) {
                 libc::AF_INET => {
                     let sin = &*(ifa.ifa_addr as *const libc::sockaddr_in);
-                    Some(IpAddr::from(u32::from_be(sin.sin_addr.s_addr).to_be_bytes()))
+                    Some(IpAddr::from(
+                        u32::from_be(sin.sin_addr.s_addr).to_be_bytes(),
+                    ))
                 }
                 libc::AF_INET6 => {
                     let sin6 = &*(ifa.ifa_addr as *const libc::sockaddr_in6);

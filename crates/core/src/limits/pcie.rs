@@ -201,7 +201,13 @@ mod tests {
     #[test]
     fn sysfs_speeds_parse_and_unknown_ones_do_not() {
         let l = Link::parse("16.0 GT/s PCIe\n", "8\n").unwrap();
-        assert_eq!(l, Link { gts: 16.0, width: 8 });
+        assert_eq!(
+            l,
+            Link {
+                gts: 16.0,
+                width: 8
+            }
+        );
         assert_eq!(l.name(), "PCIe 4.0 x8");
         assert_eq!(Link::parse("2.5 GT/s", "1").unwrap().name(), "PCIe 1.0 x1");
         assert_eq!(Link::parse("8 GT/s", "x4").unwrap().width, 4);
@@ -210,7 +216,11 @@ mod tests {
         assert_eq!(Link::parse("16.0 GT/s PCIe", "0"), None);
         assert_eq!(Link::parse("", ""), None);
         assert_eq!(
-            Link { gts: 12.5, width: 2 }.name(),
+            Link {
+                gts: 12.5,
+                width: 2
+            }
+            .name(),
             "PCIe 12.5 GT/s x2",
             "a speed outside the table is still named"
         );

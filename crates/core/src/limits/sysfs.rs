@@ -63,7 +63,10 @@ pub fn read_hex(path: &Path) -> Option<u32> {
 /// A decimal file; None for a negative value (`numa_node` -1, a NIC's
 /// speed -1: not known).
 pub fn read_u64(path: &Path) -> Option<u64> {
-    read(path)?.parse::<i64>().ok().and_then(|v| u64::try_from(v).ok())
+    read(path)?
+        .parse::<i64>()
+        .ok()
+        .and_then(|v| u64::try_from(v).ok())
 }
 
 /// The path a link points to, made absolute and free of `..` (the real

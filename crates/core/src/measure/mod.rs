@@ -9,8 +9,8 @@
 pub mod distribution;
 pub mod env;
 pub mod fit;
-pub mod room;
 pub mod loadgen;
 pub mod outliers;
 pub mod placement;
+pub mod room;
 pub mod stats;

@@ -35,6 +35,14 @@ pub trait OnPath: PointMeta {
     fn spec(&self) -> &str;
     /// The figure to read against the path's limit, if it has one.
     fn figure(&self) -> Option<Figure>;
+    /// Its bytes were copied through memory (see `limit::copied`).
+    fn copied(&self) -> bool {
+        true
+    }
+    /// Bytes in one message, when the figure is of messages.
+    fn bytes(&self) -> Option<u64> {
+        None
+    }
 }
 
 impl OnPath for Point {
@@ -57,6 +65,12 @@ impl OnPath for CurvePoint {
             directions: if both { 2.0 } else { 1.0 },
         })
     }
+    fn copied(&self) -> bool {
+        crate::result::limit::copied(&self.transport, self.buffers)
+    }
+    fn bytes(&self) -> Option<u64> {
+        Some(self.size_bytes)
+    }
 }
 
 impl OnPath for LoadPoint {
@@ -76,6 +90,18 @@ impl OnPath for LoadPoint {
                 mbps: p.achieved_per_s * p.size_bytes as f64 / 1e6,
                 directions: 1.0,
             }),
+        }
+    }
+    fn copied(&self) -> bool {
+        match self {
+            LoadPoint::Closed(p) => crate::result::limit::copied(&p.transport, p.buffers),
+            LoadPoint::Open(p) => crate::result::limit::copied(&p.transport, p.buffers),
+        }
+    }
+    fn bytes(&self) -> Option<u64> {
+        match self {
+            LoadPoint::Closed(p) => Some(p.size_bytes),
+            LoadPoint::Open(p) => Some(p.size_bytes),
         }
     }
 }
@@ -101,7 +127,8 @@ fn cpus_of(p: &Placement) -> Vec<usize> {
 pub fn endpoint(spec: &Spec, cpus: &[usize]) -> Option<Endpoint> {
     let cpus = pair(cpus);
     let name = spec.name.as_str();
-    if name.starts_with(transport::remote::SCHEME) || name.starts_with(transport::remote::UDP_SCHEME)
+    if name.starts_with(transport::remote::SCHEME)
+        || name.starts_with(transport::remote::UDP_SCHEME)
     {
         let ip = transport::remote::local_address(name)?;
         return Some(if ip.is_loopback() {
@@ -252,8 +279,9 @@ pub fn attach<P: OnPath, X>(run: &mut Run<P, X>) {
         if path.limit.is_none() && path.floor.is_none() {
             continue;
         }
+        let in_memory = end.as_ref().is_some_and(in_memory);
         let on: Vec<&P> = run.points.iter().filter(|p| p.spec() == text).collect();
-        if let Some(w) = judge(&mut path, &on) {
+        if let Some(w) = judge(&mut path, &on, in_memory) {
             run.warnings.push(w);
         }
         limits.push(path);
@@ -261,17 +289,36 @@ pub fn attach<P: OnPath, X>(run: &mut Run<P, X>) {
     run.limits = limits;
 }
 
+/// Whether a figure on a path in memory had to cross memory at its copy
+/// bandwidth: its bytes were copied, in messages larger than the
+/// last-level cache (a copy within the cache runs faster than memory's).
+fn crosses_memory(copied: bool, bytes: Option<u64>) -> bool {
+    let llc = crate::measure::placement::allowed_cpus()
+        .first()
+        .and_then(|&c| crate::measure::placement::cache_bytes(c, None))
+        .map_or(32 << 20, |b| b as u64);
+    copied && bytes.is_none_or(|b| b > llc)
+}
+
 /// Records the best figure of `points` on `path`; the warning when it is
-/// past the limit.
-fn judge<P: OnPath>(path: &mut PathLimit, points: &[&P]) -> Option<String> {
+/// past the limit. On a path in memory, the figures that crossed memory
+/// (see [`crosses_memory`]) stand under the copy bandwidth; the others
+/// only beside it, when there are no such figures.
+fn judge<P: OnPath>(path: &mut PathLimit, points: &[&P], in_memory: bool) -> Option<String> {
     let mut best_bw: Option<(f64, String)> = None;
+    let mut beside: Option<(f64, String)> = None;
     let mut best_rt: Option<(f64, String)> = None;
     for p in points.iter().filter(|p| !p.partial()) {
         match p.figure() {
             Some(Figure::Bandwidth { mbps, directions }) => {
                 let one_way = mbps / directions;
-                if best_bw.as_ref().is_none_or(|(b, _)| one_way > *b) {
-                    best_bw = Some((one_way, p.label()));
+                let slot = if in_memory && !crosses_memory(p.copied(), p.bytes()) {
+                    &mut beside
+                } else {
+                    &mut best_bw
+                };
+                if slot.as_ref().is_none_or(|(b, _)| one_way > *b) {
+                    *slot = Some((one_way, p.label()));
                 }
             }
             Some(Figure::RoundTrip(ns)) if ns > 0.0 => {
@@ -282,9 +329,13 @@ fn judge<P: OnPath>(path: &mut PathLimit, points: &[&P]) -> Option<String> {
             _ => {}
         }
     }
-    match (best_bw, best_rt) {
-        (Some((v, at)), _) => path.judge_bandwidth(v, &at),
-        (None, Some((v, at))) => path.judge_latency(v, &at),
+    match (best_bw, beside, best_rt) {
+        (Some((v, at)), _, _) => path.judge_bandwidth(v, &at),
+        (None, Some((v, at)), _) => {
+            path.beside_bandwidth(v, &at);
+            None
+        }
+        (None, None, Some((v, at))) => path.judge_latency(v, &at),
         _ => None,
     }
 }
@@ -303,6 +354,21 @@ fn job_endpoint(filename: &str, cpus: &[usize]) -> Option<Endpoint> {
     } else {
         Some(Endpoint::File(path.to_path_buf()))
     }
+}
+
+/// Whether an `xfer:` target hands its buffers over without a copy: a
+/// stream job's link takes transport-owned buffers unless its spec says
+/// `buffers=user` (see `limit::copied`).
+fn handed_over(filename: &str) -> bool {
+    let Some(Ok(spec)) = crate::fio::engine::transport_spec(filename) else {
+        return false;
+    };
+    let buffers = spec
+        .mode::<transport::BufferMode>("buffers")
+        .ok()
+        .flatten()
+        .unwrap_or(transport::BufferMode::Raw);
+    !crate::result::limit::copied(&spec.name, buffers)
 }
 
 /// The CPUs a job was confined to (`cpus_allowed`/`cpumask` of its own
@@ -373,7 +439,12 @@ pub fn attach_stream(run: &mut StreamRun) {
             let at = format!("job {} bs {}", j.jobname, crate::units::format_size(j.bs));
             let mut trial = limits[i].clone();
             trial.exceeded = false;
-            let w = trial.judge_bandwidth(mbps, &at);
+            let w = if in_memory(&end) && !crosses_memory(!handed_over(&j.filename), Some(j.bs)) {
+                trial.beside_bandwidth(mbps, &at);
+                None
+            } else {
+                trial.judge_bandwidth(mbps, &at)
+            };
             trial.exceeded |= limits[i].exceeded;
             limits[i] = trial;
             if let Some(w) = w
@@ -408,7 +479,10 @@ mod tests {
             endpoint(&spec("thread"), &[0, 1]),
             Some(Endpoint::Memory(vec![0, 1]))
         );
-        assert_eq!(endpoint(&spec("tcp"), &[2]), Some(Endpoint::Memory(vec![2])));
+        assert_eq!(
+            endpoint(&spec("tcp"), &[2]),
+            Some(Endpoint::Memory(vec![2]))
+        );
         assert_eq!(
             endpoint(&spec("plugin:path=x.so,pci=0000:3B:00.0"), &[0]),
             Some(Endpoint::Pci("0000:3b:00.0".into()))

@@ -149,7 +149,11 @@ fn ceilings<'a>(
     let spans: Vec<(&str, f64)> = spans.collect();
     let mut out: Vec<Series> = Vec::new();
     for l in limits {
-        let Some(lim) = l.limit.as_ref().filter(|x| x.unit == "MB/s" && x.value > 0.0) else {
+        let Some(lim) = l
+            .limit
+            .as_ref()
+            .filter(|x| x.unit == "MB/s" && x.value > 0.0)
+        else {
             continue;
         };
         // Sizes above zero: the axis is logarithmic.
@@ -565,7 +569,10 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
                 bw.push(m);
             }
         }
-        let spans = typed.points.iter().map(|p| (p.spec.as_str(), p.size_bytes as f64));
+        let spans = typed
+            .points
+            .iter()
+            .map(|p| (p.spec.as_str(), p.size_bytes as f64));
         bw.extend(ceilings(&typed.limits, spans));
         lat_runs.push((*run, lat));
         bw_runs.push((*run, bw));

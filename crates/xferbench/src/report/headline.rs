@@ -185,7 +185,9 @@ pub fn numa_costs(runs: &[SavedRun]) -> Vec<String> {
                     n.spec == f.spec
                         && n.numa.is_none()
                         && n.limit.as_ref().is_some_and(|l| l.numa_node.is_some())
-                        && n.best.as_ref().is_some_and(|b| b.unit == fb.unit && b.value > 0.0)
+                        && n.best
+                            .as_ref()
+                            .is_some_and(|b| b.unit == fb.unit && b.value > 0.0)
                 })?;
                 Some((r, n.best.as_ref()?))
             });

@@ -123,7 +123,13 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
                 p.device_time.as_ref().map(budget_cell)
             }));
         }
-        out.push_str(&floor_matrix(run, &spec, &pts, (ins.as_slice(), outs.as_slice()), unit));
+        out.push_str(&floor_matrix(
+            run,
+            &spec,
+            &pts,
+            (ins.as_slice(), outs.as_slice()),
+            unit,
+        ));
     }
     let lines: Vec<String> = run.extra.skipped.iter().map(|s| s.label()).collect();
     out.push_str(&skipped(&lines));
@@ -152,7 +158,11 @@ fn floor_matrix(
         f.what
     );
     out.push_str(&matrix(pts, ins, outs, unit, |p| {
-        Some(limit::floor_cell(&run.limits, spec, p.summary.p50_ns as f64))
+        Some(limit::floor_cell(
+            &run.limits,
+            spec,
+            p.summary.p50_ns as f64,
+        ))
     }));
     out
 }

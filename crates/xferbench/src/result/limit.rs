@@ -8,8 +8,8 @@
 //! job's target) in its `limits`; a run written before them has none, and
 //! renders as it always did.
 
-pub use xferbench_core::limits::Limit;
 use serde::{Deserialize, Serialize};
+pub use xferbench_core::limits::Limit;
 
 /// What a figure is read against: how far above its ceiling a bandwidth
 /// may be, or below its floor a latency, before the path's figure is
@@ -41,6 +41,14 @@ pub struct PathLimit {
     /// wrong, not the figure good.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub exceeded: bool,
+    /// On a path in memory, no figure had to cross memory at its copy
+    /// bandwidth: its buffers were handed over in place (`thread` or `shm`
+    /// with transport-owned buffers), or its messages fit in the last-level
+    /// cache, which copies faster than memory. The copy bandwidth then
+    /// stands beside the best figure as a reference, not above it as a
+    /// ceiling, and nothing is flagged.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub reference: bool,
     /// The device's NUMA node against the run's CPUs, when they differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<Numa>,
@@ -96,6 +104,7 @@ impl PathLimit {
             floor,
             best: None,
             exceeded: false,
+            reference: false,
             numa: None,
         }
     }
@@ -104,6 +113,22 @@ impl PathLimit {
     /// path, and whether it is past the ceiling; the warning to give when
     /// it is. Nothing without a ceiling or a figure.
     pub fn judge_bandwidth(&mut self, best: f64, at: &str) -> Option<String> {
+        self.reference = false;
+        self.judge(best, at)
+    }
+
+    /// Records the best bandwidth of a path in memory whose figures did not
+    /// cross memory at its copy bandwidth (see `reference`): its share of
+    /// the copy bandwidth, never a flag.
+    pub fn beside_bandwidth(&mut self, best: f64, at: &str) {
+        let _ = self.judge(best, at);
+        if self.best.is_some() {
+            self.exceeded = false;
+            self.reference = true;
+        }
+    }
+
+    fn judge(&mut self, best: f64, at: &str) -> Option<String> {
         let lim = self.limit.as_ref().filter(|l| l.value > 0.0)?;
         if !(best > 0.0 && best.is_finite()) {
             return None;
@@ -168,10 +193,7 @@ impl PathLimit {
             } else {
                 format!("{} {}", crate::units::si(l.value), l.unit)
             };
-            let mut s = format!(
-                "Limit of {}: {value} ({}; {})",
-                self.spec, l.what, l.source
-            );
+            let mut s = format!("Limit of {}: {value} ({}; {})", self.spec, l.what, l.source);
             if let Some(b) = self.best.as_ref().filter(|b| b.unit == l.unit) {
                 s.push_str(&format!(
                     "; best {} = {:.0}% of {} ({})",
@@ -182,6 +204,12 @@ impl PathLimit {
                 ));
             }
             out.push(format!("{s}."));
+            if self.reference {
+                out.push(format!(
+                    "Limit of {}: no figure crossed memory at its copy bandwidth (buffers handed over in place, or messages within the last-level cache), so it is a reference here rather than a ceiling; copies of messages larger than the cache (`--buffers user`) stand under it.",
+                    self.spec
+                ));
+            }
             for w in &l.warnings {
                 out.push(format!("Limit of {}: {w}.", self.spec));
             }
@@ -258,6 +286,13 @@ impl Numa {
             [] => "--cpus none".into(),
         }
     }
+}
+
+/// Whether a figure's bytes were copied through memory: every transport's
+/// are but those of `thread` and `shm` with transport-owned buffers (`raw`,
+/// `inline`), which hand each message over in place.
+pub fn copied(transport: &str, buffers: crate::transport::BufferMode) -> bool {
+    buffers == crate::transport::BufferMode::User || !matches!(transport, "thread" | "shm")
 }
 
 /// A bandwidth in the unit a reader expects of it: GB/s from 1000 MB/s.
@@ -353,6 +388,18 @@ mod tests {
     }
 
     #[test]
+    fn a_path_that_copies_nothing_is_beside_the_copy_bandwidth_not_under_it() {
+        let mut p = PathLimit::new("thread", Some(link(4000.0)), None);
+        p.beside_bandwidth(40_000.0, "64k");
+        assert!(!p.exceeded && p.reference);
+        assert!((p.best.as_ref().unwrap().share - 10.0).abs() < 1e-9);
+        assert!(p.lines().iter().any(|l| l.contains("reference")));
+        use crate::transport::BufferMode;
+        assert!(!copied("thread", BufferMode::Raw) && copied("thread", BufferMode::User));
+        assert!(copied("tcp", BufferMode::Raw));
+    }
+
+    #[test]
     fn a_round_trip_below_its_floor_is_flagged() {
         let mut floor = link(100.0);
         floor.unit = "ns".into();
@@ -385,7 +432,11 @@ mod tests {
         let s = n.note("plugin");
         assert!(s.contains("node 1") && s.contains("--cpus 8,9") && s.contains("--cpus 0,1"));
         n.jobs = true;
-        assert!(n.note("plugin").contains("--cpus_allowed=8-10"), "{}", n.note("plugin"));
+        assert!(
+            n.note("plugin").contains("--cpus_allowed=8-10"),
+            "{}",
+            n.note("plugin")
+        );
         n.cost = Some(0.25);
         assert!(n.note("plugin").contains("cost 25%"));
     }

@@ -121,7 +121,8 @@ pub struct Run<P = Point, X = RoundtripExtra> {
     /// What each link's device said of itself (plugins: name, ABI, library,
     /// and the JSON object its `counters` returned), with the spec and modes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub devices: Vec<serde_json::Value>,    /// The ceiling of each path the run crossed (a PCIe link, a NIC,
+    pub devices: Vec<serde_json::Value>,
+    /// The ceiling of each path the run crossed (a PCIe link, a NIC,
     /// memory) and its figures' share of it; empty when no path's limit is
     /// known, and in runs written before limits were recorded.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

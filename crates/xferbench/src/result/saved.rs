@@ -71,7 +71,8 @@ pub struct Saved<P, X> {
     /// What each link's device said of itself: whatever a plugin returned,
     /// so kept as JSON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub devices: Vec<Value>,    /// The ceiling of each path the run crossed.
+    pub devices: Vec<Value>,
+    /// The ceiling of each path the run crossed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<crate::result::limit::PathLimit>,
 }
@@ -131,7 +132,8 @@ pub struct SavedStream {
     pub warnings: Vec<String>,
     /// What each link's device said of itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub devices: Vec<Value>,    /// The ceiling of each path the run crossed.
+    pub devices: Vec<Value>,
+    /// The ceiling of each path the run crossed.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub limits: Vec<crate::result::limit::PathLimit>,
 }
