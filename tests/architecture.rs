@@ -600,7 +600,9 @@ fn rust_files() -> Vec<PathBuf> {
         for e in std::fs::read_dir(&d).unwrap().flatten() {
             let p = e.path();
             let name = e.file_name().to_string_lossy().into_owned();
-            if p.is_dir() {
+            // A symlink is not followed: the fake sysfs trees under
+            // tests/data link back to their parents, as sysfs does.
+            if e.file_type().is_ok_and(|t| t.is_dir()) {
                 if name != "target" && !name.starts_with('.') {
                     stack.push(p);
                 }

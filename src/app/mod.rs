@@ -104,6 +104,7 @@ fn dispatch(cli: Cli) -> Result<()> {
     match cli.command {
         None => default_suite(&cli),
         Some(Command::List(a)) => xferbench::command::list::run(&a.into()),
+        Some(Command::Limits(a)) => xferbench::command::limits::run(&a.into()),
         Some(Command::Plugin(a)) => match a.action {
             crate::cli::PluginAction::Check(c) => {
                 // A signal ends the check with its verdicts so far (the

@@ -425,6 +425,23 @@ pub struct ListArgs {
 }
 
 #[derive(Args, Debug)]
+pub struct LimitsArgs {
+    /// Output format.
+    #[arg(long, value_parser = word::<Format>(), default_value = "table")]
+    pub format: Format,
+    /// Write the output to this file instead of stdout.
+    #[arg(short, long, value_name = "FILE")]
+    pub output: Option<PathBuf>,
+    /// Also write the tables as one self-contained HTML page.
+    #[arg(long, value_name = "FILE")]
+    pub html: Option<PathBuf>,
+    /// Measure memory copy, the core-to-core round trip and the clock again
+    /// instead of reading them back from the cache.
+    #[arg(long)]
+    pub refresh: bool,
+}
+
+#[derive(Args, Debug)]
 pub struct PluginArgs {
     #[command(subcommand)]
     pub action: PluginAction,
@@ -939,6 +956,17 @@ impl From<ListArgs> for xferbench::command::list::ListOptions {
             transports: flat(a.transports),
             no_probe: a.no_probe,
             timeout: a.timeout,
+        }
+    }
+}
+
+impl From<LimitsArgs> for xferbench::command::limits::LimitsOptions {
+    fn from(a: LimitsArgs) -> xferbench::command::limits::LimitsOptions {
+        xferbench::command::limits::LimitsOptions {
+            format: a.format,
+            output: a.output,
+            html: a.html,
+            refresh: a.refresh,
         }
     }
 }

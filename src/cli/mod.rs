@@ -150,6 +150,8 @@ pub enum Command {
     Flowgraph(Box<FlowgraphArgs>),
     /// Lists every transport with its buffer and completion modes, limits, and whether it works here.
     List(ListArgs),
+    /// This machine's data paths and their ceilings: memory copy and the core-to-core round trip (measured), every PCIe link (trained vs capable, payload a direction, NUMA node), NICs, GPUs, disks.
+    Limits(LimitsArgs),
     /// Runs the responder for initiators on other machines (-t tcp://HOST:PORT); binds 127.0.0.1 unless told otherwise.
     Serve(ServeArgs),
     /// Published figures to compare with (--compare): Vollo IA420F round trips, BIP on Myrinet, rk11perf, Xilinx XDMA, qsdr flowgraphs.

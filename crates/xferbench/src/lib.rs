@@ -56,7 +56,7 @@
 
 pub mod options;
 
-pub use xferbench_core::{error, units};
+pub use xferbench_core::{error, limits, units};
 pub use xferbench_transport as transport;
 pub mod compare;
 pub mod reference;

@@ -64,10 +64,11 @@ fn measure(key: String) -> Measured {
         .first()
         .and_then(|&c| placement::cache_bytes(c, None))
         .unwrap_or(32 << 20);
-    let one = (4 * llc).clamp(32 << 20, 256 << 20);
-    let one = fit_memory(one, 1);
+    // Two buffers of twice the last-level cache: the copy streams from
+    // memory, and faulting the pages in stays a small part of the second.
+    let one = fit_memory((2 * llc).clamp(16 << 20, 128 << 20), 1);
     let per_core = fit_memory(
-        (4 * llc / cpus.len().max(1)).clamp(4 << 20, 64 << 20),
+        (2 * llc / cpus.len().max(1)).clamp(4 << 20, 32 << 20),
         cpus.len(),
     );
     let mut m = Measured {

@@ -24,7 +24,9 @@ pub struct Nic {
     pub state: Option<String>,
 }
 
-/// Every interface of the tree but loopback, by name.
+/// Every interface of the tree with hardware behind it (a `device` link),
+/// by name: loopback, bridges, veth pairs and tunnels have none and are
+/// memory or another interface's path.
 pub fn nics(sys: &Sysfs) -> Vec<Nic> {
     let Ok(dir) = std::fs::read_dir(sys.path("class/net")) else {
         return Vec::new();
@@ -32,7 +34,7 @@ pub fn nics(sys: &Sysfs) -> Vec<Nic> {
     let mut names: Vec<String> = dir
         .flatten()
         .map(|e| e.file_name().to_string_lossy().into_owned())
-        .filter(|n| n != "lo")
+        .filter(|n| n != "lo" && sys.path("class/net").join(n).join("device").exists())
         .collect();
     names.sort();
     names.iter().filter_map(|n| nic(sys, n)).collect()
@@ -105,7 +107,7 @@ impl Nic {
 
 /// "25 Gb/s", "100 Mb/s".
 fn speed_name(mbit: u64) -> String {
-    if mbit >= 1000 && mbit % 1000 == 0 {
+    if mbit >= 1000 && mbit.is_multiple_of(1000) {
         format!("{} Gb/s", mbit / 1000)
     } else if mbit >= 1000 {
         format!("{:.1} Gb/s", mbit as f64 / 1000.0)

@@ -8,7 +8,9 @@ use crate::compare::method::Verdict;
 use crate::result::saved::SavedRun;
 use std::fmt::Write;
 
-const STYLE: &str = r#"
+/// The report's style sheet, shared by every page xferbench writes (the
+/// `limits` page too), so they look alike.
+pub const STYLE: &str = r#"
 body { font: 15px/1.45 system-ui, -apple-system, "Segoe UI", Roboto, sans-serif; color: #1d1d1f; background: #fafafa; margin: 0; }
 main { max-width: 1000px; margin: 0 auto; padding: 24px 28px 60px; background: #fff; }
 h1 { font-size: 26px; margin: 0 0 4px; }

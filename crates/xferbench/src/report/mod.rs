@@ -10,6 +10,7 @@ pub mod flowgraph;
 pub mod headline;
 pub mod html;
 pub mod json;
+pub mod limits;
 pub mod load;
 pub mod mesh;
 pub mod pairs;

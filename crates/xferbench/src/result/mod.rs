@@ -4,6 +4,7 @@
 pub mod curve;
 pub mod flowgraph;
 pub mod limit;
+pub mod limits;
 pub mod load;
 pub mod mesh;
 pub mod saved;
