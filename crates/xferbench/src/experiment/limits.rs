@@ -321,10 +321,10 @@ fn judge<P: OnPath>(path: &mut PathLimit, points: &[&P], in_memory: bool) -> Opt
                     *slot = Some((one_way, p.label()));
                 }
             }
-            Some(Figure::RoundTrip(ns)) if ns > 0.0 => {
-                if best_rt.as_ref().is_none_or(|(b, _)| ns < *b) {
-                    best_rt = Some((ns, p.label()));
-                }
+            Some(Figure::RoundTrip(ns))
+                if ns > 0.0 && best_rt.as_ref().is_none_or(|(b, _)| ns < *b) =>
+            {
+                best_rt = Some((ns, p.label()));
             }
             _ => {}
         }
