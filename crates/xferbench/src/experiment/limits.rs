@@ -121,7 +121,7 @@ fn cpus_of(p: &Placement) -> Vec<usize> {
 }
 
 /// Where a transport spec's data goes, from the spec alone (a GPU's is
-/// found from the driver after the run: [`gpu_endpoint`]). A path in
+/// found from the driver after the run: `gpu_endpoint`). A path in
 /// memory is driven by two threads, so its copy ceiling is that of the
 /// first two of `cpus`, however many the run may use.
 pub fn endpoint(spec: &Spec, cpus: &[usize]) -> Option<Endpoint> {
