@@ -10,6 +10,32 @@ use crate::link::{
 };
 use crate::{cuda, mpi, pipe, plugin, remote, shm, tcp, thread, udp, unix, unix_dgram};
 
+/// `item` with a plugin's `pci=DOMAIN:BUS:DEV.FN` quoted: a PCI address is
+/// written with colons, which separate options, and asking for quotes
+/// around the form lspci prints would trip every user. The value runs to
+/// the next piece that is an option of its own (holds `=`).
+fn pci_quoted(item: &str) -> std::borrow::Cow<'_, str> {
+    let at = if item.starts_with("pci=") {
+        Some(0)
+    } else {
+        item.find(":pci=").map(|i| i + 1)
+    };
+    let Some(at) = at else {
+        return item.into();
+    };
+    let start = at + "pci=".len();
+    let rest = &item[start..];
+    if rest.starts_with(['"', '\'']) || !rest.contains(':') {
+        return item.into();
+    }
+    let pieces: Vec<&str> = rest.split(':').collect();
+    let n = pieces.iter().take_while(|p| !p.contains('=')).count();
+    let value = pieces[..n].join(":");
+    let tail = pieces[n..].join(":");
+    let sep = if tail.is_empty() { "" } else { ":" };
+    format!("{}\"{value}\"{sep}{tail}", &item[..start]).into()
+}
+
 /// Parses `-t` values: specs separated by commas, options after a colon.
 /// An item holding `=` continues the options of the spec before it, so
 /// `thread:completion=block,buffers=raw,tcp` is two transports. A value
@@ -22,6 +48,8 @@ pub fn parse_specs(s: &str) -> Result<Vec<Spec>> {
     }
     let mut specs: Vec<Spec> = Vec::new();
     for item in split_unquoted(s, &[',']).into_iter().map(str::trim) {
+        let quoted_pci = pci_quoted(item);
+        let item = quoted_pci.as_ref();
         if item.is_empty() {
             return Err(Error::usage(format!(
                 "malformed transport list '{s}': empty item"
@@ -213,6 +241,17 @@ mod tests {
         assert_eq!(s[1].get("nodelay"), Some("0"));
         assert_eq!(s[0].to_string(), "thread:completion=block,buffers=raw");
         assert!(parse_specs("nosuch").is_err());
+        // A plugin's PCI function holds colons, as lspci writes it.
+        for given in [
+            "plugin:path=x.so,pci=0000:01:00.0",
+            "plugin:pci=0000:01:00.0:path=x.so",
+            "plugin:path=x.so,pci=\"0000:01:00.0\"",
+        ] {
+            let s = parse_specs(given).unwrap();
+            assert_eq!(s.len(), 1, "{given}");
+            assert_eq!(s[0].get("pci"), Some("0000:01:00.0"), "{given}");
+            assert_eq!(s[0].get("path"), Some("x.so"), "{given}");
+        }
         assert!(parse_specs("tcp:bogus=1").is_err());
         assert!(parse_specs("tcp:nodelay").is_err());
         assert!(parse_specs("completion=poll").is_err());

@@ -336,6 +336,22 @@ fn address(name: &str) -> Result<SocketAddr> {
         .ok_or_else(|| Error::usage(format!("{text} resolves to no address")))
 }
 
+/// The local address this host sends from to the remote responder `name`
+/// names (`tcp://HOST:PORT`): the interface whose NIC a run's data leaves
+/// by. Found from the routing table by connecting a UDP socket, which
+/// sends nothing; None when the name does not resolve or has no route.
+pub fn local_address(name: &str) -> Option<std::net::IpAddr> {
+    let to = address(name).ok()?;
+    let any: SocketAddr = if to.is_ipv4() {
+        ([0, 0, 0, 0], 0).into()
+    } else {
+        (std::net::Ipv6Addr::UNSPECIFIED, 0).into()
+    };
+    let s = UdpSocket::bind(any).ok()?;
+    s.connect(to).ok()?;
+    Some(s.local_addr().ok()?.ip())
+}
+
 /// The hello for `cfg`: the largest message it can carry over this
 /// transport (sizes past a datagram are skipped by the experiments), and
 /// the token from the environment.

@@ -24,11 +24,20 @@ use std::time::Duration;
 /// The transport name in specs: `plugin:path=FILE.so[,key=value...]`.
 pub const NAME: &str = "plugin";
 
-/// Spec keys xferbench keeps for itself; every other goes to the plugin's open.
-pub const HOST_KEYS: [&str; 3] = ["path", "buffers", "completion"];
+/// Spec keys xferbench keeps for itself; every other goes to the plugin's
+/// open. `pci` is the host's, not the device's: a plugin that does not know
+/// the key would refuse it, and one that does must not see it change.
+pub const HOST_KEYS: [&str; 4] = ["path", "buffers", "completion", "pci"];
+
+/// The spec option naming the PCI function a plugin's device sits on.
+pub const PCI: (&str, &str) = (
+    "pci",
+    "the device's PCI function, DOMAIN:BUS:DEV.FN as lspci -D writes it (0000:01:00.0): results record its link's limit; kept by xferbench, not passed to the plugin",
+);
 
 const OPTIONS: &[(&str, &str)] = &[
     ("path", "the plugin's shared library (required)"),
+    PCI,
     (
         "KEY",
         "any other key=value goes to the plugin's open; a plugin of ABI 1.1 describes its own, listed by `xferbench list -t plugin:path=FILE.so`",
@@ -41,7 +50,7 @@ fn options_of(lib: &Library) -> &'static [(&'static str, &'static str)] {
     if lib.options.is_empty() {
         return OPTIONS;
     }
-    let mut v: Vec<(&'static str, &'static str)> = vec![OPTIONS[0]];
+    let mut v: Vec<(&'static str, &'static str)> = vec![OPTIONS[0], PCI];
     for o in &lib.options {
         let line = o.line();
         let help = line.split_once('=').map_or(line.as_str(), |(_, h)| h);
@@ -90,14 +99,48 @@ impl Transport for Generic {
     }
 }
 
-/// A plugin spec must name its library.
+/// A plugin spec must name its library, and a `pci=` its function whole.
 pub fn check_spec(spec: &Spec) -> Result<()> {
     match spec.get("path") {
-        Some(p) if !p.is_empty() => Ok(()),
+        Some(p) if !p.is_empty() => pci_function(spec).map(drop),
         _ => Err(Error::usage(
             "plugin: name the plugin's library, as in -t plugin:path=./echo.so (options after it go to the plugin)",
         )),
     }
+}
+
+/// The PCI function a spec's `pci=` names, in sysfs's form (lower case,
+/// with the domain: `0000:01:00.0`); lspci's short `01:00.0` is domain 0.
+/// None without `pci=`; a malformed one is refused, since a typo would
+/// otherwise leave the run without its limit and nothing said.
+pub fn pci_function(spec: &Spec) -> Result<Option<String>> {
+    let Some(v) = spec.get("pci") else {
+        return Ok(None);
+    };
+    parse_pci(v).map(Some).ok_or_else(|| {
+        Error::usage(format!(
+            "plugin: pci={v} is not a PCI function; give DOMAIN:BUS:DEV.FN as lspci -D writes it, as in pci=0000:01:00.0"
+        ))
+    })
+}
+
+/// `DOMAIN:BUS:DEV.FN` (or `BUS:DEV.FN`) in sysfs's form: hex fields of
+/// at most 4, 2 and 2 digits, a device below 32 and a function below 8.
+fn parse_pci(v: &str) -> Option<String> {
+    let parts: Vec<&str> = v.trim().split(':').collect();
+    let (domain, bus, devfn) = match parts.as_slice() {
+        [d, b, df] => (*d, *b, *df),
+        [b, df] => ("0", *b, *df),
+        _ => return None,
+    };
+    let (dev, func) = devfn.split_once('.')?;
+    let hex = |s: &str, max_len: usize| {
+        (!s.is_empty() && s.len() <= max_len && s.bytes().all(|c| c.is_ascii_hexdigit()))
+            .then(|| u32::from_str_radix(s, 16).ok())
+            .flatten()
+    };
+    let (domain, bus, dev, func) = (hex(domain, 4)?, hex(bus, 2)?, hex(dev, 2)?, hex(func, 1)?);
+    (dev < 32 && func < 8).then(|| format!("{domain:04x}:{bus:02x}:{dev:02x}.{func}"))
 }
 
 /// One plugin with its options, as a transport.
@@ -366,4 +409,37 @@ pub fn resolve(spec: &Spec) -> Result<&'static PluginTransport> {
         .transports
         .push((lib.path.clone(), options, t));
     Ok(t)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_pci_function_is_read_in_sysfs_form_and_a_malformed_one_refused() {
+        assert_eq!(parse_pci("0000:01:00.0").as_deref(), Some("0000:01:00.0"));
+        assert_eq!(parse_pci("0000:AF:1f.7").as_deref(), Some("0000:af:1f.7"));
+        assert_eq!(parse_pci("3b:00.1").as_deref(), Some("0000:3b:00.1"));
+        for bad in [
+            "",
+            "0000:01:00",
+            "0000:01:20.0",
+            "0000:01:00.8",
+            "zz:00.0",
+            "00000:01:00.0",
+            "0000:01:00.0:1",
+        ] {
+            assert!(parse_pci(bad).is_none(), "{bad}");
+        }
+        let spec = |v: &str| Spec {
+            name: NAME.into(),
+            options: vec![("path".into(), "x.so".into()), ("pci".into(), v.into())],
+        };
+        let e = check_spec(&spec("01:00")).unwrap_err().to_string();
+        assert!(e.contains("pci=01:00") && e.contains("DOMAIN:BUS:DEV.FN") && !e.contains('\n'));
+        assert_eq!(
+            pci_function(&spec("01:00.0")).unwrap().as_deref(),
+            Some("0000:01:00.0")
+        );
+    }
 }

@@ -345,11 +345,13 @@ pub fn run(
     let largest = checked.sizes.iter().copied().max().unwrap_or(0);
     super::check_buffers(largest, largest, 1, "lower the largest of --sizes")?;
     let k = args.common.out.repeat;
+    super::limits::warm(&args.common.specs(), args.common.cpus.requested());
     let (mut run, err) =
         super::repeat::repeated(k, progress, |_, p| once(args, &checked, stop, p))?;
     if k > 1 {
         refit(&mut run, args.breakpoint);
     }
+    super::limits::attach(&mut run);
     Ok((run, err))
 }
 

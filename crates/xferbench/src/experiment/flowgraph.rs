@@ -706,6 +706,7 @@ fn new_run(args: &FlowgraphConfig, allowed: &[usize], kernel_name: &'static str)
         },
         warnings,
         devices: Vec::new(),
+        limits: Vec::new(),
     }
 }
 

@@ -122,12 +122,14 @@ pub fn run(
         crate::transport::check(c.transport, &lc)
     })?;
     let mut loads: Vec<LoadStats> = Vec::new();
+    super::limits::warm(&args.common.specs(), args.common.cpus.requested());
     let (mut run, err) = super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
         let (run, err) = once(args, (cfgs.as_slice(), impossible.as_slice()), stop, p)?;
         loads.extend(run.extra.loads.iter().cloned());
         Ok((run, err))
     })?;
     run.extra.loads = loads;
+    super::limits::attach(&mut run);
     Ok((run, err))
 }
 

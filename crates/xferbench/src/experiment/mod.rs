@@ -4,6 +4,7 @@
 pub mod cuda_curve;
 pub mod curve;
 pub mod flowgraph;
+pub mod limits;
 pub mod load;
 pub mod mesh;
 pub mod repeat;
@@ -272,6 +273,7 @@ pub fn begin<P, X: Default>(
             extra: X::default(),
             warnings,
             devices: Vec::new(),
+            limits: Vec::new(),
         },
         placement,
     ))

@@ -205,6 +205,7 @@ mod tests {
             extra: NoExtra {},
             warnings: vec![],
             devices: vec![],
+            limits: vec![],
         }
     }
 

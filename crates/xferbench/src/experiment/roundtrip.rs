@@ -79,9 +79,12 @@ pub fn run(
         1,
         "lower the largest of --in and --out",
     )?;
-    super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
+    super::limits::warm(&args.common.specs(), args.common.cpus.requested());
+    let (mut run, err) = super::repeat::repeated(args.common.out.repeat, progress, |_, p| {
         once(args, &checked, stop, p)
-    })
+    })?;
+    super::limits::attach(&mut run);
+    Ok((run, err))
 }
 
 fn once(

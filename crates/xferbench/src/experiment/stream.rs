@@ -41,6 +41,7 @@ pub fn run(
     if extras.len() > 1 {
         run.extra = StreamExtra::merge_repeats(extras, &run.points);
     }
+    super::limits::attach_stream(&mut run);
     Ok((run, err))
 }
 
@@ -71,6 +72,7 @@ fn once(
         },
         warnings,
         devices: Vec::new(),
+        limits: Vec::new(),
     };
     let t0 = Instant::now();
     let exe = std::env::current_exe().map_err(|e| Error::io("finding this executable", e))?;

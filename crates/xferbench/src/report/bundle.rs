@@ -106,6 +106,9 @@ impl Report {
         for r in &self.runs {
             o.push_str(&run_notes(r));
         }
+        for line in super::headline::numa_costs(&self.runs) {
+            let _ = writeln!(o, "{line}\n");
+        }
         o.push_str(&self.comparison_text());
         for c in &self.runs_compared {
             match &c.outcome {
@@ -165,12 +168,16 @@ fn run_notes(r: &SavedRun) -> String {
         let jobs = x.jobs.iter().filter_map(|j| j.job()).chain(&x.per_job);
         devices.push_str(&super::stream::device_lines(jobs));
     }
-    if skipped.is_empty() && devices.is_empty() {
+    // The lines the live table gives under its figures: each path's limit,
+    // the best figure's share, what is wrong with the path, the NUMA note.
+    let limits = crate::result::limit::lines(r.run.limits());
+    if skipped.is_empty() && devices.is_empty() && limits.is_empty() {
         return String::new();
     }
     let mut o = format!("## {} ({})\n\n", r.label, r.experiment);
     o.push_str(&super::table::skipped(&skipped));
     o.push_str(&devices);
+    o.push_str(&limits);
     o.push('\n');
     o
 }

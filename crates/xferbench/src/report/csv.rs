@@ -34,11 +34,44 @@ pub fn device_cells(d: Option<&crate::result::DeviceTime>) -> String {
     }
 }
 
+/// Columns added when the run recorded its paths' bandwidth ceilings:
+/// the ceiling (MB/s, one direction) and the point's share of it.
+pub const LIMIT_COLUMNS: &str = ",limit_MBps,pct_of_limit";
+
+/// The [`LIMIT_COLUMNS`] cells of one point: empty when its path has no
+/// ceiling. `directions` is 2 for a figure adding both ways (bidir).
+pub fn limit_cells(
+    limits: &[crate::result::limit::PathLimit],
+    spec: &str,
+    mbps: f64,
+    directions: f64,
+) -> String {
+    match crate::result::limit::of(limits, spec)
+        .and_then(|l| l.limit.as_ref())
+        .filter(|l| l.unit == "MB/s" && l.value > 0.0)
+    {
+        Some(l) => format!(
+            ",{:.1},{:.1}",
+            l.value,
+            100.0 * mbps / (l.value * directions)
+        ),
+        None => ",,".into(),
+    }
+}
+
+/// Columns added when the run recorded its paths' round-trip floors: the
+/// floor (ns) and the point's median over it.
+pub const FLOOR_COLUMNS: &str = ",floor_ns,times_floor";
+
 pub fn render(run: &Run) -> String {
     let budget = run.points.iter().any(|p| p.device_time.is_some());
+    let floors = crate::result::limit::any_floor(&run.limits);
     let mut out = String::from(HEADER);
     if budget {
         out.push_str(DEVICE_COLUMNS);
+    }
+    if floors {
+        out.push_str(FLOOR_COLUMNS);
     }
     out.push('\n');
     for p in &run.points {
@@ -69,6 +102,17 @@ pub fn render(run: &Run) -> String {
         );
         if budget {
             out.push_str(&device_cells(p.device_time.as_ref()));
+        }
+        if floors {
+            match crate::result::limit::of(&run.limits, &p.spec)
+                .and_then(|l| l.floor.as_ref())
+                .filter(|f| f.value > 0.0)
+            {
+                Some(f) => {
+                    let _ = write!(out, ",{:.1},{:.2}", f.value, s.p50_ns as f64 / f.value);
+                }
+                None => out.push_str(",,"),
+            }
         }
         out.push('\n');
     }

@@ -88,6 +88,15 @@ pub fn render(run: &CurveRun) -> String {
             .iter()
             .map(|s| s.to_string())
             .collect();
+        // A share of the path's ceiling (per direction: a bidir figure
+        // counts both); only in runs that recorded one.
+        let limited = crate::result::limit::of(&run.limits, &p0.spec)
+            .and_then(|l| l.limit.as_ref())
+            .is_some();
+        let both = p0.mode == crate::transport::Pattern::Bidir || p0.spec.contains("dir=bidir");
+        if limited {
+            header.push("% of limit".into());
+        }
         if packets {
             header.push("packet".into());
         }
@@ -105,6 +114,14 @@ pub fn render(run: &CurveRun) -> String {
                     format_us(p.oneway.p99_ns as f64),
                     mbps(p.bandwidth_mbps),
                 ];
+                if limited {
+                    r.push(crate::result::limit::share_cell(
+                        &run.limits,
+                        &p.spec,
+                        p.bandwidth_mbps,
+                        if both { 2.0 } else { 1.0 },
+                    ));
+                }
                 if packets {
                     r.push(format_size(p.packet_bytes));
                 }
@@ -299,6 +316,10 @@ pub fn csv(run: &CurveRun) -> String {
     if budget {
         out.push_str(super::csv::DEVICE_COLUMNS);
     }
+    let limited = crate::result::limit::any_bandwidth(&run.limits);
+    if limited {
+        out.push_str(super::csv::LIMIT_COLUMNS);
+    }
     out.push('\n');
     for p in &run.points {
         let o = &p.oneway;
@@ -337,6 +358,15 @@ pub fn csv(run: &CurveRun) -> String {
         }
         if budget {
             out.push_str(&super::csv::device_cells(p.device_time.as_ref()));
+        }
+        if limited {
+            let both = p.mode == crate::transport::Pattern::Bidir || p.spec.contains("dir=bidir");
+            out.push_str(&super::csv::limit_cells(
+                &run.limits,
+                &p.spec,
+                p.bandwidth_mbps,
+                if both { 2.0 } else { 1.0 },
+            ));
         }
         out.push('\n');
     }

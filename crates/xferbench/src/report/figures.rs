@@ -139,6 +139,49 @@ fn name_runs(per_run: Vec<(&SavedRun, Vec<Series>)>) -> Vec<Series> {
     out
 }
 
+/// A ceiling line per path with a bandwidth limit, across the sizes
+/// measured on it (`spans`: each point's path and size): dashed grey, so a
+/// curve reads against what its link allows.
+fn ceilings<'a>(
+    limits: &[crate::result::limit::PathLimit],
+    spans: impl Iterator<Item = (&'a str, f64)>,
+) -> Vec<Series> {
+    let spans: Vec<(&str, f64)> = spans.collect();
+    let mut out: Vec<Series> = Vec::new();
+    for l in limits {
+        let Some(lim) = l
+            .limit
+            .as_ref()
+            .filter(|x| x.unit == "MB/s" && x.value > 0.0)
+        else {
+            continue;
+        };
+        // Sizes above zero: the axis is logarithmic.
+        let xs = spans
+            .iter()
+            .filter(|(s, x)| *s == l.spec && *x > 0.0)
+            .map(|(_, x)| *x);
+        let (lo, hi) = xs.fold((f64::INFINITY, 0.0f64), |(a, b), x| (a.min(x), b.max(x)));
+        if !lo.is_finite() {
+            continue;
+        }
+        let name = format!(
+            "limit: {} ({})",
+            lim.what,
+            crate::result::limit::rate(lim.value)
+        );
+        if out.iter().any(|s| s.name == name) {
+            continue;
+        }
+        out.push(Series::new(
+            name,
+            Role::Bound,
+            vec![(lo, lim.value), (hi, lim.value)],
+        ));
+    }
+    out
+}
+
 /// Index of the series called `name`, created empty if new.
 fn series_index(list: &mut Vec<Series>, name: &str, role: Role) -> usize {
     match list.iter().position(|s| s.name == name && s.role == role) {
@@ -526,6 +569,11 @@ pub fn curve(runs: &[&SavedRun]) -> Vec<Figure> {
                 bw.push(m);
             }
         }
+        let spans = typed
+            .points
+            .iter()
+            .map(|p| (p.spec.as_str(), p.size_bytes as f64));
+        bw.extend(ceilings(&typed.limits, spans));
         lat_runs.push((*run, lat));
         bw_runs.push((*run, bw));
         budgets.extend(curve_budgets(run, &typed.points, budgets.len()));
@@ -635,6 +683,11 @@ pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
         for s in &mut ss {
             s.points.sort_by(|a, b| a.0.total_cmp(&b.0));
         }
+        let spans = typed.jobs.iter().filter_map(|j| {
+            let job = j.job()?;
+            Some((job.filename.as_str(), j.block_size()? as f64))
+        });
+        ss.extend(ceilings(&typed.limits, spans));
         per_run.push((*run, ss));
     }
     vec![Figure {

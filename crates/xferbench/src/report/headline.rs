@@ -5,8 +5,52 @@ use crate::result::saved::{AnyRun, SavedRun, written};
 use crate::units::format_size;
 use crate::units::si;
 
-/// The best figure of a run, in words.
+/// The best figure of a run, in words, and beside it the share of its
+/// path's limit when the run recorded one ("52.4 GB/s = 83% of PCIe 5.0
+/// x16").
 pub fn of(r: &SavedRun) -> String {
+    let mut s = figure(r);
+    if let Some(l) = share(r.run.limits()) {
+        s.push_str("; ");
+        s.push_str(&l);
+    }
+    s
+}
+
+/// The best figure on the run's paths beside its limit: the path nearest
+/// its ceiling (a flagged one first, since that is what to look at).
+pub fn share(limits: &[crate::result::limit::PathLimit]) -> Option<String> {
+    let judged = limits.iter().filter(|l| l.best.is_some());
+    let l = judged.max_by(|a, b| {
+        (a.exceeded, a.best.as_ref().map_or(0.0, |x| x.share))
+            .partial_cmp(&(b.exceeded, b.best.as_ref().map_or(0.0, |x| x.share)))
+            .unwrap_or(std::cmp::Ordering::Equal)
+    })?;
+    let b = l.best.as_ref()?;
+    let flag = if l.exceeded {
+        " (faster than its path: the link or the clock is wrong)"
+    } else {
+        ""
+    };
+    match (b.unit.as_str(), &l.limit, &l.floor) {
+        ("MB/s", Some(lim), _) => Some(format!(
+            "{} = {:.0}% of {}{flag}",
+            crate::result::limit::rate(b.value),
+            b.share * 100.0,
+            lim.what
+        )),
+        ("ns", _, Some(floor)) => Some(format!(
+            "{} µs = {:.1}× the floor ({}){flag}",
+            si(b.value / 1000.0),
+            b.share,
+            floor.what
+        )),
+        _ => None,
+    }
+}
+
+/// The best figure of a run, in words.
+fn figure(r: &SavedRun) -> String {
     match &r.run {
         AnyRun::Roundtrip(run) => {
             let best = run
@@ -123,4 +167,54 @@ pub fn placement(p: &Placement) -> String {
         s.push_str(" (SMT siblings)");
     }
     s
+}
+
+/// What the far NUMA node cost, for each path measured both ways across
+/// the runs read together: one run's CPUs on the device's node, another's
+/// on another node (its limit carries the NUMA note), the best figure of
+/// each on the same path.
+pub fn numa_costs(runs: &[SavedRun]) -> Vec<String> {
+    let mut out = Vec::new();
+    for far in runs {
+        for f in far.run.limits() {
+            let (Some(_), Some(fb)) = (&f.numa, &f.best) else {
+                continue;
+            };
+            let near = runs.iter().find_map(|r| {
+                let n = r.run.limits().iter().find(|n| {
+                    n.spec == f.spec
+                        && n.numa.is_none()
+                        && n.limit.as_ref().is_some_and(|l| l.numa_node.is_some())
+                        && n.best
+                            .as_ref()
+                            .is_some_and(|b| b.unit == fb.unit && b.value > 0.0)
+                })?;
+                Some((r, n.best.as_ref()?))
+            });
+            let Some((r, nb)) = near else { continue };
+            let cost = if fb.unit == "ns" {
+                fb.value / nb.value - 1.0
+            } else {
+                1.0 - fb.value / nb.value
+            };
+            out.push(format!(
+                "NUMA: {} measured both ways: {} from the device's node ({}), {} from another ({}): the far node cost {:.0}%{}.",
+                f.spec,
+                best_words(nb),
+                r.label,
+                best_words(fb),
+                far.label,
+                cost * 100.0,
+                if fb.unit == "ns" { " more time" } else { " of the bandwidth" }
+            ));
+        }
+    }
+    out
+}
+
+fn best_words(b: &crate::result::limit::Best) -> String {
+    match b.unit.as_str() {
+        "ns" => format!("{} µs", crate::units::si(b.value / 1000.0)),
+        _ => crate::result::limit::rate(b.value),
+    }
 }

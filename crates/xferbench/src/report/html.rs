@@ -199,6 +199,7 @@ pub fn render(p: &Page) -> String {
     o.push_str("<a href=\"#runs\">Runs</a></nav>\n");
 
     summary(&mut o, p.runs);
+    limits(&mut o, p.runs);
     warnings(&mut o, p.runs);
     runs_compared(&mut o, p);
     for s in &sections {
@@ -410,6 +411,27 @@ fn summary(o: &mut String, runs: &[SavedRun]) {
         })
         .collect();
     table(o, &header, &rows, 5);
+}
+
+/// Each run's paths and their limits, as the run's table lists them;
+/// nothing when no run recorded one (older files read as before).
+fn limits(o: &mut String, runs: &[SavedRun]) {
+    let with: Vec<&SavedRun> = runs.iter().filter(|r| !r.run.limits().is_empty()).collect();
+    if with.is_empty() {
+        return;
+    }
+    o.push_str("<h2 id=\"limits\">Limits of the paths</h2>\n<ul>\n");
+    for r in with {
+        for l in r.run.limits() {
+            for line in l.lines() {
+                let _ = writeln!(o, "<li>{}: {}</li>", esc(&r.label), esc(&line));
+            }
+        }
+    }
+    for line in super::headline::numa_costs(runs) {
+        let _ = writeln!(o, "<li>{}</li>", esc(&line));
+    }
+    o.push_str("</ul>\n");
 }
 
 fn warnings(o: &mut String, runs: &[SavedRun]) {

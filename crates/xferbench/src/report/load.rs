@@ -59,6 +59,20 @@ fn budget_table(
     o
 }
 
+/// Whether `spec`'s cells get a `% of limit` column: in runs that
+/// recorded its path's ceiling.
+fn limited(run: &LoadRun, spec: &str) -> bool {
+    crate::result::limit::of(&run.limits, spec)
+        .and_then(|l| l.limit.as_ref())
+        .is_some()
+}
+
+/// A cell's payload rate as a share of its path's ceiling.
+fn share(run: &LoadRun, p: &ClosedPoint) -> String {
+    let mbps = p.req_per_s * p.size_bytes as f64 / 1e6;
+    crate::result::limit::share_cell(&run.limits, &p.spec, mbps, 1.0)
+}
+
 pub fn render(run: &LoadRun) -> String {
     let mut o = String::new();
     let closed: Vec<&ClosedPoint> = run
@@ -107,10 +121,14 @@ pub fn render(run: &LoadRun) -> String {
         );
         for dir in distinct(pts.iter().map(|p| p.direction)) {
             let _ = writeln!(o, "### {}\n", dir_name(dir));
+            let limited = limited(run, &spec);
             let mut header = vec!["size".to_string()];
             for l in &loads {
                 header.push(format!("{l} req/s"));
                 header.push(format!("{l} KB/s"));
+                if limited {
+                    header.push(format!("{l} % of limit"));
+                }
             }
             let sizes = distinct(pts.iter().map(|p| p.size_bytes));
             let rows: Vec<Vec<String>> = sizes
@@ -125,8 +143,16 @@ pub fn render(run: &LoadRun) -> String {
                             Some(p) => {
                                 r.push(format!("{:.0}", p.req_per_s));
                                 r.push(format!("{:.0}", p.kb_per_s));
+                                if limited {
+                                    r.push(share(run, p));
+                                }
                             }
-                            None => r.extend(["—".into(), "—".into()]),
+                            None => {
+                                r.extend(["—".into(), "—".into()]);
+                                if limited {
+                                    r.push("—".into());
+                                }
+                            }
                         }
                     }
                     r

@@ -86,7 +86,8 @@ fn columns(names: &[&str]) -> Vec<String> {
 
 /// One row per group: what the aws-fpga "4-X" files put in stonewalled groups.
 fn groups_table(run: &StreamRun) -> String {
-    let header = columns(&[
+    let limited = crate::result::limit::any_bandwidth(&run.limits);
+    let mut header = columns(&[
         "group",
         "jobs",
         "first job",
@@ -98,6 +99,9 @@ fn groups_table(run: &StreamRun) -> String {
         "clat p50 µs",
         "clat p99 µs",
     ]);
+    if limited {
+        header.insert(6, "% of limit".into());
+    }
     let rows = run
         .extra
         .groups
@@ -114,7 +118,12 @@ fn groups_table(run: &StreamRun) -> String {
                 &g.write.agg
             };
             let bw = (g.read.agg.bw_bytes + g.write.agg.bw_bytes + g.trim.agg.bw_bytes) as f64;
-            vec![
+            // The group against its first job's target: the jobs of a group
+            // share one link in the layouts that have one.
+            let share = first.map_or("—".into(), |r| {
+                crate::result::limit::share_cell(&run.limits, &r.filename, bw / 1e6, 1.0)
+            });
+            let mut row = vec![
                 g.groupid.to_string(),
                 g.jobs.to_string(),
                 g.jobname.clone(),
@@ -130,7 +139,11 @@ fn groups_table(run: &StreamRun) -> String {
                 ),
                 usec(d.clat_ns.at(50.0) as f64),
                 usec(d.clat_ns.at(99.0) as f64),
-            ]
+            ];
+            if limited {
+                row.insert(6, share);
+            }
+            row
         })
         .collect::<Vec<_>>();
     markdown(&header, &rows)
@@ -138,7 +151,13 @@ fn groups_table(run: &StreamRun) -> String {
 
 /// The block-size sweep: per size, all jobs together.
 fn sweep_table(run: &StreamRun) -> String {
-    let header = columns(&[
+    // All jobs together stand against one ceiling only when they share
+    // one target.
+    let one = match run.limits.as_slice() {
+        [l] if l.limit.is_some() => Some(l.spec.as_str()),
+        _ => None,
+    };
+    let mut header = columns(&[
         "bs",
         "jobs",
         "MB/s",
@@ -150,12 +169,15 @@ fn sweep_table(run: &StreamRun) -> String {
         "wall ms",
         "errors",
     ]);
+    if one.is_some() {
+        header.insert(3, "% of limit".into());
+    }
     let rows = run
         .extra
         .sweep
         .iter()
         .map(|r| {
-            vec![
+            let mut row = vec![
                 format_size(r.bs),
                 r.jobs.to_string(),
                 format!("{:.0}", r.bw_bytes / 1e6),
@@ -166,7 +188,14 @@ fn sweep_table(run: &StreamRun) -> String {
                 fio_num(r.io_bytes as f64, true, "B"),
                 format!("{:.1}", r.wall_ns as f64 / 1e6),
                 r.errors.to_string(),
-            ]
+            ];
+            if let Some(spec) = one {
+                row.insert(
+                    3,
+                    crate::result::limit::share_cell(&run.limits, spec, r.bw_bytes / 1e6, 1.0),
+                );
+            }
+            row
         })
         .collect::<Vec<_>>();
     format!(
@@ -177,16 +206,21 @@ fn sweep_table(run: &StreamRun) -> String {
 
 /// One CSV row per job.
 pub fn csv(run: &StreamRun) -> String {
+    let limited = crate::result::limit::any_bandwidth(&run.limits);
     let mut out = String::from(
-        "sweep_bs,groupid,jobname,clone,filename,rw,bs,iodepth,ioengine,completion,dir,io_bytes,bw_bytes,iops,runtime_ns,clat_mean_ns,clat_p50_ns,clat_p99_ns,clat_p999_ns,error\n",
+        "sweep_bs,groupid,jobname,clone,filename,rw,bs,iodepth,ioengine,completion,dir,io_bytes,bw_bytes,iops,runtime_ns,clat_mean_ns,clat_p50_ns,clat_p99_ns,clat_p999_ns,error",
     );
+    if limited {
+        out.push_str(super::csv::LIMIT_COLUMNS);
+    }
+    out.push('\n');
     for r in &run.points {
         for (dir, d) in [("read", &r.read), ("write", &r.write), ("trim", &r.trim)] {
             if d.total_ios == 0 {
                 continue;
             }
             let c = &d.clat_ns;
-            let _ = writeln!(
+            let _ = write!(
                 out,
                 "{},{},{},{},{},{},{},{},{},{},{dir},{},{},{:.1},{},{:.1},{},{},{},{}",
                 r.sweep_bs.map_or(String::new(), |b| b.to_string()),
@@ -209,6 +243,15 @@ pub fn csv(run: &StreamRun) -> String {
                 c.at(99.9),
                 super::csv::field(r.error_text.as_deref().unwrap_or(""))
             );
+            if limited {
+                out.push_str(&super::csv::limit_cells(
+                    &run.limits,
+                    &r.filename,
+                    d.bw_bytes as f64 / 1e6,
+                    1.0,
+                ));
+            }
+            out.push('\n');
         }
     }
     out

@@ -123,10 +123,47 @@ pub fn render(run: &Run, stats: &[Stat], unit: Unit) -> String {
                 p.device_time.as_ref().map(budget_cell)
             }));
         }
+        out.push_str(&floor_matrix(
+            run,
+            &spec,
+            &pts,
+            (ins.as_slice(), outs.as_slice()),
+            unit,
+        ));
     }
     let lines: Vec<String> = run.extra.skipped.iter().map(|s| s.label()).collect();
     out.push_str(&skipped(&lines));
     out.push_str(&conditions(run));
+    out
+}
+
+/// Each round trip's median as a multiple of its path's floor (the
+/// core-to-core round trip, or the clock's floor): how much of the time is
+/// the transport's own, beside what the hardware cannot go below. Nothing
+/// for a run without a floor, so an older run's table reads as before.
+fn floor_matrix(
+    run: &Run,
+    spec: &str,
+    pts: &[&Point],
+    (ins, outs): (&[u64], &[u64]),
+    unit: Unit,
+) -> String {
+    use crate::result::limit;
+    let Some(f) = limit::of(&run.limits, spec).and_then(|l| l.floor.as_ref()) else {
+        return String::new();
+    };
+    let mut out = format!(
+        "**× floor** (p50 over the path's floor of {} ns, {}):\n\n",
+        crate::units::si(f.value),
+        f.what
+    );
+    out.push_str(&matrix(pts, ins, outs, unit, |p| {
+        Some(limit::floor_cell(
+            &run.limits,
+            spec,
+            p.summary.p50_ns as f64,
+        ))
+    }));
     out
 }
 
@@ -237,6 +274,7 @@ pub fn conditions<P: PointMeta, X>(run: &Run<P, X>) -> String {
     for d in &run.devices {
         out.push_str(&device_line(d));
     }
+    out.push_str(&crate::result::limit::lines(&run.limits));
     if !run.complete {
         let partial = run.points.iter().filter(|p| p.partial()).count();
         let _ = writeln!(

@@ -3,6 +3,7 @@
 
 pub mod curve;
 pub mod flowgraph;
+pub mod limit;
 pub mod limits;
 pub mod load;
 pub mod mesh;
@@ -122,6 +123,11 @@ pub struct Run<P = Point, X = RoundtripExtra> {
     /// and the JSON object its `counters` returned), with the spec and modes.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<serde_json::Value>,
+    /// The ceiling of each path the run crossed (a PCIe link, a NIC,
+    /// memory) and its figures' share of it; empty when no path's limit is
+    /// known, and in runs written before limits were recorded.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<limit::PathLimit>,
 }
 
 /// One measured configuration: a transport, its modes, and one size pair.

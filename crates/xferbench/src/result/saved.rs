@@ -72,6 +72,9 @@ pub struct Saved<P, X> {
     /// so kept as JSON.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Value>,
+    /// The ceiling of each path the run crossed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<crate::result::limit::PathLimit>,
 }
 
 fn yes() -> bool {
@@ -130,6 +133,9 @@ pub struct SavedStream {
     /// What each link's device said of itself.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub devices: Vec<Value>,
+    /// The ceiling of each path the run crossed.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub limits: Vec<crate::result::limit::PathLimit>,
 }
 
 /// One entry of a saved stream run's `jobs`.
@@ -341,6 +347,20 @@ impl AnyRun {
     /// What each link's device said of itself.
     pub fn devices(&self) -> &[Value] {
         self.common().devices
+    }
+
+    /// The ceilings of the paths it crossed (none in runs written before
+    /// they were recorded).
+    pub fn limits(&self) -> &[crate::result::limit::PathLimit] {
+        match self {
+            AnyRun::Roundtrip(r) => &r.limits,
+            AnyRun::Curve(r) => &r.limits,
+            AnyRun::Load(r) => &r.limits,
+            AnyRun::Flowgraph(r) => &r.limits,
+            AnyRun::Stream(r) => &r.limits,
+            AnyRun::Mesh(r) => &r.limits,
+            AnyRun::Pairs(r) => &r.limits,
+        }
     }
 
     /// How many points (stream: entries of `jobs`) it holds.

@@ -518,6 +518,7 @@ impl Collector {
             },
             warnings,
             devices: Vec::new(),
+            limits: Vec::new(),
         }
     }
 }

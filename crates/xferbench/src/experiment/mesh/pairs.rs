@@ -105,6 +105,7 @@ pub fn run(
         },
         warnings,
         devices: Vec::new(),
+        limits: Vec::new(),
     };
     Ok(Some((run, err)))
 }

@@ -59,6 +59,7 @@ const SAVED_FIELDS: &[&str] = &[
     "points",
     "warnings",
     "devices",
+    "limits",
 ];
 
 /// The fields of [`super::SavedStream`] itself, beside its flattened `extra`.
@@ -77,6 +78,7 @@ const STREAM_FIELDS: &[&str] = &[
     "placement",
     "warnings",
     "devices",
+    "limits",
 ];
 
 /// A [`Saved`] run of points `P` with `X` beside them.
