@@ -154,6 +154,58 @@ fn a_hang_up_stops_a_round_trip_with_its_partial_results_and_exit_129() {
     }
 }
 
+/// Under `nohup` (SIGHUP ignored when xferbench starts) a hang-up reaching
+/// the run's processes leaves it measuring: neither the supervisor nor the
+/// measuring child it re-executes catches SIGHUP then; SIGTERM still stops
+/// it with its results.
+#[test]
+fn a_hang_up_under_nohup_leaves_the_run_measuring() {
+    use std::os::unix::process::CommandExt;
+    let dir = tempfile::tempdir().unwrap();
+    let out = dir.path().join("rt.json");
+    let mut args = ROUNDTRIP.to_vec();
+    args.push(out.to_str().unwrap());
+    let mut cmd = common::xferbench();
+    cmd.args(&args)
+        .current_dir(dir.path())
+        .stdin(Stdio::null())
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped());
+    // SAFETY: only signal(), async-signal-safe, between fork and exec.
+    unsafe {
+        cmd.pre_exec(|| {
+            libc::signal(libc::SIGHUP, libc::SIG_IGN);
+            Ok(())
+        });
+    }
+    let mut child = Guarded::spawn(&mut cmd).expect("spawn xferbench");
+    let pid = child.id();
+    until("SIGTERM handled (the stop handlers installed)", || {
+        catches(pid, libc::SIGTERM)
+    });
+    assert!(!catches(pid, libc::SIGHUP), "nohup's SIGHUP is caught");
+    // What a dropping terminal does: SIGHUP to every process of the run.
+    let mut kids = Vec::new();
+    until("the measuring process started", || {
+        kids = children_with(pid, "roundtrip");
+        !kids.is_empty()
+    });
+    std::thread::sleep(Duration::from_millis(300));
+    for p in std::iter::once(pid).chain(kids.iter().copied()) {
+        // SAFETY: signalling this test's own processes.
+        unsafe { libc::kill(p as libc::pid_t, libc::SIGHUP) };
+    }
+    std::thread::sleep(Duration::from_secs(1));
+    assert!(
+        child.try_wait().expect("try_wait").is_none(),
+        "a hang-up under nohup ended the run"
+    );
+    signal(&child, libc::SIGTERM);
+    let (status, err) = end(child);
+    assert_eq!(status.code(), Some(143), "{err}");
+    check_partial_roundtrip(&read_json(&out, &err));
+}
+
 /// A pseudo-terminal's two ends (`O_NOCTTY`: it becomes no one's
 /// controlling terminal, so closing it signals no process by itself).
 fn pty() -> (OwnedFd, OwnedFd) {
