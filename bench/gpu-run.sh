@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# gpu-run.sh - everything a lent GPU machine is asked in one go (issue 39):
-# the card's facts, the CUDA tests against the real driver, the quick and
-# then the full bench/cuda.sh, each step under its own time limit so the
+# gpu-run.sh - everything a lent GPU machine is asked in one go (issues 39,
+# 49): the card's facts and its link's limit (`xferbench limits`), the CUDA
+# tests against the real driver, the quick and then the full bench/cuda.sh, each step under its own time limit so the
 # whole run ends inside the lease. Results go to $OUT (one log and one
 # tarball, as the device tool brings back few files).
 #
@@ -31,6 +31,10 @@ nproc; lscpu | grep -E 'Model name|NUMA'
 ldconfig -p | grep -E 'libcuda\.so'
 "$xb" --version
 "$xb" list --format csv | grep -E '^(name|cuda),'
+# The links' ceilings as xferbench reads them (issue 49): the GPU's trained
+# PCIe link beside nvidia-smi's, memory copy and the core-to-core floor.
+timeout -k 5 60 "$xb" limits --refresh | tee "$res/limits.txt"
+timeout -k 5 60 "$xb" limits --format json -o "$res/limits.json"
 { uname -a; nvidia-smi -q; } >"$res/nvidia-smi-q.txt" 2>&1
 
 step "cuda tests against the real driver"
@@ -56,4 +60,8 @@ step summary
 grep -E '^test |test result' "$res/tests.txt"
 for f in "$res"/full/bandwidth-1g.json; do
     [[ -s $f ]] && "$xb" report "$f" | grep -vE '^Each point|^$' | head -40
+done
+# Each figure beside its path's limit (the headline's share of the link).
+for f in "$res"/full/bandwidth.json "$res"/full/bandwidth-1g.json; do
+    [[ -s $f ]] && "$xb" report "$f" | grep -E '^Limit|of limit|faster than|NUMA' | head -12
 done
