@@ -2,8 +2,9 @@
 # gpu-run.sh - everything a lent GPU machine is asked in one go (issues 39,
 # 49): the card's facts and its link's limit (`xferbench limits`), the CUDA
 # tests against the real driver, the quick and then the full bench/cuda.sh,
-# each step under its own time limit so the whole run ends inside the lease. Results go to $OUT (one log and one
-# tarball, as the device tool brings back few files).
+# each step under its own time limit so the whole run ends inside the
+# lease. Results go to $OUT (one log and one tarball, as the device tool
+# brings back few files).
 #
 #   bench/gpu-run.sh            (binaries from .gpu/, built by bench/gpu-prepare.sh)
 #
