@@ -241,10 +241,11 @@ fn bad_flowgraph_options_are_one_line_usage_errors() {
             vec!["--kernel", other_arch_kernel()],
             "this CPU cannot run it",
         ),
-        // 256 GiB per edge: refused before anything is allocated.
+        // 256 GiB per edge: refused before anything is allocated, naming
+        // the flags to lower.
         (
             vec!["--buffer-size", "64m", "--edge-buffers", "4096"],
-            "more than half",
+            "use a smaller --buffer-size",
         ),
     ] {
         let mut c = xferbench();
