@@ -199,3 +199,14 @@ fn html_and_output_files_are_written() {
     let bad = limits("gen4x8", dir.path(), &["--format", "yaml"]);
     assert_eq!(bad.status.code(), Some(2));
 }
+
+/// A fake tree that is not there is one usage line, not an empty survey.
+#[test]
+fn a_sysfs_tree_that_is_not_a_directory_is_refused_in_one_line() {
+    let cache = tempfile::tempdir().unwrap();
+    let o = limits("no-such-tree", cache.path(), &[]);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert_eq!(o.status.code(), Some(2), "{err}");
+    assert_eq!(err.trim().lines().count(), 1, "{err}");
+    assert!(err.contains("XFERBENCH_SYSFS="), "{err}");
+}

@@ -2,7 +2,7 @@
 //! screen, so a figure can be read against what its path can carry and a
 //! link trained below its card can be seen before anything is measured.
 
-use crate::error::Result;
+use crate::error::{Error, Result};
 use crate::format::Format;
 use crate::limits::pci::Function;
 use crate::limits::sysfs::Sysfs;
@@ -106,6 +106,14 @@ pub fn run(o: &LimitsOptions) -> Result<()> {
     crate::output::check_writable(o.output.as_deref())?;
     if let Some(h) = &o.html {
         crate::output::check_writable(Some(h))?;
+    }
+    let tree = Sysfs::current();
+    if !tree.root().is_dir() {
+        return Err(Error::usage(format!(
+            "{}={} is not a directory: name a tree in sysfs's layout (as tests/data/sysfs/gen4x8), or unset it to read /sys",
+            crate::limits::sysfs::VAR,
+            tree.root().display()
+        )));
     }
     let s = survey(o.refresh);
     let text = match o.format {
