@@ -1710,16 +1710,29 @@ startdelay=1
 rw=write
 ";
 
-/// A loopback TCP port nothing holds now (bound and let go: the kernel
-/// does not hand it out again at once).
-fn free_tcp_port() -> u16 {
-    let l = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-    l.local_addr().unwrap().port()
-}
-
-fn free_udp_port() -> u16 {
-    let s = std::net::UdpSocket::bind("0.0.0.0:0").unwrap();
-    s.local_addr().unwrap().port()
+/// A port nothing holds now, for a job to listen on. It is taken below the
+/// kernel's ephemeral range (`ip_local_port_range`, 32768 up by default): a
+/// port handed out by bind(:0) and let go is free only until any outgoing
+/// connection of a test running beside this one is given it (CI failed that
+/// way). Each call moves on, so the tests of this binary never share one.
+fn free_port() -> u16 {
+    use std::sync::atomic::{AtomicU16, Ordering};
+    static NEXT: AtomicU16 = AtomicU16::new(0);
+    let low = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range")
+        .ok()
+        .and_then(|r| r.split_whitespace().next()?.parse::<u16>().ok())
+        .unwrap_or(32768);
+    let (base, span) = (10_000u16, low.saturating_sub(10_000).max(1000));
+    let start = (std::process::id() % u32::from(span)) as u16;
+    for _ in 0..span {
+        let i = NEXT.fetch_add(1, Ordering::Relaxed);
+        let p = base + (start.wrapping_add(i) % span);
+        let tcp = std::net::TcpListener::bind(("0.0.0.0", p)).is_ok();
+        if tcp && std::net::UdpSocket::bind(("0.0.0.0", p)).is_ok() {
+            return p;
+        }
+    }
+    panic!("no free port below the ephemeral range");
 }
 
 /// The jobs of a JSON run, by name.
@@ -1740,7 +1753,7 @@ fn netio_fio_runs_its_receiver_and_sender_as_two_jobs() {
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("netio.fio");
     std::fs::write(&job, NETIO_FIO).unwrap();
-    let port = format!("port={}", free_tcp_port());
+    let port = format!("port={}", free_port());
     // What the corpus runner does to every job file.
     let o = stream(
         dir.path(),
@@ -1831,7 +1844,7 @@ fn a_net_sender_streams_to_a_plain_listener() {
 #[test]
 fn a_net_receiver_ends_when_its_plain_sender_closes() {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_tcp_port();
+    let port = free_port();
     let job = dir.path().join("recv.fio");
     // It expects 2 MiB; the sender stops after 1 MiB and a stray half block.
     std::fs::write(
@@ -1887,7 +1900,7 @@ fn net_over_udp_unix_splice_and_pingpong() {
     // UDP: the receiver counts what arrived and the gaps in the sender's
     // sequence; it cannot have more than was sent, and the sender says it
     // cannot know of losses.
-    let port = free_udp_port();
+    let port = free_port();
     let d = run(format!(
         "[global]\nioengine=net\nprotocol=udp\nport={port}\nbs=1k\nsize=2m\n[r]\nrw=read\n[s]\nhostname=127.0.0.1\nrw=write\n"
     ));
@@ -1923,7 +1936,7 @@ fn net_over_udp_unix_splice_and_pingpong() {
     assert!(!sock.exists(), "the listener's socket file is removed");
     // netsplice: TCP through a pipe with splice(2), time-based on the
     // sender; the receiver ends when the sender closes, with all it sent.
-    let port = free_tcp_port();
+    let port = free_port();
     let d = run(format!(
         "[global]\nioengine=netsplice\nport={port}\nbs=64k\nsize=64m\n[r]\nlisten\nrw=read\n[s]\nhostname=127.0.0.1\nrw=write\ntime_based\nruntime=300ms\n"
     ));
@@ -1947,7 +1960,7 @@ fn fios_multicast_example_runs_on_loopback() {
     // free port: a pingpong reader, a plain reader and a pingpong writer.
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("mc.fio");
-    let port = free_udp_port();
+    let port = free_port();
     std::fs::write(
         &job,
         format!(
@@ -1987,7 +2000,7 @@ fn fios_multicast_example_runs_on_loopback() {
 fn net_jobs_that_cannot_work_say_so_in_one_line() {
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("bad.fio");
-    let port = free_tcp_port();
+    let port = free_port();
     let usage = |text: &str, want: &str| {
         std::fs::write(&job, text).unwrap();
         let o = stream(dir.path(), &["--job", job.to_str().unwrap()]);
@@ -2059,7 +2072,7 @@ fn net_jobs_follow_map_and_the_old_filename_form() {
     // 127.0.0.1 and --set moves both to a free port.
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("netio");
-    let port = free_tcp_port();
+    let port = free_port();
     std::fs::write(
         &job,
         "[global]\nioengine=net\nfilename=localhost,8888,tcp\nbs=4k\nsize=10g\n\n[receiver]\nrw=read\n\n[sender]\nstartdelay=1\nrw=write\n",
