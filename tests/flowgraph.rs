@@ -140,6 +140,34 @@ fn a_small_sweep_reports_every_point_with_its_bounds() {
         pts.iter().any(|p| f(p, "items") > 0.0),
         "no point moved an item"
     );
+    // A limit per core count: N cores copying memory, beside (or over) the
+    // bytes the blocks moved at the best point of that N.
+    let limits = d["limits"].as_array().unwrap();
+    assert_eq!(limits.len(), cores, "{limits:?}");
+    for (i, l) in limits.iter().enumerate() {
+        let n = i + 1;
+        assert!(
+            l["spec"]
+                .as_str()
+                .unwrap()
+                .starts_with(&format!("flowgraph N={n} (cpus ")),
+            "{l}"
+        );
+        assert_eq!(l["limit"]["unit"], "MB/s", "{l}");
+        assert!(f(&l["limit"], "value") > 0.0, "{l}");
+        let what = l["limit"]["what"].as_str().unwrap();
+        assert_eq!(what.starts_with("memory copy, "), true, "{l}");
+        assert!(l["figure"].as_str().unwrap().contains("× 4 B × M"), "{l}");
+        let moved = pts
+            .iter()
+            .filter(|p| f(p, "cores") == n as f64)
+            .map(|p| f(p, "samples_per_s") * 4.0 * f(p, "blocks") / 1e6)
+            .fold(0.0, f64::max);
+        if moved > 0.0 {
+            let best = f(&l["best"], "value");
+            assert!((best - moved).abs() <= moved * 1e-9, "{best} {moved} {l}");
+        }
+    }
     for s in [
         "seq",
         "static",

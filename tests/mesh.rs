@@ -194,6 +194,24 @@ mod mpi {
         }
         assert!(d["missing"].as_array().unwrap().is_empty());
         assert_eq!(d["schedule"]["kind"], "tournament");
+        // Every rank on this host: one limit, memory's, beside the best
+        // pair's bandwidth.
+        let l = &d["limits"][0];
+        assert!(
+            l["spec"].as_str().unwrap().starts_with("mesh within "),
+            "{l}"
+        );
+        assert_eq!(l["limit"]["what"], "memory copy, 1 core", "{l}");
+        let best = pts
+            .iter()
+            .flat_map(|p| p["bandwidth"].as_array().unwrap())
+            .map(|b| b["bandwidth_MBps"].as_f64().unwrap())
+            .fold(0.0, f64::max);
+        assert_eq!(l["best"]["value"].as_f64(), Some(best), "{l}");
+        assert!(
+            l["figure"].as_str().unwrap().contains("between hosts"),
+            "{l}"
+        );
     }
 
     #[test]
@@ -415,6 +433,16 @@ mod mpi {
                     .sum();
                 assert!(p["aggregate_MBps"].as_f64().unwrap() <= sum * 1.0001);
             }
+            // K cores copying memory stand beside the aggregate.
+            let l = &d["limits"][0];
+            let pairs = if k == "1" { "1 pair" } else { "2 pairs" };
+            assert!(l["spec"].as_str().unwrap().starts_with(pairs), "{l}");
+            assert!(l["limit"]["value"].as_f64().unwrap() > 0.0, "{l}");
+            let best = pts
+                .iter()
+                .map(|p| p["aggregate_MBps"].as_f64().unwrap())
+                .fold(0.0, f64::max);
+            assert_eq!(l["best"]["value"].as_f64(), Some(best), "{l}");
             (pts[1]["aggregate_MBps"].as_f64().unwrap(), d)
         };
         let (one, _) = agg("1");

@@ -1,9 +1,14 @@
 //! Where the memory figures are kept between runs: one JSON file,
 //! `$XDG_CACHE_HOME/xferbench/limits.json` (`~/.cache/xferbench/` without
-//! it), valid for one boot of one CPU model with one set of allowed CPUs
-//! (the key): a reboot, another machine or a `taskset` measures again, and
-//! `xferbench limits --refresh` does on demand. A machine where nothing can
-//! be written still works; it measures once a process.
+//! it), a list of entries each valid for one boot of one CPU model with one
+//! set of allowed CPUs (the key): a reboot, another machine or a `taskset`
+//! measures again, and `xferbench limits --refresh` does on demand. Up to
+//! [`KEPT`] keys are kept, so runs bound to different CPUs (MPI ranks,
+//! `taskset`) do not measure over each other's figures. Figures measured
+//! while other tasks were running are kept marked as such and measured
+//! again by the next run: a busy machine copies slower, and a low figure
+//! read back would stand as every later run's ceiling. A machine where nothing can be
+//! written still works; it measures once a process.
 
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
@@ -29,6 +34,25 @@ pub struct Measured {
     pub buffer_bytes: usize,
     /// When (RFC 3339, UTC).
     pub measured_at: String,
+    /// Tasks other than the measurement that were ready to run throughout
+    /// it (the fewest of the samples of `procs_running` taken while it
+    /// ran): more than none, and the figures may be low.
+    #[serde(default)]
+    pub others_running: u32,
+}
+
+/// Keys kept in the file at most (the newest).
+pub const KEPT: usize = 8;
+
+/// The entries in the file: a list, or the single entry files written
+/// before there were several.
+fn entries() -> Vec<Measured> {
+    let Some(text) = path().and_then(|p| std::fs::read_to_string(p).ok()) else {
+        return Vec::new();
+    };
+    serde_json::from_str::<Vec<Measured>>(&text)
+        .or_else(|_| serde_json::from_str::<Measured>(&text).map(|m| vec![m]))
+        .unwrap_or_default()
 }
 
 /// What the figures of this process hold for: this boot, this CPU model,
@@ -54,17 +78,18 @@ pub fn path() -> Option<PathBuf> {
     Some(base.join("xferbench").join("limits.json"))
 }
 
-/// The kept figures, when they are for `key`.
+/// The kept figures, when they are for `key` and were taken on a quiet
+/// machine.
 pub fn load(key: &str) -> Option<Measured> {
-    let text = std::fs::read_to_string(path()?).ok()?;
-    serde_json::from_str::<Measured>(&text)
-        .ok()
-        .filter(|m| m.key == key && m.copy_one_core_mbps > 0.0)
+    entries()
+        .into_iter()
+        .find(|m| m.key == key && m.copy_one_core_mbps > 0.0 && m.others_running == 0)
 }
 
-/// Keeps `m`, written whole to a temporary file and renamed over the old
-/// one, so a reader never sees half of it; a failure is not an error (the
-/// next run measures again).
+/// Keeps `m` (in place of any entry with its key, first in the list),
+/// written whole to a temporary file and renamed over the old one, so a
+/// reader never sees half of it; a failure is not an error (the next run
+/// measures again).
 pub fn store(m: &Measured) {
     let Some(path) = path() else {
         return;
@@ -72,7 +97,11 @@ pub fn store(m: &Measured) {
     let Some(dir) = path.parent() else {
         return;
     };
-    let Ok(text) = serde_json::to_string_pretty(m) else {
+    let mut all = entries();
+    all.retain(|e| e.key != m.key);
+    all.insert(0, m.clone());
+    all.truncate(KEPT);
+    let Ok(text) = serde_json::to_string_pretty(&all) else {
         return;
     };
     let tmp = dir.join(format!("limits.json.{}.tmp", std::process::id()));
@@ -86,6 +115,14 @@ pub fn store(m: &Measured) {
 
 /// Where a limit of `m` came from, with how to measure again.
 pub fn source(m: &Measured) -> String {
+    if m.others_running > 0 {
+        return format!(
+            "measured {} while {} other task{} ran: may be low, so the next run measures again (`xferbench limits --refresh` on a quiet machine)",
+            m.measured_at,
+            m.others_running,
+            if m.others_running == 1 { "" } else { "s" }
+        );
+    }
     match path() {
         Some(p) if p.exists() => format!(
             "measured {} (kept in {}; `xferbench limits --refresh` measures again)",

@@ -71,10 +71,15 @@ fn measure(key: String) -> Measured {
         (2 * llc / cpus.len().max(1)).clamp(4 << 20, 32 << 20),
         cpus.len(),
     );
+    let before = others_running();
+    let copy_one_core_mbps = copy_one_core(one, ONE_CORE);
+    let between = others_running();
+    let copy_all_cores_mbps = copy_all_cores(&cpus, per_core, ALL_CORES);
     let mut m = Measured {
         key,
-        copy_one_core_mbps: copy_one_core(one, ONE_CORE),
-        copy_all_cores_mbps: copy_all_cores(&cpus, per_core, ALL_CORES),
+        copy_one_core_mbps,
+        copy_all_cores_mbps,
+        others_running: before.min(between).min(others_running()),
         cores: cpus.len(),
         clock_floor_ns: crate::measure::env::Clock::calibrate().overhead_ns,
         round_trips: Default::default(),
@@ -87,6 +92,20 @@ fn measure(key: String) -> Measured {
         m.round_trips.insert(format!("{a},{b}"), ns);
     }
     m
+}
+
+/// Tasks ready to run besides the one reading (`procs_running` in
+/// /proc/stat counts the reader): what would have shared the CPUs with a
+/// measurement taken now. 0 where /proc/stat cannot be read.
+fn others_running() -> u32 {
+    std::fs::read_to_string("/proc/stat")
+        .ok()
+        .and_then(|s| {
+            s.lines()
+                .find_map(|l| l.strip_prefix("procs_running "))
+                .and_then(|n| n.trim().parse::<u32>().ok())
+        })
+        .map_or(0, |n| n.saturating_sub(1))
 }
 
 /// `bytes` per buffer for `threads` threads with two buffers each, made
@@ -222,12 +241,18 @@ fn measure_round_trip(a: usize, b: usize, budget: Duration) -> Option<f64> {
 }
 
 /// Memory copy's ceiling for a run on `cpus`: one core's copy for two
-/// CPUs or fewer (one side copies at a time), else the lower of that many
-/// cores' worth and what all cores reached together.
+/// CPUs or fewer (one side copies at a time), else that many cores copying
+/// at once ([`copy_limit_of_cores`]).
 pub fn copy_limit(cpus: &[usize]) -> Limit {
+    copy_limit_of_cores(if cpus.len() <= 2 { 1 } else { cpus.len() })
+}
+
+/// What `n` cores copying at once can reach: the lower of `n` times one
+/// core's copy and what all cores reached together.
+pub fn copy_limit_of_cores(n: usize) -> Limit {
     let m = measured(false);
-    let n = cpus.len().max(1);
-    let (value, what) = if n <= 2 {
+    let n = n.max(1);
+    let (value, what) = if n == 1 {
         (m.copy_one_core_mbps, "memory copy, 1 core".to_string())
     } else {
         (

@@ -357,12 +357,14 @@ pub fn run(
     let plan = plan(args, allowed.len())?;
     let kernel = kernel_for(&args.kernel)?;
     let k = args.out.repeat;
+    super::limits::warm_memory();
     let (mut run, err) = super::repeat::repeated(k, progress, |_, p| {
         once(args, &allowed, plan.clone(), kernel, stop, p)
     })?;
     if k > 1 {
         bound(&mut run);
     }
+    super::limits::attach_flowgraph(&mut run);
     Ok((run, err))
 }
 

@@ -13,8 +13,10 @@
 use crate::measure::placement::Placement;
 use crate::result::Run;
 use crate::result::curve::CurvePoint;
+use crate::result::flowgraph::{FlowPoint, FlowRun};
 use crate::result::limit::{Numa, PathLimit};
 use crate::result::load::LoadPoint;
+use crate::result::mesh::{MeshPair, MeshRun, PairsRun, RankInfo};
 use crate::result::stream::{JobResult, StreamRun};
 use crate::result::{Point, PointMeta};
 use crate::transport::{self, Pattern, Spec};
@@ -251,6 +253,13 @@ pub fn warm(specs: &[Spec], requested_cpus: Option<&[usize]>) {
     }
 }
 
+/// Before the first point of a run whose paths are all in memory (a
+/// flowgraph, a mesh): memory's figures measured (or read back) now, when
+/// nothing is being timed.
+pub fn warm_memory() {
+    let _ = core::memory::measured(false);
+}
+
 /// After the last point: one limit per path the run's points crossed, each
 /// with the best figure on it beside it; a figure past its limit flags the
 /// path and warns.
@@ -301,43 +310,59 @@ fn crosses_memory(copied: bool, bytes: Option<u64>) -> bool {
 }
 
 /// Records the best figure of `points` on `path`; the warning when it is
-/// past the limit. On a path in memory, the figures that crossed memory
-/// (see [`crosses_memory`]) stand under the copy bandwidth; the others
-/// only beside it, when there are no such figures.
+/// past the limit (see [`judge_figures`]).
 fn judge<P: OnPath>(path: &mut PathLimit, points: &[&P], in_memory: bool) -> Option<String> {
+    let figures = points
+        .iter()
+        .filter(|p| !p.partial())
+        .filter_map(|p| Some((p.figure()?, p.copied(), p.bytes(), p.label())));
+    judge_figures(path, figures, in_memory)
+}
+
+/// Records the best of `figures` (figure, copied, bytes in a message,
+/// which point) on `path`; the warning when it is past the limit. On a
+/// path in memory, the figures that crossed memory (see
+/// [`crosses_memory`]) stand under the copy bandwidth; the others only
+/// beside it, when there are no such figures. A bandwidth is what is
+/// shown; a round trip only where there is none.
+fn judge_figures(
+    path: &mut PathLimit,
+    figures: impl Iterator<Item = (Figure, bool, Option<u64>, String)>,
+    in_memory: bool,
+) -> Option<String> {
     let mut best_bw: Option<(f64, String)> = None;
     let mut beside: Option<(f64, String)> = None;
     let mut best_rt: Option<(f64, String)> = None;
-    for p in points.iter().filter(|p| !p.partial()) {
-        match p.figure() {
-            Some(Figure::Bandwidth { mbps, directions }) => {
+    for (figure, copied, bytes, label) in figures {
+        match figure {
+            Figure::Bandwidth { mbps, directions } => {
                 let one_way = mbps / directions;
-                let slot = if in_memory && !crosses_memory(p.copied(), p.bytes()) {
+                let slot = if in_memory && !crosses_memory(copied, bytes) {
                     &mut beside
                 } else {
                     &mut best_bw
                 };
                 if slot.as_ref().is_none_or(|(b, _)| one_way > *b) {
-                    *slot = Some((one_way, p.label()));
+                    *slot = Some((one_way, label));
                 }
             }
-            Some(Figure::RoundTrip(ns))
-                if ns > 0.0 && best_rt.as_ref().is_none_or(|(b, _)| ns < *b) =>
-            {
-                best_rt = Some((ns, p.label()));
+            Figure::RoundTrip(ns) if ns > 0.0 && best_rt.as_ref().is_none_or(|(b, _)| ns < *b) => {
+                best_rt = Some((ns, label));
             }
-            _ => {}
+            Figure::RoundTrip(_) => {}
         }
     }
-    match (best_bw, beside, best_rt) {
-        (Some((v, at)), _, _) => path.judge_bandwidth(v, &at),
-        (None, Some((v, at)), _) => {
+    let flag = match (best_bw, beside) {
+        (Some((v, at)), _) => path.judge_bandwidth(v, &at),
+        (None, Some((v, at))) => {
             path.beside_bandwidth(v, &at);
             None
         }
-        (None, None, Some((v, at))) => path.judge_latency(v, &at),
-        _ => None,
-    }
+        (None, None) => None,
+    };
+    // A round trip below the floor is flagged even beside a bandwidth.
+    let under = best_rt.and_then(|(v, at)| path.judge_latency(v, &at));
+    flag.or(under)
 }
 
 /// Where a stream job's data goes: its target's backing device, a device
@@ -463,6 +488,155 @@ pub fn attach_stream(run: &mut StreamRun) {
         }
     }
     run.limits = limits;
+}
+
+/// A flowgraph's limits: per core count N, N cores copying memory at once,
+/// beside the bytes its saxpy blocks moved (each block reads and writes
+/// 4 B a sample, so samples/s × 4 B × M). Its buffers usually stay within
+/// the last-level cache, which moves data faster than memory: the copy
+/// bandwidth then stands beside the figure as a reference; a flowgraph
+/// whose buffers in flight outgrow the cache stands under it.
+pub fn attach_flowgraph(run: &mut FlowRun) {
+    let mut cores: Vec<usize> = run.points.iter().map(|p| p.cores).collect();
+    cores.sort_unstable();
+    cores.dedup();
+    let mut limits = Vec::new();
+    for n in cores {
+        let on: Vec<&FlowPoint> = run.points.iter().filter(|p| p.cores == n).collect();
+        let cpus = on.first().map(|p| p.cpus.clone()).unwrap_or_default();
+        let label = format!(
+            "flowgraph N={n} (cpus {})",
+            crate::measure::placement::compact(&cpus)
+        );
+        let mut path = PathLimit::new(label, Some(core::memory::copy_limit_of_cores(n)), None);
+        path.figure = Some(
+            "the bytes the saxpy blocks moved: samples/s × 4 B × M (each block reads and writes every sample)"
+                .into(),
+        );
+        let figures = on.iter().filter(|p| !p.partial).map(|p| {
+            let mbps = p.samples_per_s * 4.0 * p.blocks as f64 / 1e6;
+            let resident = p.buffers as u64 * p.buffer_bytes;
+            (
+                Figure::Bandwidth {
+                    mbps,
+                    directions: 1.0,
+                },
+                true,
+                Some(resident),
+                p.label(),
+            )
+        });
+        if let Some(w) = judge_figures(&mut path, figures, true) {
+            run.warnings.push(w);
+        }
+        limits.push(path);
+    }
+    run.limits = limits;
+}
+
+/// The ranks of `ranks` on the host of rank 0 (the one that assembles the
+/// result and whose memory figures these are).
+fn on_this_host(ranks: &[RankInfo]) -> Vec<&RankInfo> {
+    let host = ranks.first().map(|r| r.host.as_str());
+    ranks
+        .iter()
+        .filter(|r| Some(r.host.as_str()) == host)
+        .collect()
+}
+
+/// What is said of a mesh's paths between hosts: MPI picks its fabric
+/// (InfiniBand, a second NIC, shared memory), which xferbench cannot see.
+const BETWEEN_HOSTS: &str =
+    "pairs between hosts carry no limit: MPI picks its own fabric, which xferbench does not see";
+
+/// A mesh's limit: the pairs of ranks on rank 0's host cross memory, so
+/// one core's copy bandwidth stands over (or, for messages within the
+/// last-level cache, beside) the best pair's bandwidth, and the round trip
+/// of a cache line between the fastest pair's CPUs under its ping-pong.
+/// Pairs between hosts cross a fabric MPI chose: no limit is guessed for
+/// them.
+pub fn attach_mesh(run: &mut MeshRun) {
+    let here = on_this_host(&run.extra.ranks);
+    let local = |r: usize| here.iter().any(|x| x.rank == r);
+    let pairs: Vec<&MeshPair> = run
+        .points
+        .iter()
+        .filter(|p| p.intra_host && !p.missing && local(p.from) && local(p.to))
+        .collect();
+    let Some(host) = here.first().map(|r| r.host.clone()) else {
+        return;
+    };
+    if pairs.is_empty() {
+        return;
+    }
+    let cpu = |r: usize| here.iter().find(|x| x.rank == r).and_then(|x| x.cpu);
+    // The fastest pair's round trip (twice its one-way median) against the
+    // floor between its CPUs.
+    let fastest = pairs
+        .iter()
+        .filter_map(|p| Some((p.latency.first()?.oneway.p50_ns as f64 * 2.0, *p)))
+        .filter(|(ns, _)| *ns > 0.0)
+        .min_by(|a, b| a.0.total_cmp(&b.0));
+    let floor = fastest.and_then(|(_, p)| match (cpu(p.from), cpu(p.to)) {
+        (Some(a), Some(b)) if a != b => core::latency_floor(&[a, b]),
+        _ => None,
+    });
+    let mut path = PathLimit::new(
+        format!("mesh within {host}"),
+        Some(core::memory::copy_limit_of_cores(1)),
+        floor,
+    );
+    path.figure = Some(format!(
+        "a pair's bandwidth beside one core's copy, and twice its one-way median latency (a round trip) beside the floor; {BETWEEN_HOSTS}"
+    ));
+    let bandwidths = pairs.iter().flat_map(|p| {
+        p.bandwidth.iter().map(move |b| {
+            let at = format!(
+                "{} at {}",
+                p.label(),
+                crate::units::format_size(b.size_bytes)
+            );
+            let figure = Figure::Bandwidth {
+                mbps: b.bandwidth_mbps,
+                directions: 1.0,
+            };
+            (figure, true, Some(b.size_bytes), at)
+        })
+    });
+    let round_trip = fastest.map(|(ns, p)| (Figure::RoundTrip(ns), true, None, p.label()));
+    if let Some(w) = judge_figures(&mut path, bandwidths.chain(round_trip), true) {
+        run.warnings.push(w);
+    }
+    run.limits = vec![path];
+}
+
+/// `curve -t mpi --pairs K`'s limit: when every sender and receiver is on
+/// rank 0's host, K cores copying at once (the aggregate moves K streams
+/// through memory together).
+pub fn attach_pairs(run: &mut PairsRun) {
+    let k = run.extra.pairs;
+    let busy = &run.extra.ranks[..(2 * k).min(run.extra.ranks.len())];
+    if k == 0 || on_this_host(busy).len() != busy.len() {
+        return;
+    }
+    let host = busy[0].host.clone();
+    let mut path = PathLimit::new(
+        format!("{k} pair{} within {host}", if k == 1 { "" } else { "s" }),
+        Some(core::memory::copy_limit_of_cores(k)),
+        None,
+    );
+    path.figure = Some("the aggregate bandwidth of the pairs streaming at once".into());
+    let figures = run.points.iter().filter(|p| !p.partial).map(|p| {
+        let figure = Figure::Bandwidth {
+            mbps: p.aggregate_mbps,
+            directions: 1.0,
+        };
+        (figure, true, Some(p.size_bytes), p.label())
+    });
+    if let Some(w) = judge_figures(&mut path, figures, true) {
+        run.warnings.push(w);
+    }
+    run.limits = vec![path];
 }
 
 #[cfg(test)]

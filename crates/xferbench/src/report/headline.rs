@@ -29,6 +29,8 @@ pub fn share(limits: &[crate::result::limit::PathLimit]) -> Option<String> {
     let b = l.best.as_ref()?;
     let flag = if l.exceeded {
         " (faster than its path: the link or the clock is wrong)"
+    } else if l.reference {
+        " (a reference: nothing crossed memory at its copy rate)"
     } else {
         ""
     };

@@ -35,6 +35,8 @@ pub struct Mesh<'a> {
     pub stopped_by: Option<&'a str>,
     /// Caveats on the whole run.
     pub warnings: &'a [String],
+    /// The ceilings of its paths (the pairs within rank 0's host).
+    pub limits: &'a [crate::result::limit::PathLimit],
 }
 
 impl<'a> From<&'a MeshRun> for Mesh<'a> {
@@ -45,6 +47,7 @@ impl<'a> From<&'a MeshRun> for Mesh<'a> {
             complete: r.complete,
             stopped_by: r.stopped_by.as_deref(),
             warnings: &r.warnings,
+            limits: &r.limits,
         }
     }
 }
@@ -57,6 +60,7 @@ impl<'a> From<&'a Saved<MeshPair, MeshExtra>> for Mesh<'a> {
             complete: r.complete,
             stopped_by: r.stopped_by.as_deref(),
             warnings: &r.warnings,
+            limits: &r.limits,
         }
     }
 }
@@ -425,6 +429,7 @@ fn footer(m: &Mesh) -> String {
             list.join(", ")
         );
     }
+    o.push_str(&crate::result::limit::lines(m.limits));
     if !m.warnings.is_empty() {
         o.push_str("\nWarnings:\n");
         o.push_str(&bullets(m.warnings));

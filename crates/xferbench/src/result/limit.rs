@@ -52,6 +52,11 @@ pub struct PathLimit {
     /// The device's NUMA node against the run's CPUs, when they differ.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub numa: Option<Numa>,
+    /// What the figure set against the limit is, where a point's own
+    /// figure is not a bandwidth (a flowgraph's samples/s, a mesh's
+    /// one-way latency): how it was made one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub figure: Option<String>,
 }
 
 /// A run's best figure on one path and its share of the limit.
@@ -106,6 +111,7 @@ impl PathLimit {
             exceeded: false,
             reference: false,
             numa: None,
+            figure: None,
         }
     }
 
@@ -204,10 +210,23 @@ impl PathLimit {
                 ));
             }
             out.push(format!("{s}."));
+            if let Some(f) = &self.figure {
+                out.push(format!("Limit of {}: the figure is {f}.", self.spec));
+            }
             if self.reference {
                 out.push(format!(
-                    "Limit of {}: no figure crossed memory at its copy bandwidth (buffers handed over in place, or messages within the last-level cache), so it is a reference here rather than a ceiling; copies of messages larger than the cache (`--buffers user`) stand under it.",
-                    self.spec
+                    "Limit of {}: no figure crossed memory at its copy bandwidth ({}), so it is a reference here rather than a ceiling{}.",
+                    self.spec,
+                    if self.figure.is_some() {
+                        "its data stayed within the last-level cache"
+                    } else {
+                        "buffers handed over in place, or messages within the last-level cache"
+                    },
+                    if self.figure.is_some() {
+                        ""
+                    } else {
+                        "; copies of messages larger than the cache (`--buffers user`) stand under it"
+                    }
                 ));
             }
             for w in &l.warnings {

@@ -44,6 +44,9 @@ pub fn run(
         )));
     }
     let ranks = hello(&g)?;
+    if g.rank() == 0 {
+        crate::experiment::limits::warm_memory();
+    }
     // Pairs stream for a time: a count of samples has no meaning here.
     let duration = match cfg.common.amount {
         Some(Amount::Time(d)) => d,
@@ -83,7 +86,7 @@ pub fn run(
     let env = crate::measure::env::Env::capture();
     let warnings = env.warnings();
     let r0 = &ranks[0];
-    let run = Run {
+    let mut run = Run {
         experiment: "pairs",
         complete: err.is_none(),
         stopped_by: err.as_ref().map(super::assemble::stopped_by),
@@ -107,6 +110,7 @@ pub fn run(
         devices: Vec::new(),
         limits: Vec::new(),
     };
+    crate::experiment::limits::attach_pairs(&mut run);
     Ok(Some((run, err)))
 }
 

@@ -50,6 +50,9 @@ pub fn run(
         ));
     }
     let ranks = hello(&g)?;
+    if g.rank() == 0 {
+        crate::experiment::limits::warm_memory();
+    }
     let rounds = tournament(n);
     let mut col = (g.rank() == 0).then(|| Collector::new(cfg, ranks.clone(), &rounds));
     if let Some(c) = &col {
@@ -106,7 +109,8 @@ pub fn run(
     };
     let err = res.err().map(|e| named(e, &ranks));
     progress.finish();
-    let run = c.finish(cfg, schedule, retested, err.as_ref());
+    let mut run = c.finish(cfg, schedule, retested, err.as_ref());
+    crate::experiment::limits::attach_mesh(&mut run);
     Ok(Some((run, err)))
 }
 
