@@ -329,14 +329,7 @@ fn compare_cmd(a: &crate::cli::CompareArgs) -> Result<()> {
     }
     let base = baseline::resolve(&a.base)?;
     let new = baseline::resolve(&a.new)?;
-    let settings = xferbench::compare::Settings {
-        confidence: a.confidence,
-        noise: a.noise,
-        stats: a.stats.clone(),
-        fail_on: a.fail_on.clone(),
-        strict: a.strict,
-        allow_different: a.allow_different,
-    };
+    let settings = xferbench::compare::Settings::from(a);
     let c = xferbench::compare::compare(&base, &new, &settings)?;
     let colour = a.output.is_none() && colour_for(std::io::stdout().is_terminal());
     xferbench::output::emit(&render::render(&c, a.format, colour)?, a.output.as_deref())?;

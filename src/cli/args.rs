@@ -5,6 +5,7 @@
 //! parsers are the library's own, so a program that fills the settings in
 //! gets the same checks from their `validate`.
 
+use super::defaults as D;
 use super::word;
 use clap::{Args, Subcommand};
 use std::path::PathBuf;
@@ -113,7 +114,7 @@ fn flat(lists: Vec<SpecList>) -> Vec<Spec> {
 #[derive(Args, Debug, Clone)]
 pub struct CommonArgs {
     /// Transports to measure, with options: thread, shm, pipe, unix, unix-dgram, tcp, udp, cuda, plugin:path=FILE.so (see `xferbench list`); e.g. `-t thread:completion=block -t tcp:nodelay=0`.
-    #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = "thread")]
+    #[arg(short = 't', long = "transport", value_name = "SPEC", value_parser = specs, default_value = D::TRANSPORTS.as_str())]
     pub transports: Vec<SpecList>,
     /// Buffer modes, comma-separated: user (the caller's buffer, copied per message), raw (memory the transport or device owns, filled in place: zero copy), inline (the payload in the doorbell cache lines: thread, shm), mmio (the request written into a mapped window: for a plugin, device memory such as a BAR that the CPU writes into; for cuda, host memory the GPU polls), graph (cuda: one CUDA graph launch per request). Each transport offers some (`xferbench list`); a plugin those it declares. Default: user for roundtrip and load (a transport without it: its first mode); for curve, raw where the transport has it.
     #[arg(long, value_parser = word::<BufferMode>(), value_delimiter = ',')]
@@ -122,10 +123,11 @@ pub struct CommonArgs {
     #[arg(long, value_parser = word::<CompletionMode>(), value_delimiter = ',')]
     pub completion: Vec<CompletionMode>,
     /// CPUs for initiator and responder, e.g. 0,1; `none` disables pinning. Default: the first two available.
-    #[arg(long, value_parser = cpus, default_value = "")]
+    #[arg(long, value_parser = cpus, default_value = D::CPUS.as_str())]
     pub cpus: Cpus,
-    /// Untimed round trips before each point. Default: up to 1000 within 0.5 s.
-    #[arg(long, value_parser = count)]
+    // The help names the warm-up `sample` makes when given no count;
+    // `load` puts its own in place (cli/mod.rs).
+    #[arg(long, value_parser = count, help = warmup_help())]
     pub warmup: Option<u64>,
     // The help names each experiment's default from its config.
     #[arg(long, value_parser = count, conflicts_with = "duration", help = samples_help())]
@@ -134,13 +136,13 @@ pub struct CommonArgs {
     #[arg(long, value_parser = duration, visible_alias = "point-time")]
     pub duration: Option<Duration>,
     /// The responder busy-waits this long before replying: a known delay to check accuracy against (e.g. 20us).
-    #[arg(long, value_parser = duration, default_value = "0s")]
+    #[arg(long, value_parser = duration, default_value = D::RESPONDER_DELAY.as_str())]
     pub responder_delay: Duration,
     /// Give up on a responder that has not answered for this long.
-    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[arg(long, value_parser = duration, default_value = D::TIMEOUT.as_str())]
     pub timeout: Duration,
     /// Statistics to tabulate: count, mean, stddev, min, p50, p90, p99, p999, p9999, max.
-    #[arg(long, value_parser = word::<Stat>(), value_delimiter = ',', default_value = "mean,p99")]
+    #[arg(long, value_parser = word::<Stat>(), value_delimiter = ',', default_value = D::STATS.as_str())]
     pub stats: Vec<Stat>,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -150,7 +152,7 @@ pub struct CommonArgs {
 #[derive(Args, Debug, Clone)]
 pub struct OutputArgs {
     /// Output format.
-    #[arg(long, value_parser = word::<Format>(), default_value = "table")]
+    #[arg(long, value_parser = word::<Format>(), default_value = D::FORMAT.as_str())]
     pub format: Format,
     #[command(flatten)]
     pub rest: OutputRest,
@@ -160,7 +162,7 @@ pub struct OutputArgs {
 #[derive(Args, Debug, Clone)]
 pub struct StreamOutputArgs {
     /// Output format: table, json (fio's keys and xferbench's), json+ (json with fio's clat_ns.bins), terse (fio's terse v3 lines), csv.
-    #[arg(long, value_name = "FORMAT", value_parser = stream_format, default_value = "table")]
+    #[arg(long, value_name = "FORMAT", value_parser = stream_format, default_value = D::STREAM_FORMAT.as_str())]
     pub format: StreamFormat,
     #[command(flatten)]
     pub rest: OutputRest,
@@ -195,7 +197,7 @@ pub struct OutputRest {
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub compare: Vec<String>,
     /// Run the whole sweep K times, one sweep after another (A B C A B C), and keep every repeat's figures: what `xferbench compare` needs to tell run-to-run noise from a change (5 for a CI gate).
-    #[arg(long, value_name = "K", default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=1000))]
+    #[arg(long, value_name = "K", default_value = D::REPEAT.as_str(), value_parser = clap::value_parser!(u32).range(1..=1000))]
     pub repeat: u32,
     /// Also store the result as the baseline NAME (in $XFERBENCH_BASELINE_DIR, else .xferbench/baselines).
     #[arg(long, value_name = "NAME")]
@@ -208,13 +210,13 @@ pub struct OutputRest {
 #[derive(Args, Debug, Clone)]
 pub struct RoundtripArgs {
     /// Request sizes: a list and/or ranges, e.g. 32..8192 (powers of two), 64,1k,1M.
-    #[arg(long = "in", value_name = "SIZES", value_parser = size_list, default_value = "64..16k")]
+    #[arg(long = "in", value_name = "SIZES", value_parser = size_list, default_value = D::ROUNDTRIP_IN.as_str())]
     pub in_sizes: Sizes,
     /// Reply sizes, as for --in.
-    #[arg(long = "out", value_name = "SIZES", value_parser = size_list, default_value = "64..16k")]
+    #[arg(long = "out", value_name = "SIZES", value_parser = size_list, default_value = D::ROUNDTRIP_OUT.as_str())]
     pub out_sizes: Sizes,
     /// What the sizes count: bytes, bf16 values (2 bytes) or f32 values (4 bytes).
-    #[arg(long, value_parser = word::<Unit>(), default_value = "bytes")]
+    #[arg(long, value_parser = word::<Unit>(), default_value = D::ROUNDTRIP_UNIT.as_str())]
     pub unit: Unit,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -223,31 +225,31 @@ pub struct RoundtripArgs {
 #[derive(Args, Debug, Clone)]
 pub struct CurveArgs {
     /// Message sizes: lists and ranges as for roundtrip; 0..8M = 0 and every power of two to 8 MiB.
-    #[arg(long, value_name = "SIZES", value_parser = size_list, default_value = "0..8M")]
+    #[arg(long, value_name = "SIZES", value_parser = size_list, default_value = D::CURVE_SIZES.as_str())]
     pub sizes: Sizes,
     /// Also measure each size N bytes below and above it (NetPIPE's perturbation, to expose alignment effects).
-    #[arg(long, value_name = "N", value_parser = count, default_value = "0")]
+    #[arg(long, value_name = "N", value_parser = count, default_value = D::CURVE_PERTURB.as_str())]
     pub perturb: u64,
     /// pingpong: one-way = half the round trip; stream: a window of messages one way, then an acknowledgement (osu_bw); bidir: a window each way at once.
-    #[arg(long, value_parser = word::<xferbench::transport::Pattern>(), default_value = "pingpong")]
+    #[arg(long, value_parser = word::<xferbench::transport::Pattern>(), default_value = D::CURVE_MODE.as_str())]
     pub mode: xferbench::transport::Pattern,
     /// Messages in flight per exchange in stream and bidir modes.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = "64")]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = D::CURVE_WINDOW.as_str())]
     pub window: u32,
     /// --mode stream: write = initiator to responder (host to device, H2C); read = responder to initiator (device to host, C2H: tiny requests, whole messages back); write,read = both curves.
-    #[arg(long, value_parser = word::<opt::DataDirection>(), value_delimiter = ',', default_value = "write")]
+    #[arg(long, value_parser = word::<opt::DataDirection>(), value_delimiter = ',', default_value = D::CURVE_DIRECTION.as_str())]
     pub direction: Vec<opt::DataDirection>,
     /// raw: time the transfer; fill-check: fill every message with values and check every value received.
-    #[arg(long, value_parser = word::<PayloadMode>(), default_value = "raw")]
+    #[arg(long, value_parser = word::<PayloadMode>(), default_value = D::CURVE_PAYLOAD.as_str())]
     pub payload: PayloadMode,
     /// Cut messages into packets sent back to back: a size (e.g. 4k), whole (or 0), or adaptive.
-    #[arg(long, value_parser = chunk, default_value = "whole")]
+    #[arg(long, value_parser = chunk, default_value = D::CURVE_CHUNK.as_str())]
     pub chunk: Chunk,
     /// Measure the curve once per packetization strategy and tabulate bandwidth side by side, e.g. 256,4096,adaptive.
     #[arg(long, value_delimiter = ',', value_parser = chunk, conflicts_with = "chunk")]
     pub compare_chunks: Vec<Chunk>,
     /// Fit two segments of t(n) = t0 + n/r∞, split where the protocol changes: auto, none, or a size.
-    #[arg(long, value_parser = breakpoint, default_value = "auto")]
+    #[arg(long, value_parser = breakpoint, default_value = D::CURVE_BREAKPOINT.as_str())]
     pub breakpoint: Breakpoint,
     /// -t mpi: K sender ranks (0..K) stream to K receivers (K..2K) at once, osu_mbw_mr's pattern: aggregate bandwidth and message rate per size, and per pair.
     #[arg(long, value_name = "K", value_parser = clap::value_parser!(u32).range(1..=65536))]
@@ -263,23 +265,23 @@ pub struct MeshArgs {
         short = 't',
         long = "transport",
         value_name = "NAME",
-        default_value = "mpi"
+        default_value = D::MESH_TRANSPORT.as_str()
     )]
     pub transport: String,
     /// Message size of the latency matrices (one-way, half a ping-pong).
-    #[arg(long, value_name = "SIZE", value_parser = size_any, default_value = "8")]
+    #[arg(long, value_name = "SIZE", value_parser = size_any, default_value = D::MESH_LATENCY_SIZE.as_str())]
     pub latency_size: u64,
     /// Message size of the bandwidth matrix.
-    #[arg(long, value_name = "SIZE", value_parser = size_any, default_value = "1M")]
+    #[arg(long, value_name = "SIZE", value_parser = size_any, default_value = D::MESH_BANDWIDTH_SIZE.as_str())]
     pub bandwidth_size: u64,
     /// A short sweep per pair instead: latency and bandwidth at each size, e.g. 8,4k,1M.
     #[arg(long, value_name = "SIZES", value_parser = size_list)]
     pub sizes: Option<Sizes>,
     /// Messages in flight per bandwidth window (osu_bw).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = "64")]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=65536), default_value = D::MESH_WINDOW.as_str())]
     pub window: u32,
     /// Timed time of each measurement (one pair, one direction, one size).
-    #[arg(long, value_parser = duration, default_value = "50ms")]
+    #[arg(long, value_parser = duration, default_value = D::MESH_DURATION.as_str())]
     pub duration: Duration,
     /// Run all pairs of a round at once, to expose contention in the fabric (default: one pair at a time).
     #[arg(long)]
@@ -294,7 +296,7 @@ pub struct MeshArgs {
     #[arg(long, value_name = "TIME", value_parser = duration)]
     pub max_latency: Option<Duration>,
     /// Give up on a rank silent this long (beyond the time its work takes).
-    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[arg(long, value_parser = duration, default_value = D::MESH_TIMEOUT.as_str())]
     pub timeout: Duration,
     /// Slow one rank on purpose, before every message it sends, e.g. 2:200us: checks that the outlier rule finds it.
     #[arg(long, value_name = "RANK:DELAY", value_parser = opt::parse_rank_delay)]
@@ -313,24 +315,24 @@ fn size_any(s: &str) -> Result<u64, String> {
 #[derive(Args, Debug, Clone)]
 pub struct LoadArgs {
     /// Transfer sizes (rk11perf: 1..32 disk blocks of 512 B).
-    #[arg(long, value_parser = size_list, default_value = "512,1k,2k,4k,8k,16k")]
+    #[arg(long, value_parser = size_list, default_value = D::LOAD_SIZES.as_str())]
     pub sizes: Sizes,
     /// Background loads, each in turn: idle, wait, alu, slow, memcopy.
     #[arg(
         long = "load",
         value_parser = word::<xferbench::measure::loadgen::LoadMode>(),
         value_delimiter = ',',
-        default_value = "idle,wait,alu,slow,memcopy"
+        default_value = D::LOAD_LOADS.as_str()
     )]
     pub loads: Vec<xferbench::measure::loadgen::LoadMode>,
     /// read: the responder sends the data; write: the initiator sends it.
-    #[arg(long, value_parser = word::<opt::DataDirection>(), value_delimiter = ',', default_value = "read,write")]
+    #[arg(long, value_parser = word::<opt::DataDirection>(), value_delimiter = ',', default_value = D::LOAD_DIRECTION.as_str())]
     pub direction: Vec<opt::DataDirection>,
     /// Requests in flight in the closed loop: this many clients, each with its own link.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), default_value = "1")]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=64), default_value = D::LOAD_INFLIGHT.as_str())]
     pub inflight: u32,
     /// Measuring time of each cell (one size under one load).
-    #[arg(long, value_parser = duration, default_value = "1s")]
+    #[arg(long, value_parser = duration, default_value = D::LOAD_CELL_TIME.as_str())]
     pub cell_time: Duration,
     /// CPUs for the load threads (default: those the initiator and responder do not use; all of them on a machine that has no others).
     #[arg(long, value_parser = cpus)]
@@ -345,7 +347,7 @@ pub struct LoadArgs {
     #[arg(long, value_parser = rates)]
     pub rates: Option<Rates>,
     /// Open-loop arrivals: fixed spacing or Poisson.
-    #[arg(long, value_parser = word::<opt::Arrival>(), default_value = "fixed")]
+    #[arg(long, value_parser = word::<opt::Arrival>(), default_value = D::LOAD_ARRIVAL.as_str())]
     pub arrival: opt::Arrival,
     #[command(flatten)]
     pub common: CommonArgs,
@@ -367,41 +369,41 @@ pub struct FlowgraphArgs {
         long,
         value_parser = word::<xferbench::flowgraph::edge::Edges>(),
         value_delimiter = ',',
-        default_value = "circular,handoff"
+        default_value = D::FLOW_EDGES.as_str()
     )]
     pub edges: Vec<xferbench::flowgraph::edge::Edges>,
     /// Bytes each block moves per call, and the size of one ring buffer (16 KiB, as the qsdr benchmark report).
-    #[arg(long, value_parser = size_one, default_value = "16k")]
+    #[arg(long, value_parser = size_one, default_value = D::FLOW_BUFFER_SIZE.as_str())]
     pub buffer_size: u64,
     /// Buffers circulating in the ring reference and in a handoff circuit: N+1 as in the qsdr benchmark report (a circuit then holds --edge-buffers more per edge between cores under static, and --edge-buffers per edge under thread-per-block, tokio or async-executor, as its circular buffers do), or a number.
-    #[arg(long, value_parser = buffer_count, default_value = "N+1")]
+    #[arg(long, value_parser = buffer_count, default_value = D::FLOW_BUFFERS.as_str())]
     pub buffers: String,
     /// Capacity, in buffers, of a circular buffer between blocks that may run on different threads: auto (enough for twice the CPU's L2 cache, so a consumer's copy of a line has left its private cache before the producer writes it again; at least 2), or a number up to 4096. One between blocks on one thread holds one buffer.
-    #[arg(long, value_parser = edge_buffer_count, default_value = "auto")]
+    #[arg(long, value_parser = edge_buffer_count, default_value = D::FLOW_EDGE_BUFFERS.as_str())]
     pub edge_buffers: String,
     /// Measuring time per point, after the warm-up.
-    #[arg(long, value_parser = duration, default_value = "500ms")]
+    #[arg(long, value_parser = duration, default_value = D::FLOW_DURATION.as_str())]
     pub duration: Duration,
     /// Time each point runs before it is measured.
-    #[arg(long, value_parser = duration, default_value = "150ms")]
+    #[arg(long, value_parser = duration, default_value = D::FLOW_WARMUP.as_str())]
     pub warmup: Duration,
     /// Rounds per (N, M): each scheduler measures 1/R of --duration in turn with the others, R times, so a slow second of the host falls on all alike (the first round warms up for --warmup, later ones for a third of it).
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50), default_value = "3")]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=50), default_value = D::FLOW_ROUNDS.as_str())]
     pub rounds: u32,
     /// Stop each point after the source made this many items, instead of after --duration.
     #[arg(long, value_parser = items)]
     pub items: Option<u64>,
     /// CPUs to use, in order (default: those this process may run on).
-    #[arg(long, value_parser = cpus, default_value = "")]
+    #[arg(long, value_parser = cpus, default_value = D::FLOW_CPUS.as_str())]
     pub cpus: Cpus,
     /// Buffer sizes of the kernel-only scan (the qsdr benchmark report's scan-buffer-size).
-    #[arg(long, value_parser = size_list, default_value = "256..8M")]
+    #[arg(long, value_parser = size_list, default_value = D::FLOW_KERNEL_SIZES.as_str())]
     pub kernel_sizes: Sizes,
     /// The Saxpy kernel every block and reference runs: auto (the widest this CPU has), avx512, avx2+fma, neon or portable; a narrower one to compare with a machine or peer that lacks the wider.
-    #[arg(long, value_parser = kernel_choice, default_value = "auto")]
+    #[arg(long, value_parser = kernel_choice, default_value = D::FLOW_KERNEL.as_str())]
     pub kernel: String,
     /// Give up on a scheduler that has not wound down this long after being stopped.
-    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[arg(long, value_parser = duration, default_value = D::FLOW_TIMEOUT.as_str())]
     pub timeout: Duration,
     #[command(flatten)]
     pub out: OutputArgs,
@@ -410,7 +412,7 @@ pub struct FlowgraphArgs {
 #[derive(Args, Debug)]
 pub struct ListArgs {
     /// Print JSON instead of a table.
-    #[arg(long, value_parser = word::<Format>(), default_value = "table")]
+    #[arg(long, value_parser = word::<Format>(), default_value = D::LIST_FORMAT.as_str())]
     pub format: Format,
     /// Only these transports, with their options: e.g. `-t plugin:path=./echo.so` prints a plugin's capabilities and probes it.
     #[arg(short = 't', long = "transport", value_parser = specs)]
@@ -420,14 +422,14 @@ pub struct ListArgs {
     pub no_probe: bool,
     /// How long one call of a probe may take (a plugin's open, close, a
     /// round trip) before that transport is said not to work.
-    #[arg(long, value_parser = duration, default_value = "5s")]
+    #[arg(long, value_parser = duration, default_value = D::LIST_TIMEOUT.as_str())]
     pub timeout: Duration,
 }
 
 #[derive(Args, Debug)]
 pub struct LimitsArgs {
     /// Output format.
-    #[arg(long, value_parser = word::<Format>(), default_value = "table")]
+    #[arg(long, value_parser = word::<Format>(), default_value = D::LIMITS_FORMAT.as_str())]
     pub format: Format,
     /// Write the output to this file instead of stdout.
     #[arg(short, long, value_name = "FILE")]
@@ -461,10 +463,10 @@ pub struct PluginCheckArgs {
     #[arg(value_name = "KEY=VALUE")]
     pub options: Vec<String>,
     /// A job that has not completed after this long fails the check.
-    #[arg(long, value_parser = duration, default_value = "2s")]
+    #[arg(long, value_parser = duration, default_value = D::CHECK_TIMEOUT.as_str())]
     pub timeout: Duration,
     /// table: verdict lines; json: the verdicts as one JSON object on stdout.
-    #[arg(long, value_parser = CheckFormat, default_value = "table")]
+    #[arg(long, value_parser = CheckFormat, default_value = D::CHECK_FORMAT.as_str())]
     pub format: Format,
 }
 
@@ -516,7 +518,7 @@ impl clap::builder::TypedValueParser for CheckFormat {
 #[derive(Args, Debug)]
 pub struct ServeArgs {
     /// Address and port to listen on (0.0.0.0:PORT for every interface).
-    #[arg(long, default_value = "127.0.0.1:5290")]
+    #[arg(long, default_value = D::SERVE_LISTEN.as_str())]
     pub listen: String,
     /// A file holding the shared secret clients must present (they set XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN); at least 16 bytes. Also read from XFERBENCH_TOKEN_FILE or XFERBENCH_TOKEN.
     #[arg(long, value_name = "FILE")]
@@ -525,16 +527,16 @@ pub struct ServeArgs {
     #[arg(long, value_name = "SECRET", hide = true)]
     pub token: Option<String>,
     /// Largest message a client may use; checked before anything is allocated.
-    #[arg(long, value_parser = size_one_message, default_value = "64M")]
+    #[arg(long, value_parser = size_one_message, default_value = D::SERVE_MAX_MESSAGE.as_str())]
     pub max_message: u64,
     /// Clients served at once; more are refused as busy.
-    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024), default_value = "16")]
+    #[arg(long, value_parser = clap::value_parser!(u32).range(1..=1024), default_value = D::SERVE_MAX_SESSIONS.as_str())]
     pub max_sessions: u32,
     /// Sessions one client address may hold at once, so one address cannot take every slot [default: half of --max-sessions, rounded up].
     #[arg(long, value_name = "N", value_parser = clap::value_parser!(u32).range(1..=1024))]
     pub max_per_address: Option<u32>,
     /// A client silent this long (mid-frame or between runs) loses its connection, and one message that has begun must end within it (plus its length at 64 KiB/s): trickled bytes do not extend it. Its hello must come within 2s of connecting (or this, if shorter). From 10ms to 1 day.
-    #[arg(long, value_parser = duration, default_value = "30s")]
+    #[arg(long, value_parser = duration, default_value = D::SERVE_IDLE_TIMEOUT.as_str())]
     pub idle_timeout: Duration,
     /// Serve one client whose session ends well, then exit (connections that fail their hello, and sessions that end on an error, do not count).
     #[arg(long)]
@@ -567,6 +569,7 @@ pub struct ReportArgs {
     #[arg(long, value_name = "NAME", value_delimiter = ',')]
     pub compare: Vec<String>,
     /// Title of the HTML page.
+    // No config behind `report`: the title is the command line's own.
     #[arg(long, default_value = "xferbench report")]
     pub title: String,
 }
@@ -580,10 +583,10 @@ pub struct CompareArgs {
     #[arg(value_name = "NEW")]
     pub new: String,
     /// Confidence of the intervals: 99%, 95% or 0.99.
-    #[arg(long, default_value = "99%", value_parser = parse_confidence)]
+    #[arg(long, default_value = D::COMPARE_CONFIDENCE.as_str(), value_parser = parse_confidence)]
     pub confidence: f64,
     /// Changes within ± this are no change: 5%, 2% or 0.05.
-    #[arg(long, default_value = "5%", value_parser = parse_noise)]
+    #[arg(long, default_value = D::COMPARE_NOISE.as_str(), value_parser = parse_noise)]
     pub noise: f64,
     /// Statistics to compare: p50, mean, p90, p99, p999, bandwidth, iops, rate (default: p50, mean, p99 and every rate the points have).
     #[arg(long, value_parser = word::<xferbench::compare::extract::Statistic>(), value_delimiter = ',')]
@@ -598,6 +601,8 @@ pub struct CompareArgs {
     #[arg(long)]
     pub allow_different: bool,
     /// Output format (markdown: a pull-request comment).
+    // How the comparison is written is the command line's choice, not a
+    // `compare::Settings` one: the default stays here.
     #[arg(long, value_parser = word::<xferbench::compare::render::CompareFormat>(), default_value = "table")]
     pub format: xferbench::compare::render::CompareFormat,
     /// Write the comparison to this file instead of stdout.
@@ -649,6 +654,8 @@ pub struct ReferenceArgs {
 pub enum ReferenceAction {
     /// Lists the reference datasets: name, experiment it compares with, size, source.
     List {
+        // `reference::Action` carries the format chosen and holds no
+        // default of its own: the command line's choice.
         #[arg(long, value_parser = word::<Format>(), default_value = "table")]
         format: Format,
     },
@@ -656,6 +663,7 @@ pub enum ReferenceAction {
     Show {
         /// A name from `xferbench reference list`.
         name: String,
+        // As for `list`: no config default behind it.
         #[arg(long, value_parser = word::<Format>(), default_value = "table")]
         format: Format,
     },
@@ -701,7 +709,7 @@ pub struct StreamArgs {
     #[command(flatten)]
     pub flags: StreamFlagArgs,
     /// Give up on an I/O that has not completed for this long.
-    #[arg(long, value_parser = duration, default_value = "10s")]
+    #[arg(long, value_parser = duration, default_value = D::STREAM_TIMEOUT.as_str())]
     pub timeout: Duration,
     /// Lay out a file for a read job even when that means writing more than 8 GiB of zeros or half the file system's free space (never more than fits).
     #[arg(long)]
@@ -777,6 +785,25 @@ fn samples_help() -> String {
     )
 }
 
+/// `--warmup`'s help: the warm-up `sample::measure` makes when given no
+/// count, from the constants it uses.
+fn warmup_help() -> String {
+    use xferbench::experiment::sample::{AUTO_WARMUP, AUTO_WARMUP_TIME};
+    format!(
+        "Untimed round trips before each point. Default: up to {AUTO_WARMUP} within {} s",
+        AUTO_WARMUP_TIME.as_secs_f64()
+    )
+}
+
+/// `load --warmup`'s help: a count per client and cell, its default from
+/// [`LoadConfig`].
+pub(super) fn load_warmup_help() -> String {
+    format!(
+        "Untimed round trips each client (--inflight) makes before each cell, under that cell's load; the open loop (--rate, --rates) does not use it: it warms each size up with round trips of its own. Default: {}",
+        LoadConfig::default().cell_warmup
+    )
+}
+
 fn shown(a: Option<Amount>) -> String {
     a.map_or_else(|| "none".into(), |a| a.shown())
 }
@@ -835,6 +862,7 @@ impl From<MeshArgs> for opt::MeshConfig {
 
 impl From<LoadArgs> for LoadConfig {
     fn from(a: LoadArgs) -> LoadConfig {
+        let defaults = LoadConfig::default();
         LoadConfig {
             sizes: a.sizes.0,
             loads: a.loads,
@@ -850,7 +878,9 @@ impl From<LoadArgs> for LoadConfig {
             rate: a.rate.map(|r| r.0),
             rates: a.rates.map(|r| r.0),
             arrival: a.arrival,
-            common: a.common.into_common(&LoadConfig::default().common),
+            // `--warmup` lands in `common`; this is the count used without it.
+            cell_warmup: defaults.cell_warmup,
+            common: a.common.into_common(&defaults.common),
         }
     }
 }
@@ -1007,6 +1037,19 @@ impl From<PluginCheckArgs> for xferbench::command::plugin_check::CheckOptions {
             options: a.options,
             timeout: a.timeout,
             format: a.format,
+        }
+    }
+}
+
+impl From<&CompareArgs> for xferbench::compare::Settings {
+    fn from(a: &CompareArgs) -> xferbench::compare::Settings {
+        xferbench::compare::Settings {
+            confidence: a.confidence,
+            noise: a.noise,
+            stats: a.stats.clone(),
+            fail_on: a.fail_on.clone(),
+            strict: a.strict,
+            allow_different: a.allow_different,
         }
     }
 }

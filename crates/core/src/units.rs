@@ -226,6 +226,61 @@ pub fn format_size(v: u64) -> String {
     }
 }
 
+/// A size list item by item, as [`parse_size_list`] reads it back:
+/// `512,1k,2k,4k`. For a list shown as its user wrote it, a run of sizes
+/// and all.
+pub fn format_size_list(sizes: &[u64]) -> String {
+    let items: Vec<String> = sizes.iter().map(|&v| format_size(v)).collect();
+    items.join(",")
+}
+
+/// A sorted size list (as [`parse_size_list`] gives) written back as ranges
+/// where it can be: each run of three or more sizes that doubles becomes
+/// `A..B` (`64..16k`), a 0 before a run from 1 joins it (`0..8M`), the
+/// rest stay single (`0,64..256,1000`). Parsing the text gives the list.
+pub fn format_size_ranges(sizes: &[u64]) -> String {
+    let mut items = Vec::new();
+    let mut i = 0;
+    while i < sizes.len() {
+        // A range from 0 is 0, then 1, 2, 4…: the doubling starts at 1.
+        let mut end = match sizes.get(i..i + 2) {
+            Some([0, 1]) => i + 1,
+            _ => i,
+        };
+        while sizes
+            .get(end + 1)
+            .is_some_and(|&next| sizes[end] > 0 && sizes[end].checked_mul(2) == Some(next))
+        {
+            end += 1;
+        }
+        if end - i >= 2 {
+            items.push(format!(
+                "{}..{}",
+                format_size(sizes[i]),
+                format_size(sizes[end])
+            ));
+            i = end + 1;
+        } else {
+            items.push(format_size(sizes[i]));
+            i += 1;
+        }
+    }
+    items.join(",")
+}
+
+/// A duration as [`parse_duration`] reads it back, in the largest of s,
+/// ms, us and ns that gives a whole number: `10s`, `50ms`, `20us`, `0s`.
+pub fn format_duration(d: Duration) -> String {
+    let ns = d.as_nanos();
+    match ns {
+        0 => "0s".into(),
+        n if n % 1_000_000_000 == 0 => format!("{}s", n / 1_000_000_000),
+        n if n % 1_000_000 == 0 => format!("{}ms", n / 1_000_000),
+        n if n % 1_000 == 0 => format!("{}us", n / 1_000),
+        n => format!("{n}ns"),
+    }
+}
+
 /// Parses a fio size: `4096`, `4k`, `1.5m`, `64GiB`, `0x1000`. Suffixes are
 /// binary however spelled (`kb`, `KiB`), as under fio's default kb_base=1024.
 /// The message names no value: callers say which option it was.
@@ -416,6 +471,43 @@ mod tests {
         let many = vec![format!("0-{}", CPU_LIMIT - 1); 5].join(",");
         let e = parse_cpu_list(&many).unwrap_err().to_string();
         assert!(e.contains("more than"), "{e}");
+    }
+
+    #[test]
+    fn size_lists_and_durations_are_written_as_they_parse_back() {
+        for (text, shown) in [
+            ("64..16k", "64..16k"),
+            ("0..8M", "0..8M"),
+            ("256..8M", "256..8M"),
+            ("3..12", "3..12"),
+            ("0..2", "0..2"),
+            ("0,1", "0,1"),
+            ("0,1,3", "0,1,3"),
+            ("0,64..256,1000", "0,64..256,1000"),
+            ("64,128", "64,128"),
+            ("512,1k,2k,4k", "512..4k"),
+            ("64..256+64", "64,128,192,256"),
+            ("1G", "1G"),
+        ] {
+            let list = parse_size_list(text).unwrap();
+            let back = format_size_ranges(&list);
+            assert_eq!(back, shown, "{text}");
+            assert_eq!(parse_size_list(&back).unwrap(), list, "{text} -> {back}");
+        }
+        assert_eq!(format_size_ranges(&[]), "");
+        let load = parse_size_list("512,1k,2k,4k,8k,16k").unwrap();
+        assert_eq!(format_size_list(&load), "512,1k,2k,4k,8k,16k");
+        for (d, shown) in [
+            (Duration::ZERO, "0s"),
+            (Duration::from_secs(10), "10s"),
+            (Duration::from_millis(50), "50ms"),
+            (Duration::from_millis(1500), "1500ms"),
+            (Duration::from_micros(20), "20us"),
+            (Duration::from_nanos(7), "7ns"),
+        ] {
+            assert_eq!(format_duration(d), shown);
+            assert_eq!(parse_duration(shown).unwrap(), d, "{shown}");
+        }
     }
 
     #[test]

@@ -66,6 +66,13 @@ pub fn parse<T: Word>(s: &str) -> Result<T, UnknownWord> {
     T::from_word(s).ok_or_else(|| UnknownWord::of::<T>(s))
 }
 
+/// The words of `values`, comma-separated, as a flag that takes a list of
+/// them reads them back: `mean,p99`.
+pub fn join<T: Word>(values: &[T]) -> String {
+    let words: Vec<&str> = values.iter().map(|v| v.word()).collect();
+    words.join(",")
+}
+
 /// Declares an enum of unit variants, each written `Variant = "word"`, and
 /// implements [`Word`] and `FromStr` for it. Attributes on the enum and its
 /// variants (derives, `serde`, `#[default]`, doc comments) are kept as written.
@@ -228,6 +235,10 @@ mod tests {
             "'Initiator' is not one of initiator, three-words"
         );
         assert_eq!(Side::ThreeWords.word(), "three-words");
+        assert_eq!(
+            join(&[Side::ThreeWords, Side::Initiator]),
+            "three-words,initiator"
+        );
     }
 
     #[test]

@@ -649,6 +649,13 @@ pub struct LoadConfig {
     pub rates: Option<Vec<f64>>,
     /// Open-loop arrivals: fixed spacing or Poisson.
     pub arrival: Arrival,
+    /// Untimed round trips each client makes before each closed-loop cell,
+    /// under that cell's load, when `common.warmup` gives no count: load's
+    /// own default, where roundtrip and curve warm up for a time instead
+    /// (`common.warmup`'s None). Not recorded apart: runs record
+    /// `common.warmup` as given, null by default, as they always have.
+    #[serde(skip)]
+    pub cell_warmup: u64,
     /// Transports, modes, sampling and output.
     #[serde(flatten)]
     pub common: Common,
@@ -667,6 +674,7 @@ impl Default for LoadConfig {
             rate: None,
             rates: None,
             arrival: Arrival::Fixed,
+            cell_warmup: 20,
             common: Common::default(),
         }
     }

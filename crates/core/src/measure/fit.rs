@@ -54,6 +54,17 @@ pub enum Breakpoint {
     Size(u64),
 }
 
+impl Breakpoint {
+    /// The word or size that names it, as `--breakpoint` takes it.
+    pub fn name(self) -> String {
+        match self {
+            Breakpoint::None => "none".into(),
+            Breakpoint::Auto => "auto".into(),
+            Breakpoint::Size(n) => crate::units::format_size(n),
+        }
+    }
+}
+
 impl serde::Serialize for Breakpoint {
     fn serialize<S: serde::Serializer>(&self, s: S) -> std::result::Result<S::Ok, S::Error> {
         match self {
@@ -837,5 +848,17 @@ mod tests {
                 "{k}"
             );
         }
+    }
+
+    #[test]
+    fn breakpoints_are_named_as_they_parse_back() {
+        for b in [
+            Breakpoint::Auto,
+            Breakpoint::None,
+            Breakpoint::Size(64 << 10),
+        ] {
+            assert_eq!(b.name().parse::<Breakpoint>(), Ok(b), "{}", b.name());
+        }
+        assert_eq!(Breakpoint::Size(64 << 10).name(), "64k");
     }
 }

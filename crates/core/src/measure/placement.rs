@@ -96,6 +96,21 @@ impl std::str::FromStr for Cpus {
     }
 }
 
+/// As `--cpus` takes it back: empty for the default, `none`, or the list.
+impl std::fmt::Display for Cpus {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Cpus::Auto => Ok(()),
+            Cpus::Unpinned => f.write_str("none"),
+            // In order, not compacted: the first is the initiator's.
+            Cpus::List(v) => {
+                let items: Vec<String> = v.iter().map(usize::to_string).collect();
+                f.write_str(&items.join(","))
+            }
+        }
+    }
+}
+
 /// Chooses the placement from `--cpus` (None = "none": no pinning; empty = default).
 pub fn choose(requested: Option<&[usize]>) -> Result<Placement> {
     let allowed = allowed_cpus();
@@ -292,6 +307,10 @@ mod tests {
     fn compacting() {
         assert_eq!(compact(&[0, 1, 2, 5, 7, 8]), "0-2,5,7-8");
         assert_eq!(compact(&[]), "");
+        // `--cpus` reads each form back as it is shown.
+        for cpus in [Cpus::Auto, Cpus::Unpinned, Cpus::List(vec![3, 1, 2, 5])] {
+            assert_eq!(cpus.to_string().parse::<Cpus>().unwrap(), cpus);
+        }
     }
 
     #[test]

@@ -23,6 +23,17 @@ pub struct LimitsOptions {
     pub refresh: bool,
 }
 
+impl Default for LimitsOptions {
+    fn default() -> LimitsOptions {
+        LimitsOptions {
+            format: Format::Table,
+            output: None,
+            html: None,
+            refresh: false,
+        }
+    }
+}
+
 fn device(sys: &Sysfs, f: Function) -> Device {
     Device {
         kind: f.kind().into(),

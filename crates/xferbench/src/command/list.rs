@@ -23,6 +23,17 @@ pub struct ListOptions {
     pub timeout: Duration,
 }
 
+impl Default for ListOptions {
+    fn default() -> ListOptions {
+        ListOptions {
+            format: Format::Table,
+            transports: Vec::new(),
+            no_probe: false,
+            timeout: Duration::from_secs(5),
+        }
+    }
+}
+
 #[derive(Serialize)]
 struct Entry {
     name: &'static str,

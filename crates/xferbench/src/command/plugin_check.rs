@@ -802,6 +802,19 @@ pub struct CheckOptions {
     pub format: Format,
 }
 
+/// The defaults of everything but the plugin, whose `path` is left empty
+/// for the caller to fill in.
+impl Default for CheckOptions {
+    fn default() -> CheckOptions {
+        CheckOptions {
+            path: std::path::PathBuf::new(),
+            options: Vec::new(),
+            timeout: Duration::from_secs(2),
+            format: Format::Table,
+        }
+    }
+}
+
 /// Runs every check; an error when any fails.
 pub fn run(args: &CheckOptions) -> Result<()> {
     if args.format == Format::Csv {

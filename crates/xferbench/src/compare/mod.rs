@@ -19,7 +19,7 @@ use method::{Method, Verdict};
 use serde::Serialize;
 
 /// How to compare, and what fails.
-#[derive(Clone, Debug, Serialize)]
+#[derive(Clone, Debug, PartialEq, Serialize)]
 pub struct Settings {
     /// Two-sided confidence of the intervals (0.99).
     pub confidence: f64,

@@ -316,7 +316,7 @@ fn closed_loop(ctx: &Ctx, links: &mut [Box<dyn Link>], run: &mut LoadRun) -> Res
     } = *ctx;
     let delay = args.common.responder_delay.as_nanos() as u64;
     let budget = Budget {
-        warmup: Some(args.common.warmup.unwrap_or(20)),
+        warmup: Some(args.common.warmup.unwrap_or(args.cell_warmup)),
         amount: Amount::Time(args.cell_time),
     };
     for &dir in &args.direction {
