@@ -198,6 +198,27 @@ fn a_device_on_another_node_than_its_cpus_gets_the_numa_note() {
     let _t = turn();
     let dir = tempfile::tempdir().unwrap();
     let job = dir.path().join("far.fio");
+    // fio's three ways of placing a job name the same CPU on node 0; the
+    // last given (here in the job's section, over [global]) holds.
+    for placing in ["cpumask=0x1", "numa_cpu_nodes=0"] {
+        std::fs::write(
+            &job,
+            format!(
+                "[global]\ncpus_allowed=8\n[far]\nfilename=xfer:plugin:path={},pci={GEN4X8}\nrw=write\nbs=1m\nsize=16m\n{placing}\n",
+                echo().display()
+            ),
+        )
+        .unwrap();
+        let o = run(
+            Some("gen4x8"),
+            &["stream", "--job", job.to_str().unwrap(), "--format", "json"],
+        );
+        assert!(o.status.success(), "{placing}: {}", stderr(&o));
+        let d = json(&o);
+        let n = &the_limit(&d)["numa"];
+        assert_eq!(n["device_node"], 1, "{placing}: {d}");
+        assert_eq!(n["cpu_nodes"][0], 0, "{placing}: {d}");
+    }
     std::fs::write(
         &job,
         format!(

@@ -396,18 +396,37 @@ fn handed_over(filename: &str) -> bool {
     !crate::result::limit::copied(&spec.name, buffers)
 }
 
-/// The CPUs a job was confined to (`cpus_allowed`/`cpumask` of its own
-/// section or `[global]`), else every CPU the process may use.
+/// The CPUs a job was confined to, as fio reads its options: the last of
+/// `cpus_allowed`, `cpumask` and `numa_cpu_nodes` given (in `[global]`,
+/// then the job's own section), else every CPU the process may use. A
+/// node's CPUs are read from the same sysfs as the device's node
+/// (`XFERBENCH_SYSFS`), so the NUMA note compares like with like.
 fn job_cpus(run: &StreamRun, j: &JobResult) -> Vec<usize> {
-    let given = |pairs: &[(String, String)]| {
-        pairs
-            .iter()
-            .rev()
-            .find(|(k, _)| k == "cpus_allowed")
-            .and_then(|(_, v)| crate::units::parse_cpu_list(v).ok().flatten())
-    };
-    given(&j.fio.job_options.0)
-        .or_else(|| given(&run.extra.global_options.0))
+    let mut cpus = None;
+    let given = run
+        .extra
+        .global_options
+        .0
+        .iter()
+        .chain(&j.fio.job_options.0);
+    for (k, v) in given {
+        match k.as_str() {
+            "numa_cpu_nodes" => {
+                cpus = crate::units::parse_cpu_list(v).ok().flatten().map(|nodes| {
+                    let of = |n: usize| core::node_cpus(n as u32).unwrap_or_default();
+                    nodes.into_iter().flat_map(of).collect()
+                });
+            }
+            "cpus_allowed" | "cpumask" => {
+                let mut job = crate::fio::job::Job::default();
+                if job.set(k, Some(v)).is_ok() {
+                    cpus = job.cpus_allowed;
+                }
+            }
+            _ => {}
+        }
+    }
+    cpus.filter(|c: &Vec<usize>| !c.is_empty())
         .unwrap_or_else(crate::measure::placement::allowed_cpus)
 }
 
