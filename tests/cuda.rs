@@ -125,6 +125,40 @@ fn without_a_gpu_cuda_is_listed_unavailable_and_refused() {
     );
 }
 
+/// `limits` lists each GPU the driver has on the link sysfs holds at its
+/// bus id (the stand-in driver's is the fake tree's Gen5 card trained at
+/// Gen4 x8), once: not again as the 3D controller sysfs also lists there.
+#[test]
+fn limits_lists_the_drivers_gpus_on_their_links() {
+    let Some(dir) = fake_driver() else {
+        eprintln!("skipped: no C compiler for the stand-in driver");
+        return;
+    };
+    let cache = tempfile::tempdir().unwrap();
+    let tree = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("tests/data/sysfs/gen4x8");
+    let run = |format: &str| {
+        let mut c = xferbench();
+        c.args(["limits", "--format", format])
+            .env("LD_LIBRARY_PATH", dir)
+            .env("XFERBENCH_SYSFS", &tree)
+            .env("XDG_CACHE_HOME", cache.path());
+        let o = finish(c);
+        assert!(o.status.success(), "{}", stderr(&o));
+        o
+    };
+    let j = json(&run("json"));
+    let gpus = j["gpus"].as_array().unwrap();
+    assert_eq!(gpus.len(), 1, "{j}");
+    let g = &gpus[0];
+    assert_eq!(g["address"], "0000:41:00.0", "{g}");
+    assert_eq!(g["cuda"]["name"], "xferbench fake GPU", "{g}");
+    assert_eq!(g["cuda"]["ordinal"], 0, "{g}");
+    assert_eq!(g["limit"]["what"], "PCIe 4.0 x8", "{g}");
+    assert_eq!(g["downgraded"], true, "{g}");
+    let table = String::from_utf8_lossy(&run("table").stdout).to_string();
+    assert!(table.contains("GPU 0: xferbench fake GPU"), "{table}");
+}
+
 #[test]
 fn bad_cuda_options_are_usage_errors_with_or_without_a_gpu() {
     for (spec, says) in [

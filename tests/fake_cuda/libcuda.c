@@ -296,7 +296,7 @@ CUresult cuDeviceGetName(char *b, int n, int d) {
 }
 CUresult cuDeviceGetPCIBusId(char *b, int n, int d) {
   (void)d;
-  snprintf(b, n, "0000:00:00.0");
+  snprintf(b, n, "00000000:41:00.0");
   return OK;
 }
 CUresult cuDriverGetVersion(int *v) {

@@ -34,9 +34,9 @@ pub struct Measured {
     pub buffer_bytes: usize,
     /// When (RFC 3339, UTC).
     pub measured_at: String,
-    /// Tasks other than the measurement that were ready to run throughout
-    /// it (the fewest of the samples of `procs_running` taken while it
-    /// ran): more than none, and the figures may be low.
+    /// Tasks other than the measurement that were ready to run while it
+    /// ran (the median of `procs_running` sampled before, between and
+    /// after its copies): more than none, and the figures may be low.
     #[serde(default)]
     pub others_running: u32,
 }

@@ -140,6 +140,22 @@ pub fn function_above(sys: &Sysfs, path: &Path) -> Option<String> {
 }
 
 impl Function {
+    /// A function known by its address alone (a GPU the driver lists at a
+    /// bus id sysfs does not have).
+    pub fn at(address: String) -> Function {
+        Function {
+            address,
+            vendor: None,
+            device: None,
+            class: None,
+            driver: None,
+            numa_node: None,
+            current: None,
+            capable: None,
+            upstream: Vec::new(),
+        }
+    }
+
     /// What the function is, as `lspci` says it at a glance: its class
     /// in words where it is a common one.
     pub fn kind(&self) -> &'static str {

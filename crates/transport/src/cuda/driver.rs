@@ -94,6 +94,22 @@ pub fn used_devices() -> Vec<Gpu> {
     USED.lock().map(|v| v.clone()).unwrap_or_default()
 }
 
+/// Every device the driver lists, described, for `xferbench limits`: empty
+/// where CUDA is not available (no library, no device). Makes no context.
+pub fn devices() -> Vec<Gpu> {
+    let Ok(n) = driver() else {
+        return Vec::new();
+    };
+    (0..*n)
+        .filter_map(|ordinal| {
+            let mut dev: sys::CUdevice = 0;
+            // SAFETY: dev outlives the call; the driver is initialised.
+            let r = unsafe { sys::cuDeviceGet(&mut dev, ordinal) };
+            (r == CUresult::CUDA_SUCCESS).then(|| describe(ordinal, dev))
+        })
+        .collect()
+}
+
 fn attribute(dev: sys::CUdevice, a: sys::CUdevice_attribute) -> i32 {
     let mut v = 0;
     // SAFETY: v outlives the call; a failed query leaves 0.

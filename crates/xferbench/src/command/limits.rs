@@ -40,7 +40,38 @@ fn device(sys: &Sysfs, f: Function) -> Device {
         downgraded: f.downgraded(),
         limit: f.limit(sys),
         function: f,
+        cuda: None,
     }
+}
+
+/// The GPUs: each the CUDA driver lists, on the link sysfs has at its bus
+/// id (only its address where sysfs has none there), then the display and
+/// 3D controllers sysfs lists that the driver does not (another vendor's,
+/// or no driver loaded).
+fn gpus(sys: &Sysfs) -> Vec<Device> {
+    let mut out: Vec<Device> = Vec::new();
+    for g in crate::transport::cuda::driver::devices() {
+        let address = gpu::function_of(&g.pci_bus_id).unwrap_or_else(|| g.pci_bus_id.clone());
+        let mut d = match pci::function(sys, &address) {
+            Some(f) => device(sys, f),
+            None => Device {
+                kind: "GPU".into(),
+                downgraded: false,
+                limit: None,
+                function: Function::at(address),
+                cuda: None,
+            },
+        };
+        d.kind = format!("GPU {}: {}", g.ordinal, g.name);
+        d.cuda = Some(g);
+        out.push(d);
+    }
+    for f in gpu::gpus(sys) {
+        if !out.iter().any(|d| d.function.address == f.address) {
+            out.push(device(sys, f));
+        }
+    }
+    out
 }
 
 /// Surveys the machine: memory measured (or read back from the cache),
@@ -85,10 +116,7 @@ pub fn survey(refresh: bool) -> Survey {
             round_trip: pair.and_then(|(a, b)| memory::round_trip_limit(a, b)),
             clock: memory::clock_limit(),
         },
-        gpus: gpu::gpus(&sys)
-            .into_iter()
-            .map(|f| device(&sys, f))
-            .collect(),
+        gpus: gpus(&sys),
         pci: with_link.into_iter().map(|f| device(&sys, f)).collect(),
         nics: net::nics(&sys)
             .into_iter()

@@ -52,6 +52,10 @@ pub struct Device {
     pub downgraded: bool,
     /// The payload ceiling a direction; None for a speed not known.
     pub limit: Option<Limit>,
+    /// A GPU as the CUDA driver describes it (ordinal, name, bus id): the
+    /// device `-t cuda:device=N` drives over this link.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cuda: Option<crate::measure::env::Gpu>,
 }
 
 /// A network interface and its ceiling.
