@@ -876,7 +876,7 @@ pub fn mesh(runs: &[&SavedRun]) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn run(extra: Value) -> SavedRun {
         let mut v = json!({

@@ -498,7 +498,7 @@ pub fn figures(id: &str, base: &SavedRun, new: &SavedRun) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn curve_point(spec: &str, size: u64, p50: f64, repeats: &[f64]) -> Value {
         let reps: Vec<Value> = repeats

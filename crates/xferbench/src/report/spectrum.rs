@@ -475,7 +475,7 @@ fn compared(
 mod tests {
     use super::*;
     use crate::measure::stats::Recorder;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn encoded(values: impl IntoIterator<Item = u64>) -> String {
         let mut r = Recorder::new();

@@ -303,7 +303,13 @@ impl AnyRun {
                         edges: p.edges,
                         cores: p.cores,
                     };
-                    one(i, Of::Flowgraph(p), config, Sizes::Blocks(p.blocks), &p.spread)
+                    one(
+                        i,
+                        Of::Flowgraph(p),
+                        config,
+                        Sizes::Blocks(p.blocks),
+                        &p.spread,
+                    )
                 })
                 .collect(),
             AnyRun::Pairs(r) => r
@@ -378,9 +384,7 @@ fn open(p: &OpenPoint) -> Config<'_> {
 fn stream(j: &StreamJob) -> Config<'_> {
     Config::Stream {
         jobname: j.jobname(),
-        job: j
-            .job()
-            .map(|x| (x.rw, x.ioengine, x.iodepth, x.completion)),
+        job: j.job().map(|x| (x.rw, x.ioengine, x.iodepth, x.completion)),
     }
 }
 
@@ -391,8 +395,13 @@ mod tests {
 
     #[test]
     fn a_stream_job_is_a_point_per_direction_and_clones_share_a_config() {
-        let job = |clone: u64| json!({"jobname": "j", "rw": "readwrite", "bs": 4096, "clone": clone});
-        let r = sketch("s", json!({"experiment": "stream", "jobs": [job(0), job(1)]})).unwrap();
+        let job =
+            |clone: u64| json!({"jobname": "j", "rw": "readwrite", "bs": 4096, "clone": clone});
+        let r = sketch(
+            "s",
+            json!({"experiment": "stream", "jobs": [job(0), job(1)]}),
+        )
+        .unwrap();
         let v = r.run.views();
         let dirs: Vec<(usize, Option<&str>)> = v.iter().map(|p| (p.entry, p.direction)).collect();
         assert_eq!(
@@ -412,13 +421,14 @@ mod tests {
 
     #[test]
     fn an_open_loop_point_is_placed_by_its_rate_and_configured_by_its_size() {
+        let latency = serde_json::to_value(crate::result::Summary::default()).unwrap();
+        let at = |size: u64| {
+            json!({"offered_per_s": 1000.0, "achieved_per_s": 990.0, "size_bytes": size,
+                   "latency": latency})
+        };
         let r = sketch(
             "l",
-            json!({"experiment": "load", "points": [
-                {"offered_per_s": 1000.0, "achieved_per_s": 990.0, "size_bytes": 64,
-                 "latency": {"p50_ns": 1}},
-                {"offered_per_s": 1000.0, "achieved_per_s": 990.0, "size_bytes": 128,
-                 "latency": {"p50_ns": 1}}]}),
+            json!({"experiment": "load", "points": [at(64), at(128)]}),
         )
         .unwrap();
         let v = r.run.views();
