@@ -587,6 +587,45 @@ mod tests {
     }
 
     #[test]
+    fn a_stream_job_is_a_series_per_clone_and_direction_that_did_io() {
+        let run = |label: &str, bw: u64| {
+            let job = |clone: u64| {
+                json!({"jobname": "j", "rw": "readwrite", "clone": clone, "sweep_bs": 4096,
+                       "read": {"bw_bytes": bw, "total_ios": 10},
+                       "write": {"bw_bytes": bw, "total_ios": 10}})
+            };
+            crate::result::saved::sketch(
+                label,
+                json!({"experiment": "stream", "jobs": [job(0), job(1)]}),
+            )
+            .unwrap()
+        };
+        let c = pair("x", &run("a", 1_000_000), &run("b", 2_000_000));
+        assert_eq!(c.figures.len(), 1);
+        let Plot::Lines(l) = &c.figures[0].plot else {
+            panic!("lines")
+        };
+        let s: Vec<(&str, &[(f64, f64)])> = l
+            .series
+            .iter()
+            .map(|s| (s.name.as_str(), s.points.as_slice()))
+            .collect();
+        assert_eq!(
+            s,
+            [
+                ("j read · a", &[(4096.0, 1.0)][..]),
+                ("j read · b", &[(4096.0, 2.0)][..]),
+                ("j write · a", &[(4096.0, 1.0)][..]),
+                ("j write · b", &[(4096.0, 2.0)][..]),
+                ("j clone 1 read · a", &[(4096.0, 1.0)][..]),
+                ("j clone 1 read · b", &[(4096.0, 2.0)][..]),
+                ("j clone 1 write · a", &[(4096.0, 1.0)][..]),
+                ("j clone 1 write · b", &[(4096.0, 2.0)][..]),
+            ]
+        );
+    }
+
+    #[test]
     fn runs_without_a_point_in_common_say_why_and_draw_nothing() {
         let a = run("a", vec![curve_point("thread", 64, 100.0, &[])]);
         let b = run("b", vec![curve_point("tcp", 64, 100.0, &[])]);
