@@ -120,54 +120,8 @@ pub struct Measured {
     pub device: Option<String>,
 }
 
-type Found<T> = Result<T, String>;
-
-fn num(v: &Value, path: &str) -> Found<f64> {
-    let mut cur = v;
-    for k in path.split('.') {
-        cur = cur
-            .get(k)
-            .ok_or_else(|| format!("field {path} is missing"))?;
-    }
-    cur.as_f64()
-        .ok_or_else(|| format!("field {path} is not a number ({cur})"))
-}
-
-/// A field that names the point. Files from older versions lack some
-/// (load points had no `spec`): a missing one is left out of the name, one
-/// of the wrong type is refused.
-fn text(v: &Value, k: &str) -> Found<String> {
-    match v.get(k) {
-        Some(Value::String(s)) => Ok(s.clone()),
-        Some(Value::Number(n)) => Ok(n.to_string()),
-        None | Some(Value::Null) => Ok(match k {
-            "spec" => v
-                .get("transport")
-                .and_then(Value::as_str)
-                .unwrap_or("-")
-                .to_string(),
-            _ => "-".into(),
-        }),
-        Some(x) => Err(format!("field {k} is not a string ({x})")),
-    }
-}
-
 /// The name of a stream job across runs: its name, clone and swept size
 /// (its file may be a fresh temporary one each run).
-pub fn job_name(job: &Value) -> Found<String> {
-    let mut name = text(job, "jobname")?;
-    if let Ok(c) = num(job, "clone")
-        && c > 0.0
-    {
-        name += &format!(" clone {c}");
-    }
-    if let Ok(bs) = num(job, "sweep_bs") {
-        name += &format!(" bs {bs}");
-    }
-    Ok(name)
-}
-
-/// [`job_name`] for a typed stream entry.
 pub fn stream_job_name(j: &StreamJob) -> String {
     let mut name = j.jobname().to_string();
     if let Some(x) = j.job() {

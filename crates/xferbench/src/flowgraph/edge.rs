@@ -41,15 +41,6 @@ pub fn series(scheduler: &str, edges: &str) -> String {
     }
 }
 
-/// [`series`] for a point read back from JSON (runs saved before edges
-/// had a kind used circular buffers).
-pub fn series_of(point: &serde_json::Value) -> String {
-    series(
-        point["scheduler"].as_str().unwrap_or("?"),
-        point["edges"].as_str().unwrap_or(Edges::Circular.name()),
-    )
-}
-
 /// The consuming end of an edge.
 pub trait Input: Send {
     /// A hint: the block takes up to `n` items per call.

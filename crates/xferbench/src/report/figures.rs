@@ -9,7 +9,7 @@ use crate::measure::stats::Summary;
 use crate::options::DataDirection;
 use crate::result::curve::CurvePoint;
 use crate::result::flowgraph::{FlowExtra, FlowPoint};
-use crate::result::load::{ClosedPoint, LoadPoint};
+use crate::result::load::{ClosedPoint, LoadPoint, OpenPoint};
 use crate::result::saved::SavedRun;
 use crate::result::saved::{AnyRun, written};
 use crate::result::saved::{Saved, StreamJob};
@@ -17,12 +17,6 @@ use crate::result::{DeviceTime, Point};
 use crate::transport::{BufferMode, CompletionMode, Pattern};
 use crate::units::Chunk;
 use crate::units::si;
-use serde_json::Value;
-
-/// A text field of a saved point ("" when absent or not text).
-pub fn text<'a>(v: &'a Value, k: &str) -> &'a str {
-    v.get(k).and_then(Value::as_str).unwrap_or("")
-}
 
 /// Every figure the runs give, in the order the report shows them.
 pub fn all(runs: &[SavedRun]) -> Vec<Figure> {
@@ -431,38 +425,6 @@ pub fn point_config(p: &Point) -> String {
     )
 }
 
-/// "tcp user/block": a round-trip configuration.
-pub fn config_name(p: &Value) -> String {
-    format!(
-        "{} {}/{}",
-        text(p, "spec"),
-        text(p, "buffers"),
-        text(p, "completion")
-    )
-}
-
-/// One curve's name: spec, mode, packet strategy, and buffers/completion.
-pub fn curve_name(p: &Value) -> String {
-    let mut s = format!("{} {}", text(p, "spec"), text(p, "mode"));
-    // A stream the responder sent (device to host) is a curve of its own.
-    if p.get("direction").and_then(Value::as_str) == Some("read") {
-        s.push_str(" read");
-    }
-    let chunk = p.get("chunk").map_or(String::new(), |c| match c {
-        Value::String(s) => s.clone(),
-        other => other.to_string(),
-    });
-    if !chunk.is_empty() && chunk != "whole" {
-        s.push_str(&format!(" chunk {chunk}"));
-    }
-    s.push_str(&format!(
-        " {}/{}",
-        text(p, "buffers"),
-        text(p, "completion")
-    ));
-    s
-}
-
 /// One curve's name, from its point or fit: spec, mode, packet strategy,
 /// and buffers/completion.
 fn typed_curve_name(
@@ -629,17 +591,6 @@ fn stream_direction(rw: &str) -> &'static str {
     }
 }
 
-/// A stream job's name: job, rw, engine and completion.
-pub fn stream_name(j: &Value) -> String {
-    format!(
-        "{} {} {}/{}",
-        text(j, "jobname"),
-        text(j, "rw"),
-        text(j, "ioengine"),
-        text(j, "completion")
-    )
-}
-
 /// A saved stream entry's name: job, rw, engine and completion (a merged
 /// group's jobs have no one rw, engine or completion: blank).
 pub fn stream_job_name(j: &StreamJob) -> String {
@@ -705,18 +656,18 @@ pub fn stream(runs: &[&SavedRun]) -> Vec<Figure> {
 }
 
 /// A closed-loop load cell's series: transport, load and direction.
-pub fn load_name(p: &Value) -> String {
-    let key = format!("{} {}", text(p, "load"), text(p, "direction"));
-    match text(p, "transport") {
-        "" => key,
-        t => format!("{t} {key}"),
-    }
+pub fn closed_name(p: &ClosedPoint) -> String {
+    load_name(&p.transport, &p.load, p.direction)
 }
 
-/// A closed-loop load cell's series: transport, load and direction.
-pub fn closed_name(p: &ClosedPoint) -> String {
-    let key = format!("{} {}", p.load, written(&p.direction));
-    match p.transport.as_str() {
+/// An open-loop point's sweep, named as a closed-loop series is.
+pub fn open_name(p: &OpenPoint) -> String {
+    load_name(&p.transport, &p.load, p.direction)
+}
+
+fn load_name(transport: &str, load: &str, direction: DataDirection) -> String {
+    let key = format!("{load} {}", written(&direction));
+    match transport {
         "" => key,
         t => format!("{t} {key}"),
     }
@@ -925,7 +876,7 @@ pub fn mesh(runs: &[&SavedRun]) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn run(extra: Value) -> SavedRun {
         let mut v = json!({

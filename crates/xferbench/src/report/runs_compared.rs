@@ -8,12 +8,12 @@
 //! it: `report a.json b.json c.json` reads b and c against a.
 
 use super::figure::{Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, spans_decade};
-use super::figures::{config_name, curve_name, load_name, text};
+use super::figures::{closed_name, open_name, point_config, point_curve};
 use crate::compare::extract::{self, Statistic, Subject};
 use crate::compare::{self, Comparison, Settings, method};
-use crate::result::saved::{SavedRun, num};
+use crate::result::points::{Of, PointView, Sizes};
+use crate::result::saved::{AnyRun, SavedRun};
 use crate::units::format_size;
-use serde_json::Value;
 
 /// Two runs compared: the table, or why there is none, and the figures.
 #[derive(Clone, Debug)]
@@ -74,8 +74,8 @@ pub const BARS: &str = "Bars: the 99% interval of each run's figure, from its re
 /// series group (a curve, a configuration), and x.
 type Place = (String, String, f64);
 
-/// Where an entry (of a stream job: one direction) goes, if on a panel.
-type Placer = Box<dyn Fn(&Value, Option<&str>) -> Option<Place>>;
+/// Where a point (of a stream job: one direction) goes, if on a panel.
+type Placer = Box<dyn Fn(&PointView) -> Option<Place>>;
 
 /// One statistic of an experiment against one x: a figure per key.
 struct Panel {
@@ -91,46 +91,49 @@ struct Panel {
     place: Placer,
 }
 
-/// A run's entries beside their subjects: one per point, a stream job once
+/// A run's points beside their subjects: one per point, a stream job once
 /// per direction that did I/O. A run `compare` cannot read gives none.
-fn items(run: &SavedRun) -> Vec<(&Value, Option<&'static str>, Subject)> {
+fn items(run: &SavedRun) -> Vec<(PointView<'_>, Subject)> {
     let Ok(subjects) = extract::subjects(run) else {
         return Vec::new();
     };
-    match run.experiment.as_str() {
-        "mesh" => Vec::new(),
-        "stream" => {
-            let mut out = Vec::new();
-            for j in run.entries() {
-                let Ok(name) = extract::job_name(j) else {
-                    continue;
+    let views = run.run.views();
+    match &run.run {
+        AnyRun::Stream(_) => views
+            .into_iter()
+            .filter_map(|v| {
+                let (Of::Job(j), Some(dir)) = (v.of, v.direction) else {
+                    return None;
                 };
-                for dir in ["read", "write", "trim"] {
-                    let id = format!("job {name} {dir}");
-                    if let Some(s) = subjects.iter().find(|s| s.id == id) {
-                        out.push((j, Some(dir), s.clone()));
-                    }
-                }
-            }
-            out
-        }
-        _ => run
-            .entries()
-            .iter()
-            .zip(subjects)
-            .map(|(e, s)| (e, None, s))
+                let id = format!("job {} {dir}", extract::stream_job_name(j));
+                let s = subjects.iter().find(|s| s.id == id)?;
+                Some((v, s.clone()))
+            })
             .collect(),
+        // A subject per point, in run order.
+        _ => views.into_iter().zip(subjects).collect(),
     }
 }
 
-fn distinct(runs: [&SavedRun; 2], k: &str) -> Vec<f64> {
-    let mut v: Vec<f64> = runs
-        .iter()
-        .flat_map(|r| r.entries().iter().filter_map(|e| num(e, k)))
-        .collect();
-    v.sort_by(f64::total_cmp);
-    v.dedup();
-    v
+/// The request sizes and the reply sizes of both runs' round trips, each
+/// sorted and once.
+fn in_out(runs: [&SavedRun; 2]) -> (Vec<u64>, Vec<u64>) {
+    let (mut ins, mut outs) = (Vec::new(), Vec::new());
+    for v in runs.iter().flat_map(|r| r.run.views()) {
+        if let Sizes::InOut {
+            in_bytes,
+            out_bytes,
+        } = v.sizes
+        {
+            ins.push(in_bytes);
+            outs.push(out_bytes);
+        }
+    }
+    for v in [&mut ins, &mut outs] {
+        v.sort_unstable();
+        v.dedup();
+    }
+    (ins, outs)
 }
 
 fn bytes() -> Axis {
@@ -159,7 +162,10 @@ fn y(label: &str) -> Axis {
 /// curve: one-way p50 and bandwidth over message size.
 fn curve_panels() -> Vec<Panel> {
     let place = || -> Placer {
-        Box::new(|e, _| Some((String::new(), curve_name(e), num(e, "size_bytes")?)))
+        Box::new(|v| match v.of {
+            Of::Curve(p) => Some((String::new(), point_curve(p), p.size_bytes as f64)),
+            _ => None,
+        })
     };
     vec![
         Panel {
@@ -189,29 +195,32 @@ fn curve_panels() -> Vec<Panel> {
 fn roundtrip_panels(runs: [&SavedRun; 2]) -> Vec<Panel> {
     // x: whichever of in and out takes more sizes; a series per
     // size of the other where it takes several.
-    let (ins, outs) = (distinct(runs, "in_bytes"), distinct(runs, "out_bytes"));
-    let (x, other, other_name) = if ins.len() >= outs.len() {
-        ("in_bytes", "out_bytes", "out")
-    } else {
-        ("out_bytes", "in_bytes", "in")
-    };
+    let (ins, outs) = in_out(runs);
+    let by_in = ins.len() >= outs.len();
     let several = ins.len().min(outs.len()) > 1;
     let place = move || -> Placer {
-        Box::new(move |e, _| {
-            let mut group = config_name(e);
+        Box::new(move |v| {
+            let Of::Roundtrip(p) = v.of else {
+                return None;
+            };
+            let (x, other, other_name) = if by_in {
+                (p.in_bytes, p.out_bytes, "out")
+            } else {
+                (p.out_bytes, p.in_bytes, "in")
+            };
+            let mut group = point_config(p);
             if several {
-                let o = format_size(num(e, other)? as u64);
-                group = format!("{group}, {other_name} {o}");
+                group = format!("{group}, {other_name} {}", format_size(other));
             }
-            Some((String::new(), group, num(e, x)?))
+            Some((String::new(), group, x as f64))
         })
     };
-    let axis = if x == "in_bytes" {
+    let axis = if by_in {
         "request size, in (bytes)"
     } else {
         "reply size, out (bytes)"
     };
-    let (t50, t99) = if x == "in_bytes" {
+    let (t50, t99) = if by_in {
         (
             "Round trip (p50) vs request size",
             "Round trip (p99) vs request size",
@@ -256,14 +265,16 @@ fn stream_panels() -> Vec<Panel> {
         x: Axis::new("block size (bytes)", true, Scale::Bytes),
         y: y("bandwidth (MB/s)"),
         scale: 1.0,
-        place: Box::new(|j, dir| {
-            let mut group = text(j, "jobname").to_string();
-            if let Some(c) = num(j, "clone").filter(|&c| c > 0.0) {
+        place: Box::new(|v| {
+            let Of::Job(j) = v.of else {
+                return None;
+            };
+            let mut group = j.jobname().to_string();
+            if let Some(c) = j.job().map(|x| x.clone).filter(|&c| c > 0) {
                 group.push_str(&format!(" clone {c}"));
             }
-            group.push_str(&format!(" {}", dir?));
-            let bs = num(j, "sweep_bs").or_else(|| num(j, "bs"))?;
-            Some((String::new(), group, bs))
+            group.push_str(&format!(" {}", v.direction?));
+            Some((String::new(), group, j.block_size()? as f64))
         }),
     }]
 }
@@ -279,9 +290,9 @@ fn load_panels() -> Vec<Panel> {
             x: Axis::new("transfer size (bytes)", true, Scale::Bytes),
             y: y("requests/s"),
             scale: 1.0,
-            place: Box::new(|p, _| {
-                num(p, "req_per_s")?;
-                Some((String::new(), load_name(p), num(p, "size_bytes")?))
+            place: Box::new(|v| match v.of {
+                Of::Closed(p) => Some((String::new(), closed_name(p), p.size_bytes as f64)),
+                _ => None,
             }),
         },
         Panel {
@@ -292,10 +303,12 @@ fn load_panels() -> Vec<Panel> {
             x: Axis::new("offered rate (requests/s)", true, Scale::Number),
             y: y("latency p50 (µs)"),
             scale: 1e-3,
-            place: Box::new(|p, _| {
-                let size = format_size(num(p, "size_bytes")? as u64);
-                let group = format!("{} {size} bytes", load_name(p));
-                Some((String::new(), group, num(p, "offered_per_s")?))
+            place: Box::new(|v| {
+                let Of::Open(p) = v.of else {
+                    return None;
+                };
+                let group = format!("{} {} bytes", open_name(p), format_size(p.size_bytes));
+                Some((String::new(), group, p.offered_per_s))
             }),
         },
     ]
@@ -311,11 +324,14 @@ fn flowgraph_panels() -> Vec<Panel> {
         x: Axis::new("saxpy blocks (M)", false, Scale::Count),
         y: y("samples/s"),
         scale: 1.0,
-        place: Box::new(|p, _| {
-            let n = num(p, "cores")?;
-            let key = format!("{n} core{}", if n == 1.0 { "" } else { "s" });
-            let group = crate::flowgraph::edge::series_of(p);
-            Some((key, group, num(p, "blocks")?))
+        place: Box::new(|v| {
+            let Of::Flowgraph(p) = v.of else {
+                return None;
+            };
+            let n = p.cores;
+            let key = format!("{n} core{}", if n == 1 { "" } else { "s" });
+            let group = crate::flowgraph::edge::series(p.scheduler, p.edges);
+            Some((key, group, p.blocks as f64))
         }),
     }]
 }
@@ -330,13 +346,12 @@ fn pairs_panels() -> Vec<Panel> {
         x: bytes(),
         y: y("MB/s"),
         scale: 1.0,
-        place: Box::new(|p, _| {
-            let w = num(p, "window").map_or(String::new(), |w| format!(", window {w}"));
-            Some((
-                String::new(),
-                format!("aggregate{w}"),
-                num(p, "size_bytes")?,
-            ))
+        place: Box::new(|v| {
+            let Of::Pairs(p) = v.of else {
+                return None;
+            };
+            let group = format!("aggregate, window {}", p.window);
+            Some((String::new(), group, p.size_bytes as f64))
         }),
     }]
 }
@@ -350,15 +365,11 @@ struct Mark {
     bar: Option<[f64; 2]>,
 }
 
-fn marks(
-    p: &Panel,
-    items: &[(&Value, Option<&'static str>, Subject)],
-    confidence: f64,
-) -> Vec<Mark> {
+fn marks(p: &Panel, items: &[(PointView, Subject)], confidence: f64) -> Vec<Mark> {
     items
         .iter()
-        .filter_map(|(e, dir, s)| {
-            let (figure, group, x) = (p.place)(e, *dir)?;
+        .filter_map(|(v, s)| {
+            let (figure, group, x) = (p.place)(v)?;
             let f = s.figures.iter().find(|f| f.stat == p.stat)?;
             Some(Mark {
                 figure,
@@ -487,7 +498,7 @@ pub fn figures(id: &str, base: &SavedRun, new: &SavedRun) -> Vec<Figure> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn curve_point(spec: &str, size: u64, p50: f64, repeats: &[f64]) -> Value {
         let reps: Vec<Value> = repeats
@@ -571,6 +582,45 @@ mod tests {
                 ("thread pingpong raw/poll · b", None),
                 ("tcp pingpong raw/poll · a", Some(3)),
                 ("tcp pingpong raw/poll · b", None),
+            ]
+        );
+    }
+
+    #[test]
+    fn a_stream_job_is_a_series_per_clone_and_direction_that_did_io() {
+        let run = |label: &str, bw: u64| {
+            let job = |clone: u64| {
+                json!({"jobname": "j", "rw": "readwrite", "clone": clone, "sweep_bs": 4096,
+                       "read": {"bw_bytes": bw, "total_ios": 10},
+                       "write": {"bw_bytes": bw, "total_ios": 10}})
+            };
+            crate::result::saved::sketch(
+                label,
+                json!({"experiment": "stream", "jobs": [job(0), job(1)]}),
+            )
+            .unwrap()
+        };
+        let c = pair("x", &run("a", 1_000_000), &run("b", 2_000_000));
+        assert_eq!(c.figures.len(), 1);
+        let Plot::Lines(l) = &c.figures[0].plot else {
+            panic!("lines")
+        };
+        let s: Vec<(&str, &[(f64, f64)])> = l
+            .series
+            .iter()
+            .map(|s| (s.name.as_str(), s.points.as_slice()))
+            .collect();
+        assert_eq!(
+            s,
+            [
+                ("j read · a", &[(4096.0, 1.0)][..]),
+                ("j read · b", &[(4096.0, 2.0)][..]),
+                ("j write · a", &[(4096.0, 1.0)][..]),
+                ("j write · b", &[(4096.0, 2.0)][..]),
+                ("j clone 1 read · a", &[(4096.0, 1.0)][..]),
+                ("j clone 1 read · b", &[(4096.0, 2.0)][..]),
+                ("j clone 1 write · a", &[(4096.0, 1.0)][..]),
+                ("j clone 1 write · b", &[(4096.0, 2.0)][..]),
             ]
         );
     }

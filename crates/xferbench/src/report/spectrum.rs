@@ -5,11 +5,10 @@
 //! as much room as the body; y is the latency that fraction of the samples
 //! stayed under.
 //!
-//! Histograms are looked for where a run's entries are
-//! (`SavedRun::entries`): on the entry itself (round trip, curve, load) or
-//! on one of its objects (a stream job's `read` and `write`). An entry
-//! without one (a run saved before histograms were kept) gives no figure; a
-//! histogram that does not decode is left out with a warning.
+//! Histograms are those of a run's points (`AnyRun::views`): a round
+//! trip's, curve's or load's point, or one direction of a stream job. A
+//! point without one (a run saved before histograms were kept) gives no
+//! figure; a histogram that does not decode is left out with a warning.
 //!
 //! One run: a figure per configuration, a series per point (at most
 //! `MAX_SERIES`, spread over the sizes). Runs of one experiment whose points
@@ -18,13 +17,13 @@
 //! dashed as the baseline the others are read against.
 
 use super::figure::{Axis, Figure, Kind, Lines, Plot, Role, Scale, Series, nines, spans_decade};
-use super::figures::{config_name, curve_name, load_name, stream_name, text};
+use super::figures::{closed_name, open_name, point_config, point_curve, stream_job_name};
 use crate::measure::distribution::{Distribution, quantile};
-use crate::result::saved::{SavedRun, num};
+use crate::result::points::{Config, Of, PointView, Sizes};
+use crate::result::saved::SavedRun;
 use crate::units::format_size;
 use crate::units::si;
 use hdrhistogram::Histogram;
-use serde_json::Value;
 
 /// Series on one plot, and plots per configuration, at most: a curve's 24
 /// sizes would be a tangle.
@@ -32,26 +31,6 @@ pub const MAX_SERIES: usize = 6;
 
 /// About how many quantiles a spectrum is sampled at.
 const SAMPLES: f64 = 150.0;
-
-/// Fields that tell a point's configuration apart from another's; two runs'
-/// points are the same point when these and their sizes agree.
-const CONFIG_FIELDS: [&str; 15] = [
-    "spec",
-    "transport",
-    "mode",
-    "chunk",
-    "window",
-    "buffers",
-    "completion",
-    "load",
-    "direction",
-    "inflight",
-    "arrival",
-    "jobname",
-    "rw",
-    "ioengine",
-    "iodepth",
-];
 
 /// How to read a spectrum, at the head of every spectrum's caption.
 const READING: &str = "Each point: the latency that fraction of the samples stayed under, on a nines axis (90%, 99%, 99.9%: each step ten times rarer); the right end is the tail, drawn as far as a point's n samples reach (1 − 1/n).";
@@ -61,11 +40,12 @@ const READING: &str = "Each point: the latency that fraction of the samples stay
 /// a quarter of a megabyte, and a report of tens of thousands of points
 /// draws only a few of them.
 struct Found<'a> {
-    /// The configuration's fields, to match runs by, and its name.
-    config_id: String,
+    /// The configuration (and a stream job's direction), to match runs
+    /// by, and its name.
+    key: Key<'a>,
     config: String,
     /// The point's sizes (or offered rate), to match runs by, and its name.
-    point_id: String,
+    sizes: Sizes,
     point: String,
     /// Where the point sorts within its configuration: its sizes.
     order: Vec<f64>,
@@ -76,6 +56,10 @@ struct Found<'a> {
     /// and is plotted one way (over 2 in pingpong, the window in stream).
     divisor: f64,
 }
+
+/// A configuration and, for a stream job, the direction: what a spectrum
+/// figure is drawn for.
+type Key<'a> = (Config<'a>, Option<&'static str>);
 
 impl Found<'_> {
     /// The point's histogram: its entries' decoded and added (each was
@@ -147,137 +131,104 @@ pub fn spread(n: usize, k: usize) -> Vec<usize> {
     v
 }
 
-/// The histograms an entry keeps: its own `histogram` (place `None`), and
-/// those of its objects, by the object's name (a stream job's `read`).
-fn places(e: &Value) -> Vec<(Option<&str>, &Value)> {
-    let mut v = Vec::new();
-    if let Some(h) = e.get("histogram").filter(|h| !h.is_null()) {
-        v.push((None, h));
-    }
-    for (k, sub) in e.as_object().into_iter().flatten() {
-        if let Some(h) = sub.get("histogram").filter(|h| !h.is_null()) {
-            v.push((Some(k.as_str()), h));
-        }
-    }
-    v
-}
-
-/// An entry's configuration: its fields to match by and its name, as the
-/// experiment's other figures name it.
-fn configuration(experiment: &str, e: &Value, place: Option<&str>) -> (String, String) {
-    let mut id: String = CONFIG_FIELDS
-        .iter()
-        .filter_map(|k| e.get(*k).map(|v| format!("{k}={v};")))
-        .collect();
-    let open = e.get("offered_per_s").is_some();
-    let mut name = match experiment {
-        "roundtrip" => config_name(e),
-        "curve" => curve_name(e),
-        "stream" => stream_name(e),
-        "load" => load_name(e),
-        _ => [text(e, "spec"), text(e, "transport"), experiment]
-            .into_iter()
-            .find(|s| !s.is_empty())
-            .unwrap_or_default()
-            .to_string(),
+/// A point's configuration named as the experiment's other figures name
+/// it (and a stream job's direction).
+fn configuration(v: &PointView) -> String {
+    let name = match v.of {
+        Of::Roundtrip(p) => point_config(p),
+        Of::Curve(p) => point_curve(p),
+        Of::Closed(p) => closed_name(p),
+        // An open-loop sweep is over offered rates at one size.
+        Of::Open(p) => format!(
+            "{} open loop, {} bytes",
+            open_name(p),
+            format_size(p.size_bytes)
+        ),
+        Of::Job(j) => stream_job_name(j),
+        Of::Flowgraph(_) => "flowgraph".into(),
+        Of::Pairs(_) => "pairs".into(),
     };
-    // An open-loop sweep is over offered rates at one size.
-    if let (true, Some(n)) = (open, num(e, "size_bytes")) {
-        id.push_str(&format!("size_bytes={n};"));
-        name = format!("{name} open loop, {} bytes", format_size(n as u64));
+    match v.direction {
+        Some(d) => format!("{name}, {d}"),
+        None => name,
     }
-    if let Some(p) = place {
-        id.push_str(&format!("@{p}"));
-        name = format!("{name}, {p}");
-    }
-    (id, name)
 }
 
-/// A point within its configuration: its sizes (or offered rate) to match
-/// by, its name in a legend, and where it sorts.
-fn point(e: &Value) -> (String, String, Vec<f64>) {
-    let b = |n: f64| format_size(n as u64);
-    if let Some(r) = num(e, "offered_per_s") {
-        return (
-            format!("offered {r}"),
-            format!("{}/s offered", si(r)),
-            vec![r],
-        );
+/// A point within its configuration, named in a legend.
+fn point(sizes: Sizes) -> String {
+    match sizes {
+        Sizes::Offered(r) => format!("{}/s offered", si(r)),
+        Sizes::InOut {
+            in_bytes,
+            out_bytes,
+        } => format!(
+            "in {}, out {}",
+            format_size(in_bytes),
+            format_size(out_bytes)
+        ),
+        Sizes::Message(n) => format!("{} bytes", format_size(n)),
+        Sizes::Block(n) => format!("bs {}", format_size(n)),
+        Sizes::Blocks(m) => format!("M={m}"),
+        Sizes::Unsaid => "all samples".into(),
     }
-    if let (Some(i), Some(o)) = (num(e, "in_bytes"), num(e, "out_bytes")) {
-        return (
-            format!("in {i} out {o}"),
-            format!("in {}, out {}", b(i), b(o)),
-            vec![i, o],
-        );
-    }
-    if let Some(n) = num(e, "size_bytes") {
-        return (format!("size {n}"), format!("{} bytes", b(n)), vec![n]);
-    }
-    if let Some(n) = num(e, "sweep_bs").or_else(|| num(e, "bs")) {
-        return (format!("bs {n}"), format!("bs {}", b(n)), vec![n]);
-    }
-    (String::new(), "all samples".into(), Vec::new())
 }
 
-/// Recorded ns per plotted ns: exchange over one-way where the entry has
-/// both (a curve point: 2 in pingpong, the window in stream), else 1.
-fn divisor(e: &Value, place: Option<&str>) -> f64 {
-    if !matches!(place, None | Some("exchange")) {
-        return 1.0;
-    }
-    let mean = |k: &str| e.get(k).and_then(|s| num(s, "mean_ns"));
-    match (mean("exchange"), mean("oneway")) {
-        (Some(x), Some(o)) if x > 0.0 && o > 0.0 => x / o,
+/// Recorded ns per plotted ns: a curve point records whole exchanges and
+/// is plotted one way (2 in pingpong, the window in stream); else 1.
+fn divisor(v: &PointView) -> f64 {
+    match v.of {
+        Of::Curve(p) if p.exchange.mean_ns > 0.0 && p.oneway.mean_ns > 0.0 => {
+            p.exchange.mean_ns / p.oneway.mean_ns
+        }
         _ => 1.0,
     }
 }
 
-/// The histograms in `run`'s entries, merged where entries share their
-/// configuration and point (a stream job's clones); one that does not
+/// The histograms of `run`'s points, merged where points share their
+/// configuration and sizes (a stream job's clones); one that does not
 /// decode is left out, with a warning in `warnings`.
 fn found<'a>(run: &'a SavedRun, warnings: &mut Vec<String>) -> Vec<Found<'a>> {
     let mut out: Vec<Found> = Vec::new();
-    // Where each (configuration, point) is in `out`: one lookup per entry.
-    let mut index: std::collections::HashMap<(String, String), usize> =
+    // Where each (configuration, point) is in `out`: one lookup per point.
+    let mut index: std::collections::HashMap<(Key, Sizes), usize> =
         std::collections::HashMap::new();
-    for e in run.entries() {
-        for (place, h) in places(e) {
-            let (config_id, config) = configuration(&run.experiment, e, place);
-            let (point_id, point, order) = point(e);
-            let mut skip = |why: String| {
+    let mut views = run.run.views();
+    // A stream job's directions by name (read, trim, write), the order its
+    // spectra have always come in.
+    views.sort_by_key(|v| (v.entry, v.direction));
+    for v in views {
+        let Some(h) = &v.spread.histogram else {
+            continue;
+        };
+        let text = h.as_str();
+        let key = (v.config, v.direction);
+        // Decoded to check it, then dropped: kept encoded.
+        match Distribution::decode(text) {
+            Ok(h) if h.is_empty() => continue,
+            Ok(_) => {}
+            Err(e) => {
                 warnings.push(format!(
-                    "{}: {config}, {point}: {why}; its latency spectrum is left out",
-                    run.label
-                ))
-            };
-            let Some(text) = h.as_str() else {
-                skip("histogram is not a string".into());
+                    "{}: {}, {}: {e}; its latency spectrum is left out",
+                    run.label,
+                    configuration(&v),
+                    point(v.sizes)
+                ));
                 continue;
-            };
-            // Decoded to check it, then dropped: kept encoded.
-            match Distribution::decode(text) {
-                Ok(h) if h.is_empty() => continue,
-                Ok(_) => {}
-                Err(e) => {
-                    skip(e);
-                    continue;
-                }
             }
-            match index.get(&(config_id.clone(), point_id.clone())) {
-                Some(&i) => out[i].hists.push(text),
-                None => {
-                    index.insert((config_id.clone(), point_id.clone()), out.len());
-                    out.push(Found {
-                        divisor: divisor(e, place),
-                        config_id,
-                        config,
-                        point_id,
-                        point,
-                        order,
-                        hists: vec![text],
-                    });
-                }
+        }
+        match index.get(&(key, v.sizes)) {
+            Some(&i) => out[i].hists.push(text),
+            None => {
+                index.insert((key, v.sizes), out.len());
+                out.push(Found {
+                    divisor: divisor(&v),
+                    key,
+                    config: configuration(&v),
+                    sizes: v.sizes,
+                    point: point(v.sizes),
+                    order: v.sizes.order(),
+                    hists: vec![text],
+                });
             }
         }
     }
@@ -338,10 +289,10 @@ pub fn figures(runs: &[SavedRun]) -> (Vec<Figure>, Vec<String>) {
 /// One experiment's spectra: per configuration, the runs' shared points
 /// compared, or each run's points on one plot.
 fn experiment(e: &str, runs: &[(&SavedRun, Vec<Found>)]) -> Vec<Figure> {
-    let mut configs: Vec<&str> = Vec::new();
+    let mut configs: Vec<Key> = Vec::new();
     for f in runs.iter().flat_map(|(_, fs)| fs) {
-        if !configs.contains(&f.config_id.as_str()) {
-            configs.push(&f.config_id);
+        if !configs.contains(&f.key) {
+            configs.push(f.key);
         }
     }
     let mut out = Vec::new();
@@ -349,7 +300,7 @@ fn experiment(e: &str, runs: &[(&SavedRun, Vec<Found>)]) -> Vec<Figure> {
         let per_run: Vec<(&SavedRun, Vec<&Found>)> = runs
             .iter()
             .filter_map(|(r, fs)| {
-                let mut mine: Vec<&Found> = fs.iter().filter(|f| f.config_id == c).collect();
+                let mut mine: Vec<&Found> = fs.iter().filter(|f| f.key == c).collect();
                 mine.sort_by(|a, b| {
                     a.order
                         .partial_cmp(&b.order)
@@ -370,17 +321,17 @@ fn experiment(e: &str, runs: &[(&SavedRun, Vec<Found>)]) -> Vec<Figure> {
         });
         let mut shared: Vec<&Found> = Vec::new();
         let mut alone = 0;
-        let mut runs_with: std::collections::HashMap<&str, usize> =
+        let mut runs_with: std::collections::HashMap<Sizes, usize> =
             std::collections::HashMap::new();
         for f in &all {
-            *runs_with.entry(f.point_id.as_str()).or_default() += 1;
+            *runs_with.entry(f.sizes).or_default() += 1;
         }
-        let mut seen: std::collections::HashSet<&str> = std::collections::HashSet::new();
+        let mut seen: std::collections::HashSet<Sizes> = std::collections::HashSet::new();
         for f in &all {
-            if !seen.insert(f.point_id.as_str()) {
+            if !seen.insert(f.sizes) {
                 continue;
             }
-            if runs_with[f.point_id.as_str()] >= 2 {
+            if runs_with[&f.sizes] >= 2 {
                 shared.push(f);
             } else {
                 alone += 1;
@@ -480,7 +431,7 @@ fn compared(
         let p = shared[i];
         let with: Vec<(&SavedRun, &Found)> = per_run
             .iter()
-            .filter_map(|(r, m)| Some((*r, *m.iter().find(|f| f.point_id == p.point_id)?)))
+            .filter_map(|(r, m)| Some((*r, *m.iter().find(|f| f.sizes == p.sizes)?)))
             .collect();
         let series: Vec<Series> = with
             .iter()
@@ -524,7 +475,7 @@ fn compared(
 mod tests {
     use super::*;
     use crate::measure::stats::Recorder;
-    use serde_json::json;
+    use serde_json::{Value, json};
 
     fn encoded(values: impl IntoIterator<Item = u64>) -> String {
         let mut r = Recorder::new();

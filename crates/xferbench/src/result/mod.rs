@@ -7,6 +7,7 @@ pub mod limit;
 pub mod limits;
 pub mod load;
 pub mod mesh;
+pub mod points;
 pub mod saved;
 pub mod stream;
 

@@ -447,18 +447,6 @@ impl AnyRun {
             _ => None,
         }
     }
-
-    /// The measured entries as JSON: `points`, or a stream run's `jobs`.
-    fn entries_json(&self) -> Vec<Value> {
-        let key = if matches!(self, AnyRun::Stream(_)) {
-            "jobs"
-        } else {
-            "points"
-        };
-        (0..self.entries_len(key).unwrap_or(0))
-            .filter_map(|n| self.entry_json(key, n))
-            .collect()
-    }
 }
 
 /// Where in `v` the value a type error names is: serde says what it found
@@ -546,15 +534,6 @@ pub struct SavedRun {
     pub experiment: String,
     /// The run itself, typed by its experiment.
     pub run: AnyRun,
-    /// The measured entries as JSON, for the readers not yet moved onto
-    /// `run`: the latency spectra (`report::spectrum`: each entry's
-    /// histogram and name) and the run-against-run figures
-    /// (`report::runs_compared`: each entry beside compare's subject), both
-    /// through `entries`. They read what `run` holds, so a file `run`
-    /// accepts gives them nothing new; made from `run` when first asked
-    /// (a file read from disk) or kept as given (a run already parsed).
-    /// New code reads `run`, and this goes when those two move.
-    entries: std::sync::OnceLock<Vec<Value>>,
     /// The machine it ran on.
     pub env: Option<Env>,
     /// False when the run stopped early.
@@ -580,7 +559,7 @@ impl SavedRun {
                 drop(text);
                 let experiment = run.common().experiment.to_string();
                 let unknown = unknown.map(|(first, n)| unknown_said(&experiment, &first, n));
-                return Ok(SavedRun::assemble(label, run, unknown, None));
+                return Ok(SavedRun::assemble(label, run, unknown));
             }
             Err(why) => why,
         };
@@ -647,22 +626,11 @@ impl SavedRun {
             ))
         })?;
         let unknown = unknown_fields(&experiment, &value, &run);
-        let mut value = value;
-        let entries = match value.get_mut(key).map(Value::take) {
-            Some(Value::Array(a)) => a,
-            _ => Vec::new(),
-        };
-        Ok(SavedRun::assemble(label, run, unknown, Some(entries)))
+        Ok(SavedRun::assemble(label, run, unknown))
     }
 
-    /// A saved run of `run`, with the warning of the fields it dropped and
-    /// (when given) its entries' JSON.
-    fn assemble(
-        label: impl Into<String>,
-        run: AnyRun,
-        unknown: Option<String>,
-        entries: Option<Vec<Value>>,
-    ) -> SavedRun {
+    /// A saved run of `run`, with the warning of the fields it dropped.
+    fn assemble(label: impl Into<String>, run: AnyRun, unknown: Option<String>) -> SavedRun {
         let mut warnings = run.common().warnings.to_vec();
         warnings.extend(unknown);
         let c = run.common();
@@ -673,14 +641,8 @@ impl SavedRun {
             stopped_by: c.stopped_by.map(str::to_string),
             env: c.env.cloned(),
             warnings,
-            entries: entries.map(std::sync::OnceLock::from).unwrap_or_default(),
             run,
         }
-    }
-
-    /// The measured entries: `points`, or a stream run's `jobs`.
-    pub fn entries(&self) -> &[Value] {
-        self.entries.get_or_init(|| self.run.entries_json())
     }
 
     /// Caveats on single points, each with how many points it applies to.
@@ -828,30 +790,6 @@ pub fn written<T: Serialize>(x: &T) -> String {
         Ok(v) => v.to_string(),
         Err(_) => String::new(),
     }
-}
-
-/// A number field of a saved point, if it is there and is a number.
-pub fn num(v: &Value, k: &str) -> Option<f64> {
-    v.get(k).and_then(Value::as_f64)
-}
-
-/// The elements of an array field (none when absent or not an array).
-pub fn array<'a>(v: &'a Value, k: &str) -> &'a [Value] {
-    v.get(k)
-        .and_then(Value::as_array)
-        .map_or(&[], Vec::as_slice)
-}
-
-/// The strings of an array field (empty when absent).
-pub fn strings(v: Option<&Value>) -> Vec<String> {
-    v.and_then(Value::as_array)
-        .map(|a| {
-            a.iter()
-                .filter_map(Value::as_str)
-                .map(str::to_string)
-                .collect()
-        })
-        .unwrap_or_default()
 }
 
 fn shell_quote(s: &str) -> String {
