@@ -484,7 +484,7 @@ fn a_killed_run_leaves_no_process_behind() {
     ];
     for (args, word) in runs {
         let mut child = Guarded::spawn(
-            Command::new(env!("CARGO_BIN_EXE_xferbench"))
+            common::xferbench()
                 .args(args)
                 .current_dir(dir.path())
                 .stdin(Stdio::null())
@@ -528,6 +528,7 @@ fn within(limit: Duration, mut done: impl FnMut() -> bool) -> bool {
 #[test]
 fn a_killed_run_leaves_no_grandchild_behind() {
     use std::os::unix::fs::PermissionsExt;
+    use std::os::unix::process::CommandExt;
     let dir = tempfile::tempdir().unwrap();
     let script = dir.path().join("spawn.sh");
     std::fs::write(&script, "#!/bin/sh\nsleep 9871 &\nsleep 9872\n").unwrap();
@@ -541,17 +542,25 @@ fn a_killed_run_leaves_no_grandchild_behind() {
     )
     .unwrap();
     // Kill the process started here, then the measuring one (a child of
-    // it, with the same command line).
-    for measuring in [false, true] {
-        let mut top = Guarded::spawn(
-            common::xferbench()
-                .args(["stream", "-q", "--format", "json", "exec.fio"])
-                .current_dir(dir.path())
-                .stdin(Stdio::null())
-                .stdout(Stdio::null())
-                .stderr(Stdio::null()),
-        )
-        .unwrap();
+    // it, with the same command line); each also under `nohup` (SIGHUP
+    // ignored), where the child's parent-death signal is another.
+    for (measuring, nohup) in [(false, false), (true, false), (false, true), (true, true)] {
+        let mut cmd = common::xferbench();
+        cmd.args(["stream", "-q", "--format", "json", "exec.fio"])
+            .current_dir(dir.path())
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(Stdio::null());
+        if nohup {
+            // SAFETY: only signal(), async-signal-safe, between fork and exec.
+            unsafe {
+                cmd.pre_exec(|| {
+                    libc::signal(libc::SIGHUP, libc::SIG_IGN);
+                    Ok(())
+                });
+            }
+        }
+        let mut top = Guarded::spawn(&mut cmd).unwrap();
         let pid = top.id();
         let mut kids = Vec::new();
         until("the program's children started", || {
@@ -571,8 +580,9 @@ fn a_killed_run_leaves_no_grandchild_behind() {
         for k in kids {
             assert!(
                 within(Duration::from_secs(10), || !alive(k)),
-                "killing the {} process left its program's child {k} running",
-                if measuring { "measuring" } else { "top" }
+                "killing the {} process{} left its program's child {k} running",
+                if measuring { "measuring" } else { "top" },
+                if nohup { " under nohup" } else { "" }
             );
         }
     }
@@ -623,7 +633,9 @@ fn a_signal_to_one_rank_of_a_mesh_leaves_rank_0s_results() {
     let dir = tempfile::tempdir().unwrap();
     let out = dir.path().join("mesh.json");
     let bin = env!("CARGO_BIN_EXE_xferbench");
-    let mut mpirun = Command::new("mpirun")
+    let mut mpirun = Command::new("mpirun");
+    common::stopping_signals_default(&mut mpirun);
+    let mut mpirun = mpirun
         .args(["--allow-run-as-root", "--oversubscribe", "-n", "4", bin])
         .args([
             "mesh",

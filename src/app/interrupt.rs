@@ -41,6 +41,9 @@ pub fn install() -> Arc<AtomicBool> {
             let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, asked.clone());
             let _ = signal_hook::flag::register(sig, asked.clone());
         }
+        if super::channel::attached() && ignored(SIGHUP) {
+            parent_death_under_nohup(&flag);
+        }
         let hup = (!ignored(SIGHUP)).then_some(SIGHUP);
         for sig in [SIGINT, SIGTERM].into_iter().chain(hup) {
             let action = move |info: &libc::siginfo_t| {
@@ -64,6 +67,30 @@ pub fn install() -> Arc<AtomicBool> {
         flag
     })
     .clone()
+}
+
+/// The measuring child's parent-death signal where SIGHUP is ignored
+/// (`nohup`): a signal nothing else sends, taken as a SIGTERM that never
+/// quits at once. The kernel sends a parent-death signal again each time a
+/// thread of the dying parent goes, and a second SIGTERM would end the
+/// child before it ended the programs it started.
+pub const DEATH_UNDER_NOHUP: libc::c_int = libc::SIGUSR2;
+
+/// Catches [`DEATH_UNDER_NOHUP`]: the run stops as on SIGTERM (its status
+/// and `stopped_by` say SIGTERM, what killed the supervisor is not known
+/// here), however often it comes.
+fn parent_death_under_nohup(flag: &Arc<AtomicBool>) {
+    let action = |_: &libc::siginfo_t| {
+        let _ = xferbench::error::INTERRUPTED_BY.compare_exchange(
+            0,
+            libc::SIGTERM,
+            Ordering::Relaxed,
+            Ordering::Relaxed,
+        );
+    };
+    // SAFETY: the action is one atomic operation: async-signal-safe.
+    let _ = unsafe { signal_hook_registry::register_sigaction(DEATH_UNDER_NOHUP, action) };
+    let _ = signal_hook::flag::register(DEATH_UNDER_NOHUP, flag.clone());
 }
 
 /// A signal asked the run to stop (not the run itself raising its stop

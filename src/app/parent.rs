@@ -17,8 +17,8 @@
 //! SIGINT, SIGTERM and SIGHUP sent to this process go to the child (which
 //! stops and writes its partial results, as ever); a second one kills it,
 //! and this process writes the last checkpoint. The child dies with this
-//! process (a parent-death signal: SIGHUP, SIGTERM under `nohup`, so it still writes its
-//! results).
+//! process (a parent-death signal: SIGHUP, or one of its own under
+//! `nohup`, so it still writes its results).
 
 use super::channel::{self, ACK, CHECKPOINT, CLAIMED, DONE, SIGNAL};
 use crate::cli::{Cli, Command, PluginAction};
@@ -133,11 +133,12 @@ pub fn run(kind: Kind) -> Option<i32> {
     // kernel sends it each time the child's parent *thread* goes, and a
     // process killed outright loses its threads one by one, the child
     // passed to the next each time; a second SIGTERM would end the child on
-    // the spot, leaving what it started running. SIGTERM where SIGHUP is
-    // ignored (the child inherits that).
+    // the spot, leaving what it started running. Where SIGHUP is ignored
+    // (the child inherits that), a signal of its own that the child takes
+    // the same way (`interrupt::DEATH_UNDER_NOHUP`).
     let hup_ignored = super::interrupt::ignored(libc::SIGHUP);
     let death = if hup_ignored {
-        libc::SIGTERM
+        super::interrupt::DEATH_UNDER_NOHUP
     } else {
         libc::SIGHUP
     };

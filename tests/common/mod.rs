@@ -46,7 +46,26 @@ pub fn finish(mut c: Command) -> Output {
 pub fn xferbench() -> Command {
     let mut c = Command::new(env!("CARGO_BIN_EXE_xferbench"));
     c.env_remove("XFERBENCH_RESPONDER_FAULT");
+    stopping_signals_default(&mut c);
     c
+}
+
+/// Gives `c` the default action for every stopping signal, whatever the
+/// test run inherited: under `nohup`, or in a shell's background job
+/// (SIGINT and SIGQUIT ignored), xferbench keeps an ignored signal ignored
+/// on purpose, and the tests that send one would wait for a handler that
+/// never comes. A test that wants one ignored sets it after this.
+pub fn stopping_signals_default(c: &mut Command) {
+    use std::os::unix::process::CommandExt;
+    // SAFETY: only signal(), async-signal-safe, between fork and exec.
+    unsafe {
+        c.pre_exec(|| {
+            for sig in [libc::SIGHUP, libc::SIGINT, libc::SIGQUIT, libc::SIGTERM] {
+                libc::signal(sig, libc::SIG_DFL);
+            }
+            Ok(())
+        });
+    }
 }
 
 pub fn stderr(o: &Output) -> String {
