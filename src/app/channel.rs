@@ -42,14 +42,6 @@ struct Child {
 
 static CHILD: OnceLock<Child> = OnceLock::new();
 
-/// Set once this process learned it is the measuring child.
-static ATTACHED: std::sync::atomic::AtomicBool = std::sync::atomic::AtomicBool::new(false);
-
-/// Whether this process is a supervised run's measuring child.
-pub fn attached() -> bool {
-    ATTACHED.load(std::sync::atomic::Ordering::Relaxed)
-}
-
 /// Makes this process the measuring child if its parent said so (in
 /// [`ENV`]); returns whether it is one (then it never supervises a child
 /// of its own, even if its ends of the pipes could not be set up). Called
@@ -58,7 +50,7 @@ pub fn attach() -> bool {
     let Some(value) = std::env::var_os(ENV) else {
         return false;
     };
-    ATTACHED.store(true, std::sync::atomic::Ordering::Relaxed);
+    super::interrupt::supervised();
     // SAFETY: no other thread exists yet (first thing in main), so nothing
     // reads the environment meanwhile.
     unsafe { std::env::remove_var(ENV) };

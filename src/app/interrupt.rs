@@ -41,7 +41,7 @@ pub fn install() -> Arc<AtomicBool> {
             let _ = signal_hook::flag::register_conditional_shutdown(sig, 128 + sig, asked.clone());
             let _ = signal_hook::flag::register(sig, asked.clone());
         }
-        if super::channel::attached() && ignored(SIGHUP) {
+        if SUPERVISED.load(Ordering::Relaxed) && ignored(SIGHUP) {
             parent_death_under_nohup(&flag);
         }
         let hup = (!ignored(SIGHUP)).then_some(SIGHUP);
@@ -67,6 +67,16 @@ pub fn install() -> Arc<AtomicBool> {
         flag
     })
     .clone()
+}
+
+/// Set in the measuring child of a supervised run, before it installs
+/// anything: it then has a parent-death signal to take.
+static SUPERVISED: AtomicBool = AtomicBool::new(false);
+
+/// Marks this process as a supervised run's measuring child (called as it
+/// learns so, first thing in `main`).
+pub fn supervised() {
+    SUPERVISED.store(true, Ordering::Relaxed);
 }
 
 /// The measuring child's parent-death signal where SIGHUP is ignored
